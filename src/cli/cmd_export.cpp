@@ -1,0 +1,26 @@
+// `sweep export`: a run's weights as a PyTorch state dict with nanoGPT's names.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "train/export.h"
+
+namespace sweep {
+
+CLI::App* setup_export(CLI::App& app, ExportOptions& o) {
+  CLI::App* cmd = app.add_subcommand("export", "Write a run's weights as a PyTorch state dict (nanoGPT names)");
+  cmd->add_option("run-dir", o.run_dir, "Run directory (with config.yaml and checkpoint/)")->required();
+  cmd->add_option("--out", o.out, "Output file, e.g. model.pt")->required();
+  return cmd;
+}
+
+Exit run_export(const ExportOptions& o) {
+  RunConfig cfg;
+  GPT model = load_run_model(o.run_dir, &cfg);
+  export_state_dict(model, o.out);
+  std::printf("wrote %s: %lld parameters, nanoGPT names%s\n", o.out.c_str(),
+              static_cast<long long>(model->num_params()),
+              cfg.model.tie_weights ? "" : " (untied head: nanoGPT's GPT ties wte and lm_head — untie it before loading)");
+  return Exit::ok;
+}
+
+}  // namespace sweep

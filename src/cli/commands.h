@@ -1,0 +1,45 @@
+// The subcommands of `sweep`: each has an options struct, setup_<cmd> (declares its CLI11
+// options) and run_<cmd> (does the work through the libraries). Only this module uses CLI11.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "data/prepare.h"
+#include "util/error.h"
+
+namespace sweep {
+
+struct TrainOptions {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string run_dir;
+  bool resume = false;
+  bool events = false;
+};
+CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, const std::string& description);
+Exit run_train(const TrainOptions& o);
+
+CLI::App* setup_data(CLI::App& app, PrepareOptions& o);
+Exit run_data_prepare(const PrepareOptions& o);
+
+struct BenchOptions {
+  std::string config;
+  int64_t steps = 20;
+  int64_t warmup = 3;
+  std::vector<std::string> precisions{"fp32", "bf16"};
+  int threads = 0;
+};
+CLI::App* setup_bench(CLI::App& app, BenchOptions& o);
+Exit run_bench(const BenchOptions& o);
+
+struct ExportOptions {
+  std::string run_dir;
+  std::string out;
+};
+CLI::App* setup_export(CLI::App& app, ExportOptions& o);
+Exit run_export(const ExportOptions& o);
+
+}  // namespace sweep

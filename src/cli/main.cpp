@@ -1,0 +1,60 @@
+// sweep: ablation studies of language-model training. main only parses the command line,
+// calls one subcommand and turns its outcome (or error) into the exit code.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+
+using namespace sweep;
+
+int main(int argc, char** argv) {
+  CLI::App app{"sweep — which interventions beat the baseline by more than seed noise?"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sweep 0.1.0");
+
+  TrainOptions train, worker;
+  BenchOptions bench;
+  ExportOptions exporter;
+  PrepareOptions prepare;
+  CLI::App* train_cmd = setup_train(app, train, "train", "Train one run from a config file");
+  CLI::App* worker_cmd = setup_train(app, worker, "worker", "Train one run for the scheduler (same as train)");
+  CLI::App* data_cmd = setup_data(app, prepare);
+  CLI::App* bench_cmd = setup_bench(app, bench);
+  CLI::App* export_cmd = setup_export(app, exporter);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(Exit::bad_input);
+  }
+
+  Exit code = Exit::ok;
+  try {
+    if (*train_cmd) {
+      code = run_train(train);
+    } else if (*worker_cmd) {
+      code = run_train(worker);
+    } else if (*data_cmd) {
+      code = run_data_prepare(prepare);
+    } else if (*bench_cmd) {
+      code = run_bench(bench);
+    } else if (*export_cmd) {
+      code = run_export(exporter);
+    }
+  } catch (const InputErrors& e) {
+    for (const auto& d : e.diagnostics()) {
+      std::fprintf(stderr, "%s\n", d.str().c_str());
+    }
+    std::fprintf(stderr, "sweep: %zu error%s; nothing was written\n", e.diagnostics().size(),
+                 e.diagnostics().size() == 1 ? "" : "s");
+    code = e.code();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "sweep: %s\n", e.what());
+    code = e.code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sweep: unexpected error: %s\n", e.what());
+    code = Exit::failed;
+  }
+  return static_cast<int>(code);
+}

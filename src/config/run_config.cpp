@@ -1,0 +1,276 @@
+#include "config/run_config.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+constexpr int64_t k_max_int = std::numeric_limits<int64_t>::max();
+constexpr double k_inf = std::numeric_limits<double>::infinity();
+
+void read_model(MapReader r, ModelConfig& m) {
+  r.read("n_layer", m.n_layer, 1, 1024);
+  r.read("n_head", m.n_head, 1, 1024);
+  r.read("n_embd", m.n_embd, 1, 65536);
+  r.read("block_size", m.block_size, 1, 1 << 20);
+  r.read("vocab_size", m.vocab_size, 0, 65536);
+  r.read("pad_vocab_to", m.pad_vocab_to, 1, 65536);
+  r.read("dropout", m.dropout, 0.0, 1.0, false, true);
+  r.read("qkv_bias", m.qkv_bias);
+  r.read("tie_weights", m.tie_weights);
+  r.finish();
+}
+
+void read_data(MapReader r, DataConfig& d) {
+  r.require("dataset", "the folder written by `sweep data prepare`, e.g. results/data/brown-sp4096");
+  r.read("dataset", d.dataset);
+  r.finish();
+}
+
+void read_train(MapReader r, TrainConfig& t) {
+  r.read("micro_batch", t.micro_batch, 1, 1 << 20);
+  r.read("grad_accum", t.grad_accum, 1, 1 << 20);
+  r.require("tokens", "the token budget of the run, e.g. 5M");
+  r.read_size("tokens", t.tokens, 1);
+  r.read("lr", t.lr, 0.0, k_inf, true);
+  r.read("min_lr", t.min_lr, 0.0, k_inf);
+  r.read_choice("schedule", t.schedule, {"constant", "cosine", "linear", "wsd"});
+  r.read("warmup", t.warmup, 0.0, k_inf);
+  r.read("decay", t.decay, 0.0, 1.0);
+  r.read("weight_decay", t.weight_decay, 0.0, k_inf);
+  r.read("beta1", t.beta1, 0.0, 1.0, false, true);
+  r.read("beta2", t.beta2, 0.0, 1.0, false, true);
+  r.read("eps", t.eps, 0.0, k_inf, true);
+  r.read("grad_clip", t.grad_clip, 0.0, k_inf);
+  r.read_choice("precision", t.precision, {"fp32", "tf32", "bf16"});
+  r.finish();
+}
+
+void read_eval(MapReader r, EvalConfig& e) {
+  r.read("every", e.every, 0, k_max_int);
+  r.read_size("val_tokens", e.val_tokens, 2);
+  r.read("checkpoint_every", e.checkpoint_every, 0, k_max_int);
+  r.finish();
+}
+
+void read_seeds(MapReader r, SeedConfig& s) {
+  r.read("init", s.init, 0, k_max_int);
+  r.read("data", s.data, 0, k_max_int);
+  r.finish();
+}
+
+void read_resources(MapReader r, ResourceConfig& res) {
+  YAML::Node threads = r.section("threads");
+  if (threads && threads.IsScalar() && threads.Scalar() == "auto") {
+    res.threads = 0;
+  } else {
+    r.read("threads", res.threads, 1, 4096);
+  }
+  YAML::Node device = r.section("device");
+  if (device) {
+    std::string d = device.IsScalar() ? device.Scalar() : "";
+    bool ok = d == "cpu" || d == "cuda" || (d.rfind("cuda:", 0) == 0 && d.size() > 5 &&
+                                           d.find_first_not_of("0123456789", 5) == std::string::npos);
+    if (ok) {
+      res.device = d;
+    } else {
+      r.diagnostics().error(r.child_path("device"), device,
+                            "'resources.device' must be cpu, cuda or cuda:N, got '" + d + "'");
+    }
+  }
+  r.finish();
+}
+
+// Cross-field checks, each reported at the key it names.
+void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig& c) {
+  auto at = [&](const std::string& section, const std::string& key) {
+    YAML::Node s = root[section];
+    return s && s.IsMap() && s[key] ? s[key] : (s ? s : root);
+  };
+  if (c.model.n_embd % c.model.n_head != 0) {
+    diags.error("model.n_embd", at("model", "n_embd"),
+                "'model.n_embd' (" + std::to_string(c.model.n_embd) +
+                    ") must be divisible by 'model.n_head' (" + std::to_string(c.model.n_head) + ")");
+  }
+  if (c.train.min_lr > c.train.lr) {
+    diags.error("train.min_lr", at("train", "min_lr"),
+                "'train.min_lr' must not exceed 'train.lr'");
+  }
+  if (c.train.warmup >= 1 && std::floor(c.train.warmup) != c.train.warmup) {
+    diags.error("train.warmup", at("train", "warmup"),
+                "'train.warmup' must be a whole number of steps (>= 1) or a fraction (< 1)");
+  }
+  if (c.train.tokens > 0 && c.total_steps() < 1) {
+    diags.error("train.tokens", at("train", "tokens"),
+                "'train.tokens' (" + std::to_string(c.train.tokens) +
+                    ") is less than one optimizer step of " + std::to_string(c.tokens_per_step()) +
+                    " tokens (micro_batch × block_size × grad_accum)");
+  }
+  if (c.train.precision == "tf32" && c.resources.device == "cpu") {
+    diags.error("train.precision", at("train", "precision"),
+                "'train.precision: tf32' needs a CUDA device — use fp32 or bf16 on cpu");
+  }
+}
+
+}  // namespace
+
+int64_t RunConfig::warmup_steps() const {
+  if (train.warmup < 1) {
+    return static_cast<int64_t>(std::llround(train.warmup * static_cast<double>(total_steps())));
+  }
+  return static_cast<int64_t>(train.warmup);
+}
+
+int RunConfig::threads() const {
+  if (resources.threads > 0) {
+    return static_cast<int>(resources.threads);
+  }
+  // auto: the cores this process is allowed to run on (affinity set by a scheduler counts).
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    return std::max(1, CPU_COUNT(&set));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+nlohmann::json RunConfig::to_json() const {
+  nlohmann::ordered_json j;
+  j["model"] = {{"n_layer", model.n_layer},       {"n_head", model.n_head},
+                {"n_embd", model.n_embd},         {"block_size", model.block_size},
+                {"vocab_size", model.vocab_size}, {"pad_vocab_to", model.pad_vocab_to},
+                {"dropout", model.dropout},       {"qkv_bias", model.qkv_bias},
+                {"tie_weights", model.tie_weights}};
+  j["data"] = {{"dataset", data.dataset}};
+  j["train"] = {{"micro_batch", train.micro_batch},
+                {"grad_accum", train.grad_accum},
+                {"tokens", train.tokens},
+                {"lr", train.lr},
+                {"min_lr", train.min_lr},
+                {"schedule", train.schedule},
+                {"warmup", train.warmup},
+                {"decay", train.decay},
+                {"weight_decay", train.weight_decay},
+                {"beta1", train.beta1},
+                {"beta2", train.beta2},
+                {"eps", train.eps},
+                {"grad_clip", train.grad_clip},
+                {"precision", train.precision}};
+  j["eval"] = {{"every", eval.every},
+               {"val_tokens", eval.val_tokens},
+               {"checkpoint_every", eval.checkpoint_every}};
+  j["seeds"] = {{"init", seeds.init}, {"data", seeds.data}};
+  j["resources"] = {{"threads", resources.threads == 0 ? nlohmann::ordered_json("auto")
+                                                       : nlohmann::ordered_json(resources.threads)},
+                    {"device", resources.device}};
+  return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
+}
+
+static void emit_json(YAML::Emitter& out, const nlohmann::json& j) {
+  if (j.is_object()) {
+    out << YAML::BeginMap;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out << YAML::Key << it.key() << YAML::Value;
+      emit_json(out, it.value());
+    }
+    out << YAML::EndMap;
+  } else if (j.is_string()) {
+    out << j.get<std::string>();
+  } else if (j.is_boolean()) {
+    out << j.get<bool>();
+  } else if (j.is_number_integer()) {
+    out << j.get<int64_t>();
+  } else {
+    out << j.dump();  // doubles in JSON's shortest round-trip form
+  }
+}
+
+std::string RunConfig::to_yaml() const {
+  YAML::Emitter out;
+  emit_json(out, to_json());
+  return std::string(out.c_str()) + "\n";
+}
+
+Override parse_set_option(const std::string& option) {
+  size_t eq = option.find('=');
+  Origin origin{"--set " + option, 0, 0};
+  if (eq == std::string::npos || eq == 0) {
+    throw InputErrors({{origin.file, 0, 0, "expected key.path=value, e.g. --set train.lr=1e-3"}});
+  }
+  Override o;
+  o.path = trim(option.substr(0, eq));
+  o.origin = origin;
+  try {
+    o.value = YAML::Load(option.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw InputErrors({{origin.file, 0, 0, "the value is not valid YAML: " + e.msg}});
+  }
+  return o;
+}
+
+void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
+                     std::map<std::string, Origin>& origins) {
+  if (!root || root.IsNull()) {
+    root = YAML::Node(YAML::NodeType::Map);
+  }
+  for (const auto& o : overrides) {
+    std::vector<std::string> parts = split(o.path, '.');
+    // Walk by reset() so each step rebinds the handle instead of assigning through it.
+    YAML::Node node;
+    node.reset(root);
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node child = node[parts[i]];
+      if (!child.IsMap()) {
+        node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+        child = node[parts[i]];
+      }
+      node.reset(child);
+    }
+    node[parts.back()] = YAML::Clone(o.value);
+    origins[o.path] = o.origin;
+  }
+}
+
+RunConfig parse_run_config(const YAML::Node& root, const std::string& file,
+                           const std::map<std::string, Origin>& origins) {
+  Diagnostics diags(file, origins);
+  RunConfig c;
+  MapReader r(root, "", diags);
+  read_model(MapReader(r.section("model"), "model", diags), c.model);
+  read_data(MapReader(r.section("data"), "data", diags), c.data);
+  read_train(MapReader(r.section("train"), "train", diags), c.train);
+  read_eval(MapReader(r.section("eval"), "eval", diags), c.eval);
+  read_seeds(MapReader(r.section("seeds"), "seeds", diags), c.seeds);
+  read_resources(MapReader(r.section("resources"), "resources", diags), c.resources);
+  r.finish();
+  if (diags.empty()) {
+    check_relations(root, diags, c);
+  }
+  diags.throw_if_any();
+  return c;
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InputErrors({{path, 0, 0, "cannot read this file — check the path"}});
+  } catch (const YAML::ParserException& e) {
+    throw InputErrors({{path, e.mark.line + 1, e.mark.column + 1, "YAML syntax error: " + e.msg}});
+  }
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<Override>& overrides) {
+  YAML::Node root = load_yaml_file(path);
+  std::map<std::string, Origin> origins;
+  apply_overrides(root, overrides, origins);
+  return parse_run_config(root, path, origins);
+}
+
+}  // namespace sweep

@@ -1,0 +1,114 @@
+// RunConfig: everything that defines one training run (model, data, train, eval, seeds,
+// resources), loaded from YAML with full validation. Dotted overrides (`--set train.lr=1e-3`,
+// and later a sweep file's interventions) are applied to the YAML tree before validation, so
+// they are checked exactly like the file and their errors point at the override.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "config/yaml_reader.h"
+
+namespace sweep {
+
+struct ModelConfig {
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 256;
+  int64_t block_size = 256;
+  int64_t vocab_size = 0;     // 0: take it from the dataset
+  int64_t pad_vocab_to = 64;  // the embedding/head rows are rounded up to a multiple of this
+  double dropout = 0.0;
+  bool qkv_bias = false;
+  bool tie_weights = false;
+
+  int64_t padded_vocab() const { return (vocab_size + pad_vocab_to - 1) / pad_vocab_to * pad_vocab_to; }
+};
+
+struct DataConfig {
+  std::string dataset;  // a folder made by `sweep data prepare`
+};
+
+struct TrainConfig {
+  int64_t micro_batch = 16;
+  int64_t grad_accum = 1;
+  int64_t tokens = 0;  // the budget; steps = tokens / tokens_per_step
+  double lr = 6e-4;
+  double min_lr = 6e-5;
+  std::string schedule = "constant";  // constant | cosine | linear | wsd
+  double warmup = 0;                  // steps (>= 1) or a fraction of the steps (< 1)
+  double decay = 0.2;                 // wsd: the fraction of steps spent decaying at the end
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 0;            // 0 = off
+  std::string precision = "fp32";  // fp32 | tf32 | bf16
+};
+
+struct EvalConfig {
+  int64_t every = 200;  // optimizer steps between validation evaluations (0 = only at the end)
+  int64_t val_tokens = 131072;
+  int64_t checkpoint_every = 0;  // steps between checkpoints; 0 = at evals and at the end
+};
+
+struct SeedConfig {
+  int64_t init = 1;  // weights
+  int64_t data = 1;  // batch order and dropout
+};
+
+struct ResourceConfig {
+  int64_t threads = 0;          // 0 = auto: every core given to the run
+  std::string device = "cpu";   // cpu | cuda | cuda:N
+};
+
+struct RunConfig {
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+  EvalConfig eval;
+  SeedConfig seeds;
+  ResourceConfig resources;
+
+  int64_t world_size = 1;  // set by the launcher, not by the file
+
+  int64_t tokens_per_step() const {
+    return train.micro_batch * model.block_size * train.grad_accum * world_size;
+  }
+  int64_t total_steps() const { return train.tokens / tokens_per_step(); }
+  int64_t warmup_steps() const;
+  int threads() const;  // resolved: `auto` → the cores this process may use
+
+  // The canonical form: every field, fixed key order. Hash it for a run id; emit it as config.yaml.
+  nlohmann::json to_json() const;
+  std::string to_yaml() const;
+};
+
+// One `key.path=value` override; the value is parsed as YAML ("1e-3", "true", "[1, 2]").
+struct Override {
+  std::string path;
+  YAML::Node value;
+  Origin origin;
+};
+
+Override parse_set_option(const std::string& option);  // "train.lr=1e-3" from --set
+
+// Applies overrides to a YAML tree (creating sections as needed) and records their origins.
+void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
+                     std::map<std::string, Origin>& origins);
+
+// Validates the tree into a RunConfig; every problem is collected, then thrown as InputErrors.
+RunConfig parse_run_config(const YAML::Node& root, const std::string& file,
+                           const std::map<std::string, Origin>& origins = {});
+
+// Loads a YAML file (syntax errors become file:line:col diagnostics).
+YAML::Node load_yaml_file(const std::string& path);
+
+RunConfig load_run_config(const std::string& path, const std::vector<Override>& overrides = {});
+
+}  // namespace sweep

@@ -1,0 +1,82 @@
+#include "data/dataset.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include "data/shard.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace sweep {
+
+double DatasetInfo::bytes_per_token(const std::string& split) const {
+  const SplitInfo& s = splits.at(split);
+  return s.tokens > 0 ? static_cast<double>(s.bytes) / static_cast<double>(s.tokens) : 0.0;
+}
+
+DatasetInfo read_dataset(const std::string& dir) {
+  fs::path yaml = fs::path(dir) / "dataset.yaml";
+  if (!fs::exists(yaml)) {
+    throw Error("no dataset at " + dir + " (" + yaml.string() +
+                    " is missing) — create it with `sweep data prepare --out " + dir + " ...`",
+                Exit::bad_input);
+  }
+  DatasetInfo info;
+  info.dir = dir;
+  try {
+    YAML::Node root = YAML::LoadFile(yaml.string());
+    info.tokenizer = root["tokenizer"].as<std::string>();
+    info.tokenizer_model = root["tokenizer_model"] ? root["tokenizer_model"].as<std::string>() : "";
+    info.vocab_size = root["vocab_size"].as<int64_t>();
+    info.eot_token = root["eot_token"].as<int64_t>();
+    for (const char* name : {"train", "val", "test"}) {
+      YAML::Node s = root["splits"][name];
+      if (!s) {
+        throw Error(yaml.string() + ": split '" + name + "' is missing", Exit::bad_input);
+      }
+      SplitInfo split;
+      split.documents = s["documents"].as<int64_t>();
+      split.tokens = s["tokens"].as<int64_t>();
+      split.bytes = s["bytes"].as<int64_t>();
+      split.shards = s["shards"].as<std::vector<std::string>>();
+      info.splits[name] = split;
+    }
+  } catch (const YAML::Exception& e) {
+    throw Error(yaml.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg +
+                    " — prepare the dataset again",
+                Exit::bad_input);
+  }
+  return info;
+}
+
+void write_dataset_yaml(const DatasetInfo& info, const std::string& dir) {
+  YAML::Emitter out;
+  out << YAML::Comment("written by `sweep data prepare`; token shards are llm.c format (uint16)");
+  out << YAML::BeginMap;
+  out << YAML::Key << "tokenizer" << YAML::Value << info.tokenizer;
+  out << YAML::Key << "tokenizer_model" << YAML::Value << info.tokenizer_model;
+  out << YAML::Key << "vocab_size" << YAML::Value << info.vocab_size;
+  out << YAML::Key << "eot_token" << YAML::Value << info.eot_token;
+  out << YAML::Key << "splits" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, s] : info.splits) {
+    out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "documents" << YAML::Value << s.documents;
+    out << YAML::Key << "tokens" << YAML::Value << s.tokens;
+    out << YAML::Key << "bytes" << YAML::Value << s.bytes;
+    out << YAML::Key << "bytes_per_token" << YAML::Value << info.bytes_per_token(name);
+    out << YAML::Key << "shards" << YAML::Value << YAML::Flow << s.shards;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap << YAML::EndMap;
+  write_file_atomic(fs::path(dir) / "dataset.yaml", std::string(out.c_str()) + "\n");
+}
+
+std::vector<uint16_t> load_split(const DatasetInfo& info, const std::string& split) {
+  std::vector<uint16_t> all;
+  for (const auto& shard : info.splits.at(split).shards) {
+    std::vector<uint16_t> part = read_shard((fs::path(info.dir) / shard).string(), info.vocab_size);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+}  // namespace sweep

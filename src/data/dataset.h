@@ -1,0 +1,37 @@
+// A prepared dataset: a folder with train_*.bin, val_*.bin, test_*.bin token shards and
+// dataset.yaml (tokenizer, vocabulary size, per-split documents, tokens and text bytes, the
+// last giving bits per byte). dataset.yaml is written last, so its presence means complete.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sweep {
+
+struct SplitInfo {
+  int64_t documents = 0;
+  int64_t tokens = 0;
+  int64_t bytes = 0;  // UTF-8 bytes of the split's text, for bits per byte
+  std::vector<std::string> shards;  // file names inside the dataset folder
+};
+
+struct DatasetInfo {
+  std::string dir;
+  std::string tokenizer;  // "bytes" or "bpe"
+  std::string tokenizer_model;  // file name of the SentencePiece model ("" for bytes)
+  int64_t vocab_size = 0;
+  int64_t eot_token = 0;  // separates documents
+  std::map<std::string, SplitInfo> splits;  // train, val, test
+
+  double bytes_per_token(const std::string& split) const;
+};
+
+DatasetInfo read_dataset(const std::string& dir);
+void write_dataset_yaml(const DatasetInfo& info, const std::string& dir);
+
+// Every token of a split, its shards concatenated in order and validated.
+std::vector<uint16_t> load_split(const DatasetInfo& info, const std::string& split);
+
+}  // namespace sweep

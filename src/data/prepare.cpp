@@ -1,0 +1,264 @@
+#include "data/prepare.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <random>
+
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+std::string read_maybe_gz(const fs::path& path) {
+  if (!ends_with(path.string(), ".gz")) {
+    return read_file(path);
+  }
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    throw Error("cannot open " + path.string(), Exit::bad_input);
+  }
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+  }
+  int err = 0;
+  std::string message = n < 0 ? gzerror(f, &err) : "";
+  gzclose(f);
+  if (n < 0) {
+    throw Error(path.string() + ": not a valid gzip file (" + message + ")", Exit::bad_input);
+  }
+  return out;
+}
+
+// Documents of one file separated by blank lines.
+std::vector<std::string> split_paragraphs(const std::string& text) {
+  std::vector<std::string> docs;
+  std::string current;
+  for (const auto& line : split(text, '\n')) {
+    if (trim(line).empty()) {
+      if (!current.empty()) {
+        docs.push_back(current);
+        current.clear();
+      }
+      continue;
+    }
+    current += line + "\n";
+  }
+  if (!current.empty()) {
+    docs.push_back(current);
+  }
+  return docs;
+}
+
+std::string clean(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+  return text;
+}
+
+// Shuffles document indices with a seeded generator of our own (std distributions differ
+// between standard libraries; a dataset must be the same everywhere).
+std::vector<size_t> seeded_permutation(size_t n, uint64_t seed) {
+  std::vector<size_t> idx(n);
+  for (size_t i = 0; i < n; ++i) {
+    idx[i] = i;
+  }
+  std::mt19937_64 rng(seed);
+  for (size_t i = n; i > 1; --i) {
+    size_t j = static_cast<size_t>(rng() % i);
+    std::swap(idx[i - 1], idx[j]);
+  }
+  return idx;
+}
+
+size_t split_count(size_t n, double fraction) {
+  if (fraction <= 0) {
+    return 0;
+  }
+  return std::max<size_t>(1, static_cast<size_t>(static_cast<double>(n) * fraction + 0.5));
+}
+
+}  // namespace
+
+std::string strip_pos_tags(const std::string& text) {
+  std::string out;
+  for (const auto& line : split(text, '\n')) {
+    std::string words;
+    size_t i = 0;
+    while (i < line.size()) {
+      size_t start = line.find_first_not_of(" \t\r", i);
+      if (start == std::string::npos) {
+        break;
+      }
+      size_t end = line.find_first_of(" \t\r", start);
+      std::string token = line.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      size_t slash = token.rfind('/');
+      if (slash != std::string::npos && slash > 0) {
+        token.resize(slash);
+      }
+      words += (words.empty() ? "" : " ") + token;
+      i = end == std::string::npos ? line.size() : end;
+    }
+    if (!words.empty()) {
+      out += words + "\n";
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> read_documents(const std::string& input, bool strip_tags) {
+  std::vector<std::string> docs;
+  if (fs::is_directory(input)) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(input)) {
+      if (entry.is_regular_file() && entry.path().filename().string()[0] != '.') {
+        files.push_back(entry.path());
+      }
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      std::string text = clean(read_maybe_gz(f));
+      if (strip_tags) {
+        text = strip_pos_tags(text);
+      }
+      if (!trim(text).empty()) {
+        docs.push_back(text);
+      }
+    }
+  } else if (fs::is_regular_file(input)) {
+    std::string text = clean(read_maybe_gz(input));
+    for (auto& doc : split_paragraphs(text)) {
+      docs.push_back(strip_tags ? strip_pos_tags(doc) : doc);
+    }
+  } else {
+    throw Error("--input " + input + ": no such file or directory", Exit::bad_input);
+  }
+  if (docs.empty()) {
+    throw Error("--input " + input + ": no text found", Exit::bad_input);
+  }
+  return docs;
+}
+
+DatasetInfo prepare_dataset(const PrepareOptions& o) {
+  // ---- check the options before doing any work ----
+  int64_t bpe_vocab = 0;
+  if (o.tokenizer.rfind("bpe:", 0) == 0) {
+    try {
+      bpe_vocab = std::stoll(o.tokenizer.substr(4));
+    } catch (const std::exception&) {
+      bpe_vocab = -1;
+    }
+    if (bpe_vocab < 260 || bpe_vocab > 65536) {
+      throw Error("--tokenizer " + o.tokenizer + ": the BPE vocabulary must be in [260, 65536], e.g. bpe:4096",
+                  Exit::bad_input);
+    }
+  } else if (o.tokenizer != "bytes") {
+    throw Error("--tokenizer " + o.tokenizer + ": expected bytes or bpe:<vocab> (e.g. bpe:4096)",
+                Exit::bad_input);
+  }
+  if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1) {
+    throw Error("--val and --test must be fractions that leave documents for training", Exit::bad_input);
+  }
+  if (fs::exists(fs::path(o.out) / "dataset.yaml") && !o.force) {
+    throw Error(o.out + " already holds a dataset — pass --force to replace it", Exit::bad_input);
+  }
+
+  // ---- documents, split by document ----
+  std::vector<std::string> docs = read_documents(o.input, o.strip_tags);
+  size_t n_test = split_count(docs.size(), o.test_fraction);
+  size_t n_val = split_count(docs.size(), o.val_fraction);
+  if (n_test + n_val >= docs.size()) {
+    throw Error("--input " + o.input + " has only " + std::to_string(docs.size()) +
+                    " documents: too few to split into train/val/test",
+                Exit::bad_input);
+  }
+  std::vector<size_t> order = seeded_permutation(docs.size(), static_cast<uint64_t>(o.seed));
+  std::map<std::string, std::vector<size_t>> members;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const char* split = i < n_test ? "test" : i < n_test + n_val ? "val" : "train";
+    members[split].push_back(order[i]);
+  }
+  for (auto& [name, idx] : members) {
+    std::sort(idx.begin(), idx.end());  // keep the corpus order inside a split
+  }
+  members.try_emplace("val");
+  members.try_emplace("test");
+
+  // ---- build in a temporary folder; rename into place at the end ----
+  fs::path out(o.out);
+  fs::path tmp = out.parent_path() / ("." + out.filename().string() + ".tmp." + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    DatasetInfo info;
+    info.dir = o.out;
+    std::unique_ptr<Tokenizer> tok;
+    if (bpe_vocab > 0) {
+      std::vector<std::string> train_docs;
+      for (size_t i : members["train"]) {
+        train_docs.push_back(docs[i]);
+      }
+      tok = train_bpe_tokenizer(train_docs, bpe_vocab, (tmp / "tokenizer").string(), o.threads);
+      info.tokenizer = "bpe";
+      info.tokenizer_model = "tokenizer.model";
+    } else {
+      tok = make_bytes_tokenizer();
+      info.tokenizer = "bytes";
+    }
+    const Encoded encoded = tok->encode(docs);
+    info.vocab_size = encoded.vocab_size;
+    info.eot_token = encoded.eot_token;
+
+    for (const auto& [name, idx] : members) {
+      SplitInfo split;
+      std::vector<uint16_t> tokens;
+      auto flush = [&]() {
+        const std::string file = name + "_" + std::to_string(1000 + split.shards.size()).substr(1) + ".bin";
+        split.tokens += static_cast<int64_t>(tokens.size());
+        write_shard((tmp / file).string(), tokens);
+        split.shards.push_back(file);
+        tokens.clear();
+      };
+      for (size_t i : idx) {
+        for (int id : encoded.documents[i]) {
+          tokens.push_back(static_cast<uint16_t>(id));
+        }
+        tokens.push_back(static_cast<uint16_t>(info.eot_token));
+        split.bytes += static_cast<int64_t>(docs[i].size());
+        split.documents += 1;
+        if (static_cast<int64_t>(tokens.size()) >= o.shard_tokens) {
+          flush();
+        }
+      }
+      if (!tokens.empty() || split.shards.empty()) {
+        flush();
+      }
+      info.splits[name] = split;
+    }
+    write_dataset_yaml(info, tmp.string());
+
+    if (fs::exists(out)) {
+      fs::path old = out.parent_path() / ("." + out.filename().string() + ".old." + std::to_string(::getpid()));
+      fs::rename(out, old);
+      fs::rename(tmp, out);
+      fs::remove_all(old);
+    } else {
+      fs::rename(tmp, out);
+    }
+    return info;
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+}
+
+}  // namespace sweep

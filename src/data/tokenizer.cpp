@@ -1,0 +1,114 @@
+#include "data/tokenizer.h"
+
+#include <cstring>
+#include <fstream>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/process.h"
+
+namespace sweep {
+
+namespace {
+
+class BytesTokenizer : public Tokenizer {
+ public:
+  Encoded encode(const std::vector<std::string>& documents) const override {
+    Encoded out{256, 0, {}};
+    for (const auto& doc : documents) {
+      out.documents.emplace_back(doc.begin(), doc.end());
+      for (int& id : out.documents.back()) {
+        id &= 0xff;  // char may be signed
+      }
+    }
+    return out;
+  }
+};
+
+std::string helper() { return (executable_dir() / "sweep-sentencepiece").string(); }
+
+void run_helper(const std::vector<std::string>& argv, const std::string& what) {
+  const int rc = run_process(argv);
+  if (rc != 0) {
+    throw Error(what + " failed (sweep-sentencepiece exited with " + std::to_string(rc) + ")");
+  }
+}
+
+class BpeTokenizer : public Tokenizer {
+ public:
+  explicit BpeTokenizer(std::string model_file) : m_model(std::move(model_file)) {}
+
+  Encoded encode(const std::vector<std::string>& documents) const override {
+    const std::string in = m_model + ".docs", out = m_model + ".ids";
+    {
+      std::ofstream f(in, std::ios::binary | std::ios::trunc);
+      for (size_t i = 0; i < documents.size(); ++i) {
+        f << documents[i];
+        if (i + 1 < documents.size()) {
+          f << '\0';
+        }
+      }
+    }
+    run_helper({helper(), "encode", m_model, in, out}, "SentencePiece encoding");
+    const std::string raw = read_file(out);
+    fs::remove(in);
+    fs::remove(out);
+    size_t pos = 0;
+    auto next = [&]() {
+      if (pos + 4 > raw.size()) {
+        throw Error("sweep-sentencepiece wrote a truncated result");
+      }
+      int32_t v;
+      std::memcpy(&v, raw.data() + pos, 4);
+      pos += 4;
+      return v;
+    };
+    Encoded e;
+    e.vocab_size = next();
+    e.eot_token = next();
+    for (size_t d = 0; d < documents.size(); ++d) {
+      std::vector<int> ids(static_cast<size_t>(next()));
+      for (int& id : ids) {
+        id = next();
+      }
+      e.documents.push_back(std::move(ids));
+    }
+    return e;
+  }
+
+ private:
+  std::string m_model;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> make_bytes_tokenizer() { return std::make_unique<BytesTokenizer>(); }
+
+std::unique_ptr<Tokenizer> train_bpe_tokenizer(const std::vector<std::string>& documents, int64_t vocab_size,
+                                               const std::string& model_prefix, int threads) {
+  // SentencePiece trains on lines; it never sees the newlines themselves (byte fallback
+  // encodes them later).
+  const std::string lines_file = model_prefix + ".train.txt";
+  {
+    std::ofstream out(lines_file, std::ios::trunc);
+    for (const auto& doc : documents) {
+      out << doc;
+      if (!doc.empty() && doc.back() != '\n') {
+        out << '\n';
+      }
+    }
+    if (!out) {
+      throw Error("cannot write " + lines_file);
+    }
+  }
+  run_helper({helper(), "train", "--input=" + lines_file, "--model_prefix=" + model_prefix, "--model_type=bpe",
+              "--vocab_size=" + std::to_string(vocab_size), "--character_coverage=1.0", "--byte_fallback=true",
+              "--split_digits=true", "--normalization_rule_name=identity", "--remove_extra_whitespaces=false",
+              "--max_sentence_length=16384", "--unk_id=0", "--bos_id=1", "--eos_id=2", "--pad_id=-1",
+              "--minloglevel=2", "--num_threads=" + std::to_string(threads)},
+             "SentencePiece BPE training (vocabulary " + std::to_string(vocab_size) + ")");
+  fs::remove(lines_file);
+  return std::make_unique<BpeTokenizer>(model_prefix + ".model");
+}
+
+}  // namespace sweep

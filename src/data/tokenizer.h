@@ -1,0 +1,32 @@
+// Tokenizers for `sweep data prepare`: raw bytes (vocabulary 256, NUL as the document
+// separator — it never occurs in text, which is stripped of NULs) and SentencePiece BPE
+// trained on the training documents (byte fallback, so any text encodes). SentencePiece runs
+// in the helper program sweep-sentencepiece (see sentencepiece_tool.cpp for why).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sweep {
+
+struct Encoded {
+  int64_t vocab_size = 0;
+  int64_t eot_token = 0;  // appended after every document
+  std::vector<std::vector<int>> documents;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual Encoded encode(const std::vector<std::string>& documents) const = 0;
+};
+
+std::unique_ptr<Tokenizer> make_bytes_tokenizer();
+
+// Trains a BPE model of `vocab_size` pieces on `documents`; writes `model_prefix`.model.
+std::unique_ptr<Tokenizer> train_bpe_tokenizer(const std::vector<std::string>& documents, int64_t vocab_size,
+                                               const std::string& model_prefix, int threads);
+
+}  // namespace sweep

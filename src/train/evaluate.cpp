@@ -1,0 +1,54 @@
+#include "train/evaluate.h"
+
+#include "data/loader.h"
+#include "train/precision.h"
+
+namespace sweep {
+
+EvalLoss evaluate_loss(GPT& model, const std::vector<uint16_t>& tokens, int64_t limit, int64_t batch,
+                       const std::string& precision, const torch::Device& device) {
+  const int64_t T = model->config.block_size;
+  auto windows = eval_windows(static_cast<int64_t>(tokens.size()), T, limit);
+  const bool was_training = model->is_training();
+  model->eval();
+  torch::NoGradGuard no_grad;
+  EvalLoss total;
+  // Windows of one length go through together; only the last window can be shorter.
+  size_t i = 0;
+  while (i < windows.size()) {
+    const int64_t len = windows[i].second;
+    size_t j = i;
+    while (j < windows.size() && j - i < static_cast<size_t>(batch) && windows[j].second == len) {
+      ++j;
+    }
+    const int64_t B = static_cast<int64_t>(j - i);
+    auto x = torch::empty({B, len - 1}, torch::kLong);  // (B, t)
+    auto y = torch::empty({B, len - 1}, torch::kLong);  // (B, t)
+    auto* xp = x.data_ptr<int64_t>();
+    auto* yp = y.data_ptr<int64_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      const uint16_t* w = tokens.data() + windows[i + b].first;
+      for (int64_t t = 0; t < len - 1; ++t) {
+        xp[b * (len - 1) + t] = w[t];
+        yp[b * (len - 1) + t] = w[t + 1];
+      }
+    }
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(precision, device.type());
+      logits = model->forward(x.to(device));  // (B, t, V)
+    }
+    auto nll = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}).to(torch::kFloat), y.to(device).reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    total.sum_nats += nll.item<double>();
+    total.count += B * (len - 1);
+    i = j;
+  }
+  if (was_training) {
+    model->train();
+  }
+  return total;
+}
+
+}  // namespace sweep

@@ -1,0 +1,90 @@
+#include "train/events.h"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include "util/error.h"
+
+namespace sweep {
+
+nlohmann::json json_number(double value) {
+  if (std::isnan(value)) {
+    return "nan";
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? "inf" : "-inf";
+  }
+  return value;
+}
+
+static std::FILE* open_append(const std::string& path) {
+  if (path.empty()) {
+    return nullptr;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) {
+    throw Error("cannot open " + path + " for appending");
+  }
+  return f;
+}
+
+EventSink::EventSink(const std::string& events_path, const std::string& log_path, bool json_stdout, bool progress)
+    : m_file(open_append(events_path)), m_log(open_append(log_path)), m_json_stdout(json_stdout), m_progress(progress) {}
+
+EventSink::~EventSink() {
+  if (m_file != nullptr) {
+    std::fclose(m_file);
+  }
+  if (m_log != nullptr) {
+    std::fclose(m_log);
+  }
+  if (m_progress_shown) {
+    std::fputc('\n', stdout);
+  }
+}
+
+void EventSink::emit(const std::string& type, nlohmann::json fields) {
+  nlohmann::ordered_json ev;
+  ev["event"] = type;
+  ev["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (auto& [key, value] : fields.items()) {
+    ev[key] = value;
+  }
+  const std::string line = ev.dump() + "\n";
+  if (m_file != nullptr) {
+    std::fputs(line.c_str(), m_file);
+    std::fflush(m_file);
+  }
+  if (m_json_stdout) {
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+void EventSink::progress(const std::string& line) {
+  if (!m_progress) {
+    return;
+  }
+  std::fprintf(stdout, "\r\033[K%s", line.c_str());
+  std::fflush(stdout);
+  m_progress_shown = true;
+}
+
+void EventSink::note(const std::string& line) {
+  if (m_log != nullptr) {
+    std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+    std::fprintf(m_log, "%s  %s\n", stamp, line.c_str());
+    std::fflush(m_log);
+  }
+  std::FILE* out = m_json_stdout ? stderr : stdout;
+  if (m_progress_shown && !m_json_stdout) {
+    std::fputs("\r\033[K", stdout);
+  }
+  std::fprintf(out, "%s\n", line.c_str());
+  std::fflush(out);
+}
+
+}  // namespace sweep

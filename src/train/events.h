@@ -1,0 +1,39 @@
+// The worker → scheduler event protocol: one JSON object per line (start, train, eval,
+// checkpoint, end), appended to the run's events.jsonl and, in events mode, printed on stdout.
+// JSON has no NaN: non-finite numbers are written as the strings "nan", "inf", "-inf".
+// On a terminal (not events mode) a one-line live progress display replaces the JSON.
+#pragma once
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace sweep {
+
+nlohmann::json json_number(double value);
+
+class EventSink {
+ public:
+  // events_path / log_path "" = no file. json_stdout: print events on stdout (human notes then
+  // go to stderr). progress: a live line on the terminal.
+  EventSink(const std::string& events_path, const std::string& log_path, bool json_stdout, bool progress);
+  ~EventSink();
+  EventSink(const EventSink&) = delete;
+  EventSink& operator=(const EventSink&) = delete;
+
+  // Adds "event": type and "time" (unix seconds), writes the line and flushes it.
+  void emit(const std::string& type, nlohmann::json fields);
+  // Rewrites the live progress line (no-op unless progress is on).
+  void progress(const std::string& line);
+  // A human-readable line: appended to the log, and shown on the terminal (stderr in events mode).
+  void note(const std::string& line);
+
+ private:
+  std::FILE* m_file = nullptr;
+  std::FILE* m_log = nullptr;
+  bool m_json_stdout;
+  bool m_progress;
+  bool m_progress_shown = false;
+};
+
+}  // namespace sweep

@@ -1,0 +1,68 @@
+#include "train/export.h"
+
+#include "train/checkpoint.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace sweep {
+
+std::vector<std::pair<std::string, torch::Tensor>> nanogpt_state_dict(GPT& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model->named_parameters()) {
+    out.emplace_back(p.key(), p.value().detach().to(torch::kCPU, torch::kFloat).contiguous().clone());
+  }
+  if (model->config.tie_weights) {
+    out.emplace_back("lm_head.weight", model->head_weight().detach().to(torch::kCPU, torch::kFloat).contiguous().clone());
+  }
+  return out;
+}
+
+void export_state_dict(GPT& model, const std::string& path) {
+  c10::Dict<std::string, at::Tensor> dict;
+  for (auto& [name, tensor] : nanogpt_state_dict(model)) {
+    dict.insert(name, tensor);
+  }
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+}
+
+void import_state_dict(GPT& model, const std::string& path) {
+  const std::string raw = read_file(path);
+  c10::IValue value = torch::pickle_load(std::vector<char>(raw.begin(), raw.end()));
+  if (!value.isGenericDict()) {
+    throw Error(path + " is not a state dict (a dict of tensors)", Exit::bad_input);
+  }
+  auto dict = value.toGenericDict();
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) {
+    auto it = dict.find(p.key());
+    if (it == dict.end()) {
+      throw Error(path + " has no tensor '" + p.key() + "'", Exit::bad_input);
+    }
+    const at::Tensor t = it->value().toTensor();
+    if (t.sizes() != p.value().sizes()) {
+      throw Error(path + ": '" + p.key() + "' has shape " + c10::str(t.sizes()) + ", the model expects " +
+                      c10::str(p.value().sizes()),
+                  Exit::bad_input);
+    }
+    p.value().copy_(t);
+  }
+}
+
+GPT load_run_model(const std::string& run_dir, RunConfig* config_out) {
+  const fs::path dir(run_dir);
+  const fs::path ckpt = dir / "checkpoint" / "ckpt.pt";
+  if (!fs::exists(dir / "config.yaml") || !fs::exists(ckpt)) {
+    throw Error(run_dir + " is not a run directory with a checkpoint (config.yaml and checkpoint/ckpt.pt)",
+                Exit::bad_input);
+  }
+  RunConfig cfg = load_run_config((dir / "config.yaml").string());
+  GPT model(cfg.model);
+  load_checkpoint_weights(ckpt.string(), model);
+  if (config_out != nullptr) {
+    *config_out = cfg;
+  }
+  return model;
+}
+
+}  // namespace sweep

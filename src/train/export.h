@@ -1,0 +1,28 @@
+// Export of trained weights as a PyTorch state dict that Python's torch.load reads, with
+// nanoGPT's parameter names (Q, K, V already concatenated as c_attn). A tied model exports both
+// transformer.wte.weight and lm_head.weight (nanoGPT's state dict holds both names).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/run_config.h"
+#include "train/model.h"
+
+namespace sweep {
+
+// (name, fp32 CPU tensor) in nanoGPT's order.
+std::vector<std::pair<std::string, torch::Tensor>> nanogpt_state_dict(GPT& model);
+
+void export_state_dict(GPT& model, const std::string& path);
+
+// Copies a state dict written by export_state_dict (or by Python) back into `model`.
+void import_state_dict(GPT& model, const std::string& path);
+
+// The model of a finished or stopped run: its config.yaml and the weights of its checkpoint.
+GPT load_run_model(const std::string& run_dir, RunConfig* config_out = nullptr);
+
+}  // namespace sweep

@@ -1,0 +1,78 @@
+// The GPT-2-style decoder: learned positions, pre-LayerNorm blocks (weight and bias, eps 1e-5),
+// causal self-attention, exact-GELU MLP, a final LayerNorm and a linear head. Every
+// intervention of a study is a ModelConfig switch. Module and parameter names equal nanoGPT's
+// (transformer.h.0.attn.c_attn.weight, ...), so export is a renaming-free copy.
+// Knows nothing about data, optimizers or files.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "config/run_config.h"
+
+namespace sweep {
+
+struct CausalSelfAttentionImpl : torch::nn::Module {
+  explicit CausalSelfAttentionImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
+
+  torch::nn::Linear c_attn{nullptr};  // C -> 3C: Q, K, V side by side; bias only with qkv_bias
+  torch::nn::Linear c_proj{nullptr};  // C -> C
+  int64_t n_head;
+  double dropout;
+  torch::Tensor m_mask;  // (T, T) additive causal mask for the manual path, made on first use
+};
+TORCH_MODULE(CausalSelfAttention);
+
+struct MLPImpl : torch::nn::Module {
+  explicit MLPImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear c_fc{nullptr};    // C -> 4C
+  torch::nn::Linear c_proj{nullptr};  // 4C -> C
+  double dropout;
+};
+TORCH_MODULE(MLP);
+
+struct BlockImpl : torch::nn::Module {
+  explicit BlockImpl(const ModelConfig& c);
+  torch::Tensor forward(torch::Tensor x);
+
+  torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  CausalSelfAttention attn{nullptr};
+  MLP mlp{nullptr};
+};
+TORCH_MODULE(Block);
+
+// The "transformer" container of nanoGPT: embeddings, blocks, final LayerNorm.
+struct TransformerImpl : torch::nn::Module {
+  explicit TransformerImpl(const ModelConfig& c);
+
+  torch::nn::Embedding wte{nullptr};  // (V_padded, C)
+  torch::nn::Embedding wpe{nullptr};  // (block_size, C)
+  torch::nn::ModuleList h{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+};
+TORCH_MODULE(Transformer);
+
+struct GPTImpl : torch::nn::Module {
+  // Parameters are initialised from the global generator: seed it (init_seed) first.
+  explicit GPTImpl(const ModelConfig& c);
+
+  torch::Tensor forward(const torch::Tensor& idx);  // (B, T) int64 -> logits (B, T, V_padded)
+  // Mean next-token cross-entropy in fp32 (logits may be bf16 under autocast).
+  torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
+
+  // The head weight: lm_head's, or wte's when tied (one tensor, registered once).
+  torch::Tensor head_weight() const;
+  int64_t num_params() const;
+
+  ModelConfig config;
+  Transformer transformer{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // absent when tie_weights
+};
+TORCH_MODULE(GPT);
+
+// Whether fused attention is used: LibTorch >= 2.0 has scaled_dot_product_attention.
+bool uses_sdpa();
+
+}  // namespace sweep

@@ -1,0 +1,51 @@
+#include "train/optim.h"
+
+#include <cmath>
+
+namespace sweep {
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params, const TrainConfig& t) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& p : params) {
+    (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  }
+  auto options = [&](double wd) {
+    // Set every field: the C++ defaults (wd 0.01, betas 0.9/0.999) are not GPT's.
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(wd).amsgrad(false));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, options(t.weight_decay));
+  groups.emplace_back(no_decay, options(0.0));
+  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
+}
+
+void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
+  for (auto& group : opt.param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params) {
+    if (p.grad().defined()) {
+      norms.push_back(p.grad().detach().to(torch::kFloat).norm(2));
+    }
+  }
+  if (norms.empty()) {
+    return 0.0;
+  }
+  const double total = torch::stack(norms).norm(2).item<double>();  // one device sync a step
+  if (max_norm > 0 && std::isfinite(total) && total > max_norm) {
+    const double scale = max_norm / (total + 1e-6);
+    for (const auto& p : params) {
+      if (p.grad().defined()) {
+        p.grad().detach().mul_(scale);
+      }
+    }
+  }
+  return total;
+}
+
+}  // namespace sweep

@@ -1,0 +1,34 @@
+#include "train/precision.h"
+
+#include "train/compat.h"
+
+namespace sweep {
+
+AutocastScope::AutocastScope(const std::string& precision, c10::DeviceType device) : m_device(device) {
+  if (precision != "bf16") {
+    return;
+  }
+  m_active = true;
+  m_prev_enabled = compat::autocast_enabled(device);
+  m_prev_dtype = static_cast<int>(compat::autocast_dtype(device));
+  compat::set_autocast(device, true, at::kBFloat16);
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!m_active) {
+    return;
+  }
+  if (at::autocast::decrement_nesting() == 0) {
+    at::autocast::clear_cache();
+  }
+  compat::set_autocast(m_device, m_prev_enabled, static_cast<at::ScalarType>(m_prev_dtype));
+}
+
+void configure_matmul_precision(const std::string& precision) {
+  bool tf32 = precision == "tf32";
+  at::globalContext().setAllowTF32CuBLAS(tf32);
+  at::globalContext().setAllowTF32CuDNN(tf32);
+}
+
+}  // namespace sweep

@@ -1,0 +1,278 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "data/dataset.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/optim.h"
+#include "train/precision.h"
+#include "train/schedule.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/signals.h"
+
+namespace sweep {
+
+const char* to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::done:
+      return "done";
+    case RunStatus::diverged:
+      return "diverged";
+    case RunStatus::failed:
+      return "failed";
+    case RunStatus::preempted:
+      return "preempted";
+  }
+  return "?";
+}
+
+std::shared_ptr<const TrainData> load_train_data(const RunConfig& c) {
+  DatasetInfo info = read_dataset(c.data.dataset);
+  auto data = std::make_shared<TrainData>();
+  data->vocab_size = info.vocab_size;
+  data->train = load_split(info, "train");
+  data->val = load_split(info, "val");
+  data->test = load_split(info, "test");
+  data->test_bytes = info.splits.at("test").bytes;
+  return data;
+}
+
+namespace {
+
+// The dropout stream must differ from the init stream even when both seeds are equal, and
+// from rank to rank.
+uint64_t dropout_seed(int64_t data_seed, int64_t rank) {
+  return static_cast<uint64_t>(data_seed) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull +
+         static_cast<uint64_t>(rank);
+}
+
+std::string human_count(double n) {
+  char buf[32];
+  if (n >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
+  } else if (n >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  } else if (n >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", n);
+  }
+  return buf;
+}
+
+std::string human_duration(double seconds) {
+  char buf[32];
+  long s = static_cast<long>(seconds + 0.5);
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  }
+  return buf;
+}
+
+}  // namespace
+
+Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, int64_t rank)
+    : m_cfg(std::move(config)), m_data(std::move(data)), m_rank(rank), m_device(m_cfg.resources.device) {
+  if (m_cfg.model.vocab_size == 0) {
+    m_cfg.model.vocab_size = m_data->vocab_size;
+  } else if (m_cfg.model.vocab_size < m_data->vocab_size) {
+    throw Error("model.vocab_size " + std::to_string(m_cfg.model.vocab_size) + " is smaller than the dataset's " +
+                    std::to_string(m_data->vocab_size) + " — remove model.vocab_size to use the dataset's",
+                Exit::bad_input);
+  }
+  configure_matmul_precision(m_cfg.train.precision);
+
+  // ---- weights from init_seed ----
+  torch::manual_seed(static_cast<uint64_t>(m_cfg.seeds.init));
+  m_model = GPT(m_cfg.model);
+  m_model->to(m_device);
+  m_params = m_model->parameters();
+  m_opt = make_adamw(m_params, m_cfg.train);
+
+  // ---- batch order and dropout from data_seed ----
+  torch::manual_seed(dropout_seed(m_cfg.seeds.data, m_rank));
+  m_loader = std::make_unique<BatchLoader>(m_data->train, m_cfg.model.block_size, m_cfg.seeds.data);
+  m_x = torch::empty({m_cfg.train.micro_batch, m_cfg.model.block_size}, torch::kLong);
+  m_y = torch::empty({m_cfg.train.micro_batch, m_cfg.model.block_size}, torch::kLong);
+}
+
+StepStats Trainer::train_step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t B = m_cfg.train.micro_batch, accum = m_cfg.train.grad_accum;
+  const int64_t world = m_cfg.world_size;
+  const int64_t sequences_per_step = B * accum * world;
+  StepStats s;
+  s.step = m_step;
+  m_model->train();
+
+  // ---- gradient accumulation: loss / grad_accum, one backward per micro-batch ----
+  double loss_sum = 0;
+  for (int64_t micro = 0; micro < accum; ++micro) {
+    // This rank's slice of the step's global sequences: the same global order for any
+    // (world, accum) split of one batch.
+    const int64_t first = m_step * sequences_per_step + (micro * world + m_rank) * B;
+    m_loader->fill(first, B, m_x.data_ptr<int64_t>(), m_y.data_ptr<int64_t>());
+    torch::Tensor loss;
+    {
+      AutocastScope autocast(m_cfg.train.precision, m_device.type());
+      loss = m_model->loss(m_x.to(m_device), m_y.to(m_device));
+    }
+    (loss / static_cast<double>(accum)).backward();
+    loss_sum += loss.item<double>();
+  }
+  s.loss = loss_sum / static_cast<double>(accum);
+
+  // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
+  s.grad_norm = clip_grad_norm(m_params, m_cfg.train.grad_clip);
+  s.lr = learning_rate(m_cfg, m_step);
+  if (s.finite()) {
+    set_learning_rate(*m_opt, s.lr);
+    m_opt->step();
+  }
+  m_opt->zero_grad();
+  ++m_step;
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+double Trainer::evaluate(const std::string& split) {
+  const bool test = split == "test";
+  return evaluate_loss(m_model, test ? m_data->test : m_data->val, test ? 0 : m_cfg.eval.val_tokens,
+                       m_cfg.train.micro_batch, m_cfg.train.precision, m_device)
+      .mean();
+}
+
+void Trainer::save(const std::string& path) {
+  CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.to_json().dump()};
+  save_checkpoint(path, m_model, *m_opt, meta, m_device);
+}
+
+void Trainer::load(const std::string& path) {
+  CheckpointMeta meta = load_checkpoint(path, m_model, *m_opt, m_device);
+  if (meta.config_json != m_cfg.to_json().dump()) {
+    throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
+                Exit::bad_input);
+  }
+  m_step = meta.step;
+}
+
+RunResult Trainer::run(const RunOptions& o) {
+  EventSink& ev = *o.events;
+  const std::string ckpt = o.run_dir.empty() ? "" : (fs::path(o.run_dir) / "checkpoint" / "ckpt.pt").string();
+  const bool resumed = o.resume && !ckpt.empty() && fs::exists(ckpt);
+  if (resumed) {
+    load(ckpt);
+  }
+  const int64_t total = m_cfg.total_steps();
+  const int64_t tps = m_cfg.tokens_per_step();
+  ev.emit("start", {{"step", m_step},
+                    {"total_steps", total},
+                    {"tokens_per_step", tps},
+                    {"params", m_model->num_params()},
+                    {"threads", at::get_num_threads()},
+                    {"device", m_device.str()},
+                    {"precision", m_cfg.train.precision},
+                    {"attention", uses_sdpa() ? "sdpa" : "manual"},
+                    {"resumed", resumed}});
+  ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
+          std::to_string(total) + " steps of " + human_count(static_cast<double>(tps)) + " tokens, " +
+          human_count(static_cast<double>(m_model->num_params())) + " parameters, " +
+          std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision);
+
+  auto eval_val = [&]() {
+    const double val = evaluate("val");
+    ev.emit("eval", {{"split", "val"}, {"step", m_step}, {"tokens", m_step * tps}, {"loss", json_number(val)}});
+    ev.note("step " + std::to_string(m_step) + ": val loss " + std::to_string(val));
+  };
+  auto checkpoint = [&]() {
+    if (ckpt.empty()) {
+      return;
+    }
+    save(ckpt);
+    ev.emit("checkpoint", {{"step", m_step}});
+  };
+  auto result = [&](RunStatus status, const std::string& reason) {
+    RunResult r;
+    r.status = status;
+    r.step = m_step;
+    r.reason = reason;
+    return r;
+  };
+
+  if (m_step == 0 && m_cfg.eval.every > 0) {
+    eval_val();
+  }
+  const auto started = std::chrono::steady_clock::now();
+  double step_seconds = 0;  // moving average, for the ETA
+  while (m_step < total) {
+    if (stop_requested() || (o.max_steps >= 0 && m_step >= o.max_steps)) {
+      checkpoint();
+      std::string reason = stop_requested() ? "stopped by signal " + std::to_string(stop_signal()) : "step limit";
+      ev.emit("end", {{"status", "preempted"}, {"step", m_step}, {"tokens", m_step * tps}, {"reason", reason}});
+      ev.note("preempted at step " + std::to_string(m_step) + " (" + reason + "); resume with --resume");
+      return result(RunStatus::preempted, reason);
+    }
+    const StepStats s = train_step();
+    ev.emit("train", {{"step", m_step},
+                      {"tokens", m_step * tps},
+                      {"loss", json_number(s.loss)},
+                      {"lr", s.lr},
+                      {"grad_norm", json_number(s.grad_norm)},
+                      {"tokens_per_s", static_cast<double>(tps) / s.seconds}});
+    if (!s.finite()) {
+      std::string reason = std::string("non-finite ") + (std::isfinite(s.loss) ? "gradient norm" : "loss") +
+                           " at step " + std::to_string(m_step);
+      ev.emit("end", {{"status", "diverged"}, {"step", m_step}, {"tokens", m_step * tps}, {"reason", reason}});
+      ev.note("diverged: " + reason);
+      return result(RunStatus::diverged, reason);
+    }
+    step_seconds = step_seconds == 0 ? s.seconds : 0.9 * step_seconds + 0.1 * s.seconds;
+    char line[200];
+    std::snprintf(line, sizeof line, "step %lld/%lld | tokens %s | loss %.4f | lr %.2e | %s tok/s | ETA %s",
+                  static_cast<long long>(m_step), static_cast<long long>(total),
+                  human_count(static_cast<double>(m_step * tps)).c_str(), s.loss, s.lr,
+                  human_count(static_cast<double>(tps) / step_seconds).c_str(),
+                  human_duration(step_seconds * static_cast<double>(total - m_step)).c_str());
+    ev.progress(line);
+    const bool eval_due = m_cfg.eval.every > 0 && m_step % m_cfg.eval.every == 0 && m_step < total;
+    if (eval_due) {
+      eval_val();
+    }
+    const bool checkpoint_due = m_cfg.eval.checkpoint_every > 0 ? m_step % m_cfg.eval.checkpoint_every == 0
+                                                                 : eval_due;
+    if (checkpoint_due && m_step < total) {
+      checkpoint();
+    }
+  }
+
+  // ---- the end: final validation, test over the whole split, a last checkpoint ----
+  eval_val();
+  const EvalLoss test = evaluate_loss(m_model, m_data->test, 0, m_cfg.train.micro_batch, m_cfg.train.precision,
+                                      m_device);
+  RunResult r = result(RunStatus::done, "");
+  r.test_loss = test.mean();
+  if (m_data->test_bytes > 0) {
+    r.test_bpb = test.sum_nats / (std::log(2.0) * static_cast<double>(m_data->test_bytes));
+  }
+  ev.emit("eval", {{"split", "test"}, {"step", m_step}, {"tokens", m_step * tps}, {"loss", json_number(r.test_loss)}});
+  checkpoint();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ev.emit("end", {{"status", "done"},
+                  {"step", m_step},
+                  {"tokens", m_step * tps},
+                  {"test_loss", json_number(r.test_loss)},
+                  {"test_bpb", json_number(r.test_bpb)},
+                  {"wall_seconds", wall}});
+  char line[160];
+  std::snprintf(line, sizeof line, "done: test loss %.4f, %.4f bits per byte, %s", r.test_loss, r.test_bpb,
+                human_duration(wall).c_str());
+  ev.note(line);
+  return r;
+}
+
+}  // namespace sweep

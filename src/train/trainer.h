@@ -1,0 +1,89 @@
+// The training core for one run: the loop of shared/DESIGN.md (micro-batches with loss /
+// grad_accum, one backward each; the global grad norm before clipping; clip; LR from the
+// schedule; AdamW; zero grads), periodic validation, checkpoints, preemption on SIGTERM/SIGINT
+// at a step boundary, and the final test loss with bits per byte. Emits events; never opens a
+// database. Data arrive as token vectors, so tests can run it on synthetic tokens.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/run_config.h"
+#include "data/loader.h"
+#include "train/events.h"
+#include "train/model.h"
+
+namespace sweep {
+
+struct TrainData {
+  std::vector<uint16_t> train, val, test;
+  int64_t vocab_size = 0;
+  int64_t test_bytes = 0;  // UTF-8 bytes of the test text; 0 = unknown (no bits per byte)
+};
+
+// Loads the dataset named by the config (every shard validated).
+std::shared_ptr<const TrainData> load_train_data(const RunConfig& c);
+
+struct StepStats {
+  int64_t step = 0;  // the step that just ran (0-based)
+  double loss = 0;   // mean training loss over the step's micro-batches
+  double grad_norm = 0;  // before clipping
+  double lr = 0;
+  double seconds = 0;
+  bool finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
+};
+
+enum class RunStatus { done, diverged, failed, preempted };
+const char* to_string(RunStatus s);
+
+struct RunResult {
+  RunStatus status = RunStatus::done;
+  int64_t step = 0;
+  double test_loss = std::numeric_limits<double>::quiet_NaN();
+  double test_bpb = std::numeric_limits<double>::quiet_NaN();
+  std::string reason;
+};
+
+struct RunOptions {
+  std::string run_dir;  // checkpoint/ckpt.pt lives here; "" = no checkpoints (tests)
+  bool resume = false;  // continue from the run directory's checkpoint
+  EventSink* events = nullptr;
+  int64_t max_steps = -1;  // stop (as preempted) after this many steps in total; tests use it
+};
+
+class Trainer {
+ public:
+  Trainer(RunConfig config, std::shared_ptr<const TrainData> data, int64_t rank = 0);
+
+  StepStats train_step();  // one optimizer step; does not step on a non-finite loss or norm
+  double evaluate(const std::string& split);  // "val": the fixed slice; "test": the whole split
+  RunResult run(const RunOptions& options);
+
+  void save(const std::string& path);
+  void load(const std::string& path);
+
+  GPT& model() { return m_model; }
+  torch::optim::Optimizer& optimizer() { return *m_opt; }
+  const RunConfig& config() const { return m_cfg; }
+  int64_t step() const { return m_step; }
+  torch::Device device() const { return m_device; }
+
+ private:
+  RunConfig m_cfg;
+  std::shared_ptr<const TrainData> m_data;
+  int64_t m_rank;
+  torch::Device m_device;
+  GPT m_model{nullptr};
+  std::vector<torch::Tensor> m_params;
+  std::unique_ptr<torch::optim::Optimizer> m_opt;
+  std::unique_ptr<BatchLoader> m_loader;
+  torch::Tensor m_x, m_y;  // (micro_batch, block_size) int64 staging buffers
+  int64_t m_step = 0;
+};
+
+}  // namespace sweep

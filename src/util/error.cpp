@@ -1,0 +1,30 @@
+#include "util/error.h"
+
+namespace sweep {
+
+std::string Diagnostic::str() const {
+  std::string out = file;
+  if (line > 0) {
+    out += ":" + std::to_string(line);
+    if (col > 0) {
+      out += ":" + std::to_string(col);
+    }
+  }
+  return out + ": " + message;
+}
+
+static std::string join(const std::vector<Diagnostic>& diagnostics) {
+  std::string out;
+  for (const auto& d : diagnostics) {
+    if (!out.empty()) {
+      out += "\n";
+    }
+    out += d.str();
+  }
+  return out;
+}
+
+InputErrors::InputErrors(std::vector<Diagnostic> diagnostics)
+    : Error(join(diagnostics), Exit::bad_input), m_diagnostics(std::move(diagnostics)) {}
+
+}  // namespace sweep

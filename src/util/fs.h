@@ -1,0 +1,24 @@
+// File helpers: whole-file reads, and atomic writes (temp file in the same directory, fsync,
+// rename, fsync of the directory) so a crash or kill never leaves a half-written file behind.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace sweep {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path);
+
+// Writes `content` to `path` atomically: readers see the old file or the new one, never a mix.
+void write_file_atomic(const fs::path& path, const std::string& content);
+
+// Lets `write` fill a temporary path beside `path`, then fsyncs it and renames it into place.
+// If `write` throws, the temporary file is removed and `path` is untouched.
+void replace_file_atomic(const fs::path& path, const std::function<void(const fs::path&)>& write);
+
+void fsync_path(const fs::path& path);
+
+}  // namespace sweep

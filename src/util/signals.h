@@ -1,0 +1,13 @@
+// Graceful stop: SIGTERM/SIGINT set a flag that long-running loops poll at safe points
+// (a training step boundary), so they can checkpoint and exit cleanly.
+#pragma once
+
+namespace sweep {
+
+void install_stop_handlers();
+bool stop_requested();
+int stop_signal();  // the signal that asked to stop, 0 if none
+void request_stop_for_testing(int signal);
+void clear_stop_request();
+
+}  // namespace sweep
