@@ -68,13 +68,13 @@ void read_seeds(MapReader r, SeedConfig& s) {
 
 void read_resources(MapReader r, ResourceConfig& res) {
   YAML::Node threads = r.section("threads");
-  if (threads && threads.IsScalar() && threads.Scalar() == "auto") {
+  if (threads.IsDefined() && threads.IsScalar() && threads.Scalar() == "auto") {
     res.threads = 0;
   } else {
     r.read("threads", res.threads, 1, 4096);
   }
   YAML::Node device = r.section("device");
-  if (device) {
+  if (device.IsDefined()) {
     std::string d = device.IsScalar() ? device.Scalar() : "";
     bool ok = d == "cpu" || d == "cuda" || (d.rfind("cuda:", 0) == 0 && d.size() > 5 &&
                                            d.find_first_not_of("0123456789", 5) == std::string::npos);
@@ -91,8 +91,11 @@ void read_resources(MapReader r, ResourceConfig& res) {
 // Cross-field checks, each reported at the key it names.
 void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig& c) {
   auto at = [&](const std::string& section, const std::string& key) {
-    YAML::Node s = root[section];
-    return s && s.IsMap() && s[key] ? s[key] : (s ? s : root);
+    const YAML::Node s = root[section];
+    if (s.IsDefined() && s.IsMap() && s[key].IsDefined()) {
+      return s[key];
+    }
+    return s.IsDefined() ? s : root;
   };
   if (c.model.n_embd % c.model.n_head != 0) {
     diags.error("model.n_embd", at("model", "n_embd"),

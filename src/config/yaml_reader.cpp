@@ -26,7 +26,7 @@ void Diagnostics::error(const std::string& path, const YAML::Node& node, const s
     size_t dot = p.rfind('.');
     p = dot == std::string::npos ? "" : p.substr(0, dot);
   }
-  error(node ? node.Mark() : YAML::Mark::null_mark(), message);
+  error(node.IsDefined() ? node.Mark() : YAML::Mark::null_mark(), message);
 }
 
 void Diagnostics::error(const YAML::Mark& mark, const std::string& message) {
@@ -55,21 +55,21 @@ static std::string describe(const YAML::Node& node) {
   return "'" + node.Scalar() + "'";
 }
 
+// yaml-cpp hands out "invalid" nodes for missing keys, which throw on any use but IsDefined().
+static YAML::Node map_or_empty(const YAML::Node& node) {
+  return node.IsDefined() && node.IsMap() ? node : YAML::Node(YAML::NodeType::Map);
+}
+
 MapReader::MapReader(const YAML::Node& node, std::string path, Diagnostics& diags)
-    : m_node(node), m_path(std::move(path)), m_diags(diags) {
-  if (!node || node.IsNull()) {
-    m_node = YAML::Node(YAML::NodeType::Map);
-    return;
-  }
-  if (!node.IsMap()) {
+    : m_node(map_or_empty(node)), m_path(std::move(path)), m_diags(diags) {
+  if (node.IsDefined() && !node.IsNull() && !node.IsMap()) {
     m_diags.error(m_path, node,
                   (m_path.empty() ? std::string("the file") : "'" + m_path + "'") +
                       " must be a map of key: value, got " + describe(node));
-    m_node = YAML::Node(YAML::NodeType::Map);
     return;
   }
   std::map<std::string, int> first_line;
-  for (const auto& kv : node) {
+  for (const auto& kv : m_node) {
     std::string key = kv.first.Scalar();
     auto [it, inserted] = first_line.emplace(key, kv.first.Mark().line + 1);
     if (!inserted) {
@@ -230,7 +230,7 @@ YAML::Node MapReader::section(const std::string& key) {
 }
 
 void MapReader::require(const std::string& key, const std::string& hint) {
-  if (!std::as_const(m_node)[key]) {
+  if (!std::as_const(m_node)[key].IsDefined()) {
     m_diags.error(m_path, m_node,
                   "missing required key '" + child_path(key) + "' — " + hint);
   }

@@ -1,1 +1,89 @@
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "config/run_config.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+using namespace sweep;
+
+static const std::string k_config_dir = std::string(SWEEP_TEST_DATA) + "/config";
+
+TEST_CASE("a valid config sets every field") {
+  RunConfig c = load_run_config(k_config_dir + "/good.yaml");
+  CHECK(c.model.n_layer == 2);
+  CHECK(c.model.n_embd == 64);
+  CHECK(c.model.dropout == doctest::Approx(0.1));
+  CHECK(c.model.qkv_bias);
+  CHECK(c.model.tie_weights);
+  CHECK(c.train.tokens == 5'000'000);
+  CHECK(c.train.schedule == "wsd");
+  CHECK(c.train.decay == doctest::Approx(0.3));
+  CHECK(c.train.precision == "bf16");
+  CHECK(c.eval.val_tokens == 65536);
+  CHECK(c.seeds.init == 3);
+  CHECK(c.seeds.data == 4);
+  CHECK(c.resources.threads == 0);
+  CHECK(c.threads() >= 1);
+  CHECK(c.total_steps() == 5'000'000 / (4 * 32 * 2));
+  CHECK(c.warmup_steps() == static_cast<int64_t>(std::llround(0.05 * c.total_steps())));
+}
+
+TEST_CASE("the canonical YAML round-trips to the same config") {
+  RunConfig c = load_run_config(k_config_dir + "/good.yaml");
+  const std::string file = (fs::temp_directory_path() / "sweep-roundtrip.yaml").string();
+  write_file_atomic(file, c.to_yaml());
+  RunConfig back = load_run_config(file);
+  fs::remove(file);
+  CHECK(back.to_json() == c.to_json());
+}
+
+TEST_CASE("--set overrides are validated like the file and reported at the option") {
+  RunConfig c = load_run_config(k_config_dir + "/good.yaml",
+                                {parse_set_option("train.lr=1e-3"), parse_set_option("model.dropout=0")});
+  CHECK(c.train.lr == doctest::Approx(1e-3));
+  CHECK(c.model.dropout == 0.0);
+  try {
+    load_run_config(k_config_dir + "/good.yaml", {parse_set_option("train.lr=-2"), parse_set_option("train.lrr=1")});
+    FAIL("expected InputErrors");
+  } catch (const InputErrors& e) {
+    REQUIRE(e.diagnostics().size() == 2);
+    CHECK(e.diagnostics()[0].str() == "--set train.lr=-2: 'train.lr' must be in (0, inf], got -2");
+    CHECK(e.diagnostics()[1].str() == "--set train.lrr=1: unknown key 'train.lrr' — did you mean 'lr'?");
+  }
+  CHECK_THROWS_AS(parse_set_option("train.lr"), InputErrors);
+}
+
+// Every file in tests/data/config/bad states its expected diagnostics in "# expect:" lines
+// ("LINE:COL: message", or "-: message" for one without a position); loading it must report
+// exactly those, all at once.
+TEST_CASE("bad config files give file:line:col errors, all in one pass") {
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(k_config_dir + "/bad")) {
+    const std::string path = entry.path().string();
+    std::vector<std::string> expected;
+    for (const auto& line : split(read_file(path), '\n')) {
+      if (line.rfind("# expect: ", 0) == 0) {
+        const std::string e = line.substr(10);
+        expected.push_back(e.rfind("-: ", 0) == 0 ? path + e.substr(1) : path + ":" + e);
+      }
+    }
+    REQUIRE_MESSAGE(!expected.empty(), path, " has no '# expect:' line");
+    std::vector<std::string> actual;
+    try {
+      load_run_config(path);
+    } catch (const InputErrors& e) {
+      for (const auto& d : e.diagnostics()) {
+        actual.push_back(d.str());
+      }
+    }
+    std::sort(expected.begin(), expected.end());
+    std::sort(actual.begin(), actual.end());
+    INFO(path);
+    CHECK(actual == expected);
+    ++files;
+  }
+  CHECK(files >= 15);
+}

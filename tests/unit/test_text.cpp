@@ -1,1 +1,40 @@
 #include <doctest/doctest.h>
+
+#include "config/size.h"
+#include "util/hash.h"
+#include "util/text.h"
+
+using namespace sweep;
+
+TEST_CASE("edit distance and did-you-mean") {
+  CHECK(edit_distance("lr", "lr") == 0);
+  CHECK(edit_distance("lrr", "lr") == 1);
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(closest_match("lrr", {"lr", "min_lr", "tokens"}) == "lr");
+  CHECK(closest_match("n_layers", {"n_layer", "n_head"}) == "n_layer");
+  CHECK(closest_match("zzzzzz", {"lr", "tokens"}).empty());
+}
+
+TEST_CASE("sizes with suffixes") {
+  CHECK(parse_size("5M") == 5'000'000);
+  CHECK(parse_size("128K") == 128'000);
+  CHECK(parse_size("64Ki") == 65'536);
+  CHECK(parse_size("1Mi") == 1'048'576);
+  CHECK(parse_size("2.5M") == 2'500'000);
+  CHECK(parse_size("5e6") == 5'000'000);
+  CHECK(parse_size("131072") == 131'072);
+  CHECK_FALSE(parse_size("5X"));
+  CHECK_FALSE(parse_size("-3"));
+  CHECK_FALSE(parse_size("1.5"));
+  CHECK_FALSE(parse_size(""));
+  CHECK_FALSE(parse_size("M"));
+}
+
+TEST_CASE("sha256 matches the FIPS 180-2 test vector") {
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("split and trim") {
+  CHECK(split("train.lr", '.') == std::vector<std::string>{"train", "lr"});
+  CHECK(trim("  a b \n") == "a b");
+}

@@ -1,0 +1,80 @@
+// Shared fixtures of the unit tests: a tiny config and synthetic token data with structure
+// (a noisy repeating pattern) so that training makes the loss fall within a few steps.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "train/trainer.h"
+
+namespace sweep::test {
+
+inline RunConfig tiny_config() {
+  RunConfig c;
+  c.model.n_layer = 2;
+  c.model.n_head = 2;
+  c.model.n_embd = 32;
+  c.model.block_size = 16;
+  c.model.vocab_size = 50;
+  c.model.pad_vocab_to = 64;
+  c.model.dropout = 0.0;
+  c.train.micro_batch = 8;
+  c.train.grad_accum = 1;
+  c.train.tokens = 16 * 8 * 20;  // 20 steps
+  c.train.lr = 3e-3;
+  c.train.min_lr = 3e-4;
+  c.train.precision = "fp32";
+  c.eval.every = 0;
+  c.eval.val_tokens = 512;
+  c.resources.threads = 1;
+  return c;
+}
+
+inline std::shared_ptr<TrainData> synthetic_data(int64_t vocab = 50, int64_t n = 20000, uint32_t seed = 7) {
+  auto d = std::make_shared<TrainData>();
+  d->vocab_size = vocab;
+  std::mt19937 rng(seed);
+  auto make = [&](int64_t count) {
+    std::vector<uint16_t> t(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      // token i follows (3·previous + 1) mod vocab most of the time: learnable, not trivial
+      t[i] = i == 0 || rng() % 5 == 0 ? static_cast<uint16_t>(rng() % vocab)
+                                      : static_cast<uint16_t>((3 * t[i - 1] + 1) % vocab);
+    }
+    return t;
+  };
+  d->train = make(n);
+  d->val = make(2000);
+  d->test = make(1500);
+  d->test_bytes = 3000;
+  return d;
+}
+
+// A fresh empty folder under the system temp dir, removed when the object dies.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("sweep-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string str(const std::string& child = "") const { return (child.empty() ? path : path / child).string(); }
+};
+
+// Every parameter of a model, flattened into one fp32 tensor.
+inline torch::Tensor flat_params(GPT& model) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : model->parameters()) {
+    parts.push_back(p.detach().reshape({-1}).to(torch::kFloat));
+  }
+  return torch::cat(parts);
+}
+
+}  // namespace sweep::test
