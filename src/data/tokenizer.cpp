@@ -104,7 +104,7 @@ std::unique_ptr<Tokenizer> train_bpe_tokenizer(const std::vector<std::string>& d
   run_helper({helper(), "train", "--input=" + lines_file, "--model_prefix=" + model_prefix, "--model_type=bpe",
               "--vocab_size=" + std::to_string(vocab_size), "--character_coverage=1.0", "--byte_fallback=true",
               "--split_digits=true", "--normalization_rule_name=identity", "--remove_extra_whitespaces=false",
-              "--max_sentence_length=16384", "--unk_id=0", "--bos_id=1", "--eos_id=2", "--pad_id=-1",
+              "--max_sentence_length=16384", "--hard_vocab_limit=false", "--unk_id=0", "--bos_id=1", "--eos_id=2", "--pad_id=-1",
               "--minloglevel=2", "--num_threads=" + std::to_string(threads)},
              "SentencePiece BPE training (vocabulary " + std::to_string(vocab_size) + ")");
   fs::remove(lines_file);

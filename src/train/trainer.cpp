@@ -97,15 +97,22 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, int64_
   // ---- batch order and dropout from data_seed ----
   torch::manual_seed(dropout_seed(m_cfg.seeds.data, m_rank));
   m_loader = std::make_unique<BatchLoader>(m_data->train, m_cfg.model.block_size, m_cfg.seeds.data);
-  m_x = torch::empty({m_cfg.train.micro_batch, m_cfg.model.block_size}, torch::kLong);
-  m_y = torch::empty({m_cfg.train.micro_batch, m_cfg.model.block_size}, torch::kLong);
+}
+
+std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t micro) {
+  const int64_t B = m_cfg.train.micro_batch, world = m_cfg.world_size;
+  // This rank's slice of the step's global sequences: the same global order for any
+  // (world, accum) split of one batch.
+  const int64_t first = step * B * m_cfg.train.grad_accum * world + (micro * world + m_rank) * B;
+  auto x = torch::empty({B, m_cfg.model.block_size}, torch::kLong);  // (B, T)
+  auto y = torch::empty({B, m_cfg.model.block_size}, torch::kLong);  // (B, T)
+  m_loader->fill(first, B, x.data_ptr<int64_t>(), y.data_ptr<int64_t>());
+  return {x.to(m_device), y.to(m_device)};
 }
 
 StepStats Trainer::train_step() {
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t B = m_cfg.train.micro_batch, accum = m_cfg.train.grad_accum;
-  const int64_t world = m_cfg.world_size;
-  const int64_t sequences_per_step = B * accum * world;
+  const int64_t accum = m_cfg.train.grad_accum;
   StepStats s;
   s.step = m_step;
   m_model->train();
@@ -113,14 +120,11 @@ StepStats Trainer::train_step() {
   // ---- gradient accumulation: loss / grad_accum, one backward per micro-batch ----
   double loss_sum = 0;
   for (int64_t micro = 0; micro < accum; ++micro) {
-    // This rank's slice of the step's global sequences: the same global order for any
-    // (world, accum) split of one batch.
-    const int64_t first = m_step * sequences_per_step + (micro * world + m_rank) * B;
-    m_loader->fill(first, B, m_x.data_ptr<int64_t>(), m_y.data_ptr<int64_t>());
+    auto [x, y] = batch(m_step, micro);
     torch::Tensor loss;
     {
       AutocastScope autocast(m_cfg.train.precision, m_device.type());
-      loss = m_model->loss(m_x.to(m_device), m_y.to(m_device));
+      loss = m_model->loss(x, y);
     }
     (loss / static_cast<double>(accum)).backward();
     loss_sum += loss.item<double>();

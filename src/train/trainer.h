@@ -61,6 +61,8 @@ class Trainer {
   Trainer(RunConfig config, std::shared_ptr<const TrainData> data, int64_t rank = 0);
 
   StepStats train_step();  // one optimizer step; does not step on a non-finite loss or norm
+  // The (inputs, targets) of one micro-batch of this rank, each (micro_batch, block_size).
+  std::pair<torch::Tensor, torch::Tensor> batch(int64_t step, int64_t micro);
   double evaluate(const std::string& split);  // "val": the fixed slice; "test": the whole split
   RunResult run(const RunOptions& options);
 
@@ -82,7 +84,6 @@ class Trainer {
   std::vector<torch::Tensor> m_params;
   std::unique_ptr<torch::optim::Optimizer> m_opt;
   std::unique_ptr<BatchLoader> m_loader;
-  torch::Tensor m_x, m_y;  // (micro_batch, block_size) int64 staging buffers
   int64_t m_step = 0;
 };
 

@@ -1,1 +1,72 @@
 #include <doctest/doctest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "data/shard.h"
+#include "helpers.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+using namespace sweep;
+
+namespace {
+
+std::string error_of(const std::string& path, int64_t vocab) {
+  try {
+    read_shard(path, vocab);
+  } catch (const Error& e) {
+    CHECK(e.code() == Exit::bad_input);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("shards round-trip and keep llm.c's header") {
+  test::TempDir dir;
+  const std::vector<uint16_t> tokens{0, 1, 2, 65535, 17, 4095};
+  write_shard(dir.str("a.bin"), tokens);
+  CHECK(read_shard(dir.str("a.bin"), 65536) == tokens);
+  const std::string raw = read_file(dir.str("a.bin"));
+  REQUIRE(raw.size() == 1024 + 2 * tokens.size());
+  int32_t header[3];
+  std::memcpy(header, raw.data(), sizeof header);
+  CHECK(header[0] == 20240520);
+  CHECK(header[1] == 1);
+  CHECK(header[2] == 6);
+}
+
+TEST_CASE("a truncated shard names the file and the missing bytes") {
+  test::TempDir dir;
+  write_shard(dir.str("t.bin"), std::vector<uint16_t>(100, 3));
+  fs::resize_file(dir.str("t.bin"), 1024 + 150);
+  const std::string msg = error_of(dir.str("t.bin"), 256);
+  CHECK(msg.find(dir.str("t.bin")) != std::string::npos);
+  CHECK(msg.find("truncated") != std::string::npos);
+  CHECK(msg.find("100 tokens") != std::string::npos);
+
+  fs::resize_file(dir.str("t.bin"), 500);
+  CHECK(error_of(dir.str("t.bin"), 256).find("shorter than the 1024-byte header") != std::string::npos);
+}
+
+TEST_CASE("a wrong magic number is rejected") {
+  test::TempDir dir;
+  write_shard(dir.str("m.bin"), {1, 2, 3});
+  std::fstream f(dir.str("m.bin"), std::ios::in | std::ios::out | std::ios::binary);
+  const int32_t bad = 12345;
+  f.write(reinterpret_cast<const char*>(&bad), 4);
+  f.close();
+  const std::string msg = error_of(dir.str("m.bin"), 256);
+  CHECK(msg.find("bad magic number 12345") != std::string::npos);
+  CHECK(msg.find(dir.str("m.bin")) != std::string::npos);
+}
+
+TEST_CASE("a token outside the vocabulary is rejected with its position") {
+  test::TempDir dir;
+  write_shard(dir.str("v.bin"), {1, 2, 300, 4});
+  const std::string msg = error_of(dir.str("v.bin"), 256);
+  CHECK(msg.find("token 300 at position 2 is outside the vocabulary (size 256)") != std::string::npos);
+  CHECK(read_shard(dir.str("v.bin"), 301).size() == 4);
+}

@@ -1,1 +1,142 @@
+// The equivalences the verdicts rest on: accumulation vs a bigger batch, seeds, determinism,
+// plus divergence handling and a golden curve.
 #include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "helpers.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+using namespace sweep;
+
+namespace {
+
+std::vector<double> losses(Trainer& t, int steps) {
+  std::vector<double> out;
+  for (int i = 0; i < steps; ++i) {
+    out.push_back(t.train_step().loss);
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> read_events(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  for (const auto& line : split(read_file(path), '\n')) {
+    if (!line.empty()) {
+      out.push_back(nlohmann::json::parse(line));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("accumulation: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1") {
+  auto data = test::synthetic_data();
+  RunConfig big = test::tiny_config();
+  big.train.micro_batch = 16;
+  big.train.grad_clip = 1.0;  // the clip sees the accumulated gradient: it must match too
+  RunConfig small = big;
+  small.train.micro_batch = 4;
+  small.train.grad_accum = 4;
+  REQUIRE(big.tokens_per_step() == small.tokens_per_step());
+  Trainer a(big, data), b(small, data);
+  for (int step = 0; step < 6; ++step) {
+    const StepStats sa = a.train_step(), sb = b.train_step();
+    CAPTURE(step);
+    CHECK(sb.loss == doctest::Approx(sa.loss).epsilon(1e-5));
+    CHECK(sb.grad_norm == doctest::Approx(sa.grad_norm).epsilon(1e-5));
+  }
+  // Final weights: relative error of the whole parameter vector < 1e-5, and no element off by
+  // more than 1e-6 (weights are ~0.02). Elementwise rtol is meaningless for the few weights
+  // whose gradient is ~0: Adam's m/sqrt(v) turns float rounding of the sum order into O(lr·1e-4).
+  const auto pa = test::flat_params(a.model()), pb = test::flat_params(b.model());
+  CHECK((pa - pb).norm().item<double>() / pa.norm().item<double>() < 1e-5);
+  CHECK((pa - pb).abs().max().item<double>() < 1e-6);
+}
+
+TEST_CASE("the same seeds give a bitwise-identical curve") {
+  auto data = test::synthetic_data();
+  RunConfig c = test::tiny_config();
+  c.model.dropout = 0.1;
+  // One trainer after the other: dropout draws from the process's default generator, which
+  // each trainer seeds from data_seed (a worker process runs one run).
+  Trainer a(c, data);
+  const auto curve_a = losses(a, 8);
+  Trainer b(c, data);
+  CHECK(losses(b, 8) == curve_a);
+  CHECK(torch::equal(test::flat_params(a.model()), test::flat_params(b.model())));
+}
+
+TEST_CASE("init_seed sets the weights, data_seed the batches") {
+  auto data = test::synthetic_data();
+  RunConfig c = test::tiny_config();
+  Trainer base(c, data);
+  c.seeds.init = 2;
+  Trainer other_init(c, data);
+  c.seeds.init = 1;
+  c.seeds.data = 2;
+  Trainer other_data(c, data);
+
+  CHECK_FALSE(torch::equal(test::flat_params(base.model()), test::flat_params(other_init.model())));
+  CHECK(torch::equal(base.batch(0, 0).first, other_init.batch(0, 0).first));
+  CHECK(torch::equal(test::flat_params(base.model()), test::flat_params(other_data.model())));
+  CHECK_FALSE(torch::equal(base.batch(0, 0).first, other_data.batch(0, 0).first));
+}
+
+TEST_CASE("training makes the loss fall on learnable data") {
+  auto data = test::synthetic_data();
+  Trainer t(test::tiny_config(), data);
+  const double val_before = t.evaluate("val");
+  const auto l = losses(t, 20);
+  CHECK(l.back() < l.front() - 0.5);
+  CHECK(t.evaluate("val") < val_before - 0.5);
+}
+
+// Pinned from this implementation on Debian's LibTorch 1.13 (CPU, 1 thread, fp32). A change
+// here means the core computes something else: find out why before re-pinning.
+TEST_CASE("golden: the first 5 losses of a tiny fixed run") {
+  auto data = test::synthetic_data();
+  Trainer t(test::tiny_config(), data);
+  const std::vector<double> golden{4.162350, 4.027645, 4.019531, 3.955714, 3.872825};
+  const auto l = losses(t, 5);
+  for (size_t i = 0; i < golden.size(); ++i) {
+    CAPTURE(i);
+    CHECK(l[i] == doctest::Approx(golden[i]).epsilon(1e-4));
+  }
+}
+
+TEST_CASE("divergence: lr 1e3 ends the run as diverged; the finite metrics before it are kept") {
+  test::TempDir dir;
+  auto data = test::synthetic_data();
+  RunConfig c = test::tiny_config();
+  c.train.lr = 1e3;
+  c.train.min_lr = 0;
+  c.train.tokens = c.tokens_per_step() * 200;
+  Trainer t(c, data);
+  RunResult r;
+  {
+    EventSink events(dir.str("events.jsonl"), "", false, false);
+    r = t.run({dir.str(), false, &events});
+  }
+  CHECK(r.status == RunStatus::diverged);
+  CHECK(r.step < 200);
+  const auto ev = read_events(dir.str("events.jsonl"));
+  REQUIRE(ev.size() >= 3);
+  CHECK(ev.back()["event"] == "end");
+  CHECK(ev.back()["status"] == "diverged");
+  CHECK(ev.back()["step"] == r.step);
+  const auto& last_train = ev[ev.size() - 2];
+  CHECK(last_train["event"] == "train");
+  CHECK((last_train["loss"].is_string() || last_train["grad_norm"].is_string()));  // "nan"/"inf"
+  int finite_steps = 0;
+  for (size_t i = 0; i + 2 < ev.size(); ++i) {
+    if (ev[i]["event"] == "train") {
+      CHECK(ev[i]["loss"].is_number());
+      ++finite_steps;
+    }
+  }
+  CHECK(finite_steps == r.step - 1);
+  CHECK_FALSE(fs::exists(dir.str("checkpoint/ckpt.pt")));
+}
