@@ -1,0 +1,38 @@
+# Bad input: a clear message naming file, line and key; exit code 2; nothing written.
+source "$(dirname "$0")/lib.bash"
+
+cat > bad.yaml <<'YAML'
+data: {dataset: data/bytes}
+model:
+  n_embd: 100
+  n_head: 3
+train:
+  lrr: 1e-3
+  tokens: 1M
+YAML
+expect_rc 2 "$SWEEP" train bad.yaml 2> err.txt
+grep -q "bad.yaml:6:3: unknown key 'train.lrr' — did you mean 'lr'?" err.txt || fail "unknown key: $(cat err.txt)"
+[ ! -e results ] || fail "a bad config must write nothing"
+
+expect_rc 2 "$SWEEP" train bad.yaml --set model.n_head=4 --set train.lrr=1 2> err.txt
+grep -q "^--set train.lrr=1: unknown key 'train.lrr'" err.txt || fail "a bad --set is reported at the option: $(cat err.txt)"
+
+# a config that is valid but names a dataset that does not exist
+prepare_bytes
+tiny_config run.yaml 10
+expect_rc 2 "$SWEEP" train run.yaml --set data.dataset=nowhere 2> err.txt
+grep -q "no dataset at nowhere" err.txt || fail "missing dataset: $(cat err.txt)"
+
+# a corrupt shard: named in the error, nothing written
+head -c 2000 data/bytes/val_000.bin > short.bin && mv short.bin data/bytes/val_000.bin
+expect_rc 2 "$SWEEP" train run.yaml --run-dir runs/x 2> err.txt
+grep -q "data/bytes/val_000.bin: truncated" err.txt || fail "truncated shard: $(cat err.txt)"
+[ ! -e runs/x ] || fail "a bad dataset must write nothing"
+
+# command-line mistakes
+expect_rc 2 "$SWEEP" train 2> /dev/null
+expect_rc 2 "$SWEEP" frobnicate 2> /dev/null
+expect_rc 2 "$SWEEP" data prepare --input corpus --out d2 --tokenizer words 2> err.txt
+grep -q "expected bytes or bpe" err.txt || fail "bad tokenizer: $(cat err.txt)"
+[ ! -e d2 ] || fail "a failed prepare must write nothing"
+echo "bad_input: ok"
