@@ -6,7 +6,10 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/brown.sh
 run_dir=results/train/gpt-mini
-if [ -f "$run_dir/config.yaml" ]; then
+if grep -qs '"status":"done"' "$run_dir/events.jsonl"; then
+  echo "main: $run_dir is already trained:"
+  tail -n 3 "$run_dir/train.log"
+elif [ -f "$run_dir/config.yaml" ]; then
   ./build/sweep train experiments/train/gpt-mini.yaml --run-dir "$run_dir" --resume
 else
   ./build/sweep train experiments/train/gpt-mini.yaml --run-dir "$run_dir"
