@@ -31,7 +31,7 @@ static std::vector<std::pair<std::string, std::vector<int64_t>>> nanogpt_names()
   return out;
 }
 
-TEST_CASE("export: nanoGPT's names and shapes; reloading gives the same logits") {
+TEST_CASE("export: nanoGPT's names and shapes, and reloading gives the same logits") {
   auto data = test::synthetic_data();
   RunConfig c = test::tiny_config();
   c.model.tie_weights = true;

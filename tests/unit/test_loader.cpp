@@ -26,7 +26,7 @@ std::vector<int64_t> starts(BatchLoader& l, int64_t first, int64_t count) {
 
 }  // namespace
 
-TEST_CASE("windows are block_size+1 contiguous tokens; y is x shifted by one") {
+TEST_CASE("windows are block_size+1 contiguous tokens and y is x shifted by one") {
   const auto tokens = ramp(1000);
   BatchLoader l(tokens, 8, 1);
   CHECK(l.windows_per_epoch() == (1000 - 1) / 8);

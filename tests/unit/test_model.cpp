@@ -92,7 +92,7 @@ TEST_CASE("the manual causal attention path equals a masked-softmax reference") 
   CHECK(torch::allclose(attn.forward(x), ref, 1e-5, 1e-6));
 }
 
-TEST_CASE("dropout 0: train-mode forward is deterministic; dropout > 0: it depends on data_seed") {
+TEST_CASE("dropout 0: train-mode forward is deterministic, dropout > 0: it depends on data_seed") {
   auto data = test::synthetic_data();
   RunConfig c = test::tiny_config();
   const auto x = tokens(2, 16, 50);

@@ -107,7 +107,7 @@ TEST_CASE("golden: the first 5 losses of a tiny fixed run") {
   }
 }
 
-TEST_CASE("divergence: lr 1e3 ends the run as diverged; the finite metrics before it are kept") {
+TEST_CASE("divergence: lr 1e3 ends the run as diverged and keeps the finite metrics before it") {
   test::TempDir dir;
   auto data = test::synthetic_data();
   RunConfig c = test::tiny_config();
