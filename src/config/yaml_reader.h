@@ -34,7 +34,6 @@ class Diagnostics {
   void error(const std::string& path, const YAML::Node& node, const std::string& message);
   void error(const YAML::Mark& mark, const std::string& message);
   bool empty() const { return m_list.empty(); }
-  const std::string& file() const { return m_file; }
   // Throws InputErrors with everything collected, if anything was.
   void throw_if_any() const;
 

@@ -18,7 +18,5 @@ void install_stop_handlers() {
 
 bool stop_requested() { return g_stop_signal != 0; }
 int stop_signal() { return g_stop_signal; }
-void request_stop_for_testing(int signal) { g_stop_signal = signal; }
-void clear_stop_request() { g_stop_signal = 0; }
 
 }  // namespace sweep

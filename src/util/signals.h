@@ -7,7 +7,5 @@ namespace sweep {
 void install_stop_handlers();
 bool stop_requested();
 int stop_signal();  // the signal that asked to stop, 0 if none
-void request_stop_for_testing(int signal);
-void clear_stop_request();
 
 }  // namespace sweep
