@@ -22,5 +22,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build "$@"
+# Arguments are CMake options, e.g. -DSWEEP_TEST_HOOKS=ON (scripts/test.sh).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWEEP_TEST_HOOKS=OFF "$@" >/dev/null
+cmake --build build

@@ -35,7 +35,7 @@ Exit run_train(const TrainOptions& o) {
   }
   const std::string run_dir = !o.run_dir.empty() ? o.run_dir
                                                  : "results/train/" + fs::path(o.config).stem().string() + "-" +
-                                                       sha256_hex(cfg.to_json().dump()).substr(0, 8);
+                                                       sha256_hex(cfg.identity_json().dump()).substr(0, 8);
   const fs::path config_file = fs::path(run_dir) / "config.yaml";
   if (fs::exists(config_file)) {
     if (!o.resume) {
@@ -43,7 +43,7 @@ Exit run_train(const TrainOptions& o) {
                   "for a new one",
                   Exit::bad_input);
     }
-    if (load_run_config(config_file.string()).to_json() != cfg.to_json()) {
+    if (load_run_config(config_file.string()).identity_json() != cfg.identity_json()) {
       throw Error("run directory " + run_dir + " holds a run with another config — use --run-dir for this one",
                   Exit::bad_input);
     }

@@ -35,6 +35,20 @@ struct BenchOptions {
 CLI::App* setup_bench(CLI::App& app, BenchOptions& o);
 Exit run_bench(const BenchOptions& o);
 
+struct SweepOptions {
+  std::string file;
+  std::string results = "results";
+  std::string devices = "cpu";
+  int retries = 1;
+  bool retry_failed = false;
+  std::string sweep;
+  std::string dir;
+  std::string ingest_results;
+  CLI::App *run = nullptr, *plan = nullptr, *status = nullptr, *ls = nullptr, *ingest = nullptr;
+};
+CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o);
+Exit run_sweep_command(const SweepOptions& o, const CLI::App* which);
+
 struct ExportOptions {
   std::string run_dir;
   std::string out;

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   BenchOptions bench;
   ExportOptions exporter;
   PrepareOptions prepare;
+  SweepOptions sweep_options;
+  setup_sweep_commands(app, sweep_options);
   CLI::App* train_cmd = setup_train(app, train, "train", "Train one run from a config file");
   CLI::App* worker_cmd = setup_train(app, worker, "worker", "Train one run for the scheduler (same as train)");
   CLI::App* data_cmd = setup_data(app, prepare);
@@ -41,6 +43,13 @@ int main(int argc, char** argv) {
       code = run_bench(bench);
     } else if (*export_cmd) {
       code = run_export(exporter);
+    } else {
+      for (const CLI::App* cmd : {sweep_options.run, sweep_options.plan, sweep_options.status, sweep_options.ls,
+                                  sweep_options.ingest}) {
+        if (*cmd) {
+          code = run_sweep_command(sweep_options, cmd);
+        }
+      }
     }
   } catch (const InputErrors& e) {
     for (const auto& d : e.diagnostics()) {

@@ -175,6 +175,12 @@ nlohmann::json RunConfig::to_json() const {
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 
+nlohmann::json RunConfig::identity_json() const {
+  nlohmann::json j = to_json();
+  j.erase("resources");
+  return j;
+}
+
 static void emit_json(YAML::Emitter& out, const nlohmann::json& j) {
   if (j.is_object()) {
     out << YAML::BeginMap;

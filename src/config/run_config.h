@@ -84,8 +84,11 @@ struct RunConfig {
   int64_t warmup_steps() const;
   int threads() const;  // resolved: `auto` → the cores this process may use
 
-  // The canonical form: every field, fixed key order. Hash it for a run id; emit it as config.yaml.
+  // The canonical form: every field, fixed key order. Emitted as a run's config.yaml.
   nlohmann::json to_json() const;
+  // What defines the run's result: to_json() without `resources` (threads and device are where
+  // it runs, not what it computes). Run ids hash it; a checkpoint only resumes the same identity.
+  nlohmann::json identity_json() const;
   std::string to_yaml() const;
 };
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "data/dataset.h"
 #include "train/checkpoint.h"
@@ -72,6 +73,20 @@ std::string human_duration(double seconds) {
     std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
   }
   return buf;
+}
+
+// Faults for the scheduler's tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON):
+// SWEEP_TEST_FAULT=crash_at_step:N aborts the worker after step N.
+void fault_hook(int64_t step) {
+#ifdef SWEEP_TEST_HOOKS
+  const char* fault = std::getenv("SWEEP_TEST_FAULT");
+  if (fault != nullptr && std::string(fault) == "crash_at_step:" + std::to_string(step)) {
+    std::fprintf(stderr, "SWEEP_TEST_FAULT: crashing at step %lld\n", static_cast<long long>(step));
+    std::abort();
+  }
+#else
+  (void)step;
+#endif
 }
 
 }  // namespace
@@ -152,13 +167,13 @@ double Trainer::evaluate(const std::string& split) {
 }
 
 void Trainer::save(const std::string& path) {
-  CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.to_json().dump()};
+  CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.identity_json().dump()};
   save_checkpoint(path, m_model, *m_opt, meta, m_device);
 }
 
 void Trainer::load(const std::string& path) {
   CheckpointMeta meta = load_checkpoint(path, m_model, *m_opt, m_device);
-  if (meta.config_json != m_cfg.to_json().dump()) {
+  if (meta.config_json != m_cfg.identity_json().dump()) {
     throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
                 Exit::bad_input);
   }
@@ -222,6 +237,7 @@ RunResult Trainer::run(const RunOptions& o) {
       return result(RunStatus::preempted, reason);
     }
     const StepStats s = train_step();
+    fault_hook(m_step);
     ev.emit("train", {{"step", m_step},
                       {"tokens", m_step * tps},
                       {"loss", json_number(s.loss)},

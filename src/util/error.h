@@ -15,7 +15,8 @@ enum class Exit : int {
   failed = 1,     // a run or command failed
   bad_input = 2,  // invalid config, CLI usage or data file
   diverged = 3,   // a run ended with a non-finite loss or gradient norm
-  preempted = 75  // EX_TEMPFAIL: stopped by SIGTERM/SIGINT after checkpointing; resume later
+  preempted = 75,     // EX_TEMPFAIL: stopped by SIGTERM/SIGINT after checkpointing; resume later
+  interrupted = 130  // `sweep run` stopped by Ctrl-C (its runs checkpointed); run it again to resume
 };
 
 class Error : public std::runtime_error {

@@ -1,10 +1,14 @@
 #include "util/process.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "util/error.h"
 
@@ -12,14 +16,31 @@ extern char** environ;
 
 namespace sweep {
 
-int run_process(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) {
-    args.push_back(const_cast<char*>(a.c_str()));
+namespace {
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) {
+    out.push_back(s.data());
   }
-  args.push_back(nullptr);
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+int exit_code_of(int wait_status) {
+  if (WIFSIGNALED(wait_status)) {
+    return 128 + WTERMSIG(wait_status);
+  }
+  return WEXITSTATUS(wait_status);
+}
+
+int run_process(const std::vector<std::string>& argv) {
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs = c_strings(args);
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, cargs[0], nullptr, nullptr, cargs.data(), environ);
   if (rc != 0) {
     throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
   }
@@ -29,10 +50,77 @@ int run_process(const std::vector<std::string>& argv) {
       throw Error("waiting for " + argv[0] + " failed: " + std::strerror(errno));
     }
   }
-  if (WIFSIGNALED(status)) {
-    return 128 + WTERMSIG(status);
+  return exit_code_of(status);
+}
+
+Child spawn(const SpawnOptions& o) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    throw Error(std::string("pipe failed: ") + std::strerror(errno));
   }
-  return WEXITSTATUS(status);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  if (!o.stderr_file.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, o.stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+  }
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t default_signals;
+  sigemptyset(&default_signals);
+  sigaddset(&default_signals, SIGINT);
+  sigaddset(&default_signals, SIGTERM);
+  sigaddset(&default_signals, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &default_signals);
+  short flags = POSIX_SPAWN_SETSIGDEF;
+  if (o.own_process_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&attr, 0);
+  }
+  posix_spawnattr_setflags(&attr, flags);
+
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string key = entry.substr(0, entry.find('='));
+    if (!o.env.count(key)) {
+      env_strings.push_back(entry);
+    }
+  }
+  for (const auto& [key, value] : o.env) {
+    env_strings.push_back(key + "=" + value);
+  }
+  std::vector<std::string> args = o.argv;
+  std::vector<char*> cargs = c_strings(args), cenv = c_strings(env_strings);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, cargs[0], &actions, &attr, cargs.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(pipe_fds[1]);
+  if (rc != 0) {
+    ::close(pipe_fds[0]);
+    throw Error("cannot start " + o.argv[0] + ": " + std::strerror(rc));
+  }
+  fcntl(pipe_fds[0], F_SETFL, fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
+  return {pid, pipe_fds[0]};
+}
+
+bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+long oom_kill_count() {
+  for (const char* path : {"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"}) {
+    std::ifstream in(path);
+    std::string key;
+    long value = 0;
+    while (in >> key >> value) {
+      if (key == "oom_kill") {
+        return value;
+      }
+    }
+  }
+  return -1;
 }
 
 std::filesystem::path executable_dir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path(); }

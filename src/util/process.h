@@ -1,7 +1,11 @@
-// Child processes: spawned from an argv vector (never through a shell), waited for.
+// Child processes: spawned from an argv vector (never through a shell), optionally in their own
+// process group with stdout on a pipe and stderr appended to a file; waited for.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,6 +14,29 @@ namespace sweep {
 // Runs argv[0] (a path, or a name looked up in PATH) and waits. Returns the exit status, or
 // 128 + signal number when it was killed. stdout/stderr are inherited.
 int run_process(const std::vector<std::string>& argv);
+
+struct SpawnOptions {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // set in addition to this process's environment
+  std::string stderr_file;                 // appended to; "" = inherit
+  bool own_process_group = true;           // pgid = pid, so the whole tree can be signalled
+};
+
+struct Child {
+  pid_t pid = -1;
+  int stdout_fd = -1;  // read end of the child's stdout (non-blocking)
+};
+
+Child spawn(const SpawnOptions& options);
+
+// Exit status of a waitpid() status: the exit code, or 128 + signal.
+int exit_code_of(int wait_status);
+
+bool process_alive(pid_t pid);
+
+// How many processes the kernel's OOM killer has killed in this process's memory cgroup
+// (cgroup v2 memory.events or v1 memory.oom_control), or -1 when the count cannot be read.
+long oom_kill_count();
 
 // The folder of the running executable (/proc/self/exe), where helper programs live.
 std::filesystem::path executable_dir();

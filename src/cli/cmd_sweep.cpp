@@ -1,0 +1,193 @@
+// `sweep run`, `sweep plan`, `sweep status`, `sweep ls`, `sweep ingest`: the sweep engine's
+// commands, thin wrappers over config (load_sweep), store and sched.
+#include <unistd.h>
+
+#include <cstdio>
+#include <set>
+
+#include "cli/commands.h"
+#include "config/sweep_spec.h"
+#include "sched/executor.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/process.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+std::string db_path(const std::string& results) { return (fs::path(results) / "sweep.db").string(); }
+
+std::string human_tokens(double n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, n >= 1e9 ? "%.2fG" : n >= 1e6 ? "%.2fM" : "%.0fk", n >= 1e9 ? n / 1e9 : n >= 1e6 ? n / 1e6 : n / 1e3);
+  return buf;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
+  CLI::App* run = app.add_subcommand("run", "Run a sweep: every variant × seed not already finished");
+  run->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
+  run->add_option("--results", o.results, "Output root: sweep.db and run directories")->capture_default_str();
+  run->add_option("--devices", o.devices, "Slots: cpu | cpu:NxT | cuda:0,1,...")->capture_default_str();
+  run->add_option("--retries", o.retries, "Retries of a crashed run (from its checkpoint)")->capture_default_str();
+  run->add_flag("--retry-failed", o.retry_failed, "Run again the runs that ended failed or out of memory");
+  o.run = run;
+
+  CLI::App* plan = app.add_subcommand("plan", "Show a sweep's runs and their state without running anything");
+  plan->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
+  plan->add_option("--results", o.results, "Output root")->capture_default_str();
+  o.plan = plan;
+
+  CLI::App* status = app.add_subcommand("status", "Runs of a sweep and their state (default: the latest sweep)");
+  status->add_option("sweep", o.sweep, "Sweep name");
+  status->add_option("--results", o.results, "Output root")->capture_default_str();
+  o.status = status;
+
+  CLI::App* ls = app.add_subcommand("ls", "Sweeps in the database with their runs per state");
+  ls->add_option("--results", o.results, "Output root")->capture_default_str();
+  o.ls = ls;
+
+  CLI::App* ingest = app.add_subcommand("ingest", "Rebuild the database from run directories");
+  ingest->add_option("dir", o.dir, "A run directory, or a results folder")->required()->check(CLI::ExistingDirectory);
+  ingest->add_option("--results", o.ingest_results, "Output root whose sweep.db is updated (default: DIR for a "
+                                                    "results folder, else results)");
+  o.ingest = ingest;
+  return run;
+}
+
+Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
+  if (which == o.run || which == o.plan) {
+    const SweepSpec spec = load_sweep(o.file);  // the whole sweep is validated before anything
+    if (which == o.plan) {
+      std::unique_ptr<Store> store;
+      if (fs::exists(db_path(o.results))) {
+        store = std::make_unique<Store>(db_path(o.results));
+      }
+      std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
+                  spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
+      std::printf("%-32s %-10s %-16s %-10s %10s\n", "variant", "seeds", "run", "state", "tokens");
+      double tokens_left = 0, rate_sum = 0;
+      int rates = 0;
+      std::map<std::string, int> counts;
+      for (const auto& r : spec.runs) {
+        std::optional<RunRow> row = store ? store->run(r.run_id) : std::nullopt;
+        const std::string state = row ? plan_state(*row) : "pending";
+        counts[state]++;
+        if (row && row->tokens_per_s) {
+          rate_sum += *row->tokens_per_s;
+          ++rates;
+        }
+        if (state == "pending" || state == "resumable" || state == "running") {
+          tokens_left += static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
+        }
+        const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
+                                  (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
+        std::printf("%-32s %-10s %-16s %-10s %10s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
+                    state.c_str(), human_tokens(static_cast<double>(r.config.train.tokens)).c_str());
+      }
+      std::string states;
+      for (const auto& [s, n] : counts) {
+        states += (states.empty() ? "" : ", ") + std::to_string(n) + " " + s;
+      }
+      std::printf("%s; %s tokens left to train", states.c_str(), human_tokens(tokens_left).c_str());
+      if (rates > 0) {
+        std::printf(", about %.0f min at the %.0f tokens/s measured so far on one slot\n",
+                    tokens_left / (rate_sum / rates) / 60.0, rate_sum / rates);
+      } else {
+        std::printf(" (no throughput measured yet: `sweep bench --config` measures a config)\n");
+      }
+      return Exit::ok;
+    }
+    fs::create_directories(fs::path(o.results) / "sweeps");
+    Store store(db_path(o.results));
+    write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
+    ExecutorOptions eo;
+    eo.results_dir = o.results;
+    eo.devices = o.devices;
+    eo.retries = o.retries;
+    eo.retry_failed = o.retry_failed;
+    eo.worker_binary = (executable_dir() / "sweep").string();
+    const int rc = run_local(spec, store, eo);
+    return rc == 130 ? Exit::interrupted : static_cast<Exit>(rc);
+  }
+
+  if (!fs::exists(db_path(o.results)) && which != o.ingest) {
+    throw Error("no database at " + db_path(o.results) + " — run a sweep first (`sweep run FILE`)", Exit::bad_input);
+  }
+  if (which == o.ls) {
+    Store store(db_path(o.results));
+    std::printf("%-24s %-40s %s\n", "sweep", "file", "runs");
+    for (const auto& s : store.sweeps()) {
+      std::string counts;
+      for (const auto& [state, n] : s.counts) {
+        counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+      }
+      std::printf("%-24s %-40s %s\n", s.name.c_str(), s.file.c_str(), counts.c_str());
+    }
+    return Exit::ok;
+  }
+  if (which == o.status) {
+    Store store(db_path(o.results));
+    std::string name = o.sweep;
+    if (name.empty()) {
+      const auto all = store.sweeps();
+      if (all.empty()) {
+        throw Error("the database holds no sweep yet", Exit::bad_input);
+      }
+      name = all.front().name;
+    }
+    const auto rows = store.sweep_runs(name);
+    if (rows.empty()) {
+      throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
+    }
+    std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s  %s\n", name.c_str(), "variant", "seeds", "run",
+                "state", "step", "loss", "test", "attempts", "error");
+    for (const auto& r : rows) {
+      const std::string seeds = std::to_string(r.run.init_seed) + "/" + std::to_string(r.run.data_seed);
+      const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
+      char loss[32], test[32];
+      std::snprintf(loss, sizeof loss, r.run.last_loss ? "%.4f" : "-", r.run.last_loss.value_or(0));
+      std::snprintf(test, sizeof test, r.run.test_loss ? "%.4f" : "-", r.run.test_loss.value_or(0));
+      std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %s\n", r.variant.c_str(), seeds.c_str(),
+                  r.run.run_id.c_str(), plan_state(r.run).c_str(), step.c_str(), loss, test,
+                  static_cast<long long>(r.run.attempts), first_line(r.run.error).c_str());
+    }
+    return Exit::ok;
+  }
+
+  // ---- ingest: a run directory, or a results folder (its saved sweep files and every run) ----
+  const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
+  const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
+  Store store(db_path(results));
+  std::vector<fs::path> run_dirs;
+  if (results_folder) {
+    if (fs::exists(fs::path(o.dir) / "sweeps")) {
+      for (const auto& f : fs::directory_iterator(fs::path(o.dir) / "sweeps")) {
+        store.record_sweep(load_sweep(f.path().string()), o.dir);
+      }
+    }
+    for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
+      run_dirs.push_back(d.path());
+    }
+  } else {
+    run_dirs.push_back(o.dir);
+  }
+  for (const auto& d : run_dirs) {
+    if (!fs::exists(d / "config.yaml")) {
+      continue;
+    }
+    const std::string id = d.filename().string();
+    store.ensure_run(id, read_file(d / "config.yaml"), d.string());
+    reingest_run_dir(store, id, d.string());
+  }
+  std::printf("ingested %zu run director%s into %s\n", run_dirs.size(), run_dirs.size() == 1 ? "y" : "ies",
+              db_path(results).c_str());
+  return Exit::ok;
+}
+
+}  // namespace sweep

@@ -1,0 +1,373 @@
+#include "config/sweep_spec.h"
+
+#include <algorithm>
+#include <set>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+Origin origin_of(const std::string& file, const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  return {file, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1};
+}
+
+std::string short_key(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+std::string scalar_text(const YAML::Node& value) {
+  if (value.IsScalar()) {
+    return value.Scalar();
+  }
+  YAML::Emitter out;
+  out << YAML::Flow << value;
+  return out.c_str();
+}
+
+// ---- seeds: a list (init = data), or {init: [...], data: [...], repeat: k} ----
+struct SeedPlan {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  int64_t repeat = 1;
+};
+
+std::vector<int64_t> int_list(const YAML::Node& node, const std::string& what, Diagnostics& diags) {
+  std::vector<int64_t> out;
+  if (!node.IsDefined()) {
+    return out;
+  }
+  if (!node.IsSequence() || node.size() == 0) {
+    diags.error(node.Mark(), "'" + what + "' must be a non-empty list of integers, e.g. [1, 2, 3]");
+    return out;
+  }
+  for (const auto& item : node) {
+    try {
+      const int64_t v = item.as<int64_t>();
+      if (v < 0) {
+        throw YAML::Exception(item.Mark(), "negative");
+      }
+      out.push_back(v);
+    } catch (const YAML::Exception&) {
+      diags.error(item.Mark(), "'" + what + "' must hold non-negative integers, got " + scalar_text(item));
+    }
+  }
+  return out;
+}
+
+SeedPlan read_seeds(const YAML::Node& node, Diagnostics& diags) {
+  SeedPlan plan;
+  if (!node.IsDefined()) {
+    plan.pairs = {{1, 1}};
+    return plan;
+  }
+  if (node.IsSequence()) {
+    for (int64_t s : int_list(node, "seeds", diags)) {
+      plan.pairs.emplace_back(s, s);
+    }
+    return plan;
+  }
+  MapReader r(node, "seeds", diags);
+  std::vector<int64_t> init = int_list(r.section("init"), "seeds.init", diags);
+  std::vector<int64_t> data = int_list(r.section("data"), "seeds.data", diags);
+  r.read("repeat", plan.repeat, 1, 1000);
+  r.finish();
+  if (init.empty()) {
+    init = {1};
+  }
+  if (data.empty()) {
+    data = {1};
+  }
+  for (int64_t i : init) {
+    for (int64_t d : data) {
+      plan.pairs.emplace_back(i, d);
+    }
+  }
+  return plan;
+}
+
+// ---- interventions: name -> {dotted.key: value, ...} ----
+std::vector<Override> read_overrides(const YAML::Node& node, const std::string& file, const std::string& where,
+                                     Diagnostics& diags) {
+  std::vector<Override> out;
+  if (!node.IsDefined() || node.IsNull()) {
+    return out;
+  }
+  if (!node.IsMap()) {
+    diags.error(node.Mark(), where + " must be a map of dotted overrides, e.g. {train.lr: 1e-3}");
+    return out;
+  }
+  MapReader dup_check(node, where, diags);  // reports duplicate keys
+  for (const auto& kv : node) {
+    out.push_back({kv.first.Scalar(), kv.second, origin_of(file, kv.first)});
+  }
+  return out;
+}
+
+void check_name(const std::string& name, const YAML::Node& at, const std::string& what, Diagnostics& diags) {
+  if (!is_safe_name(name)) {
+    diags.error(at.Mark(), "invalid " + what + " name '" + name +
+                               "': use letters, digits and _ - . + = , only, starting with a letter or digit (names become table keys and file names)");
+  }
+}
+
+// One axis value set: (overrides, name suffix).
+struct Combo {
+  std::vector<Override> overrides;
+  std::string suffix;
+};
+
+std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, const std::string& file,
+                             Diagnostics& diags) {
+  std::vector<Combo> combos{{}};
+  if (grid.IsDefined() && !grid.IsNull()) {
+    if (!grid.IsMap()) {
+      diags.error(grid.Mark(), "'grid' must be a map of dotted key: [values]");
+    } else {
+      MapReader dup_check(grid, "grid", diags);
+      for (const auto& axis : grid) {
+        if (!axis.second.IsSequence() || axis.second.size() == 0) {
+          diags.error(axis.second.Mark(), "grid axis '" + axis.first.Scalar() + "' must be a non-empty list");
+          continue;
+        }
+        std::vector<Combo> next;
+        for (const auto& c : combos) {
+          for (const auto& value : axis.second) {
+            Combo n = c;
+            n.overrides.push_back({axis.first.Scalar(), value, origin_of(file, axis.first)});
+            n.suffix += "+" + short_key(axis.first.Scalar()) + "=" + scalar_text(value);
+            next.push_back(n);
+          }
+        }
+        combos = next;
+      }
+    }
+  }
+  if (zip.IsDefined() && !zip.IsNull()) {
+    if (!zip.IsMap()) {
+      diags.error(zip.Mark(), "'zip' must be a map of dotted key: [values], all lists of one length");
+      return combos;
+    }
+    MapReader dup_check(zip, "zip", diags);
+    size_t length = 0;
+    for (const auto& axis : zip) {
+      if (!axis.second.IsSequence() || axis.second.size() == 0) {
+        diags.error(axis.second.Mark(), "zip axis '" + axis.first.Scalar() + "' must be a non-empty list");
+        return combos;
+      }
+      if (length != 0 && axis.second.size() != length) {
+        diags.error(axis.second.Mark(), "zip axis '" + axis.first.Scalar() + "' has " +
+                                            std::to_string(axis.second.size()) + " values, the first axis has " +
+                                            std::to_string(length) + " — zip axes vary together");
+        return combos;
+      }
+      length = axis.second.size();
+    }
+    std::vector<Combo> next;
+    for (const auto& c : combos) {
+      for (size_t i = 0; i < length; ++i) {
+        Combo n = c;
+        for (const auto& axis : zip) {
+          n.overrides.push_back({axis.first.Scalar(), axis.second[i], origin_of(file, axis.first)});
+          n.suffix += "+" + short_key(axis.first.Scalar()) + "=" + scalar_text(axis.second[i]);
+        }
+        next.push_back(n);
+      }
+    }
+    combos = next;
+  }
+  return combos;
+}
+
+}  // namespace
+
+bool is_safe_name(const std::string& name) {
+  if (name.empty() || name.size() > 100 || !std::isalnum(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  for (char ch : name) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' ||
+                    ch == '+' || ch == '=' || ch == ',';
+    if (!ok) {
+      return false;
+    }
+  }
+  return name.find("..") == std::string::npos;
+}
+
+std::string run_id_of(const RunConfig& config, int64_t repeat) {
+  nlohmann::json j = config.identity_json();
+  if (repeat > 0) {
+    j["repeat"] = repeat;
+  }
+  return sha256_hex(j.dump()).substr(0, 16);
+}
+
+SweepSpec load_sweep(const std::string& path, bool resolve_vocab) {
+  SweepSpec spec;
+  spec.file = path;
+  const YAML::Node root = load_yaml_file(path);
+  spec.text = read_file(path);
+  Diagnostics diags(path);
+
+  // ---- the top level ----
+  MapReader top(root, "", diags);
+  top.require("sweep", "the sweep's name, e.g. sweep: interventions");
+  top.read("sweep", spec.name);
+  top.require("baseline", "the name of the intervention every other is compared with, e.g. baseline: baseline");
+  top.read("baseline", spec.baseline);
+  const SeedPlan seeds = read_seeds(top.section("seeds"), diags);
+  top.require("base", "the baseline RunConfig (data, model, train, eval)");
+  const YAML::Node base = top.section("base");
+  top.require("interventions", "a map of name: {dotted.key: value}, with the baseline as {}");
+  const YAML::Node interventions = top.section("interventions");
+  const YAML::Node combine = top.section("combine");
+  const std::vector<Combo> combos = read_axes(top.section("grid"), top.section("zip"), path, diags);
+  top.finish();
+  if (!spec.name.empty()) {
+    check_name(spec.name, root["sweep"], "sweep", diags);
+  }
+
+  // ---- interventions and combinations: the named variants ----
+  std::vector<Variant> named;
+  std::map<std::string, size_t> index;
+  if (interventions.IsDefined() && interventions.IsMap()) {
+    MapReader dup_check(interventions, "interventions", diags);
+    for (const auto& kv : interventions) {
+      const std::string name = kv.first.Scalar();
+      check_name(name, kv.first, "intervention", diags);
+      if (index.count(name)) {
+        continue;  // reported as a duplicate key
+      }
+      index[name] = named.size();
+      named.push_back({name, read_overrides(kv.second, path, "intervention '" + name + "'", diags)});
+    }
+  } else if (interventions.IsDefined()) {
+    diags.error(interventions.Mark(), "'interventions' must be a map of name: {dotted.key: value}");
+  }
+  if (combine.IsDefined() && !combine.IsNull()) {
+    if (!combine.IsMap()) {
+      diags.error(combine.Mark(), "'combine' must be a map of name: [intervention, ...]");
+    } else {
+      MapReader dup_check(combine, "combine", diags);
+      std::vector<std::string> intervention_names;
+      for (const auto& v : named) {
+        intervention_names.push_back(v.name);
+      }
+      for (const auto& kv : combine) {
+        const std::string name = kv.first.Scalar();
+        check_name(name, kv.first, "combination", diags);
+        if (index.count(name)) {
+          diags.error(kv.first.Mark(), "duplicate variant name '" + name + "': it is already an intervention");
+          continue;
+        }
+        if (!kv.second.IsSequence() || kv.second.size() == 0) {
+          diags.error(kv.second.Mark(), "combination '" + name + "' must list interventions, e.g. [a, b]");
+          continue;
+        }
+        Variant combined{name, {}};
+        std::map<std::string, std::string> set_by;
+        for (const auto& item : kv.second) {
+          const std::string part = item.IsScalar() ? item.Scalar() : "";
+          auto it = std::find(intervention_names.begin(), intervention_names.end(), part);
+          if (it == intervention_names.end()) {
+            std::string message = "unknown intervention '" + part + "' in combination '" + name + "'";
+            const std::string near = closest_match(part, intervention_names);
+            diags.error(item.Mark(), message + (near.empty() ? "" : " — did you mean '" + near + "'?"));
+            continue;
+          }
+          for (const auto& o : named[index[part]].overrides) {
+            auto [prev, fresh] = set_by.emplace(o.path, part);
+            if (!fresh && prev->second != part) {
+              diags.error(item.Mark(), "combination '" + name + "': '" + part + "' and '" + prev->second +
+                                           "' both set '" + o.path + "'");
+            }
+            combined.overrides.push_back(o);
+          }
+        }
+        index[name] = named.size();
+        named.push_back(combined);
+      }
+    }
+  }
+  if (!spec.baseline.empty() && interventions.IsDefined() && !index.count(spec.baseline)) {
+    diags.error(root["baseline"].Mark(), "the baseline '" + spec.baseline +
+                                             "' is not an intervention — add '" + spec.baseline +
+                                             ": {}' under interventions");
+  }
+  diags.throw_if_any();
+
+  // ---- the baseline first, then the file's order; each crossed with grid/zip ----
+  std::stable_partition(named.begin(), named.end(), [&](const Variant& v) { return v.name == spec.baseline; });
+  for (const auto& v : named) {
+    for (const auto& c : combos) {
+      Variant full{v.name + c.suffix, v.overrides};
+      full.overrides.insert(full.overrides.end(), c.overrides.begin(), c.overrides.end());
+      spec.variants.push_back(full);
+    }
+  }
+
+  // ---- validate every variant as a RunConfig; errors point at the overrides ----
+  std::vector<Diagnostic> all;
+  std::set<std::string> seen;
+  std::vector<RunConfig> configs;
+  for (const auto& v : spec.variants) {
+    // A fresh parse of `base` per variant: overrides edit the tree, and YAML::Clone would lose
+    // the line:col marks that errors in base are reported at.
+    YAML::Node tree = YAML::LoadFile(path)["base"];
+    std::map<std::string, Origin> origins;
+    apply_overrides(tree, v.overrides, origins);
+    try {
+      configs.push_back(parse_run_config(tree, path, origins));
+    } catch (const InputErrors& e) {
+      for (const auto& d : e.diagnostics()) {
+        if (seen.insert(d.str()).second) {
+          all.push_back(d);
+        }
+      }
+    }
+  }
+  if (!all.empty()) {
+    throw InputErrors(all);
+  }
+
+  // ---- expand: variants × seeds × repeats ----
+  std::map<std::string, int64_t> vocab_of;  // dataset -> vocab size
+  for (size_t i = 0; i < spec.variants.size(); ++i) {
+    RunConfig c = configs[i];
+    if (resolve_vocab && c.model.vocab_size == 0) {
+      auto it = vocab_of.find(c.data.dataset);
+      if (it == vocab_of.end()) {
+        const fs::path yaml = fs::path(c.data.dataset) / "dataset.yaml";
+        if (!fs::exists(yaml)) {
+          throw Error(path + ": variant '" + spec.variants[i].name + "' names dataset " + c.data.dataset +
+                          ", which does not exist — prepare it with `sweep data prepare --out " + c.data.dataset +
+                          " ...`",
+                      Exit::bad_input);
+        }
+        it = vocab_of.emplace(c.data.dataset, YAML::LoadFile(yaml.string())["vocab_size"].as<int64_t>()).first;
+      }
+      c.model.vocab_size = it->second;
+    }
+    for (const auto& [init, data] : seeds.pairs) {
+      for (int64_t r = 0; r < seeds.repeat; ++r) {
+        PlannedRun run;
+        run.variant = spec.variants[i].name;
+        run.repeat = seeds.repeat > 1 ? r : 0;
+        run.config = c;
+        run.config.seeds.init = init;
+        run.config.seeds.data = data;
+        run.run_id = run_id_of(run.config, run.repeat);
+        spec.runs.push_back(run);
+      }
+    }
+  }
+  return spec;
+}
+
+}  // namespace sweep

@@ -1,0 +1,48 @@
+// A sweep file: a baseline RunConfig (`base`), named interventions (dotted overrides of base),
+// `combine` (variants made of several interventions), `grid` (cartesian axes over every
+// variant), `zip` (axes varied together) and seeds. Loading validates the WHOLE sweep — every
+// expanded run as a RunConfig, with errors at the file:line:col of the offending override —
+// and expands it into runs with content-addressed ids. Nothing here runs or writes anything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/run_config.h"
+
+namespace sweep {
+
+struct Variant {
+  std::string name;
+  std::vector<Override> overrides;  // in application order
+};
+
+struct PlannedRun {
+  std::string variant;
+  int64_t repeat = 0;  // 0.. for `repeat: k` (identical seeds, to measure nondeterminism)
+  RunConfig config;    // resolved: base + overrides + seeds
+  std::string run_id;  // hash of the config's identity (+ repeat)
+};
+
+struct SweepSpec {
+  std::string file;
+  std::string text;  // the sweep file as written
+  std::string name;
+  std::string baseline;
+  std::vector<Variant> variants;  // the baseline first
+  std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
+};
+
+// Loads, validates and expands. `resolve_vocab` fills model.vocab_size from the dataset so run
+// ids name what will really be trained; tests of pure expansion can turn it off.
+SweepSpec load_sweep(const std::string& path, bool resolve_vocab = true);
+
+// A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON.
+std::string run_id_of(const RunConfig& config, int64_t repeat);
+
+// Names become directory and table keys: letters, digits, '_', '-', '.', '+', '=' and ',',
+// starting with a letter or digit, at most 100 characters.
+bool is_safe_name(const std::string& name);
+
+}  // namespace sweep

@@ -1,0 +1,400 @@
+#include "sched/executor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "sched/slots.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/process.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+volatile sig_atomic_t g_interrupts = 0;
+void on_interrupt(int) { g_interrupts = g_interrupts + 1; }
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::string clock_time() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+std::string duration(double seconds) {
+  char buf[32];
+  const long s = std::lround(std::max(0.0, seconds));
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  }
+  return buf;
+}
+
+std::string tail_of(const std::string& path, size_t lines) {
+  if (!fs::exists(path)) {
+    return "";
+  }
+  std::vector<std::string> all = split(read_file(path), '\n');
+  while (!all.empty() && trim(all.back()).empty()) {
+    all.pop_back();
+  }
+  std::string out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+    out += all[i] + "\n";
+  }
+  return out;
+}
+
+bool looks_like_oom(const std::string& log) {
+  for (const char* pattern : {"out of memory", "std::bad_alloc", "can't allocate memory", "CUDA out of memory",
+                              "Cannot allocate memory"}) {
+    if (log.find(pattern) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+struct Planned {
+  std::string run_id;
+  std::string variant;
+  const PlannedRun* run;
+};
+
+struct Running {
+  Planned plan;
+  size_t slot;
+  Child child;
+  std::string buffer;  // a partial stdout line
+  double started;
+  long oom_kills;  // the cgroup's OOM-kill count at launch (-1: unknown)
+};
+
+// Stops a process group: SIGTERM, then SIGKILL after `grace` seconds.
+void stop_group(pid_t pgid, double grace) {
+  ::kill(-pgid, SIGTERM);
+  const double until = now() + grace;
+  while (process_alive(pgid) && now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (process_alive(pgid)) {
+    ::kill(-pgid, SIGKILL);
+  }
+}
+
+class LiveView {
+ public:
+  explicit LiveView(bool tty) : m_tty(tty) {}
+
+  void line(const std::string& text) {
+    clear();
+    std::printf("[%s] %s\n", clock_time().c_str(), text.c_str());
+    std::fflush(stdout);
+  }
+
+  void draw(const std::vector<std::string>& block) {
+    if (!m_tty) {
+      return;
+    }
+    clear();
+    for (const auto& l : block) {
+      std::printf("%s\033[K\n", l.c_str());
+    }
+    m_height = block.size();
+    std::fflush(stdout);
+  }
+
+ private:
+  void clear() {
+    if (m_tty && m_height > 0) {
+      std::printf("\033[%zuA\033[J", m_height);
+      m_height = 0;
+    }
+  }
+  bool m_tty;
+  size_t m_height = 0;
+};
+
+}  // namespace
+
+std::string plan_state(const RunRow& row) {
+  const std::string& s = row.status;
+  if (s == "done" || s == "diverged" || s == "failed" || s == "oom") {
+    return s;
+  }
+  if (s == "interrupted" || s == "preempted") {
+    return "resumable";
+  }
+  if (s == "running") {
+    return process_alive(static_cast<pid_t>(row.pid)) ? "running" : "resumable";
+  }
+  return "pending";
+}
+
+void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir) {
+  const fs::path events = fs::path(run_dir) / "events.jsonl";
+  if (!fs::exists(events)) {
+    return;
+  }
+  store.ingest(run_id, split(read_file(events), '\n'));
+}
+
+int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
+  // ---- one scheduler per results folder: it is the database's only writer ----
+  const fs::path lock_path = fs::path(o.results_dir) / ".scheduler.lock";
+  const int lock_fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    throw Error("another `sweep run` is using " + o.results_dir + " — wait for it, or use --results for another folder",
+                Exit::bad_input);
+  }
+  std::vector<Slot> slots = parse_devices(o.devices, static_cast<int>(std::thread::hardware_concurrency()));
+  store.record_sweep(spec, o.results_dir);
+  LiveView view(::isatty(STDOUT_FILENO));
+
+  // ---- recovery: runs left 'running' by a scheduler that died ----
+  for (const auto& r : store.sweep_runs(spec.name)) {
+    if (r.run.status != "running") {
+      continue;
+    }
+    if (process_alive(static_cast<pid_t>(r.run.pid))) {
+      stop_group(static_cast<pid_t>(r.run.pid), 10.0);  // an orphaned worker: it checkpoints on SIGTERM
+    }
+    reingest_run_dir(store, r.run.run_id, r.run.run_dir);
+    if (store.run(r.run.run_id)->status == "running") {
+      store.set_status(r.run.run_id, "interrupted", "the scheduler stopped while this run was training");
+    }
+    view.line("recovered " + r.variant + " (" + r.run.run_id + "): resumes from its checkpoint");
+  }
+
+  // ---- the queue: every run that is not finished, in plan order, each run id once ----
+  std::deque<Planned> queue;
+  std::set<std::string> queued;
+  int finished_before = 0;
+  for (const auto& run : spec.runs) {
+    if (!queued.insert(run.run_id).second) {
+      continue;
+    }
+    const std::string state = plan_state(*store.run(run.run_id));
+    if (state == "done" || state == "diverged" || ((state == "failed" || state == "oom") && !o.retry_failed)) {
+      ++finished_before;
+      continue;
+    }
+    queue.push_back({run.run_id, run.variant, &run});
+  }
+  const size_t total = queued.size();
+  view.line("sweep " + spec.name + ": " + std::to_string(total) + " runs, " + std::to_string(finished_before) +
+            " already finished, " + std::to_string(queue.size()) + " to run on " + std::to_string(slots.size()) +
+            " slot" + (slots.size() == 1 ? "" : "s") + " (" + o.devices + ")");
+
+  struct sigaction sa = {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int, old_term;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  g_interrupts = 0;
+
+  std::vector<Running> running;
+  int failed = 0, done = 0;
+  int signalled = 0;
+  const double started = now();
+  double last_draw = 0;
+
+  auto launch = [&](Planned p, size_t slot) {
+    const RunRow row = *store.run(p.run_id);
+    const fs::path dir = row.run_dir;
+    fs::create_directories(dir);
+    if (!fs::exists(dir / "config.yaml")) {
+      write_file_atomic(dir / "config.yaml", p.run->config.to_yaml());
+    }
+    SpawnOptions so;
+    so.argv = {o.worker_binary, "worker", (dir / "config.yaml").string(), "--run-dir", dir.string(), "--resume",
+               "--events", "--set", "resources.threads=" + std::to_string(slots[slot].threads)};
+    if (!slots[slot].cuda_visible.empty()) {
+      so.env["CUDA_VISIBLE_DEVICES"] = slots[slot].cuda_visible;
+      so.argv.insert(so.argv.end(), {"--set", "resources.device=cuda:0"});
+    }
+    so.stderr_file = (dir / "worker.log").string();
+    Child child = spawn(so);
+    // A relaunch after preemption is not a new attempt; anything else is.
+    store.mark_launched(p.run_id, child.pid, row.status != "preempted");
+    slots[slot].busy = true;
+    view.line("start " + p.variant + " seed " + std::to_string(p.run->config.seeds.init) + "/" +
+              std::to_string(p.run->config.seeds.data) + " (" + p.run_id + ") on " + slots[slot].label +
+              (row.status == "pending" ? "" : ", resuming"));
+    running.push_back({p, slot, child, "", now(), oom_kill_count()});
+  };
+
+  auto drain = [&](Running& r) {
+    char buf[65536];
+    std::vector<std::string> lines;
+    while (true) {
+      const ssize_t n = ::read(r.child.stdout_fd, buf, sizeof buf);
+      if (n <= 0) {
+        break;
+      }
+      r.buffer.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = r.buffer.find('\n')) != std::string::npos) {
+        lines.push_back(r.buffer.substr(0, nl));
+        r.buffer.erase(0, nl + 1);
+      }
+    }
+    if (!lines.empty()) {
+      store.ingest(r.plan.run_id, lines);
+    }
+  };
+
+  auto finish = [&](Running& r, int code) {
+    drain(r);
+    ::close(r.child.stdout_fd);
+    slots[r.slot].busy = false;
+    const RunRow row = *store.run(r.plan.run_id);
+    const std::string log = (fs::path(row.run_dir) / "worker.log").string();
+    const std::string what = r.plan.variant + " seed " + std::to_string(row.init_seed) + "/" +
+                             std::to_string(row.data_seed) + " (" + r.plan.run_id + ")";
+    if (code == static_cast<int>(Exit::ok) && row.status == "done") {
+      ++done;
+      char buf[128];
+      std::snprintf(buf, sizeof buf, ": test loss %.4f, %s", row.test_loss.value_or(NAN),
+                    duration(now() - r.started).c_str());
+      view.line("done  " + what + buf);
+    } else if (code == static_cast<int>(Exit::diverged)) {
+      store.set_status(r.plan.run_id, "diverged", row.error);
+      ++done;
+      view.line("diverged " + what + ": " + row.error);
+    } else if (code == static_cast<int>(Exit::preempted)) {
+      if (g_interrupts > 0) {
+        store.set_status(r.plan.run_id, "interrupted", "stopped by Ctrl-C; `sweep run` again resumes it");
+        view.line("interrupted " + what + " at step " + std::to_string(row.steps) + " (checkpointed)");
+      } else {
+        store.set_status(r.plan.run_id, "preempted", "stopped by SIGTERM; re-queued");
+        queue.push_front(r.plan);
+        view.line("preempted " + what + " at step " + std::to_string(row.steps) + ": re-queued");
+      }
+    } else if (const bool killed = code == 128 + SIGKILL;
+               looks_like_oom(tail_of(log, 50)) || (r.oom_kills >= 0 && oom_kill_count() > r.oom_kills) ||
+               (killed && r.oom_kills < 0)) {
+      // Out of memory by the log, by the kernel's OOM-kill count, or a SIGKILL where that count
+      // cannot be read. A SIGKILL with no OOM kill recorded is an ordinary crash (below).
+      store.set_status(r.plan.run_id, "oom",
+                       "killed (exit " + std::to_string(code) + "): out of memory or SIGKILL — not retried; " +
+                           "give it a bigger device or a smaller micro_batch, then --retry-failed\n" + tail_of(log, 20));
+      ++failed;
+      view.line("oom   " + what + ": exit " + std::to_string(code) + " (not retried)");
+    } else {
+      const std::string reason = code == 0                ? "exited 0 without an end event"
+                                 : code == 128 + SIGKILL ? "killed by SIGKILL (no out-of-memory kill recorded)"
+                                                         : "exit " + std::to_string(code) + "\n" + tail_of(log, 20);
+      store.set_status(r.plan.run_id, "failed", reason);
+      const bool retry = code != static_cast<int>(Exit::bad_input) && row.attempts <= o.retries && g_interrupts == 0;
+      if (retry) {
+        queue.push_back(r.plan);
+        view.line("crash " + what + ": exit " + std::to_string(code) + ", retrying from its checkpoint (attempt " +
+                  std::to_string(row.attempts + 1) + ")");
+      } else {
+        ++failed;
+        view.line("fail  " + what + ": exit " + std::to_string(code) + " — log: " + log);
+      }
+    }
+  };
+
+  // ---- the loop: launch, read events, reap, draw ----
+  while (!running.empty() || (!queue.empty() && g_interrupts == 0)) {
+    if (g_interrupts > signalled) {
+      signalled = g_interrupts;
+      for (const auto& r : running) {
+        ::kill(-r.child.pid, signalled == 1 ? SIGTERM : SIGKILL);
+      }
+      view.line(signalled == 1 ? "Ctrl-C: no new runs; asking the running ones to checkpoint (Ctrl-C again kills)"
+                               : "second Ctrl-C: killing the running runs");
+    }
+    for (size_t s = 0; s < slots.size() && g_interrupts == 0 && !queue.empty(); ++s) {
+      if (!slots[s].busy) {
+        Planned p = queue.front();
+        queue.pop_front();
+        launch(p, s);
+      }
+    }
+    std::vector<pollfd> fds;
+    for (const auto& r : running) {
+      fds.push_back({r.child.stdout_fd, POLLIN, 0});
+    }
+    ::poll(fds.data(), fds.size(), 200);
+    for (auto& r : running) {
+      drain(r);
+    }
+    for (size_t i = 0; i < running.size();) {
+      int status = 0;
+      const pid_t pid = ::waitpid(running[i].child.pid, &status, WNOHANG);
+      if (pid == running[i].child.pid) {
+        finish(running[i], exit_code_of(status));
+        running.erase(running.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+    if (now() - last_draw > 1.0) {
+      last_draw = now();
+      std::vector<std::string> block;
+      double rate = 0, remaining_tokens = 0;
+      for (const auto& r : running) {
+        const RunRow row = *store.run(r.plan.run_id);
+        rate += row.tokens_per_s.value_or(0);
+        remaining_tokens += static_cast<double>(std::max<int64_t>(0, r.plan.run->config.train.tokens - row.tokens));
+        char buf[200];
+        const double eta = row.tokens_per_s.value_or(0) > 0
+                               ? static_cast<double>(r.plan.run->config.train.tokens - row.tokens) / *row.tokens_per_s
+                               : 0;
+        std::snprintf(buf, sizeof buf, "  %-28.28s seed %lld/%lld  step %5lld/%-5lld  loss %7.4f  %6.0f tok/s  ETA %s",
+                      r.plan.variant.c_str(), static_cast<long long>(row.init_seed),
+                      static_cast<long long>(row.data_seed), static_cast<long long>(row.steps),
+                      static_cast<long long>(row.total_steps), row.last_loss.value_or(NAN),
+                      row.tokens_per_s.value_or(0), duration(eta).c_str());
+        block.push_back(buf);
+      }
+      for (const auto& q : queue) {
+        remaining_tokens += static_cast<double>(q.run->config.train.tokens);
+      }
+      char head[200];
+      std::snprintf(head, sizeof head, "%s: %d done, %zu running, %zu pending, %d failed — %s elapsed, ETA %s",
+                    spec.name.c_str(), done + finished_before, running.size(), queue.size(), failed,
+                    duration(now() - started).c_str(),
+                    rate > 0 ? duration(remaining_tokens / rate).c_str() : "?");
+      block.insert(block.begin(), head);
+      view.draw(block);
+    }
+  }
+  view.draw({});
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  ::close(lock_fd);
+
+  view.line(spec.name + ": " + std::to_string(done + finished_before) + " of " + std::to_string(total) +
+            " runs finished, " + std::to_string(failed) + " failed, " + std::to_string(queue.size()) +
+            " not started, " + duration(now() - started));
+  if (g_interrupts > 0) {
+    return 130;
+  }
+  return failed > 0 ? static_cast<int>(Exit::failed) : static_cast<int>(Exit::ok);
+}
+
+}  // namespace sweep

@@ -1,0 +1,35 @@
+// The local executor: runs a sweep's pending runs as `sweep worker` child processes on device
+// slots, ingests their stdout events into the store as they arrive (the scheduler is the
+// database's only writer), classifies how each run ended, retries crashes from their
+// checkpoints, and handles Ctrl-C (stop launching, SIGTERM the runs so they checkpoint; a second
+// Ctrl-C kills). Never talks to the training core except through the worker process.
+#pragma once
+
+#include <string>
+
+#include "config/sweep_spec.h"
+#include "store/store.h"
+
+namespace sweep {
+
+struct ExecutorOptions {
+  std::string results_dir = "results";
+  std::string devices = "cpu";
+  int retries = 1;
+  bool retry_failed = false;
+  std::string worker_binary;  // the sweep executable
+};
+
+// The state a planned run is in, for `sweep plan` / `sweep status` and for scheduling.
+// done | diverged (finished) · failed | oom (need --retry-failed) · resumable (interrupted,
+// preempted, or running with no live process) · running · pending
+std::string plan_state(const RunRow& row);
+
+// Runs every run of the sweep that is not finished. Returns the process exit code:
+// 0 all finished, 1 some run failed, 130 interrupted by Ctrl-C.
+int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& options);
+
+// Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`).
+void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
+
+}  // namespace sweep

@@ -1,0 +1,53 @@
+#include "sched/slots.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+#include "util/text.h"
+
+namespace sweep {
+
+static int positive(const std::string& text, const std::string& spec) {
+  size_t end = 0;
+  int v = 0;
+  try {
+    v = std::stoi(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  if (end != text.size() || v < 1) {
+    throw Error("--devices " + spec + ": '" + text + "' is not a positive number (examples: cpu, cpu:2x1, cuda:0,1)",
+                Exit::bad_input);
+  }
+  return v;
+}
+
+std::vector<Slot> parse_devices(const std::string& spec, int cores) {
+  std::vector<Slot> slots;
+  if (spec == "cpu") {
+    slots.push_back({"cpu:0", std::max(1, cores), "", false});
+  } else if (spec.rfind("cpu:", 0) == 0) {
+    const std::string shape = spec.substr(4);
+    const size_t x = shape.find('x');
+    if (x == std::string::npos) {
+      throw Error("--devices " + spec + ": expected cpu:NxT, e.g. cpu:2x1 (2 slots of 1 thread)", Exit::bad_input);
+    }
+    const int n = positive(shape.substr(0, x), spec), t = positive(shape.substr(x + 1), spec);
+    for (int i = 0; i < n; ++i) {
+      slots.push_back({"cpu:" + std::to_string(i), t, "", false});
+    }
+  } else if (spec.rfind("cuda:", 0) == 0) {
+    const auto ids = split(spec.substr(5), ',');
+    for (const auto& id : ids) {
+      if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+        throw Error("--devices " + spec + ": '" + id + "' is not a GPU index (example: cuda:0,1)", Exit::bad_input);
+      }
+      slots.push_back({"cuda:" + id, std::max(1, cores / static_cast<int>(ids.size())), id, false});
+    }
+  } else {
+    throw Error("--devices " + spec + ": expected cpu, cpu:NxT or cuda:I,J,...", Exit::bad_input);
+  }
+  return slots;
+}
+
+}  // namespace sweep

@@ -1,0 +1,397 @@
+#include "store/store.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace sweep {
+
+namespace {
+
+// Migration N brings a database from user_version N-1 to N. Append; never edit a shipped one.
+const char* const k_migrations[] = {
+    // 1: the first schema
+    R"sql(
+    CREATE TABLE sweeps (
+      name       TEXT PRIMARY KEY,
+      file       TEXT NOT NULL,
+      spec       TEXT NOT NULL,          -- the sweep file as written
+      baseline   TEXT NOT NULL,
+      updated_at REAL NOT NULL           -- unix seconds
+    );
+    CREATE TABLE variants (
+      sweep     TEXT NOT NULL REFERENCES sweeps(name),
+      name      TEXT NOT NULL,
+      position  INTEGER NOT NULL,        -- order in the sweep file, baseline first
+      overrides TEXT NOT NULL,           -- JSON {dotted.key: value}
+      PRIMARY KEY (sweep, name)
+    );
+    CREATE TABLE runs (
+      run_id       TEXT PRIMARY KEY,     -- hash of the run's identity (config + seeds + repeat)
+      config       TEXT NOT NULL,        -- the resolved config, YAML
+      init_seed    INTEGER NOT NULL,
+      data_seed    INTEGER NOT NULL,
+      repeat       INTEGER NOT NULL DEFAULT 0,
+      status       TEXT NOT NULL,        -- pending running done diverged failed oom interrupted preempted
+      attempts     INTEGER NOT NULL DEFAULT 0,
+      steps        INTEGER NOT NULL DEFAULT 0,
+      total_steps  INTEGER NOT NULL DEFAULT 0,
+      tokens       INTEGER NOT NULL DEFAULT 0,
+      test_loss    REAL,
+      test_bpb     REAL,
+      wall_seconds REAL,
+      tokens_per_s REAL,
+      last_loss    REAL,
+      error        TEXT NOT NULL DEFAULT '',
+      run_dir      TEXT NOT NULL,
+      pid          INTEGER NOT NULL DEFAULT 0,
+      updated_at   REAL NOT NULL
+    );
+    CREATE TABLE sweep_runs (
+      sweep   TEXT NOT NULL,
+      variant TEXT NOT NULL,
+      run_id  TEXT NOT NULL REFERENCES runs(run_id),
+      PRIMARY KEY (sweep, variant, run_id)
+    );
+    CREATE TABLE metrics (
+      run_id           TEXT NOT NULL REFERENCES runs(run_id),
+      split            TEXT NOT NULL,    -- train, val, test
+      step             INTEGER NOT NULL,
+      tokens           INTEGER NOT NULL,
+      loss             REAL,             -- NULL only when loss_status is not 'finite'
+      loss_status      TEXT NOT NULL,    -- finite, nan, inf, -inf
+      lr               REAL,
+      grad_norm        REAL,
+      grad_norm_status TEXT,             -- finite, nan, inf, -inf (train rows)
+      tokens_per_s     REAL,
+      PRIMARY KEY (run_id, split, step)
+    ) WITHOUT ROWID;
+    CREATE INDEX runs_by_status ON runs(status);
+    )sql",
+};
+
+double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+// A JSON number, or a non-finite value written as a string: (value, status).
+std::pair<std::optional<double>, std::string> number(const nlohmann::json& v) {
+  if (v.is_number()) {
+    return {v.get<double>(), "finite"};
+  }
+  if (v.is_string()) {
+    return {std::nullopt, v.get<std::string>()};
+  }
+  return {std::nullopt, "missing"};
+}
+
+template <typename T>
+void bind_opt(SQLite::Statement& q, int index, const std::optional<T>& v) {
+  if (v) {
+    q.bind(index, *v);
+  } else {
+    q.bind(index);
+  }
+}
+
+std::optional<double> opt_double(const SQLite::Column& c) {
+  if (c.isNull()) {
+    return std::nullopt;
+  }
+  return c.getDouble();
+}
+
+const char* k_run_columns =
+    "run_id, status, attempts, init_seed, data_seed, repeat, steps, total_steps, tokens, test_loss, test_bpb, "
+    "wall_seconds, tokens_per_s, last_loss, error, run_dir, pid, config";
+
+RunRow read_run(SQLite::Statement& q, int offset = 0) {
+  RunRow r;
+  int i = offset;
+  r.run_id = q.getColumn(i++).getString();
+  r.status = q.getColumn(i++).getString();
+  r.attempts = q.getColumn(i++).getInt64();
+  r.init_seed = q.getColumn(i++).getInt64();
+  r.data_seed = q.getColumn(i++).getInt64();
+  r.repeat = q.getColumn(i++).getInt64();
+  r.steps = q.getColumn(i++).getInt64();
+  r.total_steps = q.getColumn(i++).getInt64();
+  r.tokens = q.getColumn(i++).getInt64();
+  r.test_loss = opt_double(q.getColumn(i++));
+  r.test_bpb = opt_double(q.getColumn(i++));
+  r.wall_seconds = opt_double(q.getColumn(i++));
+  r.tokens_per_s = opt_double(q.getColumn(i++));
+  r.last_loss = opt_double(q.getColumn(i++));
+  r.error = q.getColumn(i++).getString();
+  r.run_dir = q.getColumn(i++).getString();
+  r.pid = q.getColumn(i++).getInt64();
+  r.config_yaml = q.getColumn(i++).getString();
+  return r;
+}
+
+}  // namespace
+
+Store::Store(const std::string& path) {
+  try {
+    fs::create_directories(fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path());
+    m_db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, 10000);
+    m_db->exec("PRAGMA journal_mode=WAL");
+    m_db->exec("PRAGMA synchronous=NORMAL");
+    m_db->exec("PRAGMA foreign_keys=ON");
+    migrate();
+  } catch (const SQLite::Exception& e) {
+    throw Error("database " + path + ": " + e.what());
+  }
+}
+
+Store::~Store() = default;
+
+int Store::schema_version() { return m_db->execAndGet("PRAGMA user_version").getInt(); }
+
+void Store::migrate() {
+  const int version = schema_version();
+  constexpr int latest = static_cast<int>(sizeof k_migrations / sizeof k_migrations[0]);
+  if (version > latest) {
+    throw Error("the database has schema version " + std::to_string(version) + ", newer than this sweep (" +
+                std::to_string(latest) + ") — use a newer sweep");
+  }
+  for (int v = version; v < latest; ++v) {
+    SQLite::Transaction tx(*m_db);
+    m_db->exec(k_migrations[v]);
+    m_db->exec("PRAGMA user_version = " + std::to_string(v + 1));
+    tx.commit();
+  }
+}
+
+void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) {
+  SQLite::Transaction tx(*m_db);
+  SQLite::Statement sweep(*m_db,
+                          "INSERT INTO sweeps(name, file, spec, baseline, updated_at) VALUES (?, ?, ?, ?, ?) "
+                          "ON CONFLICT(name) DO UPDATE SET file=excluded.file, spec=excluded.spec, "
+                          "baseline=excluded.baseline, updated_at=excluded.updated_at");
+  sweep.bind(1, spec.name);
+  sweep.bind(2, spec.file);
+  sweep.bind(3, spec.text);
+  sweep.bind(4, spec.baseline);
+  sweep.bind(5, now());
+  sweep.exec();
+  // The sweep's membership is replaced as a whole: a variant removed from the file leaves it.
+  SQLite::Statement clear_variants(*m_db, "DELETE FROM variants WHERE sweep = ?");
+  clear_variants.bind(1, spec.name);
+  clear_variants.exec();
+  SQLite::Statement clear_members(*m_db, "DELETE FROM sweep_runs WHERE sweep = ?");
+  clear_members.bind(1, spec.name);
+  clear_members.exec();
+  for (size_t i = 0; i < spec.variants.size(); ++i) {
+    nlohmann::ordered_json overrides = nlohmann::ordered_json::object();
+    for (const auto& o : spec.variants[i].overrides) {
+      YAML::Emitter out;
+      out << YAML::Flow << o.value;
+      overrides[o.path] = out.c_str();
+    }
+    SQLite::Statement q(*m_db, "INSERT INTO variants(sweep, name, position, overrides) VALUES (?, ?, ?, ?)");
+    q.bind(1, spec.name);
+    q.bind(2, spec.variants[i].name);
+    q.bind(3, static_cast<int64_t>(i));
+    q.bind(4, overrides.dump());
+    q.exec();
+  }
+  for (const auto& r : spec.runs) {
+    SQLite::Statement run(*m_db,
+                          "INSERT INTO runs(run_id, config, init_seed, data_seed, repeat, status, run_dir, updated_at) "
+                          "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT(run_id) DO NOTHING");
+    run.bind(1, r.run_id);
+    run.bind(2, r.config.to_yaml());
+    run.bind(3, r.config.seeds.init);
+    run.bind(4, r.config.seeds.data);
+    run.bind(5, r.repeat);
+    run.bind(6, (fs::path(results_dir) / "runs" / r.run_id).string());
+    run.bind(7, now());
+    run.exec();
+    SQLite::Statement member(*m_db, "INSERT OR IGNORE INTO sweep_runs(sweep, variant, run_id) VALUES (?, ?, ?)");
+    member.bind(1, spec.name);
+    member.bind(2, r.variant);
+    member.bind(3, r.run_id);
+    member.exec();
+  }
+  tx.commit();
+}
+
+std::optional<RunRow> Store::run(const std::string& run_id) {
+  SQLite::Statement q(*m_db, std::string("SELECT ") + k_run_columns + " FROM runs WHERE run_id = ?");
+  q.bind(1, run_id);
+  if (!q.executeStep()) {
+    return std::nullopt;
+  }
+  return read_run(q);
+}
+
+std::vector<SweepRunRow> Store::sweep_runs(const std::string& sweep) {
+  SQLite::Statement q(*m_db, std::string("SELECT s.variant, ") + k_run_columns +
+                                 " FROM sweep_runs s JOIN runs USING (run_id) JOIN variants v"
+                                 " ON v.sweep = s.sweep AND v.name = s.variant WHERE s.sweep = ?"
+                                 " ORDER BY v.position, init_seed, data_seed, repeat");
+  q.bind(1, sweep);
+  std::vector<SweepRunRow> out;
+  while (q.executeStep()) {
+    out.push_back({q.getColumn(0).getString(), read_run(q, 1)});
+  }
+  return out;
+}
+
+std::vector<SweepSummary> Store::sweeps() {
+  std::vector<SweepSummary> out;
+  SQLite::Statement q(*m_db, "SELECT name, file FROM sweeps ORDER BY updated_at DESC");
+  while (q.executeStep()) {
+    out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(), {}});
+  }
+  for (auto& s : out) {
+    SQLite::Statement c(*m_db,
+                        "SELECT status, COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = ? "
+                        "GROUP BY status");
+    c.bind(1, s.name);
+    while (c.executeStep()) {
+      s.counts[c.getColumn(0).getString()] = c.getColumn(1).getInt64();
+    }
+  }
+  return out;
+}
+
+std::vector<RunRow> Store::runs_with_status(const std::string& status) {
+  SQLite::Statement q(*m_db, std::string("SELECT ") + k_run_columns + " FROM runs WHERE status = ?");
+  q.bind(1, status);
+  std::vector<RunRow> out;
+  while (q.executeStep()) {
+    out.push_back(read_run(q));
+  }
+  return out;
+}
+
+void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt) {
+  SQLite::Statement q(*m_db,
+                      "UPDATE runs SET status = 'running', pid = ?, attempts = attempts + ?, error = '', "
+                      "updated_at = ? WHERE run_id = ?");
+  q.bind(1, pid);
+  q.bind(2, counts_as_attempt ? 1 : 0);
+  q.bind(3, now());
+  q.bind(4, run_id);
+  q.exec();
+}
+
+void Store::set_status(const std::string& run_id, const std::string& status, const std::string& error) {
+  SQLite::Statement q(*m_db, "UPDATE runs SET status = ?, error = ?, pid = 0, updated_at = ? WHERE run_id = ?");
+  q.bind(1, status);
+  q.bind(2, error);
+  q.bind(3, now());
+  q.bind(4, run_id);
+  q.exec();
+}
+
+void Store::ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir) {
+  SQLite::Statement q(*m_db,
+                      "INSERT INTO runs(run_id, config, init_seed, data_seed, status, run_dir, updated_at) "
+                      "VALUES (?, ?, 0, 0, 'pending', ?, ?) ON CONFLICT(run_id) DO NOTHING");
+  q.bind(1, run_id);
+  q.bind(2, config_yaml);
+  q.bind(3, run_dir);
+  q.bind(4, now());
+  q.exec();
+}
+
+void Store::ingest(const std::string& run_id, const std::vector<std::string>& lines) {
+  SQLite::Transaction tx(*m_db);
+  SQLite::Statement put_train(*m_db,
+                              "INSERT OR REPLACE INTO metrics(run_id, split, step, tokens, loss, loss_status, lr, "
+                              "grad_norm, grad_norm_status, tokens_per_s) VALUES (?, 'train', ?, ?, ?, ?, ?, ?, ?, ?)");
+  SQLite::Statement put_eval(*m_db,
+                             "INSERT OR REPLACE INTO metrics(run_id, split, step, tokens, loss, loss_status) "
+                             "VALUES (?, ?, ?, ?, ?, ?)");
+  for (const auto& line : lines) {
+    nlohmann::json ev;
+    try {
+      ev = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      continue;  // a line cut by a kill: the worker rewrites what follows after resuming
+    }
+    const std::string type = ev.value("event", "");
+    const int64_t step = ev.value("step", int64_t{0});
+    if (type == "start") {
+      // A (re)start at step k: everything after k will be produced again.
+      SQLite::Statement drop(*m_db, "DELETE FROM metrics WHERE run_id = ? AND step > ?");
+      drop.bind(1, run_id);
+      drop.bind(2, step);
+      drop.exec();
+      SQLite::Statement q(*m_db,
+                          "UPDATE runs SET total_steps = ?, steps = ?, test_loss = NULL, test_bpb = NULL, "
+                          "updated_at = ? WHERE run_id = ?");
+      q.bind(1, ev.value("total_steps", int64_t{0}));
+      q.bind(2, step);
+      q.bind(3, now());
+      q.bind(4, run_id);
+      q.exec();
+    } else if (type == "train") {
+      auto [loss, loss_status] = number(ev["loss"]);
+      auto [norm, norm_status] = number(ev["grad_norm"]);
+      put_train.bind(1, run_id);
+      put_train.bind(2, step);
+      put_train.bind(3, ev.value("tokens", int64_t{0}));
+      bind_opt(put_train, 4, loss);
+      put_train.bind(5, loss_status);
+      put_train.bind(6, ev.value("lr", 0.0));
+      bind_opt(put_train, 7, norm);
+      put_train.bind(8, norm_status);
+      put_train.bind(9, ev.value("tokens_per_s", 0.0));
+      put_train.exec();
+      put_train.reset();
+      SQLite::Statement q(*m_db,
+                          "UPDATE runs SET steps = ?, tokens = ?, last_loss = ?, tokens_per_s = ?, updated_at = ? "
+                          "WHERE run_id = ?");
+      q.bind(1, step);
+      q.bind(2, ev.value("tokens", int64_t{0}));
+      bind_opt(q, 3, loss);
+      q.bind(4, ev.value("tokens_per_s", 0.0));
+      q.bind(5, now());
+      q.bind(6, run_id);
+      q.exec();
+    } else if (type == "eval") {
+      auto [loss, loss_status] = number(ev["loss"]);
+      put_eval.bind(1, run_id);
+      put_eval.bind(2, ev.value("split", "val"));
+      put_eval.bind(3, step);
+      put_eval.bind(4, ev.value("tokens", int64_t{0}));
+      bind_opt(put_eval, 5, loss);
+      put_eval.bind(6, loss_status);
+      put_eval.exec();
+      put_eval.reset();
+    } else if (type == "end") {
+      const std::string status = ev.value("status", "failed");
+      SQLite::Statement q(*m_db,
+                          "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, wall_seconds = ?, "
+                          "pid = 0, updated_at = ? WHERE run_id = ?");
+      q.bind(1, status);
+      q.bind(2, ev.value("reason", ""));
+      bind_opt(q, 3, ev.contains("test_loss") ? number(ev["test_loss"]).first : std::nullopt);
+      bind_opt(q, 4, ev.contains("test_bpb") ? number(ev["test_bpb"]).first : std::nullopt);
+      bind_opt(q, 5, ev.contains("wall_seconds") ? std::optional<double>(ev["wall_seconds"].get<double>())
+                                                  : std::nullopt);
+      q.bind(6, now());
+      q.bind(7, run_id);
+      q.exec();
+    }
+  }
+  tx.commit();
+}
+
+std::string Store::integrity_check() { return m_db->execAndGet("PRAGMA integrity_check").getString(); }
+
+int64_t Store::metric_rows(const std::string& run_id) {
+  SQLite::Statement q(*m_db, "SELECT COUNT(*) FROM metrics WHERE run_id = ?");
+  q.bind(1, run_id);
+  q.executeStep();
+  return q.getColumn(0).getInt64();
+}
+
+}  // namespace sweep

@@ -1,0 +1,80 @@
+// The results database (SQLite through SQLiteCpp; the only module that includes it). The
+// scheduler is its single writer. Schema (README "Database"), migrations numbered by
+// PRAGMA user_version, WAL, a busy timeout, every write in a transaction that rolls back
+// unless committed. Ingesting worker events is idempotent: metrics are unique on
+// (run, split, step), and a `start` event at step k replaces the rows after k.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/sweep_spec.h"
+
+namespace SQLite {
+class Database;
+}
+
+namespace sweep {
+
+// pending → running → done | diverged | failed | oom | interrupted (resumable) | preempted (resumable)
+struct RunRow {
+  std::string run_id;
+  std::string status;
+  int64_t attempts = 0;
+  int64_t init_seed = 0, data_seed = 0, repeat = 0;
+  int64_t steps = 0, total_steps = 0, tokens = 0;
+  std::optional<double> test_loss, test_bpb, wall_seconds, tokens_per_s, last_loss;
+  std::string error;
+  std::string run_dir;
+  int64_t pid = 0;
+  std::string config_yaml;
+};
+
+struct SweepRunRow {
+  std::string variant;
+  RunRow run;
+};
+
+struct SweepSummary {
+  std::string name;
+  std::string file;
+  std::map<std::string, int64_t> counts;  // status -> runs
+};
+
+class Store {
+ public:
+  static constexpr int k_schema_version = 1;
+
+  explicit Store(const std::string& path);
+  ~Store();
+
+  // Records the sweep, its variants and its runs (new runs as pending; existing runs, shared
+  // with other sweeps or from an earlier invocation, keep their state).
+  void record_sweep(const SweepSpec& spec, const std::string& results_dir);
+
+  std::optional<RunRow> run(const std::string& run_id);
+  std::vector<SweepRunRow> sweep_runs(const std::string& sweep);
+  std::vector<SweepSummary> sweeps();
+  std::vector<RunRow> runs_with_status(const std::string& status);
+
+  void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);
+  void set_status(const std::string& run_id, const std::string& status, const std::string& error = "");
+  // Registers a run found on disk (sweep ingest) that the database does not know yet.
+  void ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir);
+
+  // Applies worker events (JSON lines) to the database in one transaction.
+  void ingest(const std::string& run_id, const std::vector<std::string>& lines);
+
+  int schema_version();
+  std::string integrity_check();
+  int64_t metric_rows(const std::string& run_id);
+
+ private:
+  void migrate();
+  std::unique_ptr<SQLite::Database> m_db;
+};
+
+}  // namespace sweep

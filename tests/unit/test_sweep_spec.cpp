@@ -1,0 +1,118 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "config/sweep_spec.h"
+#include "helpers.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+using namespace sweep;
+
+static const std::string k_sweep_dir = std::string(SWEEP_TEST_DATA) + "/sweep";
+
+TEST_CASE("expansion: interventions, combine, grid, zip, seeds and repeats") {
+  const SweepSpec s = load_sweep(k_sweep_dir + "/small.yaml", false);
+  // 4 named variants (base first) × 2 grid values × 2 zip positions
+  REQUIRE(s.variants.size() == 16);
+  CHECK(s.variants[0].name == "base+weight_decay=0.0+micro_batch=4+grad_accum=1");
+  CHECK(s.variants.back().name == "both+weight_decay=0.1+micro_batch=2+grad_accum=2");
+  // × (2 init × 1 data) × 2 repeats
+  CHECK(s.runs.size() == 16 * 4);
+  std::set<std::string> ids;
+  for (const auto& r : s.runs) {
+    ids.insert(r.run_id);
+    CHECK(r.config.seeds.data == 7);
+    CHECK(r.config.train.micro_batch * r.config.train.grad_accum == 4);  // zip keeps the global batch
+  }
+  CHECK(ids.size() == s.runs.size());  // repeats are distinct runs
+  const auto& both = *std::find_if(s.runs.begin(), s.runs.end(), [](const PlannedRun& r) {
+    return r.variant.rfind("both+", 0) == 0;
+  });
+  CHECK(both.config.train.grad_clip == 1.0);
+  CHECK(both.config.model.dropout == 0.0);
+  CHECK(both.config.train.lr == doctest::Approx(2e-3));
+}
+
+TEST_CASE("run ids do not depend on key order or formatting") {
+  const SweepSpec a = load_sweep(k_sweep_dir + "/small.yaml", false);
+  const SweepSpec b = load_sweep(k_sweep_dir + "/small_reordered.yaml", false);
+  std::map<std::string, std::set<std::string>> ids_a, ids_b;
+  for (const auto& r : a.runs) {
+    ids_a[r.variant.substr(0, r.variant.find('+'))].insert(r.run_id);
+  }
+  for (const auto& r : b.runs) {
+    ids_b[r.variant.substr(0, r.variant.find('+'))].insert(r.run_id);
+  }
+  CHECK(ids_a == ids_b);
+}
+
+TEST_CASE("changing one override changes only that variant's run ids") {
+  test::TempDir dir;
+  std::string text = read_file(k_sweep_dir + "/small.yaml");
+  write_file_atomic(dir.path / "a.yaml", text);
+  const size_t at = text.find("train.grad_clip: 1.0");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 20, "train.grad_clip: 0.5");
+  write_file_atomic(dir.path / "b.yaml", text);
+  const SweepSpec a = load_sweep(dir.str("a.yaml"), false), b = load_sweep(dir.str("b.yaml"), false);
+  REQUIRE(a.runs.size() == b.runs.size());
+  for (size_t i = 0; i < a.runs.size(); ++i) {
+    const bool touched = a.runs[i].variant.rfind("clip+", 0) == 0 || a.runs[i].variant.rfind("both+", 0) == 0;
+    CAPTURE(a.runs[i].variant);
+    CHECK((a.runs[i].run_id != b.runs[i].run_id) == touched);
+  }
+}
+
+TEST_CASE("a run id ignores where a run executes (resources), not what it computes") {
+  RunConfig c = test::tiny_config();
+  const std::string id = run_id_of(c, 0);
+  c.resources.threads = 7;
+  c.resources.device = "cuda:1";
+  CHECK(run_id_of(c, 0) == id);
+  CHECK(run_id_of(c, 1) != id);
+  c.seeds.data = 9;
+  CHECK(run_id_of(c, 0) != id);
+}
+
+TEST_CASE("safe names") {
+  CHECK(is_safe_name("weight-decay-0.01"));
+  CHECK(is_safe_name("base+grad_accum=4"));
+  CHECK_FALSE(is_safe_name("../x"));
+  CHECK_FALSE(is_safe_name("a/b"));
+  CHECK_FALSE(is_safe_name("x; touch PWNED"));
+  CHECK_FALSE(is_safe_name("$(id)"));
+  CHECK_FALSE(is_safe_name(".hidden"));
+  CHECK_FALSE(is_safe_name("a..b"));
+  CHECK_FALSE(is_safe_name("has space"));
+}
+
+// Like tests/data/config/bad: each file states its expected diagnostics.
+TEST_CASE("bad sweep files give file:line:col errors, all in one pass") {
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(k_sweep_dir + "/bad")) {
+    const std::string path = entry.path().string();
+    std::vector<std::string> expected, actual;
+    for (const auto& line : split(read_file(path), '\n')) {
+      if (line.rfind("# expect: ", 0) == 0) {
+        const std::string e = line.substr(10);
+        expected.push_back(e.rfind("-: ", 0) == 0 ? path + e.substr(1) : path + ":" + e);
+      }
+    }
+    REQUIRE_MESSAGE(!expected.empty(), path, " has no '# expect:' line");
+    try {
+      load_sweep(path, false);
+    } catch (const InputErrors& e) {
+      for (const auto& d : e.diagnostics()) {
+        actual.push_back(d.str());
+      }
+    }
+    std::sort(expected.begin(), expected.end());
+    std::sort(actual.begin(), actual.end());
+    INFO(path);
+    CHECK(actual == expected);
+    ++files;
+  }
+  CHECK(files >= 10);
+}
