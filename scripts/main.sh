@@ -1,16 +1,10 @@
 #!/usr/bin/env bash
-# Quick start, the main job: install and build, prepare the Brown corpus, and train the
-# reference run (experiments/train/gpt-mini.yaml). Idempotent: a finished run is not re-trained.
+# Quick start, the main job: install and build, prepare the Brown corpus, and run the quick
+# intervention study (experiments/quick.yaml: 8 variants × 2 seeds, two runs at a time), then
+# show its runs. Idempotent: finished runs are never trained again; interrupted ones resume.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/brown.sh
-run_dir=results/train/gpt-mini
-if grep -qs '"status":"done"' "$run_dir/events.jsonl"; then
-  echo "main: $run_dir is already trained:"
-  tail -n 3 "$run_dir/train.log"
-elif [ -f "$run_dir/config.yaml" ]; then
-  ./build/sweep train experiments/train/gpt-mini.yaml --run-dir "$run_dir" --resume
-else
-  ./build/sweep train experiments/train/gpt-mini.yaml --run-dir "$run_dir"
-fi
+./build/sweep run experiments/quick.yaml --devices cpu:2x1
+./build/sweep status quick

@@ -2,8 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 
+#include "build_options.h"
 #include "data/dataset.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/signals.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -75,16 +76,17 @@ std::string human_duration(double seconds) {
   return buf;
 }
 
-// Faults for the scheduler's tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON):
-// SWEEP_TEST_FAULT=crash_at_step:N aborts the worker after step N.
-void fault_hook(int64_t step) {
+// Faults for the scheduler's tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON): a
+// file `test-fault` in the run directory holding "crash_at_step:N" aborts the worker after step N.
+void fault_hook(const std::string& run_dir, int64_t step) {
 #ifdef SWEEP_TEST_HOOKS
-  const char* fault = std::getenv("SWEEP_TEST_FAULT");
-  if (fault != nullptr && std::string(fault) == "crash_at_step:" + std::to_string(step)) {
-    std::fprintf(stderr, "SWEEP_TEST_FAULT: crashing at step %lld\n", static_cast<long long>(step));
+  const fs::path fault = fs::path(run_dir) / "test-fault";
+  if (!run_dir.empty() && fs::exists(fault) && trim(read_file(fault)) == "crash_at_step:" + std::to_string(step)) {
+    std::fprintf(stderr, "test-fault: crashing at step %lld\n", static_cast<long long>(step));
     std::abort();
   }
 #else
+  (void)run_dir;
   (void)step;
 #endif
 }
@@ -237,7 +239,7 @@ RunResult Trainer::run(const RunOptions& o) {
       return result(RunStatus::preempted, reason);
     }
     const StepStats s = train_step();
-    fault_hook(m_step);
+    fault_hook(o.run_dir, m_step);
     ev.emit("train", {{"step", m_step},
                       {"tokens", m_step * tps},
                       {"loss", json_number(s.loss)},

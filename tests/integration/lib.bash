@@ -6,13 +6,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() {
+  echo "FAIL: $*" >&2
+  local keep=${TMPDIR:-/tmp}/sweep-failed-$(basename "$0" .sh)
+  rm -rf "$keep" && cp -r "$work" "$keep" && echo "the test's folder is kept in $keep" >&2
+  exit 1
+}
 expect_rc() {  # expect_rc CODE command...
   local want=$1; shift
   set +e; "$@"; local got=$?; set -e
   [ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want"
 }
-count() { grep -c "$1" "$2" || true; }
+count() { local c; c=$(grep -c "$1" "$2" 2>/dev/null); echo "${c:-0}"; }
 
 # Documents: the licence texts every Debian system ships (base-files), one per file.
 make_corpus() {
@@ -36,4 +41,47 @@ eval: {every: 10, val_tokens: 2K}
 seeds: {init: 1, data: 1}
 resources: {threads: 1}
 YAML
+}
+
+# tiny_sweep FILE NAME STEPS [extra interventions YAML lines...]
+tiny_sweep() {
+  local file=$1 name=$2 steps=$3; shift 3
+  {
+    echo "sweep: $name"
+    echo "baseline: base"
+    echo "seeds: [1, 2]"
+    echo "base:"
+    echo "  data: {dataset: data/bytes}"
+    echo "  model: {n_layer: 2, n_head: 2, n_embd: 32, block_size: 32, dropout: 0.1}"
+    echo "  train: {micro_batch: 8, tokens: $(( steps * 8 * 32 )), lr: 3e-3, grad_clip: 1.0}"
+    echo "  eval: {every: 20, val_tokens: 2K}"
+    echo "interventions:"
+    echo "  base: {}"
+    for line in "$@"; do echo "  $line"; done
+  } > "$file"
+}
+
+sql() { sqlite3 "${DB:-res/sweep.db}" "$1"; }
+
+# Every run of the database: one row per (run, split, step), train steps 1..total, integrity ok.
+check_database() {
+  [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity_check: $(sql 'PRAGMA integrity_check')"
+  local bad
+  bad=$(sql "SELECT run_id FROM runs r WHERE status = 'done' AND
+               ((SELECT COUNT(*) FROM metrics m WHERE m.run_id = r.run_id AND split = 'train') != r.total_steps
+             OR (SELECT MAX(step) FROM metrics m WHERE m.run_id = r.run_id AND split = 'train') != r.total_steps)")
+  [ -z "$bad" ] || fail "runs with missing or extra train rows: $bad
+$(sql "SELECT run_id, status, total_steps, (SELECT COUNT(*) FROM metrics m WHERE m.run_id = r.run_id AND split = 'train'),
+              (SELECT MAX(step) FROM metrics m WHERE m.run_id = r.run_id AND split = 'train') FROM runs r")"
+}
+
+# pid of the worker process training run $1
+worker_pid() { pgrep -f "worker res/runs/$1/config.yaml" | head -1; }
+
+wait_for_train_events() {  # wait_for_train_events FILE COUNT
+  for _ in $(seq 1 600); do
+    [ "$(count '"event":"train"' "$1" 2>/dev/null)" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "$1 never reached $2 train events"
 }

@@ -116,3 +116,18 @@ TEST_CASE("bad sweep files give file:line:col errors, all in one pass") {
   }
   CHECK(files >= 10);
 }
+
+TEST_CASE("every sweep file in experiments/ is valid") {
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(SWEEP_TEST_DATA) + "/../../experiments")) {
+    if (entry.path().extension() != ".yaml") {
+      continue;
+    }
+    INFO(entry.path().string());
+    const SweepSpec s = load_sweep(entry.path().string(), false);
+    CHECK(s.runs.size() >= 2);
+    CHECK(s.variants.front().name.rfind(s.baseline, 0) == 0);
+    ++files;
+  }
+  CHECK(files == 4);
+}

@@ -1,0 +1,77 @@
+# Faults, for real: kill -9 of the scheduler mid-sweep; kill -9 of a worker; a run that
+# diverges and one that crashes (test-build fault hook) beside runs that complete; Ctrl-C.
+source "$(dirname "$0")/lib.bash"
+command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
+prepare_bytes
+
+# ---- kill -9 of the scheduler, then the same command again ----
+tiny_sweep a.yaml crashy 400 "nodrop: {model.dropout: 0.0}"
+"$SWEEP" run a.yaml --results res --devices cpu:2x1 > run1.txt &
+sched=$!
+sleep 1
+first=$(ls res/runs | head -1)
+wait_for_train_events "res/runs/$first/events.jsonl" 60
+kill -9 "$sched"
+wait "$sched" 2>/dev/null || true
+"$SWEEP" run a.yaml --results res --devices cpu:2x1 > run2.txt
+grep -q "recovered" run2.txt || fail "the second run should recover the interrupted runs: $(cat run2.txt)"
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] || fail "all 4 runs done: $(sql 'SELECT run_id, status, error FROM runs')"
+for d in res/runs/*; do
+  [ "$(count '"status":"done"' "$d/events.jsonl")" -eq 1 ] || fail "$d finished more than once"
+done
+check_database
+
+# ---- kill -9 of one worker: failed, retried from its checkpoint, complete curve ----
+tiny_sweep b.yaml workerkill 400
+"$SWEEP" plan b.yaml --results res > plan.txt
+victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+rm -rf "res/runs/$victim"   # shared with sweep crashy: train it again from scratch
+sql "DELETE FROM metrics WHERE run_id = '$victim'; UPDATE runs SET status = 'pending', attempts = 0 WHERE run_id = '$victim'"
+"$SWEEP" run b.yaml --results res --devices cpu:2x1 > run3.txt &
+sched=$!
+wait_for_train_events "res/runs/$victim/events.jsonl" 50
+kill -9 "$(worker_pid "$victim")"
+wait "$sched" || fail "the sweep should complete after a retry: $(cat run3.txt)"
+grep -q "retrying from its checkpoint" run3.txt || fail "no retry: $(cat run3.txt)"
+[ "$(sql "SELECT status || ' ' || attempts FROM runs WHERE run_id = '$victim'")" = "done 2" ] ||
+  fail "victim: $(sql "SELECT status, attempts, error FROM runs WHERE run_id = '$victim'")"
+grep -q '"resumed":true' "res/runs/$victim/events.jsonl" || fail "the retry should resume from the checkpoint"
+check_database
+
+# ---- a diverging run and a crashing run beside healthy ones ----
+tiny_sweep c.yaml faults 40 "diverge: {train.lr: 1000.0, train.grad_clip: 0.0}" "crash: {train.weight_decay: 0.05}"
+"$SWEEP" plan c.yaml --results res > plan.txt
+crash=$(awk '$1 == "crash" && $2 == "1/1" {print $3}' plan.txt)
+mkdir -p "res/runs/$crash" && echo "crash_at_step:5" > "res/runs/$crash/test-fault"
+set +e; "$SWEEP" run c.yaml --results res --devices cpu:2x1 > run4.txt; rc=$?; set -e
+[ "$rc" -eq 1 ] || fail "a sweep with a failed run exits 1, got $rc"
+status_of() { sql "SELECT r.status FROM sweep_runs s JOIN runs r USING (run_id) WHERE s.sweep = 'faults' AND s.variant = '$1' AND r.init_seed = $2"; }
+[ "$(status_of diverge 1)" = diverged ] && [ "$(status_of diverge 2)" = diverged ] || fail "diverge: $(status_of diverge 1)"
+[ "$(status_of crash 1)" = failed ] || fail "crash: $(status_of crash 1)"
+[ "$(status_of crash 2)" = done ] && [ "$(status_of base 1)" = done ] && [ "$(status_of base 2)" = done ] ||
+  fail "the healthy runs must complete: $(sql 'SELECT variant, init_seed, status FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = "faults"')"
+[ "$(sql "SELECT attempts FROM runs WHERE run_id = '$crash'")" -eq 2 ] || fail "the crash is retried once"
+sql "SELECT error FROM runs WHERE run_id = '$crash'" | grep -q "test-fault: crashing at step 5" || fail "the log tail is kept"
+rm "res/runs/$crash/test-fault"
+"$SWEEP" run c.yaml --results res --devices cpu:2x1 --retry-failed > run5.txt
+[ "$(status_of crash 1)" = done ] || fail "--retry-failed: $(cat run5.txt)"
+
+# ---- Ctrl-C: runs checkpoint and are recorded interrupted; the next run resumes them ----
+tiny_sweep d.yaml ctrlc 400 "nodrop2: {model.dropout: 0.0, train.lr: 2e-3}"
+"$SWEEP" plan d.yaml --results res > plan.txt
+target=$(awk '$1 == "nodrop2" && $2 == "1/1" {print $3}' plan.txt)
+"$SWEEP" run d.yaml --results res --devices cpu:2x1 > run6.txt &
+sched=$!
+wait_for_train_events "res/runs/$target/events.jsonl" 30
+kill -INT "$sched"
+set +e; wait "$sched"; rc=$?; set -e
+[ "$rc" -eq 130 ] || fail "Ctrl-C exit code $rc: $(cat run6.txt)"
+[ "$(sql "SELECT status FROM runs WHERE run_id = '$target'")" = interrupted ] ||
+  fail "after Ctrl-C: $(sql "SELECT status, error FROM runs WHERE run_id = '$target'")"
+grep -q '"status":"preempted"' "res/runs/$target/events.jsonl" || fail "the worker should have checkpointed"
+"$SWEEP" run d.yaml --results res --devices cpu:2x1 > run7.txt
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'ctrlc' AND status = 'done'")" -eq 4 ] ||
+  fail "after Ctrl-C and a new run: $(cat run7.txt)"
+grep -q '"resumed":true' "res/runs/$target/events.jsonl" || fail "the interrupted run should resume"
+check_database
+echo "sweep_faults: ok"

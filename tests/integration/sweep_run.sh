@@ -1,0 +1,46 @@
+# `sweep run` end to end: a 2-variant × 2-seed sweep on two slots, every curve in SQLite;
+# running it again trains nothing; a second sweep sharing the baseline reuses its runs; plan,
+# status, ls and ingest (rebuilding the database from the run directories).
+source "$(dirname "$0")/lib.bash"
+command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
+prepare_bytes
+tiny_sweep s.yaml tiny 40 "nodrop: {model.dropout: 0.0}"
+
+"$SWEEP" plan s.yaml --results res > plan.txt
+grep -q "4 pending" plan.txt || fail "plan before running: $(cat plan.txt)"
+[ ! -e res ] || fail "plan must not write anything"
+
+"$SWEEP" run s.yaml --results res --devices cpu:2x1 > run.txt
+grep -q "4 to run on 2 slots" run.txt || fail "run output: $(cat run.txt)"
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] || fail "4 runs done: $(sql 'SELECT run_id, status FROM runs')"
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'tiny'")" -eq 4 ] || fail "4 runs in the sweep"
+[ "$(sql "SELECT COUNT(*) FROM metrics WHERE split = 'test'")" -eq 4 ] || fail "a test row per run"
+[ "$(sql "SELECT COUNT(*) FROM metrics WHERE split = 'val'")" -eq 12 ] || fail "val rows at steps 0, 20, 40"
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE test_loss IS NULL OR test_bpb IS NULL")" -eq 0 ] || fail "test loss recorded"
+check_database
+
+# the same sweep again: nothing is trained
+before=$(cat res/runs/*/events.jsonl | wc -l)
+"$SWEEP" run s.yaml --results res --devices cpu:2x1 > again.txt
+grep -q "4 already finished, 0 to run" again.txt || fail "second run: $(cat again.txt)"
+[ "$(cat res/runs/*/events.jsonl | wc -l)" -eq "$before" ] || fail "a finished run was trained again"
+"$SWEEP" plan s.yaml --results res | grep -q "4 done" || fail "plan after running"
+
+# a second sweep that shares the baseline reuses its two runs
+tiny_sweep s2.yaml other 40 "clip2: {train.grad_clip: 2.0}"
+"$SWEEP" run s2.yaml --results res --devices cpu:2x1 > other.txt
+grep -q "2 already finished, 2 to run" other.txt || fail "shared baseline: $(cat other.txt)"
+[ "$(ls res/runs | wc -l)" -eq 6 ] || fail "6 distinct runs on disk"
+
+"$SWEEP" ls --results res > ls.txt
+grep -q "^tiny .*4 done" ls.txt && grep -q "^other .*4 done" ls.txt || fail "ls: $(cat ls.txt)"
+"$SWEEP" status tiny --results res > status.txt
+[ "$(grep -c ' done ' status.txt)" -eq 4 ] || fail "status: $(cat status.txt)"
+
+# the database rebuilt from the run directories alone
+rm -f res/sweep.db res/sweep.db-wal res/sweep.db-shm
+"$SWEEP" ingest res > /dev/null
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 6 ] || fail "ingest: runs"
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs")" -eq 8 ] || fail "ingest: sweep membership"
+check_database
+echo "sweep_run: ok"
