@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -133,6 +134,17 @@ class LiveView {
   size_t m_height = 0;
 };
 
+// Whether the run's recorded worker is still alive — checked by its command line, so a pid
+// reused by an unrelated process (after a reboot, say) is never taken for it, or signalled.
+bool worker_alive(const RunRow& row) {
+  if (!process_alive(static_cast<pid_t>(row.pid))) {
+    return false;
+  }
+  std::string cmdline = read_file("/proc/" + std::to_string(row.pid) + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  return cmdline.find(" worker ") != std::string::npos && cmdline.find(row.run_dir) != std::string::npos;
+}
+
 }  // namespace
 
 std::string plan_state(const RunRow& row) {
@@ -144,7 +156,7 @@ std::string plan_state(const RunRow& row) {
     return "resumable";
   }
   if (s == "running") {
-    return process_alive(static_cast<pid_t>(row.pid)) ? "running" : "resumable";
+    return worker_alive(row) ? "running" : "resumable";
   }
   return "pending";
 }
@@ -174,7 +186,7 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
     if (r.run.status != "running") {
       continue;
     }
-    if (process_alive(static_cast<pid_t>(r.run.pid))) {
+    if (worker_alive(r.run)) {
       stop_group(static_cast<pid_t>(r.run.pid), 10.0);  // an orphaned worker: it checkpoints on SIGTERM
     }
     reingest_run_dir(store, r.run.run_id, r.run.run_dir);
@@ -207,9 +219,10 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   struct sigaction sa = {};
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int, old_term;
+  struct sigaction old_int, old_term, old_hup;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGHUP, &sa, &old_hup);  // a closed terminal: stop as cleanly as for Ctrl-C
   g_interrupts = 0;
 
   std::vector<Running> running;
@@ -234,8 +247,8 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
     }
     so.stderr_file = (dir / "worker.log").string();
     Child child = spawn(so);
-    // A relaunch after preemption is not a new attempt; anything else is.
-    store.mark_launched(p.run_id, child.pid, row.status != "preempted");
+    // Resuming after a preemption or an interruption is not a new attempt; anything else is.
+    store.mark_launched(p.run_id, child.pid, row.status != "preempted" && row.status != "interrupted");
     slots[slot].busy = true;
     view.line("start " + p.variant + " seed " + std::to_string(p.run->config.seeds.init) + "/" +
               std::to_string(p.run->config.seeds.data) + " (" + p.run_id + ") on " + slots[slot].label +
@@ -386,6 +399,7 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   view.draw({});
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
   ::close(lock_fd);
 
   view.line(spec.name + ": " + std::to_string(done + finished_before) + " of " + std::to_string(total) +

@@ -77,13 +77,22 @@ std::string human_duration(double seconds) {
 }
 
 // Faults for the scheduler's tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON): a
-// file `test-fault` in the run directory holding "crash_at_step:N" aborts the worker after step N.
+// file `test-fault` in the run directory holding "crash_at_step:N" aborts the worker after step
+// N; "oom_at_step:N" fails there the way LibTorch's CPU allocator does when memory runs out.
 void fault_hook(const std::string& run_dir, int64_t step) {
 #ifdef SWEEP_TEST_HOOKS
   const fs::path fault = fs::path(run_dir) / "test-fault";
-  if (!run_dir.empty() && fs::exists(fault) && trim(read_file(fault)) == "crash_at_step:" + std::to_string(step)) {
+  if (run_dir.empty() || !fs::exists(fault)) {
+    return;
+  }
+  const std::string what = trim(read_file(fault));
+  if (what == "crash_at_step:" + std::to_string(step)) {
     std::fprintf(stderr, "test-fault: crashing at step %lld\n", static_cast<long long>(step));
     std::abort();
+  }
+  if (what == "oom_at_step:" + std::to_string(step)) {
+    throw std::runtime_error("test-fault: DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                             "68719476736 bytes. Error code 12 (Cannot allocate memory)");
   }
 #else
   (void)run_dir;

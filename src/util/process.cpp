@@ -73,6 +73,7 @@ Child spawn(const SpawnOptions& o) {
   sigaddset(&default_signals, SIGINT);
   sigaddset(&default_signals, SIGTERM);
   sigaddset(&default_signals, SIGPIPE);
+  sigaddset(&default_signals, SIGHUP);
   posix_spawnattr_setsigdefault(&attr, &default_signals);
   short flags = POSIX_SPAWN_SETSIGDEF;
   if (o.own_process_group) {

@@ -35,4 +35,19 @@ expect_rc 2 "$SWEEP" frobnicate 2> /dev/null
 expect_rc 2 "$SWEEP" data prepare --input corpus --out d2 --tokenizer words 2> err.txt
 grep -q "expected bytes or bpe" err.txt || fail "bad tokenizer: $(cat err.txt)"
 [ ! -e d2 ] || fail "a failed prepare must write nothing"
+# a sweep whose names try to reach a shell or another folder: rejected, nothing run or written
+cat > evil.yaml <<'YAML'
+sweep: evil
+baseline: base
+base:
+  data: {dataset: data/bytes}
+  train: {tokens: 64K}
+interventions:
+  base: {}
+  "x; touch PWNED": {}
+  "$(touch PWNED2)": {}
+YAML
+expect_rc 2 "$SWEEP" run evil.yaml --results evil-results 2> err.txt
+grep -q "invalid intervention name 'x; touch PWNED'" err.txt || fail "unsafe names: $(cat err.txt)"
+[ ! -e PWNED ] && [ ! -e PWNED2 ] && [ ! -e evil-results ] || fail "a rejected sweep must run and write nothing"
 echo "bad_input: ok"

@@ -39,10 +39,14 @@ grep -q '"resumed":true' "res/runs/$victim/events.jsonl" || fail "the retry shou
 check_database
 
 # ---- a diverging run and a crashing run beside healthy ones ----
-tiny_sweep c.yaml faults 40 "diverge: {train.lr: 1000.0, train.grad_clip: 0.0}" "crash: {train.weight_decay: 0.05}"
+tiny_sweep c.yaml faults 40 "diverge: {train.lr: 1000.0, train.grad_clip: 0.0}" "crash: {train.weight_decay: 0.05}" \
+  "oom: {train.weight_decay: 0.02}"
 "$SWEEP" plan c.yaml --results res > plan.txt
 crash=$(awk '$1 == "crash" && $2 == "1/1" {print $3}' plan.txt)
-mkdir -p "res/runs/$crash" && echo "crash_at_step:5" > "res/runs/$crash/test-fault"
+oom=$(awk '$1 == "oom" && $2 == "2/2" {print $3}' plan.txt)
+mkdir -p "res/runs/$crash" "res/runs/$oom"
+echo "crash_at_step:5" > "res/runs/$crash/test-fault"
+echo "oom_at_step:7" > "res/runs/$oom/test-fault"
 set +e; "$SWEEP" run c.yaml --results res --devices cpu:2x1 > run4.txt; rc=$?; set -e
 [ "$rc" -eq 1 ] || fail "a sweep with a failed run exits 1, got $rc"
 status_of() { sql "SELECT r.status FROM sweep_runs s JOIN runs r USING (run_id) WHERE s.sweep = 'faults' AND s.variant = '$1' AND r.init_seed = $2"; }
@@ -51,10 +55,12 @@ status_of() { sql "SELECT r.status FROM sweep_runs s JOIN runs r USING (run_id) 
 [ "$(status_of crash 2)" = done ] && [ "$(status_of base 1)" = done ] && [ "$(status_of base 2)" = done ] ||
   fail "the healthy runs must complete: $(sql 'SELECT variant, init_seed, status FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = "faults"')"
 [ "$(sql "SELECT attempts FROM runs WHERE run_id = '$crash'")" -eq 2 ] || fail "the crash is retried once"
+[ "$(status_of oom 2)" = oom ] && [ "$(status_of oom 1)" = done ] || fail "oom: $(status_of oom 2)"
+[ "$(sql "SELECT attempts FROM runs WHERE run_id = '$oom'")" -eq 1 ] || fail "out of memory is not retried blindly"
 sql "SELECT error FROM runs WHERE run_id = '$crash'" | grep -q "test-fault: crashing at step 5" || fail "the log tail is kept"
-rm "res/runs/$crash/test-fault"
+rm "res/runs/$crash/test-fault" "res/runs/$oom/test-fault"
 "$SWEEP" run c.yaml --results res --devices cpu:2x1 --retry-failed > run5.txt
-[ "$(status_of crash 1)" = done ] || fail "--retry-failed: $(cat run5.txt)"
+[ "$(status_of crash 1)" = done ] && [ "$(status_of oom 2)" = done ] || fail "--retry-failed: $(cat run5.txt)"
 
 # ---- Ctrl-C: runs checkpoint and are recorded interrupted; the next run resumes them ----
 tiny_sweep d.yaml ctrlc 400 "nodrop2: {model.dropout: 0.0, train.lr: 2e-3}"

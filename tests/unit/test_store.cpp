@@ -98,7 +98,7 @@ TEST_CASE("non-finite values are stored with an explicit status, not a silent NU
   CHECK(store.run(id)->error == "non-finite loss at step 2");
 }
 
-TEST_CASE("recording a sweep twice keeps its runs' state; a shared run belongs to both sweeps") {
+TEST_CASE("recording a sweep twice keeps its runs' state, and a shared run belongs to both sweeps") {
   test::TempDir dir;
   Store store(dir.str("sweep.db"));
   SweepSpec s = one_run_sweep();
