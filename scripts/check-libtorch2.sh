@@ -2,13 +2,14 @@
 # Keeps the LibTorch 2.x and CUDA code paths from rotting on machines that only have Debian's
 # LibTorch 1.13 (CPU): fetches LibTorch 2.6's headers (Debian trixie, headers only, nothing
 # installed system-wide) and type-checks every C++ source against them, once for a CPU build and
-# once as a CUDA build (-DUSE_CUDA -DUSE_C10D_NCCL); compiles any CUDA source with nvcc.
+# once as a CUDA build (-DUSE_CUDA -DUSE_C10D_NCCL); compiles any CUDA source with nvcc. Run
+# after a build (scripts/setup.sh): it reads the generated build/generated/build_options.h.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 headers=build/libtorch2
 tools/libtorch2-headers.sh "$headers"
 
-inc=(-Isrc -I"$headers/shim" -I"$headers/usr/include" -I"$headers/usr/include/torch/csrc/api/include")
+inc=(-Isrc -Ibuild/generated -I"$headers/shim" -I"$headers/usr/include" -I"$headers/usr/include/torch/csrc/api/include")
 mapfile -t sources < <(git ls-files 'src/*.cpp' 'kernels/*.cpp' 2>/dev/null || find src -name '*.cpp')
 check() {  # $1 = label, rest = extra flags
   local label=$1; shift

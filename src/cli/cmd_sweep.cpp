@@ -19,12 +19,6 @@ namespace {
 
 std::string db_path(const std::string& results) { return (fs::path(results) / "sweep.db").string(); }
 
-std::string human_tokens(double n) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, n >= 1e9 ? "%.2fG" : n >= 1e6 ? "%.2fM" : "%.0fk", n >= 1e9 ? n / 1e9 : n >= 1e6 ? n / 1e6 : n / 1e3);
-  return buf;
-}
-
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
@@ -88,13 +82,13 @@ Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
         const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
                                   (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
         std::printf("%-32s %-10s %-16s %-10s %10s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
-                    state.c_str(), human_tokens(static_cast<double>(r.config.train.tokens)).c_str());
+                    state.c_str(), format_count(static_cast<double>(r.config.train.tokens)).c_str());
       }
       std::string states;
       for (const auto& [s, n] : counts) {
         states += (states.empty() ? "" : ", ") + std::to_string(n) + " " + s;
       }
-      std::printf("%s; %s tokens left to train", states.c_str(), human_tokens(tokens_left).c_str());
+      std::printf("%s; %s tokens left to train", states.c_str(), format_count(tokens_left).c_str());
       if (rates > 0) {
         std::printf(", about %.0f min at the %.0f tokens/s measured so far on one slot\n",
                     tokens_left / (rate_sum / rates) / 60.0, rate_sum / rates);

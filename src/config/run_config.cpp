@@ -1,11 +1,9 @@
 #include "config/run_config.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <limits>
-#include <thread>
 
+#include "util/process.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -135,12 +133,7 @@ int RunConfig::threads() const {
   if (resources.threads > 0) {
     return static_cast<int>(resources.threads);
   }
-  // auto: the cores this process is allowed to run on (affinity set by a scheduler counts).
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    return std::max(1, CPU_COUNT(&set));
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return available_cores();  // auto: the cores this process may run on
 }
 
 nlohmann::json RunConfig::to_json() const {

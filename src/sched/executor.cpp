@@ -38,17 +38,6 @@ std::string clock_time() {
   return buf;
 }
 
-std::string duration(double seconds) {
-  char buf[32];
-  const long s = std::lround(std::max(0.0, seconds));
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  }
-  return buf;
-}
-
 std::string tail_of(const std::string& path, size_t lines) {
   if (!fs::exists(path)) {
     return "";
@@ -177,7 +166,7 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
     throw Error("another `sweep run` is using " + o.results_dir + " — wait for it, or use --results for another folder",
                 Exit::bad_input);
   }
-  std::vector<Slot> slots = parse_devices(o.devices, static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<Slot> slots = parse_devices(o.devices, available_cores());
   store.record_sweep(spec, o.results_dir);
   LiveView view(::isatty(STDOUT_FILENO));
 
@@ -288,7 +277,7 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
       ++done;
       char buf[128];
       std::snprintf(buf, sizeof buf, ": test loss %.4f, %s", row.test_loss.value_or(NAN),
-                    duration(now() - r.started).c_str());
+                    format_duration(now() - r.started).c_str());
       view.line("done  " + what + buf);
     } else if (code == static_cast<int>(Exit::diverged)) {
       store.set_status(r.plan.run_id, "diverged", row.error);
@@ -381,7 +370,7 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
                       r.plan.variant.c_str(), static_cast<long long>(row.init_seed),
                       static_cast<long long>(row.data_seed), static_cast<long long>(row.steps),
                       static_cast<long long>(row.total_steps), row.last_loss.value_or(NAN),
-                      row.tokens_per_s.value_or(0), duration(eta).c_str());
+                      row.tokens_per_s.value_or(0), format_duration(eta).c_str());
         block.push_back(buf);
       }
       for (const auto& q : queue) {
@@ -390,8 +379,8 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
       char head[200];
       std::snprintf(head, sizeof head, "%s: %d done, %zu running, %zu pending, %d failed — %s elapsed, ETA %s",
                     spec.name.c_str(), done + finished_before, running.size(), queue.size(), failed,
-                    duration(now() - started).c_str(),
-                    rate > 0 ? duration(remaining_tokens / rate).c_str() : "?");
+                    format_duration(now() - started).c_str(),
+                    rate > 0 ? format_duration(remaining_tokens / rate).c_str() : "?");
       block.insert(block.begin(), head);
       view.draw(block);
     }
@@ -404,7 +393,7 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
 
   view.line(spec.name + ": " + std::to_string(done + finished_before) + " of " + std::to_string(total) +
             " runs finished, " + std::to_string(failed) + " failed, " + std::to_string(queue.size()) +
-            " not started, " + duration(now() - started));
+            " not started, " + format_duration(now() - started));
   if (g_interrupts > 0) {
     return 130;
   }

@@ -51,31 +51,6 @@ uint64_t dropout_seed(int64_t data_seed, int64_t rank) {
          static_cast<uint64_t>(rank);
 }
 
-std::string human_count(double n) {
-  char buf[32];
-  if (n >= 1e9) {
-    std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
-  } else if (n >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
-  } else if (n >= 1e3) {
-    std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f", n);
-  }
-  return buf;
-}
-
-std::string human_duration(double seconds) {
-  char buf[32];
-  long s = static_cast<long>(seconds + 0.5);
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  }
-  return buf;
-}
-
 // Faults for the scheduler's tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON): a
 // file `test-fault` in the run directory holding "crash_at_step:N" aborts the worker after step
 // N; "oom_at_step:N" fails there the way LibTorch's CPU allocator does when memory runs out.
@@ -210,8 +185,8 @@ RunResult Trainer::run(const RunOptions& o) {
                     {"attention", uses_sdpa() ? "sdpa" : "manual"},
                     {"resumed", resumed}});
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
-          std::to_string(total) + " steps of " + human_count(static_cast<double>(tps)) + " tokens, " +
-          human_count(static_cast<double>(m_model->num_params())) + " parameters, " +
+          std::to_string(total) + " steps of " + format_count(static_cast<double>(tps)) + " tokens, " +
+          format_count(static_cast<double>(m_model->num_params())) + " parameters, " +
           std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision);
 
   auto eval_val = [&]() {
@@ -266,9 +241,9 @@ RunResult Trainer::run(const RunOptions& o) {
     char line[200];
     std::snprintf(line, sizeof line, "step %lld/%lld | tokens %s | loss %.4f | lr %.2e | %s tok/s | ETA %s",
                   static_cast<long long>(m_step), static_cast<long long>(total),
-                  human_count(static_cast<double>(m_step * tps)).c_str(), s.loss, s.lr,
-                  human_count(static_cast<double>(tps) / step_seconds).c_str(),
-                  human_duration(step_seconds * static_cast<double>(total - m_step)).c_str());
+                  format_count(static_cast<double>(m_step * tps)).c_str(), s.loss, s.lr,
+                  format_count(static_cast<double>(tps) / step_seconds).c_str(),
+                  format_duration(step_seconds * static_cast<double>(total - m_step)).c_str());
     ev.progress(line);
     const bool eval_due = m_cfg.eval.every > 0 && m_step % m_cfg.eval.every == 0 && m_step < total;
     if (eval_due) {
@@ -301,7 +276,7 @@ RunResult Trainer::run(const RunOptions& o) {
                   {"wall_seconds", wall}});
   char line[160];
   std::snprintf(line, sizeof line, "done: test loss %.4f, %.4f bits per byte, %s", r.test_loss, r.test_bpb,
-                human_duration(wall).c_str());
+                format_duration(wall).c_str());
   ev.note(line);
   return r;
 }

@@ -38,6 +38,9 @@ bool process_alive(pid_t pid);
 // (cgroup v2 memory.events or v1 memory.oom_control), or -1 when the count cannot be read.
 long oom_kill_count();
 
+// The cores this process may run on (its affinity mask, which a scheduler may have narrowed).
+int available_cores();
+
 // The folder of the running executable (/proc/self/exe), where helper programs live.
 std::filesystem::path executable_dir();
 

@@ -1,6 +1,8 @@
 #include "util/text.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 namespace sweep {
 
@@ -57,6 +59,31 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string format_count(double n) {
+  char buf[32];
+  if (n >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
+  } else if (n >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  } else if (n >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", n);
+  }
+  return buf;
+}
+
+std::string format_duration(double seconds) {
+  char buf[32];
+  const long s = std::lround(std::max(0.0, seconds));
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  }
+  return buf;
 }
 
 }  // namespace sweep

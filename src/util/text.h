@@ -15,4 +15,9 @@ std::string trim(const std::string& s);
 std::vector<std::string> split(const std::string& s, char sep);
 bool ends_with(const std::string& s, const std::string& suffix);
 
+// 1234 -> "1.2k", 2500000 -> "2.50M"; for progress lines.
+std::string format_count(double n);
+// 75 -> "1m15s", 3720 -> "1h02m".
+std::string format_duration(double seconds);
+
 }  // namespace sweep

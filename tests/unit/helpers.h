@@ -7,9 +7,15 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <algorithm>
 #include <string>
 
 #include "train/trainer.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+#include <doctest/doctest.h>
 
 namespace sweep::test {
 
@@ -75,6 +81,38 @@ inline torch::Tensor flat_params(GPT& model) {
     parts.push_back(p.detach().reshape({-1}).to(torch::kFloat));
   }
   return torch::cat(parts);
+}
+
+// A table of bad input files: each states its expected diagnostics in "# expect:" lines
+// ("LINE:COL: message", or "-: message" for one without a position). `load(path)` must report
+// exactly those, all at once. Returns how many files were checked.
+template <typename Load>
+int check_bad_files(const std::string& dir, Load load) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    std::vector<std::string> expected, actual;
+    for (const auto& line : split(read_file(path), '\n')) {
+      if (line.rfind("# expect: ", 0) == 0) {
+        const std::string e = line.substr(10);
+        expected.push_back(e.rfind("-: ", 0) == 0 ? path + e.substr(1) : path + ":" + e);
+      }
+    }
+    REQUIRE_MESSAGE(!expected.empty(), path, " has no '# expect:' line");
+    try {
+      load(path);
+    } catch (const InputErrors& e) {
+      for (const auto& d : e.diagnostics()) {
+        actual.push_back(d.str());
+      }
+    }
+    std::sort(expected.begin(), expected.end());
+    std::sort(actual.begin(), actual.end());
+    INFO(path);
+    CHECK(actual == expected);
+    ++files;
+  }
+  return files;
 }
 
 }  // namespace sweep::test

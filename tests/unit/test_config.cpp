@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <fstream>
 
 #include "config/run_config.h"
+#include "helpers.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -56,34 +56,6 @@ TEST_CASE("--set overrides are validated like the file and reported at the optio
   CHECK_THROWS_AS(parse_set_option("train.lr"), InputErrors);
 }
 
-// Every file in tests/data/config/bad states its expected diagnostics in "# expect:" lines
-// ("LINE:COL: message", or "-: message" for one without a position); loading it must report
-// exactly those, all at once.
 TEST_CASE("bad config files give file:line:col errors, all in one pass") {
-  int files = 0;
-  for (const auto& entry : fs::directory_iterator(k_config_dir + "/bad")) {
-    const std::string path = entry.path().string();
-    std::vector<std::string> expected;
-    for (const auto& line : split(read_file(path), '\n')) {
-      if (line.rfind("# expect: ", 0) == 0) {
-        const std::string e = line.substr(10);
-        expected.push_back(e.rfind("-: ", 0) == 0 ? path + e.substr(1) : path + ":" + e);
-      }
-    }
-    REQUIRE_MESSAGE(!expected.empty(), path, " has no '# expect:' line");
-    std::vector<std::string> actual;
-    try {
-      load_run_config(path);
-    } catch (const InputErrors& e) {
-      for (const auto& d : e.diagnostics()) {
-        actual.push_back(d.str());
-      }
-    }
-    std::sort(expected.begin(), expected.end());
-    std::sort(actual.begin(), actual.end());
-    INFO(path);
-    CHECK(actual == expected);
-    ++files;
-  }
-  CHECK(files >= 15);
+  CHECK(test::check_bad_files(k_config_dir + "/bad", [](const std::string& path) { load_run_config(path); }) >= 15);
 }
