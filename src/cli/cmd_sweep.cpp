@@ -1,9 +1,6 @@
 // `sweep run`, `sweep plan`, `sweep status`, `sweep ls`, `sweep ingest`: the sweep engine's
 // commands, thin wrappers over config (load_sweep), store and sched.
-#include <unistd.h>
-
 #include <cstdio>
-#include <set>
 
 #include "cli/commands.h"
 #include "config/sweep_spec.h"
@@ -54,107 +51,110 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   return run;
 }
 
-Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
-  if (which == o.run || which == o.plan) {
-    const SweepSpec spec = load_sweep(o.file);  // the whole sweep is validated before anything
-    if (which == o.plan) {
-      std::unique_ptr<Store> store;
-      if (fs::exists(db_path(o.results))) {
-        store = std::make_unique<Store>(db_path(o.results));
-      }
-      std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
-                  spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
-      std::printf("%-32s %-10s %-16s %-10s %10s\n", "variant", "seeds", "run", "state", "tokens");
-      double tokens_left = 0, rate_sum = 0;
-      int rates = 0;
-      std::map<std::string, int> counts;
-      for (const auto& r : spec.runs) {
-        std::optional<RunRow> row = store ? store->run(r.run_id) : std::nullopt;
-        const std::string state = row ? plan_state(*row) : "pending";
-        counts[state]++;
-        if (row && row->tokens_per_s) {
-          rate_sum += *row->tokens_per_s;
-          ++rates;
-        }
-        if (state == "pending" || state == "resumable" || state == "running") {
-          tokens_left += static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
-        }
-        const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
-                                  (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
-        std::printf("%-32s %-10s %-16s %-10s %10s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
-                    state.c_str(), format_count(static_cast<double>(r.config.train.tokens)).c_str());
-      }
-      std::string states;
-      for (const auto& [s, n] : counts) {
-        states += (states.empty() ? "" : ", ") + std::to_string(n) + " " + s;
-      }
-      std::printf("%s; %s tokens left to train", states.c_str(), format_count(tokens_left).c_str());
-      if (rates > 0) {
-        std::printf(", about %.0f min at the %.0f tokens/s measured so far on one slot\n",
-                    tokens_left / (rate_sum / rates) / 60.0, rate_sum / rates);
-      } else {
-        std::printf(" (no throughput measured yet: `sweep bench --config` measures a config)\n");
-      }
-      return Exit::ok;
-    }
-    fs::create_directories(fs::path(o.results) / "sweeps");
-    Store store(db_path(o.results));
-    write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
-    ExecutorOptions eo;
-    eo.results_dir = o.results;
-    eo.devices = o.devices;
-    eo.retries = o.retries;
-    eo.retry_failed = o.retry_failed;
-    eo.worker_binary = (executable_dir() / "sweep").string();
-    const int rc = run_local(spec, store, eo);
-    return rc == 130 ? Exit::interrupted : static_cast<Exit>(rc);
-  }
+namespace {
 
-  if (!fs::exists(db_path(o.results)) && which != o.ingest) {
-    throw Error("no database at " + db_path(o.results) + " — run a sweep first (`sweep run FILE`)", Exit::bad_input);
+// "3 done, 1 failed"
+template <typename Map>
+std::string join_counts(const Map& counts) {
+  std::string out;
+  for (const auto& [state, n] : counts) {
+    out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + state;
   }
-  if (which == o.ls) {
-    Store store(db_path(o.results));
-    std::printf("%-24s %-40s %s\n", "sweep", "file", "runs");
-    for (const auto& s : store.sweeps()) {
-      std::string counts;
-      for (const auto& [state, n] : s.counts) {
-        counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + state;
-      }
-      std::printf("%-24s %-40s %s\n", s.name.c_str(), s.file.c_str(), counts.c_str());
-    }
-    return Exit::ok;
-  }
-  if (which == o.status) {
-    Store store(db_path(o.results));
-    std::string name = o.sweep;
-    if (name.empty()) {
-      const auto all = store.sweeps();
-      if (all.empty()) {
-        throw Error("the database holds no sweep yet", Exit::bad_input);
-      }
-      name = all.front().name;
-    }
-    const auto rows = store.sweep_runs(name);
-    if (rows.empty()) {
-      throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
-    }
-    std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s  %s\n", name.c_str(), "variant", "seeds", "run",
-                "state", "step", "loss", "test", "attempts", "error");
-    for (const auto& r : rows) {
-      const std::string seeds = std::to_string(r.run.init_seed) + "/" + std::to_string(r.run.data_seed);
-      const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
-      char loss[32], test[32];
-      std::snprintf(loss, sizeof loss, r.run.last_loss ? "%.4f" : "-", r.run.last_loss.value_or(0));
-      std::snprintf(test, sizeof test, r.run.test_loss ? "%.4f" : "-", r.run.test_loss.value_or(0));
-      std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %s\n", r.variant.c_str(), seeds.c_str(),
-                  r.run.run_id.c_str(), plan_state(r.run).c_str(), step.c_str(), loss, test,
-                  static_cast<long long>(r.run.attempts), first_line(r.run.error).c_str());
-    }
-    return Exit::ok;
-  }
+  return out;
+}
 
-  // ---- ingest: a run directory, or a results folder (its saved sweep files and every run) ----
+Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
+  std::unique_ptr<Store> store;
+  if (fs::exists(db_path(o.results))) {  // plan writes nothing: no database, every run pending
+    store = std::make_unique<Store>(db_path(o.results));
+  }
+  std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
+              spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
+  std::printf("%-32s %-10s %-16s %-10s %10s\n", "variant", "seeds", "run", "state", "tokens");
+  double tokens_left = 0, rate_sum = 0;
+  int rates = 0;
+  std::map<std::string, int> counts;
+  for (const auto& r : spec.runs) {
+    const std::optional<RunRow> row = store ? store->run(r.run_id) : std::nullopt;
+    const std::string state = row ? plan_state(*row) : "pending";
+    counts[state]++;
+    if (row && row->tokens_per_s) {
+      rate_sum += *row->tokens_per_s;
+      ++rates;
+    }
+    if (state == "pending" || state == "resumable" || state == "running") {
+      tokens_left += static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
+    }
+    const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
+                              (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
+    std::printf("%-32s %-10s %-16s %-10s %10s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(), state.c_str(),
+                format_count(static_cast<double>(r.config.train.tokens)).c_str());
+  }
+  std::printf("%s; %s tokens left to train", join_counts(counts).c_str(), format_count(tokens_left).c_str());
+  if (rates > 0) {
+    std::printf(", about %.0f min at the %.0f tokens/s measured so far on one slot\n",
+                tokens_left / (rate_sum / rates) / 60.0, rate_sum / rates);
+  } else {
+    std::printf(" (no throughput measured yet: `sweep bench --config` measures a config)\n");
+  }
+  return Exit::ok;
+}
+
+Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
+  fs::create_directories(fs::path(o.results) / "sweeps");
+  Store store(db_path(o.results));
+  write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
+  ExecutorOptions eo;
+  eo.results_dir = o.results;
+  eo.devices = o.devices;
+  eo.retries = o.retries;
+  eo.retry_failed = o.retry_failed;
+  eo.worker_binary = (executable_dir() / "sweep").string();
+  const int rc = run_local(spec, store, eo);
+  return rc == 130 ? Exit::interrupted : static_cast<Exit>(rc);
+}
+
+Exit run_ls(Store& store) {
+  std::printf("%-24s %-40s %s\n", "sweep", "file", "runs");
+  for (const auto& s : store.sweeps()) {
+    std::map<std::string, int> counts;  // by plan state: a run left 'running' by a dead scheduler is resumable
+    for (const auto& r : store.sweep_runs(s.name)) {
+      counts[plan_state(r.run)]++;
+    }
+    std::printf("%-24s %-40s %s\n", s.name.c_str(), s.file.c_str(), join_counts(counts).c_str());
+  }
+  return Exit::ok;
+}
+
+Exit run_status(Store& store, std::string name) {
+  if (name.empty()) {
+    const auto all = store.sweeps();
+    if (all.empty()) {
+      throw Error("the database holds no sweep yet", Exit::bad_input);
+    }
+    name = all.front().name;
+  }
+  const auto rows = store.sweep_runs(name);
+  if (rows.empty()) {
+    throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
+  }
+  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s  %s\n", name.c_str(), "variant", "seeds", "run",
+              "state", "step", "loss", "test", "attempts", "error");
+  for (const auto& r : rows) {
+    const std::string seeds = std::to_string(r.run.init_seed) + "/" + std::to_string(r.run.data_seed);
+    const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
+    char loss[32], test[32];
+    std::snprintf(loss, sizeof loss, r.run.last_loss ? "%.4f" : "-", r.run.last_loss.value_or(0));
+    std::snprintf(test, sizeof test, r.run.test_loss ? "%.4f" : "-", r.run.test_loss.value_or(0));
+    std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %s\n", r.variant.c_str(), seeds.c_str(),
+                r.run.run_id.c_str(), plan_state(r.run).c_str(), step.c_str(), loss, test,
+                static_cast<long long>(r.run.attempts), first_line(r.run.error).c_str());
+  }
+  return Exit::ok;
+}
+
+// A run directory, or a results folder: its saved sweep files and every run directory.
+Exit run_ingest(const SweepOptions& o) {
   const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
   const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
   Store store(db_path(results));
@@ -182,6 +182,23 @@ Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
   std::printf("ingested %zu run director%s into %s\n", run_dirs.size(), run_dirs.size() == 1 ? "y" : "ies",
               db_path(results).c_str());
   return Exit::ok;
+}
+
+}  // namespace
+
+Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
+  if (which == o.run || which == o.plan) {
+    const SweepSpec spec = load_sweep(o.file);  // the whole sweep is validated before anything
+    return which == o.plan ? run_plan(o, spec) : run_run(o, spec);
+  }
+  if (which == o.ingest) {
+    return run_ingest(o);
+  }
+  if (!fs::exists(db_path(o.results))) {
+    throw Error("no database at " + db_path(o.results) + " — run a sweep first (`sweep run FILE`)", Exit::bad_input);
+  }
+  Store store(db_path(o.results));
+  return which == o.ls ? run_ls(store) : run_status(store, o.sweep);
 }
 
 }  // namespace sweep

@@ -188,22 +188,28 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   // ---- the queue: every run that is not finished, in plan order, each run id once ----
   std::deque<Planned> queue;
   std::set<std::string> queued;
-  int finished_before = 0;
+  int finished_before = 0, failed_before = 0;
   for (const auto& run : spec.runs) {
     if (!queued.insert(run.run_id).second) {
       continue;
     }
     const std::string state = plan_state(*store.run(run.run_id));
-    if (state == "done" || state == "diverged" || ((state == "failed" || state == "oom") && !o.retry_failed)) {
+    if (state == "done" || state == "diverged") {
       ++finished_before;
+      continue;
+    }
+    if ((state == "failed" || state == "oom") && !o.retry_failed) {
+      ++failed_before;
       continue;
     }
     queue.push_back({run.run_id, run.variant, &run});
   }
   const size_t total = queued.size();
   view.line("sweep " + spec.name + ": " + std::to_string(total) + " runs, " + std::to_string(finished_before) +
-            " already finished, " + std::to_string(queue.size()) + " to run on " + std::to_string(slots.size()) +
-            " slot" + (slots.size() == 1 ? "" : "s") + " (" + o.devices + ")");
+            " already finished, " +
+            (failed_before > 0 ? std::to_string(failed_before) + " failed before (--retry-failed runs them), " : "") +
+            std::to_string(queue.size()) + " to run on " + std::to_string(slots.size()) + " slot" +
+            (slots.size() == 1 ? "" : "s") + " (" + o.devices + ")");
 
   struct sigaction sa = {};
   sa.sa_handler = on_interrupt;
@@ -283,10 +289,13 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
       store.set_status(r.plan.run_id, "diverged", row.error);
       ++done;
       view.line("diverged " + what + ": " + row.error);
-    } else if (code == static_cast<int>(Exit::preempted)) {
+    } else if (code == static_cast<int>(Exit::preempted) || code == 128 + SIGTERM || code == 128 + SIGINT) {
+      // 75: checkpointed and stopped; 143/130: the signal came before the worker had installed its
+      // handler (still starting), so there is nothing to lose either.
       if (g_interrupts > 0) {
         store.set_status(r.plan.run_id, "interrupted", "stopped by Ctrl-C; `sweep run` again resumes it");
-        view.line("interrupted " + what + " at step " + std::to_string(row.steps) + " (checkpointed)");
+        view.line("interrupted " + what + " at step " + std::to_string(row.steps) +
+                  (code == static_cast<int>(Exit::preempted) ? " (checkpointed)" : " (stopped while starting)"));
       } else {
         store.set_status(r.plan.run_id, "preempted", "stopped by SIGTERM; re-queued");
         queue.push_front(r.plan);
@@ -392,12 +401,13 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   ::close(lock_fd);
 
   view.line(spec.name + ": " + std::to_string(done + finished_before) + " of " + std::to_string(total) +
-            " runs finished, " + std::to_string(failed) + " failed, " + std::to_string(queue.size()) +
-            " not started, " + format_duration(now() - started));
+            " runs finished, " + std::to_string(failed + failed_before) + " failed, " +
+            std::to_string(total - done - finished_before - failed - failed_before) + " to resume or start, " +
+            format_duration(now() - started));
   if (g_interrupts > 0) {
     return 130;
   }
-  return failed > 0 ? static_cast<int>(Exit::failed) : static_cast<int>(Exit::ok);
+  return failed + failed_before > 0 ? static_cast<int>(Exit::failed) : static_cast<int>(Exit::ok);
 }
 
 }  // namespace sweep

@@ -246,16 +246,7 @@ std::vector<SweepSummary> Store::sweeps() {
   std::vector<SweepSummary> out;
   SQLite::Statement q(*m_db, "SELECT name, file FROM sweeps ORDER BY updated_at DESC");
   while (q.executeStep()) {
-    out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(), {}});
-  }
-  for (auto& s : out) {
-    SQLite::Statement c(*m_db,
-                        "SELECT status, COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = ? "
-                        "GROUP BY status");
-    c.bind(1, s.name);
-    while (c.executeStep()) {
-      s.counts[c.getColumn(0).getString()] = c.getColumn(1).getInt64();
-    }
+    out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString()});
   }
   return out;
 }

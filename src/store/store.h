@@ -5,7 +5,6 @@
 // (run, split, step), and a `start` event at step k replaces the rows after k.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,7 +40,6 @@ struct SweepRunRow {
 struct SweepSummary {
   std::string name;
   std::string file;
-  std::map<std::string, int64_t> counts;  // status -> runs
 };
 
 class Store {
@@ -57,7 +55,7 @@ class Store {
 
   std::optional<RunRow> run(const std::string& run_id);
   std::vector<SweepRunRow> sweep_runs(const std::string& sweep);
-  std::vector<SweepSummary> sweeps();
+  std::vector<SweepSummary> sweeps();  // the most recently run first
   std::vector<RunRow> runs_with_status(const std::string& status);
 
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);

@@ -80,4 +80,22 @@ grep -q '"status":"preempted"' "res/runs/$target/events.jsonl" || fail "the work
   fail "after Ctrl-C and a new run: $(cat run7.txt)"
 grep -q '"resumed":true' "res/runs/$target/events.jsonl" || fail "the interrupted run should resume"
 check_database
+
+# ---- Ctrl-C while the workers are still starting (before their SIGTERM handler exists) ----
+tiny_sweep e.yaml early 400 "lr4: {train.lr: 4e-3}"
+"$SWEEP" run e.yaml --results res --devices cpu:2x1 > run8.txt &
+sched=$!
+for _ in $(seq 1 200); do  # the scheduler's handler is in place once it starts runs
+  [ "$(count '] start ' run8.txt)" -ge 2 ] && break
+  sleep 0.01
+done
+kill -INT "$sched"
+set +e; wait "$sched"; rc=$?; set -e
+[ "$rc" -eq 130 ] || fail "early Ctrl-C exit code $rc: $(cat run8.txt)"
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'early' AND status = 'failed'")" -eq 0 ] ||
+  fail "a run stopped by Ctrl-C is interrupted, not failed: $(cat run8.txt)"
+"$SWEEP" run e.yaml --results res --devices cpu:2x1 > run9.txt
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'early' AND status = 'done'")" -eq 4 ] ||
+  fail "after an early Ctrl-C: $(cat run9.txt)"
+check_database
 echo "sweep_faults: ok"
