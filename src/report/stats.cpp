@@ -1,0 +1,153 @@
+#include "report/stats.h"
+
+#include <algorithm>
+#include <boost/math/distributions/non_central_t.hpp>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace sweep {
+
+namespace {
+
+constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
+
+double mean_of(const std::vector<double>& x) {
+  return x.empty() ? k_nan : std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size());
+}
+
+double variance_of(const std::vector<double>& x) {
+  if (x.size() < 2) {
+    return k_nan;
+  }
+  const double m = mean_of(x);
+  double ss = 0;
+  for (double v : x) {
+    ss += (v - m) * (v - m);
+  }
+  return ss / static_cast<double>(x.size() - 1);
+}
+
+// p and CI of a t statistic for difference `diff` with standard error `se` and `df`.
+Comparison from_t(double diff, double se, double df, double level, bool paired) {
+  Comparison c;
+  c.improvement = diff;
+  c.se = se;
+  c.df = df;
+  c.paired = paired;
+  if (!(df > 0) || !std::isfinite(se)) {
+    c.p = c.ci_low = c.ci_high = k_nan;
+    return c;
+  }
+  if (se == 0) {  // no variance at all: the difference is exact
+    c.p = diff == 0 ? 1.0 : 0.0;
+    c.ci_low = c.ci_high = diff;
+    return c;
+  }
+  const boost::math::students_t dist(df);
+  const double t = diff / se;
+  c.p = 2.0 * boost::math::cdf(boost::math::complement(dist, std::abs(t)));
+  const double q = t_quantile(level, df);
+  c.ci_low = diff - q * se;
+  c.ci_high = diff + q * se;
+  return c;
+}
+
+}  // namespace
+
+double t_quantile(double level, double df) {
+  return boost::math::quantile(boost::math::students_t(df), 0.5 + level / 2.0);
+}
+
+Summary summarize(const std::vector<double>& x, double level) {
+  Summary s;
+  s.n = static_cast<int64_t>(x.size());
+  s.mean = mean_of(x);
+  s.sd = std::sqrt(variance_of(x));
+  if (s.n < 2) {
+    s.ci_low = s.ci_high = k_nan;
+    return s;
+  }
+  const double half = t_quantile(level, static_cast<double>(s.n - 1)) * s.sd / std::sqrt(static_cast<double>(s.n));
+  s.ci_low = s.mean - half;
+  s.ci_high = s.mean + half;
+  return s;
+}
+
+Comparison compare_paired(const std::vector<double>& baseline, const std::vector<double>& variant, double level) {
+  std::vector<double> d;
+  for (size_t i = 0; i < std::min(baseline.size(), variant.size()); ++i) {
+    d.push_back(baseline[i] - variant[i]);
+  }
+  const double n = static_cast<double>(d.size());
+  return from_t(mean_of(d), std::sqrt(variance_of(d) / n), n - 1, level, true);
+}
+
+Comparison compare_welch(const std::vector<double>& baseline, const std::vector<double>& variant, double level) {
+  const double n1 = static_cast<double>(baseline.size()), n2 = static_cast<double>(variant.size());
+  const double v1 = variance_of(baseline) / n1, v2 = variance_of(variant) / n2;
+  const double se = std::sqrt(v1 + v2);
+  double df = (v1 + v2) * (v1 + v2) / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1));
+  if (v1 + v2 == 0) {
+    df = n1 + n2 - 2;  // Welch's df is 0/0 without variance; any positive df gives the exact answer
+  }
+  return from_t(mean_of(baseline) - mean_of(variant), se, df, level, false);
+}
+
+std::vector<double> holm_adjust(const std::vector<double>& p) {
+  const size_t m = p.size();
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> out(m, k_nan);
+  double running = 0;
+  for (size_t rank = 0; rank < m; ++rank) {
+    const double adjusted = std::min(1.0, static_cast<double>(m - rank) * p[order[rank]]);
+    running = std::max(running, adjusted);  // adjusted p-values never decrease with rank
+    out[order[rank]] = running;
+  }
+  return out;
+}
+
+double probability_of_improvement(const std::vector<double>& baseline, const std::vector<double>& variant,
+                                  bool paired) {
+  double wins = 0, total = 0;
+  auto score = [&](double b, double v) {
+    wins += v < b ? 1.0 : v == b ? 0.5 : 0.0;
+    total += 1;
+  };
+  if (paired) {
+    for (size_t i = 0; i < std::min(baseline.size(), variant.size()); ++i) {
+      score(baseline[i], variant[i]);
+    }
+  } else {
+    for (double b : baseline) {
+      for (double v : variant) {
+        score(b, v);
+      }
+    }
+  }
+  return total > 0 ? wins / total : k_nan;
+}
+
+int64_t seeds_needed(double effect, double sd, bool paired, double alpha, double power) {
+  effect = std::abs(effect);
+  if (!(effect > 0) || !(sd > 0) || !std::isfinite(effect) || !std::isfinite(sd)) {
+    return -1;
+  }
+  for (int64_t n = 2; n <= 100000; ++n) {
+    const double nn = static_cast<double>(n);
+    const double df = paired ? nn - 1 : 2 * nn - 2;
+    const double se = paired ? sd / std::sqrt(nn) : sd * std::sqrt(2.0 / nn);
+    const double crit = t_quantile(1.0 - alpha, df);
+    const boost::math::non_central_t dist(df, effect / se);
+    const double achieved = boost::math::cdf(boost::math::complement(dist, crit)) + boost::math::cdf(dist, -crit);
+    if (achieved >= power) {
+      return n;
+    }
+  }
+  return 100000;
+}
+
+}  // namespace sweep

@@ -1,0 +1,58 @@
+// The statistics behind `sweep report`: per-variant summaries with Student-t confidence
+// intervals, the improvement of a variant over the baseline (paired by seed when both have the
+// same seeds, Welch otherwise), Holm's correction across a sweep's interventions, the
+// probability of improvement, and the seeds a comparison needs for power 0.8. Pure functions:
+// no database, no files. Quantiles and distributions from Boost.Math.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sweep {
+
+struct Summary {
+  int64_t n = 0;
+  double mean = 0;
+  double sd = 0;       // sample standard deviation (n - 1); NaN when n < 2
+  double ci_low = 0;   // Student-t confidence interval of the mean; NaN when n < 2
+  double ci_high = 0;
+};
+
+Summary summarize(const std::vector<double>& x, double level = 0.95);
+
+// Improvement of `variant` over `baseline`: mean(baseline) − mean(variant), positive = better
+// (lower loss). p is two-sided; the CI is at `level`. NaN p and CI when a side has < 2 values
+// (paired: < 2 pairs). Zero variance gives p = 1 for equal means, 0 otherwise.
+struct Comparison {
+  double improvement = 0;
+  double ci_low = 0, ci_high = 0;
+  double p = 0;
+  double df = 0;
+  double se = 0;
+  bool paired = false;
+};
+
+// Pairs are (baseline[i], variant[i]): the same seeds, in the same order.
+Comparison compare_paired(const std::vector<double>& baseline, const std::vector<double>& variant,
+                          double level = 0.95);
+Comparison compare_welch(const std::vector<double>& baseline, const std::vector<double>& variant,
+                         double level = 0.95);
+
+// Holm–Bonferroni adjusted p-values, in the input's order.
+std::vector<double> holm_adjust(const std::vector<double>& p);
+
+// Share of comparisons in which the variant's loss is lower (ties count one half): over the
+// pairs when paired, else over every (baseline, variant) combination.
+double probability_of_improvement(const std::vector<double>& baseline, const std::vector<double>& variant,
+                                  bool paired);
+
+// The smallest number of seeds per variant (pairs when paired) for which a two-sided t-test at
+// `alpha` detects `effect` with probability `power`, given the standard deviation `sd` (of the
+// differences when paired, of one variant's results otherwise). -1 when effect or sd is not
+// positive and finite; capped at 100000.
+int64_t seeds_needed(double effect, double sd, bool paired, double alpha = 0.05, double power = 0.8);
+
+// Two-sided Student-t quantile: the t with P(|T| <= t) = level for `df` degrees of freedom.
+double t_quantile(double level, double df);
+
+}  // namespace sweep

@@ -1,0 +1,97 @@
+// Reference values: scipy 1.10.1 (Debian bookworm's python3-scipy: stats.ttest_ind with
+// equal_var=False, stats.ttest_rel, stats.t.ppf), computed once; the sample sizes for power 0.8
+// are the textbook ones (Cohen 1988: d = 0.5 → 64 per group; d = 1 → 17; paired d = 1 → 10).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "report/stats.h"
+
+using namespace sweep;
+
+TEST_CASE("Student-t quantiles") {
+  CHECK(t_quantile(0.95, 4) == doctest::Approx(2.7764451051977987).epsilon(1e-9));
+  CHECK(t_quantile(0.95, 1e6) == doctest::Approx(1.959966).epsilon(1e-5));
+}
+
+TEST_CASE("summaries: mean, sd and the 95% t interval; n = 1 and zero variance") {
+  const Summary s = summarize({5.5478, 5.5374});
+  CHECK(s.n == 2);
+  CHECK(s.mean == doctest::Approx(5.5426).epsilon(1e-12));
+  CHECK(s.sd == doctest::Approx(0.007353910524339913).epsilon(1e-9));
+  CHECK(s.ci_low == doctest::Approx(5.476527735370555).epsilon(1e-9));
+  CHECK(s.ci_high == doctest::Approx(5.608672264629446).epsilon(1e-9));
+  const Summary one = summarize({3.0});
+  CHECK(one.mean == 3.0);
+  CHECK(std::isnan(one.sd));
+  CHECK(std::isnan(one.ci_low));
+  const Summary flat = summarize({2.0, 2.0, 2.0});
+  CHECK(flat.sd == 0.0);
+  CHECK(flat.ci_low == 2.0);
+  CHECK(flat.ci_high == 2.0);
+}
+
+TEST_CASE("Welch's t-test against scipy") {
+  const Comparison c = compare_welch({3.70, 3.72, 3.69, 3.71}, {3.65, 3.66, 3.68});
+  CHECK_FALSE(c.paired);
+  CHECK(c.improvement == doctest::Approx(0.04166666666666652).epsilon(1e-9));
+  CHECK(c.df == doctest::Approx(3.9593147751605944).epsilon(1e-9));
+  CHECK(c.se == doctest::Approx(0.010929064207170073).epsilon(1e-9));
+  CHECK(c.p == doctest::Approx(0.01925921541495982).epsilon(1e-7));
+  CHECK(c.ci_low == doctest::Approx(0.04166666666666652 - 2.7877331499010185 * 0.010929064207170073).epsilon(1e-7));
+  // a variant with a higher loss is a negative improvement, with the same p
+  const Comparison worse = compare_welch({3.65, 3.66, 3.68}, {3.70, 3.72, 3.69, 3.71});
+  CHECK(worse.improvement == doctest::Approx(-0.04166666666666652).epsilon(1e-9));
+  CHECK(worse.p == doctest::Approx(c.p).epsilon(1e-9));
+}
+
+TEST_CASE("the paired t-test against scipy") {
+  const Comparison c = compare_paired({3.70, 3.72, 3.69, 3.71}, {3.68, 3.71, 3.66, 3.70});
+  CHECK(c.paired);
+  CHECK(c.df == 3);
+  CHECK(c.improvement == doctest::Approx(0.0175).epsilon(1e-9));
+  CHECK(c.p == doctest::Approx(0.035352847002516744).epsilon(1e-7));
+  CHECK(c.ci_low == doctest::Approx(0.00226519819170932).epsilon(1e-7));
+  CHECK(c.ci_high == doctest::Approx(0.0327348018082906).epsilon(1e-7));
+}
+
+TEST_CASE("edge cases: one seed, zero variance") {
+  const Comparison one = compare_welch({3.7}, {3.6, 3.61});
+  CHECK(one.improvement == doctest::Approx(0.095));
+  CHECK(std::isnan(one.p));
+  CHECK(std::isnan(compare_paired({3.7}, {3.6}).p));
+  const Comparison same = compare_welch({2.0, 2.0}, {2.0, 2.0});
+  CHECK(same.p == 1.0);
+  const Comparison exact = compare_paired({2.0, 3.0}, {1.5, 2.5});  // every pair differs by 0.5
+  CHECK(exact.p == 0.0);
+  CHECK(exact.ci_low == 0.5);
+  CHECK(exact.ci_high == 0.5);
+}
+
+TEST_CASE("Holm's step-down adjustment") {
+  // sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 → monotone 0.02, 0.03, 0.06, 0.06
+  const auto adj = holm_adjust({0.01, 0.04, 0.03, 0.005});
+  REQUIRE(adj.size() == 4);
+  CHECK(adj[0] == doctest::Approx(0.03));
+  CHECK(adj[1] == doctest::Approx(0.06));
+  CHECK(adj[2] == doctest::Approx(0.06));
+  CHECK(adj[3] == doctest::Approx(0.02));
+  CHECK(holm_adjust({0.5, 0.9})[1] == 1.0);  // capped at 1
+  CHECK(holm_adjust({}).empty());
+}
+
+TEST_CASE("probability of improvement") {
+  CHECK(probability_of_improvement({3.0, 3.0, 3.0}, {2.9, 3.1, 3.0}, true) == doctest::Approx(0.5));
+  CHECK(probability_of_improvement({3.0, 3.2}, {3.1}, false) == doctest::Approx(0.5));
+  CHECK(probability_of_improvement({3.0, 3.2}, {2.0}, false) == 1.0);
+}
+
+TEST_CASE("seeds needed for power 0.8 at alpha 0.05") {
+  CHECK(seeds_needed(0.5, 1.0, false) == 64);
+  CHECK(seeds_needed(1.0, 1.0, false) == 17);
+  CHECK(seeds_needed(1.0, 1.0, true) == 10);
+  CHECK(seeds_needed(0.5, 1.0, true) == 34);
+  CHECK(seeds_needed(-0.05, 0.1, false) == 64);  // the sign of the effect does not matter
+  CHECK(seeds_needed(0.0, 1.0, false) == -1);
+  CHECK(seeds_needed(0.1, 0.0, false) == -1);
+}
