@@ -5,6 +5,8 @@
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <numeric>
 
 namespace sweep {
@@ -148,6 +150,62 @@ int64_t seeds_needed(double effect, double sd, bool paired, double alpha, double
     }
   }
   return 100000;
+}
+
+VarianceComponents variance_components(const std::vector<SeedRun>& runs) {
+  VarianceComponents vc;
+  std::map<std::pair<int64_t, int64_t>, std::vector<double>> cells;
+  std::set<int64_t> inits, datas;
+  for (const auto& r : runs) {
+    cells[{r.init, r.data}].push_back(r.value);
+    inits.insert(r.init);
+    datas.insert(r.data);
+  }
+  vc.n_init = static_cast<int64_t>(inits.size());
+  vc.n_data = static_cast<int64_t>(datas.size());
+  vc.repeats = cells.empty() ? 0 : static_cast<int64_t>(cells.begin()->second.size());
+
+  // ---- repeats: pooled within-cell variance ----
+  double within = 0, within_df = 0;
+  for (const auto& [key, values] : cells) {
+    if (values.size() >= 2) {
+      within += variance_of(values) * static_cast<double>(values.size() - 1);
+      within_df += static_cast<double>(values.size() - 1);
+    }
+  }
+  vc.sigma_repeat = within_df > 0 ? std::sqrt(within / within_df) : k_nan;
+
+  // ---- init × data on the cell means (needs every combination) ----
+  const bool balanced = cells.size() == inits.size() * datas.size();
+  const double a = static_cast<double>(vc.n_init), b = static_cast<double>(vc.n_data);
+  if (!balanced || cells.empty()) {
+    vc.sigma_init = vc.sigma_data = vc.sigma_resid = k_nan;
+    return vc;
+  }
+  std::map<int64_t, double> init_mean, data_mean;
+  double grand = 0;
+  for (const auto& [key, values] : cells) {
+    const double m = mean_of(values);
+    init_mean[key.first] += m / b;
+    data_mean[key.second] += m / a;
+    grand += m / (a * b);
+  }
+  double ss_init = 0, ss_data = 0, ss_resid = 0;
+  for (const auto& [i, m] : init_mean) {
+    ss_init += b * (m - grand) * (m - grand);
+  }
+  for (const auto& [d, m] : data_mean) {
+    ss_data += a * (m - grand) * (m - grand);
+  }
+  for (const auto& [key, values] : cells) {
+    const double r = mean_of(values) - init_mean[key.first] - data_mean[key.second] + grand;
+    ss_resid += r * r;
+  }
+  const double ms_resid = a > 1 && b > 1 ? ss_resid / ((a - 1) * (b - 1)) : 0.0;
+  vc.sigma_init = a > 1 ? std::sqrt(std::max(0.0, (ss_init / (a - 1) - ms_resid) / b)) : k_nan;
+  vc.sigma_data = b > 1 ? std::sqrt(std::max(0.0, (ss_data / (b - 1) - ms_resid) / a)) : k_nan;
+  vc.sigma_resid = a > 1 && b > 1 ? std::sqrt(ms_resid) : k_nan;
+  return vc;
 }
 
 }  // namespace sweep

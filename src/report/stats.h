@@ -52,6 +52,22 @@ double probability_of_improvement(const std::vector<double>& baseline, const std
 // positive and finite; capped at 100000.
 int64_t seeds_needed(double effect, double sd, bool paired, double alpha = 0.05, double power = 0.8);
 
+// Where seed noise comes from, for runs of one variant that vary init and data seeds separately
+// (crossed, balanced: every init with every data seed) and may repeat identical seeds.
+// Method-of-moments estimates of a two-way random-effects model on the cell means:
+// σ_init² = (MS_init − MS_resid)/n_data, σ_data² = (MS_data − MS_resid)/n_init (clamped at 0),
+// σ_resid² = MS_resid (their interaction, plus repeat noise / repeats); σ_repeat from the spread
+// of runs with identical seeds (run-to-run nondeterminism). NaN where the design cannot tell.
+struct SeedRun {
+  int64_t init = 0, data = 0, repeat = 0;
+  double value = 0;
+};
+struct VarianceComponents {
+  int64_t n_init = 0, n_data = 0, repeats = 0;
+  double sigma_init = 0, sigma_data = 0, sigma_resid = 0, sigma_repeat = 0;
+};
+VarianceComponents variance_components(const std::vector<SeedRun>& runs);
+
 // Two-sided Student-t quantile: the t with P(|T| <= t) = level for `df` degrees of freedom.
 double t_quantile(double level, double df);
 

@@ -14,7 +14,7 @@ TEST_CASE("Student-t quantiles") {
   CHECK(t_quantile(0.95, 1e6) == doctest::Approx(1.959966).epsilon(1e-5));
 }
 
-TEST_CASE("summaries: mean, sd and the 95% t interval; n = 1 and zero variance") {
+TEST_CASE("summaries: mean, sd and the 95% t interval, with n = 1 and zero variance") {
   const Summary s = summarize({5.5478, 5.5374});
   CHECK(s.n == 2);
   CHECK(s.mean == doctest::Approx(5.5426).epsilon(1e-12));
@@ -94,4 +94,38 @@ TEST_CASE("seeds needed for power 0.8 at alpha 0.05") {
   CHECK(seeds_needed(-0.05, 0.1, false) == 64);  // the sign of the effect does not matter
   CHECK(seeds_needed(0.0, 1.0, false) == -1);
   CHECK(seeds_needed(0.1, 0.0, false) == -1);
+}
+
+TEST_CASE("variance components: init, data and repeat noise separated") {
+  // value = 3 + a[init] + b[data] exactly, repeated twice with identical results:
+  // σ_init = sd(a) = 0.1, σ_data = sd(b) = 0.05/√2, no residual, no repeat noise.
+  const double a[3] = {0.0, 0.1, 0.2}, b[2] = {0.0, 0.05};
+  std::vector<SeedRun> runs;
+  for (int i = 0; i < 3; ++i) {
+    for (int d = 0; d < 2; ++d) {
+      for (int r = 0; r < 2; ++r) {
+        runs.push_back({i + 1, d + 1, r, 3.0 + a[i] + b[d]});
+      }
+    }
+  }
+  VarianceComponents vc = variance_components(runs);
+  CHECK(vc.n_init == 3);
+  CHECK(vc.n_data == 2);
+  CHECK(vc.repeats == 2);
+  CHECK(vc.sigma_init == doctest::Approx(0.1).epsilon(1e-9));
+  CHECK(vc.sigma_data == doctest::Approx(0.05 / std::sqrt(2.0)).epsilon(1e-9));
+  CHECK(vc.sigma_resid == doctest::Approx(0.0).epsilon(1e-9));
+  CHECK(vc.sigma_repeat == 0.0);
+
+  // nondeterminism: one cell's repeats differ by 0.2 → within variance 0.02 over 6 degrees of freedom
+  runs[0].value += 0.2;
+  vc = variance_components(runs);
+  CHECK(vc.sigma_repeat == doctest::Approx(std::sqrt(0.02 / 6.0)).epsilon(1e-9));
+
+  // an unbalanced design cannot separate init from data
+  runs.pop_back();
+  runs.pop_back();
+  vc = variance_components(runs);
+  CHECK(std::isnan(vc.sigma_init));
+  CHECK(std::isnan(vc.sigma_data));
 }
