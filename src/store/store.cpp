@@ -199,10 +199,11 @@ void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) 
     q.bind(4, overrides.dump());
     q.exec();
   }
+  SQLite::Statement run(*m_db,
+                        "INSERT INTO runs(run_id, config, init_seed, data_seed, repeat, status, run_dir, updated_at) "
+                        "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT(run_id) DO NOTHING");
+  SQLite::Statement member(*m_db, "INSERT OR IGNORE INTO sweep_runs(sweep, variant, run_id) VALUES (?, ?, ?)");
   for (const auto& r : spec.runs) {
-    SQLite::Statement run(*m_db,
-                          "INSERT INTO runs(run_id, config, init_seed, data_seed, repeat, status, run_dir, updated_at) "
-                          "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT(run_id) DO NOTHING");
     run.bind(1, r.run_id);
     run.bind(2, r.config.to_yaml());
     run.bind(3, r.config.seeds.init);
@@ -211,11 +212,12 @@ void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) 
     run.bind(6, (fs::path(results_dir) / "runs" / r.run_id).string());
     run.bind(7, now());
     run.exec();
-    SQLite::Statement member(*m_db, "INSERT OR IGNORE INTO sweep_runs(sweep, variant, run_id) VALUES (?, ?, ?)");
+    run.reset();
     member.bind(1, spec.name);
     member.bind(2, r.variant);
     member.bind(3, r.run_id);
     member.exec();
+    member.reset();
   }
   tx.commit();
 }
@@ -247,16 +249,6 @@ std::vector<SweepSummary> Store::sweeps() {
   SQLite::Statement q(*m_db, "SELECT name, file FROM sweeps ORDER BY updated_at DESC");
   while (q.executeStep()) {
     out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString()});
-  }
-  return out;
-}
-
-std::vector<RunRow> Store::runs_with_status(const std::string& status) {
-  SQLite::Statement q(*m_db, std::string("SELECT ") + k_run_columns + " FROM runs WHERE status = ?");
-  q.bind(1, status);
-  std::vector<RunRow> out;
-  while (q.executeStep()) {
-    out.push_back(read_run(q));
   }
   return out;
 }
@@ -300,6 +292,8 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
   SQLite::Statement put_eval(*m_db,
                              "INSERT OR REPLACE INTO metrics(run_id, split, step, tokens, loss, loss_status) "
                              "VALUES (?, ?, ?, ?, ?, ?)");
+  // The run's progress columns follow its latest train event: written once per batch of lines.
+  std::optional<nlohmann::json> latest_train;
   for (const auto& line : lines) {
     nlohmann::json ev;
     try {
@@ -311,6 +305,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     const int64_t step = ev.value("step", int64_t{0});
     if (type == "start") {
       // A (re)start at step k: everything after k will be produced again.
+      latest_train.reset();  // its rows after k are gone; so is the progress they reported
       SQLite::Statement drop(*m_db, "DELETE FROM metrics WHERE run_id = ? AND step > ?");
       drop.bind(1, run_id);
       drop.bind(2, step);
@@ -337,16 +332,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       put_train.bind(9, ev.value("tokens_per_s", 0.0));
       put_train.exec();
       put_train.reset();
-      SQLite::Statement q(*m_db,
-                          "UPDATE runs SET steps = ?, tokens = ?, last_loss = ?, tokens_per_s = ?, updated_at = ? "
-                          "WHERE run_id = ?");
-      q.bind(1, step);
-      q.bind(2, ev.value("tokens", int64_t{0}));
-      bind_opt(q, 3, loss);
-      q.bind(4, ev.value("tokens_per_s", 0.0));
-      q.bind(5, now());
-      q.bind(6, run_id);
-      q.exec();
+      latest_train = ev;
     } else if (type == "eval") {
       auto [loss, loss_status] = number(ev["loss"]);
       put_eval.bind(1, run_id);
@@ -372,6 +358,19 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       q.bind(7, run_id);
       q.exec();
     }
+  }
+  if (latest_train) {
+    nlohmann::json& ev = *latest_train;
+    SQLite::Statement q(*m_db,
+                        "UPDATE runs SET steps = ?, tokens = ?, last_loss = ?, tokens_per_s = ?, updated_at = ? "
+                        "WHERE run_id = ?");
+    q.bind(1, ev.value("step", int64_t{0}));
+    q.bind(2, ev.value("tokens", int64_t{0}));
+    bind_opt(q, 3, number(ev["loss"]).first);
+    q.bind(4, ev.value("tokens_per_s", 0.0));
+    q.bind(5, now());
+    q.bind(6, run_id);
+    q.exec();
   }
   tx.commit();
 }

@@ -56,7 +56,6 @@ class Store {
   std::optional<RunRow> run(const std::string& run_id);
   std::vector<SweepRunRow> sweep_runs(const std::string& sweep);
   std::vector<SweepSummary> sweeps();  // the most recently run first
-  std::vector<RunRow> runs_with_status(const std::string& status);
 
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);
   void set_status(const std::string& run_id, const std::string& status, const std::string& error = "");

@@ -65,6 +65,7 @@ TEST_CASE("ingest is idempotent and a restart at step k replaces the rows after 
   // the worker died after step 4; its last checkpoint was at step 2: it restarts there
   store.ingest(id, {R"({"event":"start","step":2,"total_steps":6})"});
   CHECK(store.metric_rows(id) == 3);  // val@0, train@1, train@2
+  CHECK(store.run(id)->steps == 2);
   std::vector<std::string> rest;
   for (int step = 3; step <= 6; ++step) {
     rest.push_back(train_line(step, "3.0"));
@@ -76,6 +77,20 @@ TEST_CASE("ingest is idempotent and a restart at step k replaces the rows after 
   CHECK(row.status == "done");
   CHECK(row.test_loss == doctest::Approx(2.9));
   CHECK(store.integrity_check() == "ok");
+}
+
+TEST_CASE("a batch of lines that restarts the run ends with the restart's progress") {
+  test::TempDir dir;
+  Store store(dir.str("sweep.db"));
+  const SweepSpec s = one_run_sweep();
+  store.record_sweep(s, dir.str());
+  const std::string id = s.runs[0].run_id;
+  store.ingest(id, {train_line(1, "3.5"), train_line(2, "3.4"), R"({"event":"start","step":1,"total_steps":6})"});
+  CHECK(store.run(id)->steps == 1);
+  CHECK(store.metric_rows(id) == 1);
+  store.ingest(id, {train_line(2, "3.3"), train_line(3, "3.2")});
+  CHECK(store.run(id)->steps == 3);
+  CHECK(store.run(id)->last_loss == doctest::Approx(3.2));
 }
 
 TEST_CASE("non-finite values are stored with an explicit status, not a silent NULL") {
