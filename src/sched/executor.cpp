@@ -226,6 +226,10 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   const double started = now();
   double last_draw = 0;
 
+  auto describe = [](const std::string& variant, int64_t init, int64_t data, const std::string& run_id) {
+    return variant + " seed " + std::to_string(init) + "/" + std::to_string(data) + " (" + run_id + ")";
+  };
+
   auto launch = [&](Planned p, size_t slot) {
     const RunRow row = *store.run(p.run_id);
     const fs::path dir = row.run_dir;
@@ -245,9 +249,8 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     store.mark_launched(p.run_id, child.pid, row.status != "preempted" && row.status != "interrupted");
     slots[slot].busy = true;
-    view.line("start " + p.variant + " seed " + std::to_string(p.run->config.seeds.init) + "/" +
-              std::to_string(p.run->config.seeds.data) + " (" + p.run_id + ") on " + slots[slot].label +
-              (row.status == "pending" ? "" : ", resuming"));
+    view.line("start " + describe(p.variant, p.run->config.seeds.init, p.run->config.seeds.data, p.run_id) + " on " +
+              slots[slot].label + (row.status == "pending" ? "" : ", resuming"));
     running.push_back({p, slot, child, "", now(), oom_kill_count()});
   };
 
@@ -260,11 +263,12 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
         break;
       }
       r.buffer.append(buf, static_cast<size_t>(n));
-      size_t nl;
-      while ((nl = r.buffer.find('\n')) != std::string::npos) {
-        lines.push_back(r.buffer.substr(0, nl));
-        r.buffer.erase(0, nl + 1);
+      size_t start = 0, nl;
+      while ((nl = r.buffer.find('\n', start)) != std::string::npos) {
+        lines.push_back(r.buffer.substr(start, nl - start));
+        start = nl + 1;
       }
+      r.buffer.erase(0, start);  // keep only a partial last line
     }
     if (!lines.empty()) {
       store.ingest(r.plan.run_id, lines);
@@ -277,8 +281,7 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
     slots[r.slot].busy = false;
     const RunRow row = *store.run(r.plan.run_id);
     const std::string log = (fs::path(row.run_dir) / "worker.log").string();
-    const std::string what = r.plan.variant + " seed " + std::to_string(row.init_seed) + "/" +
-                             std::to_string(row.data_seed) + " (" + r.plan.run_id + ")";
+    const std::string what = describe(r.plan.variant, row.init_seed, row.data_seed, r.plan.run_id);
     if (code == static_cast<int>(Exit::ok) && row.status == "done") {
       ++done;
       char buf[128];
