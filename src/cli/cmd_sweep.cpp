@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "config/sweep_spec.h"
+#include "data/dataset.h"
 #include "sched/executor.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -17,6 +18,11 @@ namespace {
 std::string db_path(const std::string& results) { return (fs::path(results) / "sweep.db").string(); }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// A sweep as it will run: vocabulary sizes from the datasets' dataset.yaml.
+SweepSpec load_runnable_sweep(const std::string& file) {
+  return load_sweep(file, [](const std::string& dataset) { return read_dataset(dataset).vocab_size; });
+}
 
 }  // namespace
 
@@ -162,7 +168,7 @@ Exit run_ingest(const SweepOptions& o) {
   if (results_folder) {
     if (fs::exists(fs::path(o.dir) / "sweeps")) {
       for (const auto& f : fs::directory_iterator(fs::path(o.dir) / "sweeps")) {
-        store.record_sweep(load_sweep(f.path().string()), o.dir);
+        store.record_sweep(load_runnable_sweep(f.path().string()), o.dir);
       }
     }
     for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
@@ -188,7 +194,7 @@ Exit run_ingest(const SweepOptions& o) {
 
 Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
   if (which == o.run || which == o.plan) {
-    const SweepSpec spec = load_sweep(o.file);  // the whole sweep is validated before anything
+    const SweepSpec spec = load_runnable_sweep(o.file);  // the whole sweep is validated before anything
     return which == o.plan ? run_plan(o, spec) : run_run(o, spec);
   }
   if (which == o.ingest) {

@@ -208,7 +208,7 @@ std::string run_id_of(const RunConfig& config, int64_t repeat) {
   return sha256_hex(j.dump()).substr(0, 16);
 }
 
-SweepSpec load_sweep(const std::string& path, bool resolve_vocab) {
+SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   SweepSpec spec;
   spec.file = path;
   const YAML::Node root = load_yaml_file(path);
@@ -337,20 +337,17 @@ SweepSpec load_sweep(const std::string& path, bool resolve_vocab) {
   }
 
   // ---- expand: variants × seeds × repeats ----
-  std::map<std::string, int64_t> vocab_of;  // dataset -> vocab size
+  std::map<std::string, int64_t> vocab_cache;  // dataset -> vocab size
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     RunConfig c = configs[i];
-    if (resolve_vocab && c.model.vocab_size == 0) {
-      auto it = vocab_of.find(c.data.dataset);
-      if (it == vocab_of.end()) {
-        const fs::path yaml = fs::path(c.data.dataset) / "dataset.yaml";
-        if (!fs::exists(yaml)) {
-          throw Error(path + ": variant '" + spec.variants[i].name + "' names dataset " + c.data.dataset +
-                          ", which does not exist — prepare it with `sweep data prepare --out " + c.data.dataset +
-                          " ...`",
-                      Exit::bad_input);
+    if (vocab_of && c.model.vocab_size == 0) {
+      auto it = vocab_cache.find(c.data.dataset);
+      if (it == vocab_cache.end()) {
+        try {
+          it = vocab_cache.emplace(c.data.dataset, vocab_of(c.data.dataset)).first;
+        } catch (const Error& e) {
+          throw Error(path + ": variant '" + spec.variants[i].name + "': " + e.what(), e.code());
         }
-        it = vocab_of.emplace(c.data.dataset, YAML::LoadFile(yaml.string())["vocab_size"].as<int64_t>()).first;
       }
       c.model.vocab_size = it->second;
     }

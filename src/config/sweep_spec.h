@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,12 @@ struct SweepSpec {
   std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
 };
 
-// Loads, validates and expands. `resolve_vocab` fills model.vocab_size from the dataset so run
-// ids name what will really be trained; tests of pure expansion can turn it off.
-SweepSpec load_sweep(const std::string& path, bool resolve_vocab = true);
+// The vocabulary size of a prepared dataset folder (data/ reads it; config may not depend on data).
+using VocabLookup = std::function<int64_t(const std::string& dataset)>;
+
+// Loads, validates and expands. `vocab_of` fills model.vocab_size (when 0) from the dataset, so
+// run ids name what will really be trained; tests of pure expansion pass none.
+SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of = {});
 
 // A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON.
 std::string run_id_of(const RunConfig& config, int64_t repeat);

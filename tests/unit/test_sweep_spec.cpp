@@ -13,7 +13,7 @@ using namespace sweep;
 static const std::string k_sweep_dir = std::string(SWEEP_TEST_DATA) + "/sweep";
 
 TEST_CASE("expansion: interventions, combine, grid, zip, seeds and repeats") {
-  const SweepSpec s = load_sweep(k_sweep_dir + "/small.yaml", false);
+  const SweepSpec s = load_sweep(k_sweep_dir + "/small.yaml");
   // 4 named variants (base first) × 2 grid values × 2 zip positions
   REQUIRE(s.variants.size() == 16);
   CHECK(s.variants[0].name == "base+weight_decay=0.0+micro_batch=4+grad_accum=1");
@@ -36,8 +36,8 @@ TEST_CASE("expansion: interventions, combine, grid, zip, seeds and repeats") {
 }
 
 TEST_CASE("run ids do not depend on key order or formatting") {
-  const SweepSpec a = load_sweep(k_sweep_dir + "/small.yaml", false);
-  const SweepSpec b = load_sweep(k_sweep_dir + "/small_reordered.yaml", false);
+  const SweepSpec a = load_sweep(k_sweep_dir + "/small.yaml");
+  const SweepSpec b = load_sweep(k_sweep_dir + "/small_reordered.yaml");
   std::map<std::string, std::set<std::string>> ids_a, ids_b;
   for (const auto& r : a.runs) {
     ids_a[r.variant.substr(0, r.variant.find('+'))].insert(r.run_id);
@@ -56,7 +56,7 @@ TEST_CASE("changing one override changes only that variant's run ids") {
   REQUIRE(at != std::string::npos);
   text.replace(at, 20, "train.grad_clip: 0.5");
   write_file_atomic(dir.path / "b.yaml", text);
-  const SweepSpec a = load_sweep(dir.str("a.yaml"), false), b = load_sweep(dir.str("b.yaml"), false);
+  const SweepSpec a = load_sweep(dir.str("a.yaml")), b = load_sweep(dir.str("b.yaml"));
   REQUIRE(a.runs.size() == b.runs.size());
   for (size_t i = 0; i < a.runs.size(); ++i) {
     const bool touched = a.runs[i].variant.rfind("clip+", 0) == 0 || a.runs[i].variant.rfind("both+", 0) == 0;
@@ -89,7 +89,7 @@ TEST_CASE("safe names") {
 }
 
 TEST_CASE("bad sweep files give file:line:col errors, all in one pass") {
-  CHECK(test::check_bad_files(k_sweep_dir + "/bad", [](const std::string& path) { load_sweep(path, false); }) >= 10);
+  CHECK(test::check_bad_files(k_sweep_dir + "/bad", [](const std::string& path) { load_sweep(path); }) >= 10);
 }
 
 TEST_CASE("every sweep file in experiments/ is valid") {
@@ -99,7 +99,7 @@ TEST_CASE("every sweep file in experiments/ is valid") {
       continue;
     }
     INFO(entry.path().string());
-    const SweepSpec s = load_sweep(entry.path().string(), false);
+    const SweepSpec s = load_sweep(entry.path().string());
     CHECK(s.runs.size() >= 2);
     CHECK(s.variants.front().name.rfind(s.baseline, 0) == 0);
     ++files;
