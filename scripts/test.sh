@@ -3,6 +3,6 @@
 # then type-check every source against LibTorch 2.6's headers (GPU paths included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh -DSWEEP_TEST_HOOKS=ON
+scripts/setup.sh --test -DSWEEP_TEST_HOOKS=ON
 (cd build && ctest --output-on-failure --timeout 600 -j2)
 scripts/check-libtorch2.sh

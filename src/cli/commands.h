@@ -49,6 +49,17 @@ struct SweepOptions {
 CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o);
 Exit run_sweep_command(const SweepOptions& o, const CLI::App* which);
 
+struct ReportOptions {
+  std::string sweep;
+  std::string results = "results";
+  std::string metric = "test_loss";
+  std::string out;
+  std::string noise_from;
+  std::string format = "text";
+};
+CLI::App* setup_report(CLI::App& app, ReportOptions& o);
+Exit run_report(const ReportOptions& o);
+
 struct ExportOptions {
   std::string run_dir;
   std::string out;

@@ -133,23 +133,47 @@ double probability_of_improvement(const std::vector<double>& baseline, const std
   return total > 0 ? wins / total : k_nan;
 }
 
+namespace {
+
+// Power of a two-sided t-test at `alpha` for `effect` with n seeds per variant (pairs when paired).
+double power_of(double effect, double sd, int64_t n, bool paired, double alpha) {
+  const double nn = static_cast<double>(n);
+  const double df = paired ? nn - 1 : 2 * nn - 2;
+  const double se = paired ? sd / std::sqrt(nn) : sd * std::sqrt(2.0 / nn);
+  const double crit = t_quantile(1.0 - alpha, df);
+  const boost::math::non_central_t dist(df, effect / se);
+  return boost::math::cdf(boost::math::complement(dist, crit)) + boost::math::cdf(dist, -crit);
+}
+
+}  // namespace
+
 int64_t seeds_needed(double effect, double sd, bool paired, double alpha, double power) {
   effect = std::abs(effect);
   if (!(effect > 0) || !(sd > 0) || !std::isfinite(effect) || !std::isfinite(sd)) {
     return -1;
   }
   for (int64_t n = 2; n <= 100000; ++n) {
-    const double nn = static_cast<double>(n);
-    const double df = paired ? nn - 1 : 2 * nn - 2;
-    const double se = paired ? sd / std::sqrt(nn) : sd * std::sqrt(2.0 / nn);
-    const double crit = t_quantile(1.0 - alpha, df);
-    const boost::math::non_central_t dist(df, effect / se);
-    const double achieved = boost::math::cdf(boost::math::complement(dist, crit)) + boost::math::cdf(dist, -crit);
-    if (achieved >= power) {
+    if (power_of(effect, sd, n, paired, alpha) >= power) {
       return n;
     }
   }
   return 100000;
+}
+
+double detectable_effect(int64_t n, double sd, bool paired, double alpha, double power) {
+  if (n < 2 || !(sd > 0) || !std::isfinite(sd)) {
+    return k_nan;
+  }
+  // Power grows with the effect: bisect between an effect too small and one large enough.
+  double lo = 0, hi = sd;
+  while (power_of(hi, sd, n, paired, alpha) < power) {
+    hi *= 2;
+  }
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (power_of(mid, sd, n, paired, alpha) < power ? lo : hi) = mid;
+  }
+  return hi;
 }
 
 VarianceComponents variance_components(const std::vector<SeedRun>& runs) {

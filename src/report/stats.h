@@ -52,6 +52,11 @@ double probability_of_improvement(const std::vector<double>& baseline, const std
 // positive and finite; capped at 100000.
 int64_t seeds_needed(double effect, double sd, bool paired, double alpha = 0.05, double power = 0.8);
 
+// The smallest effect a two-sided t-test at `alpha` detects with probability `power` given n
+// seeds per variant (pairs when paired) and standard deviation `sd`; NaN when n < 2 or sd is not
+// positive.
+double detectable_effect(int64_t n, double sd, bool paired, double alpha = 0.05, double power = 0.8);
+
 // Where seed noise comes from, for runs of one variant that vary init and data seeds separately
 // (crossed, balanced: every init with every data seed) and may repeat identical seeds.
 // Method-of-moments estimates of a two-way random-effects model on the cell means:

@@ -253,6 +253,33 @@ std::vector<SweepSummary> Store::sweeps() {
   return out;
 }
 
+std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) {
+  SQLite::Statement q(*m_db, "SELECT name, file, spec, baseline FROM sweeps WHERE name = ?");
+  q.bind(1, sweep);
+  if (!q.executeStep()) {
+    return std::nullopt;
+  }
+  SweepInfo info{q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getString(),
+                 q.getColumn(3).getString(), {}};
+  SQLite::Statement v(*m_db, "SELECT name FROM variants WHERE sweep = ? ORDER BY position");
+  v.bind(1, sweep);
+  while (v.executeStep()) {
+    info.variants.push_back(v.getColumn(0).getString());
+  }
+  return info;
+}
+
+std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::string& split) {
+  SQLite::Statement q(*m_db, "SELECT step, tokens, loss FROM metrics WHERE run_id = ? AND split = ? ORDER BY step");
+  q.bind(1, run_id);
+  q.bind(2, split);
+  std::vector<MetricPoint> out;
+  while (q.executeStep()) {
+    out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2))});
+  }
+  return out;
+}
+
 void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt) {
   SQLite::Statement q(*m_db,
                       "UPDATE runs SET status = 'running', pid = ?, attempts = attempts + ?, error = '', "

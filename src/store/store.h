@@ -42,6 +42,16 @@ struct SweepSummary {
   std::string file;
 };
 
+struct SweepInfo {
+  std::string name, file, spec, baseline;
+  std::vector<std::string> variants;  // in the sweep file's order, baseline first
+};
+
+struct MetricPoint {
+  int64_t step = 0, tokens = 0;
+  std::optional<double> loss;  // empty when not finite
+};
+
 class Store {
  public:
   static constexpr int k_schema_version = 1;
@@ -56,6 +66,8 @@ class Store {
   std::optional<RunRow> run(const std::string& run_id);
   std::vector<SweepRunRow> sweep_runs(const std::string& sweep);
   std::vector<SweepSummary> sweeps();  // the most recently run first
+  std::optional<SweepInfo> sweep_info(const std::string& sweep);
+  std::vector<MetricPoint> metrics(const std::string& run_id, const std::string& split);
 
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);
   void set_status(const std::string& run_id, const std::string& status, const std::string& error = "");

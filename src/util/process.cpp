@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -38,11 +39,19 @@ int exit_code_of(int wait_status) {
   return WEXITSTATUS(wait_status);
 }
 
-int run_process(const std::vector<std::string>& argv) {
+int run_process(const std::vector<std::string>& argv, const std::string& output_file) {
   std::vector<std::string> args = argv;
   std::vector<char*> cargs = c_strings(args);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!output_file.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, cargs[0], nullptr, nullptr, cargs.data(), environ);
+  const int rc = posix_spawnp(&pid, cargs[0], &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
   }
@@ -53,6 +62,22 @@ int run_process(const std::vector<std::string>& argv) {
     }
   }
   return exit_code_of(status);
+}
+
+std::optional<std::string> find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, end - start);
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
 }
 
 Child spawn(const SpawnOptions& o) {

@@ -6,14 +6,19 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace sweep {
 
 // Runs argv[0] (a path, or a name looked up in PATH) and waits. Returns the exit status, or
-// 128 + signal number when it was killed. stdout/stderr are inherited.
-int run_process(const std::vector<std::string>& argv);
+// 128 + signal number when it was killed. stdout and stderr are inherited, or appended to
+// `output_file` when one is given.
+int run_process(const std::vector<std::string>& argv, const std::string& output_file = "");
+
+// The path of an executable `name` found in PATH.
+std::optional<std::string> find_program(const std::string& name);
 
 struct SpawnOptions {
   std::vector<std::string> argv;

@@ -1,6 +1,6 @@
 # `sweep run` end to end: a 2-variant × 2-seed sweep on two slots, every curve in SQLite;
 # running it again trains nothing; a second sweep sharing the baseline reuses its runs; plan,
-# status, ls and ingest (rebuilding the database from the run directories).
+# status, ls and ingest (rebuilding the database from the run directories), and its report.
 source "$(dirname "$0")/lib.bash"
 command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
 prepare_bytes
@@ -43,4 +43,13 @@ rm -f res/sweep.db res/sweep.db-wal res/sweep.db-shm
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 6 ] || fail "ingest: runs"
 [ "$(sql "SELECT COUNT(*) FROM sweep_runs")" -eq 8 ] || fail "ingest: sweep membership"
 check_database
+
+# the report of the rebuilt database: both variants ranked, paired by seed, every file written
+"$SWEEP" report tiny --results res --out rep --format json > rep.json 2> rep.err
+python3 -c "
+import json; r = json.load(open('rep.json'))
+assert sorted(v['name'] for v in r['variants']) == ['base', 'nodrop'], r
+assert [v['method'] for v in r['variants'] if v['name'] == 'nodrop'] == ['paired'], r
+" || fail "report: $(cat rep.json rep.err)"
+[ "$(ls rep | wc -l)" -eq 7 ] || fail "report files: $(ls rep) $(cat rep.err)"
 echo "sweep_run: ok"

@@ -96,6 +96,17 @@ TEST_CASE("seeds needed for power 0.8 at alpha 0.05") {
   CHECK(seeds_needed(0.1, 0.0, false) == -1);
 }
 
+TEST_CASE("the smallest effect detectable with power 0.8 at alpha 0.05") {
+  // scipy: brentq on stats.nct's two-sided power, sd 1.
+  CHECK(detectable_effect(3, 1.0, false) == doctest::Approx(3.070892266).epsilon(1e-6));
+  CHECK(detectable_effect(3, 1.0, true) == doctest::Approx(3.264043550).epsilon(1e-6));
+  CHECK(detectable_effect(10, 1.0, false) == doctest::Approx(1.324947393).epsilon(1e-6));
+  CHECK(detectable_effect(64, 0.1, false) == doctest::Approx(0.04990691780).epsilon(1e-6));
+  CHECK(seeds_needed(detectable_effect(10, 1.0, false) * 1.0001, 1.0, false) == 10);
+  CHECK(std::isnan(detectable_effect(1, 1.0, false)));
+  CHECK(std::isnan(detectable_effect(5, 0.0, false)));
+}
+
 TEST_CASE("variance components: init, data and repeat noise separated") {
   // value = 3 + a[init] + b[data] exactly, repeated twice with identical results:
   // σ_init = sd(a) = 0.1, σ_data = sd(b) = 0.05/√2, no residual, no repeat noise.

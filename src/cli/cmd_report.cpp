@@ -1,0 +1,68 @@
+// `sweep report`: ranks a sweep's variants against its baseline and writes the report files.
+#include <cstdio>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "report/load.h"
+#include "report/plots.h"
+#include "report/render.h"
+#include "store/store.h"
+#include "util/fs.h"
+
+namespace sweep {
+
+CLI::App* setup_report(CLI::App& app, ReportOptions& o) {
+  CLI::App* cmd = app.add_subcommand("report", "Rank a sweep's interventions against its baseline: table, plots, files");
+  cmd->add_option("sweep", o.sweep, "Sweep name (default: the latest sweep)");
+  cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
+  cmd->add_option("--metric", o.metric, "What to rank by")
+      ->check(CLI::IsMember(k_report_metrics))
+      ->capture_default_str();
+  cmd->add_option("--out", o.out, "Folder for the report files (default: reports/<sweep>)");
+  cmd->add_option("--noise-from", o.noise_from, "A sweep whose baseline's seeds give σ (e.g. a noise study)");
+  cmd->add_option("--format", o.format, "What to print: text (the ranked table), markdown, csv or json")
+      ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+Exit run_report(const ReportOptions& o) {
+  const std::string db = (fs::path(o.results) / "sweep.db").string();
+  if (!fs::exists(db)) {
+    throw Error("no database at " + db + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
+                Exit::bad_input);
+  }
+  Store store(db);
+  std::string sweep = o.sweep;
+  if (sweep.empty()) {
+    const auto all = store.sweeps();
+    if (all.empty()) {
+      throw Error("the database " + db + " holds no sweep yet", Exit::bad_input);
+    }
+    sweep = all.front().name;
+  }
+  const ReportInput input = load_report_input(store, sweep, o.metric, o.noise_from);
+  const Analysis analysis = analyze(input);
+  const fs::path out = o.out.empty() ? fs::path("reports") / input.sweep : fs::path(o.out);
+  std::string warning;
+  const std::vector<Plot> plots =
+      draw_plots(input, analysis, out / (".plots-" + std::to_string(getpid())), warning);
+  const std::vector<std::string> files = write_report(input, analysis, plots, out);
+
+  const std::string shown = o.format == "markdown" ? render_markdown(input, analysis, plots)
+                            : o.format == "csv"    ? render_csv(input, analysis)
+                            : o.format == "json"   ? render_json(input, analysis)
+                                                   : render_text(analysis);
+  std::fputs(shown.c_str(), stdout);
+  if (!warning.empty()) {
+    std::fprintf(stderr, "sweep report: warning: %s\n", warning.c_str());
+  }
+  std::string list;
+  for (const auto& f : files) {
+    list += (list.empty() ? "" : ", ") + f;
+  }
+  std::fprintf(stderr, "sweep report: wrote %s in %s\n", list.c_str(), out.string().c_str());
+  return Exit::ok;
+}
+
+}  // namespace sweep

@@ -1,0 +1,20 @@
+// Reads what a report needs from the results database: a sweep's variants, their runs, the
+// chosen metric and the validation curves.
+#pragma once
+
+#include <string>
+
+#include "report/analysis.h"
+#include "store/store.h"
+
+namespace sweep {
+
+// Metrics a report can rank by.
+inline const std::vector<std::string> k_report_metrics{"test_loss", "val_loss", "test_bpb"};
+
+// The sweep's runs with `metric` as each finished run's value. noise_from: "" or a sweep whose
+// baseline's runs give σ. Unknown sweeps and metrics are bad input.
+ReportInput load_report_input(Store& store, const std::string& sweep, const std::string& metric,
+                              const std::string& noise_from);
+
+}  // namespace sweep

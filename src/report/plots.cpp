@@ -1,0 +1,252 @@
+#include "report/plots.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/process.h"
+
+namespace sweep {
+
+namespace {
+
+// A gnuplot single-quoted string: '' is a quote; control characters would end the command.
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "''";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += '?';
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string metric_label(const std::string& metric) {
+  return metric == "test_bpb"   ? "test bits per byte"
+         : metric == "val_loss" ? "final validation loss (nats/token)"
+                                : "test loss (nats/token)";
+}
+
+const char* k_terminal =
+    "set terminal svg size 960,560 dynamic noenhanced font 'sans,12' background '#ffffff'\n"
+    "set grid lc rgb '#dddddd'\nset border lc rgb '#444444'\nset key outside right top noautotitle\n";
+
+// Mean, min and max of the variant's validation curves at each evaluated token count (step 0
+// left out: its loss of ln(vocab) would flatten every curve).
+std::string curve_data(const VariantRuns& v) {
+  std::map<int64_t, std::vector<double>> at;
+  for (const auto& r : v.runs) {
+    for (const auto& [tokens, loss] : r.val_curve) {
+      if (tokens > 0) {
+        at[tokens].push_back(loss);
+      }
+    }
+  }
+  std::ostringstream out;
+  out.precision(8);
+  for (const auto& [tokens, losses] : at) {
+    double sum = 0;
+    for (double l : losses) {
+      sum += l;
+    }
+    out << tokens << ' ' << sum / static_cast<double>(losses.size()) << ' '
+        << *std::min_element(losses.begin(), losses.end()) << ' ' << *std::max_element(losses.begin(), losses.end())
+        << '\n';
+  }
+  return out.str();
+}
+
+const VariantRuns* runs_named(const ReportInput& in, const std::string& name) {
+  for (const auto& v : in.variants) {
+    if (v.name == name) {
+      return &v;
+    }
+  }
+  return nullptr;
+}
+
+struct Script {
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> data;  // file name, content
+};
+
+Script curves_script(const ReportInput& in, const Analysis& a) {
+  Script s;
+  s.text = "set title 'Validation loss vs tokens: mean over seeds, band = min to max'\n"
+           "set xlabel 'tokens trained'\nset ylabel 'validation loss (nats/token)'\nset format x '%.1s%c'\nplot ";
+  std::string lines;
+  // Ranked order, the baseline drawn last so that it lies on top.
+  std::vector<const VariantStats*> order;
+  for (const auto& v : a.variants) {
+    order.push_back(&v);
+  }
+  std::stable_partition(order.begin(), order.end(), [](const VariantStats* v) { return !v->is_baseline; });
+  for (const VariantStats* v : order) {
+    const std::string data = curve_data(*runs_named(in, v->name));
+    if (data.empty()) {
+      continue;
+    }
+    const std::string file = "curve" + std::to_string(v->position) + ".dat";
+    s.data.emplace_back(file, data);
+    const std::string colour = quoted(variant_colour(*v));
+    s.text += quoted(file) + " using 1:3:4 with filledcurves fc rgb " + colour +
+              " fs transparent solid 0.15 noborder notitle, ";
+    lines += quoted(file) + " using 1:2 with lines lw " + (v->is_baseline ? "3" : "1.5") + " lc rgb " + colour +
+             " title " + quoted(v->name) + ", ";
+  }
+  s.text += lines;
+  return s;
+}
+
+Script forest_script(const Analysis& a) {
+  Script s;
+  std::vector<const VariantStats*> shown;
+  for (const auto& v : a.variants) {
+    if (!v.is_baseline && std::isfinite(v.improvement)) {
+      shown.push_back(&v);
+    }
+  }
+  if (shown.empty()) {
+    return s;
+  }
+  const auto n = static_cast<int>(shown.size());
+  std::ostringstream t;
+  t.precision(8);
+  t << "set title " << quoted("Improvement over " + a.baseline + " with 95% CI (shaded: the noise band)") << '\n';
+  t << "set xlabel " << quoted("improvement in " + metric_label(a.metric) + ", > 0 = better") << '\n';
+  t << "set yrange [" << n - 0.5 << ":-0.5]\nset ytics (";
+  for (int i = 0; i < n; ++i) {
+    t << (i ? ", " : "") << quoted(shown[static_cast<size_t>(i)]->name) << ' ' << i;
+  }
+  t << ")\nset grid noytics\n";
+  if (std::isfinite(a.noise.band)) {
+    t << "set object 1 rect from " << -a.noise.band << ", graph 0 to " << a.noise.band
+      << ", graph 1 fc rgb '#888888' fs transparent solid 0.2 noborder behind\n";
+  }
+  t << "set arrow 1 from 0, graph 0 to 0, graph 1 nohead lc rgb '#444444' dt 2\nset key off\nplot ";
+  std::ostringstream data;
+  data.precision(8);
+  for (int i = 0; i < n; ++i) {
+    const VariantStats& v = *shown[static_cast<size_t>(i)];
+    const double lo = std::isfinite(v.ci_low) ? v.ci_low : v.improvement;
+    const double hi = std::isfinite(v.ci_high) ? v.ci_high : v.improvement;
+    data << v.improvement << ' ' << i << ' ' << lo << ' ' << hi << "\n\n\n";
+    t << (i ? ", " : "") << "'forest.dat' index " << i << " using 1:2:3:4 with xerrorbars pt 7 ps 1.3 lw 2 lc rgb "
+      << quoted(variant_colour(v)) << " title " << quoted(v.name);
+  }
+  s.text = t.str();
+  s.data.emplace_back("forest.dat", data.str());
+  return s;
+}
+
+Script seeds_script(const ReportInput& in, const Analysis& a) {
+  Script s;
+  std::ostringstream t, data;
+  data.precision(10);
+  t << "set title " << quoted(metric_label(a.metric) + " of every seed (bar: the mean)") << "\nset ylabel "
+    << quoted(metric_label(a.metric)) << "\nset xtics rotate by -30 (";
+  std::string plot;
+  int shown = 0;
+  for (const auto& v : a.variants) {
+    std::vector<double> values;
+    for (const auto& r : runs_named(in, v.name)->runs) {
+      if (r.value && std::isfinite(*r.value)) {
+        values.push_back(*r.value);
+      }
+    }
+    if (values.empty()) {
+      continue;
+    }
+    for (size_t k = 0; k < values.size(); ++k) {  // spread the seeds a little around the variant's x
+      const double x = shown + (values.size() > 1 ? 0.3 * (static_cast<double>(k) / (values.size() - 1) - 0.5) : 0);
+      data << x << ' ' << values[k] << '\n';
+    }
+    data << "\n\n" << shown - 0.3 << ' ' << v.summary.mean << '\n' << shown + 0.3 << ' ' << v.summary.mean << "\n\n\n";
+    const std::string colour = quoted(variant_colour(v));
+    plot += std::string(shown ? ", " : "") + "'seeds.dat' index " + std::to_string(2 * shown) +
+            " using 1:2 with points pt 7 ps 1.1 lc rgb " + colour + " title " + quoted(v.name) +
+            ", 'seeds.dat' index " + std::to_string(2 * shown + 1) + " using 1:2 with lines lw 2 lc rgb " + colour +
+            " notitle";
+    t << (shown ? ", " : "") << quoted(v.name) << ' ' << shown;
+    ++shown;
+  }
+  if (shown == 0) {
+    return s;
+  }
+  t << ")\nset xrange [-0.6:" << shown - 0.4 << "]\nset key off\nplot " << plot << '\n';
+  s.text = t.str();
+  s.data.emplace_back("seeds.dat", data.str());
+  return s;
+}
+
+}  // namespace
+
+std::string variant_colour(const VariantStats& v) {
+  static const char* const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                        "#e377c2", "#bcbd22", "#17becf", "#7f7f7f", "#aec7e8", "#ffbb78"};
+  if (v.is_baseline) {
+    return "#000000";
+  }
+  return palette[static_cast<size_t>(v.position) % (sizeof palette / sizeof palette[0])];
+}
+
+std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs::path& work_dir, std::string& warning) {
+  const std::optional<std::string> gnuplot = find_program("gnuplot");
+  if (!gnuplot) {
+    warning = "gnuplot not found: the report has no plots (Debian: apt-get install gnuplot-nox)";
+    return {};
+  }
+  struct Wanted {
+    std::string file, title;
+    Script script;
+  };
+  const std::vector<Wanted> wanted{
+      {"curves.svg", "Validation loss vs tokens", curves_script(in, a)},
+      {"forest.svg", "Improvement over the baseline", forest_script(a)},
+      {"seeds.svg", "Every seed", seeds_script(in, a)},
+  };
+  fs::create_directories(work_dir);
+  std::vector<Plot> plots;
+  try {
+    std::string script = "cd " + quoted(work_dir.string()) + "\n" + k_terminal;
+    for (const auto& w : wanted) {
+      if (w.script.text.empty()) {
+        continue;
+      }
+      for (const auto& [name, content] : w.script.data) {
+        std::ofstream(work_dir / name) << content;
+      }
+      script += "reset\n" + std::string(k_terminal) + "set output " + quoted(w.file) + "\n" + w.script.text +
+                "\nunset output\n";
+    }
+    std::ofstream(work_dir / "plots.gp") << script;
+    const fs::path log = work_dir / "gnuplot.log";
+    const int rc = run_process({*gnuplot, (work_dir / "plots.gp").string()}, log.string());
+    if (rc != 0) {
+      warning = "gnuplot failed (exit " + std::to_string(rc) + "): the report has no plots; its messages: " +
+                read_file(log).substr(0, 2000);
+    } else {
+      for (const auto& w : wanted) {
+        if (!w.script.text.empty()) {
+          plots.push_back({w.file, w.title, read_file(work_dir / w.file)});
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    warning = std::string("plots not drawn: ") + e.what();
+    plots.clear();
+  }
+  std::error_code ignored;
+  fs::remove_all(work_dir, ignored);
+  return plots;
+}
+
+}  // namespace sweep

@@ -1,0 +1,461 @@
+#include "report/render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+std::string fmt(const char* spec, double v) {
+  if (!std::isfinite(v)) {
+    return "-";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+std::string p_text(double p) { return !std::isfinite(p) ? "-" : p < 1e-4 ? "<0.0001" : fmt("%.4f", p); }
+
+// One cell of the ranked table: its text, and the number a sortable table sorts it by.
+struct Cell {
+  std::string text;
+  double key = std::nan("");
+};
+
+const std::vector<std::string> k_headers{"#",      "variant", "n",      "mean ± sd", "improvement", "95% CI",
+                                         "test",   "p (Holm)", "P(better)", "verdict", "seeds for 80%",
+                                         "tokens", "tokens/s", "wall"};
+
+std::vector<Cell> cells(const VariantStats& v, int rank) {
+  const std::string n = v.finished == v.runs ? std::to_string(v.runs)
+                                             : std::to_string(v.finished) + "/" + std::to_string(v.runs);
+  const std::string mean = v.summary.n == 0   ? "-"
+                           : v.summary.n == 1 ? fmt("%.4f", v.summary.mean)
+                                              : fmt("%.4f", v.summary.mean) + " ± " + fmt("%.4f", v.summary.sd);
+  const std::string ci = std::isfinite(v.ci_low) ? "[" + fmt("%+.4f", v.ci_low) + ", " + fmt("%+.4f", v.ci_high) + "]"
+                                                 : "-";
+  const double p = v.method == "band" ? std::nan("") : v.p_holm;
+  return {
+      {std::to_string(rank), static_cast<double>(rank)},
+      {v.name, std::nan("")},
+      {n, static_cast<double>(v.finished)},
+      {mean, v.summary.mean},
+      {v.is_baseline ? "0" : fmt("%+.4f", v.improvement), v.improvement},
+      {ci, v.ci_low},
+      {v.method.empty() ? "-" : v.method, std::nan("")},
+      {p_text(p), p},
+      {fmt("%.2f", v.prob_improvement), v.prob_improvement},
+      {v.verdict, std::nan("")},
+      {v.seeds_needed < 0 ? "-" : std::to_string(v.seeds_needed), static_cast<double>(v.seeds_needed)},
+      {std::isfinite(v.tokens) ? format_count(v.tokens) : "-", v.tokens},
+      {std::isfinite(v.tokens_per_s) ? format_count(v.tokens_per_s) : "-", v.tokens_per_s},
+      {std::isfinite(v.wall_seconds) ? format_duration(v.wall_seconds) : "-", v.wall_seconds},
+  };
+}
+
+size_t display_width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) {
+    n += (c & 0xC0) != 0x80;  // count code points, not bytes
+  }
+  return n;
+}
+
+std::string method_sentence(const Analysis& a) {
+  size_t tested = 0, band = 0;
+  for (const auto& v : a.variants) {
+    tested += v.method == "paired" || v.method == "welch";
+    band += v.method == "band";
+  }
+  std::string s;
+  if (tested > 0) {
+    s += "Verdicts: two-sided t-test (paired by seed where the seeds match the baseline's, Welch otherwise), "
+         "p adjusted by Holm across " +
+         std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") + ", better/worse when p < " +
+         fmt("%g", a.alpha) + ", else in the noise.";
+  }
+  if (band > 0) {
+    s += std::string(s.empty() ? "" : " ") +
+         "One seed: no t-test; better/worse when the improvement lies outside the noise band ±2·√2·σ" +
+         (std::isfinite(a.noise.sigma) ? " = ±" + fmt("%.4f", 2 * std::sqrt(2.0) * a.noise.sigma) : "") +
+         ", else in the noise (the column 95% CI shows improvement ± band).";
+  }
+  return s;
+}
+
+std::vector<std::string> noise_lines(const Analysis& a) {
+  const NoiseSummary& n = a.noise;
+  std::vector<std::string> out{n.source + (std::isfinite(n.sigma) ? ": σ = " + fmt("%.4f", n.sigma) : "")};
+  const VarianceComponents& c = n.components;
+  if (std::isfinite(c.sigma_init) || std::isfinite(c.sigma_data)) {
+    out.push_back("variance components (" + std::to_string(c.n_init) + " init × " + std::to_string(c.n_data) +
+                  " data seeds): σ_init = " + fmt("%.4f", c.sigma_init) + ", σ_data = " + fmt("%.4f", c.sigma_data) +
+                  ", σ_interaction = " + fmt("%.4f", c.sigma_resid));
+  }
+  if (std::isfinite(c.sigma_repeat)) {
+    out.push_back("σ_repeat (identical seeds run " + std::to_string(c.repeats) +
+                  " times: nondeterminism) = " + fmt("%.4g", c.sigma_repeat));
+  }
+  if (std::isfinite(n.band)) {
+    out.push_back("noise band of an improvement with " + std::to_string(n.seeds) + " seed" +
+                  (n.seeds == 1 ? "" : "s") + " per variant: ±" + fmt("%.4f", n.band) + " (2·√2·σ/√seeds)");
+  }
+  if (std::isfinite(n.detectable)) {
+    out.push_back("smallest improvement " + std::to_string(n.seeds) +
+                  " seeds per variant detect with power 0.8 (unpaired, alpha " + fmt("%g", a.alpha) +
+                  "): " + fmt("%.4f", n.detectable));
+  }
+  return out;
+}
+
+std::string headline(const Analysis& a) {
+  return "sweep " + a.sweep + ": " + a.metric + " against the baseline '" + a.baseline +
+         "', ranked by improvement = mean(baseline) − mean(variant), positive = better";
+}
+
+std::string md_code(const std::string& s) {
+  std::string t;
+  for (char c : s) {
+    t += c == '|' ? std::string("\\|") : c == '\n' ? std::string(" ") : std::string(1, c);
+  }
+  const std::string fence = t.find('`') == std::string::npos ? "`" : "`` ";
+  return fence + t + (fence == "`" ? "`" : " ``");
+}
+
+// gnuplot's ids are the same in every plot: prefix them so that three inline SVGs can share one page.
+std::string inline_svg(const std::string& svg, const std::string& prefix) {
+  std::string s = svg.substr(std::min(svg.find("<svg"), svg.size()));
+  for (const std::string& attr : {std::string("id=\""), std::string("url(#"), std::string("href=\"#")}) {
+    std::string out;
+    size_t pos = 0, hit;
+    while ((hit = s.find(attr, pos)) != std::string::npos) {
+      out += s.substr(pos, hit - pos) + attr + prefix;
+      pos = hit + attr.size();
+    }
+    s = out + s.substr(pos);
+  }
+  return s;
+}
+
+const char* k_style = R"css(
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;padding:0 16px}
+.wide{overflow-x:auto}
+table{border-collapse:collapse;margin:12px 0;font-variant-numeric:tabular-nums}
+th,td{padding:4px 8px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+th{cursor:pointer;background:#f4f4f4;user-select:none}th:hover{background:#e8e8e8}
+td.name,th.name{text-align:left}
+.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
+.better{color:#1a7f37;font-weight:600}.worse{color:#c62828;font-weight:600}
+pre{background:#f6f8fa;padding:12px;overflow:auto}svg{max-width:100%;height:auto}
+th[aria-sort=ascending]::after{content:" ▲"}th[aria-sort=descending]::after{content:" ▼"}
+)css";
+
+// Sorts by a header click: numbers by data-key, text by content; a second click reverses.
+const char* k_script = R"js(
+document.querySelectorAll('table.sortable').forEach(function (table) {
+  var headers = table.querySelectorAll('th');
+  headers.forEach(function (th, col) {
+    th.addEventListener('click', function () {
+      var dir = th.getAttribute('aria-sort') === 'ascending' ? -1 : 1;
+      headers.forEach(function (h) { h.removeAttribute('aria-sort'); });
+      th.setAttribute('aria-sort', dir === 1 ? 'ascending' : 'descending');
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[col], y = b.cells[col];
+        var kx = parseFloat(x.getAttribute('data-key')), ky = parseFloat(y.getAttribute('data-key'));
+        if (!isNaN(kx) || !isNaN(ky)) {
+          if (isNaN(kx)) return 1;
+          if (isNaN(ky)) return -1;
+          return dir * (kx - ky);
+        }
+        return dir * x.textContent.localeCompare(y.textContent);
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+)js";
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json optional_number(const std::optional<double>& v) {
+  return v ? number_or_null(*v) : nlohmann::json(nullptr);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) {
+    return s;
+  }
+  std::string out = "\"";
+  for (char c : s) {
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+std::string csv_number(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? fmt("%.10g", *v) : "";
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_text(const Analysis& a) {
+  std::vector<std::vector<std::string>> rows{k_headers};
+  for (size_t i = 0; i < a.variants.size(); ++i) {
+    std::vector<std::string> row;
+    for (const auto& c : cells(a.variants[i], static_cast<int>(i + 1))) {
+      row.push_back(c.text);
+    }
+    rows.push_back(row);
+  }
+  std::vector<size_t> width(k_headers.size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      width[c] = std::max(width[c], display_width(row[c]));
+    }
+  }
+  std::ostringstream out;
+  out << headline(a) << "\n\n";
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - display_width(row[c]), ' ');
+      line += (c ? "  " : "") + (c == 1 || c == 9 || c == 6 ? row[c] + pad : pad + row[c]);
+    }
+    out << trim(line) << '\n';
+  }
+  out << '\n' << method_sentence(a) << "\n\nnoise:\n";
+  for (const auto& l : noise_lines(a)) {
+    out << "  " << l << '\n';
+  }
+  if (!a.notes.empty()) {
+    out << "notes:\n";
+    for (const auto& n : a.notes) {
+      out << "  " << n << '\n';
+    }
+  }
+  return out.str();
+}
+
+std::string render_markdown(const ReportInput& in, const Analysis& a, const std::vector<Plot>& plots) {
+  std::ostringstream out;
+  out << "# Sweep `" << a.sweep << "`: " << a.metric << " vs the baseline\n\n" << md_code(headline(a)) << "\n\n";
+  for (size_t c = 0; c < k_headers.size(); ++c) {
+    out << "| " << k_headers[c] << ' ';
+  }
+  out << "|\n";
+  for (size_t c = 0; c < k_headers.size(); ++c) {
+    out << (c == 1 || c == 6 || c == 9 ? "|:--" : "|--:");
+  }
+  out << "|\n";
+  for (size_t i = 0; i < a.variants.size(); ++i) {
+    const auto row = cells(a.variants[i], static_cast<int>(i + 1));
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string& t = row[c].text;
+      out << "| " << (c == 1 ? md_code(t) : t == "better" || t == "worse" ? "**" + t + "**" : t) << ' ';
+    }
+    out << "|\n";
+  }
+  out << '\n' << method_sentence(a) << "\n\n## Noise\n\n";
+  for (const auto& l : noise_lines(a)) {
+    out << "- " << l << '\n';
+  }
+  if (!a.notes.empty()) {
+    out << "\n## Notes\n\n";
+    for (const auto& n : a.notes) {
+      out << "- " << md_code(n) << '\n';
+    }
+  }
+  if (!plots.empty()) {
+    out << "\n## Plots\n\n";
+    for (const auto& p : plots) {
+      out << "![" << p.title << "](" << p.file << ")\n\n";
+    }
+  }
+  out << "\n## The sweep file\n\n`" << in.file << "` as it was run:\n\n````yaml\n" << in.spec
+      << (ends_with(in.spec, "\n") ? "" : "\n") << "````\n";
+  return out.str();
+}
+
+std::string render_html(const ReportInput& in, const Analysis& a, const std::vector<Plot>& plots) {
+  std::ostringstream out;
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+         "script-src 'unsafe-inline'; img-src data:\">\n"
+      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      << "<title>sweep report: " << html_escape(a.sweep) << "</title>\n<style>" << k_style << "</style></head>\n<body>\n"
+      << "<h1>Sweep " << html_escape(a.sweep) << "</h1>\n<p>" << html_escape(headline(a)) << "</p>\n"
+      << "<div class=\"wide\"><table class=\"sortable\" id=\"ranking\"><thead><tr>";
+  for (size_t c = 0; c < k_headers.size(); ++c) {
+    out << "<th" << (c == 1 ? " class=\"name\"" : "") << ">" << html_escape(k_headers[c]) << "</th>";
+  }
+  out << "</tr></thead>\n<tbody>\n";
+  for (size_t i = 0; i < a.variants.size(); ++i) {
+    const VariantStats& v = a.variants[i];
+    out << "<tr>";
+    const auto row = cells(v, static_cast<int>(i + 1));
+    for (size_t c = 0; c < row.size(); ++c) {
+      out << "<td";
+      if (std::isfinite(row[c].key)) {
+        out << " data-key=\"" << fmt("%.10g", row[c].key) << "\"";
+      }
+      if (c == 1) {
+        out << " class=\"name\"><span class=\"swatch\" style=\"background:" << variant_colour(v) << "\"></span>";
+      } else if (c == 9 && (v.verdict == "better" || v.verdict == "worse")) {
+        out << " class=\"" << v.verdict << "\">";
+      } else {
+        out << ">";
+      }
+      out << html_escape(row[c].text) << "</td>";
+    }
+    out << "</tr>\n";
+  }
+  out << "</tbody></table></div>\n<p>" << html_escape(method_sentence(a)) << "</p>\n<h2>Noise</h2>\n<ul>\n";
+  for (const auto& l : noise_lines(a)) {
+    out << "<li>" << html_escape(l) << "</li>\n";
+  }
+  out << "</ul>\n";
+  if (!a.notes.empty()) {
+    out << "<h2>Notes</h2>\n<ul>\n";
+    for (const auto& n : a.notes) {
+      out << "<li>" << html_escape(n) << "</li>\n";
+    }
+    out << "</ul>\n";
+  }
+  for (size_t i = 0; i < plots.size(); ++i) {
+    out << "<h2>" << html_escape(plots[i].title) << "</h2>\n<figure>"
+        << inline_svg(plots[i].svg, "p" + std::to_string(i) + "_") << "</figure>\n";
+  }
+  out << "<h2>The sweep file</h2>\n<p><code>" << html_escape(in.file) << "</code> as it was run:</p>\n<pre>"
+      << html_escape(in.spec) << "</pre>\n<script>" << k_script << "</script>\n</body></html>\n";
+  return out.str();
+}
+
+std::string render_csv(const ReportInput& in, const Analysis& a) {
+  std::ostringstream out;
+  out << "sweep,variant,run_id,init_seed,data_seed,repeat,status," << in.metric
+      << "_value,test_loss,test_bpb,val_loss,tokens,tokens_per_s,wall_seconds\n";
+  for (const auto& v : in.variants) {
+    for (const auto& r : v.runs) {
+      out << csv_field(a.sweep) << ',' << csv_field(v.name) << ',' << r.run_id << ',' << r.init_seed << ','
+          << r.data_seed << ',' << r.repeat << ',' << csv_field(r.status) << ',' << csv_number(r.value) << ','
+          << csv_number(r.test_loss) << ',' << csv_number(r.test_bpb) << ',' << csv_number(r.val_loss) << ','
+          << r.tokens << ',' << csv_number(r.tokens_per_s) << ',' << csv_number(r.wall_seconds) << '\n';
+    }
+  }
+  return out.str();
+}
+
+std::string render_json(const ReportInput& in, const Analysis& a) {
+  nlohmann::ordered_json j;
+  j["sweep"] = a.sweep;
+  j["file"] = in.file;
+  j["metric"] = a.metric;
+  j["baseline"] = a.baseline;
+  j["alpha"] = a.alpha;
+  const NoiseSummary& n = a.noise;
+  j["noise"] = {{"source", n.source},
+                {"runs", n.n},
+                {"sigma", number_or_null(n.sigma)},
+                {"sigma_init", number_or_null(n.components.sigma_init)},
+                {"sigma_data", number_or_null(n.components.sigma_data)},
+                {"sigma_interaction", number_or_null(n.components.sigma_resid)},
+                {"sigma_repeat", number_or_null(n.components.sigma_repeat)},
+                {"seeds_per_variant", n.seeds},
+                {"band", number_or_null(n.band)},
+                {"detectable_effect", number_or_null(n.detectable)}};
+  std::map<std::string, const VariantRuns*> runs;
+  for (const auto& v : in.variants) {
+    runs[v.name] = &v;
+  }
+  nlohmann::ordered_json variants = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < a.variants.size(); ++i) {
+    const VariantStats& v = a.variants[i];
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();
+    for (const auto& r : runs[v.name]->runs) {
+      values.push_back({{"run_id", r.run_id},
+                        {"init_seed", r.init_seed},
+                        {"data_seed", r.data_seed},
+                        {"repeat", r.repeat},
+                        {"status", r.status},
+                        {"value", optional_number(r.value)}});
+    }
+    variants.push_back({{"rank", i + 1},
+                        {"name", v.name},
+                        {"baseline", v.is_baseline},
+                        {"runs", v.runs},
+                        {"finished", v.finished},
+                        {"diverged", v.diverged},
+                        {"mean", number_or_null(v.summary.mean)},
+                        {"sd", number_or_null(v.summary.sd)},
+                        {"improvement", number_or_null(v.improvement)},
+                        {"ci_low", number_or_null(v.ci_low)},
+                        {"ci_high", number_or_null(v.ci_high)},
+                        {"method", v.method},
+                        {"p", number_or_null(v.p)},
+                        {"p_holm", number_or_null(v.p_holm)},
+                        {"probability_of_improvement", number_or_null(v.prob_improvement)},
+                        {"seeds_needed", v.seeds_needed < 0 ? nlohmann::ordered_json(nullptr)
+                                                            : nlohmann::ordered_json(v.seeds_needed)},
+                        {"verdict", v.verdict},
+                        {"tokens", number_or_null(v.tokens)},
+                        {"tokens_per_s", number_or_null(v.tokens_per_s)},
+                        {"wall_seconds", number_or_null(v.wall_seconds)},
+                        {"runs_detail", values}});
+  }
+  j["variants"] = variants;
+  j["notes"] = a.notes;
+  return j.dump(2) + "\n";
+}
+
+std::vector<std::string> write_report(const ReportInput& in, const Analysis& a, const std::vector<Plot>& plots,
+                                      const fs::path& dir) {
+  fs::create_directories(dir);
+  std::vector<std::pair<std::string, std::string>> files{
+      {"report.md", render_markdown(in, a, plots)},
+      {"index.html", render_html(in, a, plots)},
+      {"summary.csv", render_csv(in, a)},
+      {"report.json", render_json(in, a)},
+  };
+  for (const auto& p : plots) {
+    files.emplace_back(p.file, p.svg);
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, content] : files) {
+    write_file_atomic(dir / name, content);
+    names.push_back(name);
+  }
+  for (const auto& name : k_plot_files) {  // a plot not drawn this time must not survive from an older report
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      fs::remove(dir / name);
+    }
+  }
+  return names;
+}
+
+}  // namespace sweep

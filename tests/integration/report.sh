@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# `sweep report` on a fixture database (known values, so the ranking and the verdicts are known):
+# the ranked table, every file, a variant named <script>alert(1)</script> escaped, the SVG plots
+# with one series per variant, and the HTML opened in headless Chromium (a screenshot that is not
+# blank, the table sorted by a real mouse click, no request leaving the page).
+source "$(dirname "$0")/lib.bash"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# An empty results folder: `sweep ingest` creates its database with the current schema.
+mkdir -p results/runs
+"$SWEEP" ingest results >/dev/null
+
+evil='<script>alert(1)</script>'
+sql() { sed "s/'/''/g" <<<"$1"; }  # a string literal's body
+{
+  echo "BEGIN;"
+  echo "INSERT INTO sweeps VALUES ('fixture', 'fixture.yaml', 'sweep: fixture', 'baseline', 0);"
+  pos=0
+  # variant: test loss of seeds 1, 2, 3 ('-' = diverged)
+  while read -r name values; do
+    echo "INSERT INTO variants VALUES ('fixture', '$(sql "$name")', $pos, '{}');"
+    seed=0
+    for v in $values; do
+      seed=$((seed + 1)); id="run${pos}s${seed}"
+      if [ "$v" = - ]; then status=diverged; loss=NULL; else status=done; loss=$v; fi
+      echo "INSERT INTO runs(run_id, config, init_seed, data_seed, status, steps, total_steps, tokens, test_loss,
+              wall_seconds, tokens_per_s, run_dir, updated_at)
+            VALUES ('$id', 'x', $seed, $seed, '$status', 2, 2, 2048, $loss, 60, 1000, 'results/runs/$id', 0);"
+      echo "INSERT INTO sweep_runs VALUES ('fixture', '$(sql "$name")', '$id');"
+      # a validation curve at 0, 1024 and 2048 tokens ending near the test loss
+      if [ "$v" != - ]; then
+        for k in 0 1 2; do
+          echo "INSERT INTO metrics(run_id, split, step, tokens, loss, loss_status)
+                VALUES ('$id', 'val', $k, $((k * 1024)), $v + 0.5 * (2 - $k), 'finite');"
+        done
+      fi
+    done
+    pos=$((pos + 1))
+  done <<EOF
+baseline 3.00 3.02 2.98
+good 2.90 2.915 2.885
+bad 3.10 3.125 3.07
+noisy 3.05 2.95 3.01
+$evil 2.95 2.971 2.929
+unstable - - -
+EOF
+  echo "COMMIT;"
+} | sqlite3 results/sweep.db || fail "cannot write the fixture"
+
+"$SWEEP" report fixture --out report > table.txt 2> err.txt || { cat table.txt err.txt; fail "sweep report failed"; }
+cat table.txt
+
+# The ranked order and the verdicts: good, <script>, baseline, noisy, bad, then the diverged one.
+rows=$(awk '$1 ~ /^[0-9]+$/ {print $1, $2}' table.txt)
+[ "$rows" = "$(printf '1 good\n2 <script>alert(1)</script>\n3 baseline\n4 noisy\n5 bad\n6 unstable')" ] ||
+  fail "unexpected ranking: $rows"
+verdict() { grep -E "^[0-9]+ +$1 " table.txt | grep -oE 'better|worse|in the noise|baseline|diverged' | head -1; }
+[ "$(verdict good)" = better ] || fail "good: $(verdict good)"
+[ "$(verdict bad)" = worse ] || fail "bad: $(verdict bad)"
+[ "$(verdict noisy)" = "in the noise" ] || fail "noisy: $(verdict noisy)"
+[ "$(verdict unstable)" = diverged ] || fail "unstable: $(verdict unstable)"
+grep -q "unstable: 3 of 3 runs diverged" table.txt || fail "no note on the diverged variant"
+
+for f in report.md index.html summary.csv report.json curves.svg forest.svg seeds.svg; do
+  [ -s "report/$f" ] || fail "report/$f missing"
+done
+[ "$(ls -A report | wc -l)" -eq 7 ] || fail "stray files in the report folder: $(ls -A report)"
+[ "$(wc -l < report/summary.csv)" -eq 19 ] || fail "summary.csv: expected a header and 18 runs"
+
+# No user string reaches the HTML unescaped.
+! grep -q '<script>alert' report/index.html || fail "the variant's name reached index.html unescaped"
+grep -q '&lt;script&gt;alert(1)&lt;/script&gt;' report/index.html || fail "the escaped name is missing"
+
+# report.json holds the ranking for pipelines; the SVGs parse and hold one series per variant.
+python3 - "$evil" <<'PY' || fail "report.json or the SVG plots are wrong"
+import json, sys, xml.etree.ElementTree as ET
+evil = sys.argv[1]
+r = json.load(open("report/report.json"))
+assert [v["name"] for v in r["variants"]] == ["good", evil, "baseline", "noisy", "bad", "unstable"], r["variants"]
+assert r["variants"][0]["verdict"] == "better" and r["variants"][0]["method"] == "paired"
+assert r["variants"][5]["mean"] is None
+ns = {"s": "http://www.w3.org/2000/svg"}
+def series(name):
+    root = ET.parse("report/" + name).getroot()
+    return [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id", "").startswith("gnuplot_plot_")]
+def texts(name):
+    root = ET.parse("report/" + name).getroot()
+    return [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+with_results = ["good", evil, "baseline", "noisy", "bad"]
+# curves: a band and a line per variant with results, the line titled in the legend
+assert len(series("curves.svg")) == 2 * len(with_results), len(series("curves.svg"))
+assert sorted(t for t in texts("curves.svg") if t in with_results) == sorted(with_results)
+# forest: one point with its interval per intervention, named on the axis
+assert len(series("forest.svg")) == 4, len(series("forest.svg"))
+assert sorted(t for t in texts("forest.svg") if t in with_results) == sorted(["good", evil, "noisy", "bad"])
+# seeds: the seeds and the mean bar of every variant with results
+assert len(series("seeds.svg")) == 2 * len(with_results), len(series("seeds.svg"))
+print("report.json and SVG plots: ok")
+PY
+
+# The page in a real browser: not blank, sorted by a click, nothing fetched.
+command -v chromium >/dev/null || fail "chromium is not installed (scripts/setup.sh --test installs it)"
+python3 "$here/browser_check.py" report/index.html shot.png || fail "the browser check failed"
+
+# Without gnuplot the report is still written, with a warning, and no stale plot survives.
+mkdir -p nognuplot && ln -sf "$(command -v sqlite3)" nognuplot/sqlite3
+PATH="$PWD/nognuplot" "$SWEEP" report fixture --out report > /dev/null 2> err.txt || fail "report without gnuplot failed"
+grep -q "gnuplot not found" err.txt || fail "no warning without gnuplot"
+[ ! -e report/curves.svg ] || fail "a stale plot survived"
+grep -q "good" report/index.html || fail "index.html not written without gnuplot"
+
+# Bad input: an unknown sweep (with a suggestion), an unknown metric, no database.
+expect_rc 2 "$SWEEP" report fixtur 2> err.txt
+grep -q "did you mean 'fixture'" err.txt || fail "no suggestion for a misspelt sweep: $(cat err.txt)"
+expect_rc 2 "$SWEEP" report fixture --metric val_los 2> err.txt
+expect_rc 2 "$SWEEP" report --results nowhere 2> err.txt
+grep -q "no database" err.txt || fail "no clear error without a database"
+echo "report: ok"

@@ -1,0 +1,169 @@
+// The report's conclusions: verdicts from CIs and Holm-adjusted p-values, the one-seed noise
+// band, and the edge cases (one seed, zero variance, every run diverged, unmatched seeds).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "report/analysis.h"
+#include "report/render.h"
+
+using namespace sweep;
+
+namespace {
+
+// A variant whose run i has seed i+1 and `values[i]` as its metric (NaN: diverged).
+VariantRuns variant(const std::string& name, const std::vector<double>& values, int64_t first_seed = 1) {
+  VariantRuns v{name, {}};
+  for (size_t i = 0; i < values.size(); ++i) {
+    RunResult r;
+    r.run_id = name + std::to_string(i);
+    r.init_seed = r.data_seed = first_seed + static_cast<int64_t>(i);
+    if (std::isnan(values[i])) {
+      r.status = "diverged";
+    } else {
+      r.status = "done";
+      r.value = r.test_loss = values[i];
+    }
+    r.tokens = 1000;
+    v.runs.push_back(r);
+  }
+  return v;
+}
+
+ReportInput input(std::vector<VariantRuns> variants) {
+  ReportInput in;
+  in.sweep = "s";
+  in.baseline = "baseline";
+  in.metric = "test_loss";
+  in.variants = std::move(variants);
+  return in;
+}
+
+const VariantStats& find(const Analysis& a, const std::string& name) {
+  for (const auto& v : a.variants) {
+    if (v.name == name) {
+      return v;
+    }
+  }
+  FAIL("no variant " << name);
+  throw 0;
+}
+
+constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+TEST_CASE("verdicts: CI above zero is better, below is worse, straddling is in the noise") {
+  const Analysis a = analyze(input({
+      variant("baseline", {3.00, 3.02, 2.98, 3.01}),
+      variant("above", {2.90, 2.915, 2.885, 2.905}),    // 0.10 better on every seed
+      variant("below", {3.10, 3.125, 3.07, 3.11}),      // 0.10 worse
+      variant("straddle", {3.05, 2.95, 3.01, 2.99}),    // differences -0.05 +0.07 -0.03 +0.02
+  }));
+  const VariantStats& above = find(a, "above");
+  CHECK(above.method == "paired");
+  CHECK(above.ci_low > 0);
+  CHECK(above.verdict == "better");
+  CHECK(above.prob_improvement == 1.0);
+  const VariantStats& below = find(a, "below");
+  CHECK(below.ci_high < 0);
+  CHECK(below.verdict == "worse");
+  const VariantStats& straddle = find(a, "straddle");
+  CHECK(straddle.ci_low < 0);
+  CHECK(straddle.ci_high > 0);
+  CHECK(straddle.verdict == "in the noise");
+  // Ranked by improvement, the baseline at 0.
+  REQUIRE(a.variants.size() == 4);
+  CHECK(a.variants[0].name == "above");
+  CHECK(a.variants[1].name == "straddle");  // +0.0025
+  CHECK(a.variants[2].name == "baseline");
+  CHECK(a.variants[3].name == "below");
+  CHECK(a.noise.seeds == 4);
+  CHECK(a.noise.sigma == doctest::Approx(summarize({3.00, 3.02, 2.98, 3.01}).sd));
+}
+
+TEST_CASE("Holm: the verdict follows the adjusted p, not the raw one") {
+  // Three interventions with raw paired p of 0.0200, 0.0300 and 0.0400 (scipy's ttest_rel):
+  // alone each would be 'better'; Holm gives 3·0.02, 2·0.03, 0.04 made monotone = 0.06 each.
+  const Analysis a = analyze(input({
+      variant("baseline", {3.0, 3.1, 2.9}),
+      variant("a", {2.96979, 3.05979, 2.84979}),
+      variant("b", {2.97744, 3.06744, 2.85744}),
+      variant("c", {2.982, 3.072, 2.862}),
+  }));
+  CHECK(find(a, "a").p == doctest::Approx(0.01999989).epsilon(1e-5));
+  CHECK(find(a, "c").p == doctest::Approx(0.03998433).epsilon(1e-5));
+  for (const char* name : {"a", "b", "c"}) {
+    const VariantStats& v = find(a, name);
+    CHECK(v.p < 0.05);
+    CHECK(v.p_holm >= v.p);
+    CHECK(v.p_holm >= 0.05);
+    CHECK(v.verdict == "in the noise");
+  }
+  CHECK(find(a, "a").p_holm == doctest::Approx(0.06).epsilon(1e-4));
+  CHECK(find(a, "c").p_holm == doctest::Approx(0.06).epsilon(1e-4));
+}
+
+TEST_CASE("one seed per variant: the verdict comes from the noise band 2 sqrt 2 sigma") {
+  // σ from --noise-from: sd of {3.0, 3.1, 2.9} = 0.1, band = 0.2828.
+  ReportInput in = input({variant("baseline", {3.0}), variant("far", {2.6}), variant("near", {2.8})});
+  in.noise_from = NoiseSource{"noise", variant("baseline", {3.0, 3.1, 2.9}).runs};
+  const Analysis a = analyze(in);
+  CHECK(a.noise.sigma == doctest::Approx(0.1));
+  CHECK(a.noise.band == doctest::Approx(2 * std::sqrt(2.0) * 0.1));
+  const VariantStats& far = find(a, "far");
+  CHECK(far.method == "band");
+  CHECK(far.verdict == "better");  // 0.4 > 0.283
+  CHECK(far.ci_low == doctest::Approx(0.4 - 0.28284271));
+  CHECK(std::isnan(far.p_holm));
+  CHECK(find(a, "near").verdict == "in the noise");  // 0.2 < 0.283
+  // Without any noise estimate the verdict is unknown, and the report says how to get one.
+  const Analysis blind = analyze(input({variant("baseline", {3.0}), variant("far", {2.6})}));
+  CHECK(find(blind, "far").verdict == "unknown");
+  CHECK(blind.noise.source.find("--noise-from") != std::string::npos);
+}
+
+TEST_CASE("edge cases: zero variance, every run diverged, a baseline missing seeds") {
+  const Analysis a = analyze(input({
+      variant("baseline", {3.0, 3.0, 3.0}),
+      variant("exact", {2.9, 2.9, 2.9}),         // no variance anywhere: the difference is exact
+      variant("same", {3.0, 3.0, 3.0}),
+      variant("diverged", {k_nan, k_nan, k_nan}),
+      variant("more-seeds", {2.9, 2.91, 2.89, 2.9}),  // seed 4 the baseline lacks: unpaired
+      variant("half", {2.9, k_nan, 2.91}),
+  }));
+  CHECK(find(a, "exact").verdict == "better");
+  CHECK(find(a, "exact").ci_low == doctest::Approx(0.1));
+  CHECK(find(a, "same").verdict == "in the noise");
+  const VariantStats& d = find(a, "diverged");
+  CHECK(d.verdict == "diverged");
+  CHECK(d.finished == 0);
+  CHECK(d.diverged == 3);
+  CHECK(a.variants.back().name == "diverged");  // no result: ranked last
+  CHECK(find(a, "more-seeds").method == "welch");
+  CHECK(find(a, "half").method == "welch");  // seeds 1 and 3 against 1, 2, 3
+  CHECK(find(a, "half").finished == 2);
+  bool noted = false;
+  for (const auto& n : a.notes) {
+    noted |= n.find("half: 1 of 3 runs diverged") != std::string::npos;
+  }
+  CHECK(noted);
+  CHECK_THROWS_WITH(analyze([] {
+                      ReportInput in = input({variant("x", {1.0})});
+                      return in;
+                    }()),
+                    doctest::Contains("no variant named 'baseline'"));
+}
+
+TEST_CASE("HTML: user strings are escaped and nothing is fetched") {
+  ReportInput in = input({variant("baseline", {3.0, 3.1}), variant("<script>alert(1)</script>", {2.0, 2.1})});
+  in.spec = "sweep: s # <img src=x onerror=alert(2)>\n";
+  const std::string html = render_html(in, analyze(in), {});
+  CHECK(html.find("<script>alert(1)") == std::string::npos);
+  CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK(html.find("default-src 'none'") != std::string::npos);
+  CHECK(html.find("http://") == std::string::npos);
+  CHECK(html.find("https://") == std::string::npos);
+}
