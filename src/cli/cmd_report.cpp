@@ -54,6 +54,7 @@ Exit run_report(const ReportOptions& o) {
                             : o.format == "json"   ? render_json(input, analysis)
                                                    : render_text(analysis);
   std::fputs(shown.c_str(), stdout);
+  std::fflush(stdout);
   if (!warning.empty()) {
     std::fprintf(stderr, "sweep report: warning: %s\n", warning.c_str());
   }

@@ -108,6 +108,9 @@ Analysis analyze(const ReportInput& in) {
   a.alpha = in.alpha;
   a.noise = noise_summary(in, base_it->runs);
 
+  // Seeds needed are for the level a verdict applies: alpha split across the interventions
+  // (Bonferroni, a bound on Holm's first step).
+  const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
   const auto base = values_by_seed(base_it->runs);
   const std::vector<double> base_values = values_of(base);
   std::vector<size_t> tested;  // indices into a.variants with a t-test p
@@ -156,7 +159,7 @@ Analysis analyze(const ReportInput& in) {
         s.p = c.p;
         const double sd = paired ? c.se * std::sqrt(static_cast<double>(values.size()))
                                  : std::sqrt((std::pow(summarize(base_values).sd, 2) + std::pow(s.summary.sd, 2)) / 2);
-        s.seeds_needed = seeds_needed(c.improvement, sd, paired, in.alpha);
+        s.seeds_needed = seeds_needed(c.improvement, sd, paired, alpha_each);
         if (!paired) {
           a.notes.push_back(v.name + ": its seeds differ from the baseline's; compared unpaired (Welch)");
         }
@@ -170,7 +173,7 @@ Analysis analyze(const ReportInput& in) {
         const double band = 2.0 * std::sqrt(2.0) * a.noise.sigma / std::sqrt(static_cast<double>(values.size()));
         s.ci_low = s.improvement - band;
         s.ci_high = s.improvement + band;
-        s.seeds_needed = seeds_needed(s.improvement, a.noise.sigma, false, in.alpha);
+        s.seeds_needed = seeds_needed(s.improvement, a.noise.sigma, false, alpha_each);
         s.verdict = !std::isfinite(band)            ? "unknown"
                     : std::abs(s.improvement) <= band ? "in the noise"
                     : s.improvement > 0              ? "better"

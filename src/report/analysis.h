@@ -53,7 +53,8 @@ struct VariantStats {
   double ci_low = 0, ci_high = 0;
   double p = 0, p_holm = 0;      // NaN when there is no test (band, none, baseline)
   double prob_improvement = 0;   // share of seed pairs the variant wins
-  int64_t seeds_needed = -1;     // for power 0.8 at the observed effect; -1 when it cannot be said
+  int64_t seeds_needed = -1;     // for power 0.8 at the observed effect and alpha / interventions;
+                                 // -1 when it cannot be said
   std::string verdict;           // better, worse, in the noise, baseline, diverged, no result, unknown
   double tokens = 0, tokens_per_s = 0, wall_seconds = 0;  // means over runs that report them
 };

@@ -81,7 +81,8 @@ std::string method_sentence(const Analysis& a) {
     s += "Verdicts: two-sided t-test (paired by seed where the seeds match the baseline's, Welch otherwise), "
          "p adjusted by Holm across " +
          std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") + ", better/worse when p < " +
-         fmt("%g", a.alpha) + ", else in the noise.";
+         fmt("%g", a.alpha) + ", else in the noise. Seeds for 80%: the seeds per variant a t-test at alpha / " +
+         std::to_string(a.variants.size() - 1) + " needs to detect the observed improvement with power 0.8.";
   }
   if (band > 0) {
     s += std::string(s.empty() ? "" : " ") +
