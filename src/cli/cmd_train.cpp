@@ -1,13 +1,19 @@
 // `sweep train` / `sweep worker`: one run from a config file, in a run directory.
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
+
 #include <torch/torch.h>
 
 #include "cli/commands.h"
 #include "config/run_config.h"
+#include "dist/dist.h"
+#include "dist/launch.h"
 #include "train/trainer.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/process.h"
 #include "util/signals.h"
 
 namespace sweep {
@@ -19,10 +25,50 @@ CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, c
   cmd->add_option("--run-dir", o.run_dir, "Run directory (default results/train/<config>-<hash>)");
   cmd->add_flag("--resume", o.resume, "Continue from the run directory's checkpoint");
   cmd->add_flag("--events", o.events, "JSON-lines events on stdout (default when stdout is not a terminal)");
+  cmd->add_option("--nproc", o.nproc, "Data-parallel ranks on this machine (Gloo on CPU, NCCL on GPUs)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   return cmd;
 }
 
+namespace {
+
+// How long a collective waits for a rank before the run fails (SWEEP_DIST_TIMEOUT seconds).
+std::chrono::milliseconds dist_timeout() {
+  const char* v = std::getenv("SWEEP_DIST_TIMEOUT");
+  const long seconds = v != nullptr ? std::strtol(v, nullptr, 10) : 300;
+  return std::chrono::milliseconds(1000 * (seconds > 0 ? seconds : 300));
+}
+
+// The same command for each rank, without --nproc.
+std::vector<std::string> rank_argv(const TrainOptions& o) {
+  std::vector<std::string> argv{(executable_dir() / "sweep").string(), "worker", o.config};
+  for (const auto& s : o.sets) {
+    argv.insert(argv.end(), {"--set", s});
+  }
+  if (!o.run_dir.empty()) {
+    argv.insert(argv.end(), {"--run-dir", o.run_dir});
+  }
+  if (o.resume) {
+    argv.push_back("--resume");
+  }
+  if (o.events) {
+    argv.push_back("--events");
+  }
+  return argv;
+}
+
+}  // namespace
+
 Exit run_train(const TrainOptions& o) {
+  if (o.nproc > 1) {
+    if (std::getenv("RANK") != nullptr) {
+      throw Error("--nproc inside a data-parallel rank (RANK is set): launch the ranks once", Exit::bad_input);
+    }
+    load_run_config(o.config, {});  // bad input is reported once, not by every rank
+    return static_cast<Exit>(launch_local(rank_argv(o), o.nproc, std::chrono::seconds(30)));
+  }
+  const DistEnv env = dist_env();
   // ---- validate everything before writing anything ----
   std::vector<Override> overrides;
   for (const auto& s : o.sets) {
@@ -37,7 +83,9 @@ Exit run_train(const TrainOptions& o) {
                                                  : "results/train/" + fs::path(o.config).stem().string() + "-" +
                                                        sha256_hex(cfg.identity_json().dump()).substr(0, 8);
   const fs::path config_file = fs::path(run_dir) / "config.yaml";
-  if (fs::exists(config_file)) {
+  if (env.rank != 0) {
+    // Rank 0 owns the run directory; the others only read its checkpoint when resuming.
+  } else if (fs::exists(config_file)) {
     if (!o.resume) {
       throw Error("run directory " + run_dir + " already holds a run — pass --resume to continue it, or --run-dir "
                   "for a new one",
@@ -56,12 +104,19 @@ Exit run_train(const TrainOptions& o) {
   at::set_num_threads(cfg.threads());
   install_stop_handlers();
   const bool json = o.events || !::isatty(STDOUT_FILENO);
-  EventSink events((fs::path(run_dir) / "events.jsonl").string(), (fs::path(run_dir) / "train.log").string(), json,
-                   !json);
+  const bool writer = env.rank == 0;
+  EventSink events(writer ? (fs::path(run_dir) / "events.jsonl").string() : "",
+                   writer ? (fs::path(run_dir) / "train.log").string() : "", json && writer, !json && writer, writer);
   events.note("run directory " + run_dir);
   RunResult result;
   try {
-    Trainer trainer(cfg, data);
+    std::unique_ptr<Communicator> comm;
+    if (env.world > 1) {
+      comm = connect(env, cfg.resources.device, dist_timeout());
+      events.note(std::to_string(env.world) + " data-parallel ranks (" + env.source + "), rendezvous at " +
+                  env.master_addr + ":" + std::to_string(env.port));
+    }
+    Trainer trainer(cfg, data, comm.get());
     result = trainer.run({run_dir, o.resume, &events});
   } catch (const std::exception& e) {
     events.emit("end", {{"status", "failed"}, {"reason", e.what()}});

@@ -29,8 +29,13 @@ static std::FILE* open_append(const std::string& path) {
   return f;
 }
 
-EventSink::EventSink(const std::string& events_path, const std::string& log_path, bool json_stdout, bool progress)
-    : m_file(open_append(events_path)), m_log(open_append(log_path)), m_json_stdout(json_stdout), m_progress(progress) {}
+EventSink::EventSink(const std::string& events_path, const std::string& log_path, bool json_stdout, bool progress,
+                     bool notes)
+    : m_file(open_append(events_path)),
+      m_log(open_append(log_path)),
+      m_json_stdout(json_stdout),
+      m_progress(progress),
+      m_notes(notes) {}
 
 EventSink::~EventSink() {
   if (m_file != nullptr) {
@@ -78,6 +83,9 @@ void EventSink::note(const std::string& line) {
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
     std::fprintf(m_log, "%s  %s\n", stamp, line.c_str());
     std::fflush(m_log);
+  }
+  if (!m_notes) {
+    return;
   }
   std::FILE* out = m_json_stdout ? stderr : stdout;
   if (m_progress_shown && !m_json_stdout) {

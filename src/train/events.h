@@ -16,7 +16,9 @@ class EventSink {
  public:
   // events_path / log_path "" = no file. json_stdout: print events on stdout (human notes then
   // go to stderr). progress: a live line on the terminal.
-  EventSink(const std::string& events_path, const std::string& log_path, bool json_stdout, bool progress);
+  // notes: show human-readable notes on the terminal (off for ranks other than 0).
+  EventSink(const std::string& events_path, const std::string& log_path, bool json_stdout, bool progress,
+            bool notes = true);
   ~EventSink();
   EventSink(const EventSink&) = delete;
   EventSink& operator=(const EventSink&) = delete;
@@ -33,6 +35,7 @@ class EventSink {
   std::FILE* m_log = nullptr;
   bool m_json_stdout;
   bool m_progress;
+  bool m_notes;
   bool m_progress_shown = false;
 };
 

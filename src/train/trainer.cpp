@@ -5,6 +5,7 @@
 
 #include "build_options.h"
 #include "data/dataset.h"
+#include "dist/dist.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/optim.h"
@@ -77,8 +78,13 @@ void fault_hook(const std::string& run_dir, int64_t step) {
 
 }  // namespace
 
-Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, int64_t rank)
-    : m_cfg(std::move(config)), m_data(std::move(data)), m_rank(rank), m_device(m_cfg.resources.device) {
+Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Communicator* comm)
+    : m_cfg(std::move(config)),
+      m_data(std::move(data)),
+      m_comm(comm),
+      m_rank(comm != nullptr ? comm->rank() : 0),
+      m_device(m_cfg.resources.device) {
+  m_cfg.world_size = comm != nullptr ? comm->world() : 1;
   if (m_cfg.model.vocab_size == 0) {
     m_cfg.model.vocab_size = m_data->vocab_size;
   } else if (m_cfg.model.vocab_size < m_data->vocab_size) {
@@ -132,6 +138,17 @@ StepStats Trainer::train_step() {
   }
   s.loss = loss_sum / static_cast<double>(accum);
 
+  // ---- data parallel: one average of the gradients per optimizer step, never per micro-step;
+  // the loss averaged and a stop agreed on in one more small all-reduce. A non-finite loss on
+  // any rank makes the average non-finite on every rank, so all of them end as diverged. ----
+  if (m_comm != nullptr && m_comm->world() > 1) {
+    average_gradients(*m_comm, m_params);
+    torch::Tensor shared = torch::tensor({s.loss, stop_requested() ? 1.0 : 0.0}, torch::kDouble);
+    m_comm->all_reduce_sum(shared);
+    s.loss = shared[0].item<double>() / static_cast<double>(m_comm->world());
+    m_stop = shared[1].item<double>() > 0;
+  }
+
   // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
   s.grad_norm = clip_grad_norm(m_params, m_cfg.train.grad_clip);
   s.lr = learning_rate(m_cfg, m_step);
@@ -154,13 +171,26 @@ double Trainer::evaluate(const std::string& split) {
 
 void Trainer::save(const std::string& path) {
   CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.identity_json().dump()};
-  save_checkpoint(path, m_model, *m_opt, meta, m_device);
+  std::vector<torch::Tensor> rng_states;
+  if (m_comm != nullptr && m_comm->world() > 1) {
+    rng_states = m_comm->all_gather(rng_state(m_device));  // every rank takes part; rank 0 writes
+    if (m_rank != 0) {
+      return;
+    }
+  }
+  save_checkpoint(path, m_model, *m_opt, meta, m_device, rng_states);
 }
 
 void Trainer::load(const std::string& path) {
-  CheckpointMeta meta = load_checkpoint(path, m_model, *m_opt, m_device);
+  CheckpointMeta meta = load_checkpoint(path, m_model, *m_opt, m_device, m_rank);
   if (meta.config_json != m_cfg.identity_json().dump()) {
     throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
+                Exit::bad_input);
+  }
+  if (meta.tokens_per_step != m_cfg.tokens_per_step()) {
+    throw Error("checkpoint " + path + " was written with " + std::to_string(meta.tokens_per_step) +
+                    " tokens per step, this run has " + std::to_string(m_cfg.tokens_per_step()) +
+                    " (micro_batch × block_size × grad_accum × ranks) — resume with the ranks that wrote it",
                 Exit::bad_input);
   }
   m_step = meta.step;
@@ -215,9 +245,11 @@ RunResult Trainer::run(const RunOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   double step_seconds = 0;  // moving average, for the ETA
   while (m_step < total) {
-    if (stop_requested() || (o.max_steps >= 0 && m_step >= o.max_steps)) {
+    // Data parallel: stop only where every rank agreed to (at the last step's all-reduce).
+    const bool stop = m_comm != nullptr && m_comm->world() > 1 ? m_stop : stop_requested();
+    if (stop || (o.max_steps >= 0 && m_step >= o.max_steps)) {
       checkpoint();
-      std::string reason = stop_requested() ? "stopped by signal " + std::to_string(stop_signal()) : "step limit";
+      std::string reason = stop ? "stopped by signal " + std::to_string(stop_signal()) : "step limit";
       ev.emit("end", {{"status", "preempted"}, {"step", m_step}, {"tokens", m_step * tps}, {"reason", reason}});
       ev.note("preempted at step " + std::to_string(m_step) + " (" + reason + "); resume with --resume");
       return result(RunStatus::preempted, reason);

@@ -56,9 +56,14 @@ struct RunOptions {
   int64_t max_steps = -1;  // stop (as preempted) after this many steps in total; tests use it
 };
 
+class Communicator;
+
 class Trainer {
  public:
-  Trainer(RunConfig config, std::shared_ptr<const TrainData> data, int64_t rank = 0);
+  // comm: the process group of a data-parallel run (world > 1), or null for one process. Every
+  // rank trains its slice of each step's global batch; gradients and the logged loss are averaged
+  // once per optimizer step; rank 0 writes events and checkpoints (with every rank's RNG).
+  Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Communicator* comm = nullptr);
 
   StepStats train_step();  // one optimizer step; does not step on a non-finite loss or norm
   // The (inputs, targets) of one micro-batch of this rank, each (micro_batch, block_size).
@@ -78,7 +83,9 @@ class Trainer {
  private:
   RunConfig m_cfg;
   std::shared_ptr<const TrainData> m_data;
+  Communicator* m_comm;
   int64_t m_rank;
+  bool m_stop = false;  // a stop every rank agreed on at the last step (data parallel)
   torch::Device m_device;
   GPT m_model{nullptr};
   std::vector<torch::Tensor> m_params;

@@ -88,7 +88,9 @@ Child spawn(const SpawnOptions& o) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  if (o.pipe_stdout) {
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  }
   if (!o.stderr_file.empty()) {
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, o.stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
@@ -130,6 +132,10 @@ Child spawn(const SpawnOptions& o) {
   if (rc != 0) {
     ::close(pipe_fds[0]);
     throw Error("cannot start " + o.argv[0] + ": " + std::strerror(rc));
+  }
+  if (!o.pipe_stdout) {
+    ::close(pipe_fds[0]);
+    return {pid, -1};
   }
   fcntl(pipe_fds[0], F_SETFL, fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
   return {pid, pipe_fds[0]};

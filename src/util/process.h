@@ -25,6 +25,7 @@ struct SpawnOptions {
   std::map<std::string, std::string> env;  // set in addition to this process's environment
   std::string stderr_file;                 // appended to; "" = inherit
   bool own_process_group = true;           // pgid = pid, so the whole tree can be signalled
+  bool pipe_stdout = true;                 // false: stdout inherited (Child::stdout_fd = -1)
 };
 
 struct Child {

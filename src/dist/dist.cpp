@@ -1,0 +1,234 @@
+#include "dist/dist.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "build_options.h"
+// c10d declares its Gloo and NCCL groups only under these macros (set here, not on the command
+// line, so that this file shares the precompiled torch header of the other targets).
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#if defined(SWEEP_WITH_NCCL) && !defined(USE_C10D_NCCL)
+#define USE_C10D_NCCL
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "util/error.h"
+
+namespace sweep {
+
+namespace {
+
+int64_t int_var(const GetEnv& getenv, const std::string& name, int64_t fallback, int64_t min) {
+  const std::optional<std::string> v = getenv(name);
+  if (!v) {
+    return fallback;
+  }
+  try {
+    size_t used = 0;
+    const long long n = std::stoll(*v, &used);
+    if (used == v->size() && n >= min) {
+      return n;
+    }
+  } catch (const std::exception&) {
+  }
+  throw Error("environment variable " + name + "=" + *v + ": expected an integer ≥ " + std::to_string(min),
+              Exit::bad_input);
+}
+
+// Gloo over the loopback device for a local run; GLOO_SOCKET_IFNAME or the host's name otherwise.
+std::shared_ptr<::gloo::transport::Device> gloo_device(const DistEnv& env) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  }
+  if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+template <typename Group>
+class GroupCommunicator : public Communicator {
+ public:
+  GroupCommunicator(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<Group> group, int64_t rank,
+                    int64_t world)
+      : m_store(std::move(store)), m_group(std::move(group)), m_rank(rank), m_world(world) {}
+  int64_t rank() const override { return m_rank; }
+  int64_t world() const override { return m_world; }
+
+  void all_reduce_sum(torch::Tensor& t) override {
+    std::vector<at::Tensor> one{t};  // c10d: one tensor per device, so one at a time
+    m_group->allreduce(one)->wait();
+  }
+
+  std::vector<torch::Tensor> all_gather(const torch::Tensor& t) override {
+    std::vector<std::vector<at::Tensor>> out(1);
+    for (int64_t r = 0; r < m_world; ++r) {
+      out[0].push_back(torch::empty_like(t));
+    }
+    std::vector<at::Tensor> in{t.contiguous()};
+    m_group->allgather(out, in)->wait();
+    return out[0];
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> m_store;
+  c10::intrusive_ptr<Group> m_group;
+  int64_t m_rank, m_world;
+};
+
+}  // namespace
+
+std::string first_host(const std::string& nodelist) {
+  const size_t comma = nodelist.find(',');
+  const size_t bracket = nodelist.find('[');
+  if (bracket == std::string::npos || (comma != std::string::npos && comma < bracket)) {
+    return nodelist.substr(0, comma);
+  }
+  // prefix[03-05,9]: the prefix and the first number as written (zero padding kept)
+  const size_t end = nodelist.find_first_of("-,]", bracket + 1);
+  return nodelist.substr(0, bracket) + nodelist.substr(bracket + 1, end - bracket - 1);
+}
+
+DistEnv dist_env(const GetEnv& getenv) {
+  DistEnv env;
+  if (getenv("RANK")) {
+    env.source = "torchrun environment";
+    env.world = int_var(getenv, "WORLD_SIZE", -1, 1);
+    if (env.world < 0) {
+      throw Error("RANK is set but WORLD_SIZE is not — set both (and MASTER_ADDR, MASTER_PORT)", Exit::bad_input);
+    }
+    env.rank = int_var(getenv, "RANK", 0, 0);
+    env.local_rank = int_var(getenv, "LOCAL_RANK", env.rank, 0);
+    env.master_addr = getenv("MASTER_ADDR").value_or("127.0.0.1");
+    env.port = static_cast<int>(int_var(getenv, "MASTER_PORT", 29500, 1));
+  } else if (int_var(getenv, "SLURM_NTASKS", 1, 1) > 1) {
+    env.source = "Slurm environment";
+    env.world = int_var(getenv, "SLURM_NTASKS", 1, 1);
+    env.rank = int_var(getenv, "SLURM_PROCID", 0, 0);
+    env.local_rank = int_var(getenv, "SLURM_LOCALID", 0, 0);
+    const auto nodes = getenv("SLURM_STEP_NODELIST") ? getenv("SLURM_STEP_NODELIST") : getenv("SLURM_JOB_NODELIST");
+    if (!nodes) {
+      throw Error("SLURM_NTASKS > 1 but no SLURM_STEP_NODELIST or SLURM_JOB_NODELIST to find rank 0's host",
+                  Exit::bad_input);
+    }
+    env.master_addr = getenv("MASTER_ADDR").value_or(first_host(*nodes));
+    env.port = static_cast<int>(int_var(getenv, "MASTER_PORT", 20000 + int_var(getenv, "SLURM_JOB_ID", 0, 0) % 20000, 1));
+  }
+  if (env.rank >= env.world) {
+    throw Error("rank " + std::to_string(env.rank) + " is not below the world size " + std::to_string(env.world) +
+                    " (" + env.source + ")",
+                Exit::bad_input);
+  }
+  if (env.port > 65535) {
+    throw Error("MASTER_PORT " + std::to_string(env.port) + " is not a TCP port", Exit::bad_input);
+  }
+  return env;
+}
+
+DistEnv dist_env() {
+  return dist_env([](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+  });
+}
+
+std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& device,
+                                      std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<uint16_t>(env.port);
+  store_options.isServer = env.rank == 0;
+  store_options.numWorkers = static_cast<size_t>(env.world);
+  store_options.waitWorkers = true;
+  store_options.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(env.rank) + " could not meet the others at " + env.master_addr + ":" +
+                std::to_string(env.port) + ": " + e.what());
+  }
+  if (device.is_cuda()) {
+#ifdef USE_C10D_NCCL
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = timeout;
+    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, static_cast<int>(env.rank),
+                                                              static_cast<int>(env.world), options);
+    return std::make_unique<GroupCommunicator<c10d::ProcessGroupNCCL>>(store, group, env.rank, env.world);
+#else
+    throw Error("data parallel on CUDA needs a LibTorch built with NCCL", Exit::bad_input);
+#endif
+  }
+  auto options = c10d::ProcessGroupGloo::Options::create();
+  options->timeout = timeout;
+  options->devices.push_back(gloo_device(env));
+  auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(env.rank),
+                                                            static_cast<int>(env.world), options);
+  return std::make_unique<GroupCommunicator<c10d::ProcessGroupGloo>>(store, group, env.rank, env.world);
+}
+
+void average_gradients(Communicator& comm, const std::vector<torch::Tensor>& params, int64_t bucket_bytes) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) {
+    if (p.grad().defined()) {
+      grads.push_back(p.grad());
+    }
+  }
+  const double world = static_cast<double>(comm.world());
+  size_t begin = 0;
+  while (begin < grads.size()) {
+    // One bucket: consecutive gradients of one dtype up to bucket_bytes (at least one).
+    size_t end = begin;
+    int64_t bytes = 0;
+    while (end < grads.size() && grads[end].scalar_type() == grads[begin].scalar_type() &&
+           (end == begin || bytes + grads[end].numel() * grads[end].element_size() <= bucket_bytes)) {
+      bytes += grads[end].numel() * grads[end].element_size();
+      ++end;
+    }
+    std::vector<torch::Tensor> flat;
+    for (size_t i = begin; i < end; ++i) {
+      flat.push_back(grads[i].reshape({-1}));
+    }
+    torch::Tensor bucket = torch::cat(flat);
+    comm.all_reduce_sum(bucket);
+    bucket.div_(world);  // Gloo has no average: sum, then divide
+    int64_t offset = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const int64_t n = grads[i].numel();
+      grads[i].copy_(bucket.narrow(0, offset, n).view_as(grads[i]));
+      offset += n;
+    }
+    begin = end;
+  }
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) {
+    throw Error("cannot open a socket to find a free port");
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw Error("cannot find a free port on 127.0.0.1");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace sweep

@@ -1,0 +1,59 @@
+// Data parallelism on LibTorch's own process groups (c10d): where this process sits in a
+// multi-process run (torchrun's or Slurm's environment), and a communicator over a TCPStore
+// rendezvous — ProcessGroupGloo on CPU, ProcessGroupNCCL in CUDA builds of LibTorch that have it.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sweep {
+
+struct DistEnv {
+  int64_t rank = 0, world = 1, local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int port = 29500;
+  std::string source = "single process";  // "torchrun environment" or "Slurm environment"
+};
+
+using GetEnv = std::function<std::optional<std::string>(const std::string&)>;
+
+// RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT when RANK is set; else Slurm's
+// SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, the first host of SLURM_STEP_NODELIST (or
+// SLURM_JOB_NODELIST) and MASTER_PORT or a port derived from SLURM_JOB_ID, when SLURM_NTASKS > 1;
+// else one process. Malformed values are errors naming the variable.
+DistEnv dist_env(const GetEnv& getenv);
+DistEnv dist_env();  // from this process's environment
+
+// The first host of a Slurm node list: "gpu[03-05,9],cpu1" → "gpu03".
+std::string first_host(const std::string& nodelist);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int64_t rank() const = 0;
+  virtual int64_t world() const = 0;
+  // Sums a contiguous tensor across ranks, in place.
+  virtual void all_reduce_sum(torch::Tensor& t) = 0;
+  // Every rank's copy of `t` (same shape and dtype on every rank), in rank order.
+  virtual std::vector<torch::Tensor> all_gather(const torch::Tensor& t) = 0;
+};
+
+// Joins the process group of `env` (rank 0 hosts the TCPStore). A rank that does not arrive, or
+// dies, makes every collective fail within `timeout` instead of hanging.
+std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& device,
+                                      std::chrono::milliseconds timeout);
+
+// Averages gradients across ranks: flattened into buckets of at most `bucket_bytes`, one
+// all-reduce per bucket, divided by the world size, copied back.
+void average_gradients(Communicator& comm, const std::vector<torch::Tensor>& params, int64_t bucket_bytes = 25 << 20);
+
+// A free TCP port on the loopback interface (for a local launch).
+int free_port();
+
+}  // namespace sweep
