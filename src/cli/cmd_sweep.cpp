@@ -107,6 +107,7 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
 }
 
 Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
+  check_fits(spec, o.devices);  // before anything is written
   fs::create_directories(fs::path(o.results) / "sweeps");
   Store store(db_path(o.results));
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);

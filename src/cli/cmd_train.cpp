@@ -25,9 +25,9 @@ CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, c
   cmd->add_option("--run-dir", o.run_dir, "Run directory (default results/train/<config>-<hash>)");
   cmd->add_flag("--resume", o.resume, "Continue from the run directory's checkpoint");
   cmd->add_flag("--events", o.events, "JSON-lines events on stdout (default when stdout is not a terminal)");
-  cmd->add_option("--nproc", o.nproc, "Data-parallel ranks on this machine (Gloo on CPU, NCCL on GPUs)")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
+  cmd->add_option("--nproc", o.nproc,
+                  "Data-parallel ranks on this machine (Gloo on CPU, NCCL on GPUs); = --set resources.ranks=N")
+      ->check(CLI::Range(1, 1024));
   return cmd;
 }
 
@@ -40,10 +40,19 @@ std::chrono::milliseconds dist_timeout() {
   return std::chrono::milliseconds(1000 * (seconds > 0 ? seconds : 300));
 }
 
-// The same command for each rank, without --nproc.
+// --nproc N is --set resources.ranks=N.
+std::vector<std::string> sets_of(const TrainOptions& o) {
+  std::vector<std::string> sets = o.sets;
+  if (o.nproc > 0) {
+    sets.push_back("resources.ranks=" + std::to_string(o.nproc));
+  }
+  return sets;
+}
+
+// The same command for each rank.
 std::vector<std::string> rank_argv(const TrainOptions& o) {
   std::vector<std::string> argv{(executable_dir() / "sweep").string(), "worker", o.config};
-  for (const auto& s : o.sets) {
+  for (const auto& s : sets_of(o)) {
     argv.insert(argv.end(), {"--set", s});
   }
   if (!o.run_dir.empty()) {
@@ -61,20 +70,27 @@ std::vector<std::string> rank_argv(const TrainOptions& o) {
 }  // namespace
 
 Exit run_train(const TrainOptions& o) {
-  if (o.nproc > 1) {
-    if (std::getenv("RANK") != nullptr) {
-      throw Error("--nproc inside a data-parallel rank (RANK is set): launch the ranks once", Exit::bad_input);
-    }
-    load_run_config(o.config, {});  // bad input is reported once, not by every rank
-    return static_cast<Exit>(launch_local(rank_argv(o), o.nproc, std::chrono::seconds(30)));
-  }
   const DistEnv env = dist_env();
   // ---- validate everything before writing anything ----
   std::vector<Override> overrides;
-  for (const auto& s : o.sets) {
+  for (const auto& s : sets_of(o)) {
     overrides.push_back(parse_set_option(s));
   }
   RunConfig cfg = load_run_config(o.config, overrides);
+  if (cfg.resources.ranks > 1 && env.world == 1) {
+    // Not a rank yet: start the ranks here, as torchrun would (bad input was reported once above).
+    return static_cast<Exit>(launch_local(rank_argv(o), static_cast<int>(cfg.resources.ranks),
+                                          std::chrono::seconds(30)));
+  }
+  if (env.world != cfg.resources.ranks) {
+    throw Error("the " + env.source + " has " + std::to_string(env.world) + " ranks but the config asks for " +
+                    "resources.ranks = " + std::to_string(cfg.resources.ranks) + " — set resources.ranks=" +
+                    std::to_string(env.world) + " (it scales the global batch)",
+                Exit::bad_input);
+  }
+  if (env.world > 1 && cfg.resources.device.rfind("cuda", 0) == 0) {
+    cfg.resources.device = "cuda:" + std::to_string(env.local_rank);  // one GPU per local rank
+  }
   auto data = load_train_data(cfg);
   if (cfg.model.vocab_size == 0) {
     cfg.model.vocab_size = data->vocab_size;

@@ -18,7 +18,7 @@ struct TrainOptions {
   std::string run_dir;
   bool resume = false;
   bool events = false;
-  int nproc = 1;
+  int nproc = 0;  // 0: resources.ranks from the config
 };
 CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, const std::string& description);
 Exit run_train(const TrainOptions& o);

@@ -71,6 +71,7 @@ void read_resources(MapReader r, ResourceConfig& res) {
   } else {
     r.read("threads", res.threads, 1, 4096);
   }
+  r.read("ranks", res.ranks, 1, 1024);
   YAML::Node device = r.section("device");
   if (device.IsDefined()) {
     std::string d = device.IsScalar() ? device.Scalar() : "";
@@ -164,13 +165,17 @@ nlohmann::json RunConfig::to_json() const {
   j["seeds"] = {{"init", seeds.init}, {"data", seeds.data}};
   j["resources"] = {{"threads", resources.threads == 0 ? nlohmann::ordered_json("auto")
                                                        : nlohmann::ordered_json(resources.threads)},
-                    {"device", resources.device}};
+                    {"device", resources.device},
+                    {"ranks", resources.ranks}};
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 
 nlohmann::json RunConfig::identity_json() const {
   nlohmann::json j = to_json();
   j.erase("resources");
+  if (resources.ranks != 1) {  // absent at 1, so that one-process runs keep their ids
+    j["ranks"] = resources.ranks;
+  }
   return j;
 }
 

@@ -63,8 +63,9 @@ struct SeedConfig {
 };
 
 struct ResourceConfig {
-  int64_t threads = 0;          // 0 = auto: every core given to the run
+  int64_t threads = 0;          // 0 = auto: every core given to the run (per rank)
   std::string device = "cpu";   // cpu | cuda | cuda:N
+  int64_t ranks = 1;            // data-parallel processes; the global batch is micro × accum × ranks
 };
 
 struct RunConfig {
@@ -75,7 +76,7 @@ struct RunConfig {
   SeedConfig seeds;
   ResourceConfig resources;
 
-  int64_t world_size = 1;  // set by the launcher, not by the file
+  int64_t world_size = 1;  // the ranks actually running (set by the trainer from its process group)
 
   int64_t tokens_per_step() const {
     return train.micro_batch * model.block_size * train.grad_accum * world_size;
@@ -87,7 +88,8 @@ struct RunConfig {
   // The canonical form: every field, fixed key order. Emitted as a run's config.yaml.
   nlohmann::json to_json() const;
   // What defines the run's result: to_json() without `resources` (threads and device are where
-  // it runs, not what it computes). Run ids hash it; a checkpoint only resumes the same identity.
+  // it runs, not what it computes) — except `ranks` when it is not 1, since it scales the global
+  // batch. Run ids hash it; a checkpoint only resumes the same identity.
   nlohmann::json identity_json() const;
   std::string to_yaml() const;
 };

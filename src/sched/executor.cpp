@@ -71,7 +71,7 @@ struct Planned {
 
 struct Running {
   Planned plan;
-  size_t slot;
+  std::vector<size_t> slots;  // one per data-parallel rank
   Child child;
   std::string buffer;  // a partial stdout line
   double started;
@@ -158,6 +158,19 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
   store.ingest(run_id, split(read_file(events), '\n'));
 }
 
+void check_fits(const SweepSpec& spec, const std::string& devices) {
+  const size_t slots = parse_devices(devices, available_cores()).size();
+  for (const auto& r : spec.runs) {
+    if (r.config.resources.ranks > static_cast<int64_t>(slots)) {
+      throw Error("variant " + r.variant + " asks for resources.ranks = " + std::to_string(r.config.resources.ranks) +
+                      " but --devices " + devices + " gives " + std::to_string(slots) + " slot" +
+                      (slots == 1 ? "" : "s") + " — give it more slots (e.g. --devices cpu:" +
+                      std::to_string(r.config.resources.ranks) + "x1) or fewer ranks",
+                  Exit::bad_input);
+    }
+  }
+}
+
 int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   // ---- one scheduler per results folder: it is the database's only writer ----
   const fs::path lock_path = fs::path(o.results_dir) / ".scheduler.lock";
@@ -230,7 +243,8 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
     return variant + " seed " + std::to_string(init) + "/" + std::to_string(data) + " (" + run_id + ")";
   };
 
-  auto launch = [&](Planned p, size_t slot) {
+  auto launch = [&](Planned p, const std::vector<size_t>& given) {
+    const size_t slot = given.front();  // ranks share its thread count; GPUs are listed together
     const RunRow row = *store.run(p.run_id);
     const fs::path dir = row.run_dir;
     fs::create_directories(dir);
@@ -241,17 +255,25 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
     so.argv = {o.worker_binary, "worker", (dir / "config.yaml").string(), "--run-dir", dir.string(), "--resume",
                "--events", "--set", "resources.threads=" + std::to_string(slots[slot].threads)};
     if (!slots[slot].cuda_visible.empty()) {
-      so.env["CUDA_VISIBLE_DEVICES"] = slots[slot].cuda_visible;
+      std::string visible;
+      for (size_t s : given) {
+        visible += (visible.empty() ? "" : ",") + slots[s].cuda_visible;
+      }
+      so.env["CUDA_VISIBLE_DEVICES"] = visible;  // rank k uses cuda:k of these
       so.argv.insert(so.argv.end(), {"--set", "resources.device=cuda:0"});
     }
     so.stderr_file = (dir / "worker.log").string();
     Child child = spawn(so);
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     store.mark_launched(p.run_id, child.pid, row.status != "preempted" && row.status != "interrupted");
-    slots[slot].busy = true;
+    std::string where;
+    for (size_t s : given) {
+      slots[s].busy = true;
+      where += (where.empty() ? "" : "+") + slots[s].label;
+    }
     view.line("start " + describe(p.variant, p.run->config.seeds.init, p.run->config.seeds.data, p.run_id) + " on " +
-              slots[slot].label + (row.status == "pending" ? "" : ", resuming"));
-    running.push_back({p, slot, child, "", now(), oom_kill_count()});
+              where + (row.status == "pending" ? "" : ", resuming"));
+    running.push_back({p, given, child, "", now(), oom_kill_count()});
   };
 
   auto drain = [&](Running& r) {
@@ -278,7 +300,9 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   auto finish = [&](Running& r, int code) {
     drain(r);
     ::close(r.child.stdout_fd);
-    slots[r.slot].busy = false;
+    for (size_t s : r.slots) {
+      slots[s].busy = false;
+    }
     const RunRow row = *store.run(r.plan.run_id);
     const std::string log = (fs::path(row.run_dir) / "worker.log").string();
     const std::string what = describe(r.plan.variant, row.init_seed, row.data_seed, r.plan.run_id);
@@ -341,12 +365,20 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
       view.line(signalled == 1 ? "Ctrl-C: no new runs; asking the running ones to checkpoint (Ctrl-C again kills)"
                                : "second Ctrl-C: killing the running runs");
     }
-    for (size_t s = 0; s < slots.size() && g_interrupts == 0 && !queue.empty(); ++s) {
-      if (!slots[s].busy) {
-        Planned p = queue.front();
-        queue.pop_front();
-        launch(p, s);
+    // In plan order: the next run starts when it has as many free slots as it has ranks.
+    while (g_interrupts == 0 && !queue.empty()) {
+      std::vector<size_t> free;
+      for (size_t s = 0; s < slots.size(); ++s) {
+        if (!slots[s].busy && free.size() < static_cast<size_t>(queue.front().run->config.resources.ranks)) {
+          free.push_back(s);
+        }
       }
+      if (free.size() < static_cast<size_t>(queue.front().run->config.resources.ranks)) {
+        break;
+      }
+      Planned p = queue.front();
+      queue.pop_front();
+      launch(p, free);
     }
     std::vector<pollfd> fds;
     for (const auto& r : running) {

@@ -25,8 +25,12 @@ struct ExecutorOptions {
 // preempted, or running with no live process) · running · pending
 std::string plan_state(const RunRow& row);
 
+// Refuses (bad input) a sweep with a run that needs more slots (resources.ranks) than --devices gives.
+void check_fits(const SweepSpec& spec, const std::string& devices);
+
 // Runs every run of the sweep that is not finished. Returns the process exit code:
-// 0 all finished, 1 some run failed, 130 interrupted by Ctrl-C.
+// 0 all finished, 1 some run failed, 130 interrupted by Ctrl-C. A run with resources.ranks = N
+// starts when N slots are free, as one worker that launches its N ranks.
 int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& options);
 
 // Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`).

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `sweep train --nproc 2`, for real: two processes meeting over a TCPStore with Gloo. The same
+# per-step losses and test loss as one process with twice the accumulation; SIGTERM → both ranks
+# stop at one step, one checkpoint, exit 75, and --resume finishes with the uninterrupted result;
+# kill -9 of one rank → the run fails promptly, no rank is left behind.
+source "$(dirname "$0")/lib.bash"
+prepare_bytes
+tiny_config run.yaml 600
+sed -i 's/dropout: 0.1/dropout: 0.0/; s/^train: {/train: {precision: fp32, /' run.yaml
+
+"$SWEEP" train run.yaml --nproc 2 --run-dir w2 > /dev/null 2> w2.err || fail "--nproc 2: $(cat w2.err)"
+"$SWEEP" train run.yaml --set train.grad_accum=2 --run-dir w1 > /dev/null 2>&1
+grep -q '2 data-parallel ranks' w2/train.log || fail "the run log does not mention its ranks"
+python3 - <<'PY' || fail "world 2 × accum 1 differs from world 1 × accum 2"
+import json
+def events(d):
+    return [json.loads(l) for l in open(d + "/events.jsonl")]
+a, b = events("w2"), events("w1")
+la = [e["loss"] for e in a if e["event"] == "train"]
+lb = [e["loss"] for e in b if e["event"] == "train"]
+assert len(la) == len(lb) == 300, (len(la), len(lb))  # 600×8×32 tokens at 512 a step
+worst = max(abs(x - y) / abs(y) for x, y in zip(la, lb))
+assert worst < 1e-5, f"per-step losses differ by {worst:.2e} relative"
+ta = [e["test_loss"] for e in a if e["event"] == "end"][0]
+tb = [e["test_loss"] for e in b if e["event"] == "end"][0]
+assert abs(ta - tb) / tb < 1e-5, (ta, tb)
+print(f"--nproc 2 = accum 2: 300 steps, worst relative loss difference {worst:.1e}, test loss {ta:.6f} / {tb:.6f}")
+PY
+
+# Preemption with dropout on (each rank's RNG is in the checkpoint): stop, resume, same result.
+sed -i 's/dropout: 0.0/dropout: 0.1/' run.yaml
+"$SWEEP" train run.yaml --nproc 2 --run-dir straight > /dev/null 2>&1
+"$SWEEP" train run.yaml --nproc 2 --run-dir stopped > /dev/null 2>&1 &
+pid=$!
+wait_for_train_events stopped/events.jsonl 50
+kill -TERM "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 75 ] || fail "SIGTERM: exit $rc, expected 75"
+[ "$(count '"status":"preempted"' stopped/events.jsonl)" -eq 1 ] || fail "one preempted end event"
+"$SWEEP" train run.yaml --nproc 2 --run-dir stopped --resume > /dev/null 2>&1
+test_loss() { grep '"status":"done"' "$1/events.jsonl" | sed 's/.*"test_loss":\([^,]*\).*/\1/'; }
+[ "$(test_loss straight)" = "$(test_loss stopped)" ] ||
+  fail "resumed test loss $(test_loss stopped) differs from uninterrupted $(test_loss straight)"
+
+# kill -9 of rank 1: the launcher stops rank 0 and fails; nothing hangs.
+SWEEP_DIST_TIMEOUT=20 "$SWEEP" train run.yaml --nproc 2 --run-dir killed > /dev/null 2> killed.err &
+launcher=$!
+wait_for_train_events killed/events.jsonl 20
+rank1=""
+for p in $(pgrep -P "$launcher"); do
+  tr '\0' '\n' < "/proc/$p/environ" | grep -qx 'RANK=1' && rank1=$p
+done
+[ -n "$rank1" ] || fail "rank 1 not found among the launcher's children"
+start=$(date +%s)
+kill -9 "$rank1"
+set +e; wait "$launcher"; rc=$?; set -e
+elapsed=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] && [ "$rc" -ne 75 ] || fail "a killed rank must fail the run (exit $rc)"
+[ "$elapsed" -le 40 ] || fail "the run took ${elapsed}s to fail after its rank died"
+[ -z "$(pgrep -P "$launcher" || true)" ] || fail "a rank outlived the launcher"
+! pgrep -f "run-dir killed" >/dev/null || fail "a rank of the killed run is still running"
+
+# In a sweep: resources.ranks 2 takes two slots; with one slot the sweep is refused up front.
+tiny_sweep s.yaml dp 40 "two-ranks: {resources.ranks: 2}"
+expect_rc 2 "$SWEEP" run s.yaml --results one --devices cpu 2> one.err
+grep -q "asks for resources.ranks = 2 but --devices cpu gives 1 slot" one.err || fail "one slot: $(cat one.err)"
+[ ! -e one/sweep.db ] || fail "a refused sweep wrote its database"
+"$SWEEP" run s.yaml --results res --devices cpu:2x1 > dp.txt || fail "sweep with ranks: $(cat dp.txt)"
+grep -q "two-ranks seed 1/1 .* on cpu:0+cpu:1" dp.txt || fail "the 2-rank run did not get both slots: $(cat dp.txt)"
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] || fail "4 runs done: $(cat dp.txt)"
+check_database
+echo "data_parallel: ok (rank killed → exit $rc after ${elapsed}s)"
