@@ -1,11 +1,13 @@
 // `sweep run`, `sweep plan`, `sweep status`, `sweep ls`, `sweep ingest`: the sweep engine's
 // commands, thin wrappers over config (load_sweep), store and sched.
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
 #include "sched/executor.h"
+#include "sched/slurm.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -33,6 +35,15 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   run->add_option("--devices", o.devices, "Slots: cpu | cpu:NxT | cuda:0,1,...")->capture_default_str();
   run->add_option("--retries", o.retries, "Retries of a crashed run (from its checkpoint)")->capture_default_str();
   run->add_flag("--retry-failed", o.retry_failed, "Run again the runs that ended failed or out of memory");
+  run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  run->add_option("--partition", o.partition, "Slurm: the partition of the tasks");
+  run->add_option("--time", o.time, "Slurm: each task's time limit (sbatch --time)");
+  run->add_option("--gpus-per-rank", o.gpus_per_rank, "Slurm: GPUs per rank (runs then use CUDA)")
+      ->check(CLI::Range(0, 64));
+  run->add_option("--max-parallel", o.max_parallel, "Slurm: at most this many tasks at once (0: no limit)")
+      ->check(CLI::Range(0, 100000));
   o.run = run;
 
   CLI::App* plan = app.add_subcommand("plan", "Show a sweep's runs and their state without running anything");
@@ -107,10 +118,28 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
 }
 
 Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
-  check_fits(spec, o.devices);  // before anything is written
+  const bool slurm = o.executor == "slurm";
+  if (!slurm) {
+    check_fits(spec, o.devices);  // before anything is written
+  } else if (!find_program("sbatch")) {
+    throw Error("--executor slurm: sbatch not found — run on a Slurm login node (Debian: slurm-client)",
+                Exit::bad_input);
+  }
   fs::create_directories(fs::path(o.results) / "sweeps");
   Store store(db_path(o.results));
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
+  if (slurm) {
+    SlurmOptions so;
+    so.results_dir = o.results;
+    so.worker_binary = (executable_dir() / "sweep").string();
+    so.partition = o.partition;
+    so.time = o.time;
+    so.gpus_per_rank = o.gpus_per_rank;
+    so.max_parallel = o.max_parallel;
+    so.retry_failed = o.retry_failed;
+    const int rc = run_slurm(spec, store, so);
+    return rc == 130 ? Exit::interrupted : static_cast<Exit>(rc);
+  }
   ExecutorOptions eo;
   eo.results_dir = o.results;
   eo.devices = o.devices;
@@ -145,17 +174,20 @@ Exit run_status(Store& store, std::string name) {
   if (rows.empty()) {
     throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
   }
-  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s  %s\n", name.c_str(), "variant", "seeds", "run",
-              "state", "step", "loss", "test", "attempts", "error");
+  const bool jobs = std::any_of(rows.begin(), rows.end(), [](const SweepRunRow& r) { return !r.run.job.empty(); });
+  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s  %s%s\n", name.c_str(), "variant", "seeds", "run",
+              "state", "step", "loss", "test", "attempts", jobs ? "slurm task         " : "", "error");
   for (const auto& r : rows) {
     const std::string seeds = std::to_string(r.run.init_seed) + "/" + std::to_string(r.run.data_seed);
     const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
     char loss[32], test[32];
     std::snprintf(loss, sizeof loss, r.run.last_loss ? "%.4f" : "-", r.run.last_loss.value_or(0));
     std::snprintf(test, sizeof test, r.run.test_loss ? "%.4f" : "-", r.run.test_loss.value_or(0));
-    std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %s\n", r.variant.c_str(), seeds.c_str(),
+    const std::string job = jobs ? r.run.job + " " + r.run.job_state : "";
+    std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %s%s\n", r.variant.c_str(), seeds.c_str(),
                 r.run.run_id.c_str(), plan_state(r.run).c_str(), step.c_str(), loss, test,
-                static_cast<long long>(r.run.attempts), first_line(r.run.error).c_str());
+                static_cast<long long>(r.run.attempts), jobs ? (job + std::string(19 - std::min<size_t>(19, job.size()), ' ')).c_str() : "",
+                first_line(r.run.error).c_str());
   }
   return Exit::ok;
 }

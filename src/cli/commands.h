@@ -45,6 +45,10 @@ struct SweepOptions {
   std::string sweep;
   std::string dir;
   std::string ingest_results;
+  std::string executor = "local";
+  std::string partition, time;
+  int gpus_per_rank = 0;
+  int max_parallel = 0;
   CLI::App *run = nullptr, *plan = nullptr, *status = nullptr, *ls = nullptr, *ingest = nullptr;
 };
 CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o);

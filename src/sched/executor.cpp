@@ -31,28 +31,6 @@ void on_interrupt(int) { g_interrupts = g_interrupts + 1; }
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::string clock_time() {
-  std::time_t t = std::time(nullptr);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
-  return buf;
-}
-
-std::string tail_of(const std::string& path, size_t lines) {
-  if (!fs::exists(path)) {
-    return "";
-  }
-  std::vector<std::string> all = split(read_file(path), '\n');
-  while (!all.empty() && trim(all.back()).empty()) {
-    all.pop_back();
-  }
-  std::string out;
-  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
-    out += all[i] + "\n";
-  }
-  return out;
-}
-
 bool looks_like_oom(const std::string& log) {
   for (const char* pattern : {"out of memory", "std::bad_alloc", "can't allocate memory", "CUDA out of memory",
                               "Cannot allocate memory"}) {
@@ -145,7 +123,8 @@ std::string plan_state(const RunRow& row) {
     return "resumable";
   }
   if (s == "running") {
-    return worker_alive(row) ? "running" : "resumable";
+    // A batch-system task is followed through the batch system (its job_state), not a local pid.
+    return !row.job.empty() || worker_alive(row) ? "running" : "resumable";
   }
   return "pending";
 }
@@ -156,6 +135,46 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
     return;
   }
   store.ingest(run_id, split(read_file(events), '\n'));
+}
+
+ResultsLock::ResultsLock(const std::string& results_dir) {
+  const fs::path lock_path = fs::path(results_dir) / ".scheduler.lock";
+  m_fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (m_fd < 0 || ::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (m_fd >= 0) {
+      ::close(m_fd);
+    }
+    throw Error("another `sweep run` is using " + results_dir + " — wait for it, or use --results for another folder",
+                Exit::bad_input);
+  }
+}
+
+ResultsLock::~ResultsLock() { ::close(m_fd); }
+
+ToDo runs_to_do(const SweepSpec& spec, Store& store, bool retry_failed) {
+  ToDo todo;
+  std::set<std::string> seen;
+  for (const auto& run : spec.runs) {
+    if (!seen.insert(run.run_id).second) {
+      continue;
+    }
+    const std::string state = plan_state(*store.run(run.run_id));
+    if (state == "done" || state == "diverged") {
+      ++todo.finished_before;
+    } else if ((state == "failed" || state == "oom") && !retry_failed) {
+      ++todo.failed_before;
+    } else {
+      todo.runs.push_back(&run);
+    }
+  }
+  todo.total = seen.size();
+  return todo;
+}
+
+std::string ToDo::headline(const SweepSpec& spec) const {
+  return "sweep " + spec.name + ": " + std::to_string(total) + " runs, " + std::to_string(finished_before) +
+         " already finished, " +
+         (failed_before > 0 ? std::to_string(failed_before) + " failed before (--retry-failed runs them), " : "");
 }
 
 void check_fits(const SweepSpec& spec, const std::string& devices) {
@@ -172,13 +191,7 @@ void check_fits(const SweepSpec& spec, const std::string& devices) {
 }
 
 int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
-  // ---- one scheduler per results folder: it is the database's only writer ----
-  const fs::path lock_path = fs::path(o.results_dir) / ".scheduler.lock";
-  const int lock_fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    throw Error("another `sweep run` is using " + o.results_dir + " — wait for it, or use --results for another folder",
-                Exit::bad_input);
-  }
+  const ResultsLock lock(o.results_dir);
   std::vector<Slot> slots = parse_devices(o.devices, available_cores());
   store.record_sweep(spec, o.results_dir);
   LiveView view(::isatty(STDOUT_FILENO));
@@ -199,30 +212,14 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   }
 
   // ---- the queue: every run that is not finished, in plan order, each run id once ----
+  const ToDo todo = runs_to_do(spec, store, o.retry_failed);
   std::deque<Planned> queue;
-  std::set<std::string> queued;
-  int finished_before = 0, failed_before = 0;
-  for (const auto& run : spec.runs) {
-    if (!queued.insert(run.run_id).second) {
-      continue;
-    }
-    const std::string state = plan_state(*store.run(run.run_id));
-    if (state == "done" || state == "diverged") {
-      ++finished_before;
-      continue;
-    }
-    if ((state == "failed" || state == "oom") && !o.retry_failed) {
-      ++failed_before;
-      continue;
-    }
-    queue.push_back({run.run_id, run.variant, &run});
+  for (const PlannedRun* run : todo.runs) {
+    queue.push_back({run->run_id, run->variant, run});
   }
-  const size_t total = queued.size();
-  view.line("sweep " + spec.name + ": " + std::to_string(total) + " runs, " + std::to_string(finished_before) +
-            " already finished, " +
-            (failed_before > 0 ? std::to_string(failed_before) + " failed before (--retry-failed runs them), " : "") +
-            std::to_string(queue.size()) + " to run on " + std::to_string(slots.size()) + " slot" +
-            (slots.size() == 1 ? "" : "s") + " (" + o.devices + ")");
+  const int finished_before = todo.finished_before;
+  view.line(todo.headline(spec) + std::to_string(queue.size()) + " to run on " + std::to_string(slots.size()) +
+            " slot" + (slots.size() == 1 ? "" : "s") + " (" + o.devices + ")");
 
   struct sigaction sa = {};
   sa.sa_handler = on_interrupt;
@@ -329,19 +326,19 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
         view.line("preempted " + what + " at step " + std::to_string(row.steps) + ": re-queued");
       }
     } else if (const bool killed = code == 128 + SIGKILL;
-               looks_like_oom(tail_of(log, 50)) || (r.oom_kills >= 0 && oom_kill_count() > r.oom_kills) ||
+               looks_like_oom(tail_lines(log, 50)) || (r.oom_kills >= 0 && oom_kill_count() > r.oom_kills) ||
                (killed && r.oom_kills < 0)) {
       // Out of memory by the log, by the kernel's OOM-kill count, or a SIGKILL where that count
       // cannot be read. A SIGKILL with no OOM kill recorded is an ordinary crash (below).
       store.set_status(r.plan.run_id, "oom",
                        "killed (exit " + std::to_string(code) + "): out of memory or SIGKILL — not retried; " +
-                           "give it a bigger device or a smaller micro_batch, then --retry-failed\n" + tail_of(log, 20));
+                           "give it a bigger device or a smaller micro_batch, then --retry-failed\n" + tail_lines(log, 20));
       ++failed;
       view.line("oom   " + what + ": exit " + std::to_string(code) + " (not retried)");
     } else {
       const std::string reason = code == 0                ? "exited 0 without an end event"
                                  : code == 128 + SIGKILL ? "killed by SIGKILL (no out-of-memory kill recorded)"
-                                                         : "exit " + std::to_string(code) + "\n" + tail_of(log, 20);
+                                                         : "exit " + std::to_string(code) + "\n" + tail_lines(log, 20);
       store.set_status(r.plan.run_id, "failed", reason);
       const bool retry = code != static_cast<int>(Exit::bad_input) && row.attempts <= o.retries && g_interrupts == 0;
       if (retry) {
@@ -433,16 +430,15 @@ int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& o) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
-  ::close(lock_fd);
 
-  view.line(spec.name + ": " + std::to_string(done + finished_before) + " of " + std::to_string(total) +
-            " runs finished, " + std::to_string(failed + failed_before) + " failed, " +
-            std::to_string(total - done - finished_before - failed - failed_before) + " to resume or start, " +
+  view.line(spec.name + ": " + std::to_string(done + finished_before) + " of " + std::to_string(todo.total) +
+            " runs finished, " + std::to_string(failed + todo.failed_before) + " failed, " +
+            std::to_string(todo.total - done - finished_before - failed - todo.failed_before) + " to resume or start, " +
             format_duration(now() - started));
   if (g_interrupts > 0) {
     return 130;
   }
-  return failed + failed_before > 0 ? static_cast<int>(Exit::failed) : static_cast<int>(Exit::ok);
+  return failed + todo.failed_before > 0 ? static_cast<int>(Exit::failed) : static_cast<int>(Exit::ok);
 }
 
 }  // namespace sweep

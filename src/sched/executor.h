@@ -25,6 +25,28 @@ struct ExecutorOptions {
 // preempted, or running with no live process) · running · pending
 std::string plan_state(const RunRow& row);
 
+// One scheduler per results folder (it is the database's only writer): holds the folder's lock
+// while it lives; throws when another scheduler holds it.
+class ResultsLock {
+ public:
+  explicit ResultsLock(const std::string& results_dir);
+  ~ResultsLock();
+  ResultsLock(const ResultsLock&) = delete;
+  ResultsLock& operator=(const ResultsLock&) = delete;
+
+ private:
+  int m_fd = -1;
+};
+
+// The runs a `sweep run` must (re)start, in plan order, each run id once.
+struct ToDo {
+  std::vector<const PlannedRun*> runs;
+  size_t total = 0;
+  int finished_before = 0, failed_before = 0;  // failed/oom: skipped unless retry_failed
+  std::string headline(const SweepSpec& spec) const;  // "sweep s: 8 runs, 2 already finished, "
+};
+ToDo runs_to_do(const SweepSpec& spec, Store& store, bool retry_failed);
+
 // Refuses (bad input) a sweep with a run that needs more slots (resources.ranks) than --devices gives.
 void check_fits(const SweepSpec& spec, const std::string& devices);
 

@@ -73,6 +73,11 @@ const char* const k_migrations[] = {
     ) WITHOUT ROWID;
     CREATE INDEX runs_by_status ON runs(status);
     )sql",
+    // 2: the batch-system task that runs a run (Slurm: "JOBID_INDEX") and its last known state
+    R"sql(
+    ALTER TABLE runs ADD COLUMN job TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN job_state TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 
 double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
@@ -106,7 +111,7 @@ std::optional<double> opt_double(const SQLite::Column& c) {
 
 const char* k_run_columns =
     "run_id, status, attempts, init_seed, data_seed, repeat, steps, total_steps, tokens, test_loss, test_bpb, "
-    "wall_seconds, tokens_per_s, last_loss, error, run_dir, pid, config";
+    "wall_seconds, tokens_per_s, last_loss, error, run_dir, pid, config, job, job_state";
 
 RunRow read_run(SQLite::Statement& q, int offset = 0) {
   RunRow r;
@@ -129,6 +134,8 @@ RunRow read_run(SQLite::Statement& q, int offset = 0) {
   r.run_dir = q.getColumn(i++).getString();
   r.pid = q.getColumn(i++).getInt64();
   r.config_yaml = q.getColumn(i++).getString();
+  r.job = q.getColumn(i++).getString();
+  r.job_state = q.getColumn(i++).getString();
   return r;
 }
 
@@ -283,9 +290,18 @@ std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::st
 void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt) {
   SQLite::Statement q(*m_db,
                       "UPDATE runs SET status = 'running', pid = ?, attempts = attempts + ?, error = '', "
-                      "updated_at = ? WHERE run_id = ?");
+                      "job = '', job_state = '', updated_at = ? WHERE run_id = ?");
   q.bind(1, pid);
   q.bind(2, counts_as_attempt ? 1 : 0);
+  q.bind(3, now());
+  q.bind(4, run_id);
+  q.exec();
+}
+
+void Store::set_job(const std::string& run_id, const std::string& job, const std::string& state) {
+  SQLite::Statement q(*m_db, "UPDATE runs SET job = ?, job_state = ?, updated_at = ? WHERE run_id = ?");
+  q.bind(1, job);
+  q.bind(2, state);
   q.bind(3, now());
   q.bind(4, run_id);
   q.exec();

@@ -30,6 +30,7 @@ struct RunRow {
   std::string run_dir;
   int64_t pid = 0;
   std::string config_yaml;
+  std::string job, job_state;  // a batch system's task id (Slurm "12_3") and its state, when it runs one
 };
 
 struct SweepRunRow {
@@ -54,7 +55,7 @@ struct MetricPoint {
 
 class Store {
  public:
-  static constexpr int k_schema_version = 1;
+  static constexpr int k_schema_version = 2;
 
   explicit Store(const std::string& path);
   ~Store();
@@ -71,6 +72,7 @@ class Store {
 
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);
   void set_status(const std::string& run_id, const std::string& status, const std::string& error = "");
+  void set_job(const std::string& run_id, const std::string& job, const std::string& state);
   // Registers a run found on disk (sweep ingest) that the database does not know yet.
   void ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir);
 

@@ -1,5 +1,7 @@
 #include "util/fs.h"
 
+#include "util/text.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -64,6 +66,21 @@ void write_file_atomic(const fs::path& path, const std::string& content) {
       throw Error("cannot write " + tmp.string() + ": " + std::strerror(errno));
     }
   });
+}
+
+std::string tail_lines(const fs::path& path, size_t lines) {
+  if (!fs::exists(path)) {
+    return "";
+  }
+  std::vector<std::string> all = split(read_file(path), '\n');
+  while (!all.empty() && trim(all.back()).empty()) {
+    all.pop_back();
+  }
+  std::string out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+    out += all[i] + "\n";
+  }
+  return out;
 }
 
 }  // namespace sweep

@@ -21,4 +21,7 @@ void replace_file_atomic(const fs::path& path, const std::function<void(const fs
 
 void fsync_path(const fs::path& path);
 
+// The last `lines` non-empty-ended lines of a text file ("" when it does not exist).
+std::string tail_lines(const fs::path& path, size_t lines);
+
 }  // namespace sweep

@@ -17,6 +17,13 @@ namespace sweep {
 // `output_file` when one is given.
 int run_process(const std::vector<std::string>& argv, const std::string& output_file = "");
 
+// Runs argv (PATH lookup) and waits, its stdout and stderr captured together.
+struct Captured {
+  int code = 0;
+  std::string output;
+};
+Captured run_capture(const std::vector<std::string>& argv);
+
 // The path of an executable `name` found in PATH.
 std::optional<std::string> find_program(const std::string& name);
 

@@ -1,5 +1,7 @@
 #include "util/text.h"
 
+#include <ctime>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -83,6 +85,13 @@ std::string format_duration(double seconds) {
   } else {
     std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
   }
+  return buf;
+}
+
+std::string clock_time() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
   return buf;
 }
 

@@ -17,6 +17,9 @@ bool ends_with(const std::string& s, const std::string& suffix);
 
 // 1234 -> "1.2k", 2500000 -> "2.50M"; for progress lines.
 std::string format_count(double n);
+// The local time of day, "14:03:59", for log lines.
+std::string clock_time();
+
 // 75 -> "1m15s", 3720 -> "1h02m".
 std::string format_duration(double seconds);
 
