@@ -30,6 +30,35 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   return out;
 }
 
+// posix_spawnp of argv (PATH lookup) with this process's environment; throws when it cannot start.
+pid_t spawn_path(const std::vector<std::string>& argv, const posix_spawn_file_actions_t* actions) {
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs = c_strings(args);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, cargs[0], actions, nullptr, cargs.data(), environ);
+  if (rc != 0) {
+    throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  }
+  return pid;
+}
+
+// Waits for pid (retrying after signals) and returns its exit code.
+int wait_exit(pid_t pid, const std::string& what) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      throw Error("waiting for " + what + " failed: " + std::strerror(errno));
+    }
+  }
+  return exit_code_of(status);
+}
+
+void make_pipe(int fds[2]) {
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    throw Error(std::string("pipe failed: ") + std::strerror(errno));
+  }
+}
+
 }  // namespace
 
 int exit_code_of(int wait_status) {
@@ -40,8 +69,6 @@ int exit_code_of(int wait_status) {
 }
 
 int run_process(const std::vector<std::string>& argv, const std::string& output_file) {
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargs = c_strings(args);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (!output_file.empty()) {
@@ -50,40 +77,35 @@ int run_process(const std::vector<std::string>& argv, const std::string& output_
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   }
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, cargs[0], &actions, nullptr, cargs.data(), environ);
+  try {
+    pid = spawn_path(argv, &actions);
+  } catch (...) {
+    posix_spawn_file_actions_destroy(&actions);
+    throw;
+  }
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      throw Error("waiting for " + argv[0] + " failed: " + std::strerror(errno));
-    }
-  }
-  return exit_code_of(status);
+  return wait_exit(pid, argv[0]);
 }
 
 Captured run_capture(const std::vector<std::string>& argv) {
   int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    throw Error(std::string("pipe failed: ") + std::strerror(errno));
-  }
+  make_pipe(pipe_fds);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargs = c_strings(args);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, cargs[0], &actions, nullptr, cargs.data(), environ);
+  try {
+    pid = spawn_path(argv, &actions);
+  } catch (...) {
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    throw;
+  }
   posix_spawn_file_actions_destroy(&actions);
   ::close(pipe_fds[1]);
-  if (rc != 0) {
-    ::close(pipe_fds[0]);
-    throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
-  }
   Captured out;
   char buf[4096];
   ssize_t n;
@@ -97,13 +119,7 @@ Captured run_capture(const std::vector<std::string>& argv) {
     out.output.append(buf, static_cast<size_t>(n));
   }
   ::close(pipe_fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      throw Error("waiting for " + argv[0] + " failed: " + std::strerror(errno));
-    }
-  }
-  out.code = exit_code_of(status);
+  out.code = wait_exit(pid, argv[0]);
   return out;
 }
 
@@ -125,9 +141,7 @@ std::optional<std::string> find_program(const std::string& name) {
 
 Child spawn(const SpawnOptions& o) {
   int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    throw Error(std::string("pipe failed: ") + std::strerror(errno));
-  }
+  make_pipe(pipe_fds);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
