@@ -3,7 +3,9 @@
 # (munged, slurmctld, slurmd; proctrack/linuxproc, task/none; every file in the test's folder, its
 # own ports) and stops it at the end. A 2-variant × 2-seed sweep, one variant with 2 ranks, runs
 # as sbatch array tasks; the database gets every curve; `sweep report` reads it; a task sent
-# `scancel --signal=TERM` checkpoints, is requeued and resumes to the uninterrupted result.
+# `scancel --signal=TERM` checkpoints, is requeued and resumes to the uninterrupted result; Ctrl-C
+# cancels the tasks and a second `sweep run` resumes them.
+local_slurm=$(cd "$(dirname "$0")/../../scripts" && pwd)/local-slurm.sh  # before lib.bash changes directory
 source "$(dirname "$0")/lib.bash"
 for tool in munged slurmctld slurmd sbatch squeue scancel scontrol; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] ||
@@ -13,66 +15,19 @@ done
 
 # ---- the cluster ----
 cluster=$work/cluster
-mkdir -p "$cluster"/{state,spool,log,munge}
-chmod 755 "$cluster" "$cluster/munge"
-head -c 1024 /dev/urandom > "$cluster/munge/munge.key"
-chmod 400 "$cluster/munge/munge.key"
 stop_cluster() {
-  for pidfile in "$cluster"/slurmd.pid "$cluster"/slurmctld.pid "$cluster"/munge/munged.pid; do
-    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
-  done
+  "$local_slurm" stop "$cluster"
   sleep 1
   rm -rf "$work"
 }
 trap stop_cluster EXIT
-/usr/sbin/munged --force --socket="$cluster/munge/sock" --key-file="$cluster/munge/munge.key" \
-  --pid-file="$cluster/munge/munged.pid" --seed-file="$cluster/munge/seed" --log-file="$cluster/log/munged.log" < /dev/null > /dev/null 2>&1
-port=$(( 20000 + RANDOM % 20000 ))
-node=$(hostname -s)
-cat > "$cluster/slurm.conf" <<EOF
-ClusterName=sweeptest
-SlurmctldHost=$node(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort=$port
-SlurmdPort=$((port + 1))
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$cluster/munge/sock
-StateSaveLocation=$cluster/state
-SlurmdSpoolDir=$cluster/spool
-SlurmctldPidFile=$cluster/slurmctld.pid
-SlurmdPidFile=$cluster/slurmd.pid
-SlurmctldLogFile=$cluster/log/slurmctld.log
-SlurmdLogFile=$cluster/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MpiDefault=none
-ReturnToService=2
-MinJobAge=600
-KillWait=10
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=2000 State=UNKNOWN
-PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-EOF
+"$local_slurm" start "$cluster" > /dev/null || fail "the test cluster did not come up"
 export SLURM_CONF=$cluster/slurm.conf
-/usr/sbin/slurmctld -i < /dev/null > /dev/null 2>&1  # daemons must not hold the test's output open
-/usr/sbin/slurmd < /dev/null > /dev/null 2>&1
-for _ in $(seq 1 100); do
-  sinfo --noheader -o %t 2>/dev/null | grep -q idle && break
-  sleep 0.2
-done
-sinfo --noheader -o %t | grep -q idle || fail "the test cluster did not come up: $(tail -5 "$cluster"/log/*.log)"
 
 # ---- a sweep through the Slurm executor ----
 prepare_bytes
 tiny_sweep s.yaml onslurm 40 "two-ranks: {resources.ranks: 2}"
-"$SWEEP" run s.yaml --results res --executor slurm --partition test --time 10:00 > run.txt 2>&1 ||
+"$SWEEP" run s.yaml --results res --executor slurm --partition local --time 10:00 > run.txt 2>&1 ||
   fail "sweep run --executor slurm: $(cat run.txt)"
 cat run.txt
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] || fail "4 runs done: $(cat run.txt)"
@@ -111,4 +66,28 @@ test_loss() { grep '"status":"done"' "$1/events.jsonl" | sed 's/.*"test_loss":\(
   fail "resumed on Slurm: test loss $(test_loss "$dir"), uninterrupted $(test_loss straight)"
 [ "$(sql "SELECT COUNT(*) FROM metrics WHERE run_id = '$id' AND split = 'train'")" -eq 1500 ] ||
   fail "train rows of the requeued run"
+
+# ---- Ctrl-C: the sweep's tasks are cancelled, not requeued; `sweep run` again resumes them ----
+tiny_sweep stop.yaml stopped 1500
+sed -i 's/^seeds: \[1, 2\]/seeds: [3]/' stop.yaml  # not the run above
+"$SWEEP" run stop.yaml --results res --executor slurm > stop.txt 2>&1 &
+scheduler=$!
+for _ in $(seq 1 300); do
+  task=$(sql "SELECT job FROM runs JOIN sweep_runs USING (run_id) WHERE sweep = 'stopped' AND job_state = 'RUNNING'" 2>/dev/null)
+  dir=$(sql "SELECT run_dir FROM runs WHERE job = '$task' AND job != ''" 2>/dev/null)
+  [ -n "$task" ] && [ "$(count '"event":"train"' "$dir/events.jsonl")" -ge 100 ] && break
+  sleep 0.1
+done
+[ -n "$task" ] || fail "the run to stop never ran: $(cat stop.txt)"
+kill -INT "$scheduler"
+code=0; wait "$scheduler" || code=$?
+cat stop.txt
+[ "$code" -eq 130 ] || fail "Ctrl-C: sweep run exited $code, not 130"
+grep -q "Ctrl-C: cancelled Slurm job" stop.txt || fail "Ctrl-C did not cancel the Slurm job"
+sleep 5  # time for a wrongly requeued task to show up
+[ -z "$(squeue --noheader -j "${task%_*}" -o %i 2>/dev/null)" ] || fail "the cancelled task is still queued: $(squeue)"
+[ "$(sql "SELECT status FROM runs WHERE job = '$task'")" = interrupted ] || fail "the cancelled run is not marked interrupted"
+"$SWEEP" run stop.yaml --results res --executor slurm > again.txt 2>&1 || fail "sweep run after Ctrl-C: $(cat again.txt)"
+[ "$(sql "SELECT status FROM runs WHERE run_dir = '$dir'")" = done ] || fail "the interrupted run did not finish"
+[ "$(count '"resumed":true' "$dir/events.jsonl")" -ge 1 ] || fail "the cancelled run started over instead of resuming"
 echo "slurm: ok"
