@@ -1,0 +1,17 @@
+// AdamW (PyTorch's formula: decoupled weight decay, bias-corrected moments) over all parameters
+// in one pass: each element's gradient, moments and weight are read and written once.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace sweep::kernels {
+
+// One step of `opt` — its param groups' lr, betas, eps and weight decay, its per-parameter state
+// (so checkpoints and the reference step are interchangeable) — with every gradient multiplied
+// by grad_scale (the clipping factor, 1 for none). CPU fp32 parameters; no amsgrad.
+void adamw_step(torch::optim::AdamW& opt, double grad_scale = 1.0);
+
+// The same with LibTorch's own ops: grads scaled in place, then opt.step().
+void adamw_step_reference(torch::optim::AdamW& opt, double grad_scale = 1.0);
+
+}  // namespace sweep::kernels

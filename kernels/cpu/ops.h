@@ -1,0 +1,61 @@
+// The CPU kernels behind kernels/*.h, on raw pointers: compiled once per instruction set (AVX2,
+// AVX-512) from kernels/cpu/ops.cpp, the best one the CPU has picked at run time by `ops()`.
+// Every kernel computes in fp32 whatever its storage type (fp32 or bf16) and is parallel over
+// ATen's thread pool. Callers (kernels/*.cpp) check shapes and dtypes; nothing here does.
+#pragma once
+
+#include <cstdint>
+
+namespace sweep::kernels::cpu {
+
+enum class DType { f32, bf16 };
+
+struct AttentionShape {
+  int64_t batch, seq, heads, head_size;  // qkv is (batch, seq, 3 · heads · head_size), Q, K, V side by side
+};
+
+struct AdamWSegment {  // one parameter tensor, every buffer fp32 and contiguous
+  float* param;
+  const float* grad;
+  float* exp_avg;
+  float* exp_avg_sq;
+  int64_t numel;
+  // Constants of PyTorch's AdamW computed in double by the caller, then rounded once, as there:
+  float decay;                  // 1 − lr · weight_decay
+  float step_size;              // lr / (1 − beta1^step)
+  float bias_correction2_sqrt;  // √(1 − beta2^step)
+  float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
+};
+
+struct Ops {
+  const char* isa;
+  // Causal attention, flash-style: out (batch, seq, heads · head_size); lse (batch, heads, seq).
+  void (*attention_forward)(const AttentionShape&, DType, const void* qkv, void* out, float* lse);
+  // dqkv (batch, seq, 3C) from dout (batch, seq, C) and the forward's out and lse.
+  void (*attention_backward)(const AttentionShape&, DType, const void* qkv, const void* out, const void* dout,
+                             const float* lse, void* dqkv);
+  // y = gelu(h + bias) over rows × cols; bias fp32.
+  void (*bias_gelu_forward)(DType, const void* h, const float* bias, void* y, int64_t rows, int64_t cols);
+  // dh = dy · gelu'(h + bias); dbias = Σ_rows dh (fp32).
+  void (*bias_gelu_backward)(DType, const void* h, const float* bias, const void* dy, void* dh, float* dbias,
+                             int64_t rows, int64_t cols);
+  // Mean cross-entropy of rows × vocab logits against targets; unless grad_scale is 0, each row of
+  // logits is replaced by its gradient (softmax − one-hot) · grad_scale. Returns the mean loss.
+  double (*cross_entropy_inplace)(DType, void* logits, const int64_t* targets, int64_t rows, int64_t vocab,
+                                  float grad_scale);
+  // One AdamW step (PyTorch's formula) over every segment in one parallel pass; each gradient
+  // is read times grad_scale (the clipping factor).
+  void (*adamw)(const AdamWSegment* segments, int64_t count, float grad_scale);
+};
+
+// The kernels for this CPU: AVX-512 when it has AVX-512 (F, BW, VL, DQ), else AVX2.
+const Ops& ops();
+
+namespace AVX2 {
+extern const Ops k_ops;
+}
+namespace AVX512 {
+extern const Ops k_ops;
+}
+
+}  // namespace sweep::kernels::cpu

@@ -1,0 +1,221 @@
+// Every fused op against its reference in plain LibTorch ops, on fresh random inputs of several
+// shapes (odd sizes included: vector tails, partial tiles): forward and gradients, fp32 to a
+// relative error < 1e-5, bf16 < 1e-2 (against the reference in fp32 on the same bf16 inputs);
+// and the fp32 analytic gradients against fp64 central finite differences of the reference.
+#include <doctest/doctest.h>
+
+#include <functional>
+
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/gelu.h"
+
+using namespace sweep;
+
+namespace {
+
+double rel_err(const torch::Tensor& got, const torch::Tensor& want) {
+  const auto g = got.to(torch::kDouble), w = want.to(torch::kDouble);
+  return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
+}
+
+using Op = std::function<torch::Tensor(const torch::Tensor&)>;
+
+// Forward and the gradient of <op(x), w> for a random w: fused vs reference, in `dtype`. The
+// reference runs in fp32 on the same (rounded) inputs.
+void check_against_reference(const Op& fused, const Op& reference, const torch::Tensor& x0, torch::ScalarType dtype,
+                             double tol) {
+  auto x_fused = x0.to(dtype).detach().requires_grad_(true);
+  auto x_ref = x0.to(dtype).to(torch::kFloat).detach().requires_grad_(true);
+  auto y_fused = fused(x_fused);
+  auto y_ref = reference(x_ref);
+  CHECK((y_fused.scalar_type() == dtype));
+  REQUIRE(y_fused.sizes() == y_ref.sizes());
+  const double fwd = rel_err(y_fused, y_ref);
+  CHECK_MESSAGE(fwd < tol, "forward relative error ", fwd);
+  auto w = torch::randn(y_ref.sizes());
+  (y_fused.to(torch::kFloat) * w).sum().backward();
+  (y_ref * w).sum().backward();
+  const double bwd = rel_err(x_fused.grad(), x_ref.grad());
+  CHECK_MESSAGE(bwd < tol, "gradient relative error ", bwd);
+}
+
+// fp32 analytic gradient of <op(x), w> along random directions u against the fp64 central
+// difference of the reference: (f(x + εu) − f(x − εu)) / 2ε.
+void check_finite_differences(const Op& fused, const Op& reference, const torch::Tensor& x0) {
+  auto x = x0.to(torch::kFloat).detach().requires_grad_(true);
+  auto y = fused(x);
+  auto w = torch::randn(y.sizes(), torch::kDouble);
+  (y.to(torch::kDouble) * w).sum().backward();
+  const auto x64 = x0.to(torch::kDouble);
+  const double eps = 1e-6;
+  for (int d = 0; d < 3; ++d) {
+    auto u = torch::randn(x64.sizes(), torch::kDouble);
+    const double numeric = ((reference(x64 + eps * u) * w).sum() - (reference(x64 - eps * u) * w).sum()).item<double>() /
+                           (2 * eps);
+    const double analytic = (x.grad().to(torch::kDouble) * u).sum().item<double>();
+    CHECK_MESSAGE(std::abs(analytic - numeric) <= 1e-4 * std::max(1.0, std::abs(numeric)), "direction ", d,
+                  ": analytic ", analytic, ", fp64 finite difference ", numeric);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("kernels");
+
+TEST_CASE("the fused kernels run the widest instruction set this CPU has") {
+  const std::string isa = kernels::cpu::ops().isa;
+  CHECK((isa == "AVX512" || isa == "AVX2"));
+  const char* forced = std::getenv("SWEEP_CPU_ISA");
+  if (forced) {
+    CHECK(isa == forced);
+  }
+  MESSAGE("fused CPU kernels: " << isa);
+}
+
+TEST_CASE("causal attention, flash-style: forward and gradients equal the masked-softmax reference") {
+  torch::manual_seed(11);
+  struct Shape {
+    int64_t B, T, nh, hs;
+  };
+  // T below, at and across the 64-row tile; a head size that is not a multiple of the vector width.
+  for (const Shape s : {Shape{2, 64, 2, 16}, Shape{1, 1, 1, 8}, Shape{2, 100, 3, 12}, Shape{1, 130, 2, 32},
+                        Shape{3, 257, 1, 64}}) {
+    CAPTURE(s.B);
+    CAPTURE(s.T);
+    CAPTURE(s.nh);
+    CAPTURE(s.hs);
+    const auto qkv = torch::randn({s.B, s.T, 3 * s.nh * s.hs});
+    const Op fused = [&](const torch::Tensor& x) { return kernels::causal_attention(x, s.nh); };
+    const Op reference = [&](const torch::Tensor& x) { return kernels::causal_attention_reference(x, s.nh); };
+    check_against_reference(fused, reference, qkv, torch::kFloat, 1e-5);
+    check_against_reference(fused, reference, qkv, torch::kBFloat16, 1e-2);
+    if (s.T <= 130) {
+      check_finite_differences(fused, reference, qkv);
+    }
+  }
+}
+
+TEST_CASE("bias + GELU: forward, input and bias gradients equal gelu(h + b)") {
+  torch::manual_seed(12);
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{3, 5, 7}, {4, 1024}, {1, 33}, {2, 3, 40}}) {
+    const auto h0 = torch::randn(shape) * 2;
+    const auto b0 = torch::randn({shape.back()});
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      const double tol = dtype == torch::kFloat ? 1e-5 : 1e-2;
+      auto bf = b0.clone().requires_grad_(true), br = b0.clone().requires_grad_(true);
+      const Op fused = [&](const torch::Tensor& x) { return kernels::bias_gelu(x, bf); };
+      const Op reference = [&](const torch::Tensor& x) { return kernels::bias_gelu_reference(x, br); };
+      check_against_reference(fused, reference, h0, dtype, tol);
+      CHECK((bf.grad().scalar_type() == torch::kFloat));
+      const double bias_err = rel_err(bf.grad(), br.grad());
+      CHECK_MESSAGE(bias_err < tol, "bias gradient relative error ", bias_err);
+    }
+    const Op fused = [&](const torch::Tensor& x) { return kernels::bias_gelu(x, b0); };
+    const Op reference = [&](const torch::Tensor& x) {
+      return kernels::bias_gelu_reference(x, b0.to(x.scalar_type()));
+    };
+    check_finite_differences(fused, reference, h0);
+  }
+}
+
+TEST_CASE("cross-entropy in place: the loss and the gradient equal F::cross_entropy, written over the logits") {
+  torch::manual_seed(13);
+  for (const auto& [rows, vocab] : std::vector<std::pair<int64_t, int64_t>>{{7, 13}, {64, 4096}, {1, 1}, {33, 50304}}) {
+    CAPTURE(rows);
+    CAPTURE(vocab);
+    const auto logits0 = torch::randn({rows, vocab}) * 3;
+    const auto targets = torch::randint(vocab, {rows}, torch::kLong);
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      const double tol = dtype == torch::kFloat ? 1e-5 : 1e-2;
+      // As in the model: the logits are an intermediate result (here of a scaling), not a leaf.
+      auto leaf_fused = logits0.to(dtype).detach().requires_grad_(true);
+      auto leaf_ref = logits0.to(dtype).to(torch::kFloat).detach().requires_grad_(true);
+      auto logits = leaf_fused * 1;
+      const void* memory = logits.data_ptr();
+      auto loss = kernels::cross_entropy_inplace(logits, targets);
+      auto loss_ref = kernels::cross_entropy_reference(leaf_ref * 1, targets);
+      CHECK((loss.scalar_type() == torch::kFloat));
+      CHECK(std::abs(loss.item<double>() - loss_ref.item<double>()) <= 1e-5 * std::abs(loss_ref.item<double>()) + 1e-6);
+      (loss * 0.5).backward();  // a gradient scale, as gradient accumulation gives
+      (loss_ref * 0.5).backward();
+      const double err = rel_err(leaf_fused.grad(), leaf_ref.grad());
+      CHECK_MESSAGE(err < tol, "gradient relative error ", err);
+      // The gradient was written over the logits' memory: no second (B·T, V) buffer.
+      CHECK(logits.data_ptr() == memory);
+      CHECK(rel_err(logits.to(torch::kFloat), leaf_ref.grad()) < tol);  // scaled by backward's 0.5 in place
+    }
+    if (vocab <= 4096) {
+      const Op fused = [&](const torch::Tensor& x) { return kernels::cross_entropy_inplace(x * 1, targets); };
+      const Op reference = [&](const torch::Tensor& x) {
+        return torch::nn::functional::cross_entropy(x, targets);
+      };
+      check_finite_differences(fused, reference, logits0);
+    }
+  }
+  SUBCASE("without a gradient (evaluation) the logits are left alone") {
+    torch::NoGradGuard no_grad;
+    const auto logits = torch::randn({5, 9});
+    const auto targets = torch::randint(9, {5}, torch::kLong);
+    const auto copy = logits.clone();
+    const auto loss = kernels::cross_entropy_inplace(logits, targets);
+    CHECK(torch::equal(logits, copy));
+    CHECK(loss.item<double>() == doctest::Approx(kernels::cross_entropy_reference(copy, targets).item<double>()).epsilon(1e-6));
+  }
+  SUBCASE("a target outside the vocabulary is refused") {
+    CHECK_THROWS_WITH_AS(kernels::cross_entropy_inplace(torch::randn({2, 4}), torch::tensor({1, 4}, torch::kLong)),
+                         doctest::Contains("outside [0, 4)"), c10::Error);
+  }
+}
+
+TEST_CASE("AdamW in one pass: the same weights and moments as torch::optim::AdamW, clipping scale folded in") {
+  torch::manual_seed(14);
+  // Two groups (decay on matrices, none on vectors) and sizes with vector tails.
+  std::vector<torch::Tensor> init{torch::randn({37, 19}), torch::randn({19}), torch::randn({1000, 3}), torch::randn({1})};
+  auto make = [&](std::vector<torch::Tensor>& params) {
+    for (const auto& t : init) {
+      params.push_back(t.clone().requires_grad_(true));
+    }
+    auto options = [](double wd) {
+      return std::make_unique<torch::optim::AdamWOptions>(
+          torch::optim::AdamWOptions(3e-3).betas({0.9, 0.95}).eps(1e-8).weight_decay(wd));
+    };
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<torch::Tensor>{params[0], params[2]}, options(0.1));
+    groups.emplace_back(std::vector<torch::Tensor>{params[1], params[3]}, options(0.0));
+    return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(3e-3));
+  };
+  std::vector<torch::Tensor> pf, pr;
+  auto fused = make(pf);
+  auto reference = make(pr);
+  for (int step = 1; step <= 5; ++step) {
+    for (size_t i = 0; i < init.size(); ++i) {
+      const auto g = torch::randn(init[i].sizes()) * (step == 3 ? 1e-6 : 1.0);
+      pf[i].mutable_grad() = g.clone();
+      pr[i].mutable_grad() = g.clone();
+    }
+    const double scale = step % 2 == 0 ? 0.37 : 1.0;
+    kernels::adamw_step(*fused, scale);
+    kernels::adamw_step_reference(*reference, scale);
+    for (size_t i = 0; i < init.size(); ++i) {
+      CAPTURE(step);
+      CAPTURE(i);
+      CHECK(rel_err(pf[i], pr[i]) < 1e-6);
+    }
+  }
+  // The state is torch's own (moments, step count): a reference step continues the fused ones.
+  for (size_t i = 0; i < init.size(); ++i) {
+    const auto g = torch::randn(init[i].sizes());
+    pf[i].mutable_grad() = g.clone();
+    pr[i].mutable_grad() = g.clone();
+  }
+  kernels::adamw_step_reference(*fused);
+  kernels::adamw_step(*reference);
+  for (size_t i = 0; i < init.size(); ++i) {
+    CHECK(rel_err(pf[i], pr[i]) < 1e-6);
+  }
+}
+
+TEST_SUITE_END();
