@@ -24,6 +24,7 @@ typename Map::key_type state_key(const torch::Tensor& p) {
 }  // namespace
 
 void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
+  RECORD_USER_SCOPE("sweep::adamw");
   torch::NoGradGuard no_grad;
   auto& states = opt.state();
   using Map = std::remove_reference_t<decltype(states)>;

@@ -17,6 +17,7 @@ cpu::AttentionShape shape_of(const torch::Tensor& qkv, int64_t n_head) {
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_in, int64_t n_head) {
+    RECORD_USER_SCOPE("sweep::causal_attention");
     const auto dtype = cpu_dtype(qkv_in, "causal_attention");
     const auto qkv = qkv_in.contiguous();
     const auto s = shape_of(qkv, n_head);
@@ -30,6 +31,7 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
+    RECORD_USER_SCOPE("sweep::causal_attention_backward");
     const auto saved = ctx->get_saved_variables();
     const auto& qkv = saved[0];
     const auto s = shape_of(qkv, ctx->saved_data["n_head"].toInt());

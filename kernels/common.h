@@ -1,6 +1,7 @@
 // Checks shared by the torch-facing side of kernels/: what a CPU kernel accepts.
 #pragma once
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include "kernels/cpu/ops.h"

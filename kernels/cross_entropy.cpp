@@ -9,6 +9,7 @@ namespace {
 struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                const torch::Tensor& targets, bool want_grad) {
+    RECORD_USER_SCOPE("sweep::cross_entropy_inplace");
     const auto dtype = cpu_dtype(logits, "cross_entropy_inplace");
     TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
                 "cross_entropy_inplace: logits (N, V) and targets (N) expected, got ", logits.sizes(), " and ",
@@ -30,6 +31,7 @@ struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
+    RECORD_USER_SCOPE("sweep::cross_entropy_inplace_backward");
     auto g = ctx->saved_data["grad"].toTensor();
     ctx->saved_data.erase("grad");  // spent: a second backward fails instead of scaling twice
     const double scale = grads[0].item<double>();  // d(total loss) / d(this mean loss), e.g. 1 / accumulation

@@ -15,6 +15,7 @@ void check(const torch::Tensor& h, const torch::Tensor& bias) {
 struct BiasGelu : torch::autograd::Function<BiasGelu> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h_in,
                                const torch::Tensor& bias) {
+    RECORD_USER_SCOPE("sweep::bias_gelu");
     check(h_in, bias);
     const auto dtype = cpu_dtype(h_in, "bias_gelu");
     const auto h = h_in.contiguous();
@@ -27,6 +28,7 @@ struct BiasGelu : torch::autograd::Function<BiasGelu> {
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
+    RECORD_USER_SCOPE("sweep::bias_gelu_backward");
     const auto saved = ctx->get_saved_variables();
     const auto& h = saved[0];
     const auto& bias = saved[1];

@@ -9,14 +9,21 @@ cd "$(dirname "$0")/.."
 headers=build/libtorch2
 tools/libtorch2-headers.sh "$headers"
 
-inc=(-Isrc -Ibuild/generated -I"$headers/shim" -I"$headers/usr/include" -I"$headers/usr/include/torch/csrc/api/include")
-mapfile -t sources < <(git ls-files 'src/*.cpp' 'kernels/*.cpp' 2>/dev/null || find src -name '*.cpp')
+inc=(-Isrc -I. -Ibuild/generated -I"$headers/shim" -I"$headers/usr/include" -I"$headers/usr/include/torch/csrc/api/include")
+mapfile -t sources < <(git ls-files 'src/*.cpp' 'kernels/*.cpp' ':!kernels/cpu/ops.cpp' 2>/dev/null ||
+  find src kernels -name '*.cpp' ! -path kernels/cpu/ops.cpp)
 check() {  # $1 = label, rest = extra flags
   local label=$1; shift
   printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
     'g++ -std=c++17 -fsyntax-only -w "$@" {} || { echo "libtorch 2.6 ('"$label"'): {} fails" >&2; exit 255; }' _ "${inc[@]}" "$@"
 }
 check cpu
+# The CPU kernels are built once per instruction set, as CMakeLists.txt does.
+for isa in "AVX2 -mavx2 -mfma -mf16c" "AVX512 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c"; do
+  set -- $isa
+  g++ -std=c++17 -fsyntax-only -w -fopenmp "${inc[@]}" -I. -DCPU_CAPABILITY="$1" -DCPU_CAPABILITY_"$1" "${@:2}" \
+    kernels/cpu/ops.cpp || { echo "libtorch 2.6 (cpu, $1): kernels/cpu/ops.cpp fails" >&2; exit 1; }
+done
 cuda=/usr/local/cuda
 if [ -d "$cuda/include" ]; then
   check cuda -DUSE_CUDA -DUSE_C10D_NCCL -I"$cuda/include"
@@ -26,4 +33,4 @@ if [ -d "$cuda/include" ]; then
 else
   echo "check-libtorch2: no CUDA toolkit at $cuda — GPU type-check skipped"
 fi
-echo "check-libtorch2: ${#sources[@]} sources type-check against LibTorch 2.6 (cpu$([ -d "$cuda/include" ] && echo ', cuda'))"
+echo "check-libtorch2: $(( ${#sources[@]} + 1 )) sources type-check against LibTorch 2.6 (cpu$([ -d "$cuda/include" ] && echo ', cuda'))"

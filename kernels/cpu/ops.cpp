@@ -249,23 +249,41 @@ void attention_backward(const AttentionShape& s, DType dt, const void* qkv, cons
 
 // ---- bias + GELU (exact, erf) ----
 
+// Φ(x) = ½·erfc(−x/√2), erfc by Numerical Recipes' Chebyshev fit (relative error < 1.2e-7 over
+// the whole line, so Φ stays accurate in the far negative tail). SLEEF's erf costs ~26 ns per
+// vector here; this costs one exp and one division.
+inline Vec normal_cdf(const Vec& x) {
+  const Vec z = x * Vec(-static_cast<float>(M_SQRT1_2));  // Φ(x) = ½·erfc(z)
+  const Vec az = z.abs();
+  const Vec t = Vec(1.f) / (Vec(1.f) + Vec(0.5f) * az);
+  Vec p(0.17087277f);
+  for (const float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
+                        1.00002368f, -1.26551223f}) {
+    p = at::vec::fmadd(p, t, Vec(c));
+  }
+  const Vec r = t * (p - az * az).exp();  // erfc(|z|)
+  const Vec erfc_z = Vec::blendv(r, Vec(2.f) - r, z < Vec(0.f));
+  return Vec(0.5f) * erfc_z;
+}
+
+inline float normal_cdf(float x) { return 0.5f * std::erfc(-x * static_cast<float>(M_SQRT1_2)); }
+
 int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)); }
 
 template <typename T>
 void bias_gelu_forward_t(const T* h, const float* bias, T* y, int64_t rows, int64_t cols) {
   at::parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
     std::vector<float> x(cols);
-    const Vec half(0.5f), one(1.f), rsqrt2(static_cast<float>(M_SQRT1_2));
     for (int64_t r = begin; r < end; ++r) {
       to_float(h + r * cols, x.data(), cols);
       int64_t j = 0;
       for (; j + Vec::size() <= cols; j += Vec::size()) {
         const Vec v = Vec::loadu(x.data() + j) + Vec::loadu(bias + j);
-        (half * v * (one + (v * rsqrt2).erf())).store(x.data() + j);
+        (v * normal_cdf(v)).store(x.data() + j);
       }
       for (; j < cols; ++j) {
         const float v = x[j] + bias[j];
-        x[j] = 0.5f * v * (1.f + std::erf(v * static_cast<float>(M_SQRT1_2)));
+        x[j] = v * normal_cdf(v);
       }
       from_float(x.data(), y + r * cols, cols);
     }
@@ -281,14 +299,14 @@ void bias_gelu_backward_t(const T* h, const float* bias, const T* dy, T* dh, flo
     std::vector<float> x(cols), g(cols);
     float* acc = partial.data() + static_cast<int64_t>(at::get_thread_num()) * cols;
     const float k_inv_sqrt_2pi = 0.3989422804014327f;
-    const Vec half(0.5f), one(1.f), rsqrt2(static_cast<float>(M_SQRT1_2)), mhalf(-0.5f), c(k_inv_sqrt_2pi);
+    const Vec mhalf(-0.5f), c(k_inv_sqrt_2pi);
     for (int64_t r = begin; r < end; ++r) {
       to_float(h + r * cols, x.data(), cols);
       to_float(dy + r * cols, g.data(), cols);
       int64_t j = 0;
       for (; j + Vec::size() <= cols; j += Vec::size()) {
         const Vec v = Vec::loadu(x.data() + j) + Vec::loadu(bias + j);
-        const Vec cdf = half * (one + (v * rsqrt2).erf());
+        const Vec cdf = normal_cdf(v);
         const Vec pdf = c * (mhalf * v * v).exp();
         const Vec out = Vec::loadu(g.data() + j) * (cdf + v * pdf);
         out.store(g.data() + j);
@@ -296,7 +314,7 @@ void bias_gelu_backward_t(const T* h, const float* bias, const T* dy, T* dh, flo
       }
       for (; j < cols; ++j) {
         const float v = x[j] + bias[j];
-        const float cdf = 0.5f * (1.f + std::erf(v * static_cast<float>(M_SQRT1_2)));
+        const float cdf = normal_cdf(v);
         const float pdf = k_inv_sqrt_2pi * std::exp(-0.5f * v * v);
         g[j] *= cdf + v * pdf;
         acc[j] += g[j];

@@ -23,6 +23,14 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--threads", o.threads, "Threads (default: the config's, else all cores)");
+  cmd->add_option("--path", o.paths, "Which ops to time the step with: the reference LibTorch ops, the fused kernels")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"reference", "fused"}))
+      ->capture_default_str();
+  cmd->add_option("--vocab", o.vocab, "Vocabulary size instead of the config's (e.g. 50304, GPT-2's padded)")
+      ->check(CLI::Range(2, 1 << 20));
+  cmd->add_flag("--no-ops", o.no_ops, "Skip the per-op table (each fused op against its reference)");
+  cmd->add_flag("--profile", o.profile, "Print each timed step's top ops by self time");
   return cmd;
 }
 
@@ -34,8 +42,21 @@ Exit run_bench(const BenchOptions& o) {
       cfg.model.vocab_size = read_dataset(cfg.data.dataset).vocab_size;
     }
   }
+  if (o.vocab > 0) {
+    cfg.model.vocab_size = o.vocab;
+  }
   at::set_num_threads(o.threads > 0 ? o.threads : cfg.threads());
-  sweep::run_bench(cfg, o.precisions, o.steps, o.warmup, std::cout);
+  BenchSettings settings;
+  settings.precisions = o.precisions;
+  settings.fused.clear();
+  for (const auto& path : o.paths) {
+    settings.fused.push_back(path == "fused");
+  }
+  settings.steps = o.steps;
+  settings.warmup = o.warmup;
+  settings.ops = !o.no_ops;
+  settings.profile = o.profile;
+  sweep::run_bench(cfg, settings, std::cout);
   return Exit::ok;
 }
 

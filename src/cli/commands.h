@@ -32,6 +32,10 @@ struct BenchOptions {
   int64_t warmup = 3;
   std::vector<std::string> precisions{"fp32", "bf16"};
   int threads = 0;
+  std::vector<std::string> paths{"reference", "fused"};
+  int64_t vocab = 0;
+  bool no_ops = false;
+  bool profile = false;
 };
 CLI::App* setup_bench(CLI::App& app, BenchOptions& o);
 Exit run_bench(const BenchOptions& o);

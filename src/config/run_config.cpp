@@ -48,6 +48,7 @@ void read_train(MapReader r, TrainConfig& t) {
   r.read("eps", t.eps, 0.0, k_inf, true);
   r.read("grad_clip", t.grad_clip, 0.0, k_inf);
   r.read_choice("precision", t.precision, {"fp32", "tf32", "bf16"});
+  r.read("fused", t.fused);
   r.finish();
 }
 
@@ -158,7 +159,8 @@ nlohmann::json RunConfig::to_json() const {
                 {"beta2", train.beta2},
                 {"eps", train.eps},
                 {"grad_clip", train.grad_clip},
-                {"precision", train.precision}};
+                {"precision", train.precision},
+                {"fused", train.fused}};
   j["eval"] = {{"every", eval.every},
                {"val_tokens", eval.val_tokens},
                {"checkpoint_every", eval.checkpoint_every}};
@@ -175,6 +177,9 @@ nlohmann::json RunConfig::identity_json() const {
   j.erase("resources");
   if (resources.ranks != 1) {  // absent at 1, so that one-process runs keep their ids
     j["ranks"] = resources.ranks;
+  }
+  if (train.fused) {  // absent when on (the default), so that runs from before the fused kernels keep their ids
+    j["train"].erase("fused");
   }
   return j;
 }

@@ -49,6 +49,7 @@ struct TrainConfig {
   double eps = 1e-8;
   double grad_clip = 0;            // 0 = off
   std::string precision = "fp32";  // fp32 | tf32 | bf16
+  bool fused = true;               // kernels/'s fused CPU ops; false = the reference LibTorch ops
 };
 
 struct EvalConfig {

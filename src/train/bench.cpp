@@ -5,7 +5,26 @@
 #include <cstdio>
 #include <random>
 
+#include <ATen/record_function.h>
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <c10/core/CPUAllocator.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/gelu.h"
+#include "kernels/linear.h"
 #include "train/model.h"
+#include "train/compat.h"
+#include "train/optim.h"
 #include "train/trainer.h"
 
 namespace sweep {
@@ -33,23 +52,288 @@ double flops_per_token(const ModelConfig& m) {
   return 6.0 * matmul_weights + 12.0 * L * C * T;
 }
 
-double measure_matmul_peak(const std::string& precision, int64_t n) {
+double measure_matmul_peak(const std::string& precision, bool fused, int64_t n) {
   auto dtype = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
   torch::NoGradGuard no_grad;
   auto a = torch::randn({n, n}).to(dtype);
   auto b = torch::randn({n, n}).to(dtype);
   auto c = torch::mm(a, b);
+  const bool onednn = fused && dtype == torch::kFloat;  // the fused path's fp32 matmuls (kernels::linear)
   double best = 1e30;
   for (int i = 0; i < 20; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    torch::mm_out(c, a, b);
+    if (onednn) {
+      c = kernels::linear(a, b);
+    } else {
+      torch::mm_out(c, a, b);
+    }
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best;
 }
 
-std::vector<BenchResult> run_bench(const RunConfig& base, const std::vector<std::string>& precisions,
-                                   int64_t steps, int64_t warmup, std::ostream& out) {
+namespace {
+
+// ---- tensor memory: LibTorch's CPU allocator wrapped to count live bytes and their peak ----
+
+// The context of every DataPtr it hands out is the data pointer itself, as raw_allocate (oneDNN's
+// path) requires; the bookkeeping lives for the whole process, since tensors allocated while
+// counting (an optimizer's state) may be freed after counting stopped.
+class CountingAllocator final : public c10::Allocator {
+ public:
+#if SWEEP_TORCH_AT_LEAST(2, 3)
+  c10::DataPtr allocate(size_t n) override {
+#else
+  c10::DataPtr allocate(size_t n) const override {
+#endif
+    c10::DataPtr inner = m_base->allocate(n);
+    void* p = inner.get();
+    Books& b = books();
+    std::lock_guard<std::mutex> lock(b.mutex);
+    b.live += static_cast<int64_t>(n);
+    b.peak = std::max(b.peak, b.live);
+    b.blocks.emplace(p, Block{std::move(inner), n});
+    return {p, p, &release, c10::Device(c10::kCPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+#if SWEEP_TORCH_AT_LEAST(2, 3)
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+#endif
+
+  // Counts from now on, until the destructor puts the previous allocator back.
+  CountingAllocator() : m_base(c10::GetCPUAllocator()) {
+    std::lock_guard<std::mutex> lock(books().mutex);
+    books().peak = books().live;
+    m_start = books().live;
+    c10::SetCPUAllocator(this, k_priority);
+  }
+  ~CountingAllocator() override { c10::SetCPUAllocator(m_base, k_priority); }
+  CountingAllocator(const CountingAllocator&) = delete;
+  CountingAllocator& operator=(const CountingAllocator&) = delete;
+
+  // The peak of the bytes allocated through it and live at once since it was installed.
+  double peak_mib() const {
+    std::lock_guard<std::mutex> lock(books().mutex);
+    return static_cast<double>(books().peak - m_start) / (1 << 20);
+  }
+
+ private:
+  struct Block {
+    c10::DataPtr inner;
+    size_t n;
+  };
+  struct Books {
+    std::mutex mutex;
+    int64_t live = 0, peak = 0;
+    std::map<void*, Block> blocks;
+  };
+  static Books& books() {
+    static auto* b = new Books;  // never destroyed: late frees still find it
+    return *b;
+  }
+  static void release(void* p) {
+    c10::DataPtr inner;
+    {
+      Books& b = books();
+      std::lock_guard<std::mutex> lock(b.mutex);
+      auto it = b.blocks.find(p);
+      if (it == b.blocks.end()) {
+        return;
+      }
+      b.live -= static_cast<int64_t>(it->second.n);
+      inner = std::move(it->second.inner);
+      b.blocks.erase(it);
+    }
+    // inner frees the memory here, outside the lock
+  }
+  static constexpr uint8_t k_priority = 200;
+  c10::Allocator* m_base;
+  int64_t m_start = 0;
+};
+
+// ---- peak resident memory: Linux's high-water mark, reset through clear_refs ----
+
+void reset_peak_rss() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      return std::stod(line.substr(6)) / 1024.0;  // kB
+    }
+  }
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// ---- --profile: every op's self time (its time minus its children's), from RecordFunction ----
+
+struct Frame {
+  std::string name;
+  std::chrono::steady_clock::time_point start;
+  double children = 0;
+};
+thread_local std::vector<Frame> t_frames;
+std::mutex g_profile_mutex;
+std::map<std::string, std::pair<int64_t, double>> g_profile;  // name -> (calls, self seconds)
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  t_frames.push_back({fn.name(), std::chrono::steady_clock::now(), 0});
+  return nullptr;
+}
+
+void on_op_end(const at::RecordFunction&, at::ObserverContext*) {
+  if (t_frames.empty()) {
+    return;
+  }
+  const Frame f = t_frames.back();
+  t_frames.pop_back();
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - f.start).count();
+  if (!t_frames.empty()) {
+    t_frames.back().children += total;
+  }
+  std::lock_guard<std::mutex> lock(g_profile_mutex);
+  auto& entry = g_profile[f.name];
+  entry.first += 1;
+  entry.second += total - f.children;
+}
+
+void print_profile(int64_t steps, double step_seconds, std::ostream& out) {
+  std::vector<std::pair<std::string, std::pair<int64_t, double>>> rows(g_profile.begin(), g_profile.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  char line[256];
+  out << "  top ops by self time per step (share of the step's wall time):\n";
+  for (size_t i = 0; i < rows.size() && i < 15; ++i) {
+    const double per_step = rows[i].second.second / static_cast<double>(steps);
+    std::snprintf(line, sizeof line, "    %-48s %8.2f ms %5.1f%%  %6.1f calls\n", rows[i].first.c_str(), 1e3 * per_step,
+                  100.0 * per_step / step_seconds,
+                  static_cast<double>(rows[i].second.first) / static_cast<double>(steps));
+    out << line;
+  }
+}
+
+// ---- each fused op against its reference, forward + backward, at the config's shapes ----
+
+struct OpTiming {
+  double ms = 0;
+  double peak_mib = 0;  // peak tensor memory the op allocated above its inputs
+};
+
+template <typename F>
+OpTiming time_op(F&& f, int reps) {
+  f();  // warm-up: first-touch allocations, JIT kernels
+  double peak = 0;
+  {
+    CountingAllocator counting;
+    f();
+    peak = counting.peak_mib();
+  }
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return {1e3 * median(times), peak};
+}
+
+void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& out) {
+  const auto dtype = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const int64_t B = c.train.micro_batch, T = c.model.block_size, C = c.model.n_embd, nh = c.model.n_head;
+  const int64_t V = c.model.padded_vocab(), N = B * T;
+  const int reps = 10;
+  torch::manual_seed(1);
+  char line[256];
+  std::snprintf(line, sizeof line, "  ops (%s; forward + backward per call, median of %d; peak tensor memory the op allocates):\n",
+                precision.c_str(), reps);
+  out << line;
+  out << "    op                                  reference      fused   speed-up    reference      fused\n";
+  auto row = [&](const std::string& name, const OpTiming& ref, const OpTiming& fused) {
+    std::snprintf(line, sizeof line, "    %-34s %9.2f ms %7.2f ms %8.2f×  %7.1f MiB %6.1f MiB\n", name.c_str(), ref.ms,
+                  fused.ms, ref.ms / fused.ms, ref.peak_mib, fused.peak_mib);
+    out << line;
+  };
+  {
+    auto qkv = torch::randn({B, T, 3 * C}).to(dtype).requires_grad_(true);
+    auto grad = torch::randn({B, T, C}).to(dtype);
+    auto run = [&](bool fused) {
+      return [&, fused] {
+        auto y = fused ? kernels::causal_attention(qkv, nh) : kernels::causal_attention_reference(qkv, nh);
+        y.backward(grad);
+        qkv.mutable_grad() = torch::Tensor();
+      };
+    };
+    const auto ref = time_op(run(false), reps);
+    row("causal attention (B, T, 3C)", ref, time_op(run(true), reps));
+  }
+  {
+    auto h = torch::randn({N, 4 * C}).to(dtype).requires_grad_(true);
+    auto bias = torch::randn({4 * C}).requires_grad_(true);
+    auto grad = torch::randn({N, 4 * C}).to(dtype);
+    auto run = [&](bool fused) {
+      return [&, fused] {
+        auto y = fused ? kernels::bias_gelu(h, bias) : kernels::bias_gelu_reference(h, bias.to(dtype));
+        y.backward(grad);
+        h.mutable_grad() = torch::Tensor();
+        bias.mutable_grad() = torch::Tensor();
+      };
+    };
+    const auto ref = time_op(run(false), reps);
+    row("bias + GELU (B·T, 4C)", ref, time_op(run(true), reps));
+  }
+  {
+    auto leaf = torch::randn({N, V}).to(dtype).requires_grad_(true);
+    auto targets = torch::randint(V, {N}, torch::kLong);
+    auto run = [&](bool fused) {
+      return [&, fused] {
+        auto logits = leaf * 1;  // an intermediate, as the head's output is
+        auto loss = fused ? kernels::cross_entropy_inplace(logits, targets) : kernels::cross_entropy_reference(logits, targets);
+        loss.backward();
+        leaf.mutable_grad() = torch::Tensor();
+      };
+    };
+    const auto ref = time_op(run(false), reps);
+    row("cross-entropy (B·T, V=" + std::to_string(V) + ")", ref, time_op(run(true), reps));
+  }
+  if (dtype == torch::kFloat) {  // bf16 matmuls stay LibTorch's (oneDNN under autocast)
+    auto x = torch::randn({N, C}).requires_grad_(true);
+    auto w = torch::randn({4 * C, C}).requires_grad_(true);
+    auto b = torch::randn({4 * C}).requires_grad_(true);
+    auto grad = torch::randn({N, 4 * C});
+    auto run = [&](bool fused) {
+      return [&, fused] {
+        (fused ? kernels::linear(x, w, b) : kernels::linear_reference(x, w, b)).backward(grad);
+        x.mutable_grad() = w.mutable_grad() = b.mutable_grad() = torch::Tensor();
+      };
+    };
+    const auto ref = time_op(run(false), reps);
+    row("linear (B·T, C) → 4C", ref, time_op(run(true), reps));
+  }
+  {
+    GPT model(c.model);
+    auto params = model->parameters();
+    auto opt = make_adamw(params, c.train);
+    for (auto& p : params) {
+      p.mutable_grad() = torch::randn_like(p);
+    }
+    auto run = [&](bool fused) { return [&, fused] { adamw_step(*opt, 0.5, fused); }; };
+    char name[64];
+    std::snprintf(name, sizeof name, "AdamW + clip scale (%.2fM params)", static_cast<double>(model->num_params()) / 1e6);
+    const auto ref = time_op(run(false), reps);
+    row(name, ref, time_op(run(true), reps));
+  }
+}
+
+}  // namespace
+
+std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& settings, std::ostream& out) {
   // Synthetic tokens: throughput does not depend on their values.
   auto data = std::make_shared<TrainData>();
   data->vocab_size = base.model.vocab_size > 0 ? base.model.vocab_size : 256;
@@ -61,43 +345,82 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const std::vector<std:
   }
   data->val = data->test = std::vector<uint16_t>(data->train.begin(), data->train.begin() + 4096);
 
-  char line[256];
+  char line[320];
   const ModelConfig& m = base.model;
   std::snprintf(line, sizeof line,
                 "sweep bench: %lld layers × %lld heads × %lld wide, block %lld, micro-batch %lld × accum %lld, vocab "
-                "%lld, %d threads, %s attention, %lld steps after %lld warm-up\n",
+                "%lld, %d threads, fused kernels: %s, %lld steps after %lld warm-up\n",
                 static_cast<long long>(m.n_layer), static_cast<long long>(m.n_head), static_cast<long long>(m.n_embd),
                 static_cast<long long>(m.block_size), static_cast<long long>(base.train.micro_batch),
                 static_cast<long long>(base.train.grad_accum), static_cast<long long>(data->vocab_size),
-                at::get_num_threads(), uses_sdpa() ? "sdpa" : "manual", static_cast<long long>(steps),
-                static_cast<long long>(warmup));
+                at::get_num_threads(), kernels::cpu::ops().isa, static_cast<long long>(settings.steps),
+                static_cast<long long>(settings.warmup));
   out << line;
-  out << "precision   tokens/s   step ms   model GFLOP/s   matmul peak GFLOP/s   MFU\n";
   std::vector<BenchResult> results;
-  for (const auto& precision : precisions) {
-    RunConfig c = base;
-    c.train.precision = precision;
-    c.model.vocab_size = data->vocab_size;
-    Trainer trainer(c, data);
-    std::vector<double> times;
-    for (int64_t i = 0; i < warmup + steps; ++i) {
-      const StepStats s = trainer.train_step();
-      if (i >= warmup) {
-        times.push_back(s.seconds);
+  for (const auto& precision : settings.precisions) {
+    out << "precision  path        tokens/s   step ms   model GFLOP/s   matmul peak GFLOP/s    MFU   step tensors MiB   peak RSS MiB\n";
+    for (const bool fused : settings.fused) {
+      const double peak = measure_matmul_peak(precision, fused);
+      RunConfig c = base;
+      c.train.precision = precision;
+      c.train.fused = fused;
+      c.model.vocab_size = data->vocab_size;
+      Trainer trainer(c, data);
+      for (int64_t i = 0; i < settings.warmup; ++i) {
+        trainer.train_step();
       }
+      std::optional<at::CallbackHandle> profiling;
+      if (settings.profile) {
+        g_profile.clear();
+        profiling = at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end).needsInputs(false));
+      }
+      reset_peak_rss();
+      std::vector<double> times;
+      double step_tensors_mib = 0;
+      {
+        CountingAllocator counting;  // what the steps allocate: activations, gradients, temporaries
+        for (int64_t i = 0; i < settings.steps; ++i) {
+          times.push_back(trainer.train_step().seconds);
+        }
+        step_tensors_mib = counting.peak_mib();
+      }
+      if (profiling) {
+        at::removeCallback(*profiling);
+      }
+      BenchResult r;
+      r.precision = precision;
+      r.fused = fused;
+      r.peak_rss_mib = peak_rss_mib();
+      r.step_ms = 1e3 * median(times);
+      r.tokens_per_s = static_cast<double>(c.tokens_per_step()) / (r.step_ms / 1e3);
+      r.flops_per_token = flops_per_token(c.model);
+      r.achieved_flops = r.tokens_per_s * r.flops_per_token;
+      r.peak_flops = peak;
+      std::snprintf(line, sizeof line, "%-9s  %-9s %10.0f %9.1f %15.1f %21.1f %5.1f%% %18.0f %14.0f\n", precision.c_str(),
+                    fused ? "fused" : "reference", r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
+                    r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
+      out << line << std::flush;
+      if (settings.profile) {
+        double total = 0;
+        for (double t : times) {
+          total += t;
+        }
+        print_profile(settings.steps, total / static_cast<double>(settings.steps), out);
+      }
+      results.push_back(r);
     }
-    std::sort(times.begin(), times.end());
-    BenchResult r;
-    r.precision = precision;
-    r.step_ms = 1e3 * times[times.size() / 2];
-    r.tokens_per_s = static_cast<double>(c.tokens_per_step()) / (r.step_ms / 1e3);
-    r.flops_per_token = flops_per_token(c.model);
-    r.achieved_flops = r.tokens_per_s * r.flops_per_token;
-    r.peak_flops = measure_matmul_peak(precision);
-    std::snprintf(line, sizeof line, "%-9s %10.0f %9.1f %15.1f %21.1f %5.1f%%\n", precision.c_str(), r.tokens_per_s,
-                  r.step_ms, r.achieved_flops / 1e9, r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops);
-    out << line << std::flush;
-    results.push_back(r);
+    if (settings.fused.size() == 2) {
+      const auto& ref = results[results.size() - 2];
+      std::snprintf(line, sizeof line, "  fused / reference: %.2f× tokens/s\n", results.back().tokens_per_s / ref.tokens_per_s);
+      out << line;
+    }
+    if (settings.ops) {
+      RunConfig c = base;
+      c.train.precision = precision;
+      c.model.vocab_size = data->vocab_size;
+      bench_ops(c, precision, out);
+    }
+    out << std::flush;
   }
   return results;
 }

@@ -1,6 +1,8 @@
 // `sweep bench`: training-step throughput (forward + backward + clip + AdamW, median over
-// timed steps after warm-up) for fp32 and bf16 on a reference config, the FLOP/s it achieves,
-// the matmul peak measured on this machine for that precision, and their ratio (MFU).
+// timed steps after warm-up) for fp32 and bf16 on a reference config, with the fused kernels
+// and with the reference ops: the FLOP/s achieved, the matmul peak measured on this machine for
+// that precision, their ratio (MFU), the step's peak RSS; each fused op against its reference at
+// the config's shapes; and, with `profile`, the step's top ops by self time.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,8 @@ RunConfig bench_reference_config();
 
 struct BenchResult {
   std::string precision;
+  bool fused = true;
+  double peak_rss_mib = 0;  // the process's peak resident memory over the timed steps
   double tokens_per_s = 0;
   double step_ms = 0;
   double flops_per_token = 0;
@@ -27,10 +31,19 @@ struct BenchResult {
 // Model FLOPs of one token, forward + backward: 6 × matmul weights + 12 × layers × width × block.
 double flops_per_token(const ModelConfig& m);
 
-// Best-of-N FLOP/s of an n×n×n matmul at `precision` (fp32 | bf16) on the current threads.
-double measure_matmul_peak(const std::string& precision, int64_t n = 1024);
+// Best-of-N FLOP/s of an n×n×n matmul at `precision` (fp32 | bf16) on the current threads, with
+// the matmul the path uses (fused fp32: oneDNN's sgemm; otherwise LibTorch's mm).
+double measure_matmul_peak(const std::string& precision, bool fused, int64_t n = 1024);
 
-std::vector<BenchResult> run_bench(const RunConfig& config, const std::vector<std::string>& precisions,
-                                   int64_t steps, int64_t warmup, std::ostream& out);
+struct BenchSettings {
+  std::vector<std::string> precisions{"fp32", "bf16"};
+  std::vector<bool> fused{false, true};  // the reference ops, the fused kernels
+  int64_t steps = 20;
+  int64_t warmup = 3;
+  bool ops = true;       // each fused op against its reference
+  bool profile = false;  // the top ops of a step
+};
+
+std::vector<BenchResult> run_bench(const RunConfig& config, const BenchSettings& settings, std::ostream& out);
 
 }  // namespace sweep

@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#include "kernels/attention.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/gelu.h"
+#include "kernels/linear.h"
 #include "train/compat.h"
 
 namespace F = torch::nn::functional;
@@ -25,6 +29,19 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
   return F::dropout(x, F::DropoutFuncOptions().p(p).training(true));
 }
 
+// A linear layer: oneDNN's sgemm for fp32 on the CPU when fused; LibTorch's (autocast-aware:
+// bf16 goes to oneDNN there already) otherwise.
+torch::Tensor project(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool fused) {
+  if (fused && x.device().is_cpu() && x.scalar_type() == torch::kFloat && !compat::autocast_enabled(c10::kCPU)) {
+    return kernels::linear(x, weight, bias);
+  }
+  return F::linear(x, weight, bias);
+}
+
+torch::Tensor project(const torch::Tensor& x, const torch::nn::Linear& layer, bool fused) {
+  return project(x, layer->weight, layer->bias, fused);
+}
+
 }  // namespace
 
 bool uses_sdpa() { return compat::k_has_sdpa; }
@@ -39,32 +56,19 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& c)
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head;
-  auto qkv = c_attn->forward(x).split(C, 2);  // 3 × (B, T, C)
-  auto q = qkv[0].view({B, T, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
-  auto k = qkv[1].view({B, T, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
-  auto v = qkv[2].view({B, T, n_head, hs}).transpose(1, 2);  // (B, nh, T, hs)
+  auto qkv = project(x, c_attn, fused);  // (B, T, 3C): Q, K, V side by side
   const double p = is_training() ? dropout : 0.0;
-  torch::Tensor y;  // (B, nh, T, hs)
-  if (compat::k_has_sdpa) {
-    y = compat::sdpa_causal(q, k, v, p);
+  torch::Tensor y;  // (B, T, C), heads side by side
+  if (fused && p == 0.0 && x.device().is_cpu()) {
+    y = kernels::causal_attention(qkv, n_head);  // flash-style tiles, no T × T scores
+  } else if (compat::k_has_sdpa) {
+    auto parts = qkv.split(C, 2);
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, hs}).transpose(1, 2); };  // (B, nh, T, hs)
+    y = compat::sdpa_causal(heads(parts[0]), heads(parts[1]), heads(parts[2]), p).transpose(1, 2).contiguous().view({B, T, C});
   } else {
-    // Manual path: scale, causal mask and QK^T in one baddbmm; softmax; dropout; @V.
-    if (!m_mask.defined() || m_mask.size(0) < T || m_mask.scalar_type() != q.scalar_type() ||
-        m_mask.device() != q.device()) {
-      m_mask = torch::full({T, T}, -std::numeric_limits<float>::infinity(),
-                           torch::TensorOptions().dtype(q.scalar_type()).device(q.device()))
-                   .triu(1);  // (T, T): 0 on and below the diagonal, -inf above
-    }
-    auto q3 = q.reshape({B * n_head, T, hs});                  // (B·nh, T, hs)
-    auto kt = k.reshape({B * n_head, T, hs}).transpose(1, 2);  // (B·nh, hs, T)
-    auto mask = m_mask.slice(0, 0, T).slice(1, 0, T).unsqueeze(0);  // (1, T, T)
-    auto att = torch::baddbmm(mask, q3, kt, /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(static_cast<double>(hs)));
-    att = torch::softmax(att, -1);                                  // (B·nh, T, T)
-    att = maybe_dropout(att, p, true);
-    y = torch::bmm(att, v.reshape({B * n_head, T, hs})).view({B, n_head, T, hs});
+    y = kernels::causal_attention_reference(qkv, n_head, p);
   }
-  y = y.transpose(1, 2).contiguous().view({B, T, C});  // re-assemble heads side by side
-  return maybe_dropout(c_proj->forward(y), dropout, is_training());
+  return maybe_dropout(project(y, c_proj, fused), dropout, is_training());
 }
 
 // ---- MLP ----
@@ -75,8 +79,10 @@ MLPImpl::MLPImpl(const ModelConfig& c) : dropout(c.dropout) {
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  auto hidden = torch::gelu(c_fc->forward(x));  // (B, T, 4C), exact (erf) GELU
-  return maybe_dropout(c_proj->forward(hidden), dropout, is_training());
+  auto hidden = fused && x.device().is_cpu()
+                    ? kernels::bias_gelu(project(x, c_fc->weight, {}, fused), c_fc->bias)  // (B, T, 4C), one pass
+                    : torch::gelu(c_fc->forward(x));  // (B, T, 4C), exact (erf) GELU
+  return maybe_dropout(project(hidden, c_proj, fused), dropout, is_training());
 }
 
 // ---- block ----
@@ -145,12 +151,22 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
     x = block->as<Block>()->forward(x);
   }
   x = transformer->ln_f->forward(x);
-  return F::linear(x, head_weight());  // (B, T, V_padded)
+  return project(x, head_weight(), {}, fused);  // (B, T, V_padded)
 }
 
 torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
   auto logits = forward(idx);  // (B, T, V_padded)
-  return F::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat), targets.reshape({-1}));
+  auto flat = logits.reshape({-1, logits.size(-1)});
+  return fused && flat.device().is_cpu() ? kernels::cross_entropy_inplace(flat, targets.reshape({-1}))
+                                         : kernels::cross_entropy_reference(flat, targets.reshape({-1}));
+}
+
+void GPTImpl::set_fused(bool on) {
+  fused = on;
+  for (const auto& block : *transformer->h) {
+    block->as<Block>()->attn->fused = on;
+    block->as<Block>()->mlp->fused = on;
+  }
 }
 
 int64_t GPTImpl::num_params() const {

@@ -19,7 +19,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   torch::nn::Linear c_proj{nullptr};  // C -> C
   int64_t n_head;
   double dropout;
-  torch::Tensor m_mask;  // (T, T) additive causal mask for the manual path, made on first use
+  bool fused = true;  // kernels::causal_attention on the CPU when no attention dropout applies
 };
 TORCH_MODULE(CausalSelfAttention);
 
@@ -30,6 +30,7 @@ struct MLPImpl : torch::nn::Module {
   torch::nn::Linear c_fc{nullptr};    // C -> 4C
   torch::nn::Linear c_proj{nullptr};  // 4C -> C
   double dropout;
+  bool fused = true;  // c_fc's bias add and the GELU in one kernel on the CPU
 };
 TORCH_MODULE(MLP);
 
@@ -59,14 +60,19 @@ struct GPTImpl : torch::nn::Module {
   explicit GPTImpl(const ModelConfig& c);
 
   torch::Tensor forward(const torch::Tensor& idx);  // (B, T) int64 -> logits (B, T, V_padded)
-  // Mean next-token cross-entropy in fp32 (logits may be bf16 under autocast).
+  // Mean next-token cross-entropy in fp32 (logits may be bf16 under autocast). Fused on the
+  // CPU: the gradient is written over the logits.
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
+
+  // The fused CPU kernels (kernels/) or the reference LibTorch ops, everywhere in the model.
+  void set_fused(bool on);
 
   // The head weight: lm_head's, or wte's when tied (one tensor, registered once).
   torch::Tensor head_weight() const;
   int64_t num_params() const;
 
   ModelConfig config;
+  bool fused = true;
   Transformer transformer{nullptr};
   torch::nn::Linear lm_head{nullptr};  // absent when tie_weights
 };

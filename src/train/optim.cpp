@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/adamw.h"
+
 namespace sweep {
 
 std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params, const TrainConfig& t) {
@@ -26,26 +28,40 @@ void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
   }
 }
 
-double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+double grad_norm(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> norms;
   for (const auto& p : params) {
     if (p.grad().defined()) {
       norms.push_back(p.grad().detach().to(torch::kFloat).norm(2));
     }
   }
-  if (norms.empty()) {
-    return 0.0;
-  }
-  const double total = torch::stack(norms).norm(2).item<double>();  // one device sync a step
-  if (max_norm > 0 && std::isfinite(total) && total > max_norm) {
-    const double scale = max_norm / (total + 1e-6);
+  return norms.empty() ? 0.0 : torch::stack(norms).norm(2).item<double>();  // one device sync a step
+}
+
+double clip_factor(double norm, double max_norm) {
+  return max_norm > 0 && std::isfinite(norm) && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  const double total = grad_norm(params);
+  const double factor = clip_factor(total, max_norm);
+  if (factor != 1.0) {
     for (const auto& p : params) {
       if (p.grad().defined()) {
-        p.grad().detach().mul_(scale);
+        p.grad().detach().mul_(factor);
       }
     }
   }
   return total;
+}
+
+void adamw_step(torch::optim::AdamW& opt, double grad_scale, bool fused) {
+  const auto& first = opt.param_groups().front().params();
+  if (fused && !first.empty() && first.front().device().is_cpu()) {
+    kernels::adamw_step(opt, grad_scale);
+  } else {
+    kernels::adamw_step_reference(opt, grad_scale);
+  }
 }
 
 }  // namespace sweep

@@ -15,8 +15,18 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>
 
 void set_learning_rate(torch::optim::Optimizer& opt, double lr);
 
-// The global L2 norm of all gradients (before any clipping); scales them to `max_norm` when it
-// is > 0 and exceeded. Returns the pre-clip norm (may be non-finite: the caller checks).
+// The global L2 norm of all gradients (may be non-finite: the caller checks).
+double grad_norm(const std::vector<torch::Tensor>& params);
+
+// The factor that scales gradients of global norm `norm` to `max_norm`: 1 when clipping is off
+// (max_norm 0), not needed, or the norm is not finite.
+double clip_factor(double norm, double max_norm);
+
+// grad_norm, then the gradients scaled in place by clip_factor. Returns the pre-clip norm.
 double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+
+// One AdamW step with the gradients multiplied by grad_scale (the clip factor): the fused
+// one-pass kernel (CPU parameters, `fused`) or LibTorch's AdamW.
+void adamw_step(torch::optim::AdamW& opt, double grad_scale, bool fused);
 
 }  // namespace sweep

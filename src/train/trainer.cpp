@@ -97,6 +97,7 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
   // ---- weights from init_seed ----
   torch::manual_seed(static_cast<uint64_t>(m_cfg.seeds.init));
   m_model = GPT(m_cfg.model);
+  m_model->set_fused(m_cfg.train.fused);
   m_model->to(m_device);
   m_params = m_model->parameters();
   m_opt = make_adamw(m_params, m_cfg.train);
@@ -150,11 +151,11 @@ StepStats Trainer::train_step() {
   }
 
   // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
-  s.grad_norm = clip_grad_norm(m_params, m_cfg.train.grad_clip);
+  s.grad_norm = grad_norm(m_params);
   s.lr = learning_rate(m_cfg, m_step);
   if (s.finite()) {
     set_learning_rate(*m_opt, s.lr);
-    m_opt->step();
+    adamw_step(*m_opt, clip_factor(s.grad_norm, m_cfg.train.grad_clip), m_cfg.train.fused);  // clipping folded in
   }
   m_opt->zero_grad();
   ++m_step;

@@ -89,7 +89,7 @@ class Trainer {
   torch::Device m_device;
   GPT m_model{nullptr};
   std::vector<torch::Tensor> m_params;
-  std::unique_ptr<torch::optim::Optimizer> m_opt;
+  std::unique_ptr<torch::optim::AdamW> m_opt;
   std::unique_ptr<BatchLoader> m_loader;
   int64_t m_step = 0;
 };

@@ -11,6 +11,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/gelu.h"
+#include "kernels/linear.h"
 
 using namespace sweep;
 
@@ -167,6 +168,34 @@ TEST_CASE("cross-entropy in place: the loss and the gradient equal F::cross_entr
   SUBCASE("a target outside the vocabulary is refused") {
     CHECK_THROWS_WITH_AS(kernels::cross_entropy_inplace(torch::randn({2, 4}), torch::tensor({1, 4}, torch::kLong)),
                          doctest::Contains("outside [0, 4)"), c10::Error);
+  }
+}
+
+TEST_CASE("linear through oneDNN's sgemm: output, input, weight and bias gradients equal F::linear (fp32)") {
+  torch::manual_seed(15);
+  for (const auto& [shape, n] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{2, 7, 5}, 3}, {{64, 256}, 768}, {{1, 1, 1}, 1}, {{3, 33, 17}, 50}}) {
+    for (const bool with_bias : {true, false}) {
+      CAPTURE(n);
+      CAPTURE(with_bias);
+      const auto w0 = torch::randn({n, shape.back()});
+      const auto b0 = with_bias ? torch::randn({n}) : torch::Tensor();
+      auto wf = w0.clone().requires_grad_(true), wr = w0.clone().requires_grad_(true);
+      auto bf = with_bias ? b0.clone().requires_grad_(true) : torch::Tensor();
+      auto br = with_bias ? b0.clone().requires_grad_(true) : torch::Tensor();
+      const Op fused = [&](const torch::Tensor& x) { return kernels::linear(x, wf, bf); };
+      const Op reference = [&](const torch::Tensor& x) { return kernels::linear_reference(x, wr, br); };
+      check_against_reference(fused, reference, torch::randn(shape), torch::kFloat, 1e-5);
+      CHECK(rel_err(wf.grad(), wr.grad()) < 1e-5);
+      if (with_bias) {
+        CHECK(rel_err(bf.grad(), br.grad()) < 1e-5);
+      }
+      const Op fused_fd = [&](const torch::Tensor& x) { return kernels::linear(x, w0, b0); };
+      const Op reference_fd = [&](const torch::Tensor& x) {
+        return kernels::linear_reference(x, w0.to(x.scalar_type()), with_bias ? b0.to(x.scalar_type()) : torch::Tensor());
+      };
+      check_finite_differences(fused_fd, reference_fd, torch::randn(shape));
+    }
   }
 }
 
