@@ -1,6 +1,7 @@
 #include "kernels/adamw.h"
 
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -10,12 +11,14 @@ namespace sweep::kernels {
 
 namespace {
 
-// The key of a parameter's state in Optimizer::state(): a string in LibTorch 1.13, the
-// TensorImpl's address from 2.x.
+// The key of a parameter's state in Optimizer::state(): in LibTorch 1.13 the TensorImpl's address
+// as text (c10::guts::to_string: what an ostream prints), from 2.x the address itself.
 template <typename Map>
 typename Map::key_type state_key(const torch::Tensor& p) {
   if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
+    std::ostringstream text;
+    text << p.unsafeGetTensorImpl();
+    return text.str();
   } else {
     return p.unsafeGetTensorImpl();
   }

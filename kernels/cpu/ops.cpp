@@ -82,8 +82,18 @@ inline float exp_sum(float* x, int64_t n, float shift) {
 }
 
 inline float max_of(const float* x, int64_t n) {
+  Vec acc(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    acc = at::vec::maximum(acc, Vec::loadu(x + i));
+  }
+  float lanes[Vec::size()];
+  acc.store(lanes);
   float m = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) {
+  for (float lane : lanes) {
+    m = std::max(m, lane);
+  }
+  for (; i < n; ++i) {
     m = std::max(m, x[i]);
   }
   return m;

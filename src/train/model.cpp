@@ -44,8 +44,6 @@ torch::Tensor project(const torch::Tensor& x, const torch::nn::Linear& layer, bo
 
 }  // namespace
 
-bool uses_sdpa() { return compat::k_has_sdpa; }
-
 // ---- attention ----
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& c)
@@ -159,6 +157,13 @@ torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
   auto flat = logits.reshape({-1, logits.size(-1)});
   return fused && flat.device().is_cpu() ? kernels::cross_entropy_inplace(flat, targets.reshape({-1}))
                                          : kernels::cross_entropy_reference(flat, targets.reshape({-1}));
+}
+
+std::string GPTImpl::attention(const torch::Device& device) const {
+  if (fused && device.is_cpu() && config.dropout == 0.0) {
+    return "fused";
+  }
+  return compat::k_has_sdpa ? "sdpa" : "manual";
 }
 
 void GPTImpl::set_fused(bool on) {

@@ -66,6 +66,9 @@ struct GPTImpl : torch::nn::Module {
 
   // The fused CPU kernels (kernels/) or the reference LibTorch ops, everywhere in the model.
   void set_fused(bool on);
+  // The attention training uses on `device`: "fused" (kernels/, CPU, no attention dropout),
+  // "sdpa" (LibTorch >= 2.0) or "manual" (the reference ops).
+  std::string attention(const torch::Device& device) const;
 
   // The head weight: lm_head's, or wte's when tied (one tensor, registered once).
   torch::Tensor head_weight() const;
@@ -78,7 +81,5 @@ struct GPTImpl : torch::nn::Module {
 };
 TORCH_MODULE(GPT);
 
-// Whether fused attention is used: LibTorch >= 2.0 has scaled_dot_product_attention.
-bool uses_sdpa();
 
 }  // namespace sweep

@@ -213,12 +213,14 @@ RunResult Trainer::run(const RunOptions& o) {
                     {"threads", at::get_num_threads()},
                     {"device", m_device.str()},
                     {"precision", m_cfg.train.precision},
-                    {"attention", uses_sdpa() ? "sdpa" : "manual"},
+                    {"fused", m_cfg.train.fused},
+                    {"attention", m_model->attention(m_device)},
                     {"resumed", resumed}});
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
           std::to_string(total) + " steps of " + format_count(static_cast<double>(tps)) + " tokens, " +
           format_count(static_cast<double>(m_model->num_params())) + " parameters, " +
-          std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision);
+          std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
+          (m_cfg.train.fused ? ", fused kernels" : ", reference ops"));
 
   auto eval_val = [&]() {
     const double val = evaluate("val");
