@@ -8,11 +8,17 @@ namespace sweep::kernels {
 
 // Flash-style on the CPU: per head, 64 × 64 tiles of QKᵀ with an online softmax; no T × T mask or
 // score matrix is materialised; the backward recomputes the tiles from the saved log-sum-exp.
-// fp32 or bf16 (computed in fp32). No dropout: use the reference when attention dropout is on.
-torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t n_head);
+// fp32 or bf16 (computed in fp32). Attention dropout with probability dropout_p drops weights
+// by a hash of (seed, head, query, key), so the backward recomputes the mask too.
+torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t n_head, double dropout_p = 0.0, uint64_t seed = 0);
 
 // The same in plain LibTorch ops (scaled QKᵀ with a −inf mask above the diagonal, softmax,
-// dropout, ·V): the tests' reference and the path with attention dropout.
-torch::Tensor causal_attention_reference(const torch::Tensor& qkv, int64_t n_head, double dropout_p = 0.0);
+// dropout, ·V). Dropout: LibTorch's own (torch::dropout) unless `dropout_scale` is given, a
+// (B·nh, T, T) tensor the weights are multiplied by (the tests pass dropout_mask's).
+torch::Tensor causal_attention_reference(const torch::Tensor& qkv, int64_t n_head, double dropout_p = 0.0,
+                                         const torch::Tensor& dropout_scale = {});
+
+// The fused kernel's dropout scales (0 or 1 / (1 − p)) for B·nh heads of T × T weights, fp32.
+torch::Tensor dropout_mask(int64_t batch_heads, int64_t T, double dropout_p, uint64_t seed);
 
 }  // namespace sweep::kernels

@@ -114,6 +114,16 @@ inline void scale(float* x, int64_t n, float s) {
 
 constexpr int64_t k_tile = 64;  // query rows and key columns per tile
 
+// row[0..n) ·= the dropout scale of query i, keys c0 .. c0+n−1 (into `out`, which may be `row`).
+inline void apply_dropout(const AttentionArgs& s, int64_t bh, int64_t i, int64_t c0, const float* row, float* out,
+                          int64_t n) {
+  const uint32_t key = dropout_row_key(s.seed, bh, i);
+  const float scale = 1.f / (1.f - s.dropout);
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = dropout_keep(key, c0 + j, s.dropout) ? row[j] * scale : 0.f;
+  }
+}
+
 // rows × cols from a strided source (row stride `ld` elements) into a dense fp32 buffer, and back.
 template <typename T>
 void gather(const T* src, int64_t ld, int64_t rows, int64_t cols, float* dst) {
@@ -129,7 +139,7 @@ void scatter(const float* src, int64_t rows, int64_t cols, T* dst, int64_t ld) {
 }
 
 template <typename T>
-void attention_forward_t(const AttentionShape& s, const T* qkv, T* out, float* lse) {
+void attention_forward_t(const AttentionArgs& s, const T* qkv, T* out, float* lse) {
   const int64_t T_ = s.seq, nh = s.heads, hs = s.head_size, C = nh * hs;
   const float sm_scale = 1.0f / std::sqrt(static_cast<float>(hs));
   at::parallel_for(0, s.batch * nh, 1, [&](int64_t begin, int64_t end) {
@@ -155,10 +165,13 @@ void attention_forward_t(const AttentionShape& s, const T* qkv, T* out, float* l
             const float sum = exp_sum(row, n, m_new);
             std::fill(row + n, row + bc, 0.f);
             const float correction = std::exp(m[i] - m_new);  // 0 on the first tile (m = -inf)
-            l[i] = l[i] * correction + sum;
+            l[i] = l[i] * correction + sum;  // the normaliser counts every weight, dropped or not
             m[i] = m_new;
             if (c0 > 0) {
               scale(o.data() + i * hs, hs, correction);
+            }
+            if (s.dropout > 0) {
+              apply_dropout(s, bh, r0 + i, c0, row, row, n);
             }
           }
           sgemm('N', 'N', br, hs, bc, 1.f, sc.data(), k_tile, v.data() + c0 * hs, hs, 1.f, o.data(), hs);
@@ -174,13 +187,13 @@ void attention_forward_t(const AttentionShape& s, const T* qkv, T* out, float* l
 }
 
 template <typename T>
-void attention_backward_t(const AttentionShape& s, const T* qkv, const T* out, const T* dout, const float* lse,
+void attention_backward_t(const AttentionArgs& s, const T* qkv, const T* out, const T* dout, const float* lse,
                           T* dqkv) {
   const int64_t T_ = s.seq, nh = s.heads, hs = s.head_size, C = nh * hs;
   const float sm_scale = 1.0f / std::sqrt(static_cast<float>(hs));
   at::parallel_for(0, s.batch * nh, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> q(T_ * hs), k(T_ * hs), v(T_ * hs), o(T_ * hs), dout_f(T_ * hs), dq(T_ * hs), dk(T_ * hs),
-        dv(T_ * hs), d(T_), p(k_tile * k_tile), dp(k_tile * k_tile);
+        dv(T_ * hs), d(T_), p(k_tile * k_tile), dp(k_tile * k_tile), pd(s.dropout > 0 ? k_tile * k_tile : 0);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / nh, h = bh % nh;
       const T* base = qkv + b * T_ * 3 * C + h * hs;
@@ -212,10 +225,23 @@ void attention_backward_t(const AttentionShape& s, const T* qkv, const T* out, c
             exp_sum(row, n, lse_bh[r0 + i]);
             std::fill(row + n, row + bc, 0.f);
           }
-          // dV += Pᵀ dO
-          sgemm('T', 'N', bc, hs, br, 1.f, p.data(), k_tile, dout_f.data() + r0 * hs, hs, 1.f, dv.data() + c0 * hs, hs);
-          // dP = dO Vᵀ; dS = P ∘ (dP − D)
+          // With dropout the output used P̃ = P ∘ M (M: 0 or 1/(1−p)): dV += P̃ᵀ dO, dP = (dO Vᵀ) ∘ M.
+          const float* pv = p.data();
+          if (s.dropout > 0) {
+            for (int64_t i = 0; i < br; ++i) {
+              apply_dropout(s, bh, r0 + i, c0, p.data() + i * k_tile, pd.data() + i * k_tile, bc);
+            }
+            pv = pd.data();
+          }
+          // dV += P̃ᵀ dO
+          sgemm('T', 'N', bc, hs, br, 1.f, pv, k_tile, dout_f.data() + r0 * hs, hs, 1.f, dv.data() + c0 * hs, hs);
+          // dP = dO Vᵀ (∘ M); dS = P ∘ (dP − D), D = rowsum(dO ∘ O) either way
           sgemm('N', 'T', br, bc, hs, 1.f, dout_f.data() + r0 * hs, hs, v.data() + c0 * hs, hs, 0.f, dp.data(), k_tile);
+          if (s.dropout > 0) {
+            for (int64_t i = 0; i < br; ++i) {
+              apply_dropout(s, bh, r0 + i, c0, dp.data() + i * k_tile, dp.data() + i * k_tile, bc);
+            }
+          }
           for (int64_t i = 0; i < br; ++i) {
             const Vec di(d[r0 + i]);
             float* dprow = dp.data() + i * k_tile;
@@ -241,14 +267,14 @@ void attention_backward_t(const AttentionShape& s, const T* qkv, const T* out, c
   });
 }
 
-void attention_forward(const AttentionShape& s, DType dt, const void* qkv, void* out, float* lse) {
+void attention_forward(const AttentionArgs& s, DType dt, const void* qkv, void* out, float* lse) {
   dispatch(dt, [&](auto t) {
     using T = decltype(t);
     attention_forward_t(s, static_cast<const T*>(qkv), static_cast<T*>(out), lse);
   });
 }
 
-void attention_backward(const AttentionShape& s, DType dt, const void* qkv, const void* out, const void* dout,
+void attention_backward(const AttentionArgs& s, DType dt, const void* qkv, const void* out, const void* dout,
                         const float* lse, void* dqkv) {
   dispatch(dt, [&](auto t) {
     using T = decltype(t);

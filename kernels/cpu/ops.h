@@ -10,9 +10,31 @@ namespace sweep::kernels::cpu {
 
 enum class DType { f32, bf16 };
 
-struct AttentionShape {
+struct AttentionArgs {
   int64_t batch, seq, heads, head_size;  // qkv is (batch, seq, 3 · heads · head_size), Q, K, V side by side
+  float dropout = 0;  // probability of dropping an attention weight (after the softmax)
+  uint64_t seed = 0;  // the dropout mask is a hash of (seed, batch · head, query, key): recomputed, never stored
 };
+
+// Attention dropout: the scale (0 or 1 / (1 − p)) of weight (query i, key j) of head bh. A hash,
+// so the backward recomputes the forward's mask; the same function builds the tests' reference.
+inline uint32_t dropout_mix(uint32_t h) {  // MurmurHash3's finaliser
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+inline uint32_t dropout_row_key(uint64_t seed, int64_t bh, int64_t i) {
+  const uint32_t head = dropout_mix(static_cast<uint32_t>(seed) ^ dropout_mix(static_cast<uint32_t>(seed >> 32) +
+                                                                            static_cast<uint32_t>(bh) * 0x9e3779b1u));
+  return dropout_mix(head ^ (static_cast<uint32_t>(i) * 0x85ebca77u + 0x27d4eb2fu));
+}
+inline bool dropout_keep(uint32_t row_key, int64_t j, float p) {  // P(keep) = 1 − p, to 2^-24
+  const uint32_t x = dropout_mix(row_key + static_cast<uint32_t>(j) * 0xc2b2ae3du);
+  return static_cast<float>(x >> 8) >= p * 16777216.0f;
+}
 
 struct AdamWSegment {  // one parameter tensor, every buffer fp32 and contiguous
   float* param;
@@ -30,9 +52,9 @@ struct AdamWSegment {  // one parameter tensor, every buffer fp32 and contiguous
 struct Ops {
   const char* isa;
   // Causal attention, flash-style: out (batch, seq, heads · head_size); lse (batch, heads, seq).
-  void (*attention_forward)(const AttentionShape&, DType, const void* qkv, void* out, float* lse);
+  void (*attention_forward)(const AttentionArgs&, DType, const void* qkv, void* out, float* lse);
   // dqkv (batch, seq, 3C) from dout (batch, seq, C) and the forward's out and lse.
-  void (*attention_backward)(const AttentionShape&, DType, const void* qkv, const void* out, const void* dout,
+  void (*attention_backward)(const AttentionArgs&, DType, const void* qkv, const void* out, const void* dout,
                              const float* lse, void* dqkv);
   // y = gelu(h + bias) over rows × cols; bias fp32.
   void (*bias_gelu_forward)(DType, const void* h, const float* bias, void* y, int64_t rows, int64_t cols);

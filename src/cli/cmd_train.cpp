@@ -117,8 +117,8 @@ Exit run_train(const TrainOptions& o) {
   }
 
   // ---- run ----
+  install_stop_handlers();  // before the thread pools start: they inherit the blocked stop signals
   at::set_num_threads(cfg.threads());
-  install_stop_handlers();
   const bool json = o.events || !::isatty(STDOUT_FILENO);
   const bool writer = env.rank == 0;
   EventSink events(writer ? (fs::path(run_dir) / "events.jsonl").string() : "",

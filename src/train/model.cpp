@@ -57,8 +57,10 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto qkv = project(x, c_attn, fused);  // (B, T, 3C): Q, K, V side by side
   const double p = is_training() ? dropout : 0.0;
   torch::Tensor y;  // (B, T, C), heads side by side
-  if (fused && p == 0.0 && x.device().is_cpu()) {
-    y = kernels::causal_attention(qkv, n_head);  // flash-style tiles, no T × T scores
+  if (fused && x.device().is_cpu()) {
+    // flash-style tiles, no T × T scores; the dropout mask's seed comes from the default generator
+    const uint64_t seed = p > 0 ? static_cast<uint64_t>(torch::randint(1LL << 62, {1}, torch::kLong).item<int64_t>()) : 0;
+    y = kernels::causal_attention(qkv, n_head, p, seed);
   } else if (compat::k_has_sdpa) {
     auto parts = qkv.split(C, 2);
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, hs}).transpose(1, 2); };  // (B, nh, T, hs)
@@ -160,7 +162,7 @@ torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
 }
 
 std::string GPTImpl::attention(const torch::Device& device) const {
-  if (fused && device.is_cpu() && config.dropout == 0.0) {
+  if (fused && device.is_cpu()) {
     return "fused";
   }
   return compat::k_has_sdpa ? "sdpa" : "manual";

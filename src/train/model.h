@@ -19,7 +19,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   torch::nn::Linear c_proj{nullptr};  // C -> C
   int64_t n_head;
   double dropout;
-  bool fused = true;  // kernels::causal_attention on the CPU when no attention dropout applies
+  bool fused = true;  // kernels::causal_attention on the CPU
 };
 TORCH_MODULE(CausalSelfAttention);
 
@@ -66,7 +66,7 @@ struct GPTImpl : torch::nn::Module {
 
   // The fused CPU kernels (kernels/) or the reference LibTorch ops, everywhere in the model.
   void set_fused(bool on);
-  // The attention training uses on `device`: "fused" (kernels/, CPU, no attention dropout),
+  // The attention training uses on `device`: "fused" (kernels/, CPU),
   // "sdpa" (LibTorch >= 2.0) or "manual" (the reference ops).
   std::string attention(const torch::Device& device) const;
 

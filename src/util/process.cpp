@@ -35,7 +35,14 @@ pid_t spawn_path(const std::vector<std::string>& argv, const posix_spawn_file_ac
   std::vector<std::string> args = argv;
   std::vector<char*> cargs = c_strings(args);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, cargs[0], actions, nullptr, cargs.data(), environ);
+  posix_spawnattr_t attr;  // a child starts with no signal blocked, whatever this thread blocks
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  const int rc = posix_spawnp(&pid, cargs[0], actions, &attr, cargs.data(), environ);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
   }
@@ -161,7 +168,10 @@ Child spawn(const SpawnOptions& o) {
   sigaddset(&default_signals, SIGPIPE);
   sigaddset(&default_signals, SIGHUP);
   posix_spawnattr_setsigdefault(&attr, &default_signals);
-  short flags = POSIX_SPAWN_SETSIGDEF;
+  sigset_t none;  // a child starts with no signal blocked, whatever this thread blocks (util/signals.h)
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
   if (o.own_process_group) {
     flags |= POSIX_SPAWN_SETPGROUP;
     posix_spawnattr_setpgroup(&attr, 0);

@@ -1,5 +1,9 @@
-// Graceful stop: SIGTERM/SIGINT set a flag that long-running loops poll at safe points
-// (a training step boundary), so they can checkpoint and exit cleanly.
+// Graceful stop: SIGTERM/SIGINT are noted and long-running loops poll for them at safe points
+// (a training step boundary), so they can checkpoint and exit cleanly. The signals are blocked
+// in the calling thread and every thread it starts later (OpenMP's, oneDNN's) and taken with
+// sigtimedwait when polled: a signal frame pushed in the middle of a JIT kernel corrupted
+// oneDNN's sgemm (heap corruption, seen once in ~4 stops under load). Call it before the
+// thread pools start. Children started by util/process.h get an empty signal mask.
 #pragma once
 
 namespace sweep {

@@ -99,6 +99,31 @@ TEST_CASE("causal attention, flash-style: forward and gradients equal the masked
   }
 }
 
+TEST_CASE("causal attention with dropout: the hashed mask, recomputed in backward, equals the reference with that mask") {
+  torch::manual_seed(16);
+  struct Shape {
+    int64_t B, T, nh, hs;
+  };
+  for (const Shape s : {Shape{2, 70, 2, 16}, Shape{1, 130, 3, 8}}) {
+    CAPTURE(s.T);
+    const double p = 0.2;
+    const uint64_t seed = 0x5eed0000u + static_cast<uint64_t>(s.T);
+    const auto mask = kernels::dropout_mask(s.B * s.nh, s.T, p, seed);
+    const double kept = (mask > 0).to(torch::kDouble).mean().item<double>();
+    CHECK(kept == doctest::Approx(1 - p).epsilon(0.02));  // about 1 − p of the weights survive
+    const auto qkv = torch::randn({s.B, s.T, 3 * s.nh * s.hs});
+    const Op fused = [&](const torch::Tensor& x) { return kernels::causal_attention(x, s.nh, p, seed); };
+    const Op reference = [&](const torch::Tensor& x) {
+      return kernels::causal_attention_reference(x, s.nh, p, mask.to(x.scalar_type()));
+    };
+    check_against_reference(fused, reference, qkv, torch::kFloat, 1e-5);
+    check_against_reference(fused, reference, qkv, torch::kBFloat16, 1e-2);
+    check_finite_differences(fused, reference, qkv);
+    // Another seed, another mask.
+    CHECK(rel_err(kernels::causal_attention(qkv, s.nh, p, seed + 1), kernels::causal_attention(qkv, s.nh, p, seed)) > 1e-3);
+  }
+}
+
 TEST_CASE("bias + GELU: forward, input and bias gradients equal gelu(h + b)") {
   torch::manual_seed(12);
   for (const auto& shape : std::vector<std::vector<int64_t>>{{3, 5, 7}, {4, 1024}, {1, 33}, {2, 3, 40}}) {
