@@ -138,6 +138,16 @@ void scatter(const float* src, int64_t rows, int64_t cols, T* dst, int64_t ld) {
   }
 }
 
+// Head h of batch b: its Q, K and V (seq × head_size each) out of qkv (batch, seq, 3C), as fp32.
+template <typename T>
+void gather_qkv(const AttentionArgs& s, const T* qkv, int64_t b, int64_t h, float* q, float* k, float* v) {
+  const int64_t C = s.heads * s.head_size;
+  const T* base = qkv + b * s.seq * 3 * C + h * s.head_size;
+  gather(base, 3 * C, s.seq, s.head_size, q);
+  gather(base + C, 3 * C, s.seq, s.head_size, k);
+  gather(base + 2 * C, 3 * C, s.seq, s.head_size, v);
+}
+
 template <typename T>
 void attention_forward_t(const AttentionArgs& s, const T* qkv, T* out, float* lse) {
   const int64_t T_ = s.seq, nh = s.heads, hs = s.head_size, C = nh * hs;
@@ -146,10 +156,7 @@ void attention_forward_t(const AttentionArgs& s, const T* qkv, T* out, float* ls
     std::vector<float> q(T_ * hs), k(T_ * hs), v(T_ * hs), o(k_tile * hs), sc(k_tile * k_tile), m(k_tile), l(k_tile);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / nh, h = bh % nh;
-      const T* base = qkv + b * T_ * 3 * C + h * hs;
-      gather(base, 3 * C, T_, hs, q.data());
-      gather(base + C, 3 * C, T_, hs, k.data());
-      gather(base + 2 * C, 3 * C, T_, hs, v.data());
+      gather_qkv(s, qkv, b, h, q.data(), k.data(), v.data());
       for (int64_t r0 = 0; r0 < T_; r0 += k_tile) {
         const int64_t br = std::min(k_tile, T_ - r0);
         std::fill(m.begin(), m.end(), -std::numeric_limits<float>::infinity());
@@ -196,10 +203,7 @@ void attention_backward_t(const AttentionArgs& s, const T* qkv, const T* out, co
         dv(T_ * hs), d(T_), p(k_tile * k_tile), dp(k_tile * k_tile), pd(s.dropout > 0 ? k_tile * k_tile : 0);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / nh, h = bh % nh;
-      const T* base = qkv + b * T_ * 3 * C + h * hs;
-      gather(base, 3 * C, T_, hs, q.data());
-      gather(base + C, 3 * C, T_, hs, k.data());
-      gather(base + 2 * C, 3 * C, T_, hs, v.data());
+      gather_qkv(s, qkv, b, h, q.data(), k.data(), v.data());
       gather(out + b * T_ * C + h * hs, C, T_, hs, o.data());
       gather(dout + b * T_ * C + h * hs, C, T_, hs, dout_f.data());
       for (int64_t t = 0; t < T_; ++t) {  // D = rowsum(dO ∘ O)

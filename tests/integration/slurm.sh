@@ -42,17 +42,24 @@ grep -q '"two-ranks"' rep.json || fail "the report lacks the 2-rank variant"
 "$SWEEP" run s.yaml --results res --executor slurm | grep -q "4 already finished, 0 to run" ||
   fail "a finished Slurm sweep ran again"
 
+# await_training SWEEP: sets task and dir to the sweep's running Slurm task and its run directory
+# once that run has logged 100 training steps (task is empty after 30 s without).
+await_training() {
+  for _ in $(seq 1 300); do
+    task=$(sql "SELECT job FROM runs JOIN sweep_runs USING (run_id) WHERE sweep = '$1' AND job_state = 'RUNNING'" 2>/dev/null)
+    dir=$(sql "SELECT run_dir FROM runs WHERE job = '$task' AND job != ''" 2>/dev/null)
+    [ -n "$task" ] && [ "$(count '"event":"train"' "$dir/events.jsonl")" -ge 100 ] && return
+    sleep 0.1
+  done
+  task=
+}
+
 # ---- SIGTERM to a task: checkpoint, requeue, resume, the uninterrupted result ----
 tiny_sweep long.yaml preempt 1500
 sed -i 's/^seeds: \[1, 2\]/seeds: [1]/' long.yaml
 "$SWEEP" run long.yaml --results res --executor slurm > long.txt 2>&1 &
 scheduler=$!
-for _ in $(seq 1 300); do
-  task=$(sql "SELECT job FROM runs WHERE job_state = 'RUNNING' AND job != '' AND total_steps = 1500 LIMIT 1" 2>/dev/null)
-  dir=$(sql "SELECT run_dir FROM runs WHERE job = '$task' AND job != ''" 2>/dev/null)
-  [ -n "$task" ] && [ "$(count '"event":"train"' "$dir/events.jsonl")" -ge 100 ] && break
-  sleep 0.1
-done
+await_training preempt
 [ -n "$task" ] || fail "the long run never ran: $(cat long.txt)"
 scancel --signal=TERM "$task"
 wait "$scheduler" || fail "the preempted sweep did not finish: $(cat long.txt)"
@@ -72,12 +79,7 @@ tiny_sweep stop.yaml stopped 1500
 sed -i 's/^seeds: \[1, 2\]/seeds: [3]/' stop.yaml  # not the run above
 "$SWEEP" run stop.yaml --results res --executor slurm > stop.txt 2>&1 &
 scheduler=$!
-for _ in $(seq 1 300); do
-  task=$(sql "SELECT job FROM runs JOIN sweep_runs USING (run_id) WHERE sweep = 'stopped' AND job_state = 'RUNNING'" 2>/dev/null)
-  dir=$(sql "SELECT run_dir FROM runs WHERE job = '$task' AND job != ''" 2>/dev/null)
-  [ -n "$task" ] && [ "$(count '"event":"train"' "$dir/events.jsonl")" -ge 100 ] && break
-  sleep 0.1
-done
+await_training stopped
 [ -n "$task" ] || fail "the run to stop never ran: $(cat stop.txt)"
 kill -INT "$scheduler"
 code=0; wait "$scheduler" || code=$?
