@@ -8,6 +8,7 @@
 #include <ATen/cpu/vec/vec.h>
 #include <c10/util/BFloat16.h>
 #include <dnnl.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,24 +25,83 @@ using bf16 = c10::BFloat16;
 
 // ---- storage <-> fp32 ----
 
-inline void to_float(const float* src, float* dst, int64_t n) { std::memcpy(dst, src, sizeof(float) * n); }
-inline void to_float(const bf16* src, float* dst, int64_t n) {
-  const auto* bits = reinterpret_cast<const uint16_t*>(src);
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
-    std::memcpy(dst + i, &u, sizeof u);
+// One vector of fp32 lanes from fp32 or bf16 storage, and back (bf16 rounded to nearest even, as
+// c10::BFloat16; NaN stays NaN).
+inline Vec load(const float* p) { return Vec::loadu(p); }
+inline void store(float* p, const Vec& x) { x.store(p); }
+#if defined(CPU_CAPABILITY_AVX512)
+inline Vec load(const bf16* p) {
+  const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+// The bf16 bits (rounded to nearest even; NaN kept) of 16 fp32 lanes, in the lanes' low halves.
+inline __m512i bf16_bits(const __m512& x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(x, x, _CMP_ORD_Q), _mm512_set1_epi32(0x7fc0), r);
+}
+inline void store(bf16* p, const Vec& x) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bf16_bits(x)));
+}
+#else
+inline Vec load(const bf16* p) {
+  const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+}
+inline void store(bf16* p, const Vec& x) {
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  r = _mm256_blendv_epi8(_mm256_set1_epi32(0x7fc0), r, _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_ORD_Q)));
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xd8);  // 16-bit lanes 0..7 low
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+}
+#endif
+inline float load1(const float* p) { return *p; }
+inline float load1(const bf16* p) { return static_cast<float>(*p); }
+inline void store1(float* p, float x) { *p = x; }
+inline void store1(bf16* p, float x) { *p = bf16(x); }
+
+template <typename T>
+inline void to_float(const T* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    load(src + i).store(dst + i);
+  }
+  for (; i < n; ++i) {
+    dst[i] = load1(src + i);
   }
 }
-inline void from_float(const float* src, float* dst, int64_t n) { std::memcpy(dst, src, sizeof(float) * n); }
-inline void from_float(const float* src, bf16* dst, int64_t n) {  // round to nearest even, as c10::BFloat16
-  auto* bits = reinterpret_cast<uint16_t*>(dst);
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, src + i, sizeof u);
-    const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
-    u += 0x7fffu + ((u >> 16) & 1u);
-    bits[i] = nan ? static_cast<uint16_t>(0x7fc0) : static_cast<uint16_t>(u >> 16);
+template <typename T>
+inline void from_float(const float* src, T* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    store(dst + i, Vec::loadu(src + i));
   }
+  for (; i < n; ++i) {
+    store1(dst + i, src[i]);
+  }
+}
+
+// e^x inline (Cephes' expf: relative error ~1e-7); 0 below −87.33 (where fp32 turns denormal).
+inline Vec exp_fast(const Vec& x_in) {
+  const Vec lo(-87.33654f);
+  const Vec x0 = at::vec::minimum(x_in, Vec(88.37626f));
+  const Vec x = at::vec::maximum(x0, lo);
+  const Vec n = (x * Vec(1.44269504088896341f)).round();
+  const Vec r = at::vec::fmadd(n, Vec(2.12194440e-4f), at::vec::fmadd(n, Vec(-0.693359375f), x));
+  Vec p(1.9875691500e-4f);
+  for (const float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f}) {
+    p = at::vec::fmadd(p, r, Vec(c));
+  }
+  const Vec y = at::vec::fmadd(p, r * r, r + Vec(1.f));
+#if defined(CPU_CAPABILITY_AVX512)
+  const Vec e = _mm512_scalef_ps(y, n);
+#else
+  const Vec e = y * Vec(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+#endif
+  return Vec::blendv(e, Vec(0.f), x0 < lo);  // NaN in → NaN out
 }
 
 template <typename F>
@@ -64,7 +124,7 @@ inline float exp_sum(float* x, int64_t n, float shift) {
   Vec acc(0.f);
   int64_t i = 0;
   for (; i + Vec::size() <= n; i += Vec::size()) {
-    const Vec e = (Vec::loadu(x + i) - vshift).exp();
+    const Vec e = exp_fast(Vec::loadu(x + i) - vshift);
     e.store(x + i);
     acc = acc + e;
   }
@@ -114,6 +174,8 @@ inline void scale(float* x, int64_t n, float s) {
 
 constexpr int64_t k_tile = 64;  // query rows and key columns per tile
 
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
 // row[0..n) ·= the dropout scale of query i, keys c0 .. c0+n−1 (into `out`, which may be `row`).
 inline void apply_dropout(const AttentionArgs& s, int64_t bh, int64_t i, int64_t c0, const float* row, float* out,
                           int64_t n) {
@@ -121,6 +183,14 @@ inline void apply_dropout(const AttentionArgs& s, int64_t bh, int64_t i, int64_t
   const float scale = 1.f / (1.f - s.dropout);
   for (int64_t j = 0; j < n; ++j) {
     out[j] = dropout_keep(key, c0 + j, s.dropout) ? row[j] * scale : 0.f;
+  }
+}
+
+// The same over a tile (br × bc, row stride k_tile) of query tile r0, key tile c0.
+inline void dropout_tile(const AttentionArgs& s, int64_t bh, int64_t r0, int64_t c0, int64_t br, int64_t bc,
+                         const float* src, float* dst) {
+  for (int64_t i = 0; i < br; ++i) {
+    apply_dropout(s, bh, r0 + i, c0, src + i * k_tile, dst + i * k_tile, bc);
   }
 }
 
@@ -148,6 +218,92 @@ void gather_qkv(const AttentionArgs& s, const T* qkv, int64_t b, int64_t h, floa
   gather(base + 2 * C, 3 * C, s.seq, s.head_size, v);
 }
 
+// The steps between the tile products, the same whichever kind multiplies the tiles.
+
+// Forward, one (query tile r0, key tile c0): the scaled scores `sc` (br × bc, row stride k_tile)
+// become the tile's unnormalised weights exp(score − running max) (zero above the diagonal, then
+// dropped out); each row's running max m and sum l are updated and its output row in `o` (row
+// stride hs) rescaled to the new max.
+inline void online_softmax_tile(const AttentionArgs& s, int64_t bh, int64_t r0, int64_t c0, int64_t br, int64_t bc,
+                                float* sc, float* m, float* l, float* o) {
+  for (int64_t i = 0; i < br; ++i) {
+    float* row = sc + i * k_tile;
+    const int64_t n = std::min(bc, r0 + i - c0 + 1);  // keys c0 .. r0+i are visible
+    const float m_new = std::max(m[i], max_of(row, n));
+    const float sum = exp_sum(row, n, m_new);
+    std::fill(row + n, row + bc, 0.f);
+    const float correction = std::exp(m[i] - m_new);  // 0 on the first tile (m = -inf)
+    l[i] = l[i] * correction + sum;                   // the normaliser counts every weight, dropped or not
+    m[i] = m_new;
+    if (c0 > 0) {
+      scale(o + i * s.head_size, s.head_size, correction);
+    }
+    if (s.dropout > 0) {
+      apply_dropout(s, bh, r0 + i, c0, row, row, n);
+    }
+  }
+}
+
+// After a query tile's last key tile: o /= l, lse = m + log l.
+inline void finish_rows(float* o, int64_t br, int64_t hs, const float* m, const float* l, float* lse) {
+  for (int64_t i = 0; i < br; ++i) {
+    scale(o + i * hs, hs, 1.f / l[i]);
+    lse[i] = m[i] + std::log(l[i]);
+  }
+}
+
+// Backward: the scaled scores `p` (br × bc, row stride k_tile) become P = exp(score − lse), zero
+// above the diagonal.
+inline void probabilities_tile(int64_t r0, int64_t c0, int64_t br, int64_t bc, float* p, const float* lse) {
+  for (int64_t i = 0; i < br; ++i) {
+    float* row = p + i * k_tile;
+    const int64_t n = std::min(bc, r0 + i - c0 + 1);
+    exp_sum(row, n, lse[r0 + i]);
+    std::fill(row + n, row + bc, 0.f);
+  }
+}
+
+// dS = P ∘ (dP − D), over dP in place; d holds the tile's rows of D = rowsum(dO ∘ O).
+inline void score_grad_tile(const float* p, float* dp, const float* d, int64_t br, int64_t bc) {
+  for (int64_t i = 0; i < br; ++i) {
+    const Vec di(d[i]);
+    float* dprow = dp + i * k_tile;
+    const float* prow = p + i * k_tile;
+    int64_t j = 0;
+    for (; j + Vec::size() <= bc; j += Vec::size()) {
+      (Vec::loadu(prow + j) * (Vec::loadu(dprow + j) - di)).store(dprow + j);
+    }
+    for (; j < bc; ++j) {
+      dprow[j] = prow[j] * (dprow[j] - d[i]);
+    }
+  }
+}
+
+// D = rowsum(dO ∘ O) over `rows` rows (row stride ld) of a head.
+template <typename T>
+void rowsum_product(const T* dout, const T* out, int64_t ld, int64_t rows, int64_t hs, float* d) {
+  for (int64_t t = 0; t < rows; ++t) {
+    const T* a = dout + t * ld;
+    const T* b = out + t * ld;
+    Vec acc(0.f);
+    int64_t j = 0;
+    for (; j + Vec::size() <= hs; j += Vec::size()) {
+      acc = at::vec::fmadd(load(a + j), load(b + j), acc);
+    }
+    float lanes[Vec::size()];
+    acc.store(lanes);
+    float sum = 0.f;
+    for (float lane : lanes) {
+      sum += lane;
+    }
+    for (; j < hs; ++j) {
+      sum += load1(a + j) * load1(b + j);
+    }
+    d[t] = sum;
+  }
+}
+
+// Tiles multiplied in fp32 by oneDNN's sgemm (fp32 storage; bf16 where the CPU has no bf16 dot product).
 template <typename T>
 void attention_forward_t(const AttentionArgs& s, const T* qkv, T* out, float* lse) {
   const int64_t T_ = s.seq, nh = s.heads, hs = s.head_size, C = nh * hs;
@@ -165,28 +321,10 @@ void attention_forward_t(const AttentionArgs& s, const T* qkv, T* out, float* ls
         for (int64_t c0 = 0; c0 <= r0; c0 += k_tile) {  // key tiles up to the diagonal one
           const int64_t bc = std::min(k_tile, T_ - c0);
           sgemm('N', 'T', br, bc, hs, sm_scale, q.data() + r0 * hs, hs, k.data() + c0 * hs, hs, 0.f, sc.data(), k_tile);
-          for (int64_t i = 0; i < br; ++i) {
-            float* row = sc.data() + i * k_tile;
-            const int64_t n = std::min(bc, r0 + i - c0 + 1);  // keys c0 .. r0+i are visible
-            const float m_new = std::max(m[i], max_of(row, n));
-            const float sum = exp_sum(row, n, m_new);
-            std::fill(row + n, row + bc, 0.f);
-            const float correction = std::exp(m[i] - m_new);  // 0 on the first tile (m = -inf)
-            l[i] = l[i] * correction + sum;  // the normaliser counts every weight, dropped or not
-            m[i] = m_new;
-            if (c0 > 0) {
-              scale(o.data() + i * hs, hs, correction);
-            }
-            if (s.dropout > 0) {
-              apply_dropout(s, bh, r0 + i, c0, row, row, n);
-            }
-          }
+          online_softmax_tile(s, bh, r0, c0, br, bc, sc.data(), m.data(), l.data(), o.data());
           sgemm('N', 'N', br, hs, bc, 1.f, sc.data(), k_tile, v.data() + c0 * hs, hs, 1.f, o.data(), hs);
         }
-        for (int64_t i = 0; i < br; ++i) {
-          scale(o.data() + i * hs, hs, 1.f / l[i]);
-          lse[bh * T_ + r0 + i] = m[i] + std::log(l[i]);
-        }
+        finish_rows(o.data(), br, hs, m.data(), l.data(), lse + bh * T_ + r0);
         scatter(o.data(), br, hs, out + (b * T_ + r0) * C + h * hs, C);
       }
     }
@@ -199,65 +337,35 @@ void attention_backward_t(const AttentionArgs& s, const T* qkv, const T* out, co
   const int64_t T_ = s.seq, nh = s.heads, hs = s.head_size, C = nh * hs;
   const float sm_scale = 1.0f / std::sqrt(static_cast<float>(hs));
   at::parallel_for(0, s.batch * nh, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> q(T_ * hs), k(T_ * hs), v(T_ * hs), o(T_ * hs), dout_f(T_ * hs), dq(T_ * hs), dk(T_ * hs),
-        dv(T_ * hs), d(T_), p(k_tile * k_tile), dp(k_tile * k_tile), pd(s.dropout > 0 ? k_tile * k_tile : 0);
+    std::vector<float> q(T_ * hs), k(T_ * hs), v(T_ * hs), dout_f(T_ * hs), dq(T_ * hs), dk(T_ * hs), dv(T_ * hs),
+        d(T_), p(k_tile * k_tile), dp(k_tile * k_tile), pd(s.dropout > 0 ? k_tile * k_tile : 0);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / nh, h = bh % nh;
       gather_qkv(s, qkv, b, h, q.data(), k.data(), v.data());
-      gather(out + b * T_ * C + h * hs, C, T_, hs, o.data());
       gather(dout + b * T_ * C + h * hs, C, T_, hs, dout_f.data());
-      for (int64_t t = 0; t < T_; ++t) {  // D = rowsum(dO ∘ O)
-        float acc = 0.f;
-        for (int64_t j = 0; j < hs; ++j) {
-          acc += dout_f[t * hs + j] * o[t * hs + j];
-        }
-        d[t] = acc;
-      }
+      rowsum_product(dout + b * T_ * C + h * hs, out + b * T_ * C + h * hs, C, T_, hs, d.data());
       std::fill(dq.begin(), dq.end(), 0.f);
       std::fill(dk.begin(), dk.end(), 0.f);
       std::fill(dv.begin(), dv.end(), 0.f);
-      const float* lse_bh = lse + bh * T_;
       for (int64_t r0 = 0; r0 < T_; r0 += k_tile) {
         const int64_t br = std::min(k_tile, T_ - r0);
         for (int64_t c0 = 0; c0 <= r0; c0 += k_tile) {
           const int64_t bc = std::min(k_tile, T_ - c0);
           // P = exp(scale · Q Kᵀ − lse), zero above the diagonal
           sgemm('N', 'T', br, bc, hs, sm_scale, q.data() + r0 * hs, hs, k.data() + c0 * hs, hs, 0.f, p.data(), k_tile);
-          for (int64_t i = 0; i < br; ++i) {
-            float* row = p.data() + i * k_tile;
-            const int64_t n = std::min(bc, r0 + i - c0 + 1);
-            exp_sum(row, n, lse_bh[r0 + i]);
-            std::fill(row + n, row + bc, 0.f);
-          }
+          probabilities_tile(r0, c0, br, bc, p.data(), lse + bh * T_);
           // With dropout the output used P̃ = P ∘ M (M: 0 or 1/(1−p)): dV += P̃ᵀ dO, dP = (dO Vᵀ) ∘ M.
           const float* pv = p.data();
           if (s.dropout > 0) {
-            for (int64_t i = 0; i < br; ++i) {
-              apply_dropout(s, bh, r0 + i, c0, p.data() + i * k_tile, pd.data() + i * k_tile, bc);
-            }
+            dropout_tile(s, bh, r0, c0, br, bc, p.data(), pd.data());
             pv = pd.data();
           }
-          // dV += P̃ᵀ dO
           sgemm('T', 'N', bc, hs, br, 1.f, pv, k_tile, dout_f.data() + r0 * hs, hs, 1.f, dv.data() + c0 * hs, hs);
-          // dP = dO Vᵀ (∘ M); dS = P ∘ (dP − D), D = rowsum(dO ∘ O) either way
           sgemm('N', 'T', br, bc, hs, 1.f, dout_f.data() + r0 * hs, hs, v.data() + c0 * hs, hs, 0.f, dp.data(), k_tile);
           if (s.dropout > 0) {
-            for (int64_t i = 0; i < br; ++i) {
-              apply_dropout(s, bh, r0 + i, c0, dp.data() + i * k_tile, dp.data() + i * k_tile, bc);
-            }
+            dropout_tile(s, bh, r0, c0, br, bc, dp.data(), dp.data());
           }
-          for (int64_t i = 0; i < br; ++i) {
-            const Vec di(d[r0 + i]);
-            float* dprow = dp.data() + i * k_tile;
-            const float* prow = p.data() + i * k_tile;
-            int64_t j = 0;
-            for (; j + Vec::size() <= bc; j += Vec::size()) {
-              (Vec::loadu(prow + j) * (Vec::loadu(dprow + j) - di)).store(dprow + j);
-            }
-            for (; j < bc; ++j) {
-              dprow[j] = prow[j] * (dprow[j] - d[r0 + i]);
-            }
-          }
+          score_grad_tile(p.data(), dp.data(), d.data() + r0, br, bc);  // dS, D = rowsum(dO ∘ O) either way
           // dQ += scale · dS K;  dK += scale · dSᵀ Q
           sgemm('N', 'N', br, hs, bc, sm_scale, dp.data(), k_tile, k.data() + c0 * hs, hs, 1.f, dq.data() + r0 * hs, hs);
           sgemm('T', 'N', bc, hs, br, sm_scale, dp.data(), k_tile, q.data() + r0 * hs, hs, 1.f, dk.data() + c0 * hs, hs);
@@ -271,15 +379,269 @@ void attention_backward_t(const AttentionArgs& s, const T* qkv, const T* out, co
   });
 }
 
+#if defined(CPU_CAPABILITY_AVX512)
+// ---- bf16 attention on AVX512-BF16 dot products ----
+// vdpbf16ps multiplies 32 bf16 pairs into 16 fp32 sums an instruction, twice fp32 FMA's rate. A
+// tile product's inner dimension runs in pairs: operands are packed as 32-bit words holding two
+// bf16 (the lower half the even index). Q and dO are read straight from their tensors (a row's
+// head slice is already pairs along the head dimension); K, V, Q and dO are packed once per head
+// in the layouts the products need; the weights P and dS are rounded to bf16 once per tile, as
+// the reference bf16 path rounds them before its batched products.
+
+#define SWEEP_BF16DOT __attribute__((target("avx512bf16")))
+
+// C (m × n, fp32, row stride ldc) = alpha · A B, plus C when `accumulate`; k2 pairs inside. Pair
+// kk of A's row r is a[r·ars + kk·aks]; pair kk of B's column j is b[kk·ldb + j]. B is read up
+// to column n rounded up to 16, which must exist (zero padding).
+template <int R, int NV>
+SWEEP_BF16DOT inline void dot_block(const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
+                                    int64_t k2, float* c, int64_t ldc, int64_t n, float alpha, bool accumulate) {
+  __m512 acc[R][NV];
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = _mm512_setzero_ps();
+    }
+  }
+  for (int64_t kk = 0; kk < k2; ++kk) {
+    __m512i bv[NV];
+    for (int v = 0; v < NV; ++v) {
+      bv[v] = _mm512_loadu_si512(b + kk * ldb + 16 * v);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512i av = _mm512_set1_epi32(static_cast<int>(a[r * ars + kk * aks]));
+      for (int v = 0; v < NV; ++v) {
+        acc[r][v] = _mm512_dpbf16_ps(acc[r][v], reinterpret_cast<__m512bh>(av), reinterpret_cast<__m512bh>(bv[v]));
+      }
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      const int64_t cols = std::min<int64_t>(16, n - 16 * v);
+      const __mmask16 mask = cols >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << cols) - 1);
+      float* cp = c + r * ldc + 16 * v;
+      __m512 result = _mm512_mul_ps(acc[r][v], va);
+      if (accumulate) {
+        result = _mm512_add_ps(result, _mm512_maskz_loadu_ps(mask, cp));
+      }
+      _mm512_mask_storeu_ps(cp, mask, result);
+    }
+  }
+}
+
+template <int R>
+SWEEP_BF16DOT inline void dot_rows(const uint32_t* a, int64_t ars, int64_t aks, const uint32_t* b, int64_t ldb,
+                                   int64_t k2, float* c, int64_t ldc, int64_t n, float alpha, bool accumulate) {
+  switch ((n + 15) / 16) {
+    case 1: dot_block<R, 1>(a, ars, aks, b, ldb, k2, c, ldc, n, alpha, accumulate); break;
+    case 2: dot_block<R, 2>(a, ars, aks, b, ldb, k2, c, ldc, n, alpha, accumulate); break;
+    case 3: dot_block<R, 3>(a, ars, aks, b, ldb, k2, c, ldc, n, alpha, accumulate); break;
+    default: dot_block<R, 4>(a, ars, aks, b, ldb, k2, c, ldc, n, alpha, accumulate); break;
+  }
+}
+
+SWEEP_BF16DOT void dot(int64_t m, int64_t n, int64_t k2, const uint32_t* a, int64_t ars, int64_t aks,
+                       const uint32_t* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate) {
+  for (int64_t j0 = 0; j0 < n; j0 += 64) {
+    const int64_t nj = std::min<int64_t>(64, n - j0);
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+      dot_rows<4>(a + i * ars, ars, aks, b + j0, ldb, k2, c + i * ldc + j0, ldc, nj, alpha, accumulate);
+    }
+    const uint32_t* ai = a + i * ars;
+    float* ci = c + i * ldc + j0;
+    switch (m - i) {
+      case 3: dot_rows<3>(ai, ars, aks, b + j0, ldb, k2, ci, ldc, nj, alpha, accumulate); break;
+      case 2: dot_rows<2>(ai, ars, aks, b + j0, ldb, k2, ci, ldc, nj, alpha, accumulate); break;
+      case 1: dot_rows<1>(ai, ars, aks, b + j0, ldb, k2, ci, ldc, nj, alpha, accumulate); break;
+      default: break;
+    }
+  }
+}
+
+inline __mmask16 lanes_mask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+// dst[t2·ldd + d] = (x[2·t2][d], x[2·t2+1][d]) for d < cols, zero to ldd and past the last row:
+// x (rows × cols, row stride ld) as B of a product whose inner dimension runs over its rows.
+void pack_row_pairs(const bf16* x, int64_t ld, int64_t rows, int64_t cols, uint32_t* dst, int64_t ldd) {
+  for (int64_t t2 = 0; t2 < (rows + 1) / 2; ++t2) {
+    const auto* even = reinterpret_cast<const uint16_t*>(x + 2 * t2 * ld);
+    const auto* odd = reinterpret_cast<const uint16_t*>(x + (2 * t2 + 1) * ld);
+    const bool has_odd = 2 * t2 + 1 < rows;
+    for (int64_t d = 0; d < ldd; d += 16) {
+      const __mmask16 mask = lanes_mask(cols - d);
+      __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, even + d));
+      if (has_odd) {
+        w = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, odd + d)), 16));
+      }
+      _mm512_storeu_si512(dst + t2 * ldd + d, w);
+    }
+  }
+}
+
+// dst[d2·ldd + t] = (x[t][2·d2], x[t][2·d2+1]), zero from row `rows` to ldd: x (rows × cols, cols
+// even) as B of a product whose inner dimension runs over its columns (the product with xᵀ).
+void pack_col_pairs(const bf16* x, int64_t ld, int64_t rows, int64_t cols, uint32_t* dst, int64_t ldd) {
+  for (int64_t d2 = 0; d2 < cols / 2; ++d2) {
+    uint32_t* out = dst + d2 * ldd;
+    for (int64_t t = 0; t < rows; ++t) {
+      std::memcpy(out + t, x + t * ld + 2 * d2, sizeof(uint32_t));
+    }
+    std::fill(out + rows, out + ldd, 0u);
+  }
+}
+
+// A tile (rows × cols, row stride k_tile, fp32) in bf16 pairs along its rows: A of a product
+// over its columns, dst row stride k_tile / 2 words (an odd last column paired with zero).
+void pack_tile_rows(const float* src, int64_t rows, int64_t cols, uint32_t* dst) {
+  for (int64_t i = 0; i < rows; ++i) {
+    auto* out = reinterpret_cast<uint16_t*>(dst + i * (k_tile / 2));
+    for (int64_t j = 0; j < cols; j += 16) {
+      _mm256_mask_storeu_epi16(out + j, lanes_mask(cols - j), _mm512_cvtepi32_epi16(bf16_bits(_mm512_loadu_ps(src + i * k_tile + j))));
+    }
+    if (cols % 2 == 1) {
+      out[cols] = 0;
+    }
+  }
+}
+
+// The same tile transposed, pairs along its columns: dst[i2·k_tile + j] = (src[2·i2][j],
+// src[2·i2+1][j]) — A (ars 1, aks k_tile) of a product with the tile's transpose.
+void pack_tile_cols(const float* src, int64_t rows, int64_t cols, uint32_t* dst) {
+  for (int64_t i2 = 0; i2 < (rows + 1) / 2; ++i2) {
+    const bool has_odd = 2 * i2 + 1 < rows;
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 mask = lanes_mask(cols - j);
+      __m512i w = bf16_bits(_mm512_maskz_loadu_ps(mask, src + 2 * i2 * k_tile + j));
+      if (has_odd) {
+        w = _mm512_or_si512(w, _mm512_slli_epi32(bf16_bits(_mm512_maskz_loadu_ps(mask, src + (2 * i2 + 1) * k_tile + j)), 16));
+      }
+      _mm512_mask_storeu_epi32(dst + i2 * k_tile + j, mask, w);
+    }
+  }
+}
+
+bool use_bf16_dot(const AttentionArgs& s) { return s.head_size % 2 == 0; }
+
+void attention_forward_dot(const AttentionArgs& s, const bf16* qkv, bf16* out, float* lse) {
+  const int64_t T_ = s.seq, nh = s.heads, hs = s.head_size, C = nh * hs;
+  const int64_t tp = round_up(T_, 16), hp = round_up(hs, 16), hs2 = hs / 2;
+  const float sm_scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  at::parallel_for(0, s.batch * nh, 1, [&](int64_t begin, int64_t end) {
+    std::vector<uint32_t> kc(hs2 * tp), vr((T_ + 1) / 2 * hp), pa(k_tile * k_tile / 2);
+    std::vector<float> o(k_tile * hs), sc(k_tile * k_tile), m(k_tile), l(k_tile);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / nh, h = bh % nh;
+      const bf16* base = qkv + b * T_ * 3 * C + h * hs;
+      const auto* q = reinterpret_cast<const uint32_t*>(base);  // Q's rows: pairs along the head, stride 3C / 2
+      pack_col_pairs(base + C, 3 * C, T_, hs, kc.data(), tp);
+      pack_row_pairs(base + 2 * C, 3 * C, T_, hs, vr.data(), hp);
+      for (int64_t r0 = 0; r0 < T_; r0 += k_tile) {
+        const int64_t br = std::min(k_tile, T_ - r0);
+        std::fill(m.begin(), m.end(), -std::numeric_limits<float>::infinity());
+        std::fill(l.begin(), l.end(), 0.f);
+        std::fill(o.begin(), o.end(), 0.f);
+        for (int64_t c0 = 0; c0 <= r0; c0 += k_tile) {
+          const int64_t bc = std::min(k_tile, T_ - c0);
+          dot(br, bc, hs2, q + r0 * (3 * C / 2), 3 * C / 2, 1, kc.data() + c0, tp, sc.data(), k_tile, sm_scale, false);
+          online_softmax_tile(s, bh, r0, c0, br, bc, sc.data(), m.data(), l.data(), o.data());
+          pack_tile_rows(sc.data(), br, bc, pa.data());
+          dot(br, hs, (bc + 1) / 2, pa.data(), k_tile / 2, 1, vr.data() + c0 / 2 * hp, hp, o.data(), hs, 1.f, true);
+        }
+        finish_rows(o.data(), br, hs, m.data(), l.data(), lse + bh * T_ + r0);
+        scatter(o.data(), br, hs, out + (b * T_ + r0) * C + h * hs, C);
+      }
+    }
+  });
+}
+
+void attention_backward_dot(const AttentionArgs& s, const bf16* qkv, const bf16* out, const bf16* dout,
+                            const float* lse, bf16* dqkv) {
+  const int64_t T_ = s.seq, nh = s.heads, hs = s.head_size, C = nh * hs;
+  const int64_t tp = round_up(T_, 16), hp = round_up(hs, 16), hs2 = hs / 2, t2 = (T_ + 1) / 2;
+  const float sm_scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  at::parallel_for(0, s.batch * nh, 1, [&](int64_t begin, int64_t end) {
+    std::vector<uint32_t> kc(hs2 * tp), vc(hs2 * tp), kr(t2 * hp), qr(t2 * hp), dor(t2 * hp),
+        pt(k_tile / 2 * k_tile), dsr(k_tile * k_tile / 2), dst(k_tile / 2 * k_tile);
+    std::vector<float> dq(T_ * hs), dk(T_ * hs), dv(T_ * hs), d(T_), p(k_tile * k_tile), dp(k_tile * k_tile),
+        pd(s.dropout > 0 ? k_tile * k_tile : 0);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / nh, h = bh % nh;
+      const bf16* base = qkv + b * T_ * 3 * C + h * hs;
+      const bf16* dout_h = dout + b * T_ * C + h * hs;
+      const auto* q = reinterpret_cast<const uint32_t*>(base);
+      const auto* dO = reinterpret_cast<const uint32_t*>(dout_h);
+      pack_col_pairs(base + C, 3 * C, T_, hs, kc.data(), tp);
+      pack_col_pairs(base + 2 * C, 3 * C, T_, hs, vc.data(), tp);
+      pack_row_pairs(base + C, 3 * C, T_, hs, kr.data(), hp);
+      pack_row_pairs(base, 3 * C, T_, hs, qr.data(), hp);
+      pack_row_pairs(dout_h, C, T_, hs, dor.data(), hp);
+      rowsum_product(dout_h, out + b * T_ * C + h * hs, C, T_, hs, d.data());
+      std::fill(dq.begin(), dq.end(), 0.f);
+      std::fill(dk.begin(), dk.end(), 0.f);
+      std::fill(dv.begin(), dv.end(), 0.f);
+      for (int64_t r0 = 0; r0 < T_; r0 += k_tile) {
+        const int64_t br = std::min(k_tile, T_ - r0), br2 = (br + 1) / 2;
+        for (int64_t c0 = 0; c0 <= r0; c0 += k_tile) {
+          const int64_t bc = std::min(k_tile, T_ - c0), bc2 = (bc + 1) / 2;
+          dot(br, bc, hs2, q + r0 * (3 * C / 2), 3 * C / 2, 1, kc.data() + c0, tp, p.data(), k_tile, sm_scale, false);
+          probabilities_tile(r0, c0, br, bc, p.data(), lse + bh * T_);
+          const float* pv = p.data();
+          if (s.dropout > 0) {
+            dropout_tile(s, bh, r0, c0, br, bc, p.data(), pd.data());
+            pv = pd.data();
+          }
+          pack_tile_cols(pv, br, bc, pt.data());  // dV += P̃ᵀ dO
+          dot(bc, hs, br2, pt.data(), 1, k_tile, dor.data() + r0 / 2 * hp, hp, dv.data() + c0 * hs, hs, 1.f, true);
+          dot(br, bc, hs2, dO + r0 * (C / 2), C / 2, 1, vc.data() + c0, tp, dp.data(), k_tile, 1.f, false);  // dO Vᵀ
+          if (s.dropout > 0) {
+            dropout_tile(s, bh, r0, c0, br, bc, dp.data(), dp.data());
+          }
+          score_grad_tile(p.data(), dp.data(), d.data() + r0, br, bc);
+          pack_tile_rows(dp.data(), br, bc, dsr.data());  // dQ += scale · dS K
+          dot(br, hs, bc2, dsr.data(), k_tile / 2, 1, kr.data() + c0 / 2 * hp, hp, dq.data() + r0 * hs, hs, sm_scale,
+              true);
+          pack_tile_cols(dp.data(), br, bc, dst.data());  // dK += scale · dSᵀ Q
+          dot(bc, hs, br2, dst.data(), 1, k_tile, qr.data() + r0 / 2 * hp, hp, dk.data() + c0 * hs, hs, sm_scale,
+              true);
+        }
+      }
+      bf16* dbase = dqkv + b * T_ * 3 * C + h * hs;
+      scatter(dq.data(), T_, hs, dbase, 3 * C);
+      scatter(dk.data(), T_, hs, dbase + C, 3 * C);
+      scatter(dv.data(), T_, hs, dbase + 2 * C, 3 * C);
+    }
+  });
+}
+#endif
+
+// kBf16Dot: bf16 tiles on AVX512-BF16 dot products (the AVX-512 build only).
+template <bool kBf16Dot>
 void attention_forward(const AttentionArgs& s, DType dt, const void* qkv, void* out, float* lse) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if (kBf16Dot && dt == DType::bf16 && use_bf16_dot(s)) {
+    attention_forward_dot(s, static_cast<const bf16*>(qkv), static_cast<bf16*>(out), lse);
+    return;
+  }
+#endif
   dispatch(dt, [&](auto t) {
     using T = decltype(t);
     attention_forward_t(s, static_cast<const T*>(qkv), static_cast<T*>(out), lse);
   });
 }
 
+template <bool kBf16Dot>
 void attention_backward(const AttentionArgs& s, DType dt, const void* qkv, const void* out, const void* dout,
                         const float* lse, void* dqkv) {
+#if defined(CPU_CAPABILITY_AVX512)
+  if (kBf16Dot && dt == DType::bf16 && use_bf16_dot(s)) {
+    attention_backward_dot(s, static_cast<const bf16*>(qkv), static_cast<const bf16*>(out),
+                           static_cast<const bf16*>(dout), lse, static_cast<bf16*>(dqkv));
+    return;
+  }
+#endif
   dispatch(dt, [&](auto t) {
     using T = decltype(t);
     attention_backward_t(s, static_cast<const T*>(qkv), static_cast<const T*>(out), static_cast<const T*>(dout), lse,
@@ -289,21 +651,21 @@ void attention_backward(const AttentionArgs& s, DType dt, const void* qkv, const
 
 // ---- bias + GELU (exact, erf) ----
 
-// Φ(x) = ½·erfc(−x/√2), erfc by Numerical Recipes' Chebyshev fit (relative error < 1.2e-7 over
-// the whole line, so Φ stays accurate in the far negative tail). SLEEF's erf costs ~26 ns per
-// vector here; this costs one exp and one division.
-inline Vec normal_cdf(const Vec& x) {
-  const Vec z = x * Vec(-static_cast<float>(M_SQRT1_2));  // Φ(x) = ½·erfc(z)
-  const Vec az = z.abs();
-  const Vec t = Vec(1.f) / (Vec(1.f) + Vec(0.5f) * az);
-  Vec p(0.17087277f);
-  for (const float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
-                        1.00002368f, -1.26551223f}) {
-    p = at::vec::fmadd(p, t, Vec(c));
+// Φ(v) and e^(−v²/2) (φ without its constant), sharing one exponential: erfc(z) = q(t)·e^(−z²) with z = |v|/√2 and
+// Abramowitz & Stegun's 7.1.26 polynomial q (absolute error < 1.5e-7), one division, one inline exp.
+struct NormalCdf {
+  Vec cdf, gauss;  // Φ(v), e^(−v²/2)
+};
+inline NormalCdf normal_cdf(const Vec& v) {
+  const Vec z = v.abs() * Vec(static_cast<float>(M_SQRT1_2));
+  const Vec t = Vec(1.f) / at::vec::fmadd(Vec(0.3275911f), z, Vec(1.f));
+  Vec q(1.061405429f);
+  for (const float c : {-1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f}) {
+    q = at::vec::fmadd(q, t, Vec(c));
   }
-  const Vec r = t * (p - az * az).exp();  // erfc(|z|)
-  const Vec erfc_z = Vec::blendv(r, Vec(2.f) - r, z < Vec(0.f));
-  return Vec(0.5f) * erfc_z;
+  const Vec gauss = exp_fast(Vec(0.f) - z * z);
+  const Vec half_erfc = Vec(0.5f) * q * t * gauss;  // Φ(−|v|)
+  return {Vec::blendv(half_erfc, Vec(1.f) - half_erfc, v > Vec(0.f)), gauss};
 }
 
 inline float normal_cdf(float x) { return 0.5f * std::erfc(-x * static_cast<float>(M_SQRT1_2)); }
@@ -313,19 +675,18 @@ int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<i
 template <typename T>
 void bias_gelu_forward_t(const T* h, const float* bias, T* y, int64_t rows, int64_t cols) {
   at::parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
-    std::vector<float> x(cols);
     for (int64_t r = begin; r < end; ++r) {
-      to_float(h + r * cols, x.data(), cols);
+      const T* hr = h + r * cols;
+      T* yr = y + r * cols;
       int64_t j = 0;
       for (; j + Vec::size() <= cols; j += Vec::size()) {
-        const Vec v = Vec::loadu(x.data() + j) + Vec::loadu(bias + j);
-        (v * normal_cdf(v)).store(x.data() + j);
+        const Vec v = load(hr + j) + Vec::loadu(bias + j);
+        store(yr + j, v * normal_cdf(v).cdf);
       }
       for (; j < cols; ++j) {
-        const float v = x[j] + bias[j];
-        x[j] = v * normal_cdf(v);
+        const float v = load1(hr + j) + bias[j];
+        store1(yr + j, v * normal_cdf(v));
       }
-      from_float(x.data(), y + r * cols, cols);
     }
   });
 }
@@ -335,31 +696,27 @@ void bias_gelu_backward_t(const T* h, const float* bias, const T* dy, T* dh, flo
                           int64_t cols) {
   const int threads = at::get_num_threads();
   std::vector<float> partial(static_cast<size_t>(threads) * cols, 0.f);  // per-thread Σ dh, summed in thread order
+  constexpr float k_inv_sqrt_2pi = 0.3989422804014327f;
   at::parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
-    std::vector<float> x(cols), g(cols);
     float* acc = partial.data() + static_cast<int64_t>(at::get_thread_num()) * cols;
-    const float k_inv_sqrt_2pi = 0.3989422804014327f;
-    const Vec mhalf(-0.5f), c(k_inv_sqrt_2pi);
     for (int64_t r = begin; r < end; ++r) {
-      to_float(h + r * cols, x.data(), cols);
-      to_float(dy + r * cols, g.data(), cols);
+      const T* hr = h + r * cols;
+      const T* dyr = dy + r * cols;
+      T* dhr = dh + r * cols;
       int64_t j = 0;
       for (; j + Vec::size() <= cols; j += Vec::size()) {
-        const Vec v = Vec::loadu(x.data() + j) + Vec::loadu(bias + j);
-        const Vec cdf = normal_cdf(v);
-        const Vec pdf = c * (mhalf * v * v).exp();
-        const Vec out = Vec::loadu(g.data() + j) * (cdf + v * pdf);
-        out.store(g.data() + j);
+        const Vec v = load(hr + j) + Vec::loadu(bias + j);
+        const NormalCdf n = normal_cdf(v);
+        const Vec out = load(dyr + j) * at::vec::fmadd(v * Vec(k_inv_sqrt_2pi), n.gauss, n.cdf);  // Φ + v·φ
+        store(dhr + j, out);
         (Vec::loadu(acc + j) + out).store(acc + j);
       }
       for (; j < cols; ++j) {
-        const float v = x[j] + bias[j];
-        const float cdf = normal_cdf(v);
-        const float pdf = k_inv_sqrt_2pi * std::exp(-0.5f * v * v);
-        g[j] *= cdf + v * pdf;
-        acc[j] += g[j];
+        const float v = load1(hr + j) + bias[j];
+        const float out = load1(dyr + j) * (normal_cdf(v) + v * k_inv_sqrt_2pi * std::exp(-0.5f * v * v));
+        store1(dhr + j, out);
+        acc[j] += out;
       }
-      from_float(g.data(), dh + r * cols, cols);
     }
   });
   std::fill(dbias, dbias + cols, 0.f);
@@ -472,12 +829,24 @@ const Ops k_ops = {
 #define SWEEP_STR2(x) #x
 #define SWEEP_STR(x) SWEEP_STR2(x)
     SWEEP_STR(CPU_CAPABILITY),
-    attention_forward,
-    attention_backward,
+    attention_forward<false>,
+    attention_backward<false>,
     bias_gelu_forward,
     bias_gelu_backward,
     cross_entropy_inplace,
     adamw,
 };
+
+#if defined(CPU_CAPABILITY_AVX512)
+const Ops k_ops_bf16_dot = {
+    "AVX512_BF16",
+    attention_forward<true>,
+    attention_backward<true>,
+    bias_gelu_forward,
+    bias_gelu_backward,
+    cross_entropy_inplace,
+    adamw,
+};
+#endif
 
 }  // namespace sweep::kernels::cpu::CPU_CAPABILITY

@@ -70,7 +70,8 @@ struct Ops {
   void (*adamw)(const AdamWSegment* segments, int64_t count, float grad_scale);
 };
 
-// The kernels for this CPU: AVX-512 when it has AVX-512 (F, BW, VL, DQ), else AVX2.
+// The kernels for this CPU: AVX-512 when it has AVX-512 (F, BW, VL, DQ) — with bf16 dot products
+// where it has AVX512-BF16 — else AVX2.
 const Ops& ops();
 
 namespace AVX2 {
@@ -78,6 +79,7 @@ extern const Ops k_ops;
 }
 namespace AVX512 {
 extern const Ops k_ops;
+extern const Ops k_ops_bf16_dot;  // k_ops with bf16 attention tiles on AVX512-BF16 dot products
 }
 
 }  // namespace sweep::kernels::cpu

@@ -8,6 +8,7 @@
 #include "data/dataset.h"
 #include "train/bench.h"
 #include "util/fs.h"
+#include "util/process.h"
 
 namespace sweep {
 
@@ -46,6 +47,7 @@ Exit run_bench(const BenchOptions& o) {
     cfg.model.vocab_size = o.vocab;
   }
   at::set_num_threads(o.threads > 0 ? o.threads : cfg.threads());
+  keep_freed_memory();
   BenchSettings settings;
   settings.precisions = o.precisions;
   settings.fused.clear();

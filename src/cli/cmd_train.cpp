@@ -119,6 +119,7 @@ Exit run_train(const TrainOptions& o) {
   // ---- run ----
   install_stop_handlers();  // before the thread pools start: they inherit the blocked stop signals
   at::set_num_threads(cfg.threads());
+  keep_freed_memory();
   const bool json = o.events || !::isatty(STDOUT_FILENO);
   const bool writer = env.rank == 0;
   EventSink events(writer ? (fs::path(run_dir) / "events.jsonl").string() : "",

@@ -24,6 +24,12 @@ struct Captured {
 };
 Captured run_capture(const std::vector<std::string>& argv);
 
+// For a training process: freed memory stays in the process for the next step's tensors instead
+// of going back to the kernel (glibc's defaults unmap blocks over its mmap threshold and trim the
+// heap's top, so every step page-faulted its activations in again: ~20 k faults a step, about a
+// tenth of a bf16 step of the reference config). Blocks over 32 MiB (glibc's ceiling) still map.
+void keep_freed_memory();
+
 // The path of an executable `name` found in PATH.
 std::optional<std::string> find_program(const std::string& name);
 
