@@ -333,6 +333,44 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
 
 }  // namespace
 
+double measure_weight_matmuls(const RunConfig& c, bool fused) {
+  const auto dtype = c.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const ModelConfig& m = c.model;
+  const int64_t N = c.train.micro_batch * m.block_size, C = m.n_embd;
+  std::vector<std::pair<int64_t, int64_t>> shapes;  // (in, out) of each linear layer
+  for (int64_t l = 0; l < m.n_layer; ++l) {
+    for (const auto& s : {std::pair{C, 3 * C}, std::pair{C, C}, std::pair{C, 4 * C}, std::pair{4 * C, C}}) {
+      shapes.push_back(s);
+    }
+  }
+  shapes.emplace_back(C, m.padded_vocab());
+  struct Operands {
+    torch::Tensor x, w, g;
+  };
+  std::vector<Operands> ops;
+  for (const auto& [in, out] : shapes) {
+    ops.push_back({torch::randn({N, in}).to(dtype), torch::randn({out, in}).to(dtype), torch::randn({N, out}).to(dtype)});
+  }
+  const bool onednn = fused && dtype == torch::kFloat;  // the fused fp32 path's linear (kernels::linear)
+  std::vector<double> times;
+  for (int rep = 0; rep < 7; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto& o : ops) {
+      if (onednn) {  // forward and backward through the kernel's own autograd Function
+        auto x = o.x.detach().requires_grad_(true), w = o.w.detach().requires_grad_(true);
+        kernels::linear(x, w).backward(o.g);
+      } else {  // y = x Wᵀ, dx = g W, dW = gᵀ x, as autograd's mm does them
+        torch::NoGradGuard no_grad;
+        torch::mm(o.x, o.w.t());
+        torch::mm(o.g, o.w);
+        torch::mm(o.g.t(), o.x);
+      }
+    }
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(times) * static_cast<double>(c.train.grad_accum);
+}
+
 std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& settings, std::ostream& out) {
   // Synthetic tokens: throughput does not depend on their values.
   auto data = std::make_shared<TrainData>();
@@ -399,6 +437,10 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       std::snprintf(line, sizeof line, "%-9s  %-9s %10.0f %9.1f %15.1f %21.1f %5.1f%% %18.0f %14.0f\n", precision.c_str(),
                     fused ? "fused" : "reference", r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
                     r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
+      out << line;
+      const double floor_s = measure_weight_matmuls(c, fused);
+      std::snprintf(line, sizeof line, "  the step's weight matmuls alone: %.1f ms (%.0f%% of the step), a ceiling of %.0f tokens/s\n",
+                    1e3 * floor_s, 100.0 * floor_s / (r.step_ms / 1e3), static_cast<double>(c.tokens_per_step()) / floor_s);
       out << line << std::flush;
       if (settings.profile) {
         double total = 0;

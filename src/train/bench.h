@@ -35,6 +35,11 @@ double flops_per_token(const ModelConfig& m);
 // the matmul the path uses (fused fp32: oneDNN's sgemm; otherwise LibTorch's mm).
 double measure_matmul_peak(const std::string& precision, bool fused, int64_t n = 1024);
 
+// Seconds of one step's weight matmuls alone (every linear layer's forward, input-gradient and
+// weight-gradient products at the config's shapes, with the path's matmul): a ceiling on the
+// step's speed whatever the rest of the step costs.
+double measure_weight_matmuls(const RunConfig& config, bool fused);
+
 struct BenchSettings {
   std::vector<std::string> precisions{"fp32", "bf16"};
   std::vector<bool> fused{false, true};  // the reference ops, the fused kernels
