@@ -237,7 +237,7 @@ int available_cores() {
 std::filesystem::path executable_dir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path(); }
 
 void keep_freed_memory() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_MMAP_MAX, 0);  // blocks of any size come from the heap (other threads' arenas fall back to it)
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 

@@ -4,7 +4,9 @@
 // and the fp32 analytic gradients against fp64 central finite differences of the reference.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
@@ -199,6 +201,42 @@ TEST_CASE("cross-entropy in place: the loss and the gradient equal F::cross_entr
   SUBCASE("a target outside the vocabulary is refused") {
     CHECK_THROWS_WITH_AS(kernels::cross_entropy_inplace(torch::randn({2, 4}), torch::tensor({1, 4}, torch::kLong)),
                          doctest::Contains("outside [0, 4)"), c10::Error);
+  }
+}
+
+TEST_CASE("non-finite inputs give non-finite outputs, extreme ones the exact limits (a diverged run must show)") {
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    CAPTURE(dtype);
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    {  // cross-entropy: a NaN or +inf logit makes the loss NaN, a −inf one (never the target's) is ignored
+      auto logits = torch::randn({3, 40}).to(dtype);
+      logits.index_put_({0, 5}, nan);
+      logits.index_put_({1, 7}, inf);
+      const auto targets = torch::tensor({1, 2, 3}, torch::kLong);
+      CHECK(!std::isfinite(kernels::cross_entropy_inplace(logits.slice(0, 0, 1), targets.slice(0, 0, 1)).item<double>()));
+      CHECK(!std::isfinite(kernels::cross_entropy_inplace(logits.slice(0, 1, 2), targets.slice(0, 1, 2)).item<double>()));
+      auto row = torch::randn({1, 40}).to(dtype);
+      const auto want = kernels::cross_entropy_reference(row.to(torch::kFloat), targets.slice(0, 2, 3)).item<double>();
+      row.index_put_({0, 9}, -inf);
+      const auto got = kernels::cross_entropy_inplace(row, targets.slice(0, 2, 3)).item<double>();
+      CHECK(std::isfinite(got));
+      CHECK(got < want);
+    }
+    {  // GELU: NaN stays NaN; far out it is the identity or zero
+      const auto h = torch::tensor({nan, 100.0, -100.0, 0.0}).to(dtype).reshape({1, 4});
+      const auto y = kernels::bias_gelu(h, torch::zeros({4})).to(torch::kDouble);
+      CHECK(std::isnan(y[0][0].item<double>()));
+      CHECK(y[0][1].item<double>() == 100.0);
+      CHECK(y[0][2].item<double>() == 0.0);
+      CHECK(y[0][3].item<double>() == 0.0);
+    }
+    {  // attention: a NaN in one key poisons the outputs of the queries that see it, not earlier ones
+      auto qkv = torch::randn({1, 70, 3 * 2 * 16}).to(dtype);
+      qkv.index_put_({0, 40, 2 * 16}, nan);  // key 40, head 0, first component
+      const auto out = kernels::causal_attention(qkv, 2).to(torch::kDouble);
+      CHECK(torch::isfinite(out.slice(1, 0, 40)).all().item<bool>());
+      CHECK(torch::isnan(out.slice(1, 40, 70).slice(2, 0, 16)).all().item<bool>());
+    }
   }
 }
 
