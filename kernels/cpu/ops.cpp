@@ -104,6 +104,17 @@ inline Vec exp_fast(const Vec& x_in) {
   return Vec::blendv(e, Vec(0.f), x0 < lo);  // NaN in → NaN out
 }
 
+// The sum of a vector's lanes.
+inline float hsum(const Vec& v) {
+  float lanes[Vec::size()];
+  v.store(lanes);
+  float sum = 0.f;
+  for (float lane : lanes) {
+    sum += lane;
+  }
+  return sum;
+}
+
 template <typename F>
 inline void dispatch(DType d, F&& f) {
   if (d == DType::f32) {
@@ -128,12 +139,7 @@ inline float exp_sum(float* x, int64_t n, float shift) {
     e.store(x + i);
     acc = acc + e;
   }
-  float lanes[Vec::size()];
-  acc.store(lanes);
-  float sum = 0.f;
-  for (float lane : lanes) {
-    sum += lane;
-  }
+  float sum = hsum(acc);
   for (; i < n; ++i) {
     x[i] = std::exp(x[i] - shift);
     sum += x[i];
@@ -244,6 +250,13 @@ inline void online_softmax_tile(const AttentionArgs& s, int64_t bh, int64_t r0, 
   }
 }
 
+// Before a query tile's first key tile: running max −inf, sums and outputs 0.
+inline void start_rows(std::vector<float>& m, std::vector<float>& l, std::vector<float>& o) {
+  std::fill(m.begin(), m.end(), -std::numeric_limits<float>::infinity());
+  std::fill(l.begin(), l.end(), 0.f);
+  std::fill(o.begin(), o.end(), 0.f);
+}
+
 // After a query tile's last key tile: o /= l, lse = m + log l.
 inline void finish_rows(float* o, int64_t br, int64_t hs, const float* m, const float* l, float* lse) {
   for (int64_t i = 0; i < br; ++i) {
@@ -290,12 +303,7 @@ void rowsum_product(const T* dout, const T* out, int64_t ld, int64_t rows, int64
     for (; j + Vec::size() <= hs; j += Vec::size()) {
       acc = at::vec::fmadd(load(a + j), load(b + j), acc);
     }
-    float lanes[Vec::size()];
-    acc.store(lanes);
-    float sum = 0.f;
-    for (float lane : lanes) {
-      sum += lane;
-    }
+    float sum = hsum(acc);
     for (; j < hs; ++j) {
       sum += load1(a + j) * load1(b + j);
     }
@@ -315,9 +323,7 @@ void attention_forward_t(const AttentionArgs& s, const T* qkv, T* out, float* ls
       gather_qkv(s, qkv, b, h, q.data(), k.data(), v.data());
       for (int64_t r0 = 0; r0 < T_; r0 += k_tile) {
         const int64_t br = std::min(k_tile, T_ - r0);
-        std::fill(m.begin(), m.end(), -std::numeric_limits<float>::infinity());
-        std::fill(l.begin(), l.end(), 0.f);
-        std::fill(o.begin(), o.end(), 0.f);
+        start_rows(m, l, o);
         for (int64_t c0 = 0; c0 <= r0; c0 += k_tile) {  // key tiles up to the diagonal one
           const int64_t bc = std::min(k_tile, T_ - c0);
           sgemm('N', 'T', br, bc, hs, sm_scale, q.data() + r0 * hs, hs, k.data() + c0 * hs, hs, 0.f, sc.data(), k_tile);
@@ -390,6 +396,18 @@ void attention_backward_t(const AttentionArgs& s, const T* qkv, const T* out, co
 
 #define SWEEP_BF16DOT __attribute__((target("avx512bf16")))
 
+// The first min(n, 16) of 16 lanes.
+inline __mmask16 lanes_mask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+// Two bf16 as one 32-bit word (the lower half the first), read from wherever they lie.
+inline uint32_t load_pair(const uint32_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
 // C (m × n, fp32, row stride ldc) = alpha · A B, plus C when `accumulate`; k2 pairs inside. Pair
 // kk of A's row r is a[r·ars + kk·aks]; pair kk of B's column j is b[kk·ldb + j]. B is read up
 // to column n rounded up to 16, which must exist (zero padding).
@@ -408,7 +426,7 @@ SWEEP_BF16DOT inline void dot_block(const uint32_t* a, int64_t ars, int64_t aks,
       bv[v] = _mm512_loadu_si512(b + kk * ldb + 16 * v);
     }
     for (int r = 0; r < R; ++r) {
-      const __m512i av = _mm512_set1_epi32(static_cast<int>(a[r * ars + kk * aks]));
+      const __m512i av = _mm512_set1_epi32(static_cast<int>(load_pair(a + r * ars + kk * aks)));
       for (int v = 0; v < NV; ++v) {
         acc[r][v] = _mm512_dpbf16_ps(acc[r][v], reinterpret_cast<__m512bh>(av), reinterpret_cast<__m512bh>(bv[v]));
       }
@@ -417,8 +435,7 @@ SWEEP_BF16DOT inline void dot_block(const uint32_t* a, int64_t ars, int64_t aks,
   const __m512 va = _mm512_set1_ps(alpha);
   for (int r = 0; r < R; ++r) {
     for (int v = 0; v < NV; ++v) {
-      const int64_t cols = std::min<int64_t>(16, n - 16 * v);
-      const __mmask16 mask = cols >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << cols) - 1);
+      const __mmask16 mask = lanes_mask(n - 16 * v);
       float* cp = c + r * ldc + 16 * v;
       __m512 result = _mm512_mul_ps(acc[r][v], va);
       if (accumulate) {
@@ -457,10 +474,6 @@ SWEEP_BF16DOT void dot(int64_t m, int64_t n, int64_t k2, const uint32_t* a, int6
       default: break;
     }
   }
-}
-
-inline __mmask16 lanes_mask(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
 }
 
 // dst[t2·ldd + d] = (x[2·t2][d], x[2·t2+1][d]) for d < cols, zero to ldd and past the last row:
@@ -540,9 +553,7 @@ void attention_forward_dot(const AttentionArgs& s, const bf16* qkv, bf16* out, f
       pack_row_pairs(base + 2 * C, 3 * C, T_, hs, vr.data(), hp);
       for (int64_t r0 = 0; r0 < T_; r0 += k_tile) {
         const int64_t br = std::min(k_tile, T_ - r0);
-        std::fill(m.begin(), m.end(), -std::numeric_limits<float>::infinity());
-        std::fill(l.begin(), l.end(), 0.f);
-        std::fill(o.begin(), o.end(), 0.f);
+        start_rows(m, l, o);
         for (int64_t c0 = 0; c0 <= r0; c0 += k_tile) {
           const int64_t bc = std::min(k_tile, T_ - c0);
           dot(br, bc, hs2, q + r0 * (3 * C / 2), 3 * C / 2, 1, kc.data() + c0, tp, sc.data(), k_tile, sm_scale, false);
