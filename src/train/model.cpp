@@ -42,6 +42,17 @@ torch::Tensor project(const torch::Tensor& x, const torch::nn::Linear& layer, bo
   return project(x, layer->weight, layer->bias, fused);
 }
 
+// Which attention a forward on `device` runs: the one place that decides (the run's metadata
+// reports it through GPTImpl::attention).
+enum class Attention { fused, sdpa, manual };
+
+Attention attention_kind(bool fused, const torch::Device& device) {
+  if (fused && device.is_cpu()) {
+    return Attention::fused;
+  }
+  return compat::k_has_sdpa ? Attention::sdpa : Attention::manual;
+}
+
 }  // namespace
 
 // ---- attention ----
@@ -57,11 +68,12 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto qkv = project(x, c_attn, fused);  // (B, T, 3C): Q, K, V side by side
   const double p = is_training() ? dropout : 0.0;
   torch::Tensor y;  // (B, T, C), heads side by side
-  if (fused && x.device().is_cpu()) {
+  const auto kind = attention_kind(fused, x.device());
+  if (kind == Attention::fused) {
     // flash-style tiles, no T × T scores; the dropout mask's seed comes from the default generator
     const uint64_t seed = p > 0 ? static_cast<uint64_t>(torch::randint(1LL << 62, {1}, torch::kLong).item<int64_t>()) : 0;
     y = kernels::causal_attention(qkv, n_head, p, seed);
-  } else if (compat::k_has_sdpa) {
+  } else if (kind == Attention::sdpa) {
     auto parts = qkv.split(C, 2);
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, hs}).transpose(1, 2); };  // (B, nh, T, hs)
     y = compat::sdpa_causal(heads(parts[0]), heads(parts[1]), heads(parts[2]), p).transpose(1, 2).contiguous().view({B, T, C});
@@ -162,10 +174,8 @@ torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
 }
 
 std::string GPTImpl::attention(const torch::Device& device) const {
-  if (fused && device.is_cpu()) {
-    return "fused";
-  }
-  return compat::k_has_sdpa ? "sdpa" : "manual";
+  const auto kind = attention_kind(fused, device);
+  return kind == Attention::fused ? "fused" : kind == Attention::sdpa ? "sdpa" : "manual";
 }
 
 void GPTImpl::set_fused(bool on) {

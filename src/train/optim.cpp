@@ -42,19 +42,6 @@ double clip_factor(double norm, double max_norm) {
   return max_norm > 0 && std::isfinite(norm) && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
 
-double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
-  const double total = grad_norm(params);
-  const double factor = clip_factor(total, max_norm);
-  if (factor != 1.0) {
-    for (const auto& p : params) {
-      if (p.grad().defined()) {
-        p.grad().detach().mul_(factor);
-      }
-    }
-  }
-  return total;
-}
-
 void adamw_step(torch::optim::AdamW& opt, double grad_scale, bool fused) {
   const auto& first = opt.param_groups().front().params();
   if (fused && !first.empty() && first.front().device().is_cpu()) {

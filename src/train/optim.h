@@ -22,9 +22,6 @@ double grad_norm(const std::vector<torch::Tensor>& params);
 // (max_norm 0), not needed, or the norm is not finite.
 double clip_factor(double norm, double max_norm);
 
-// grad_norm, then the gradients scaled in place by clip_factor. Returns the pre-clip norm.
-double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
-
 // One AdamW step with the gradients multiplied by grad_scale (the clip factor): the fused
 // one-pass kernel (CPU parameters, `fused`) or LibTorch's AdamW.
 void adamw_step(torch::optim::AdamW& opt, double grad_scale, bool fused);
