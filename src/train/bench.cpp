@@ -1,31 +1,29 @@
 #include "train/bench.h"
 
+#include <ATen/record_function.h>
+#include <c10/core/CPUAllocator.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <random>
-
-#include <ATen/record_function.h>
-
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
-
-#include <c10/core/CPUAllocator.h>
-
-#include <atomic>
-#include <cstring>
+#include <random>
 
 #include "kernels/attention.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
-#include "train/model.h"
 #include "train/compat.h"
+#include "train/model.h"
 #include "train/optim.h"
 #include "train/trainer.h"
+#include "util/process.h"
 
 namespace sweep {
 
@@ -398,6 +396,9 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
   for (const auto& precision : settings.precisions) {
     out << "precision  path        tokens/s   step ms   model GFLOP/s   matmul peak GFLOP/s    MFU   step tensors MiB   peak RSS MiB\n";
     for (const bool fused : settings.fused) {
+      // The memory the previous configuration kept goes back first, else this one's peak RSS
+      // would start from that one's.
+      release_freed_memory();
       const double peak = measure_matmul_peak(precision, fused);
       RunConfig c = base;
       c.train.precision = precision;

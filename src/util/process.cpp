@@ -241,4 +241,8 @@ void keep_freed_memory() {
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
+void release_freed_memory() {
+  malloc_trim(0);
+}
+
 }  // namespace sweep

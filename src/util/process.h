@@ -33,6 +33,10 @@ Captured run_capture(const std::vector<std::string>& argv);
 // every step anyway.
 void keep_freed_memory();
 
+// Gives the free pages kept by keep_freed_memory back to the kernel (glibc's malloc_trim): what
+// the process holds resident is again what it uses, e.g. before measuring a new peak.
+void release_freed_memory();
+
 // The path of an executable `name` found in PATH.
 std::optional<std::string> find_program(const std::string& name);
 

@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "helpers.h"
 #include "util/error.h"
@@ -59,4 +61,24 @@ TEST_CASE("keep_freed_memory: a freed 64 MiB block comes back without page-fault
   const auto before = faults();
   fill(2);
   CHECK(faults() - before < 1000);
+}
+
+TEST_CASE("release_freed_memory: the pages keep_freed_memory kept go back to the kernel") {
+  keep_freed_memory();
+  const auto resident_mib = [] {
+    std::ifstream statm("/proc/self/statm");
+    long size = 0, resident = 0;
+    statm >> size >> resident;
+    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+  };
+  constexpr size_t n = size_t{64} << 20;
+  char* p = static_cast<char*>(std::malloc(n));
+  REQUIRE(p != nullptr);
+  std::memset(p, 1, n);
+  asm volatile("" : : "r"(p) : "memory");
+  const double used = resident_mib();
+  std::free(p);
+  CHECK(resident_mib() > used - 8);  // kept
+  release_freed_memory();
+  CHECK(resident_mib() < used - 56);  // given back
 }
