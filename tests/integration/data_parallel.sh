@@ -48,7 +48,7 @@ launcher=$!
 wait_for_train_events killed/events.jsonl 20
 rank1=""
 for p in $(pgrep -P "$launcher"); do
-  tr '\0' '\n' < "/proc/$p/environ" | grep -qx 'RANK=1' && rank1=$p
+  grep -qx 'RANK=1' <<< "$(tr '\0' '\n' < "/proc/$p/environ")" && rank1=$p
 done
 [ -n "$rank1" ] || fail "rank 1 not found among the launcher's children"
 start=$(date +%s)

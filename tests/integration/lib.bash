@@ -1,6 +1,9 @@
 # Shared set-up of the integration tests (sourced, not a test): a temp dir as the working
 # directory, a small corpus, a prepared bytes dataset and a tiny run config.
 set -euo pipefail
+# Under pipefail, `cmd | grep -q PATTERN` fails at random: grep exits at its first match, and cmd,
+# still writing, dies of SIGPIPE. Grep the output as a string instead: grep -q P <<< "$(cmd)".
+# Likewise `| head -1`: take a first line with `| sed -n 1p`, which reads to the end.
 : "${SWEEP:?SWEEP must point at the sweep binary}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -76,7 +79,7 @@ $(sql "SELECT run_id, status, total_steps, (SELECT COUNT(*) FROM metrics m WHERE
 }
 
 # pid of the worker process training run $1
-worker_pid() { pgrep -f "worker res/runs/$1/config.yaml" | head -1; }
+worker_pid() { pgrep -f "worker res/runs/$1/config.yaml" | sed -n 1p; }
 
 wait_for_train_events() {  # wait_for_train_events FILE COUNT
   for _ in $(seq 1 600); do

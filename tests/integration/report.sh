@@ -54,7 +54,7 @@ cat table.txt
 rows=$(awk '$1 ~ /^[0-9]+$/ {print $1, $2}' table.txt)
 [ "$rows" = "$(printf '1 good\n2 <script>alert(1)</script>\n3 baseline\n4 noisy\n5 bad\n6 unstable')" ] ||
   fail "unexpected ranking: $rows"
-verdict() { grep -E "^[0-9]+ +$1 " table.txt | grep -oE 'better|worse|in the noise|baseline|diverged' | head -1; }
+verdict() { grep -E "^[0-9]+ +$1 " table.txt | grep -oE 'better|worse|in the noise|baseline|diverged' | sed -n 1p; }
 [ "$(verdict good)" = better ] || fail "good: $(verdict good)"
 [ "$(verdict bad)" = worse ] || fail "bad: $(verdict bad)"
 [ "$(verdict noisy)" = "in the noise" ] || fail "noisy: $(verdict noisy)"

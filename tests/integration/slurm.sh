@@ -36,10 +36,10 @@ check_database
 grep -q "#SBATCH --ntasks=2" res/onslurm/slurm/*.sbatch || fail "no 2-task array script"
 two=$(sql "SELECT r.run_dir FROM runs r JOIN sweep_runs s USING (run_id) WHERE s.variant = 'two-ranks' LIMIT 1")
 grep -q "2 data-parallel ranks (Slurm environment)" "$two/train.log" || fail "the 2-rank run did not run 2 ranks"
-"$SWEEP" status onslurm --results res | grep -q "ENDED" || fail "sweep status shows no Slurm task"
+grep -q "ENDED" <<< "$("$SWEEP" status onslurm --results res)" || fail "sweep status shows no Slurm task"
 "$SWEEP" report onslurm --results res --out rep --format json > rep.json 2>/dev/null || fail "report of a Slurm sweep"
 grep -q '"two-ranks"' rep.json || fail "the report lacks the 2-rank variant"
-"$SWEEP" run s.yaml --results res --executor slurm | grep -q "4 already finished, 0 to run" ||
+grep -q "4 already finished, 0 to run" <<< "$("$SWEEP" run s.yaml --results res --executor slurm)" ||
   fail "a finished Slurm sweep ran again"
 
 # await_training SWEEP: sets task and dir to the sweep's running Slurm task and its run directory

@@ -9,7 +9,7 @@ tiny_sweep a.yaml crashy 400 "nodrop: {model.dropout: 0.0}"
 "$SWEEP" run a.yaml --results res --devices cpu:2x1 > run1.txt &
 sched=$!
 sleep 1
-first=$(ls res/runs | head -1)
+first=$(ls res/runs | sed -n 1p)
 wait_for_train_events "res/runs/$first/events.jsonl" 60
 kill -9 "$sched"
 wait "$sched" 2>/dev/null || true
@@ -57,7 +57,7 @@ status_of() { sql "SELECT r.status FROM sweep_runs s JOIN runs r USING (run_id) 
 [ "$(sql "SELECT attempts FROM runs WHERE run_id = '$crash'")" -eq 2 ] || fail "the crash is retried once"
 [ "$(status_of oom 2)" = oom ] && [ "$(status_of oom 1)" = done ] || fail "oom: $(status_of oom 2)"
 [ "$(sql "SELECT attempts FROM runs WHERE run_id = '$oom'")" -eq 1 ] || fail "out of memory is not retried blindly"
-sql "SELECT error FROM runs WHERE run_id = '$crash'" | grep -q "test-fault: crashing at step 5" || fail "the log tail is kept"
+grep -q "test-fault: crashing at step 5" <<< "$(sql "SELECT error FROM runs WHERE run_id = '$crash'")" || fail "the log tail is kept"
 rm "res/runs/$crash/test-fault" "res/runs/$oom/test-fault"
 "$SWEEP" run c.yaml --results res --devices cpu:2x1 --retry-failed > run5.txt
 [ "$(status_of crash 1)" = done ] && [ "$(status_of oom 2)" = done ] || fail "--retry-failed: $(cat run5.txt)"

@@ -24,7 +24,7 @@ before=$(cat res/runs/*/events.jsonl | wc -l)
 "$SWEEP" run s.yaml --results res --devices cpu:2x1 > again.txt
 grep -q "4 already finished, 0 to run" again.txt || fail "second run: $(cat again.txt)"
 [ "$(cat res/runs/*/events.jsonl | wc -l)" -eq "$before" ] || fail "a finished run was trained again"
-"$SWEEP" plan s.yaml --results res | grep -q "4 done" || fail "plan after running"
+grep -q "4 done" <<< "$("$SWEEP" plan s.yaml --results res)" || fail "plan after running"
 
 # a second sweep that shares the baseline reuses its two runs
 tiny_sweep s2.yaml other 40 "clip2: {train.grad_clip: 2.0}"

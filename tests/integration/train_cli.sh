@@ -13,7 +13,7 @@ cmp -s stdout.jsonl runs/a/events.jsonl || fail "stdout (not a terminal) should 
 [ "$(count '"event":"train"' runs/a/events.jsonl)" -eq 60 ] || fail "60 train events"
 grep -q '"event":"end".*"status":"done"' runs/a/events.jsonl || fail "end event with status done"
 grep -q '"test_bpb"' runs/a/events.jsonl || fail "bits per byte in the end event"
-first_val=$(grep '"split":"val"' runs/a/events.jsonl | head -1 | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+first_val=$(grep '"split":"val"' runs/a/events.jsonl | sed -n 1p | sed 's/.*"loss":\([0-9.]*\).*/\1/')
 last_val=$(grep '"split":"val"' runs/a/events.jsonl | tail -1 | sed 's/.*"loss":\([0-9.]*\).*/\1/')
 awk -v a="$first_val" -v b="$last_val" 'BEGIN { exit !(b < a - 0.5) }' || fail "val loss did not fall: $first_val -> $last_val"
 grep -q "vocab_size: 256" runs/a/config.yaml || fail "config.yaml holds the resolved vocab_size"
