@@ -10,10 +10,7 @@ for sig in TERM INT; do
   dir=runs/$sig
   "$SWEEP" train run.yaml --run-dir "$dir" > /dev/null &
   pid=$!
-  for _ in $(seq 1 200); do
-    [ "$(count '"event":"train"' "$dir/events.jsonl" 2>/dev/null)" -ge 20 ] && break
-    sleep 0.05
-  done
+  wait_for_train_events "$dir/events.jsonl" 20
   kill -"$sig" "$pid"
   set +e; wait "$pid"; rc=$?; set -e
   [ "$rc" -eq 75 ] || fail "SIG$sig: exit code $rc, expected 75"

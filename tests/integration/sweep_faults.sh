@@ -8,8 +8,13 @@ prepare_bytes
 tiny_sweep a.yaml crashy 400 "nodrop: {model.dropout: 0.0}"
 "$SWEEP" run a.yaml --results res --devices cpu:2x1 > run1.txt &
 sched=$!
-sleep 1
-first=$(ls res/runs | sed -n 1p)
+first=""
+for _ in $(seq 1 600); do  # the scheduler creates the run directories when it starts them
+  first=$(ls res/runs 2>/dev/null | sed -n 1p || true)
+  [ -n "$first" ] && break
+  sleep 0.05
+done
+[ -n "$first" ] || fail "no run started within 30 s: $(cat run1.txt)"
 wait_for_train_events "res/runs/$first/events.jsonl" 60
 kill -9 "$sched"
 wait "$sched" 2>/dev/null || true
