@@ -42,6 +42,19 @@ TEST_CASE("a failing writer leaves the previous file untouched") {
   CHECK(entries == 1);
 }
 
+namespace {
+
+// A malloc'ed block of n bytes, every page written (and so resident).
+char* written_block(size_t n, char value) {
+  char* p = static_cast<char*>(std::malloc(n));
+  REQUIRE(p != nullptr);
+  std::memset(p, value, n);
+  asm volatile("" : : "r"(p) : "memory");  // the writes must happen
+  return p;
+}
+
+}  // namespace
+
 TEST_CASE("keep_freed_memory: a freed 64 MiB block comes back without page-faulting it in again") {
   keep_freed_memory();
   constexpr size_t n = size_t{64} << 20;  // 16,384 pages: each one faulted in again under glibc's defaults
@@ -50,16 +63,9 @@ TEST_CASE("keep_freed_memory: a freed 64 MiB block comes back without page-fault
     getrusage(RUSAGE_SELF, &u);
     return u.ru_minflt;
   };
-  const auto fill = [](char value) {
-    char* p = static_cast<char*>(std::malloc(n));
-    REQUIRE(p != nullptr);
-    std::memset(p, value, n);
-    asm volatile("" : : "r"(p) : "memory");  // the writes must happen
-    std::free(p);
-  };
-  fill(1);
+  std::free(written_block(n, 1));
   const auto before = faults();
-  fill(2);
+  std::free(written_block(n, 2));
   CHECK(faults() - before < 1000);
 }
 
@@ -71,11 +77,7 @@ TEST_CASE("release_freed_memory: the pages keep_freed_memory kept go back to the
     statm >> size >> resident;
     return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
   };
-  constexpr size_t n = size_t{64} << 20;
-  char* p = static_cast<char*>(std::malloc(n));
-  REQUIRE(p != nullptr);
-  std::memset(p, 1, n);
-  asm volatile("" : : "r"(p) : "memory");
+  char* p = written_block(size_t{64} << 20, 1);
   const double used = resident_mib();
   std::free(p);
   CHECK(resident_mib() > used - 8);  // kept
