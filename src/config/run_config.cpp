@@ -178,9 +178,10 @@ nlohmann::json RunConfig::identity_json() const {
   if (resources.ranks != 1) {  // absent at 1, so that one-process runs keep their ids
     j["ranks"] = resources.ranks;
   }
-  if (train.fused) {  // absent when on (the default), so that runs from before the fused kernels keep their ids
+  if (train.fused) {  // absent when on (the default): the fused path is the default path
     j["train"].erase("fused");
   }
+  j["numerics"] = k_numerics_version;
   return j;
 }
 

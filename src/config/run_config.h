@@ -16,6 +16,14 @@
 
 namespace sweep {
 
+// The version of the training maths: what a run computes from its config. Bump it with any
+// change to the training core that changes results (initialisation, a kernel's numerics, the
+// data order, dropout masks); it is part of every run id, so results of older maths are never
+// taken for new ones, and every run records it. History:
+//   1 (absent from older run ids): weights drawn in one stream from the global generator
+//   2: each weight drawn from its own generator, seeded by (init seed, name, shape)
+inline constexpr int k_numerics_version = 2;
+
 struct ModelConfig {
   int64_t n_layer = 4;
   int64_t n_head = 4;
@@ -90,7 +98,7 @@ struct RunConfig {
   nlohmann::json to_json() const;
   // What defines the run's result: to_json() without `resources` (threads and device are where
   // it runs, not what it computes) — except `ranks` when it is not 1, since it scales the global
-  // batch. Run ids hash it; a checkpoint only resumes the same identity.
+  // batch — plus the numerics version. Run ids hash it; a checkpoint only resumes the same identity.
   nlohmann::json identity_json() const;
   std::string to_yaml() const;
 };

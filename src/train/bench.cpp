@@ -315,7 +315,7 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
     row("linear (B·T, C) → 4C", ref, time_op(run(true), reps));
   }
   {
-    GPT model(c.model);
+    GPT model(c.model, c.seeds.init);
     auto params = model->parameters();
     auto opt = make_adamw(params, c.train);
     for (auto& p : params) {

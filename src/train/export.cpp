@@ -57,7 +57,7 @@ GPT load_run_model(const std::string& run_dir, RunConfig* config_out) {
                 Exit::bad_input);
   }
   RunConfig cfg = load_run_config((dir / "config.yaml").string());
-  GPT model(cfg.model);
+  GPT model(cfg.model, cfg.seeds.init);
   load_checkpoint_weights(ckpt.string(), model);
   if (config_out != nullptr) {
     *config_out = cfg;

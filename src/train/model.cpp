@@ -7,6 +7,8 @@
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 #include "train/compat.h"
+#include "util/hash.h"
+#include "util/text.h"
 
 namespace F = torch::nn::functional;
 
@@ -54,6 +56,15 @@ Attention attention_kind(bool fused, const torch::Device& device) {
 }
 
 }  // namespace
+
+at::Generator parameter_generator(int64_t init_seed, const std::string& name, at::IntArrayRef shape) {
+  std::string key = std::to_string(init_seed) + "/" + name + "/";
+  for (const int64_t d : shape) {
+    key += std::to_string(d) + "x";
+  }
+  const uint64_t seed = std::stoull(sha256_hex(key).substr(0, 16), nullptr, 16);
+  return at::make_generator<at::CPUGeneratorImpl>(seed);
+}
 
 // ---- attention ----
 
@@ -123,7 +134,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) {
   ln_f = register_module("ln_f", layer_norm(c.n_embd));
 }
 
-GPTImpl::GPTImpl(const ModelConfig& c) : config(c) {
+GPTImpl::GPTImpl(const ModelConfig& c, int64_t init_seed) : config(c) {
   TORCH_CHECK(c.vocab_size > 0, "model.vocab_size must be set before building the model");
   TORCH_CHECK(c.n_embd % c.n_head == 0, "n_embd must be divisible by n_head");
   transformer = register_module("transformer", Transformer(c));
@@ -131,20 +142,23 @@ GPTImpl::GPTImpl(const ModelConfig& c) : config(c) {
     lm_head = register_module("lm_head", linear(c.n_embd, c.padded_vocab(), false));
   }
   // GPT-2 init: N(0, 0.02) for every Linear and Embedding weight, zero biases, LayerNorm (1, 0);
-  // residual projections N(0, 0.02/sqrt(2·n_layer)). Fixed order: the named parameter order.
+  // residual projections N(0, 0.02/sqrt(2·n_layer)). Each weight draws from a generator of its
+  // own, seeded by (init_seed, name, shape): a parameter starts from the same values whichever
+  // other parameters exist, so variants that add or drop parameters (qkv_bias, tie_weights) stay
+  // paired with the baseline by seed. The constructors' own draws above are all overwritten.
   torch::NoGradGuard no_grad;
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
   for (auto& p : named_parameters()) {
     const std::string& name = p.key();
+    torch::Tensor w = p.value();
     if (name.find(".ln_") != std::string::npos) {
       continue;  // LayerNorm: weight 1, bias 0 from its constructor
     }
-    if (p.value().dim() == 1) {
-      p.value().zero_();
-    } else if (name.size() > 13 && name.compare(name.size() - 13, 13, "c_proj.weight") == 0) {
-      p.value().normal_(0.0, proj_std);
+    if (w.dim() == 1) {
+      w.zero_();
     } else {
-      p.value().normal_(0.0, 0.02);
+      const double sd = ends_with(name, "c_proj.weight") ? proj_std : 0.02;
+      w.normal_(0.0, sd, parameter_generator(init_seed, name, w.sizes()));
     }
   }
 }

@@ -11,6 +11,10 @@
 
 namespace sweep {
 
+// The generator a parameter's initial values are drawn from: seeded by SHA-256 of (init seed,
+// parameter name, shape) alone, never by which other parameters the model has.
+at::Generator parameter_generator(int64_t init_seed, const std::string& name, at::IntArrayRef shape);
+
 struct CausalSelfAttentionImpl : torch::nn::Module {
   explicit CausalSelfAttentionImpl(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
@@ -56,8 +60,8 @@ struct TransformerImpl : torch::nn::Module {
 TORCH_MODULE(Transformer);
 
 struct GPTImpl : torch::nn::Module {
-  // Parameters are initialised from the global generator: seed it (init_seed) first.
-  explicit GPTImpl(const ModelConfig& c);
+  // GPT-2's initialisation, each weight from parameter_generator(init_seed, its name, its shape).
+  GPTImpl(const ModelConfig& c, int64_t init_seed);
 
   torch::Tensor forward(const torch::Tensor& idx);  // (B, T) int64 -> logits (B, T, V_padded)
   // Mean next-token cross-entropy in fp32 (logits may be bf16 under autocast). Fused on the

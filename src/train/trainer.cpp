@@ -11,6 +11,7 @@
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/schedule.h"
+#include "util/build_info.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/signals.h"
@@ -94,9 +95,8 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
   }
   configure_matmul_precision(m_cfg.train.precision);
 
-  // ---- weights from init_seed ----
-  torch::manual_seed(static_cast<uint64_t>(m_cfg.seeds.init));
-  m_model = GPT(m_cfg.model);
+  // ---- weights from init_seed (each parameter by its name: see GPTImpl) ----
+  m_model = GPT(m_cfg.model, m_cfg.seeds.init);
   m_model->set_fused(m_cfg.train.fused);
   m_model->to(m_device);
   m_params = m_model->parameters();
@@ -215,7 +215,9 @@ RunResult Trainer::run(const RunOptions& o) {
                     {"precision", m_cfg.train.precision},
                     {"fused", m_cfg.train.fused},
                     {"attention", m_model->attention(m_device)},
-                    {"resumed", resumed}});
+                    {"resumed", resumed},
+                    {"code", code_commit()},
+                    {"numerics", k_numerics_version}});
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
           std::to_string(total) + " steps of " + format_count(static_cast<double>(tps)) + " tokens, " +
           format_count(static_cast<double>(m_model->num_params())) + " parameters, " +

@@ -10,6 +10,11 @@ for f in config.yaml events.jsonl train.log checkpoint/ckpt.pt; do
 done
 cmp -s stdout.jsonl runs/a/events.jsonl || fail "stdout (not a terminal) should carry the same events as events.jsonl"
 [ "$(count '"event":"start"' runs/a/events.jsonl)" -eq 1 ] || fail "one start event"
+# provenance: the start event names the commit the binary was built from and the numerics version
+code=$(grep '"event":"start"' runs/a/events.jsonl | sed 's/.*"code":"\([^"]*\)".*/\1/')
+head=$(git -C "$(dirname "$0")" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+case $code in "$head" | "$head+dirty") ;; *) fail "the start event says code '$code', the tree is at '$head'" ;; esac
+grep '"event":"start"' runs/a/events.jsonl | grep -q '"numerics":[1-9]' || fail "the start event has no numerics version"
 [ "$(count '"event":"train"' runs/a/events.jsonl)" -eq 60 ] || fail "60 train events"
 grep -q '"event":"end".*"status":"done"' runs/a/events.jsonl || fail "end event with status done"
 grep -q '"test_bpb"' runs/a/events.jsonl || fail "bits per byte in the end event"

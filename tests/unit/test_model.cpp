@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <map>
 #include <set>
 
 #include "helpers.h"
@@ -10,10 +11,7 @@ using namespace sweep;
 
 namespace {
 
-GPT build(const ModelConfig& m, uint64_t seed = 1) {
-  torch::manual_seed(seed);
-  return GPT(m);
-}
+GPT build(const ModelConfig& m, int64_t seed = 1) { return GPT(m, seed); }
 
 torch::Tensor tokens(int64_t B, int64_t T, int64_t vocab, uint64_t seed = 5) {
   torch::manual_seed(seed);
@@ -71,6 +69,45 @@ TEST_CASE("GPT-2 init: std 0.02, residual projections 0.02/sqrt(2·n_layer), zer
   CHECK(block.mlp->c_fc->bias.abs().max().item<double>() == 0.0);
   CHECK(block.ln_1->weight.min().item<double>() == 1.0);
   CHECK(g->transformer->wte->weight.std().item<double>() == doctest::Approx(0.02).epsilon(0.05));
+}
+
+// The pairing by seed that the report's paired tests rest on: interventions that add or drop
+// parameters must not move the initial values of the parameters they share with the baseline.
+TEST_CASE("init: with one init seed, baseline, qkv_bias and tie_weights share every common parameter exactly") {
+  const ModelConfig base = test::tiny_config().model;
+  ModelConfig with_bias = base, tied = base;
+  with_bias.qkv_bias = true;
+  tied.tie_weights = true;
+  GPT reference = build(base, 3);
+  std::map<std::string, torch::Tensor> initial;
+  for (const auto& p : reference->named_parameters()) {
+    initial.emplace(p.key(), p.value());
+  }
+  for (const ModelConfig& m : {with_bias, tied}) {
+    CAPTURE(m.qkv_bias);
+    GPT variant = build(m, 3);
+    size_t shared = 0;
+    for (const auto& p : variant->named_parameters()) {
+      const auto it = initial.find(p.key());
+      if (it == initial.end()) {
+        CHECK(p.key().find("c_attn.bias") != std::string::npos);  // the only parameter qkv_bias adds
+        continue;
+      }
+      CAPTURE(p.key());
+      CHECK(torch::equal(p.value(), it->second));
+      ++shared;
+    }
+    CHECK(shared == (m.tie_weights ? initial.size() - 1 : initial.size()));  // tying drops lm_head
+  }
+  // The seed and the name both matter: another seed, or another layer's same-shaped weight, differs.
+  GPT other_seed = build(base, 4);
+  CHECK_FALSE(torch::equal(other_seed->transformer->wte->weight, reference->transformer->wte->weight));
+  auto& h0 = *reference->transformer->h[0]->as<Block>();
+  auto& h1 = *reference->transformer->h[1]->as<Block>();
+  CHECK_FALSE(torch::equal(h0.attn->c_attn->weight, h1.attn->c_attn->weight));
+  // And nothing depends on the global generator's state when the model is built.
+  torch::manual_seed(12345);
+  CHECK(torch::equal(build(base, 3)->transformer->wte->weight, reference->transformer->wte->weight));
 }
 
 TEST_CASE("the manual causal attention path equals a masked-softmax reference") {

@@ -13,8 +13,7 @@ TEST_CASE("AdamW with zero gradients shrinks exactly the >=2-D weights, by lr·w
   c.model.tie_weights = true;
   c.train.lr = 0.1;
   c.train.weight_decay = 0.5;
-  torch::manual_seed(1);
-  GPT g(c.model);
+  GPT g(c.model, 1);
   auto opt = make_adamw(g->parameters(), c.train);
   std::vector<torch::Tensor> before;
   for (auto& p : g->parameters()) {

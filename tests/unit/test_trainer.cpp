@@ -118,11 +118,13 @@ TEST_CASE("training makes the loss fall on learnable data") {
 }
 
 // Pinned from this implementation on Debian's LibTorch 1.13 (CPU, 1 thread, fp32). A change
-// here means the core computes something else: find out why before re-pinning.
+// here means the core computes something else: find out why, bump k_numerics_version
+// (config/run_config.h) when it is meant, then re-pin. Last re-pinned at numerics 2 (weights
+// drawn per parameter name).
 TEST_CASE("golden: the first 5 losses of a tiny fixed run") {
   auto data = test::synthetic_data();
   Trainer t(test::tiny_config(), data);
-  const std::vector<double> golden{4.162350, 4.027645, 4.019531, 3.955714, 3.872825};
+  const std::vector<double> golden{4.175962, 4.066483, 4.017405, 3.970524, 3.901818};
   const auto l = losses(t, 5);
   for (size_t i = 0; i < golden.size(); ++i) {
     CAPTURE(i);
