@@ -1,6 +1,7 @@
 #include "config/sweep_spec.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "util/error.h"
@@ -116,14 +117,17 @@ void check_name(const std::string& name, const YAML::Node& at, const std::string
   }
 }
 
-// One axis value set: (overrides, name suffix).
+// One point of the grid × zip: the axis overrides it adds, one per axis key (located at the
+// key, as every override is), and where each value is written.
 struct Combo {
   std::vector<Override> overrides;
-  std::string suffix;
+  std::vector<Origin> values_at;
 };
 
+// Reads `grid` (each key its own dimension) and `zip` (its keys one dimension) into the points
+// of their cartesian product, and the dimensions into `axes`.
 std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, const std::string& file,
-                             Diagnostics& diags) {
+                             std::vector<SweepAxis>& axes, Diagnostics& diags) {
   std::vector<Combo> combos{{}};
   if (grid.IsDefined() && !grid.IsNull()) {
     if (!grid.IsMap()) {
@@ -135,12 +139,13 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
           diags.error(axis.second.Mark(), "grid axis '" + axis.first.Scalar() + "' must be a non-empty list");
           continue;
         }
+        axes.push_back({"grid", {axis.first.Scalar()}});
         std::vector<Combo> next;
         for (const auto& c : combos) {
           for (const auto& value : axis.second) {
             Combo n = c;
             n.overrides.push_back({axis.first.Scalar(), value, origin_of(file, axis.first)});
-            n.suffix += "+" + short_key(axis.first.Scalar()) + "=" + scalar_text(value);
+            n.values_at.push_back(origin_of(file, value));
             next.push_back(n);
           }
         }
@@ -168,13 +173,18 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
       }
       length = axis.second.size();
     }
+    SweepAxis dimension{"zip", {}};
+    for (const auto& axis : zip) {
+      dimension.keys.push_back(axis.first.Scalar());
+    }
+    axes.push_back(dimension);
     std::vector<Combo> next;
     for (const auto& c : combos) {
       for (size_t i = 0; i < length; ++i) {
         Combo n = c;
         for (const auto& axis : zip) {
           n.overrides.push_back({axis.first.Scalar(), axis.second[i], origin_of(file, axis.first)});
-          n.suffix += "+" + short_key(axis.first.Scalar()) + "=" + scalar_text(axis.second[i]);
+          n.values_at.push_back(origin_of(file, axis.second[i]));
         }
         next.push_back(n);
       }
@@ -183,6 +193,51 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
   }
   return combos;
 }
+
+// How an axis key appears in variant names: its last part ("grad_accum"), or the whole dotted
+// key when two axes share a last part.
+std::map<std::string, std::string> axis_labels(const std::vector<SweepAxis>& axes) {
+  std::map<std::string, int> uses;
+  for (const auto& a : axes) {
+    for (const auto& k : a.keys) {
+      uses[short_key(k)]++;
+    }
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& a : axes) {
+    for (const auto& k : a.keys) {
+      out[k] = uses[short_key(k)] > 1 ? k : short_key(k);
+    }
+  }
+  return out;
+}
+
+// The value of a dotted key in a resolved config ("train.lr" -> 0.001); null when absent.
+nlohmann::json value_at(const nlohmann::json& config, const std::string& dotted) {
+  const nlohmann::json* node = &config;
+  for (const auto& part : split(dotted, '.')) {
+    if (!node->is_object() || !node->contains(part)) {
+      return nullptr;
+    }
+    node = &(*node)[part];
+  }
+  return *node;
+}
+
+// Two override values mean the same setting: the same text, or the same number.
+bool same_value(const YAML::Node& a, const YAML::Node& b) {
+  const std::string x = scalar_text(a), y = scalar_text(b);
+  if (x == y) {
+    return true;
+  }
+  try {
+    return a.IsScalar() && b.IsScalar() && a.as<double>() == b.as<double>();
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+Diagnostic at(const Origin& o, const std::string& message) { return {o.file, o.line, o.col, message}; }
 
 }  // namespace
 
@@ -227,7 +282,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   top.require("interventions", "a map of name: {dotted.key: value}, with the baseline as {}");
   const YAML::Node interventions = top.section("interventions");
   const YAML::Node combine = top.section("combine");
-  const std::vector<Combo> combos = read_axes(top.section("grid"), top.section("zip"), path, diags);
+  const std::vector<Combo> combos = read_axes(top.section("grid"), top.section("zip"), path, spec.axes, diags);
   top.finish();
   if (!spec.name.empty()) {
     check_name(spec.name, root["sweep"], "sweep", diags);
@@ -245,7 +300,10 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
         continue;  // reported as a duplicate key
       }
       index[name] = named.size();
-      named.push_back({name, read_overrides(kv.second, path, "intervention '" + name + "'", diags)});
+      Variant v;
+      v.name = v.intervention = name;
+      v.overrides = read_overrides(kv.second, path, "intervention '" + name + "'", diags);
+      named.push_back(v);
     }
   } else if (interventions.IsDefined()) {
     diags.error(interventions.Mark(), "'interventions' must be a map of name: {dotted.key: value}");
@@ -270,8 +328,9 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
           diags.error(kv.second.Mark(), "combination '" + name + "' must list interventions, e.g. [a, b]");
           continue;
         }
-        Variant combined{name, {}};
-        std::map<std::string, std::string> set_by;
+        Variant combined;
+        combined.name = combined.intervention = name;
+        std::map<std::string, std::pair<std::string, const Override*>> set_by;  // key -> (part, its override)
         for (const auto& item : kv.second) {
           const std::string part = item.IsScalar() ? item.Scalar() : "";
           auto it = std::find(intervention_names.begin(), intervention_names.end(), part);
@@ -281,11 +340,14 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
             diags.error(item.Mark(), message + (near.empty() ? "" : " — did you mean '" + near + "'?"));
             continue;
           }
+          combined.parts.push_back(part);
           for (const auto& o : named[index[part]].overrides) {
-            auto [prev, fresh] = set_by.emplace(o.path, part);
-            if (!fresh && prev->second != part) {
-              diags.error(item.Mark(), "combination '" + name + "': '" + part + "' and '" + prev->second +
-                                           "' both set '" + o.path + "'");
+            auto [prev, fresh] = set_by.emplace(o.path, std::make_pair(part, &o));
+            if (!fresh && !same_value(prev->second.second->value, o.value)) {
+              diags.error(item.Mark(), "combination '" + name + "': '" + part + "' sets '" + o.path + "' to " +
+                                           scalar_text(o.value) + ", '" + prev->second.first + "' to " +
+                                           scalar_text(prev->second.second->value) +
+                                           " — a combination's parts must agree on every key they share");
             }
             combined.overrides.push_back(o);
           }
@@ -302,39 +364,108 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   }
   diags.throw_if_any();
 
-  // ---- the baseline first, then the file's order; each crossed with grid/zip ----
+  // ---- resolve every variant × grid/zip point as a RunConfig; errors point at the overrides ----
   std::stable_partition(named.begin(), named.end(), [&](const Variant& v) { return v.name == spec.baseline; });
-  for (const auto& v : named) {
-    for (const auto& c : combos) {
-      Variant full{v.name + c.suffix, v.overrides};
-      full.overrides.insert(full.overrides.end(), c.overrides.begin(), c.overrides.end());
-      spec.variants.push_back(full);
-    }
-  }
-
-  // ---- validate every variant as a RunConfig; errors point at the overrides ----
-  std::vector<Diagnostic> all;
-  std::set<std::string> seen;
-  std::vector<RunConfig> configs;
-  for (const auto& v : spec.variants) {
-    // A fresh parse of `base` per variant: overrides edit the tree, and YAML::Clone would lose
-    // the line:col marks that errors in base are reported at.
-    YAML::Node tree = YAML::LoadFile(path)["base"];
-    std::map<std::string, Origin> origins;
-    apply_overrides(tree, v.overrides, origins);
-    try {
-      configs.push_back(parse_run_config(tree, path, origins));
-    } catch (const InputErrors& e) {
-      for (const auto& d : e.diagnostics()) {
-        if (seen.insert(d.str()).second) {
-          all.push_back(d);
-        }
+  std::vector<Diagnostic> problems;
+  std::set<std::string> reported;
+  auto report = [&](const std::vector<Diagnostic>& list) {
+    for (const auto& d : list) {
+      if (reported.insert(d.str()).second) {
+        problems.push_back(d);
       }
     }
+  };
+  auto resolve = [&](const std::vector<Override>& overrides, std::vector<Diagnostic>& errors) -> std::optional<RunConfig> {
+    // A fresh parse of `base` each time: overrides edit the tree, and YAML::Clone would lose the
+    // line:col marks that errors in base are reported at.
+    YAML::Node tree = YAML::LoadFile(path)["base"];
+    std::map<std::string, Origin> origins;
+    apply_overrides(tree, overrides, origins);
+    try {
+      return parse_run_config(tree, path, origins);
+    } catch (const InputErrors& e) {
+      errors = e.diagnostics();
+      return std::nullopt;
+    }
+  };
+  const std::map<std::string, std::string> labels = axis_labels(spec.axes);
+  const bool has_axes = !spec.axes.empty();
+  std::vector<RunConfig> configs;
+  std::map<std::string, size_t> by_name;  // expanded name -> index in spec.variants
+  for (const auto& v : named) {
+    // The intervention's own config: what its grid points are named against. (Left out when it
+    // is invalid on its own but valid at every grid point; the baseline's must be valid.)
+    std::vector<Diagnostic> own_errors;
+    const std::optional<RunConfig> own = has_axes ? resolve(v.overrides, own_errors) : std::nullopt;
+    if (has_axes && !own && v.name == spec.baseline) {
+      report(own_errors);
+    }
+    const nlohmann::json own_json = own ? own->to_json() : nlohmann::json();
+    std::map<std::string, size_t> by_config;  // identity -> index: two points of one family must differ
+    bool at_own_config = false, all_resolved = true;
+    for (const auto& c : combos) {
+      Variant full = v;
+      full.overrides.insert(full.overrides.end(), c.overrides.begin(), c.overrides.end());
+      std::vector<Diagnostic> errors;
+      const std::optional<RunConfig> config = resolve(full.overrides, errors);
+      if (!config) {
+        report(errors);
+        all_resolved = false;
+        continue;
+      }
+      const nlohmann::json mine = config->to_json();
+      std::string suffix;
+      for (size_t k = 0; k < c.overrides.size(); ++k) {
+        const std::string& key = c.overrides[k].path;
+        full.axes[key] = value_at(mine, key);
+        if (!own || value_at(own_json, key) != value_at(mine, key)) {
+          suffix += "+" + labels.at(key) + "=" + scalar_text(c.overrides[k].value);
+        }
+      }
+      at_own_config = at_own_config || (own && suffix.empty());
+      full.name = suffix.empty() ? v.name : v.name == spec.baseline ? suffix.substr(1) : v.name + suffix;
+      const Origin where = c.values_at.empty() ? Origin{path, 0, 0} : c.values_at.front();
+      if (!is_safe_name(full.name)) {
+        report({at(where, "the grid/zip values make the variant name '" + full.name +
+                              "', which is not a safe name — use plain values (numbers, words): names allow letters, "
+                              "digits and _ - . + = , only, at most 100 characters")});
+        continue;
+      }
+      const auto [same, fresh_config] = by_config.emplace(config->identity_json().dump(), spec.variants.size());
+      if (!fresh_config) {
+        report({at(where, "variant '" + full.name + "' is the same run config as '" + spec.variants[same->second].name +
+                              "' — each grid/zip value must be a different setting (e.g. not both 1e-3 and 0.001)")});
+        continue;
+      }
+      if (const auto [other, fresh_name] = by_name.emplace(full.name, spec.variants.size()); !fresh_name) {
+        report({at(where, "two variants are named '" + full.name + "' (the grid/zip point of '" + v.name +
+                              "' and '" + spec.variants[other->second].intervention + "') — rename the intervention")});
+        continue;
+      }
+      spec.variants.push_back(full);
+      configs.push_back(*config);
+    }
+    if (has_axes && own && all_resolved && v.name == spec.baseline && !at_own_config) {
+      std::string base_values;
+      for (const auto& a : spec.axes) {
+        for (const auto& key : a.keys) {
+          base_values += (base_values.empty() ? "" : ", ") + key + ": " + value_at(own_json, key).dump();
+        }
+      }
+      report({{path, root["baseline"].Mark().line + 1, root["baseline"].Mark().column + 1,
+               "the baseline '" + spec.baseline + "' is on no grid/zip point: base has " + base_values +
+                   " — add these values to the axes (as one zip position), or set base to one of the points"}});
+    }
   }
-  if (!all.empty()) {
-    throw InputErrors(all);
+  if (!problems.empty()) {
+    throw InputErrors(problems);
   }
+  // The bare baseline leads (its grid point need not be the first).
+  const auto bare = std::find_if(spec.variants.begin(), spec.variants.end(),
+                                 [&](const Variant& v) { return v.name == spec.baseline; });
+  const auto lead = bare - spec.variants.begin();
+  std::rotate(spec.variants.begin(), bare, bare + 1);
+  std::rotate(configs.begin(), configs.begin() + lead, configs.begin() + lead + 1);
 
   // ---- expand: variants × seeds × repeats ----
   std::map<std::string, int64_t> vocab_cache;  // dataset -> vocab size

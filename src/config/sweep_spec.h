@@ -2,7 +2,11 @@
 // `combine` (variants made of several interventions), `grid` (cartesian axes over every
 // variant), `zip` (axes varied together) and seeds. Loading validates the WHOLE sweep — every
 // expanded run as a RunConfig, with errors at the file:line:col of the offending override —
-// and expands it into runs with content-addressed ids. Nothing here runs or writes anything.
+// and expands it into runs with content-addressed ids. An expanded variant is named by what it
+// changes: its intervention, then the axis values that differ from that intervention's own
+// config ("clip+grad_accum=4"; the baseline's family drops its name: "grad_accum=4"), so the
+// baseline keeps its bare name at the grid point equal to `base`, which must exist.
+// Nothing here runs or writes anything.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,15 @@ namespace sweep {
 struct Variant {
   std::string name;
   std::vector<Override> overrides;  // in application order
+  std::string intervention;         // the named intervention or combination it expands
+  std::vector<std::string> parts;   // a combination's interventions, in the file's order
+  nlohmann::ordered_json axes = nlohmann::ordered_json::object();  // grid/zip key -> its resolved value
+};
+
+// One dimension of `grid` (a key) or of `zip` (keys that vary together).
+struct SweepAxis {
+  std::string kind;               // grid | zip
+  std::vector<std::string> keys;  // dotted keys
 };
 
 struct PlannedRun {
@@ -31,6 +44,7 @@ struct SweepSpec {
   std::string text;  // the sweep file as written
   std::string name;
   std::string baseline;
+  std::vector<SweepAxis> axes;    // grid keys in the file's order, then the zip (one dimension)
   std::vector<Variant> variants;  // the baseline first
   std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
 };

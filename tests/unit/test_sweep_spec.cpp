@@ -16,8 +16,21 @@ TEST_CASE("expansion: interventions, combine, grid, zip, seeds and repeats") {
   const SweepSpec s = load_sweep(k_sweep_dir + "/small.yaml");
   // 4 named variants (base first) × 2 grid values × 2 zip positions
   REQUIRE(s.variants.size() == 16);
-  CHECK(s.variants[0].name == "base+weight_decay=0.0+micro_batch=4+grad_accum=1");
-  CHECK(s.variants.back().name == "both+weight_decay=0.1+micro_batch=2+grad_accum=2");
+  // Named by what they change: the baseline keeps its bare name at the point equal to base
+  // (weight_decay 0.1, micro_batch 4, grad_accum 1) and leads; its family drops its name.
+  CHECK(s.variants[0].name == "base");
+  CHECK(s.variants[1].name == "weight_decay=0.0");
+  CHECK(s.variants[2].name == "weight_decay=0.0+micro_batch=2+grad_accum=2");
+  CHECK(s.variants[3].name == "micro_batch=2+grad_accum=2");
+  CHECK(s.variants.back().name == "both+micro_batch=2+grad_accum=2");
+  CHECK(s.variants[1].intervention == "base");
+  CHECK(s.variants[1].axes.dump() == R"({"train.weight_decay":0.0,"train.micro_batch":4,"train.grad_accum":1})");
+  CHECK(s.variants.back().parts == std::vector<std::string>{"clip", "nodrop"});
+  REQUIRE(s.axes.size() == 2);
+  CHECK(s.axes[0].kind == "grid");
+  CHECK(s.axes[0].keys == std::vector<std::string>{"train.weight_decay"});
+  CHECK(s.axes[1].kind == "zip");
+  CHECK(s.axes[1].keys == std::vector<std::string>{"train.micro_batch", "train.grad_accum"});
   // × (2 init × 1 data) × 2 repeats
   CHECK(s.runs.size() == 16 * 4);
   std::set<std::string> ids;
@@ -35,17 +48,23 @@ TEST_CASE("expansion: interventions, combine, grid, zip, seeds and repeats") {
   CHECK(both.config.train.lr == doctest::Approx(2e-3));
 }
 
+// intervention -> the run ids of its variants
+static std::map<std::string, std::set<std::string>> ids_by_intervention(const SweepSpec& s) {
+  std::map<std::string, std::string> intervention;
+  for (const auto& v : s.variants) {
+    intervention[v.name] = v.intervention;
+  }
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& r : s.runs) {
+    out[intervention.at(r.variant)].insert(r.run_id);
+  }
+  return out;
+}
+
 TEST_CASE("run ids do not depend on key order or formatting") {
   const SweepSpec a = load_sweep(k_sweep_dir + "/small.yaml");
   const SweepSpec b = load_sweep(k_sweep_dir + "/small_reordered.yaml");
-  std::map<std::string, std::set<std::string>> ids_a, ids_b;
-  for (const auto& r : a.runs) {
-    ids_a[r.variant.substr(0, r.variant.find('+'))].insert(r.run_id);
-  }
-  for (const auto& r : b.runs) {
-    ids_b[r.variant.substr(0, r.variant.find('+'))].insert(r.run_id);
-  }
-  CHECK(ids_a == ids_b);
+  CHECK(ids_by_intervention(a) == ids_by_intervention(b));
 }
 
 TEST_CASE("changing one override changes only that variant's run ids") {
@@ -57,11 +76,11 @@ TEST_CASE("changing one override changes only that variant's run ids") {
   text.replace(at, 20, "train.grad_clip: 0.5");
   write_file_atomic(dir.path / "b.yaml", text);
   const SweepSpec a = load_sweep(dir.str("a.yaml")), b = load_sweep(dir.str("b.yaml"));
-  REQUIRE(a.runs.size() == b.runs.size());
-  for (size_t i = 0; i < a.runs.size(); ++i) {
-    const bool touched = a.runs[i].variant.rfind("clip+", 0) == 0 || a.runs[i].variant.rfind("both+", 0) == 0;
-    CAPTURE(a.runs[i].variant);
-    CHECK((a.runs[i].run_id != b.runs[i].run_id) == touched);
+  const auto ids_a = ids_by_intervention(a), ids_b = ids_by_intervention(b);
+  REQUIRE(ids_a.size() == ids_b.size());
+  for (const auto& [name, ids] : ids_a) {
+    CAPTURE(name);
+    CHECK((ids != ids_b.at(name)) == (name == "clip" || name == "both"));
   }
 }
 
@@ -101,7 +120,7 @@ TEST_CASE("every sweep file in experiments/ is valid") {
     INFO(entry.path().string());
     const SweepSpec s = load_sweep(entry.path().string());
     CHECK(s.runs.size() >= 2);
-    CHECK(s.variants.front().name.rfind(s.baseline, 0) == 0);
+    CHECK(s.variants.front().name == s.baseline);
     ++files;
   }
   CHECK(files == 4);
