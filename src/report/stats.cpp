@@ -77,24 +77,36 @@ Summary summarize(const std::vector<double>& x, double level) {
   return s;
 }
 
+Comparison one_sample(const std::vector<double>& d, double level) {
+  const double n = static_cast<double>(d.size());
+  return from_t(mean_of(d), std::sqrt(variance_of(d) / n), n - 1, level, true);
+}
+
 Comparison compare_paired(const std::vector<double>& baseline, const std::vector<double>& variant, double level) {
   std::vector<double> d;
   for (size_t i = 0; i < std::min(baseline.size(), variant.size()); ++i) {
     d.push_back(baseline[i] - variant[i]);
   }
-  const double n = static_cast<double>(d.size());
-  return from_t(mean_of(d), std::sqrt(variance_of(d) / n), n - 1, level, true);
+  return one_sample(d, level);
+}
+
+Comparison contrast(const std::vector<std::vector<double>>& groups, const std::vector<double>& weights, double level) {
+  double diff = 0, var = 0, df_denominator = 0, n_total = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const double n = static_cast<double>(groups[g].size());
+    const double v = weights[g] * weights[g] * variance_of(groups[g]) / n;  // NaN when n < 2
+    diff += weights[g] * mean_of(groups[g]);
+    var += v;
+    df_denominator += v * v / (n - 1);
+    n_total += n;
+  }
+  // Welch–Satterthwaite; without any variance it is 0/0, and any positive df gives the exact answer.
+  const double df = var == 0 ? n_total - static_cast<double>(groups.size()) : var * var / df_denominator;
+  return from_t(diff, std::sqrt(var), df, level, false);
 }
 
 Comparison compare_welch(const std::vector<double>& baseline, const std::vector<double>& variant, double level) {
-  const double n1 = static_cast<double>(baseline.size()), n2 = static_cast<double>(variant.size());
-  const double v1 = variance_of(baseline) / n1, v2 = variance_of(variant) / n2;
-  const double se = std::sqrt(v1 + v2);
-  double df = (v1 + v2) * (v1 + v2) / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1));
-  if (v1 + v2 == 0) {
-    df = n1 + n2 - 2;  // Welch's df is 0/0 without variance; any positive df gives the exact answer
-  }
-  return from_t(mean_of(baseline) - mean_of(variant), se, df, level, false);
+  return contrast({baseline, variant}, {1.0, -1.0}, level);
 }
 
 std::vector<double> holm_adjust(const std::vector<double>& p) {
@@ -230,6 +242,77 @@ VarianceComponents variance_components(const std::vector<SeedRun>& runs) {
   vc.sigma_data = b > 1 ? std::sqrt(std::max(0.0, (ss_data / (b - 1) - ms_resid) / a)) : k_nan;
   vc.sigma_resid = a > 1 && b > 1 ? std::sqrt(ms_resid) : k_nan;
   return vc;
+}
+
+double pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t n = std::min(x.size(), y.size());
+  if (n < 3) {
+    return k_nan;
+  }
+  const double mx = mean_of(x), my = mean_of(y);
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : k_nan;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) {
+    return k_nan;
+  }
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);  // linear between order statistics
+  const auto lo = static_cast<size_t>(std::floor(at));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+std::optional<Quadratic> fit_quadratic(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || std::set<double>(x.begin(), x.end()).size() < 3) {
+    return std::nullopt;
+  }
+  // Normal equations in u = x − mean(x) (well conditioned), then back to x.
+  const double m = mean_of(x);
+  double s[5] = {0, 0, 0, 0, 0}, t[3] = {0, 0, 0};  // s[k] = Σ u^k, t[k] = Σ u^k y
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double u = x[i] - m;
+    double p = 1;
+    for (int k = 0; k < 5; ++k) {
+      s[k] += p;
+      if (k < 3) {
+        t[k] += p * y[i];
+      }
+      p *= u;
+    }
+  }
+  // [s4 s3 s2; s3 s2 s1; s2 s1 s0] · (A, B, C) = (t2, t1, t0), by Cramer's rule.
+  auto det3 = [](double a, double b, double c, double d, double e, double f, double g, double h, double k) {
+    return a * (e * k - f * h) - b * (d * k - f * g) + c * (d * h - e * g);
+  };
+  const double d = det3(s[4], s[3], s[2], s[3], s[2], s[1], s[2], s[1], s[0]);
+  if (d == 0 || !std::isfinite(d)) {
+    return std::nullopt;
+  }
+  const double A = det3(t[2], s[3], s[2], t[1], s[2], s[1], t[0], s[1], s[0]) / d;
+  const double B = det3(s[4], t[2], s[2], s[3], t[1], s[1], s[2], t[0], s[0]) / d;
+  const double C = det3(s[4], s[3], t[2], s[3], s[2], t[1], s[2], s[1], t[0]) / d;
+  // A(x − m)² + B(x − m) + C
+  return Quadratic{A, B - 2 * A * m, A * m * m - B * m + C};
+}
+
+double Quadratic::at(double x) const { return (a * x + b) * x + c; }
+
+double argmin_on(const Quadratic& q, double lo, double hi) {
+  if (q.a > 0) {
+    const double vertex = -q.b / (2 * q.a);
+    if (vertex > lo && vertex < hi) {
+      return vertex;
+    }
+  }
+  return q.at(lo) <= q.at(hi) ? lo : hi;
 }
 
 }  // namespace sweep

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace sweep {
@@ -32,11 +33,19 @@ struct Comparison {
   bool paired = false;
 };
 
+// A one-sample t interval of the mean of `d` (the paired case: per-seed differences).
+Comparison one_sample(const std::vector<double>& d, double level = 0.95);
+
 // Pairs are (baseline[i], variant[i]): the same seeds, in the same order.
 Comparison compare_paired(const std::vector<double>& baseline, const std::vector<double>& variant,
                           double level = 0.95);
 Comparison compare_welch(const std::vector<double>& baseline, const std::vector<double>& variant,
                          double level = 0.95);
+
+// Σ weights[g] · mean(groups[g]) for independent groups, with a Welch–Satterthwaite t interval
+// (compare_welch is the contrast baseline − variant).
+Comparison contrast(const std::vector<std::vector<double>>& groups, const std::vector<double>& weights,
+                    double level = 0.95);
 
 // Holm–Bonferroni adjusted p-values, in the input's order.
 std::vector<double> holm_adjust(const std::vector<double>& p);
@@ -75,5 +84,22 @@ VarianceComponents variance_components(const std::vector<SeedRun>& runs);
 
 // Two-sided Student-t quantile: the t with P(|T| <= t) = level for `df` degrees of freedom.
 double t_quantile(double level, double df);
+
+// Pearson's correlation of x[i] and y[i]; NaN with fewer than 3 pairs or no variance.
+double pearson(const std::vector<double>& x, const std::vector<double>& y);
+
+// The q-quantile (0..1) of `v`, linear between order statistics; NaN when empty.
+double percentile(std::vector<double> v, double q);
+
+// y ≈ a·x² + b·x + c by least squares; empty with fewer than 3 distinct x.
+struct Quadratic {
+  double a = 0, b = 0, c = 0;
+  double at(double x) const;
+};
+std::optional<Quadratic> fit_quadratic(const std::vector<double>& x, const std::vector<double>& y);
+
+// Where `q` is lowest on [lo, hi]: its vertex when it opens upwards and lies strictly inside,
+// else the lower end.
+double argmin_on(const Quadratic& q, double lo, double hi);
 
 }  // namespace sweep

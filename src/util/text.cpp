@@ -59,6 +59,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out += (i ? sep : "") + parts[i];
+  }
+  return out;
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }

@@ -13,6 +13,7 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 
 std::string trim(const std::string& s);
 std::vector<std::string> split(const std::string& s, char sep);
+std::string join(const std::vector<std::string>& parts, const std::string& sep);
 bool ends_with(const std::string& s, const std::string& suffix);
 
 // 1234 -> "1.2k", 2500000 -> "2.50M"; for progress lines.

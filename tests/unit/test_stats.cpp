@@ -140,3 +140,53 @@ TEST_CASE("variance components: init, data and repeat noise separated") {
   CHECK(std::isnan(vc.sigma_init));
   CHECK(std::isnan(vc.sigma_data));
 }
+
+TEST_CASE("a contrast of independent groups: Welch–Satterthwaite (numpy/scipy reference)") {
+  // (1 − 2)·baseline − combined + part1 + part2: the additivity contrast of a two-part combination
+  const Comparison c = contrast({{3.00, 3.02, 2.98, 3.01}, {2.80, 2.83, 2.78}, {2.90, 2.92, 2.89, 2.91, 2.88},
+                                 {2.95, 2.96, 2.93}},
+                                {-1.0, -1.0, 1.0, 1.0});
+  CHECK(c.improvement == doctest::Approx(0.0408333333333335).epsilon(1e-12));
+  CHECK(c.se == doctest::Approx(0.020292992769809903).epsilon(1e-9));
+  CHECK(c.df == doctest::Approx(6.120850811996258).epsilon(1e-9));
+  CHECK(c.p == doctest::Approx(0.08994084351567445).epsilon(1e-7));
+  CHECK(c.ci_low == doctest::Approx(-0.008585145680415698).epsilon(1e-7));
+  CHECK(c.ci_high == doctest::Approx(0.0902518123470827).epsilon(1e-7));
+  // Welch is the contrast baseline − variant
+  const Comparison w = compare_welch({3.00, 3.02, 2.98}, {2.90, 2.95});
+  const Comparison k = contrast({{3.00, 3.02, 2.98}, {2.90, 2.95}}, {1.0, -1.0});
+  CHECK(w.p == k.p);
+  CHECK(w.df == k.df);
+}
+
+TEST_CASE("Pearson correlation, percentiles") {
+  CHECK(pearson({1, 2, 3, 4, 5}, {2.1, 3.9, 6.2, 7.8, 10.1}) == doctest::Approx(0.9986517555689656).epsilon(1e-12));
+  CHECK(pearson({1, 2, 3}, {3, 2, 1}) == doctest::Approx(-1.0));
+  CHECK(std::isnan(pearson({1, 2}, {1, 2})));        // fewer than 3 pairs
+  CHECK(std::isnan(pearson({1, 1, 1}, {1, 2, 3})));  // no variance
+  CHECK(percentile({1, 2, 3, 4, 10}, 0.025) == doctest::Approx(1.1));  // numpy.percentile's default rule
+  CHECK(percentile({1, 2, 3, 4, 10}, 0.975) == doctest::Approx(9.4));
+  CHECK(std::isnan(percentile({}, 0.5)));
+}
+
+TEST_CASE("least-squares quadratic and its lowest point on an interval") {
+  // exact: y = 2(x − 3)² + 1 = 2x² − 12x + 19
+  const auto q = fit_quadratic({0, 1, 2, 4, 5, 6}, {19, 9, 3, 3, 9, 19});
+  REQUIRE(q);
+  CHECK(q->a == doctest::Approx(2.0).epsilon(1e-9));
+  CHECK(q->b == doctest::Approx(-12.0).epsilon(1e-9));
+  CHECK(q->c == doctest::Approx(19.0).epsilon(1e-9));
+  CHECK(argmin_on(*q, 0, 6) == doctest::Approx(3.0));
+  CHECK(argmin_on(*q, 4, 6) == 4.0);  // the vertex left of the interval: its lower end
+  CHECK(argmin_on(*q, 0, 2) == 2.0);
+  // opening downwards: the lower end point
+  CHECK(argmin_on(Quadratic{-1, 0, 0}, -1, 3) == 3.0);
+  // fewer than 3 distinct x: no fit
+  CHECK_FALSE(fit_quadratic({1, 1, 2, 2}, {1, 2, 3, 4}));
+  // noisy points: the least-squares solution of numpy.polyfit(x, y, 2)
+  const auto n = fit_quadratic({1.386, 2.079, 2.773, 3.466, 4.159, 4.852}, {4.974, 4.954, 5.034, 5.229, 5.500, 5.880});
+  REQUIRE(n);
+  CHECK(n->a == doctest::Approx(0.1027551469192546).epsilon(1e-9));
+  CHECK(n->b == doctest::Approx(-0.3787383705502579).epsilon(1e-9));
+  CHECK(n->c == doctest::Approx(5.299429187174156).epsilon(1e-9));
+}
