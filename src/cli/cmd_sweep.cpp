@@ -175,8 +175,9 @@ Exit run_status(Store& store, std::string name) {
     throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
   }
   const bool jobs = std::any_of(rows.begin(), rows.end(), [](const SweepRunRow& r) { return !r.run.job.empty(); });
-  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s  %s%s\n", name.c_str(), "variant", "seeds", "run",
-              "state", "step", "loss", "test", "attempts", jobs ? "slurm task         " : "", "error");
+  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s  %-30s %s%s\n", name.c_str(), "variant", "seeds",
+              "run", "state", "step", "loss", "test", "attempts", "code (latest start)", jobs ? "slurm task         " : "",
+              "error");
   for (const auto& r : rows) {
     const std::string seeds = std::to_string(r.run.init_seed) + "/" + std::to_string(r.run.data_seed);
     const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
@@ -184,9 +185,15 @@ Exit run_status(Store& store, std::string name) {
     std::snprintf(loss, sizeof loss, r.run.last_loss ? "%.4f" : "-", r.run.last_loss.value_or(0));
     std::snprintf(test, sizeof test, r.run.test_loss ? "%.4f" : "-", r.run.test_loss.value_or(0));
     const std::string job = jobs ? r.run.job + " " + r.run.job_state : "";
-    std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %s%s\n", r.variant.c_str(), seeds.c_str(),
+    // Which code trained it: the commit and numerics version of its latest start.
+    const std::vector<Segment> segments = store.segments(r.run.run_id);
+    const std::string code = segments.empty() ? "-"
+                             : (segments.back().code.empty() ? "?" : segments.back().code) + " numerics " +
+                                   std::to_string(segments.back().numerics.value_or(1));
+    std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
                 r.run.run_id.c_str(), plan_state(r.run).c_str(), step.c_str(), loss, test,
-                static_cast<long long>(r.run.attempts), jobs ? (job + std::string(19 - std::min<size_t>(19, job.size()), ' ')).c_str() : "",
+                static_cast<long long>(r.run.attempts), code.c_str(),
+                jobs ? (job + std::string(19 - std::min<size_t>(19, job.size()), ' ')).c_str() : "",
                 first_line(r.run.error).c_str());
   }
   return Exit::ok;

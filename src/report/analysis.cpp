@@ -4,29 +4,17 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <map>
-#include <tuple>
+#include <set>
 
+#include "report/response.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace sweep {
 
 namespace {
 
 constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
-using SeedKey = std::tuple<int64_t, int64_t, int64_t>;  // init, data, repeat
-
-// The finished runs' metric values by seed (ordered: pairs line up by key).
-std::map<SeedKey, double> values_by_seed(const std::vector<RunResult>& runs) {
-  std::map<SeedKey, double> out;
-  for (const auto& r : runs) {
-    if (r.value && std::isfinite(*r.value)) {
-      out[{r.init_seed, r.data_seed, r.repeat}] = *r.value;
-    }
-  }
-  return out;
-}
 
 std::vector<double> values_of(const std::map<SeedKey, double>& by_seed) {
   std::vector<double> out;
@@ -41,7 +29,20 @@ bool same_seeds(const std::map<SeedKey, double>& a, const std::map<SeedKey, doub
                                             [](const auto& x, const auto& y) { return x.first == y.first; });
 }
 
-double mean_where(const std::vector<RunResult>& runs, const std::function<std::optional<double>(const RunResult&)>& f) {
+// The values of `a` and `b` at the seeds both have, in one order.
+std::pair<std::vector<double>, std::vector<double>> common(const std::map<SeedKey, double>& a,
+                                                           const std::map<SeedKey, double>& b) {
+  std::pair<std::vector<double>, std::vector<double>> out;
+  for (const auto& [key, v] : a) {
+    if (const auto it = b.find(key); it != b.end()) {
+      out.first.push_back(v);
+      out.second.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+double mean_where(const std::vector<ReportRun>& runs, const std::function<std::optional<double>(const ReportRun&)>& f) {
   double sum = 0;
   int n = 0;
   for (const auto& r : runs) {
@@ -55,10 +56,10 @@ double mean_where(const std::vector<RunResult>& runs, const std::function<std::o
 
 std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
-NoiseSummary noise_summary(const ReportInput& in, const std::vector<RunResult>& baseline_runs) {
+NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& baseline_runs) {
   NoiseSummary ns;
-  const std::vector<RunResult>& source_runs = in.noise_from ? in.noise_from->runs : baseline_runs;
-  const std::vector<double> values = values_of(values_by_seed(source_runs));
+  const std::vector<ReportRun>& source_runs = in.noise_from ? in.noise_from->runs : baseline_runs;
+  const std::vector<double> values = values_of(seed_values(source_runs));
   ns.n = static_cast<int64_t>(values.size());
   ns.sigma = summarize(values).sd;
   std::vector<SeedRun> seed_runs;
@@ -70,16 +71,17 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<RunResult>& 
   ns.components = variance_components(seed_runs);
   const std::string whose = in.noise_from ? "the baseline of sweep " + in.noise_from->sweep : "this sweep's baseline";
   if (ns.n >= 2) {
-    ns.source = "σ = standard deviation of " + in.metric + " over " + plural(ns.n, "finished run") + " of " + whose;
+    ns.source = "σ = standard deviation of " + in.metric + " over " + plural(ns.n, "seed") + " of " + whose +
+                (seed_runs.size() > values.size() ? " (identical-seed repeats averaged into one value per seed)" : "");
   } else {
     ns.sigma = k_nan;
-    ns.source = "σ unknown: " + whose + " has " + plural(ns.n, "finished run") +
+    ns.source = "σ unknown: " + whose + " has " + plural(ns.n, "seed") + " with a finished run" +
                 " — run it with more seeds, or pass --noise-from SWEEP with a seed study";
   }
   // The seed count most variants have (ties: the smaller).
   std::map<int64_t, int> counts;
   for (const auto& v : in.variants) {
-    const auto n = static_cast<int64_t>(values_by_seed(v.runs).size());
+    const auto n = static_cast<int64_t>(seed_values(v.runs).size());
     if (n > 0) {
       counts[n]++;
     }
@@ -93,13 +95,140 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<RunResult>& 
   return ns;
 }
 
+// Seeds pair runs only when the two variants' shared parameters start from the same weights:
+// always since numerics 2 (weights by parameter name), before it only for equal parameter sets.
+bool pairing_is_real(const VariantRuns& base, const VariantRuns& v) {
+  if (base.model == v.model) {
+    return true;
+  }
+  auto oldest = [](const VariantRuns& x) {
+    int64_t n = std::numeric_limits<int64_t>::max();
+    for (const auto& r : x.runs) {
+      if (r.value) {
+        n = std::min(n, r.numerics.value_or(1));
+      }
+    }
+    return n;
+  };
+  return oldest(base) >= 2 && oldest(v) >= 2;
+}
+
+// A combination at the baseline's grid point against the sum of its parts' improvements.
+std::optional<Additivity> additivity(const ReportInput& in, const VariantRuns& combined, const VariantRuns& base) {
+  if (combined.parts.size() < 2 || combined.name != combined.intervention) {
+    return std::nullopt;  // not a combination, or one at another grid point (its parts there include the axes)
+  }
+  Additivity out;
+  out.variant = combined.name;
+  out.parts = combined.parts;
+  std::vector<std::map<SeedKey, double>> parts;
+  for (const auto& name : combined.parts) {
+    const auto it = std::find_if(in.variants.begin(), in.variants.end(),
+                                 [&](const VariantRuns& v) { return v.name == name; });
+    if (it == in.variants.end()) {
+      return std::nullopt;
+    }
+    parts.push_back(seed_values(it->runs));
+  }
+  const auto b = seed_values(base.runs), c = seed_values(combined.runs);
+  const auto k = static_cast<double>(parts.size());
+  // combined − Σ parts of improvements = (1 − k)·baseline − combined + Σ part
+  const bool paired = c.size() >= 2 && same_seeds(b, c) &&
+                      std::all_of(parts.begin(), parts.end(), [&](const auto& p) { return same_seeds(b, p); });
+  Comparison cmp;
+  if (paired) {
+    std::vector<double> d;
+    for (const auto& [seed, base_value] : b) {
+      double v = (1 - k) * base_value - c.at(seed);
+      for (const auto& p : parts) {
+        v += p.at(seed);
+      }
+      d.push_back(v);
+    }
+    cmp = one_sample(d);
+  } else {
+    std::vector<std::vector<double>> groups{values_of(b), values_of(c)};
+    std::vector<double> weights{1 - k, -1};
+    for (const auto& p : parts) {
+      groups.push_back(values_of(p));
+      weights.push_back(1);
+    }
+    cmp = contrast(groups, weights);
+  }
+  out.method = paired ? "paired" : "welch";
+  const double base_mean = summarize(values_of(b)).mean;
+  out.combined = base_mean - summarize(values_of(c)).mean;
+  out.sum_of_parts = 0;
+  out.best_part = -std::numeric_limits<double>::infinity();
+  for (const auto& p : parts) {
+    const double improvement = base_mean - summarize(values_of(p)).mean;
+    out.sum_of_parts += improvement;
+    out.best_part = std::max(out.best_part, improvement);
+  }
+  out.difference = cmp.improvement;
+  out.ci_low = cmp.ci_low;
+  out.ci_high = cmp.ci_high;
+  out.verdict = !std::isfinite(out.ci_low)    ? "unknown"
+                : out.ci_low > 0              ? "more than the sum"
+                : out.ci_high >= 0            ? "adds up"
+                : out.combined >= out.best_part ? "overlaps"
+                                                : "interferes";
+  return out;
+}
+
+// Which code trained the runs: one sentence for the report, a note per variant that mixes versions.
+std::string code_sentence(const ReportInput& in, std::vector<std::string>& notes) {
+  std::map<std::string, int64_t> sweep_codes;  // version -> runs
+  for (const auto& v : in.variants) {
+    std::set<std::string> mine;
+    for (const auto& r : v.runs) {
+      for (const auto& c : r.codes) {
+        mine.insert(c);
+        sweep_codes[c]++;
+      }
+    }
+    if (mine.size() > 1) {
+      notes.push_back(v.name + ": its runs were trained by " + plural(static_cast<int64_t>(mine.size()), "code version") +
+                      " (" + join(std::vector<std::string>(mine.begin(), mine.end()), ", ") +
+                      ") — results may differ by code, not only by seed");
+    }
+  }
+  if (sweep_codes.empty()) {
+    return "code: not recorded (runs ingested from workers that did not say)";
+  }
+  std::vector<std::string> parts;
+  for (const auto& [code, runs] : sweep_codes) {
+    parts.push_back(code + (sweep_codes.size() > 1 ? " (" + plural(runs, "run") + ")" : ""));
+  }
+  return "code: trained by " + join(parts, ", ");
+}
+
 }  // namespace
+
+std::map<SeedKey, double> seed_values(const std::vector<ReportRun>& runs) {
+  std::map<SeedKey, std::pair<double, int>> sums;
+  for (const auto& r : runs) {
+    if (r.value && std::isfinite(*r.value)) {
+      auto& [sum, n] = sums[{r.init_seed, r.data_seed}];
+      sum += *r.value;
+      ++n;
+    }
+  }
+  std::map<SeedKey, double> out;
+  for (const auto& [key, s] : sums) {
+    out[key] = s.first / s.second;
+  }
+  return out;
+}
 
 Analysis analyze(const ReportInput& in) {
   const auto base_it = std::find_if(in.variants.begin(), in.variants.end(),
                                     [&](const VariantRuns& v) { return v.name == in.baseline; });
   if (base_it == in.variants.end()) {
-    throw Error("sweep " + in.sweep + " has no variant named '" + in.baseline + "' (its baseline)", Exit::bad_input);
+    throw Error("sweep " + in.sweep + " has no variant named '" + in.baseline +
+                    "' (its baseline) — if an older sweep recorded it, run the same `sweep run FILE` again "
+                    "(it trains nothing already finished) to record today's variant names",
+                Exit::bad_input);
   }
   Analysis a;
   a.sweep = in.sweep;
@@ -111,9 +240,10 @@ Analysis analyze(const ReportInput& in) {
   // Seeds needed are for the level a verdict applies: alpha split across the interventions
   // (Bonferroni, a bound on Holm's first step).
   const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
-  const auto base = values_by_seed(base_it->runs);
+  const auto base = seed_values(base_it->runs);
   const std::vector<double> base_values = values_of(base);
   std::vector<size_t> tested;  // indices into a.variants with a t-test p
+  int64_t repeated = 0, restarted = 0;
   for (size_t i = 0; i < in.variants.size(); ++i) {
     const VariantRuns& v = in.variants[i];
     VariantStats s;
@@ -121,15 +251,26 @@ Analysis analyze(const ReportInput& in) {
     s.position = static_cast<int>(i);
     s.is_baseline = v.name == in.baseline;
     s.runs = static_cast<int64_t>(v.runs.size());
-    const auto mine = values_by_seed(v.runs);
+    const auto mine = seed_values(v.runs);
     const std::vector<double> values = values_of(mine);
-    s.finished = static_cast<int64_t>(values.size());
-    s.diverged = std::count_if(v.runs.begin(), v.runs.end(), [](const RunResult& r) { return r.status == "diverged"; });
+    s.seeds = static_cast<int64_t>(values.size());
+    std::set<SeedKey> planned;
+    for (const auto& r : v.runs) {
+      planned.insert({r.init_seed, r.data_seed});
+    }
+    s.seeds_planned = static_cast<int64_t>(planned.size());
+    s.finished = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.value.has_value(); });
+    s.diverged = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.status == "diverged"; });
     s.summary = summarize(values);
-    s.tokens = mean_where(v.runs, [](const RunResult& r) { return std::optional<double>(static_cast<double>(r.tokens)); });
-    s.tokens_per_s = mean_where(v.runs, [](const RunResult& r) { return r.tokens_per_s; });
-    s.wall_seconds = mean_where(v.runs, [](const RunResult& r) { return r.wall_seconds; });
-    s.improvement = s.ci_low = s.ci_high = s.p = s.p_holm = s.prob_improvement = k_nan;
+    s.tokens = mean_where(v.runs, [](const ReportRun& r) { return std::optional<double>(static_cast<double>(r.tokens)); });
+    s.tokens_per_s = mean_where(v.runs, [](const ReportRun& r) { return r.tokens_per_s; });
+    s.wall_seconds = mean_where(v.runs, [](const ReportRun& r) { return r.wall_seconds; });
+    for (const auto& r : v.runs) {
+      s.starts += r.starts;
+    }
+    repeated += s.finished > s.seeds;
+    restarted += s.starts > s.runs;
+    s.improvement = s.ci_low = s.ci_high = s.p = s.p_holm = s.prob_improvement = s.correlation = k_nan;
 
     if (s.diverged > 0) {
       a.notes.push_back(v.name + ": " + std::to_string(s.diverged) + " of " + plural(s.runs, "run") + " diverged" +
@@ -149,7 +290,15 @@ Analysis analyze(const ReportInput& in) {
       s.verdict = "baseline";
       s.improvement = 0;
     } else {
-      const bool paired = mine.size() >= 2 && same_seeds(base, mine);
+      const auto [paired_base, paired_mine] = common(base, mine);
+      s.correlation = pearson(paired_base, paired_mine);
+      const bool seeds_match = mine.size() >= 2 && same_seeds(base, mine);
+      const bool paired = seeds_match && pairing_is_real(*base_it, v);
+      if (seeds_match && !paired) {
+        a.notes.push_back(v.name + ": changes the parameter set and its runs (or the baseline's) were trained before "
+                                   "numerics 2, when such variants did not start from the baseline's weights: "
+                                   "compared unpaired (Welch) — run the sweep again to retrain them paired");
+      }
       if (paired || (base.size() >= 2 && mine.size() >= 2)) {
         const Comparison c = paired ? compare_paired(base_values, values) : compare_welch(base_values, values);
         s.method = paired ? "paired" : "welch";
@@ -160,7 +309,7 @@ Analysis analyze(const ReportInput& in) {
         const double sd = paired ? c.se * std::sqrt(static_cast<double>(values.size()))
                                  : std::sqrt((std::pow(summarize(base_values).sd, 2) + std::pow(s.summary.sd, 2)) / 2);
         s.seeds_needed = seeds_needed(c.improvement, sd, paired, alpha_each);
-        if (!paired) {
+        if (!seeds_match) {
           a.notes.push_back(v.name + ": its seeds differ from the baseline's; compared unpaired (Welch)");
         }
         if (std::isfinite(s.p)) {
@@ -183,6 +332,14 @@ Analysis analyze(const ReportInput& in) {
     }
     a.variants.push_back(s);
   }
+  if (repeated > 0) {
+    a.notes.push_back("identical-seed repeats are averaged into one value per seed for every test, interval and "
+                      "power figure (n counts seeds); their spread is σ_repeat in the noise section");
+  }
+  if (restarted > 0) {
+    a.notes.push_back("wall sums every start of a run (resumes, retries, preemptions): " +
+                      plural(restarted, "variant") + " had runs started more than once (see summary.csv, starts)");
+  }
 
   // Holm across the sweep's tested interventions; the verdict follows the adjusted p.
   std::vector<double> ps;
@@ -195,6 +352,14 @@ Analysis analyze(const ReportInput& in) {
     s.p_holm = adjusted[k];
     s.verdict = s.p_holm >= in.alpha ? "in the noise" : s.improvement > 0 ? "better" : "worse";
   }
+
+  for (const auto& v : in.variants) {
+    if (auto add = additivity(in, v, *base_it)) {
+      a.additivity.push_back(*add);
+    }
+  }
+  a.responses = find_responses(in, a.notes);
+  a.code = code_sentence(in, a.notes);
 
   std::stable_sort(a.variants.begin(), a.variants.end(), [](const VariantStats& x, const VariantStats& y) {
     const bool rx = std::isfinite(x.improvement), ry = std::isfinite(y.improvement);

@@ -1,67 +1,91 @@
 // What `sweep report` concludes: each variant against the baseline on one metric, ranked by
 // improvement, with a verdict (better / worse / in the noise) and where the noise estimate came
-// from. Pure: the runs come in as values (report/load.h reads them from the database).
+// from; the response of the metric along each numeric grid/zip axis, with the best value; and
+// whether combinations add up. Pure: the runs come in as values (report/load.h reads them from
+// the database).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "config/sweep_spec.h"
 #include "report/stats.h"
 
 namespace sweep {
 
-struct RunResult {
+// One run as the report sees it.
+struct ReportRun {
   std::string run_id;
   std::string status;  // done, diverged, failed, ...
   int64_t init_seed = 0, data_seed = 0, repeat = 0;
   std::optional<double> value;  // the metric; empty unless the run finished with a finite value
   std::optional<double> test_loss, test_bpb, val_loss;
   int64_t tokens = 0;
-  std::optional<double> tokens_per_s, wall_seconds;
+  std::optional<double> tokens_per_s, wall_seconds;  // over the run's steps; over all its starts
+  int64_t starts = 0;                                 // worker starts: 1 = trained in one go
+  std::vector<std::string> codes;                     // the code versions that trained it ("<commit> numerics N")
+  std::optional<int64_t> numerics;                    // the oldest numerics version among them; empty: unknown
   std::vector<std::pair<int64_t, double>> val_curve;  // (tokens, validation loss), finite points
 };
 
 struct VariantRuns {
   std::string name;
-  std::vector<RunResult> runs;
+  std::vector<ReportRun> runs;
+  std::string intervention;                         // what it expands (its own name when not a grid point)
+  std::vector<std::string> parts;                   // a combination's interventions
+  std::map<std::string, std::string> axes;          // grid/zip key -> its value (JSON text)
+  double batch_sequences = 0;                       // micro_batch × grad_accum × ranks (0: unknown)
+  std::string model;                                // the model section of its config (JSON): its parameter set
 };
 
 struct NoiseSource {
   std::string sweep;             // the --noise-from sweep
-  std::vector<RunResult> runs;   // its baseline's runs
+  std::vector<ReportRun> runs;   // its baseline's runs
 };
 
 struct ReportInput {
   std::string sweep, baseline, metric;
   std::string file, spec;             // the sweep file's path and text as it was run
+  std::vector<SweepAxis> axes;        // grid/zip dimensions
   std::vector<VariantRuns> variants;  // in the sweep file's order
   std::optional<NoiseSource> noise_from;
   double alpha = 0.05;
 };
+
+// One observation per seed: the mean of a seed's finished runs (identical-seed repeats are one
+// observation, not several), keyed by (init seed, data seed).
+using SeedKey = std::pair<int64_t, int64_t>;
+std::map<SeedKey, double> seed_values(const std::vector<ReportRun>& runs);
 
 struct VariantStats {
   std::string name;
   int position = 0;  // in the sweep file: fixes the variant's colour in every plot
   bool is_baseline = false;
   int64_t runs = 0, finished = 0, diverged = 0;
-  Summary summary;               // over the finished runs' metric values
+  int64_t seeds = 0;             // observations: seeds with a finished run (repeats averaged)
+  int64_t seeds_planned = 0;     // seeds among all its runs
+  Summary summary;               // over the seeds' values
   std::string method;            // paired, welch, band (one seed against the noise band), none
   double improvement = 0;        // mean(baseline) − mean(variant): positive = better
   double ci_low = 0, ci_high = 0;
   double p = 0, p_holm = 0;      // NaN when there is no test (band, none, baseline)
+  double correlation = 0;        // Pearson r of its per-seed values with the baseline's (NaN: < 3 common seeds)
   double prob_improvement = 0;   // share of seed pairs the variant wins
   int64_t seeds_needed = -1;     // for power 0.8 at the observed effect and alpha / interventions;
                                  // -1 when it cannot be said
   std::string verdict;           // better, worse, in the noise, baseline, diverged, no result, unknown
   double tokens = 0, tokens_per_s = 0, wall_seconds = 0;  // means over runs that report them
+  int64_t starts = 0;            // worker starts over its runs
 };
 
 struct NoiseSummary {
-  int64_t n = 0;             // runs σ is computed from
-  double sigma = 0;          // the σ of one run's metric (NaN when unknown)
+  int64_t n = 0;             // seeds σ is computed from
+  double sigma = 0;          // the σ of one seed's metric (NaN when unknown)
   std::string source;        // a sentence: where σ comes from
   VarianceComponents components;  // of the source's runs (NaN fields when not measured)
   int64_t seeds = 0;         // seeds per variant in this sweep (the most common count)
@@ -69,11 +93,51 @@ struct NoiseSummary {
   double detectable = 0;     // smallest effect detectable with `seeds` seeds (power 0.8), unpaired
 };
 
+// The metric along one grid/zip dimension, for one series (an intervention, the other axes fixed).
+struct ResponsePoint {
+  std::string variant;
+  double x = 0;
+  std::map<SeedKey, double> values;  // one per seed
+  Summary summary;
+};
+struct OptimumFit {
+  bool fitted = false;
+  std::string note;           // why there is no fit, or what to know about it
+  bool log_x = true;          // fitted against log(x) (false: some x ≤ 0, fitted against x)
+  Quadratic curve;            // metric ≈ curve(log x) (or curve(x))
+  double best = 0;            // where the fitted curve is lowest within the tried range
+  bool inside = false;        // a true minimum inside the range (else the best lies at an end, or beyond)
+  double ci_low = 0, ci_high = 0;  // bootstrap 95% over seeds (NaN with one seed)
+  double share_inside = 0;    // of the resamples whose minimum lay inside the range
+  int64_t seeds = 0, resamples = 0, points = 0;
+};
+struct Response {
+  std::string label;               // "batch size (sequences)", or the axis key
+  std::vector<std::string> keys;   // the dimension's keys
+  std::string series;              // what the curve holds fixed
+  bool log_x = false;              // x spans a factor ≥ 4 (and is positive): shown on a log axis
+  std::vector<ResponsePoint> points;  // by x
+  OptimumFit fit;
+};
+
+// A combination against the sum of its parts (each an improvement over the baseline).
+struct Additivity {
+  std::string variant;
+  std::vector<std::string> parts;
+  double combined = 0, sum_of_parts = 0, best_part = 0;
+  double difference = 0, ci_low = 0, ci_high = 0;  // combined − sum, 95% CI
+  std::string method;   // paired (every side shares the seeds) or welch
+  std::string verdict;  // adds up, overlaps, interferes, more than the sum, unknown
+};
+
 struct Analysis {
   std::string sweep, baseline, metric;
   double alpha = 0.05;
   std::vector<VariantStats> variants;  // ranked: best improvement first, no-result variants last
   NoiseSummary noise;
+  std::vector<Response> responses;
+  std::vector<Additivity> additivity;
+  std::string code;                    // which code trained the sweep's runs (a sentence)
   std::vector<std::string> notes;      // things the reader must know (diverged runs, unpaired seeds...)
 };
 

@@ -20,37 +20,67 @@ std::string unknown_sweep(Store& store, const std::string& name) {
          " (`sweep ls` lists them)";
 }
 
-std::vector<RunResult> runs_of(Store& store, const std::string& sweep, const std::string& variant,
-                               const std::string& metric) {
-  std::vector<RunResult> out;
-  for (const auto& row : store.sweep_runs(sweep)) {
-    if (row.variant != variant) {
+ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
+  ReportRun rr;
+  rr.run_id = r.run_id;
+  rr.status = r.status;
+  rr.init_seed = r.init_seed;
+  rr.data_seed = r.data_seed;
+  rr.repeat = r.repeat;
+  rr.test_loss = r.test_loss;
+  rr.test_bpb = r.test_bpb;
+  rr.tokens = r.tokens;
+  rr.tokens_per_s = r.tokens_per_s;
+  rr.wall_seconds = r.wall_seconds;
+  const std::vector<Segment> segments = store.segments(r.run_id);
+  rr.starts = static_cast<int64_t>(segments.size());
+  for (const auto& s : segments) {
+    const int64_t numerics = s.numerics.value_or(1);  // workers before numerics versions did not say: 1
+    const std::string code =
+        (s.code.empty() ? std::string("unknown commit") : s.code) + " numerics " + std::to_string(numerics);
+    if (std::find(rr.codes.begin(), rr.codes.end(), code) == rr.codes.end()) {
+      rr.codes.push_back(code);
+    }
+    rr.numerics = rr.numerics ? std::min(*rr.numerics, numerics) : numerics;
+  }
+  for (const auto& p : store.metrics(r.run_id, "val")) {
+    if (p.loss && std::isfinite(*p.loss)) {
+      rr.val_curve.emplace_back(p.tokens, *p.loss);
+    }
+  }
+  if (r.status == "done") {
+    if (!rr.val_curve.empty()) {
+      rr.val_loss = rr.val_curve.back().second;
+    }
+    rr.value = metric == "test_loss" ? rr.test_loss : metric == "test_bpb" ? rr.test_bpb : rr.val_loss;
+  }
+  return rr;
+}
+
+// A variant's runs, and what its config says about it: the global batch and the model section.
+VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, const Variant& v,
+                         const std::string& metric) {
+  VariantRuns out;
+  out.name = v.name;
+  out.intervention = v.intervention;
+  out.parts = v.parts;
+  for (const auto& [key, value] : v.axes.items()) {
+    out.axes[key] = value.dump();
+  }
+  for (const auto& row : rows) {
+    if (row.variant != v.name) {
       continue;
     }
-    const RunRow& r = row.run;
-    RunResult rr;
-    rr.run_id = r.run_id;
-    rr.status = r.status;
-    rr.init_seed = r.init_seed;
-    rr.data_seed = r.data_seed;
-    rr.repeat = r.repeat;
-    rr.test_loss = r.test_loss;
-    rr.test_bpb = r.test_bpb;
-    rr.tokens = r.tokens;
-    rr.tokens_per_s = r.tokens_per_s;
-    rr.wall_seconds = r.wall_seconds;
-    for (const auto& p : store.metrics(r.run_id, "val")) {
-      if (p.loss && std::isfinite(*p.loss)) {
-        rr.val_curve.emplace_back(p.tokens, *p.loss);
+    if (out.model.empty()) {
+      try {
+        const RunConfig c = parse_run_config(YAML::Load(row.run.config_yaml), row.run.run_dir + "/config.yaml");
+        out.batch_sequences = static_cast<double>(c.train.micro_batch * c.train.grad_accum * c.resources.ranks);
+        out.model = c.to_json()["model"].dump();
+      } catch (const std::exception&) {
+        // an unreadable config leaves the batch and the parameter set unknown
       }
     }
-    if (r.status == "done") {
-      if (!rr.val_curve.empty()) {
-        rr.val_loss = rr.val_curve.back().second;
-      }
-      rr.value = metric == "test_loss" ? rr.test_loss : metric == "test_bpb" ? rr.test_bpb : rr.val_loss;
-    }
-    out.push_back(std::move(rr));
+    out.runs.push_back(report_run(store, row.run, metric));
   }
   return out;
 }
@@ -72,15 +102,24 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   in.metric = metric;
   in.file = info->file;
   in.spec = info->spec;
+  in.axes = info->axes;
+  const std::vector<SweepRunRow> rows = store.sweep_runs(sweep);
   for (const auto& v : info->variants) {
-    in.variants.push_back({v, runs_of(store, sweep, v, metric)});
+    in.variants.push_back(variant_runs(store, rows, v, metric));
   }
   if (!noise_from.empty()) {
     const std::optional<SweepInfo> noise = store.sweep_info(noise_from);
     if (!noise) {
       throw Error("--noise-from: " + unknown_sweep(store, noise_from), Exit::bad_input);
     }
-    in.noise_from = NoiseSource{noise->name, runs_of(store, noise->name, noise->baseline, metric)};
+    const std::vector<SweepRunRow> noise_rows = store.sweep_runs(noise->name);
+    const auto base = std::find_if(noise->variants.begin(), noise->variants.end(),
+                                   [&](const Variant& v) { return v.name == noise->baseline; });
+    if (base == noise->variants.end()) {
+      throw Error("--noise-from: sweep " + noise->name + " has no variant named '" + noise->baseline + "' (its baseline)",
+                  Exit::bad_input);
+    }
+    in.noise_from = NoiseSource{noise->name, variant_runs(store, noise_rows, *base, metric).runs};
   }
   return in;
 }

@@ -187,6 +187,79 @@ Script seeds_script(const ReportInput& in, const Analysis& a) {
   return s;
 }
 
+// The metric against the first numeric axis: every seed, the mean with its 95% CI, the fitted
+// quadratic and the best value with its CI (shaded), one colour per series.
+Script response_script(const Analysis& a) {
+  Script s;
+  if (a.responses.empty()) {
+    return s;
+  }
+  const std::vector<std::string>& keys = a.responses.front().keys;
+  std::vector<const Response*> shown;
+  for (const auto& r : a.responses) {
+    if (r.keys == keys) {
+      shown.push_back(&r);
+    }
+  }
+  static const char* const palette[] = {"#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
+  const bool log_x = std::all_of(shown.begin(), shown.end(), [](const Response* r) { return r->log_x; });
+  std::ostringstream t, data;
+  data.precision(10);
+  t << "set title " << quoted(metric_label(a.metric) + " against " + shown.front()->label +
+                              ": every seed, the mean with its 95% CI, the fitted curve, the best value (shaded: its CI)")
+    << "\nset xlabel " << quoted(shown.front()->label) << "\nset ylabel " << quoted(metric_label(a.metric)) << '\n';
+  if (log_x) {
+    t << "set logscale x 2\n";
+  }
+  std::string plot;
+  int block = 0;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const Response& r = *shown[i];
+    const std::string colour = quoted(palette[i % (sizeof palette / sizeof palette[0])]);
+    for (const auto& p : r.points) {  // block: every seed
+      for (const auto& [seed, value] : p.values) {
+        data << p.x << ' ' << value << '\n';
+      }
+    }
+    data << "\n\n";
+    for (const auto& p : r.points) {  // block: means and CIs
+      if (p.summary.n > 0) {
+        const double lo = std::isfinite(p.summary.ci_low) ? p.summary.ci_low : p.summary.mean;
+        const double hi = std::isfinite(p.summary.ci_high) ? p.summary.ci_high : p.summary.mean;
+        data << p.x << ' ' << p.summary.mean << ' ' << lo << ' ' << hi << '\n';
+      }
+    }
+    data << "\n\n";
+    plot += std::string(plot.empty() ? "" : ", ") + "'response.dat' index " + std::to_string(block) +
+            " using 1:2 with points pt 6 ps 0.8 lc rgb " + colour + " notitle, 'response.dat' index " +
+            std::to_string(block + 1) + " using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb " + colour + " title " +
+            quoted(r.series);
+    block += 2;
+    const OptimumFit& f = r.fit;
+    if (f.fitted) {
+      const double lo = r.points.front().x, hi = r.points.back().x;
+      for (int k = 0; k <= 100; ++k) {  // block: the fitted curve
+        const double x = f.log_x ? lo * std::pow(hi / lo, k / 100.0) : lo + (hi - lo) * k / 100.0;
+        data << x << ' ' << f.curve.at(f.log_x ? std::log(x) : x) << '\n';
+      }
+      data << "\n\n";
+      plot += ", 'response.dat' index " + std::to_string(block) + " using 1:2 with lines dt 2 lw 1.5 lc rgb " + colour +
+              " notitle";
+      ++block;
+      if (std::isfinite(f.ci_low)) {
+        t << "set object " << i + 1 << " rect from " << f.ci_low << ", graph 0 to " << f.ci_high
+          << ", graph 1 fc rgb " << colour << " fs transparent solid 0.12 noborder behind\n";
+      }
+      t << "set arrow " << i + 1 << " from " << f.best << ", graph 0 to " << f.best << ", graph 1 nohead lc rgb "
+        << colour << " dt 3 lw 1.5\n";
+    }
+  }
+  t << "plot " << plot << '\n';
+  s.text = t.str();
+  s.data.emplace_back("response.dat", data.str());
+  return s;
+}
+
 }  // namespace
 
 std::string variant_colour(const VariantStats& v) {
@@ -212,6 +285,7 @@ std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs:
       {"curves.svg", "Validation loss vs tokens", curves_script(in, a)},
       {"forest.svg", "Improvement over the baseline", forest_script(a)},
       {"seeds.svg", "Every seed", seeds_script(in, a)},
+      {"response.svg", "Response to the axis", response_script(a)},
   };
   fs::create_directories(work_dir);
   std::vector<Plot> plots;

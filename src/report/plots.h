@@ -16,7 +16,7 @@ namespace sweep {
 std::string variant_colour(const VariantStats& v);
 
 // Every file draw_plots may write.
-inline const std::vector<std::string> k_plot_files{"curves.svg", "forest.svg", "seeds.svg"};
+inline const std::vector<std::string> k_plot_files{"curves.svg", "forest.svg", "seeds.svg", "response.svg"};
 
 struct Plot {
   std::string file;   // e.g. "curves.svg"

@@ -31,13 +31,19 @@ struct Cell {
   double key = std::nan("");
 };
 
-const std::vector<std::string> k_headers{"#",      "variant", "n",      "mean ± sd", "improvement", "95% CI",
-                                         "test",   "p (Holm)", "P(better)", "verdict", "seeds for 80%",
-                                         "tokens", "tokens/s", "wall"};
+const std::vector<std::string> k_headers{"#",        "variant",   "n",       "mean ± sd",     "improvement",
+                                         "95% CI",   "test",      "corr",    "p (Holm)",      "P(better)",
+                                         "verdict",  "seeds for 80%", "tokens", "tokens/s",  "wall"};
+
+// Columns of text, left-aligned; the others are numbers, right-aligned.
+bool left_aligned(const std::string& header) {
+  return header == "variant" || header == "test" || header == "verdict" || header == "series" ||
+         header == "combination" || header == "parts";
+}
 
 std::vector<Cell> cells(const VariantStats& v, int rank) {
-  const std::string n = v.finished == v.runs ? std::to_string(v.runs)
-                                             : std::to_string(v.finished) + "/" + std::to_string(v.runs);
+  const std::string n = v.seeds == v.seeds_planned ? std::to_string(v.seeds)
+                                                   : std::to_string(v.seeds) + "/" + std::to_string(v.seeds_planned);
   const std::string mean = v.summary.n == 0   ? "-"
                            : v.summary.n == 1 ? fmt("%.4f", v.summary.mean)
                                               : fmt("%.4f", v.summary.mean) + " ± " + fmt("%.4f", v.summary.sd);
@@ -52,6 +58,7 @@ std::vector<Cell> cells(const VariantStats& v, int rank) {
       {v.is_baseline ? "0" : fmt("%+.4f", v.improvement), v.improvement},
       {ci, v.ci_low},
       {v.method.empty() ? "-" : v.method, std::nan("")},
+      {fmt("%+.2f", v.correlation), v.correlation},
       {p_text(p), p},
       {fmt("%.2f", v.prob_improvement), v.prob_improvement},
       {v.verdict, std::nan("")},
@@ -83,6 +90,10 @@ std::string method_sentence(const Analysis& a) {
          std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") + ", better/worse when p < " +
          fmt("%g", a.alpha) + ", else in the noise. Seeds for 80%: the seeds per variant a t-test at alpha / " +
          std::to_string(a.variants.size() - 1) + " needs to detect the observed improvement with power 0.8.";
+  }
+  if (tested > 0 || band > 0) {
+    s += " n: seeds (identical-seed repeats count once). corr: the correlation of the variant's per-seed values "
+         "with the baseline's — high when the seeds' shared noise cancels in the paired test (3 or more seeds).";
   }
   if (band > 0) {
     s += std::string(s.empty() ? "" : " ") +
@@ -208,6 +219,137 @@ std::string csv_number(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? fmt("%.10g", *v) : "";
 }
 
+using Rows = std::vector<std::vector<std::string>>;
+
+std::string text_table(const std::vector<std::string>& headers, const Rows& rows, const std::string& indent = "") {
+  std::vector<size_t> width(headers.size(), 0);
+  for (size_t c = 0; c < headers.size(); ++c) {
+    width[c] = display_width(headers[c]);
+    for (const auto& row : rows) {
+      width[c] = std::max(width[c], display_width(row[c]));
+    }
+  }
+  std::ostringstream out;
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string l;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - display_width(row[c]), ' ');
+      l += (c ? "  " : "") + (left_aligned(headers[c]) ? row[c] + pad : pad + row[c]);
+    }
+    out << indent << l.substr(0, l.find_last_not_of(' ') + 1) << '\n';
+  };
+  line(headers);
+  for (const auto& row : rows) {
+    line(row);
+  }
+  return out.str();
+}
+
+// Cells must already be Markdown (md_code for user strings).
+std::string markdown_table(const std::vector<std::string>& headers, const Rows& rows) {
+  std::ostringstream out;
+  for (const auto& h : headers) {
+    out << "| " << h << ' ';
+  }
+  out << "|\n";
+  for (const auto& h : headers) {
+    out << (left_aligned(h) ? "|:--" : "|--:");
+  }
+  out << "|\n";
+  for (const auto& row : rows) {
+    for (const auto& cell : row) {
+      out << "| " << cell << ' ';
+    }
+    out << "|\n";
+  }
+  return out.str();
+}
+
+std::string html_table(const std::vector<std::string>& headers, const Rows& rows) {
+  std::ostringstream out;
+  out << "<div class=\"wide\"><table><thead><tr>";
+  for (const auto& h : headers) {
+    out << "<th" << (left_aligned(h) ? " class=\"name\"" : "") << ">" << html_escape(h) << "</th>";
+  }
+  out << "</tr></thead>\n<tbody>\n";
+  for (const auto& row : rows) {
+    out << "<tr>";
+    for (size_t c = 0; c < row.size(); ++c) {
+      out << "<td" << (left_aligned(headers[c]) ? " class=\"name\"" : "") << ">" << html_escape(row[c]) << "</td>";
+    }
+    out << "</tr>\n";
+  }
+  out << "</tbody></table></div>\n";
+  return out.str();
+}
+
+// ---- responses: the metric along a numeric axis, and its best value ----
+
+std::vector<std::string> response_headers(const Response& r) {
+  return {r.label, "variant", "n", "per seed", "mean ± sd", "95% CI"};
+}
+
+Rows response_rows(const Response& r) {
+  Rows rows;
+  for (const auto& p : r.points) {
+    std::string seeds;
+    for (const auto& [key, value] : p.values) {
+      seeds += (seeds.empty() ? "" : " ") + fmt("%.4f", value);
+    }
+    rows.push_back({fmt("%g", p.x), p.variant, std::to_string(p.summary.n), seeds.empty() ? "-" : seeds,
+                    p.summary.n < 2 ? fmt("%.4f", p.summary.mean) : fmt("%.4f", p.summary.mean) + " ± " + fmt("%.4f", p.summary.sd),
+                    std::isfinite(p.summary.ci_low) ? "[" + fmt("%.4f", p.summary.ci_low) + ", " + fmt("%.4f", p.summary.ci_high) + "]" : "-"});
+  }
+  return rows;
+}
+
+std::string response_title(const Analysis& a, const Response& r) {
+  return a.metric + " against " + r.label + (r.label == r.keys.front() ? "" : " (" + join(r.keys, ", ") + ")") +
+         ", series " + r.series;
+}
+
+std::string fit_sentence(const Response& r) {
+  const OptimumFit& f = r.fit;
+  if (!f.fitted) {
+    return "no optimum: " + f.note;
+  }
+  const std::string against = f.log_x ? "log(" + r.label + ")" : r.label;
+  std::string s = "best " + r.label + ": ";
+  if (f.inside) {
+    s += fmt("%.3g", f.best) + (std::isfinite(f.ci_low) ? ", 95% CI [" + fmt("%.3g", f.ci_low) + ", " + fmt("%.3g", f.ci_high) + "]" : "");
+  } else {
+    s += (f.best <= r.points.front().x ? "at or below " : "at or above ") + fmt("%.3g", f.best) +
+         ", the end of the tried range";
+  }
+  s += " — a quadratic in " + against + " fitted by least squares to every seed's value at " +
+       std::to_string(f.points) + " values";
+  if (std::isfinite(f.ci_low)) {
+    s += "; " + std::to_string(f.resamples) + " bootstrap resamples of the " + std::to_string(f.seeds) + " seeds, " +
+         fmt("%.0f", 100 * f.share_inside) + "% of them with their minimum inside the range";
+  }
+  return s + (f.note.empty() ? "" : "; " + f.note);
+}
+
+// ---- combinations against the sum of their parts ----
+
+const std::vector<std::string> k_additivity_headers{"combination", "parts",  "combined", "sum of parts",
+                                                    "best part",   "combined − sum", "95% CI", "test", "verdict"};
+
+Rows additivity_rows(const Analysis& a) {
+  Rows rows;
+  for (const auto& x : a.additivity) {
+    rows.push_back({x.variant, join(x.parts, " + "), fmt("%+.4f", x.combined), fmt("%+.4f", x.sum_of_parts),
+                    fmt("%+.4f", x.best_part), fmt("%+.4f", x.difference),
+                    std::isfinite(x.ci_low) ? "[" + fmt("%+.4f", x.ci_low) + ", " + fmt("%+.4f", x.ci_high) + "]" : "-",
+                    x.method, x.verdict});
+  }
+  return rows;
+}
+
+const char* k_additivity_sentence =
+    "Improvements over the baseline. adds up: the CI of combined − sum contains 0; overlaps: less than the sum, "
+    "at least the best part; interferes: less than the best part; more than the sum: the CI lies above 0.";
+
 }  // namespace
 
 std::string html_escape(const std::string& s) {
@@ -226,7 +368,7 @@ std::string html_escape(const std::string& s) {
 }
 
 std::string render_text(const Analysis& a) {
-  std::vector<std::vector<std::string>> rows{k_headers};
+  Rows rows;
   for (size_t i = 0; i < a.variants.size(); ++i) {
     std::vector<std::string> row;
     for (const auto& c : cells(a.variants[i], static_cast<int>(i + 1))) {
@@ -234,26 +376,20 @@ std::string render_text(const Analysis& a) {
     }
     rows.push_back(row);
   }
-  std::vector<size_t> width(k_headers.size(), 0);
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) {
-      width[c] = std::max(width[c], display_width(row[c]));
-    }
-  }
   std::ostringstream out;
-  out << headline(a) << "\n\n";
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - display_width(row[c]), ' ');
-      line += (c ? "  " : "") + (c == 1 || c == 9 || c == 6 ? row[c] + pad : pad + row[c]);
-    }
-    out << trim(line) << '\n';
-  }
-  out << '\n' << method_sentence(a) << "\n\nnoise:\n";
+  out << headline(a) << "\n\n" << text_table(k_headers, rows) << '\n' << method_sentence(a) << "\n\nnoise:\n";
   for (const auto& l : noise_lines(a)) {
     out << "  " << l << '\n';
   }
+  for (const auto& r : a.responses) {
+    out << "\nresponse: " << response_title(a, r) << "\n"
+        << text_table(response_headers(r), response_rows(r), "  ") << "  " << fit_sentence(r) << '\n';
+  }
+  if (!a.additivity.empty()) {
+    out << "\ncombinations against the sum of their parts:\n"
+        << text_table(k_additivity_headers, additivity_rows(a), "  ") << "  " << k_additivity_sentence << '\n';
+  }
+  out << '\n' << a.code << '\n';
   if (!a.notes.empty()) {
     out << "notes:\n";
     for (const auto& n : a.notes) {
@@ -266,26 +402,36 @@ std::string render_text(const Analysis& a) {
 std::string render_markdown(const ReportInput& in, const Analysis& a, const std::vector<Plot>& plots) {
   std::ostringstream out;
   out << "# Sweep `" << a.sweep << "`: " << a.metric << " vs the baseline\n\n" << md_code(headline(a)) << "\n\n";
-  for (size_t c = 0; c < k_headers.size(); ++c) {
-    out << "| " << k_headers[c] << ' ';
-  }
-  out << "|\n";
-  for (size_t c = 0; c < k_headers.size(); ++c) {
-    out << (c == 1 || c == 6 || c == 9 ? "|:--" : "|--:");
-  }
-  out << "|\n";
+  Rows rows;
   for (size_t i = 0; i < a.variants.size(); ++i) {
-    const auto row = cells(a.variants[i], static_cast<int>(i + 1));
-    for (size_t c = 0; c < row.size(); ++c) {
-      const std::string& t = row[c].text;
-      out << "| " << (c == 1 ? md_code(t) : t == "better" || t == "worse" ? "**" + t + "**" : t) << ' ';
+    std::vector<std::string> row;
+    for (const auto& c : cells(a.variants[i], static_cast<int>(i + 1))) {
+      row.push_back(row.size() == 1 ? md_code(c.text) : c.text == "better" || c.text == "worse" ? "**" + c.text + "**" : c.text);
     }
-    out << "|\n";
+    rows.push_back(row);
   }
-  out << '\n' << method_sentence(a) << "\n\n## Noise\n\n";
+  out << markdown_table(k_headers, rows) << '\n' << method_sentence(a) << "\n\n## Noise\n\n";
   for (const auto& l : noise_lines(a)) {
     out << "- " << l << '\n';
   }
+  for (const auto& r : a.responses) {
+    Rows md = response_rows(r);
+    for (auto& row : md) {
+      row[1] = md_code(row[1]);
+    }
+    out << "\n## Response: " << md_code(response_title(a, r)) << "\n\n"
+        << markdown_table(response_headers(r), md) << '\n' << md_code(fit_sentence(r)) << '\n';
+  }
+  if (!a.additivity.empty()) {
+    Rows md = additivity_rows(a);
+    for (auto& row : md) {
+      row[0] = md_code(row[0]);
+      row[1] = md_code(row[1]);
+    }
+    out << "\n## Combinations against the sum of their parts\n\n" << markdown_table(k_additivity_headers, md) << '\n'
+        << k_additivity_sentence << '\n';
+  }
+  out << "\n" << md_code(a.code) << "\n";
   if (!a.notes.empty()) {
     out << "\n## Notes\n\n";
     for (const auto& n : a.notes) {
@@ -327,7 +473,7 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
       }
       if (c == 1) {
         out << " class=\"name\"><span class=\"swatch\" style=\"background:" << variant_colour(v) << "\"></span>";
-      } else if (c == 9 && (v.verdict == "better" || v.verdict == "worse")) {
+      } else if (k_headers[c] == "verdict" && (v.verdict == "better" || v.verdict == "worse")) {
         out << " class=\"" << v.verdict << "\">";
       } else {
         out << ">";
@@ -341,6 +487,15 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
     out << "<li>" << html_escape(l) << "</li>\n";
   }
   out << "</ul>\n";
+  for (const auto& r : a.responses) {
+    out << "<h2>Response: " << html_escape(response_title(a, r)) << "</h2>\n"
+        << html_table(response_headers(r), response_rows(r)) << "<p>" << html_escape(fit_sentence(r)) << "</p>\n";
+  }
+  if (!a.additivity.empty()) {
+    out << "<h2>Combinations against the sum of their parts</h2>\n" << html_table(k_additivity_headers, additivity_rows(a))
+        << "<p>" << html_escape(k_additivity_sentence) << "</p>\n";
+  }
+  out << "<p>" << html_escape(a.code) << "</p>\n";
   if (!a.notes.empty()) {
     out << "<h2>Notes</h2>\n<ul>\n";
     for (const auto& n : a.notes) {
@@ -360,13 +515,14 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
 std::string render_csv(const ReportInput& in, const Analysis& a) {
   std::ostringstream out;
   out << "sweep,variant,run_id,init_seed,data_seed,repeat,status," << in.metric
-      << "_value,test_loss,test_bpb,val_loss,tokens,tokens_per_s,wall_seconds\n";
+      << "_value,test_loss,test_bpb,val_loss,tokens,tokens_per_s,wall_seconds,starts,code\n";
   for (const auto& v : in.variants) {
     for (const auto& r : v.runs) {
       out << csv_field(a.sweep) << ',' << csv_field(v.name) << ',' << r.run_id << ',' << r.init_seed << ','
           << r.data_seed << ',' << r.repeat << ',' << csv_field(r.status) << ',' << csv_number(r.value) << ','
           << csv_number(r.test_loss) << ',' << csv_number(r.test_bpb) << ',' << csv_number(r.val_loss) << ','
-          << r.tokens << ',' << csv_number(r.tokens_per_s) << ',' << csv_number(r.wall_seconds) << '\n';
+          << r.tokens << ',' << csv_number(r.tokens_per_s) << ',' << csv_number(r.wall_seconds) << ',' << r.starts
+          << ',' << csv_field(join(r.codes, "; ")) << '\n';
     }
   }
   return out.str();
@@ -404,13 +560,16 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                         {"data_seed", r.data_seed},
                         {"repeat", r.repeat},
                         {"status", r.status},
-                        {"value", optional_number(r.value)}});
+                        {"value", optional_number(r.value)},
+                        {"starts", r.starts},
+                        {"code", r.codes}});
     }
     variants.push_back({{"rank", i + 1},
                         {"name", v.name},
                         {"baseline", v.is_baseline},
                         {"runs", v.runs},
                         {"finished", v.finished},
+                        {"seeds", v.seeds},
                         {"diverged", v.diverged},
                         {"mean", number_or_null(v.summary.mean)},
                         {"sd", number_or_null(v.summary.sd)},
@@ -420,6 +579,7 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                         {"method", v.method},
                         {"p", number_or_null(v.p)},
                         {"p_holm", number_or_null(v.p_holm)},
+                        {"correlation", number_or_null(v.correlation)},
                         {"probability_of_improvement", number_or_null(v.prob_improvement)},
                         {"seeds_needed", v.seeds_needed < 0 ? nlohmann::ordered_json(nullptr)
                                                             : nlohmann::ordered_json(v.seeds_needed)},
@@ -427,9 +587,59 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                         {"tokens", number_or_null(v.tokens)},
                         {"tokens_per_s", number_or_null(v.tokens_per_s)},
                         {"wall_seconds", number_or_null(v.wall_seconds)},
+                        {"starts", v.starts},
                         {"runs_detail", values}});
   }
   j["variants"] = variants;
+  nlohmann::ordered_json responses = nlohmann::ordered_json::array();
+  for (const auto& r : a.responses) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const auto& p : r.points) {
+      nlohmann::ordered_json values = nlohmann::ordered_json::array();
+      for (const auto& [seed, value] : p.values) {
+        values.push_back({{"init_seed", seed.first}, {"data_seed", seed.second}, {"value", value}});
+      }
+      points.push_back({{"x", p.x},
+                        {"variant", p.variant},
+                        {"mean", number_or_null(p.summary.mean)},
+                        {"ci_low", number_or_null(p.summary.ci_low)},
+                        {"ci_high", number_or_null(p.summary.ci_high)},
+                        {"values", values}});
+    }
+    const OptimumFit& f = r.fit;
+    responses.push_back({{"axis", r.label},
+                         {"keys", r.keys},
+                         {"series", r.series},
+                         {"points", points},
+                         {"fit",
+                          {{"fitted", f.fitted},
+                           {"log_x", f.log_x},
+                           {"quadratic", {number_or_null(f.curve.a), number_or_null(f.curve.b), number_or_null(f.curve.c)}},
+                           {"best", number_or_null(f.best)},
+                           {"inside", f.inside},
+                           {"ci_low", number_or_null(f.ci_low)},
+                           {"ci_high", number_or_null(f.ci_high)},
+                           {"share_inside", number_or_null(f.share_inside)},
+                           {"seeds", f.seeds},
+                           {"resamples", f.resamples},
+                           {"note", f.note}}}});
+  }
+  j["responses"] = responses;
+  nlohmann::ordered_json combinations = nlohmann::ordered_json::array();
+  for (const auto& x : a.additivity) {
+    combinations.push_back({{"variant", x.variant},
+                            {"parts", x.parts},
+                            {"combined", number_or_null(x.combined)},
+                            {"sum_of_parts", number_or_null(x.sum_of_parts)},
+                            {"best_part", number_or_null(x.best_part)},
+                            {"difference", number_or_null(x.difference)},
+                            {"ci_low", number_or_null(x.ci_low)},
+                            {"ci_high", number_or_null(x.ci_high)},
+                            {"method", x.method},
+                            {"verdict", x.verdict}});
+  }
+  j["combinations"] = combinations;
+  j["code"] = a.code;
   j["notes"] = a.notes;
   return j.dump(2) + "\n";
 }

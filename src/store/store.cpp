@@ -78,6 +78,24 @@ const char* const k_migrations[] = {
     ALTER TABLE runs ADD COLUMN job TEXT NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN job_state TEXT NOT NULL DEFAULT '';
     )sql",
+    // 3: where a variant sits in its sweep's design, every start of a worker on a run (with the
+    // code that trained it), and a run's training time (the sum of its steps' times)
+    R"sql(
+    ALTER TABLE sweeps ADD COLUMN axes TEXT NOT NULL DEFAULT '[]';         -- JSON [{"kind": grid|zip, "keys": [...]}]
+    ALTER TABLE variants ADD COLUMN intervention TEXT NOT NULL DEFAULT ''; -- the intervention or combination it expands
+    ALTER TABLE variants ADD COLUMN parts TEXT NOT NULL DEFAULT '[]';     -- a combination's interventions, JSON
+    ALTER TABLE variants ADD COLUMN axes TEXT NOT NULL DEFAULT '{}';      -- JSON {grid/zip key: resolved value}
+    ALTER TABLE runs ADD COLUMN train_seconds REAL;
+    CREATE TABLE segments (
+      run_id     TEXT NOT NULL REFERENCES runs(run_id),
+      started    REAL NOT NULL,        -- the start event's time (unix seconds)
+      step       INTEGER NOT NULL,     -- the step it started from: 0, or a checkpoint's
+      last_event REAL NOT NULL,        -- the time of the last event it wrote
+      code       TEXT NOT NULL,        -- the git commit of the worker's binary ('' when it did not say)
+      numerics   INTEGER,              -- its numerics version (NULL when it did not say: before version 2)
+      PRIMARY KEY (run_id, started)
+    ) WITHOUT ROWID;
+    )sql",
 };
 
 double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
@@ -111,7 +129,7 @@ std::optional<double> opt_double(const SQLite::Column& c) {
 
 const char* k_run_columns =
     "run_id, status, attempts, init_seed, data_seed, repeat, steps, total_steps, tokens, test_loss, test_bpb, "
-    "wall_seconds, tokens_per_s, last_loss, error, run_dir, pid, config, job, job_state";
+    "wall_seconds, tokens_per_s, last_loss, error, run_dir, pid, config, job, job_state, train_seconds";
 
 RunRow read_run(SQLite::Statement& q, int offset = 0) {
   RunRow r;
@@ -136,6 +154,7 @@ RunRow read_run(SQLite::Statement& q, int offset = 0) {
   r.config_yaml = q.getColumn(i++).getString();
   r.job = q.getColumn(i++).getString();
   r.job_state = q.getColumn(i++).getString();
+  r.train_seconds = opt_double(q.getColumn(i++));
   return r;
 }
 
@@ -176,14 +195,19 @@ void Store::migrate() {
 void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) {
   SQLite::Transaction tx(*m_db);
   SQLite::Statement sweep(*m_db,
-                          "INSERT INTO sweeps(name, file, spec, baseline, updated_at) VALUES (?, ?, ?, ?, ?) "
+                          "INSERT INTO sweeps(name, file, spec, baseline, updated_at, axes) VALUES (?, ?, ?, ?, ?, ?) "
                           "ON CONFLICT(name) DO UPDATE SET file=excluded.file, spec=excluded.spec, "
-                          "baseline=excluded.baseline, updated_at=excluded.updated_at");
+                          "baseline=excluded.baseline, updated_at=excluded.updated_at, axes=excluded.axes");
+  nlohmann::json axes = nlohmann::json::array();
+  for (const auto& a : spec.axes) {
+    axes.push_back({{"kind", a.kind}, {"keys", a.keys}});
+  }
   sweep.bind(1, spec.name);
   sweep.bind(2, spec.file);
   sweep.bind(3, spec.text);
   sweep.bind(4, spec.baseline);
   sweep.bind(5, now());
+  sweep.bind(6, axes.dump());
   sweep.exec();
   // The sweep's membership is replaced as a whole: a variant removed from the file leaves it.
   SQLite::Statement clear_variants(*m_db, "DELETE FROM variants WHERE sweep = ?");
@@ -199,11 +223,17 @@ void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) 
       out << YAML::Flow << o.value;
       overrides[o.path] = out.c_str();
     }
-    SQLite::Statement q(*m_db, "INSERT INTO variants(sweep, name, position, overrides) VALUES (?, ?, ?, ?)");
+    const Variant& v = spec.variants[i];
+    SQLite::Statement q(*m_db,
+                        "INSERT INTO variants(sweep, name, position, overrides, intervention, parts, axes) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, spec.name);
-    q.bind(2, spec.variants[i].name);
+    q.bind(2, v.name);
     q.bind(3, static_cast<int64_t>(i));
     q.bind(4, overrides.dump());
+    q.bind(5, v.intervention.empty() ? v.name : v.intervention);
+    q.bind(6, nlohmann::json(v.parts).dump());
+    q.bind(7, v.axes.dump());
     q.exec();
   }
   SQLite::Statement run(*m_db,
@@ -261,17 +291,26 @@ std::vector<SweepSummary> Store::sweeps() {
 }
 
 std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) {
-  SQLite::Statement q(*m_db, "SELECT name, file, spec, baseline FROM sweeps WHERE name = ?");
+  SQLite::Statement q(*m_db, "SELECT name, file, spec, baseline, axes FROM sweeps WHERE name = ?");
   q.bind(1, sweep);
   if (!q.executeStep()) {
     return std::nullopt;
   }
   SweepInfo info{q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getString(),
-                 q.getColumn(3).getString(), {}};
-  SQLite::Statement v(*m_db, "SELECT name FROM variants WHERE sweep = ? ORDER BY position");
+                 q.getColumn(3).getString(), {}, {}};
+  for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {
+    info.axes.push_back({a.at("kind").get<std::string>(), a.at("keys").get<std::vector<std::string>>()});
+  }
+  SQLite::Statement v(*m_db, "SELECT name, intervention, parts, axes FROM variants WHERE sweep = ? ORDER BY position");
   v.bind(1, sweep);
   while (v.executeStep()) {
-    info.variants.push_back(v.getColumn(0).getString());
+    Variant variant;
+    variant.name = v.getColumn(0).getString();
+    // Sweeps recorded before schema 3 have no intervention: each variant is its own.
+    variant.intervention = v.getColumn(1).getString().empty() ? variant.name : v.getColumn(1).getString();
+    variant.parts = nlohmann::json::parse(v.getColumn(2).getString()).get<std::vector<std::string>>();
+    variant.axes = nlohmann::ordered_json::parse(v.getColumn(3).getString());
+    info.variants.push_back(variant);
   }
   return info;
 }
@@ -283,6 +322,25 @@ std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::st
   std::vector<MetricPoint> out;
   while (q.executeStep()) {
     out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2))});
+  }
+  return out;
+}
+
+std::vector<Segment> Store::segments(const std::string& run_id) {
+  SQLite::Statement q(*m_db,
+                      "SELECT started, last_event, step, code, numerics FROM segments WHERE run_id = ? ORDER BY started");
+  q.bind(1, run_id);
+  std::vector<Segment> out;
+  while (q.executeStep()) {
+    Segment s;
+    s.started = q.getColumn(0).getDouble();
+    s.last_event = q.getColumn(1).getDouble();
+    s.step = q.getColumn(2).getInt64();
+    s.code = q.getColumn(3).getString();
+    if (!q.getColumn(4).isNull()) {
+      s.numerics = q.getColumn(4).getInt64();
+    }
+    out.push_back(s);
   }
   return out;
 }
@@ -335,6 +393,22 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
   SQLite::Statement put_eval(*m_db,
                              "INSERT OR REPLACE INTO metrics(run_id, split, step, tokens, loss, loss_status) "
                              "VALUES (?, ?, ?, ?, ?, ?)");
+  // An event belongs to the latest segment that started at or before it: extending that
+  // segment to the event's time gives the same rows whatever was ingested before (a replay of
+  // the whole events.jsonl by `sweep ingest` included).
+  SQLite::Statement extend(*m_db,
+                           "UPDATE segments SET last_event = MAX(last_event, ?1) WHERE run_id = ?2 AND started = "
+                           "(SELECT MAX(started) FROM segments WHERE run_id = ?2 AND started <= ?1)");
+  std::optional<double> latest_time;  // of the events since the last start in these lines
+  auto extend_segment = [&]() {
+    if (latest_time) {
+      extend.bind(1, *latest_time);
+      extend.bind(2, run_id);
+      extend.exec();
+      extend.reset();
+    }
+    latest_time.reset();
+  };
   // The run's progress columns follow its latest train event: written once per batch of lines.
   std::optional<nlohmann::json> latest_train;
   for (const auto& line : lines) {
@@ -346,7 +420,24 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     }
     const std::string type = ev.value("event", "");
     const int64_t step = ev.value("step", int64_t{0});
+    const std::optional<double> time = ev.contains("time") && ev["time"].is_number()
+                                           ? std::optional<double>(ev["time"].get<double>())
+                                           : std::nullopt;
     if (type == "start") {
+      extend_segment();  // the previous segment ends with the events before this start
+      if (time) {
+        SQLite::Statement seg(*m_db,
+                              "INSERT INTO segments(run_id, started, step, last_event, code, numerics) "
+                              "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, started) DO NOTHING");
+        seg.bind(1, run_id);
+        seg.bind(2, *time);
+        seg.bind(3, step);
+        seg.bind(4, *time);
+        seg.bind(5, ev.value("code", ""));
+        bind_opt(seg, 6, ev.contains("numerics") ? std::optional<int64_t>(ev.value("numerics", int64_t{0}))
+                                                 : std::nullopt);
+        seg.exec();
+      }
       // A (re)start at step k: everything after k will be produced again.
       latest_train.reset();  // its rows after k are gone; so is the progress they reported
       SQLite::Statement drop(*m_db, "DELETE FROM metrics WHERE run_id = ? AND step > ?");
@@ -389,32 +480,48 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     } else if (type == "end") {
       const std::string status = ev.value("status", "failed");
       SQLite::Statement q(*m_db,
-                          "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, wall_seconds = ?, "
-                          "pid = 0, updated_at = ? WHERE run_id = ?");
+                          "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, pid = 0, updated_at = ? "
+                          "WHERE run_id = ?");
       q.bind(1, status);
       q.bind(2, ev.value("reason", ""));
       bind_opt(q, 3, ev.contains("test_loss") ? number(ev["test_loss"]).first : std::nullopt);
       bind_opt(q, 4, ev.contains("test_bpb") ? number(ev["test_bpb"]).first : std::nullopt);
-      bind_opt(q, 5, ev.contains("wall_seconds") ? std::optional<double>(ev["wall_seconds"].get<double>())
-                                                  : std::nullopt);
-      q.bind(6, now());
-      q.bind(7, run_id);
+      q.bind(5, now());
+      q.bind(6, run_id);
       q.exec();
     }
+    if (time) {
+      latest_time = std::max(latest_time.value_or(*time), *time);
+    }
   }
+  extend_segment();
   if (latest_train) {
     nlohmann::json& ev = *latest_train;
     SQLite::Statement q(*m_db,
-                        "UPDATE runs SET steps = ?, tokens = ?, last_loss = ?, tokens_per_s = ?, updated_at = ? "
-                        "WHERE run_id = ?");
+                        "UPDATE runs SET steps = ?, tokens = ?, last_loss = ?, updated_at = ? WHERE run_id = ?");
     q.bind(1, ev.value("step", int64_t{0}));
     q.bind(2, ev.value("tokens", int64_t{0}));
     bind_opt(q, 3, number(ev["loss"]).first);
-    q.bind(4, ev.value("tokens_per_s", 0.0));
-    q.bind(5, now());
-    q.bind(6, run_id);
+    q.bind(4, now());
+    q.bind(5, run_id);
     q.exec();
   }
+  // Time columns, from the rows above: the wall time of every segment (a resume, a retry, a
+  // preemption each add theirs), and the training time of the run's own steps — each step once,
+  // evaluations and checkpoints excluded — which gives its tokens/s.
+  SQLite::Statement times(*m_db, R"sql(
+    UPDATE runs SET
+      wall_seconds = (SELECT SUM(last_event - started) FROM segments WHERE run_id = ?1),
+      train_seconds = (SELECT SUM(CAST(tokens AS REAL) / step / tokens_per_s) FROM metrics
+                       WHERE run_id = ?1 AND split = 'train' AND step > 0 AND tokens_per_s > 0)
+    WHERE run_id = ?1)sql");
+  times.bind(1, run_id);
+  times.exec();
+  SQLite::Statement rate(*m_db,
+                         "UPDATE runs SET tokens_per_s = CASE WHEN train_seconds > 0 THEN tokens / train_seconds END "
+                         "WHERE run_id = ?");
+  rate.bind(1, run_id);
+  rate.exec();
   tx.commit();
 }
 

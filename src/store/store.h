@@ -25,7 +25,10 @@ struct RunRow {
   int64_t attempts = 0;
   int64_t init_seed = 0, data_seed = 0, repeat = 0;
   int64_t steps = 0, total_steps = 0, tokens = 0;
-  std::optional<double> test_loss, test_bpb, wall_seconds, tokens_per_s, last_loss;
+  std::optional<double> test_loss, test_bpb, last_loss;
+  std::optional<double> wall_seconds;   // every segment's time, start event to last event, summed
+  std::optional<double> train_seconds;  // the time of the steps of the run's curve (each step once)
+  std::optional<double> tokens_per_s;   // tokens / train_seconds
   std::string error;
   std::string run_dir;
   int64_t pid = 0;
@@ -45,7 +48,16 @@ struct SweepSummary {
 
 struct SweepInfo {
   std::string name, file, spec, baseline;
-  std::vector<std::string> variants;  // in the sweep file's order, baseline first
+  std::vector<SweepAxis> axes;
+  std::vector<Variant> variants;  // in the sweep file's order, baseline first (without overrides)
+};
+
+// One start of a worker on a run (a first start, a resume or a retry), from its events.
+struct Segment {
+  double started = 0, last_event = 0;  // unix seconds: its start event, its last event
+  int64_t step = 0;                    // where it started
+  std::string code;                    // the git commit of its binary; "" when it did not say
+  std::optional<int64_t> numerics;     // its numerics version; empty when it did not say
 };
 
 struct MetricPoint {
@@ -55,7 +67,7 @@ struct MetricPoint {
 
 class Store {
  public:
-  static constexpr int k_schema_version = 2;
+  static constexpr int k_schema_version = 3;
 
   explicit Store(const std::string& path);
   ~Store();
@@ -69,6 +81,7 @@ class Store {
   std::vector<SweepSummary> sweeps();  // the most recently run first
   std::optional<SweepInfo> sweep_info(const std::string& sweep);
   std::vector<MetricPoint> metrics(const std::string& run_id, const std::string& split);
+  std::vector<Segment> segments(const std::string& run_id);  // oldest first
 
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);
   void set_status(const std::string& run_id, const std::string& status, const std::string& error = "");

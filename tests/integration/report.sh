@@ -14,11 +14,11 @@ evil='<script>alert(1)</script>'
 sql() { sed "s/'/''/g" <<<"$1"; }  # a string literal's body
 {
   echo "BEGIN;"
-  echo "INSERT INTO sweeps VALUES ('fixture', 'fixture.yaml', 'sweep: fixture', 'baseline', 0);"
+  echo "INSERT INTO sweeps(name, file, spec, baseline, updated_at) VALUES ('fixture', 'fixture.yaml', 'sweep: fixture', 'baseline', 0);"
   pos=0
   # variant: test loss of seeds 1, 2, 3 ('-' = diverged)
   while read -r name values; do
-    echo "INSERT INTO variants VALUES ('fixture', '$(sql "$name")', $pos, '{}');"
+    echo "INSERT INTO variants(sweep, name, position, overrides) VALUES ('fixture', '$(sql "$name")', $pos, '{}');"
     seed=0
     for v in $values; do
       seed=$((seed + 1)); id="run${pos}s${seed}"

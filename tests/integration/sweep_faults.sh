@@ -80,11 +80,41 @@ set +e; wait "$sched"; rc=$?; set -e
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$target'")" = interrupted ] ||
   fail "after Ctrl-C: $(sql "SELECT status, error FROM runs WHERE run_id = '$target'")"
 grep -q '"status":"preempted"' "res/runs/$target/events.jsonl" || fail "the worker should have checkpointed"
-"$SWEEP" run d.yaml --results res --devices cpu:2x1 > run7.txt
+# ... and once more, so that the run is trained in three starts
+"$SWEEP" run d.yaml --results res --devices cpu:2x1 > run7.txt &
+sched=$!
+wait_for_train_events "res/runs/$target/events.jsonl" 60
+kill -INT "$sched"
+set +e; wait "$sched"; rc=$?; set -e
+[ "$rc" -eq 130 ] || fail "second Ctrl-C exit code $rc: $(cat run7.txt)"
+"$SWEEP" run d.yaml --results res --devices cpu:2x1 > run7b.txt
 [ "$(sql "SELECT COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'ctrlc' AND status = 'done'")" -eq 4 ] ||
-  fail "after Ctrl-C and a new run: $(cat run7.txt)"
-grep -q '"resumed":true' "res/runs/$target/events.jsonl" || fail "the interrupted run should resume"
+  fail "after Ctrl-C and a new run: $(cat run7b.txt)"
+[ "$(count '"resumed":true' "res/runs/$target/events.jsonl")" -eq 2 ] || fail "the interrupted run should resume twice"
 check_database
+# Its wall time sums the three starts (start event to last event each), its tokens/s is its tokens
+# over the time of its own steps (each once: the steps trained again after a resume replace theirs).
+[ "$(sql "SELECT COUNT(*) FROM segments WHERE run_id = '$target'")" -eq 3 ] || fail "three segments: $(sql "SELECT * FROM segments WHERE run_id = '$target'")"
+python3 - "res/runs/$target/events.jsonl" "$(sql "SELECT wall_seconds, tokens_per_s, tokens FROM runs WHERE run_id = '$target'")" <<'PY' || fail "wall or tokens/s of the resumed run"
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+wall, rate, tokens = (float(x) for x in sys.argv[2].split("|"))
+segments, steps = [], {}
+for e in events:
+    if e["event"] == "start":
+        segments.append([e["time"], e["time"]])
+    segments[-1][1] = e["time"]
+    if e["event"] == "train":
+        steps[e["step"]] = e["tokens"] / e["step"] / e["tokens_per_s"]  # the last time a step ran counts
+want_wall = sum(end - start for start, end in segments)
+assert abs(wall - want_wall) < 1e-6, (wall, want_wall)
+assert wall > segments[-1][1] - segments[-1][0], "wall must cover every start, not the last"
+assert len(steps) == 400 and abs(rate - tokens / sum(steps.values())) < 1e-6 * rate, (rate, tokens, len(steps))
+print("resumed twice: wall %.2f s over 3 starts, %.0f tokens/s" % (wall, rate))
+PY
+"$SWEEP" report ctrlc --results res --out rep-ctrlc > rep-ctrlc.txt 2>&1 || fail "report ctrlc: $(cat rep-ctrlc.txt)"
+grep -q "had runs started more than once" rep-ctrlc.txt || fail "the report should say wall sums several starts: $(cat rep-ctrlc.txt)"
+grep -q "^ctrlc,nodrop2,$target,1,1,0,done,.*,3,[0-9a-f]" rep-ctrlc/summary.csv || fail "summary.csv starts: $(cat rep-ctrlc/summary.csv)"
 
 # ---- Ctrl-C while the workers are still starting (before their SIGTERM handler exists) ----
 tiny_sweep e.yaml early 400 "lr4: {train.lr: 4e-3}"

@@ -36,6 +36,7 @@ grep -q "2 already finished, 2 to run" other.txt || fail "shared baseline: $(cat
 grep -q "^tiny .*4 done" ls.txt && grep -q "^other .*4 done" ls.txt || fail "ls: $(cat ls.txt)"
 "$SWEEP" status tiny --results res > status.txt
 [ "$(grep -c ' done ' status.txt)" -eq 4 ] || fail "status: $(cat status.txt)"
+[ "$(grep -cE ' [0-9a-f]{12}(\+dirty)? numerics [0-9]+ ' status.txt)" -eq 4 ] || fail "status shows no code version: $(cat status.txt)"
 
 # the database rebuilt from the run directories alone
 rm -f res/sweep.db res/sweep.db-wal res/sweep.db-shm

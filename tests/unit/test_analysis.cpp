@@ -2,6 +2,7 @@
 // band, and the edge cases (one seed, zero variance, every run diverged, unmatched seeds).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -16,7 +17,7 @@ namespace {
 VariantRuns variant(const std::string& name, const std::vector<double>& values, int64_t first_seed = 1) {
   VariantRuns v{name, {}};
   for (size_t i = 0; i < values.size(); ++i) {
-    RunResult r;
+    ReportRun r;
     r.run_id = name + std::to_string(i);
     r.init_seed = r.data_seed = first_seed + static_cast<int64_t>(i);
     if (std::isnan(values[i])) {
@@ -166,4 +167,131 @@ TEST_CASE("HTML: user strings are escaped and nothing is fetched") {
   CHECK(html.find("default-src 'none'") != std::string::npos);
   CHECK(html.find("http://") == std::string::npos);
   CHECK(html.find("https://") == std::string::npos);
+}
+
+namespace {
+
+bool has_note(const Analysis& a, const std::string& text) {
+  return std::any_of(a.notes.begin(), a.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+// The same variant with every run repeated `k` times under identical seeds.
+VariantRuns repeated(VariantRuns v, int64_t k) {
+  std::vector<ReportRun> runs;
+  for (const auto& r : v.runs) {
+    for (int64_t i = 0; i < k; ++i) {
+      ReportRun copy = r;
+      copy.repeat = i;
+      copy.run_id += "r" + std::to_string(i);
+      runs.push_back(copy);
+    }
+  }
+  v.runs = runs;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("repeats: identical-seed repeats are one observation per seed, for the tests and for --noise-from") {
+  const std::vector<VariantRuns> plain{variant("baseline", {3.00, 3.02, 2.98, 3.01}), variant("x", {2.95, 3.00, 2.96, 2.99})};
+  const Analysis once = analyze(input(plain));
+  const Analysis twice = analyze(input({repeated(plain[0], 2), repeated(plain[1], 2)}));
+  const VariantStats &a = find(once, "x"), &b = find(twice, "x");
+  CHECK(b.seeds == 4);
+  CHECK(b.finished == 8);
+  CHECK(b.ci_low == a.ci_low);
+  CHECK(b.ci_high == a.ci_high);
+  CHECK(b.p == a.p);
+  CHECK(b.seeds_needed == a.seeds_needed);
+  CHECK(twice.noise.sigma == once.noise.sigma);
+  CHECK(twice.noise.n == 4);
+  CHECK(twice.noise.detectable == once.noise.detectable);
+  CHECK(has_note(twice, "identical-seed repeats are averaged"));
+  CHECK_FALSE(has_note(once, "identical-seed repeats"));
+  // Repeats that differ (nondeterminism) are averaged per seed; their spread is σ_repeat.
+  VariantRuns noisy = repeated(plain[0], 2);
+  for (size_t i = 0; i < noisy.runs.size(); i += 2) {
+    *noisy.runs[i].value += 0.001;
+    *noisy.runs[i + 1].value -= 0.001;
+  }
+  ReportInput in = input({plain[0], plain[1]});
+  in.noise_from = NoiseSource{"noise", noisy.runs};
+  const Analysis from_noise = analyze(in);
+  CHECK(from_noise.noise.n == 4);
+  CHECK(from_noise.noise.sigma == doctest::Approx(once.noise.sigma).epsilon(1e-12));
+  CHECK(from_noise.noise.components.sigma_repeat == doctest::Approx(0.001 * std::sqrt(2.0)).epsilon(1e-9));
+}
+
+TEST_CASE("pairing: only when it is real — runs of older numerics that change the parameter set go unpaired") {
+  VariantRuns base = variant("baseline", {3.00, 3.02, 2.98, 3.01});
+  VariantRuns bias = variant("qkv-bias", {2.99, 3.00, 2.97, 3.00});
+  base.model = R"({"qkv_bias":false})";
+  bias.model = R"({"qkv_bias":true})";
+  auto with_numerics = [](VariantRuns v, int64_t n) {
+    for (auto& r : v.runs) {
+      r.numerics = n;
+    }
+    return v;
+  };
+  const Analysis now = analyze(input({with_numerics(base, 2), with_numerics(bias, 2)}));
+  CHECK(find(now, "qkv-bias").method == "paired");
+  CHECK(find(now, "qkv-bias").correlation == doctest::Approx(pearson({3.00, 3.02, 2.98, 3.01}, {2.99, 3.00, 2.97, 3.00})));
+  const Analysis old = analyze(input({with_numerics(base, 1), with_numerics(bias, 2)}));
+  CHECK(find(old, "qkv-bias").method == "welch");
+  CHECK(has_note(old, "qkv-bias: changes the parameter set"));
+  // the same parameter set pairs under any numerics
+  bias.model = base.model;
+  CHECK(find(analyze(input({with_numerics(base, 1), with_numerics(bias, 1)})), "qkv-bias").method == "paired");
+}
+
+TEST_CASE("combinations: additive, overlapping and interfering parts") {
+  // per seed: baseline b; a improves by 0.10, c by 0.05
+  const std::vector<double> b{3.00, 3.02, 2.98, 3.01};
+  auto shifted = [&](const std::string& name, double by, const std::vector<double>& noise) {
+    std::vector<double> v;
+    for (size_t i = 0; i < b.size(); ++i) {
+      v.push_back(b[i] - by + noise[i]);
+    }
+    return variant(name, v);
+  };
+  const std::vector<double> jitter{0.002, -0.001, 0.0, -0.002};
+  auto combined = [&](double by) {
+    VariantRuns c = shifted("a+c", by, {-0.001, 0.002, -0.002, 0.001});
+    c.intervention = "a+c";
+    c.parts = {"a", "c"};
+    return c;
+  };
+  auto verdict_for = [&](double by) {
+    const Analysis an = analyze(input({variant("baseline", b), shifted("a", 0.10, jitter), shifted("c", 0.05, jitter),
+                                       combined(by)}));
+    REQUIRE(an.additivity.size() == 1);
+    const Additivity& x = an.additivity[0];
+    CHECK(x.method == "paired");
+    CHECK(x.parts == std::vector<std::string>{"a", "c"});
+    CHECK(x.sum_of_parts == doctest::Approx(0.15).epsilon(0.02));
+    CHECK(x.difference == doctest::Approx(x.combined - x.sum_of_parts).epsilon(1e-9));
+    return x.verdict;
+  };
+  CHECK(verdict_for(0.15) == "adds up");
+  CHECK(verdict_for(0.12) == "overlaps");    // less than 0.15, more than the best part's 0.10
+  CHECK(verdict_for(0.04) == "interferes");  // less than the best part
+  CHECK(verdict_for(0.20) == "more than the sum");
+}
+
+TEST_CASE("provenance: a variant whose runs come from two code versions is flagged") {
+  VariantRuns base = variant("baseline", {3.00, 3.02, 2.98});
+  VariantRuns x = variant("x", {2.90, 2.92, 2.88});
+  for (auto* v : {&base, &x}) {
+    for (auto& r : v->runs) {
+      r.codes = {"aaaaaaaaaaaa numerics 2"};
+    }
+  }
+  const Analysis same = analyze(input({base, x}));
+  CHECK(same.code == "code: trained by aaaaaaaaaaaa numerics 2");
+  CHECK_FALSE(has_note(same, "code version"));
+  x.runs[1].codes = {"bbbbbbbbbbbb numerics 2"};
+  const Analysis mixed = analyze(input({base, x}));
+  CHECK(has_note(mixed, "x: its runs were trained by 2 code versions (aaaaaaaaaaaa numerics 2, bbbbbbbbbbbb numerics 2)"));
+  CHECK(mixed.code.find("aaaaaaaaaaaa numerics 2 (5 runs)") != std::string::npos);
+  CHECK(mixed.code.find("bbbbbbbbbbbb numerics 2 (1 run)") != std::string::npos);
 }

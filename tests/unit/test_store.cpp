@@ -127,3 +127,92 @@ TEST_CASE("recording a sweep twice keeps its runs' state, and a shared run belon
   CHECK(store.sweep_runs("other")[0].run.status == "done");
   CHECK(store.sweeps().size() == 2);
 }
+
+namespace {
+
+std::string timed(const std::string& event_json_without_brace, double time) {
+  return "{" + event_json_without_brace + ",\"time\":" + std::to_string(time) + "}";
+}
+
+// A run started three times: the first start dies after step 4 (its checkpoint at step 2), the
+// second is preempted after step 5 (checkpoint at 5), the third, by another build, finishes at 6.
+// Step k takes 100 / (100·k) seconds: tokens_per_s = 100·k for 100 tokens a step.
+std::vector<std::vector<std::string>> three_starts() {
+  auto train = [](int step, double time) {
+    return timed(R"("event":"train","step":)" + std::to_string(step) + R"(,"tokens":)" + std::to_string(step * 100) +
+                     R"(,"loss":3.0,"lr":0.001,"grad_norm":1.0,"tokens_per_s":)" + std::to_string(100 * step),
+                 time);
+  };
+  return {
+      {timed(R"("event":"start","step":0,"total_steps":6,"code":"aaaaaaaaaaaa","numerics":2)", 100), train(1, 101),
+       train(2, 102), timed(R"("event":"checkpoint","step":2)", 102.5), train(3, 103), train(4, 104)},
+      {timed(R"("event":"start","step":2,"total_steps":6,"code":"aaaaaaaaaaaa","numerics":2)", 200), train(3, 201),
+       train(4, 202), train(5, 203), timed(R"("event":"end","status":"preempted","step":5)", 203.5)},
+      {timed(R"("event":"start","step":5,"total_steps":6,"code":"bbbbbbbbbbbb","numerics":2)", 300), train(6, 301),
+       timed(R"("event":"end","status":"done","step":6,"test_loss":2.9,"test_bpb":1.2,"wall_seconds":2)", 302)},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("a run started three times: wall sums every start, tokens/s is over its own steps, each start's code") {
+  const double step_seconds = 1 + 1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5 + 1.0 / 6;  // steps 1..6, each once
+  auto check = [&](Store& store, const std::string& id) {
+    const RunRow row = *store.run(id);
+    CHECK(row.wall_seconds == doctest::Approx((104 - 100) + (203.5 - 200) + (302 - 300)));
+    CHECK(row.train_seconds == doctest::Approx(step_seconds));
+    CHECK(row.tokens_per_s == doctest::Approx(600 / step_seconds));
+    const std::vector<Segment> segments = store.segments(id);
+    REQUIRE(segments.size() == 3);
+    CHECK(segments[0].step == 0);
+    CHECK(segments[1].step == 2);
+    CHECK(segments[2].step == 5);
+    CHECK(segments[0].last_event == 104);
+    CHECK(segments[1].last_event == 203.5);
+    CHECK(segments[2].code == "bbbbbbbbbbbb");
+    CHECK(segments[2].numerics == 2);
+  };
+  test::TempDir dir;
+  const SweepSpec s = one_run_sweep();
+  const std::string id = s.runs[0].run_id;
+  {
+    Store store(dir.str("live.db"));  // as the scheduler ingests: batch by batch, as the lines arrive
+    store.record_sweep(s, dir.str());
+    for (const auto& batch : three_starts()) {
+      store.ingest(id, {batch.begin(), batch.begin() + 2});
+      store.ingest(id, {batch.begin() + 2, batch.end()});
+    }
+    check(store, id);
+  }
+  {
+    Store store(dir.str("rebuilt.db"));  // as `sweep ingest` does: the whole events.jsonl, twice
+    store.record_sweep(s, dir.str());
+    std::vector<std::string> all;
+    for (const auto& batch : three_starts()) {
+      all.insert(all.end(), batch.begin(), batch.end());
+    }
+    store.ingest(id, all);
+    store.ingest(id, all);
+    check(store, id);
+  }
+}
+
+TEST_CASE("a sweep's design is recorded: axes, each variant's intervention, parts and axis values") {
+  test::TempDir dir;
+  Store store(dir.str("sweep.db"));
+  SweepSpec s = one_run_sweep();
+  s.axes = {{"grid", {"train.grad_accum"}}};
+  s.variants[0].axes = {{"train.grad_accum", 1}};
+  Variant both{"both+grad_accum=2", {}, "both", {"a", "b"}, {{"train.grad_accum", 2}}};
+  s.variants.push_back(both);
+  store.record_sweep(s, dir.str());
+  const SweepInfo info = *store.sweep_info("t");
+  REQUIRE(info.axes.size() == 1);
+  CHECK(info.axes[0].kind == "grid");
+  CHECK(info.axes[0].keys == std::vector<std::string>{"train.grad_accum"});
+  REQUIRE(info.variants.size() == 2);
+  CHECK(info.variants[0].intervention == "base");  // no intervention given: its own name
+  CHECK(info.variants[1].intervention == "both");
+  CHECK(info.variants[1].parts == std::vector<std::string>{"a", "b"});
+  CHECK(info.variants[1].axes.dump() == R"({"train.grad_accum":2})");
+}

@@ -1,0 +1,229 @@
+#include "report/response.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
+
+// Keys that change how many sequences one optimizer step sees.
+bool changes_batch(const std::string& key) {
+  return key == "train.micro_batch" || key == "train.grad_accum" || key == "resources.ranks";
+}
+
+std::optional<double> number(const std::string& json_text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(json_text, &used);
+    if (used == json_text.size() && std::isfinite(v)) {
+      return v;
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// (t, value) pairs of the given seeds (a seed drawn twice counts twice) at every point.
+void gather(const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& seeds, bool log_x,
+            std::vector<double>& t, std::vector<double>& y) {
+  t.clear();
+  y.clear();
+  for (const auto& p : points) {
+    for (const auto& s : seeds) {
+      if (const auto it = p.values.find(s); it != p.values.end()) {
+        t.push_back(log_x ? std::log(p.x) : p.x);
+        y.push_back(it->second);
+      }
+    }
+  }
+}
+
+void add_note(OptimumFit& f, const std::string& note) { f.note += (f.note.empty() ? "" : "; ") + note; }
+
+}  // namespace
+
+OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resamples, uint64_t seed) {
+  OptimumFit f;
+  f.best = f.ci_low = f.ci_high = f.share_inside = k_nan;
+  std::set<double> xs;
+  std::set<SeedKey> seed_set;
+  for (const auto& p : points) {
+    if (!p.values.empty()) {
+      xs.insert(p.x);
+    }
+    for (const auto& [key, value] : p.values) {
+      seed_set.insert(key);
+    }
+  }
+  f.points = static_cast<int64_t>(xs.size());
+  f.seeds = static_cast<int64_t>(seed_set.size());
+  if (xs.size() < 3) {
+    f.note = "fewer than 3 distinct values with results: no optimum fitted";
+    return f;
+  }
+  f.log_x = *xs.begin() > 0;
+  const auto to_t = [&](double x) { return f.log_x ? std::log(x) : x; };
+  const auto to_x = [&](double t) { return f.log_x ? std::exp(t) : t; };
+  const double lo = to_t(*xs.begin()), hi = to_t(*xs.rbegin());
+  const std::vector<SeedKey> all(seed_set.begin(), seed_set.end());
+  std::vector<double> t, y;
+  gather(points, all, f.log_x, t, y);
+  const std::optional<Quadratic> q = fit_quadratic(t, y);
+  if (!q) {
+    f.note = "the quadratic fit is degenerate";
+    return f;
+  }
+  f.fitted = true;
+  f.curve = *q;
+  const double best_t = argmin_on(*q, lo, hi);
+  f.best = to_x(best_t);
+  f.inside = best_t > lo && best_t < hi;
+
+  if (all.size() >= 2) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<size_t> pick(0, all.size() - 1);
+    std::vector<double> bests;
+    int64_t inside = 0;
+    std::vector<SeedKey> drawn(all.size());
+    for (int64_t r = 0; r < resamples; ++r) {
+      for (auto& d : drawn) {
+        d = all[pick(rng)];
+      }
+      gather(points, drawn, f.log_x, t, y);
+      const std::optional<Quadratic> qr = fit_quadratic(t, y);
+      if (!qr) {
+        continue;
+      }
+      const double b = argmin_on(*qr, lo, hi);
+      inside += b > lo && b < hi;
+      bests.push_back(b);
+    }
+    f.resamples = static_cast<int64_t>(bests.size());
+    if (!bests.empty()) {
+      f.ci_low = to_x(percentile(bests, 0.025));
+      f.ci_high = to_x(percentile(bests, 0.975));
+      f.share_inside = static_cast<double>(inside) / static_cast<double>(bests.size());
+    }
+  } else {
+    add_note(f, "one seed: no bootstrap CI");
+  }
+  // Lack of fit: means the curve misses by more than their own 95% CI. The bootstrap CI covers
+  // seed noise, not a curve of the wrong shape.
+  int64_t missed = 0;
+  double worst = 0, worst_x = 0;
+  for (const auto& p : points) {
+    std::vector<double> values;
+    for (const auto& [key, value] : p.values) {
+      values.push_back(value);
+    }
+    const Summary m = summarize(values);
+    const double miss = std::abs(m.mean - q->at(to_t(p.x)));
+    if (m.n >= 2 && miss > m.ci_high - m.mean) {
+      ++missed;
+      if (miss > worst) {
+        worst = miss;
+        worst_x = p.x;
+      }
+    }
+  }
+  if (missed > 0) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "the quadratic misses the mean at %lld of %zu values by more than its 95%% CI (most: %.4f at %g): "
+                  "the CI of the best value covers seed noise, not the curve's shape",
+                  static_cast<long long>(missed), xs.size(), worst, worst_x);
+    add_note(f, text);
+  }
+  if (!f.inside) {
+    add_note(f, std::string("the fitted curve is lowest at the ") + (best_t <= lo ? "smallest" : "largest") +
+                    " value tried: the best value lies there or beyond — extend the axis");
+  }
+  return f;
+}
+
+std::vector<Response> find_responses(const ReportInput& in, std::vector<std::string>& notes) {
+  std::vector<Response> out;
+  for (const auto& dim : in.axes) {
+    // Series: variants that differ only along this dimension.
+    std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> series;
+    for (const auto& v : in.variants) {
+      std::string key = v.intervention;
+      for (const auto& [axis, value] : v.axes) {
+        if (std::find(dim.keys.begin(), dim.keys.end(), axis) == dim.keys.end()) {
+          key += "+" + axis + "=" + value;
+        }
+      }
+      auto it = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == key; });
+      if (it == series.end()) {
+        series.push_back({key, {}});
+        it = series.end() - 1;
+      }
+      it->second.push_back(&v);
+    }
+    // x: the batch when this dimension changes it along a series, else the first key with numbers everywhere.
+    const bool by_batch = std::any_of(dim.keys.begin(), dim.keys.end(), changes_batch) &&
+                          std::any_of(series.begin(), series.end(), [](const auto& s) {
+                            std::set<double> batches;
+                            for (const VariantRuns* v : s.second) {
+                              batches.insert(v->batch_sequences);
+                            }
+                            return batches.size() >= 2 && *batches.begin() > 0;
+                          });
+    std::string x_key;
+    if (!by_batch) {
+      const auto numeric = std::find_if(dim.keys.begin(), dim.keys.end(), [&](const std::string& key) {
+        return std::all_of(in.variants.begin(), in.variants.end(),
+                           [&](const VariantRuns& v) { return v.axes.count(key) && number(v.axes.at(key)); });
+      });
+      if (numeric == dim.keys.end()) {
+        notes.push_back("axis " + join(dim.keys, ", ") + ": no numeric value, so no response");
+        continue;
+      }
+      x_key = *numeric;
+    }
+    for (const auto& [name, members] : series) {
+      Response r;
+      r.keys = dim.keys;
+      r.series = name;
+      r.label = by_batch ? "batch size (sequences)" : x_key;
+      for (const VariantRuns* v : members) {
+        ResponsePoint p;
+        p.variant = v->name;
+        p.x = by_batch ? v->batch_sequences : *number(v->axes.at(x_key));
+        p.values = seed_values(v->runs);
+        std::vector<double> values;
+        for (const auto& [seed, value] : p.values) {
+          values.push_back(value);
+        }
+        p.summary = summarize(values);
+        r.points.push_back(p);
+      }
+      std::stable_sort(r.points.begin(), r.points.end(),
+                       [](const ResponsePoint& a, const ResponsePoint& b) { return a.x < b.x; });
+      if (r.points.size() < 2) {
+        continue;
+      }
+      const double x_min = r.points.front().x, x_max = r.points.back().x;
+      r.log_x = x_min > 0 && x_max / x_min >= 4;
+      r.fit = fit_optimum(r.points);
+      if (!r.fit.fitted) {
+        notes.push_back("response to " + r.label + " (series " + name + "): " + r.fit.note);
+      } else if (!r.fit.log_x) {
+        r.fit.note = "fitted against " + r.label + " itself: some values are ≤ 0, which have no logarithm" +
+                     (r.fit.note.empty() ? "" : "; " + r.fit.note);  // first: it says what the fit is
+      }
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace sweep

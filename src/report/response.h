@@ -1,0 +1,25 @@
+// How the metric responds along a sweep's numeric grid/zip dimensions, and which value is best:
+// a quadratic in log(x) fitted by least squares over every seed's value, its lowest point within
+// the tried range, and a 95% CI from a bootstrap over seeds (whole seeds are resampled, so each
+// resample keeps a seed's values at every x together). Pure: no database, no files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report/analysis.h"
+
+namespace sweep {
+
+// One response per numeric dimension and series (an intervention, the other axes held fixed).
+// The x of a dimension that changes the global batch is the batch in sequences (micro_batch ×
+// grad_accum × ranks); otherwise its first numeric key. `notes` receives what the reader must
+// know (a dimension with no numeric key, too few values to fit).
+std::vector<Response> find_responses(const ReportInput& in, std::vector<std::string>& notes);
+
+// The best x of `points` (by x): see the file comment. `resamples` bootstrap resamples from a
+// generator seeded with `seed`, so a report is reproducible.
+OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resamples = 2000, uint64_t seed = 1);
+
+}  // namespace sweep

@@ -1,0 +1,157 @@
+// The response of a metric along a numeric axis and its best value: the quadratic fit in log(x),
+// the bootstrap CI over seeds, the optimum outside the tried range, too few values; and how a
+// report finds its axes (the batch in sequences, the first numeric key, series per intervention).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "report/response.h"
+
+using namespace sweep;
+
+namespace {
+
+// Points at x with values f(x) for seeds 1..seeds, each seed with its own offset and a little noise.
+std::vector<ResponsePoint> points(const std::vector<double>& xs, int seeds, double (*f)(double)) {
+  std::vector<ResponsePoint> out;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    ResponsePoint p;
+    p.x = xs[i];
+    for (int s = 1; s <= seeds; ++s) {
+      p.values[{s, s}] = f(xs[i]) + 0.02 * s + 0.01 * std::sin(7.0 * s + 3.0 * static_cast<double>(i));
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+double bowl_at_16(double x) { return 5.0 + 0.1 * std::pow(std::log(x) - std::log(16.0), 2); }
+double falling(double x) { return 5.0 - 0.1 * std::log(x); }
+
+const std::vector<double> k_batches{2, 4, 8, 16, 32, 64, 128};
+
+}  // namespace
+
+TEST_CASE("optimum: a known minimum at 16 is found, with a bootstrap CI over seeds around it") {
+  const OptimumFit f = fit_optimum(points(k_batches, 5, bowl_at_16));
+  REQUIRE(f.fitted);
+  CHECK(f.log_x);
+  CHECK(f.inside);
+  CHECK(f.best == doctest::Approx(16.0).epsilon(0.1));
+  CHECK(f.ci_low < 16.0);
+  CHECK(f.ci_high > 16.0);
+  CHECK(f.ci_low > 8.0);
+  CHECK(f.ci_high < 32.0);
+  CHECK(f.seeds == 5);
+  CHECK(f.points == 7);
+  CHECK(f.resamples == 2000);
+  CHECK(f.share_inside > 0.99);
+  CHECK(f.note.empty());
+  // reproducible: the same resamples give the same CI
+  const OptimumFit again = fit_optimum(points(k_batches, 5, bowl_at_16));
+  CHECK(again.ci_low == f.ci_low);
+  CHECK(again.ci_high == f.ci_high);
+}
+
+TEST_CASE("optimum: a curve that is not a quadratic is said to be so") {
+  const OptimumFit f = fit_optimum(points(k_batches, 5, [](double x) { return 5.0 + std::abs(std::log(x / 16.0)); }));
+  REQUIRE(f.fitted);
+  CHECK(f.inside);
+  CHECK(f.note.find("the quadratic misses the mean at") != std::string::npos);
+  CHECK(f.note.find("covers seed noise, not the curve's shape") != std::string::npos);
+}
+
+TEST_CASE("optimum: a metric still falling at the largest value says the best lies there or beyond") {
+  const OptimumFit f = fit_optimum(points(k_batches, 4, falling));
+  REQUIRE(f.fitted);
+  CHECK_FALSE(f.inside);
+  CHECK(f.best == doctest::Approx(128.0));
+  CHECK(f.note.find("lowest at the largest value tried") != std::string::npos);
+  CHECK(f.share_inside < 0.05);
+}
+
+TEST_CASE("optimum: fewer than 3 distinct values give no fit, one seed gives no CI") {
+  const OptimumFit two = fit_optimum(points({8, 16}, 3, bowl_at_16));
+  CHECK_FALSE(two.fitted);
+  CHECK(two.note.find("fewer than 3 distinct values") != std::string::npos);
+  const OptimumFit one_seed = fit_optimum(points(k_batches, 1, bowl_at_16));
+  REQUIRE(one_seed.fitted);
+  CHECK(one_seed.best == doctest::Approx(16.0).epsilon(0.1));
+  CHECK(std::isnan(one_seed.ci_low));
+  CHECK(one_seed.note.find("one seed") != std::string::npos);
+  // values ≤ 0 have no logarithm: fitted against x itself
+  const OptimumFit linear = fit_optimum(points({0, 0.01, 0.1}, 3, [](double x) { return (x - 0.05) * (x - 0.05); }));
+  REQUIRE(linear.fitted);
+  CHECK_FALSE(linear.log_x);
+  CHECK(linear.best == doctest::Approx(0.05).epsilon(0.2));
+}
+
+namespace {
+
+ReportRun done(int64_t seed, double value) {
+  ReportRun r;
+  r.run_id = "r" + std::to_string(seed);
+  r.status = "done";
+  r.init_seed = r.data_seed = seed;
+  r.value = value;
+  return r;
+}
+
+VariantRuns grid_point(const std::string& name, const std::string& intervention, double batch,
+                       std::map<std::string, std::string> axes, double value) {
+  VariantRuns v;
+  v.name = name;
+  v.intervention = intervention;
+  v.batch_sequences = batch;
+  v.axes = std::move(axes);
+  for (int64_t s = 1; s <= 3; ++s) {
+    v.runs.push_back(done(s, value + 0.01 * static_cast<double>(s)));
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("responses: the batch in sequences for batch keys, a series per intervention, numeric keys otherwise") {
+  ReportInput in;
+  in.metric = "test_loss";
+  in.baseline = "baseline";
+  in.axes = {{"grid", {"train.grad_accum"}}};
+  for (const auto& [ga, loss] : std::vector<std::pair<int, double>>{{1, 5.0}, {2, 4.9}, {4, 5.1}}) {
+    const std::string axis = std::to_string(ga);
+    in.variants.push_back(grid_point(ga == 2 ? "baseline" : "grad_accum=" + axis, "baseline", 8.0 * ga,
+                                     {{"train.grad_accum", axis}}, loss));
+    in.variants.push_back(grid_point(ga == 2 ? "clip" : "clip+grad_accum=" + axis, "clip", 8.0 * ga,
+                                     {{"train.grad_accum", axis}}, loss - 0.05));
+  }
+  std::vector<std::string> notes;
+  const std::vector<Response> rs = find_responses(in, notes);
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].series == "baseline");
+  CHECK(rs[1].series == "clip");
+  CHECK(rs[0].label == "batch size (sequences)");
+  REQUIRE(rs[0].points.size() == 3);
+  CHECK(rs[0].points[0].x == 8.0);
+  CHECK(rs[0].points[2].x == 32.0);
+  CHECK(rs[0].points[1].variant == "baseline");
+  CHECK(rs[0].points[1].summary.n == 3);
+  CHECK(rs[0].log_x);
+  CHECK(rs[0].fit.fitted);
+  CHECK(notes.empty());
+
+  // A zip that keeps the global batch: its x is its first numeric key; a text axis has no response.
+  in.axes = {{"zip", {"train.micro_batch", "train.grad_accum"}}, {"grid", {"train.schedule"}}};
+  in.variants = {
+      grid_point("baseline", "baseline", 16, {{"train.micro_batch", "16"}, {"train.grad_accum", "1"}, {"train.schedule", "\"cosine\""}}, 5.0),
+      grid_point("micro_batch=8+grad_accum=2", "baseline", 16, {{"train.micro_batch", "8"}, {"train.grad_accum", "2"}, {"train.schedule", "\"cosine\""}}, 5.0),
+      grid_point("schedule=constant", "baseline", 16, {{"train.micro_batch", "16"}, {"train.grad_accum", "1"}, {"train.schedule", "\"constant\""}}, 5.1),
+  };
+  notes.clear();
+  const std::vector<Response> zip = find_responses(in, notes);
+  REQUIRE(zip.size() == 1);
+  CHECK(zip[0].label == "train.micro_batch");
+  CHECK(zip[0].series == "baseline+train.schedule=\"cosine\"");
+  CHECK_FALSE(zip[0].fit.fitted);  // two values
+  REQUIRE(notes.size() >= 2);
+  CHECK(notes.back().find("no numeric value") != std::string::npos);
+}
