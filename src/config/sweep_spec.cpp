@@ -431,17 +431,18 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
                               "digits and _ - . + = , only, at most 100 characters")});
         continue;
       }
-      const auto [same, fresh_config] = by_config.emplace(config->identity_json().dump(), spec.variants.size());
-      if (!fresh_config) {
+      const std::string identity = config->identity_json().dump();
+      if (const auto same = by_config.find(identity); same != by_config.end()) {
         report({at(where, "variant '" + full.name + "' is the same run config as '" + spec.variants[same->second].name +
                               "' — each grid/zip value must be a different setting (e.g. not both 1e-3 and 0.001)")});
         continue;
       }
-      if (const auto [other, fresh_name] = by_name.emplace(full.name, spec.variants.size()); !fresh_name) {
+      if (const auto other = by_name.find(full.name); other != by_name.end()) {
         report({at(where, "two variants are named '" + full.name + "' (the grid/zip point of '" + v.name +
                               "' and '" + spec.variants[other->second].intervention + "') — rename the intervention")});
         continue;
       }
+      by_config[identity] = by_name[full.name] = spec.variants.size();
       spec.variants.push_back(full);
       configs.push_back(*config);
     }

@@ -377,7 +377,9 @@ std::string render_text(const Analysis& a) {
     rows.push_back(row);
   }
   std::ostringstream out;
-  out << headline(a) << "\n\n" << text_table(k_headers, rows) << '\n' << method_sentence(a) << "\n\nnoise:\n";
+  const std::string method = method_sentence(a);
+  out << headline(a) << "\n\n" << text_table(k_headers, rows) << (method.empty() ? "" : "\n" + method + "\n")
+      << "\nnoise:\n";
   for (const auto& l : noise_lines(a)) {
     out << "  " << l << '\n';
   }
@@ -410,7 +412,8 @@ std::string render_markdown(const ReportInput& in, const Analysis& a, const std:
     }
     rows.push_back(row);
   }
-  out << markdown_table(k_headers, rows) << '\n' << method_sentence(a) << "\n\n## Noise\n\n";
+  const std::string method = method_sentence(a);
+  out << markdown_table(k_headers, rows) << (method.empty() ? "" : "\n" + method + "\n") << "\n## Noise\n\n";
   for (const auto& l : noise_lines(a)) {
     out << "- " << l << '\n';
   }
@@ -482,7 +485,9 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
     }
     out << "</tr>\n";
   }
-  out << "</tbody></table></div>\n<p>" << html_escape(method_sentence(a)) << "</p>\n<h2>Noise</h2>\n<ul>\n";
+  const std::string method = method_sentence(a);
+  out << "</tbody></table></div>\n" << (method.empty() ? "" : "<p>" + html_escape(method) + "</p>\n")
+      << "<h2>Noise</h2>\n<ul>\n";
   for (const auto& l : noise_lines(a)) {
     out << "<li>" << html_escape(l) << "</li>\n";
   }
