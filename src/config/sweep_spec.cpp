@@ -92,6 +92,15 @@ SeedPlan read_seeds(const YAML::Node& node, Diagnostics& diags) {
   return plan;
 }
 
+// Seeds are the sweep's (its top-level `seeds:`), never a variant's: a seed set in base or in an
+// override would be replaced by the sweep's seeds without a word.
+void refuse_seeds(const std::string& path, const YAML::Mark& at, Diagnostics& diags) {
+  if (path == "seeds" || path.rfind("seeds.", 0) == 0) {
+    diags.error(at, "'" + path + "': seeds belong to the sweep, not to a variant — list them in the top-level "
+                    "'seeds:' ([1, 2, 3], or {init: [...], data: [...]})");
+  }
+}
+
 // ---- interventions: name -> {dotted.key: value, ...} ----
 std::vector<Override> read_overrides(const YAML::Node& node, const std::string& file, const std::string& where,
                                      Diagnostics& diags) {
@@ -105,6 +114,7 @@ std::vector<Override> read_overrides(const YAML::Node& node, const std::string& 
   }
   MapReader dup_check(node, where, diags);  // reports duplicate keys
   for (const auto& kv : node) {
+    refuse_seeds(kv.first.Scalar(), kv.first.Mark(), diags);
     out.push_back({kv.first.Scalar(), kv.second, origin_of(file, kv.first)});
   }
   return out;
@@ -139,6 +149,7 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
           diags.error(axis.second.Mark(), "grid axis '" + axis.first.Scalar() + "' must be a non-empty list");
           continue;
         }
+        refuse_seeds(axis.first.Scalar(), axis.first.Mark(), diags);
         axes.push_back({"grid", {axis.first.Scalar()}});
         std::vector<Combo> next;
         for (const auto& c : combos) {
@@ -172,6 +183,7 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
         return combos;
       }
       length = axis.second.size();
+      refuse_seeds(axis.first.Scalar(), axis.first.Mark(), diags);
     }
     SweepAxis dimension{"zip", {}};
     for (const auto& axis : zip) {
@@ -279,6 +291,11 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   const SeedPlan seeds = read_seeds(top.section("seeds"), diags);
   top.require("base", "the baseline RunConfig (data, model, train, eval)");
   const YAML::Node base = top.section("base");
+  if (base.IsMap()) {
+    for (const auto& kv : base) {
+      refuse_seeds(kv.first.Scalar(), kv.first.Mark(), diags);
+    }
+  }
   top.require("interventions", "a map of name: {dotted.key: value}, with the baseline as {}");
   const YAML::Node interventions = top.section("interventions");
   const YAML::Node combine = top.section("combine");
