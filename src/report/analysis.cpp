@@ -169,7 +169,7 @@ std::optional<Additivity> additivity(const ReportInput& in, const VariantRuns& c
   out.ci_low = cmp.ci_low;
   out.ci_high = cmp.ci_high;
   out.verdict = !std::isfinite(out.ci_low)    ? "unknown"
-                : out.ci_low > 0              ? "more than the sum"
+                : out.ci_low > 0              ? "better than the sum"
                 : out.ci_high >= 0            ? "adds up"
                 : out.combined >= out.best_part ? "overlaps"
                                                 : "interferes";

@@ -127,7 +127,7 @@ struct Additivity {
   double combined = 0, sum_of_parts = 0, best_part = 0;
   double difference = 0, ci_low = 0, ci_high = 0;  // combined − sum, 95% CI
   std::string method;   // paired (every side shares the seeds) or welch
-  std::string verdict;  // adds up, overlaps, interferes, more than the sum, unknown
+  std::string verdict;  // adds up, overlaps, interferes, better than the sum, unknown
 };
 
 struct Analysis {

@@ -348,7 +348,7 @@ Rows additivity_rows(const Analysis& a) {
 
 const char* k_additivity_sentence =
     "Improvements over the baseline. adds up: the CI of combined − sum contains 0; overlaps: less than the sum, "
-    "at least the best part; interferes: less than the best part; more than the sum: the CI lies above 0.";
+    "at least the best part; interferes: less than the best part; better than the sum: the CI lies above 0 (the combination beats what its parts predict, whatever their sign).";
 
 }  // namespace
 

@@ -275,7 +275,7 @@ TEST_CASE("combinations: additive, overlapping and interfering parts") {
   CHECK(verdict_for(0.15) == "adds up");
   CHECK(verdict_for(0.12) == "overlaps");    // less than 0.15, more than the best part's 0.10
   CHECK(verdict_for(0.04) == "interferes");  // less than the best part
-  CHECK(verdict_for(0.20) == "more than the sum");
+  CHECK(verdict_for(0.20) == "better than the sum");
 }
 
 TEST_CASE("provenance: a variant whose runs come from two code versions is flagged") {
