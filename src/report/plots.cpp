@@ -80,7 +80,7 @@ struct Script {
 
 Script curves_script(const ReportInput& in, const Analysis& a) {
   Script s;
-  s.text = "set title 'Validation loss vs tokens: mean over seeds, band = min to max'\n"
+  s.text = "set title 'Validation loss vs tokens: mean over seeds (points: evaluations), band = min to max'\n"
            "set xlabel 'tokens trained'\nset ylabel 'validation loss (nats/token)'\nset format x '%.1s%c'\nplot ";
   std::string lines;
   // Ranked order, the baseline drawn last so that it lies on top.
@@ -99,7 +99,8 @@ Script curves_script(const ReportInput& in, const Analysis& a) {
     const std::string colour = quoted(variant_colour(*v));
     s.text += quoted(file) + " using 1:3:4 with filledcurves fc rgb " + colour +
               " fs transparent solid 0.15 noborder notitle, ";
-    lines += quoted(file) + " using 1:2 with lines lw " + (v->is_baseline ? "3" : "1.5") + " lc rgb " + colour +
+    // points mark the evaluations: a run with one evaluation after step 0 still shows
+    lines += quoted(file) + " using 1:2 with linespoints pt 7 ps 0.4 lw " + (v->is_baseline ? "3" : "1.5") + " lc rgb " + colour +
              " title " + quoted(v->name) + ", ";
   }
   s.text += lines;
