@@ -296,8 +296,9 @@ Analysis analyze(const ReportInput& in) {
       const bool paired = seeds_match && pairing_is_real(*base_it, v);
       if (seeds_match && !paired) {
         a.notes.push_back(v.name + ": changes the parameter set and its runs (or the baseline's) were trained before "
-                                   "numerics 2, when such variants did not start from the baseline's weights: "
-                                   "compared unpaired (Welch) — run the sweep again to retrain them paired");
+                                   "numerics 2, when such variants did not start from the baseline's weights, or "
+                                   "their code is not recorded: compared unpaired (Welch) — `sweep ingest RESULTS` "
+                                   "reads the runs' events again; runs of numerics 1 are retrained by `sweep run`");
       }
       if (paired || (base.size() >= 2 && mine.size() >= 2)) {
         const Comparison c = paired ? compare_paired(base_values, values) : compare_welch(base_values, values);
