@@ -433,9 +433,11 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
         seg.bind(2, *time);
         seg.bind(3, step);
         seg.bind(4, *time);
-        seg.bind(5, ev.value("code", ""));
-        bind_opt(seg, 6, ev.contains("numerics") ? std::optional<int64_t>(ev.value("numerics", int64_t{0}))
-                                                 : std::nullopt);
+        // Read defensively: a field of the wrong type is "not said", never a failed ingest.
+        const bool has_code = ev.contains("code") && ev["code"].is_string();
+        const bool has_numerics = ev.contains("numerics") && ev["numerics"].is_number_integer();
+        seg.bind(5, has_code ? ev["code"].get<std::string>() : std::string());
+        bind_opt(seg, 6, has_numerics ? std::optional<int64_t>(ev["numerics"].get<int64_t>()) : std::nullopt);
         seg.exec();
       }
       // A (re)start at step k: everything after k will be produced again.

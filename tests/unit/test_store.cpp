@@ -216,3 +216,19 @@ TEST_CASE("a sweep's design is recorded: axes, each variant's intervention, part
   CHECK(info.variants[1].parts == std::vector<std::string>{"a", "b"});
   CHECK(info.variants[1].axes.dump() == R"({"train.grad_accum":2})");
 }
+
+TEST_CASE("a start event whose code or numerics has the wrong type is ingested, with the code unknown") {
+  test::TempDir dir;
+  Store store(dir.str("sweep.db"));
+  const SweepSpec s = one_run_sweep();
+  store.record_sweep(s, dir.str());
+  const std::string id = s.runs[0].run_id;
+  store.ingest(id, {R"({"event":"start","step":0,"total_steps":6,"code":42,"numerics":"two","time":10})",
+                    R"({"event":"train","step":1,"tokens":100,"loss":3.0,"lr":0.001,"grad_norm":1.0,"tokens_per_s":100,"time":11})"});
+  const std::vector<Segment> segments = store.segments(id);
+  REQUIRE(segments.size() == 1);
+  CHECK(segments[0].code.empty());
+  CHECK_FALSE(segments[0].numerics.has_value());
+  CHECK(segments[0].last_event == 11);
+  CHECK(store.run(id)->steps == 1);
+}
