@@ -53,6 +53,11 @@ std::vector<int64_t> int_list(const YAML::Node& node, const std::string& what, D
       if (v < 0) {
         throw YAML::Exception(item.Mark(), "negative");
       }
+      if (std::find(out.begin(), out.end(), v) != out.end()) {
+        diags.error(item.Mark(), "'" + what + "' lists " + std::to_string(v) +
+                                     " twice — a seed is run once (use repeat: k to rerun identical seeds)");
+        continue;
+      }
       out.push_back(v);
     } catch (const YAML::Exception&) {
       diags.error(item.Mark(), "'" + what + "' must hold non-negative integers, got " + scalar_text(item));
@@ -139,7 +144,7 @@ struct Combo {
 std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, const std::string& file,
                              std::vector<SweepAxis>& axes, Diagnostics& diags) {
   std::vector<Combo> combos{{}};
-  if (grid.IsDefined() && !grid.IsNull()) {
+  if (grid.IsDefined() && !grid.IsNull() && !(grid.IsMap() && grid.size() == 0)) {
     if (!grid.IsMap()) {
       diags.error(grid.Mark(), "'grid' must be a map of dotted key: [values]");
     } else {
@@ -164,7 +169,7 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
       }
     }
   }
-  if (zip.IsDefined() && !zip.IsNull()) {
+  if (zip.IsDefined() && !zip.IsNull() && !(zip.IsMap() && zip.size() == 0)) {
     if (!zip.IsMap()) {
       diags.error(zip.Mark(), "'zip' must be a map of dotted key: [values], all lists of one length");
       return combos;
@@ -184,6 +189,9 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
       }
       length = axis.second.size();
       refuse_seeds(axis.first.Scalar(), axis.first.Mark(), diags);
+      if (std::any_of(axes.begin(), axes.end(), [&](const SweepAxis& a) { return a.keys.front() == axis.first.Scalar(); })) {
+        diags.error(axis.first.Mark(), "'" + axis.first.Scalar() + "' is on both grid and zip — an axis key belongs to one of them");
+      }
     }
     SweepAxis dimension{"zip", {}};
     for (const auto& axis : zip) {
@@ -357,6 +365,13 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
             diags.error(item.Mark(), message + (near.empty() ? "" : " — did you mean '" + near + "'?"));
             continue;
           }
+          if (part == spec.baseline || std::find(combined.parts.begin(), combined.parts.end(), part) != combined.parts.end()) {
+            diags.error(item.Mark(), "combination '" + name + "': '" + part + "' " +
+                                         (part == spec.baseline ? "is the baseline, which changes nothing"
+                                                                : "is listed twice") +
+                                         " — list each intervention it combines once");
+            continue;
+          }
           combined.parts.push_back(part);
           for (const auto& o : named[index[part]].overrides) {
             auto [prev, fresh] = set_by.emplace(o.path, std::make_pair(part, &o));
@@ -371,6 +386,19 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
         }
         index[name] = named.size();
         named.push_back(combined);
+      }
+    }
+  }
+  for (const auto& v : named) {
+    for (const auto& o : v.overrides) {
+      const bool on_axis = std::any_of(spec.axes.begin(), spec.axes.end(), [&](const SweepAxis& a) {
+        return std::find(a.keys.begin(), a.keys.end(), o.path) != a.keys.end();
+      });
+      if (on_axis && v.parts.empty()) {  // a combination repeats its parts' overrides: reported there
+        diags.error(o.origin,
+                    "intervention '" + v.name + "' sets '" + o.path +
+                        "', which a grid/zip axis also varies: the axis would replace it at every point — "
+                        "drop it from the intervention or from the axis");
       }
     }
   }
@@ -408,7 +436,9 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   const std::map<std::string, std::string> labels = axis_labels(spec.axes);
   const bool has_axes = !spec.axes.empty();
   std::vector<RunConfig> configs;
-  std::map<std::string, size_t> by_name;  // expanded name -> index in spec.variants
+  std::map<std::string, size_t> by_name;    // expanded name -> index in spec.variants
+  std::map<std::string, size_t> by_config;  // run identity -> index: two variants are never one run
+  std::vector<std::string> points;          // each variant's grid/zip point as written ("lr=1e-3")
   for (const auto& v : named) {
     // The intervention's own config: what its grid points are named against. (Left out when it
     // is invalid on its own but valid at every grid point; the baseline's must be valid.)
@@ -418,7 +448,6 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
       report(own_errors);
     }
     const nlohmann::json own_json = own ? own->to_json() : nlohmann::json();
-    std::map<std::string, size_t> by_config;  // identity -> index: two points of one family must differ
     bool at_own_config = false, all_resolved = true;
     for (const auto& c : combos) {
       Variant full = v;
@@ -431,17 +460,21 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
         continue;
       }
       const nlohmann::json mine = config->to_json();
-      std::string suffix;
+      std::string suffix, point;
       for (size_t k = 0; k < c.overrides.size(); ++k) {
         const std::string& key = c.overrides[k].path;
+        const std::string written = labels.at(key) + "=" + scalar_text(c.overrides[k].value);
         full.axes[key] = value_at(mine, key);
+        point += (point.empty() ? "" : "+") + written;
         if (!own || value_at(own_json, key) != value_at(mine, key)) {
-          suffix += "+" + labels.at(key) + "=" + scalar_text(c.overrides[k].value);
+          suffix += "+" + written;
         }
       }
       at_own_config = at_own_config || (own && suffix.empty());
       full.name = suffix.empty() ? v.name : v.name == spec.baseline ? suffix.substr(1) : v.name + suffix;
-      const Origin where = c.values_at.empty() ? Origin{path, 0, 0} : c.values_at.front();
+      const Origin where = !c.values_at.empty()    ? c.values_at.front()
+                           : !v.overrides.empty() ? v.overrides.front().origin
+                                                  : Origin{path, 0, 0};
       if (!is_safe_name(full.name)) {
         report({at(where, "the grid/zip values make the variant name '" + full.name +
                               "', which is not a safe name — use plain values (numbers, words): names allow letters, "
@@ -450,8 +483,13 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
       }
       const std::string identity = config->identity_json().dump();
       if (const auto same = by_config.find(identity); same != by_config.end()) {
-        report({at(where, "variant '" + full.name + "' is the same run config as '" + spec.variants[same->second].name +
-                              "' — each grid/zip value must be a different setting (e.g. not both 1e-3 and 0.001)")});
+        const Variant& other = spec.variants[same->second];
+        report({at(where, other.intervention == v.name
+                              ? "the grid/zip point " + point + " of '" + v.name + "' is the same run config as its point " +
+                                    points[same->second] + " — each value must be a different setting (e.g. not both "
+                                    "1e-3 and 0.001)"
+                              : "variant '" + full.name + "' is the same run config as variant '" + other.name +
+                                    "': one run would be counted as two variants — drop one of them")});
         continue;
       }
       if (const auto other = by_name.find(full.name); other != by_name.end()) {
@@ -460,6 +498,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
         continue;
       }
       by_config[identity] = by_name[full.name] = spec.variants.size();
+      points.push_back(point);
       spec.variants.push_back(full);
       configs.push_back(*config);
     }

@@ -34,6 +34,10 @@ void Diagnostics::error(const YAML::Mark& mark, const std::string& message) {
   m_list.push_back({m_file, known ? mark.line + 1 : 0, known ? mark.column + 1 : 0, message});
 }
 
+void Diagnostics::error(const Origin& at, const std::string& message) {
+  m_list.push_back({at.file, at.line, at.col, message});
+}
+
 void Diagnostics::throw_if_any() const {
   if (!m_list.empty()) {
     throw InputErrors(m_list);

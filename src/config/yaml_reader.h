@@ -33,6 +33,7 @@ class Diagnostics {
   // Records `message` about the value at `path`, located by `node`'s mark or by its origin.
   void error(const std::string& path, const YAML::Node& node, const std::string& message);
   void error(const YAML::Mark& mark, const std::string& message);
+  void error(const Origin& at, const std::string& message);
   bool empty() const { return m_list.empty(); }
   // Throws InputErrors with everything collected, if anything was.
   void throw_if_any() const;
