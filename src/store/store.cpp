@@ -480,12 +480,15 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       put_eval.exec();
       put_eval.reset();
     } else if (type == "end") {
-      const std::string status = ev.value("status", "failed");
+      // A run is done only with a finite test loss (older workers said done without one).
+      const bool no_result = ev.value("status", "") == "done" && ev.contains("test_loss") &&
+                             !number(ev["test_loss"]).first.has_value();
+      const std::string status = no_result ? "diverged" : ev.value("status", "failed");
       SQLite::Statement q(*m_db,
                           "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, pid = 0, updated_at = ? "
                           "WHERE run_id = ?");
       q.bind(1, status);
-      q.bind(2, ev.value("reason", ""));
+      q.bind(2, no_result ? std::string("non-finite test loss") : ev.value("reason", ""));
       bind_opt(q, 3, ev.contains("test_loss") ? number(ev["test_loss"]).first : std::nullopt);
       bind_opt(q, 4, ev.contains("test_bpb") ? number(ev["test_bpb"]).first : std::nullopt);
       q.bind(5, now());

@@ -303,6 +303,12 @@ RunResult Trainer::run(const RunOptions& o) {
     r.test_bpb = test.sum_nats / (std::log(2.0) * static_cast<double>(m_data->test_bytes));
   }
   ev.emit("eval", {{"split", "test"}, {"step", m_step}, {"tokens", m_step * tps}, {"loss", json_number(r.test_loss)}});
+  if (!std::isfinite(r.test_loss)) {  // every step was finite, the model's predictions are not: no result
+    const std::string reason = "non-finite test loss after step " + std::to_string(m_step);
+    ev.emit("end", {{"status", "diverged"}, {"step", m_step}, {"tokens", m_step * tps}, {"reason", reason}});
+    ev.note("diverged: " + reason);
+    return result(RunStatus::diverged, reason);
+  }
   checkpoint();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ev.emit("end", {{"status", "done"},

@@ -111,6 +111,12 @@ TEST_CASE("non-finite values are stored with an explicit status, not a silent NU
   CHECK(q.getColumn(2).getString() == "nan");
   CHECK(store.run(id)->status == "diverged");
   CHECK(store.run(id)->error == "non-finite loss at step 2");
+  // finite steps but a non-finite test loss: no result, so diverged, whatever the worker said
+  store.ingest(id, {R"({"event":"start","step":0,"total_steps":2})", train_line(1, "2.0"), train_line(2, "1.9"),
+                    R"({"event":"end","status":"done","step":2,"test_loss":"nan","test_bpb":"nan"})"});
+  CHECK(store.run(id)->status == "diverged");
+  CHECK(store.run(id)->error == "non-finite test loss");
+  CHECK_FALSE(store.run(id)->test_loss.has_value());
 }
 
 TEST_CASE("recording a sweep twice keeps its runs' state, and a shared run belongs to both sweeps") {
