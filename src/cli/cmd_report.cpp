@@ -44,6 +44,12 @@ Exit run_report(const ReportOptions& o) {
   const ReportInput input = load_report_input(store, sweep, o.metric, o.noise_from);
   const Analysis analysis = analyze(input);
   const fs::path out = o.out.empty() ? fs::path("reports") / input.sweep : fs::path(o.out);
+  std::error_code ec;
+  if (fs::create_directories(out, ec); ec || !fs::is_directory(out)) {
+    throw Error("cannot write the report into " + out.string() + ": " +
+                    (ec ? ec.message() : std::string("it is not a folder")) + " — pass --out a folder you can write",
+                Exit::bad_input);
+  }
   std::string warning;
   const std::vector<Plot> plots =
       draw_plots(input, analysis, out / (".plots-" + std::to_string(getpid())), warning);

@@ -333,6 +333,16 @@ Analysis analyze(const ReportInput& in) {
     }
     a.variants.push_back(s);
   }
+  int64_t pending = 0, all_runs = 0;
+  for (const auto& v : a.variants) {
+    pending += v.runs - v.finished - v.diverged;
+    all_runs += v.runs;
+  }
+  if (pending > 0) {
+    a.notes.insert(a.notes.begin(), "partial: " + std::to_string(pending) + " of " + plural(all_runs, "run") +
+                                        " have no result yet (pending, running or failed) — the verdicts are "
+                                        "provisional until the sweep finishes");
+  }
   if (repeated > 0) {
     a.notes.push_back("identical-seed repeats are averaged into one value per seed for every test, interval and "
                       "power figure (n counts seeds); their spread is σ_repeat in the noise section");
@@ -354,10 +364,17 @@ Analysis analyze(const ReportInput& in) {
     s.verdict = s.p_holm >= in.alpha ? "in the noise" : s.improvement > 0 ? "better" : "worse";
   }
 
+  int64_t combined_elsewhere = 0;  // combinations at the other grid points: not checked
   for (const auto& v : in.variants) {
     if (auto add = additivity(in, v, *base_it)) {
       a.additivity.push_back(*add);
+    } else {
+      combined_elsewhere += v.parts.size() >= 2;
     }
+  }
+  if (combined_elsewhere > 0) {
+    a.notes.push_back("combinations are checked against their parts at the baseline's grid point only: " +
+                      plural(combined_elsewhere, "combination variant") + " at other points are not");
   }
   a.responses = find_responses(in, a.notes);
   a.code = code_sentence(in, a.notes);

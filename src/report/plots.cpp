@@ -188,6 +188,13 @@ Script seeds_script(const ReportInput& in, const Analysis& a) {
   return s;
 }
 
+// Twelve colours for the variants (and the response's series); a sweep with more reuses them.
+std::string palette_colour(size_t i) {
+  static const char* const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                        "#e377c2", "#bcbd22", "#17becf", "#7f7f7f", "#aec7e8", "#ffbb78"};
+  return palette[i % (sizeof palette / sizeof palette[0])];
+}
+
 // The metric against the first numeric axis: every seed, the mean with its 95% CI, the fitted
 // quadratic and the best value with its CI (shaded), one colour per series.
 Script response_script(const Analysis& a) {
@@ -202,21 +209,24 @@ Script response_script(const Analysis& a) {
       shown.push_back(&r);
     }
   }
-  static const char* const palette[] = {"#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
   const bool log_x = std::all_of(shown.begin(), shown.end(), [](const Response* r) { return r->log_x; });
+  const bool whole = std::all_of(shown.begin(), shown.end(), [](const Response* r) {
+    return std::all_of(r->points.begin(), r->points.end(), [](const ResponsePoint& p) { return p.x == std::round(p.x); });
+  });
   std::ostringstream t, data;
   data.precision(10);
-  t << "set title " << quoted(metric_label(a.metric) + " against " + shown.front()->label +
-                              ": every seed, the mean with its 95% CI, the fitted curve, the best value (shaded: its CI)")
-    << "\nset xlabel " << quoted(shown.front()->label) << "\nset ylabel " << quoted(metric_label(a.metric)) << '\n';
+  t << "set title " << quoted("every seed, the mean with its 95% CI, the fitted curve, the best value (shaded: its CI)")
+    << "\nset xlabel " << quoted(shown.front()->label) << "\nset ylabel " << quoted(metric_label(a.metric))
+    << "\nset format x '%g'\n";
   if (log_x) {
-    t << "set logscale x 2\n";
+    t << "set logscale x " << (whole ? 2 : 10) << '\n';  // batch sizes: powers of 2; rates: decades
   }
   std::string plot;
   int block = 0;
   for (size_t i = 0; i < shown.size(); ++i) {
     const Response& r = *shown[i];
-    const std::string colour = quoted(palette[i % (sizeof palette / sizeof palette[0])]);
+    // the baseline's series black, the others in the variants' palette
+    const std::string colour = quoted(r.series == a.baseline ? "#000000" : palette_colour(i));
     for (const auto& p : r.points) {  // block: every seed
       for (const auto& [seed, value] : p.values) {
         data << p.x << ' ' << value << '\n';
@@ -264,12 +274,7 @@ Script response_script(const Analysis& a) {
 }  // namespace
 
 std::string variant_colour(const VariantStats& v) {
-  static const char* const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                        "#e377c2", "#bcbd22", "#17becf", "#7f7f7f", "#aec7e8", "#ffbb78"};
-  if (v.is_baseline) {
-    return "#000000";
-  }
-  return palette[static_cast<size_t>(v.position) % (sizeof palette / sizeof palette[0])];
+  return v.is_baseline ? "#000000" : palette_colour(static_cast<size_t>(v.position));
 }
 
 std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs::path& work_dir, std::string& warning) {

@@ -92,7 +92,7 @@ std::string method_sentence(const Analysis& a) {
          std::to_string(a.variants.size() - 1) + " needs to detect the observed improvement with power 0.8.";
   }
   if (tested > 0 || band > 0) {
-    s += " n: seeds (identical-seed repeats count once). corr: the correlation of the variant's per-seed values "
+    s += std::string(s.empty() ? "" : " ") + "n: seeds (identical-seed repeats count once). corr: the correlation of the variant's per-seed values "
          "with the baseline's — high when the seeds' shared noise cancels in the paired test (3 or more seeds).";
   }
   if (band > 0) {

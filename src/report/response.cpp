@@ -81,9 +81,38 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resampl
     f.note = "the quadratic fit is degenerate";
     return f;
   }
-  f.fitted = true;
   f.curve = *q;
   const double best_t = argmin_on(*q, lo, hi);
+  // The measured means: a curve far below all of them is not a bowl the data show.
+  std::vector<std::pair<double, Summary>> means;  // (x, summary) of the points with results
+  for (const auto& p : points) {
+    std::vector<double> values;
+    for (const auto& [key, value] : p.values) {
+      values.push_back(value);
+    }
+    if (!values.empty()) {
+      means.emplace_back(p.x, summarize(values));
+    }
+  }
+  const auto by_mean = [](const auto& a, const auto& b) { return a.second.mean < b.second.mean; };
+  const auto [lowest, highest] = std::minmax_element(means.begin(), means.end(), by_mean);
+  // Far: by more than half the spread of the means, or than the widest mean's CI (noise).
+  double tolerance = (highest->second.mean - lowest->second.mean) / 2;
+  for (const auto& [x, m] : means) {
+    if (std::isfinite(m.ci_high)) {
+      tolerance = std::max(tolerance, m.ci_high - m.mean);
+    }
+  }
+  if (q->at(best_t) < lowest->second.mean - tolerance) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "no optimum: the fitted quadratic's lowest value (%.4g) lies far below every measured mean "
+                  "(the lowest, %.4f, at %g) — this response is not a bowl a quadratic describes",
+                  q->at(best_t), lowest->second.mean, lowest->first);
+    f.note = text;
+    return f;
+  }
+  f.fitted = true;
   f.best = to_x(best_t);
   f.inside = best_t > lo && best_t < hi;
 
@@ -119,32 +148,47 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resampl
   // seed noise, not a curve of the wrong shape.
   int64_t missed = 0;
   double worst = 0, worst_x = 0;
-  for (const auto& p : points) {
-    std::vector<double> values;
-    for (const auto& [key, value] : p.values) {
-      values.push_back(value);
-    }
-    const Summary m = summarize(values);
-    const double miss = std::abs(m.mean - q->at(to_t(p.x)));
+  for (const auto& [x, m] : means) {
+    const double miss = std::abs(m.mean - q->at(to_t(x)));
     if (m.n >= 2 && miss > m.ci_high - m.mean) {
       ++missed;
       if (miss > worst) {
         worst = miss;
-        worst_x = p.x;
+        worst_x = x;
       }
     }
   }
+  char text[320];
   if (missed > 0) {
-    char text[256];
     std::snprintf(text, sizeof text,
                   "the quadratic misses the mean at %lld of %zu values by more than its 95%% CI (most: %.4f at %g): "
                   "the CI of the best value covers seed noise, not the curve's shape",
                   static_cast<long long>(missed), xs.size(), worst, worst_x);
     add_note(f, text);
   }
+  const bool lowest_at_end = lowest->first == *xs.begin() || lowest->first == *xs.rbegin();
+  if (f.inside && lowest_at_end) {
+    std::snprintf(text, sizeof text,
+                  "the lowest measured mean is at the end of the range (%g): the minimum inside it is the curve's, "
+                  "between values tried",
+                  lowest->first);
+    add_note(f, text);
+  }
   if (!f.inside) {
-    add_note(f, std::string("the fitted curve is lowest at the ") + (best_t <= lo ? "smallest" : "largest") +
-                    " value tried: the best value lies there or beyond — extend the axis");
+    // Values tried beyond this end that have no result (every run diverged, or not finished).
+    const bool low_end = best_t <= lo;
+    std::string beyond;
+    for (const auto& p : points) {
+      if (p.values.empty() && (low_end ? p.x < *xs.begin() : p.x > *xs.rbegin())) {
+        std::snprintf(text, sizeof text, "%s%g", beyond.empty() ? "" : ", ", p.x);
+        beyond += text;
+      }
+    }
+    add_note(f, std::string("the fitted curve is lowest at the ") + (low_end ? "smallest" : "largest") +
+                    " value with results: the best value lies there or beyond it" +
+                    (beyond.empty() ? " (try values beyond it, where the key allows)"
+                                    : "; the " + std::string(low_end ? "smaller" : "larger") + " values tried (" + beyond +
+                                          ") have no result — their runs diverged or have not finished"));
   }
   return f;
 }
@@ -158,7 +202,9 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
       std::string key = v.intervention;
       for (const auto& [axis, value] : v.axes) {
         if (std::find(dim.keys.begin(), dim.keys.end(), axis) == dim.keys.end()) {
-          key += "+" + axis + "=" + value;
+          // as variant names show it: the key's last part, a string without its JSON quotes
+          const bool text = value.size() >= 2 && value.front() == '"';
+          key += "+" + axis.substr(axis.rfind('.') + 1) + "=" + (text ? value.substr(1, value.size() - 2) : value);
         }
       }
       auto it = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == key; });

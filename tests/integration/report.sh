@@ -115,4 +115,7 @@ grep -q "did you mean 'fixture'" err.txt || fail "no suggestion for a misspelt s
 expect_rc 2 "$SWEEP" report fixture --metric val_los 2> err.txt
 expect_rc 2 "$SWEEP" report --results nowhere 2> err.txt
 grep -q "no database" err.txt || fail "no clear error without a database"
+touch afile
+expect_rc 2 "$SWEEP" report fixture --out afile 2> err.txt
+grep -q "cannot write the report into afile" err.txt || fail "--out on a file: $(cat err.txt)"
 echo "report: ok"

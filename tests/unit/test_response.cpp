@@ -66,7 +66,8 @@ TEST_CASE("optimum: a metric still falling at the largest value says the best li
   REQUIRE(f.fitted);
   CHECK_FALSE(f.inside);
   CHECK(f.best == doctest::Approx(128.0));
-  CHECK(f.note.find("lowest at the largest value tried") != std::string::npos);
+  CHECK(f.note.find("lowest at the largest value with results: the best value lies there or beyond it") !=
+        std::string::npos);
   CHECK(f.share_inside < 0.05);
 }
 
@@ -150,8 +151,41 @@ TEST_CASE("responses: the batch in sequences for batch keys, a series per interv
   const std::vector<Response> zip = find_responses(in, notes);
   REQUIRE(zip.size() == 1);
   CHECK(zip[0].label == "train.micro_batch");
-  CHECK(zip[0].series == "baseline+train.schedule=\"cosine\"");
+  CHECK(zip[0].series == "baseline+schedule=cosine");
   CHECK_FALSE(zip[0].fit.fitted);  // two values
   REQUIRE(notes.size() >= 2);
   CHECK(notes.back().find("no numeric value") != std::string::npos);
+}
+
+TEST_CASE("optimum: a curve far below every measured mean is no optimum, values beyond the range without results are named") {
+  // A learning rate blowing up: 7.1, 107, 640 at 1e-3, 3, 10 — a quadratic through them dips to −692.
+  const OptimumFit blowup = fit_optimum(points({1e-3, 3, 10}, 3, [](double x) {
+    return x < 1 ? 7.14 : x < 5 ? 107.0 : 640.0;
+  }));
+  CHECK_FALSE(blowup.fitted);
+  CHECK(blowup.note.find("lies far below every measured mean") != std::string::npos);
+  CHECK(blowup.note.find("not a bowl") != std::string::npos);
+
+  // Still falling at the largest value with results; the two larger values tried diverged.
+  std::vector<ResponsePoint> ps = points({1e-3, 2e-3, 4e-3}, 3, [](double x) { return 5.0 - 100 * x; });
+  for (const double x : {23.0, 24.0}) {
+    ResponsePoint p;
+    p.x = x;
+    ps.push_back(p);
+  }
+  const OptimumFit edge = fit_optimum(ps);
+  REQUIRE(edge.fitted);
+  CHECK_FALSE(edge.inside);
+  CHECK(edge.best == doctest::Approx(4e-3));
+  CHECK(edge.note.find("the larger values tried (23, 24) have no result") != std::string::npos);
+  CHECK(edge.note.find("try values beyond it") == std::string::npos);
+
+  // The lowest measured mean at an end, the fitted minimum just inside: said so.
+  const OptimumFit near_end = fit_optimum(points({4, 8, 16, 32}, 4, [](double x) {
+    return 5.0 + 0.3 * std::pow(std::log(x / 5.0), 2);  // 5.015 at 4, 5.066 at 8: lowest at 4, minimum at 5
+  }));
+  REQUIRE(near_end.fitted);
+  CHECK(near_end.inside);
+  CHECK(near_end.best == doctest::Approx(5.0).epsilon(0.15));
+  CHECK(near_end.note.find("the lowest measured mean is at the end of the range (4)") != std::string::npos);
 }
