@@ -71,22 +71,22 @@ rm "res/runs/$crash/test-fault" "res/runs/$oom/test-fault"
 tiny_sweep d.yaml ctrlc 400 "nodrop2: {model.dropout: 0.0, train.lr: 2e-3}"
 "$SWEEP" plan d.yaml --results res > plan.txt
 target=$(awk '$1 == "nodrop2" && $2 == "1/1" {print $3}' plan.txt)
-"$SWEEP" run d.yaml --results res --devices cpu:2x1 > run6.txt &
-sched=$!
-wait_for_train_events "res/runs/$target/events.jsonl" 30
-kill -INT "$sched"
-set +e; wait "$sched"; rc=$?; set -e
-[ "$rc" -eq 130 ] || fail "Ctrl-C exit code $rc: $(cat run6.txt)"
+# ctrl_c_after LOG EVENTS: sweep run d.yaml, Ctrl-C once the target run's events.jsonl has EVENTS
+# train events in all; sweep run must exit 130
+ctrl_c_after() {
+  "$SWEEP" run d.yaml --results res --devices cpu:2x1 > "$1" &
+  local sched=$! rc
+  wait_for_train_events "res/runs/$target/events.jsonl" "$2"
+  kill -INT "$sched"
+  set +e; wait "$sched"; rc=$?; set -e
+  [ "$rc" -eq 130 ] || fail "Ctrl-C exit code $rc: $(cat "$1")"
+}
+ctrl_c_after run6.txt 30
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$target'")" = interrupted ] ||
   fail "after Ctrl-C: $(sql "SELECT status, error FROM runs WHERE run_id = '$target'")"
 grep -q '"status":"preempted"' "res/runs/$target/events.jsonl" || fail "the worker should have checkpointed"
 # ... and once more, so that the run is trained in three starts
-"$SWEEP" run d.yaml --results res --devices cpu:2x1 > run7.txt &
-sched=$!
-wait_for_train_events "res/runs/$target/events.jsonl" 60
-kill -INT "$sched"
-set +e; wait "$sched"; rc=$?; set -e
-[ "$rc" -eq 130 ] || fail "second Ctrl-C exit code $rc: $(cat run7.txt)"
+ctrl_c_after run7.txt 60
 "$SWEEP" run d.yaml --results res --devices cpu:2x1 > run7b.txt
 [ "$(sql "SELECT COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'ctrlc' AND status = 'done'")" -eq 4 ] ||
   fail "after Ctrl-C and a new run: $(cat run7b.txt)"

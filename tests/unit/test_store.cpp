@@ -30,6 +30,15 @@ SweepSpec one_run_sweep() {
   return s;
 }
 
+// A database with one sweep of one run recorded, as `sweep run` leaves it before training.
+struct RecordedRun {
+  test::TempDir dir;
+  Store store{dir.str("sweep.db")};
+  SweepSpec spec = one_run_sweep();
+  std::string id = spec.runs[0].run_id;
+  RecordedRun() { store.record_sweep(spec, dir.str()); }
+};
+
 }  // namespace
 
 TEST_CASE("a new database is migrated to the current schema, in WAL mode") {
@@ -45,11 +54,9 @@ TEST_CASE("a new database is migrated to the current schema, in WAL mode") {
 }
 
 TEST_CASE("ingest is idempotent and a restart at step k replaces the rows after k") {
-  test::TempDir dir;
-  Store store(dir.str("sweep.db"));
-  const SweepSpec s = one_run_sweep();
-  store.record_sweep(s, dir.str());
-  const std::string id = s.runs[0].run_id;
+  RecordedRun fixture;
+  Store& store = fixture.store;
+  const std::string id = fixture.id;
   CHECK(store.run(id)->status == "pending");
 
   std::vector<std::string> lines{R"({"event":"start","step":0,"total_steps":6})",
@@ -80,11 +87,9 @@ TEST_CASE("ingest is idempotent and a restart at step k replaces the rows after 
 }
 
 TEST_CASE("a batch of lines that restarts the run ends with the restart's progress") {
-  test::TempDir dir;
-  Store store(dir.str("sweep.db"));
-  const SweepSpec s = one_run_sweep();
-  store.record_sweep(s, dir.str());
-  const std::string id = s.runs[0].run_id;
+  RecordedRun fixture;
+  Store& store = fixture.store;
+  const std::string id = fixture.id;
   store.ingest(id, {train_line(1, "3.5"), train_line(2, "3.4"), R"({"event":"start","step":1,"total_steps":6})"});
   CHECK(store.run(id)->steps == 1);
   CHECK(store.metric_rows(id) == 1);
@@ -94,14 +99,12 @@ TEST_CASE("a batch of lines that restarts the run ends with the restart's progre
 }
 
 TEST_CASE("non-finite values are stored with an explicit status, not a silent NULL") {
-  test::TempDir dir;
-  Store store(dir.str("sweep.db"));
-  const SweepSpec s = one_run_sweep();
-  store.record_sweep(s, dir.str());
-  const std::string id = s.runs[0].run_id;
+  RecordedRun fixture;
+  Store& store = fixture.store;
+  const std::string id = fixture.id;
   store.ingest(id, {train_line(1, "2.0"), train_line(2, "\"nan\""),
                     R"({"event":"end","status":"diverged","step":2,"reason":"non-finite loss at step 2"})"});
-  SQLite::Database raw(dir.str("sweep.db"));
+  SQLite::Database raw(fixture.dir.str("sweep.db"));
   SQLite::Statement q(raw, "SELECT step, loss, loss_status FROM metrics WHERE run_id = ? ORDER BY step");
   q.bind(1, id);
   REQUIRE(q.executeStep());
@@ -224,11 +227,9 @@ TEST_CASE("a sweep's design is recorded: axes, each variant's intervention, part
 }
 
 TEST_CASE("a start event whose code or numerics has the wrong type is ingested, with the code unknown") {
-  test::TempDir dir;
-  Store store(dir.str("sweep.db"));
-  const SweepSpec s = one_run_sweep();
-  store.record_sweep(s, dir.str());
-  const std::string id = s.runs[0].run_id;
+  RecordedRun fixture;
+  Store& store = fixture.store;
+  const std::string id = fixture.id;
   store.ingest(id, {R"({"event":"start","step":0,"total_steps":6,"code":42,"numerics":"two","time":10})",
                     R"({"event":"train","step":1,"tokens":100,"loss":3.0,"lr":0.001,"grad_norm":1.0,"tokens_per_s":100,"time":11})"});
   const std::vector<Segment> segments = store.segments(id);
