@@ -37,7 +37,7 @@ const std::vector<std::string> k_headers{"#",        "variant",   "n",       "me
 
 // Columns of text, left-aligned; the others are numbers, right-aligned.
 bool left_aligned(const std::string& header) {
-  return header == "variant" || header == "test" || header == "verdict" || header == "series" ||
+  return header == "variant" || header == "test" || header == "verdict" ||
          header == "combination" || header == "parts";
 }
 
