@@ -68,7 +68,9 @@ rm "res/runs/$crash/test-fault" "res/runs/$oom/test-fault"
 [ "$(status_of crash 1)" = done ] && [ "$(status_of oom 2)" = done ] || fail "--retry-failed: $(cat run5.txt)"
 
 # ---- Ctrl-C: runs checkpoint and are recorded interrupted; the next run resumes them ----
-tiny_sweep d.yaml ctrlc 400 "nodrop2: {model.dropout: 0.0, train.lr: 2e-3}"
+# the target is 4× wider than the other runs (~16× the work a step), so that it is still training
+# when each Ctrl-C arrives (the 32-wide run finished first on a loaded CI machine)
+tiny_sweep d.yaml ctrlc 400 "nodrop2: {model.dropout: 0.0, train.lr: 2e-3, model.n_embd: 128}"
 "$SWEEP" plan d.yaml --results res > plan.txt
 target=$(awk '$1 == "nodrop2" && $2 == "1/1" {print $3}' plan.txt)
 # ctrl_c_after LOG EVENTS: sweep run d.yaml, Ctrl-C once the target run's events.jsonl has EVENTS
