@@ -187,9 +187,7 @@ Exit run_status(Store& store, std::string name) {
     const std::string job = jobs ? r.run.job + " " + r.run.job_state : "";
     // Which code trained it: the commit and numerics version of its latest start.
     const std::vector<Segment> segments = store.segments(r.run.run_id);
-    const std::string code = segments.empty() ? "-"
-                             : (segments.back().code.empty() ? "?" : segments.back().code) + " numerics " +
-                                   std::to_string(segments.back().numerics.value_or(1));
+    const std::string code = segments.empty() ? "-" : segments.back().code_label();
     std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
                 r.run.run_id.c_str(), plan_state(r.run).c_str(), step.c_str(), loss, test,
                 static_cast<long long>(r.run.attempts), code.c_str(),

@@ -35,9 +35,8 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
   const std::vector<Segment> segments = store.segments(r.run_id);
   rr.starts = static_cast<int64_t>(segments.size());
   for (const auto& s : segments) {
-    const int64_t numerics = s.numerics.value_or(1);  // workers before numerics versions did not say: 1
-    const std::string code =
-        (s.code.empty() ? std::string("unknown commit") : s.code) + " numerics " + std::to_string(numerics);
+    const int64_t numerics = s.numerics_version();
+    const std::string code = s.code_label();
     if (std::find(rr.codes.begin(), rr.codes.end(), code) == rr.codes.end()) {
       rr.codes.push_back(code);
     }

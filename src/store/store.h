@@ -58,6 +58,13 @@ struct Segment {
   int64_t step = 0;                    // where it started
   std::string code;                    // the git commit of its binary; "" when it did not say
   std::optional<int64_t> numerics;     // its numerics version; empty when it did not say
+
+  // Workers before numerics versions did not say theirs: version 1.
+  int64_t numerics_version() const { return numerics.value_or(1); }
+  // "<commit> numerics N", as reports and `sweep status` show the code that trained a run.
+  std::string code_label() const {
+    return (code.empty() ? std::string("unknown commit") : code) + " numerics " + std::to_string(numerics_version());
+  }
 };
 
 struct MetricPoint {
