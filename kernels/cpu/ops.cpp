@@ -4,11 +4,17 @@
 // oneDNN's sgemm (row-major; single-threaded inside a parallel region).
 #include "kernels/cpu/ops.h"
 
+// GCC 12 warns that the AVX-512 intrinsics' own `__Y` (in _mm512_undefined_*) "may be used
+// uninitialized" wherever they are inlined (GCC bug 105593, fixed in GCC 13): silenced for
+// these headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/vec.h>
 #include <c10/util/BFloat16.h>
 #include <dnnl.h>
-#include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <cmath>

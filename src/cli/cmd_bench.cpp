@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "config/run_config.h"
 #include "data/dataset.h"
-#include "train/bench.h"
+#include "bench/bench.h"
 #include "util/fs.h"
 #include "util/process.h"
 

@@ -2,11 +2,14 @@
 // commands, thin wrappers over config (load_sweep), store and sched.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
-#include "sched/executor.h"
+#include "sched/lifecycle.h"
+#include "sched/local.h"
+#include "sched/runner.h"
 #include "sched/slurm.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -93,18 +96,18 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   std::map<std::string, int> counts;
   for (const auto& r : spec.runs) {
     const std::optional<RunRow> row = store ? store->run(r.run_id) : std::nullopt;
-    const std::string state = row ? plan_state(*row) : "pending";
-    counts[state]++;
+    const PlanState state = row ? plan_state(*row) : PlanState::pending;
+    counts[to_string(state)]++;
     if (row && row->tokens_per_s) {
       rate_sum += *row->tokens_per_s;
       ++rates;
     }
-    if (state == "pending" || state == "resumable" || state == "running") {
+    if (!finished(state) && !failed(state)) {
       tokens_left += static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
     }
     const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
                               (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
-    std::printf("%-32s %-10s %-16s %-10s %10s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(), state.c_str(),
+    std::printf("%-32s %-10s %-16s %-10s %10s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(), to_string(state),
                 format_count(static_cast<double>(r.config.train.tokens)).c_str());
   }
   std::printf("%s; %s tokens left to train", join_counts(counts).c_str(), format_count(tokens_left).c_str());
@@ -128,26 +131,25 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
   fs::create_directories(fs::path(o.results) / "sweeps");
   Store store(db_path(o.results));
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
+  const std::string worker = (executable_dir() / "sweep").string();
+  std::unique_ptr<Executor> executor;
   if (slurm) {
     SlurmOptions so;
-    so.results_dir = o.results;
-    so.worker_binary = (executable_dir() / "sweep").string();
+    so.worker_binary = worker;
     so.partition = o.partition;
     so.time = o.time;
     so.gpus_per_rank = o.gpus_per_rank;
     so.max_parallel = o.max_parallel;
-    so.retry_failed = o.retry_failed;
-    const int rc = run_slurm(spec, store, so);
-    return rc == 130 ? Exit::interrupted : static_cast<Exit>(rc);
+    executor = std::make_unique<SlurmExecutor>(so, fs::absolute(fs::path(o.results) / spec.name / "slurm").string(),
+                                               "sweep-" + spec.name);
+  } else {
+    executor = std::make_unique<LocalExecutor>(o.devices, worker);
   }
-  ExecutorOptions eo;
-  eo.results_dir = o.results;
-  eo.devices = o.devices;
-  eo.retries = o.retries;
-  eo.retry_failed = o.retry_failed;
-  eo.worker_binary = (executable_dir() / "sweep").string();
-  const int rc = run_local(spec, store, eo);
-  return rc == 130 ? Exit::interrupted : static_cast<Exit>(rc);
+  RunnerOptions ro;
+  ro.results_dir = o.results;
+  ro.retries = o.retries;
+  ro.retry_failed = o.retry_failed;
+  return SweepRunner(spec, store, *executor, ro).run();
 }
 
 Exit run_ls(Store& store) {
@@ -155,7 +157,7 @@ Exit run_ls(Store& store) {
   for (const auto& s : store.sweeps()) {
     std::map<std::string, int> counts;  // by plan state: a run left 'running' by a dead scheduler is resumable
     for (const auto& r : store.sweep_runs(s.name)) {
-      counts[plan_state(r.run)]++;
+      counts[to_string(plan_state(r.run))]++;
     }
     std::printf("%-24s %-40s %s\n", s.name.c_str(), s.file.c_str(), join_counts(counts).c_str());
   }
@@ -189,7 +191,7 @@ Exit run_status(Store& store, std::string name) {
     const std::vector<Segment> segments = store.segments(r.run.run_id);
     const std::string code = segments.empty() ? "-" : segments.back().code_label();
     std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
-                r.run.run_id.c_str(), plan_state(r.run).c_str(), step.c_str(), loss, test,
+                r.run.run_id.c_str(), to_string(plan_state(r.run)), step.c_str(), loss, test,
                 static_cast<long long>(r.run.attempts), code.c_str(),
                 jobs ? (job + std::string(19 - std::min<size_t>(19, job.size()), ' ')).c_str() : "",
                 first_line(r.run.error).c_str());

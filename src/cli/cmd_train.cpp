@@ -8,8 +8,9 @@
 
 #include "cli/commands.h"
 #include "config/run_config.h"
-#include "dist/dist.h"
-#include "dist/launch.h"
+#include "parallel/parallel.h"
+#include "parallel/launch.h"
+#include "protocol/events.h"
 #include "train/trainer.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -136,20 +137,20 @@ Exit run_train(const TrainOptions& o) {
     Trainer trainer(cfg, data, comm.get());
     result = trainer.run({run_dir, o.resume, &events});
   } catch (const std::exception& e) {
-    events.emit("end", {{"status", "failed"}, {"reason", e.what()}});
+    namespace schema = sweep::events;  // `events` here is the sink
+    events.emit(schema::end, {{schema::field::status, to_string(RunState::failed)}, {schema::field::reason, e.what()}});
     throw;
   }
   switch (result.status) {
-    case RunStatus::done:
+    case RunState::done:
       return Exit::ok;
-    case RunStatus::diverged:
+    case RunState::diverged:
       return Exit::diverged;
-    case RunStatus::preempted:
+    case RunState::preempted:
       return Exit::preempted;
-    case RunStatus::failed:
-      break;
+    default:
+      return Exit::failed;
   }
-  return Exit::failed;
 }
 
 }  // namespace sweep

@@ -260,7 +260,7 @@ Analysis analyze(const ReportInput& in) {
     }
     s.seeds_planned = static_cast<int64_t>(planned.size());
     s.finished = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.value.has_value(); });
-    s.diverged = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.status == "diverged"; });
+    s.diverged = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
     s.summary = summarize(values);
     s.tokens = mean_where(v.runs, [](const ReportRun& r) { return std::optional<double>(static_cast<double>(r.tokens)); });
     s.tokens_per_s = mean_where(v.runs, [](const ReportRun& r) { return r.tokens_per_s; });

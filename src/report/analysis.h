@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/sweep_spec.h"
+#include "protocol/run_state.h"
 #include "report/stats.h"
 
 namespace sweep {
@@ -21,7 +22,7 @@ namespace sweep {
 // One run as the report sees it.
 struct ReportRun {
   std::string run_id;
-  std::string status;  // done, diverged, failed, ...
+  RunState status = RunState::pending;
   int64_t init_seed = 0, data_seed = 0, repeat = 0;
   std::optional<double> value;  // the metric; empty unless the run finished with a finite value
   std::optional<double> test_loss, test_bpb, val_loss;

@@ -47,7 +47,7 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
       rr.val_curve.emplace_back(p.tokens, *p.loss);
     }
   }
-  if (r.status == "done") {
+  if (r.status == RunState::done) {
     if (!rr.val_curve.empty()) {
       rr.val_loss = rr.val_curve.back().second;
     }

@@ -524,7 +524,7 @@ std::string render_csv(const ReportInput& in, const Analysis& a) {
   for (const auto& v : in.variants) {
     for (const auto& r : v.runs) {
       out << csv_field(a.sweep) << ',' << csv_field(v.name) << ',' << r.run_id << ',' << r.init_seed << ','
-          << r.data_seed << ',' << r.repeat << ',' << csv_field(r.status) << ',' << csv_number(r.value) << ','
+          << r.data_seed << ',' << r.repeat << ',' << csv_field(to_string(r.status)) << ',' << csv_number(r.value) << ','
           << csv_number(r.test_loss) << ',' << csv_number(r.test_bpb) << ',' << csv_number(r.val_loss) << ','
           << r.tokens << ',' << csv_number(r.tokens_per_s) << ',' << csv_number(r.wall_seconds) << ',' << r.starts
           << ',' << csv_field(join(r.codes, "; ")) << '\n';
@@ -564,7 +564,7 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                         {"init_seed", r.init_seed},
                         {"data_seed", r.data_seed},
                         {"repeat", r.repeat},
-                        {"status", r.status},
+                        {"status", to_string(r.status)},
                         {"value", optional_number(r.value)},
                         {"starts", r.starts},
                         {"code", r.codes}});

@@ -1,61 +1,68 @@
-// The local executor: runs a sweep's pending runs as `sweep worker` child processes on device
-// slots, ingests their stdout events into the store as they arrive (the scheduler is the
-// database's only writer), classifies how each run ended, retries crashes from their
-// checkpoints, and handles Ctrl-C (stop launching, SIGTERM the runs so they checkpoint; a second
-// Ctrl-C kills). Never talks to the training core except through the worker process.
+// Where a sweep's workers run. An executor only starts, watches and stops `sweep worker`
+// processes — a local child on a device slot (sched/local.h) or a Slurm array task
+// (sched/slurm.h) — and reports what it saw. It never writes the database: the sweep runner
+// (sched/runner.h) owns the lifecycle and is the database's only writer.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/sweep_spec.h"
 #include "store/store.h"
 
 namespace sweep {
 
-struct ExecutorOptions {
-  std::string results_dir = "results";
-  std::string devices = "cpu";
-  int retries = 1;
-  bool retry_failed = false;
-  std::string worker_binary;  // the sweep executable
+// A worker that has ended.
+struct WorkerEnd {
+  std::string run_id;
+  std::optional<int> exit_code;  // nullopt: the executor cannot tell (a batch task that left the queue)
+  bool out_of_memory = false;    // evidence of an OOM kill (see EndFacts)
+  std::string log;               // the file to read about it
+  std::string log_tail;          // its last lines
+  std::string detail;            // what ended, when the exit code is unknown
 };
 
-// The state a planned run is in, for `sweep plan` / `sweep status` and for scheduling.
-// done | diverged (finished) · failed | oom (need --retry-failed) · resumable (interrupted,
-// preempted, or running with no live process) · running · pending
-std::string plan_state(const RunRow& row);
+// A batch-system task of a run and its state, as the batch system reports it ("12_3", "RUNNING").
+struct JobUpdate {
+  std::string run_id, job, state;
+};
 
-// One scheduler per results folder (it is the database's only writer): holds the folder's lock
-// while it lives; throws when another scheduler holds it.
-class ResultsLock {
+// What an executor saw since it last reported, in the order to apply it.
+struct Observed {
+  std::vector<std::pair<std::string, std::vector<std::string>>> events;  // a run's new complete event lines
+  std::vector<JobUpdate> jobs;
+  std::vector<std::pair<std::string, std::string>> running;  // a queued worker now runs: run id, where
+  std::vector<std::string> requeued;  // a batch task back in the queue after a preemption
+  std::vector<WorkerEnd> ended;
+  std::vector<std::string> notes;  // lines for the user ("submitted Slurm array 12: ...")
+};
+
+class Executor {
  public:
-  explicit ResultsLock(const std::string& results_dir);
-  ~ResultsLock();
-  ResultsLock(const ResultsLock&) = delete;
-  ResultsLock& operator=(const ResultsLock&) = delete;
+  virtual ~Executor() = default;
 
- private:
-  int m_fd = -1;
+  // What the headline says the runs run on: "2 slots (cpu:2x1)", "Slurm".
+  virtual std::string describe() const = 0;
+  // A run recorded with a live worker by an earlier `sweep run` (`running`, or a batch task):
+  // true when the executor follows that worker from now on; false when there is none (an
+  // orphaned local worker is stopped, so that it checkpoints).
+  virtual bool adopt(const RunRow& row, const PlannedRun& run) = 0;
+  // Whether `run` can start now (a local run needs as many free slots as it has ranks).
+  virtual bool can_start(const PlannedRun& run) const = 0;
+  // Starts a worker on `run`, whose directory holds its config.yaml. Returns the process id of a
+  // worker that runs now, nullopt for one that was queued (a batch task, sent at `submit`).
+  // `where`: said in the start line.
+  virtual std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) = 0;
+  // Sends what `start` queued.
+  virtual Observed submit() { return {}; }
+  // Waits a little (a local poll, a batch system's polling interval) and reports.
+  virtual Observed poll() = 0;
+  // The user asked to stop, for the `times`th time: ask the workers to checkpoint and stop (1),
+  // or kill them (2 and more). Every watched worker is reported ended by later polls. Returns
+  // the line to show.
+  virtual std::string stop(int times) = 0;
 };
-
-// The runs a `sweep run` must (re)start, in plan order, each run id once.
-struct ToDo {
-  std::vector<const PlannedRun*> runs;
-  size_t total = 0;
-  int finished_before = 0, failed_before = 0;  // failed/oom: skipped unless retry_failed
-  std::string headline(const SweepSpec& spec) const;  // "sweep s: 8 runs, 2 already finished, "
-};
-ToDo runs_to_do(const SweepSpec& spec, Store& store, bool retry_failed);
-
-// Refuses (bad input) a sweep with a run that needs more slots (resources.ranks) than --devices gives.
-void check_fits(const SweepSpec& spec, const std::string& devices);
-
-// Runs every run of the sweep that is not finished. Returns the process exit code:
-// 0 all finished, 1 some run failed, 130 interrupted by Ctrl-C. A run with resources.ranks = N
-// starts when N slots are free, as one worker that launches its N ranks.
-int run_local(const SweepSpec& spec, Store& store, const ExecutorOptions& options);
-
-// Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`).
-void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
 
 }  // namespace sweep

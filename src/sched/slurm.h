@@ -1,33 +1,67 @@
-// The Slurm executor: a sweep's unfinished runs become sbatch array tasks (one array per
-// rank count, one task per run), each starting its run's ranks with srun. The scheduler follows
-// the tasks with squeue and ingests each run directory's events.jsonl as it grows; a task
-// stopped with SIGTERM checkpoints, requeues itself and resumes; Ctrl-C cancels the sweep's
-// tasks. Slurm's commands run from argv vectors, never through a shell.
+// The Slurm executor: runs become sbatch array tasks (one array per rank and thread count, one
+// task per run), each starting its run's ranks with srun. Tasks are followed with squeue, their
+// events read from each run directory's events.jsonl as it grows; a task stopped with SIGTERM
+// checkpoints, requeues itself and resumes; stopping the sweep cancels its tasks. Slurm's
+// commands run from argv vectors, never through a shell.
 #pragma once
 
+#include <chrono>
+#include <map>
+#include <set>
 #include <string>
+#include <vector>
 
-#include "config/sweep_spec.h"
-#include "store/store.h"
+#include "sched/executor.h"
 
 namespace sweep {
 
 struct SlurmOptions {
-  std::string results_dir = "results";
   std::string worker_binary;  // the sweep executable (must be reachable from the compute nodes)
   std::string partition;      // "" = the cluster's default
   std::string time;           // --time of each task, "" = the partition's default
   int gpus_per_rank = 0;
   int max_parallel = 0;       // array throttle (%K); 0 = no limit
-  bool retry_failed = false;
   double poll_seconds = 2.0;
 };
-
-// Returns the exit code: 0 every run finished, 1 some failed, 130 cancelled by Ctrl-C.
-int run_slurm(const SweepSpec& spec, Store& store, const SlurmOptions& options);
 
 // The sbatch script of one array: task i runs the run directory on line i+1 of `runs_file`.
 std::string sbatch_script(const std::string& job_name, const std::string& runs_file, size_t tasks, int64_t ranks,
                           int64_t threads, const std::string& slurm_dir, const SlurmOptions& options);
+
+class SlurmExecutor : public Executor {
+ public:
+  // `slurm_dir`: where the arrays' run lists, scripts and task logs go; `job_name` names the arrays.
+  SlurmExecutor(SlurmOptions options, std::string slurm_dir, std::string job_name);
+
+  std::string describe() const override { return "Slurm"; }
+  bool adopt(const RunRow& row, const PlannedRun& run) override;
+  bool can_start(const PlannedRun&) const override { return true; }  // Slurm queues what does not fit
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override;
+  Observed submit() override;
+  Observed poll() override;
+  std::string stop(int times) override;
+
+ private:
+  struct Task {
+    std::string run_id;
+    std::string run_dir;
+    std::string job;  // "ARRAY_INDEX"
+    std::string state;
+    uintmax_t offset = 0;  // bytes of events.jsonl already reported
+    bool seen_running = false;
+    std::optional<std::chrono::steady_clock::time_point> requeued_at;  // preempted and back in the queue
+  };
+  void follow(Task& t, Observed& seen);  // reports the complete event lines the task's run gained
+  WorkerEnd ended(const Task& t) const;
+
+  SlurmOptions m_options;
+  std::string m_dir, m_job_name;
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<std::string, std::string>>> m_to_submit;  // (ranks, threads) → runs
+  int m_arrays_written = 0;
+  std::set<std::string> m_arrays;  // the array ids followed
+  std::vector<Task> m_tasks;
+  bool m_cancelled = false;
+  std::map<std::string, std::map<std::string, std::string>> m_earlier;  // an earlier sweep's array → its tasks' states
+};
 
 }  // namespace sweep

@@ -6,10 +6,13 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "protocol/events.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 namespace sweep {
+
+namespace field = events::field;
 
 namespace {
 
@@ -135,7 +138,8 @@ RunRow read_run(SQLite::Statement& q, int offset = 0) {
   RunRow r;
   int i = offset;
   r.run_id = q.getColumn(i++).getString();
-  r.status = q.getColumn(i++).getString();
+  // A state this version does not know (a newer sweep wrote it) reads as failed: shown, never run over.
+  r.status = parse_run_state(q.getColumn(i++).getString()).value_or(RunState::failed);
   r.attempts = q.getColumn(i++).getInt64();
   r.init_seed = q.getColumn(i++).getInt64();
   r.data_seed = q.getColumn(i++).getInt64();
@@ -238,7 +242,7 @@ void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) 
   }
   SQLite::Statement run(*m_db,
                         "INSERT INTO runs(run_id, config, init_seed, data_seed, repeat, status, run_dir, updated_at) "
-                        "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT(run_id) DO NOTHING");
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id) DO NOTHING");
   SQLite::Statement member(*m_db, "INSERT OR IGNORE INTO sweep_runs(sweep, variant, run_id) VALUES (?, ?, ?)");
   for (const auto& r : spec.runs) {
     run.bind(1, r.run_id);
@@ -246,8 +250,9 @@ void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) 
     run.bind(3, r.config.seeds.init);
     run.bind(4, r.config.seeds.data);
     run.bind(5, r.repeat);
-    run.bind(6, (fs::path(results_dir) / "runs" / r.run_id).string());
-    run.bind(7, now());
+    run.bind(6, to_string(RunState::pending));
+    run.bind(7, (fs::path(results_dir) / "runs" / r.run_id).string());
+    run.bind(8, now());
     run.exec();
     run.reset();
     member.bind(1, spec.name);
@@ -347,12 +352,13 @@ std::vector<Segment> Store::segments(const std::string& run_id) {
 
 void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt) {
   SQLite::Statement q(*m_db,
-                      "UPDATE runs SET status = 'running', pid = ?, attempts = attempts + ?, error = '', "
+                      "UPDATE runs SET status = ?, pid = ?, attempts = attempts + ?, error = '', "
                       "job = '', job_state = '', updated_at = ? WHERE run_id = ?");
-  q.bind(1, pid);
-  q.bind(2, counts_as_attempt ? 1 : 0);
-  q.bind(3, now());
-  q.bind(4, run_id);
+  q.bind(1, to_string(RunState::running));
+  q.bind(2, pid);
+  q.bind(3, counts_as_attempt ? 1 : 0);
+  q.bind(4, now());
+  q.bind(5, run_id);
   q.exec();
 }
 
@@ -365,9 +371,9 @@ void Store::set_job(const std::string& run_id, const std::string& job, const std
   q.exec();
 }
 
-void Store::set_status(const std::string& run_id, const std::string& status, const std::string& error) {
+void Store::set_status(const std::string& run_id, RunState status, const std::string& error) {
   SQLite::Statement q(*m_db, "UPDATE runs SET status = ?, error = ?, pid = 0, updated_at = ? WHERE run_id = ?");
-  q.bind(1, status);
+  q.bind(1, to_string(status));
   q.bind(2, error);
   q.bind(3, now());
   q.bind(4, run_id);
@@ -377,11 +383,12 @@ void Store::set_status(const std::string& run_id, const std::string& status, con
 void Store::ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir) {
   SQLite::Statement q(*m_db,
                       "INSERT INTO runs(run_id, config, init_seed, data_seed, status, run_dir, updated_at) "
-                      "VALUES (?, ?, 0, 0, 'pending', ?, ?) ON CONFLICT(run_id) DO NOTHING");
+                      "VALUES (?, ?, 0, 0, ?, ?, ?) ON CONFLICT(run_id) DO NOTHING");
   q.bind(1, run_id);
   q.bind(2, config_yaml);
-  q.bind(3, run_dir);
-  q.bind(4, now());
+  q.bind(3, to_string(RunState::pending));
+  q.bind(4, run_dir);
+  q.bind(5, now());
   q.exec();
 }
 
@@ -418,26 +425,25 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     } catch (const nlohmann::json::exception&) {
       continue;  // a line cut by a kill: the worker rewrites what follows after resuming
     }
-    const std::string type = ev.value("event", "");
-    const int64_t step = ev.value("step", int64_t{0});
-    const std::optional<double> time = ev.contains("time") && ev["time"].is_number()
-                                           ? std::optional<double>(ev["time"].get<double>())
-                                           : std::nullopt;
-    if (type == "start") {
+    const std::string type = ev.value(field::event, "");
+    const int64_t step = ev.value(field::step, int64_t{0});
+    const bool has_time = ev.contains(field::time) && ev[field::time].is_number();
+    const double time = has_time ? ev[field::time].get<double>() : 0.0;
+    if (type == events::start) {
       extend_segment();  // the previous segment ends with the events before this start
-      if (time) {
+      if (has_time) {
         SQLite::Statement seg(*m_db,
                               "INSERT INTO segments(run_id, started, step, last_event, code, numerics) "
                               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, started) DO NOTHING");
         seg.bind(1, run_id);
-        seg.bind(2, *time);
+        seg.bind(2, time);
         seg.bind(3, step);
-        seg.bind(4, *time);
+        seg.bind(4, time);
         // Read defensively: a field of the wrong type is "not said", never a failed ingest.
-        const bool has_code = ev.contains("code") && ev["code"].is_string();
-        const bool has_numerics = ev.contains("numerics") && ev["numerics"].is_number_integer();
-        seg.bind(5, has_code ? ev["code"].get<std::string>() : std::string());
-        bind_opt(seg, 6, has_numerics ? std::optional<int64_t>(ev["numerics"].get<int64_t>()) : std::nullopt);
+        const bool has_code = ev.contains(field::code) && ev[field::code].is_string();
+        const bool has_numerics = ev.contains(field::numerics) && ev[field::numerics].is_number_integer();
+        seg.bind(5, has_code ? ev[field::code].get<std::string>() : std::string());
+        bind_opt(seg, 6, has_numerics ? std::optional<int64_t>(ev[field::numerics].get<int64_t>()) : std::nullopt);
         seg.exec();
       }
       // A (re)start at step k: everything after k will be produced again.
@@ -449,54 +455,56 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       SQLite::Statement q(*m_db,
                           "UPDATE runs SET total_steps = ?, steps = ?, test_loss = NULL, test_bpb = NULL, "
                           "updated_at = ? WHERE run_id = ?");
-      q.bind(1, ev.value("total_steps", int64_t{0}));
+      q.bind(1, ev.value(field::total_steps, int64_t{0}));
       q.bind(2, step);
       q.bind(3, now());
       q.bind(4, run_id);
       q.exec();
-    } else if (type == "train") {
-      auto [loss, loss_status] = number(ev["loss"]);
-      auto [norm, norm_status] = number(ev["grad_norm"]);
+    } else if (type == events::train) {
+      auto [loss, loss_status] = number(ev[field::loss]);
+      auto [norm, norm_status] = number(ev[field::grad_norm]);
       put_train.bind(1, run_id);
       put_train.bind(2, step);
-      put_train.bind(3, ev.value("tokens", int64_t{0}));
+      put_train.bind(3, ev.value(field::tokens, int64_t{0}));
       bind_opt(put_train, 4, loss);
       put_train.bind(5, loss_status);
-      put_train.bind(6, ev.value("lr", 0.0));
+      put_train.bind(6, ev.value(field::lr, 0.0));
       bind_opt(put_train, 7, norm);
       put_train.bind(8, norm_status);
-      put_train.bind(9, ev.value("tokens_per_s", 0.0));
+      put_train.bind(9, ev.value(field::tokens_per_s, 0.0));
       put_train.exec();
       put_train.reset();
       latest_train = ev;
-    } else if (type == "eval") {
-      auto [loss, loss_status] = number(ev["loss"]);
+    } else if (type == events::eval) {
+      auto [loss, loss_status] = number(ev[field::loss]);
       put_eval.bind(1, run_id);
-      put_eval.bind(2, ev.value("split", "val"));
+      put_eval.bind(2, ev.value(field::split, events::val_split));
       put_eval.bind(3, step);
-      put_eval.bind(4, ev.value("tokens", int64_t{0}));
+      put_eval.bind(4, ev.value(field::tokens, int64_t{0}));
       bind_opt(put_eval, 5, loss);
       put_eval.bind(6, loss_status);
       put_eval.exec();
       put_eval.reset();
-    } else if (type == "end") {
-      // A run is done only with a finite test loss (older workers said done without one).
-      const bool no_result = ev.value("status", "") == "done" && ev.contains("test_loss") &&
-                             !number(ev["test_loss"]).first.has_value();
-      const std::string status = no_result ? "diverged" : ev.value("status", "failed");
+    } else if (type == events::end) {
+      // A run is done only with a finite test loss (older workers said done without one); an
+      // end without a state this version knows is a failure.
+      const RunState said = parse_run_state(ev.value(field::status, "")).value_or(RunState::failed);
+      const bool no_result = said == RunState::done && ev.contains(field::test_loss) &&
+                             !number(ev[field::test_loss]).first.has_value();
+      const RunState status = no_result ? RunState::diverged : said;
       SQLite::Statement q(*m_db,
                           "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, pid = 0, updated_at = ? "
                           "WHERE run_id = ?");
-      q.bind(1, status);
-      q.bind(2, no_result ? std::string("non-finite test loss") : ev.value("reason", ""));
-      bind_opt(q, 3, ev.contains("test_loss") ? number(ev["test_loss"]).first : std::nullopt);
-      bind_opt(q, 4, ev.contains("test_bpb") ? number(ev["test_bpb"]).first : std::nullopt);
+      q.bind(1, to_string(status));
+      q.bind(2, no_result ? std::string("non-finite test loss") : ev.value(field::reason, ""));
+      bind_opt(q, 3, ev.contains(field::test_loss) ? number(ev[field::test_loss]).first : std::nullopt);
+      bind_opt(q, 4, ev.contains(field::test_bpb) ? number(ev[field::test_bpb]).first : std::nullopt);
       q.bind(5, now());
       q.bind(6, run_id);
       q.exec();
     }
-    if (time) {
-      latest_time = std::max(latest_time.value_or(*time), *time);
+    if (has_time) {
+      latest_time = std::max(latest_time.value_or(time), time);
     }
   }
   extend_segment();
@@ -504,9 +512,9 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     nlohmann::json& ev = *latest_train;
     SQLite::Statement q(*m_db,
                         "UPDATE runs SET steps = ?, tokens = ?, last_loss = ?, updated_at = ? WHERE run_id = ?");
-    q.bind(1, ev.value("step", int64_t{0}));
-    q.bind(2, ev.value("tokens", int64_t{0}));
-    bind_opt(q, 3, number(ev["loss"]).first);
+    q.bind(1, ev.value(field::step, int64_t{0}));
+    q.bind(2, ev.value(field::tokens, int64_t{0}));
+    bind_opt(q, 3, number(ev[field::loss]).first);
     q.bind(4, now());
     q.bind(5, run_id);
     q.exec();

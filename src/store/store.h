@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/sweep_spec.h"
+#include "protocol/run_state.h"
 
 namespace SQLite {
 class Database;
@@ -18,10 +19,9 @@ class Database;
 
 namespace sweep {
 
-// pending → running → done | diverged | failed | oom | interrupted (resumable) | preempted (resumable)
 struct RunRow {
   std::string run_id;
-  std::string status;
+  RunState status = RunState::pending;
   int64_t attempts = 0;
   int64_t init_seed = 0, data_seed = 0, repeat = 0;
   int64_t steps = 0, total_steps = 0, tokens = 0;
@@ -91,7 +91,7 @@ class Store {
   std::vector<Segment> segments(const std::string& run_id);  // oldest first
 
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);
-  void set_status(const std::string& run_id, const std::string& status, const std::string& error = "");
+  void set_status(const std::string& run_id, RunState status, const std::string& error = "");
   void set_job(const std::string& run_id, const std::string& job, const std::string& state);
   // Registers a run found on disk (sweep ingest) that the database does not know yet.
   void ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "protocol/events.h"
 #include "util/error.h"
 
 namespace sweep {
@@ -51,8 +52,8 @@ EventSink::~EventSink() {
 
 void EventSink::emit(const std::string& type, nlohmann::json fields) {
   nlohmann::ordered_json ev;
-  ev["event"] = type;
-  ev["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ev[events::field::event] = type;
+  ev[events::field::time] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (auto& [key, value] : fields.items()) {
     ev[key] = value;
   }

@@ -1,5 +1,5 @@
-// The worker → scheduler event protocol: one JSON object per line (start, train, eval,
-// checkpoint, end), appended to the run's events.jsonl and, in events mode, printed on stdout.
+// The worker → scheduler event protocol (its names and version: protocol/events.h): one JSON
+// object per line, appended to the run's events.jsonl and, in events mode, printed on stdout.
 // JSON has no NaN: non-finite numbers are written as the strings "nan", "inf", "-inf".
 // On a terminal (not events mode) a one-line live progress display replaces the JSON.
 #pragma once
@@ -23,7 +23,7 @@ class EventSink {
   EventSink(const EventSink&) = delete;
   EventSink& operator=(const EventSink&) = delete;
 
-  // Adds "event": type and "time" (unix seconds), writes the line and flushes it.
+  // Adds the event's type and time (unix seconds), writes the line and flushes it.
   void emit(const std::string& type, nlohmann::json fields);
   // Rewrites the live progress line (no-op unless progress is on).
   void progress(const std::string& line);

@@ -5,7 +5,8 @@
 
 #include "build_options.h"
 #include "data/dataset.h"
-#include "dist/dist.h"
+#include "parallel/parallel.h"
+#include "protocol/events.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/optim.h"
@@ -19,19 +20,7 @@
 
 namespace sweep {
 
-const char* to_string(RunStatus s) {
-  switch (s) {
-    case RunStatus::done:
-      return "done";
-    case RunStatus::diverged:
-      return "diverged";
-    case RunStatus::failed:
-      return "failed";
-    case RunStatus::preempted:
-      return "preempted";
-  }
-  return "?";
-}
+namespace field = events::field;
 
 std::shared_ptr<const TrainData> load_train_data(const RunConfig& c) {
   DatasetInfo info = read_dataset(c.data.dataset);
@@ -206,18 +195,19 @@ RunResult Trainer::run(const RunOptions& o) {
   }
   const int64_t total = m_cfg.total_steps();
   const int64_t tps = m_cfg.tokens_per_step();
-  ev.emit("start", {{"step", m_step},
-                    {"total_steps", total},
-                    {"tokens_per_step", tps},
-                    {"params", m_model->num_params()},
-                    {"threads", at::get_num_threads()},
-                    {"device", m_device.str()},
-                    {"precision", m_cfg.train.precision},
-                    {"fused", m_cfg.train.fused},
-                    {"attention", m_model->attention(m_device)},
-                    {"resumed", resumed},
-                    {"code", code_commit()},
-                    {"numerics", k_numerics_version}});
+  ev.emit(events::start, {{field::schema, events::k_events_version},
+                          {field::step, m_step},
+                          {field::total_steps, total},
+                          {field::tokens_per_step, tps},
+                          {field::params, m_model->num_params()},
+                          {field::threads, at::get_num_threads()},
+                          {field::device, m_device.str()},
+                          {field::precision, m_cfg.train.precision},
+                          {field::fused, m_cfg.train.fused},
+                          {field::attention, m_model->attention(m_device)},
+                          {field::resumed, resumed},
+                          {field::code, code_commit()},
+                          {field::numerics, k_numerics_version}});
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
           std::to_string(total) + " steps of " + format_count(static_cast<double>(tps)) + " tokens, " +
           format_count(static_cast<double>(m_model->num_params())) + " parameters, " +
@@ -226,7 +216,10 @@ RunResult Trainer::run(const RunOptions& o) {
 
   auto eval_val = [&]() {
     const double val = evaluate("val");
-    ev.emit("eval", {{"split", "val"}, {"step", m_step}, {"tokens", m_step * tps}, {"loss", json_number(val)}});
+    ev.emit(events::eval, {{field::split, events::val_split},
+                           {field::step, m_step},
+                           {field::tokens, m_step * tps},
+                           {field::loss, json_number(val)}});
     ev.note("step " + std::to_string(m_step) + ": val loss " + std::to_string(val));
   };
   auto checkpoint = [&]() {
@@ -234,9 +227,14 @@ RunResult Trainer::run(const RunOptions& o) {
       return;
     }
     save(ckpt);
-    ev.emit("checkpoint", {{"step", m_step}});
+    ev.emit(events::checkpoint, {{field::step, m_step}});
   };
-  auto result = [&](RunStatus status, const std::string& reason) {
+  // The end event of a run that stops early (preempted, diverged), and its result.
+  auto stop_early = [&](RunState status, const std::string& reason) {
+    ev.emit(events::end, {{field::status, to_string(status)},
+                          {field::step, m_step},
+                          {field::tokens, m_step * tps},
+                          {field::reason, reason}});
     RunResult r;
     r.status = status;
     r.step = m_step;
@@ -255,24 +253,22 @@ RunResult Trainer::run(const RunOptions& o) {
     if (stop || (o.max_steps >= 0 && m_step >= o.max_steps)) {
       checkpoint();
       std::string reason = stop ? "stopped by signal " + std::to_string(stop_signal()) : "step limit";
-      ev.emit("end", {{"status", "preempted"}, {"step", m_step}, {"tokens", m_step * tps}, {"reason", reason}});
       ev.note("preempted at step " + std::to_string(m_step) + " (" + reason + "); resume with --resume");
-      return result(RunStatus::preempted, reason);
+      return stop_early(RunState::preempted, reason);
     }
     const StepStats s = train_step();
     fault_hook(o.run_dir, m_step);
-    ev.emit("train", {{"step", m_step},
-                      {"tokens", m_step * tps},
-                      {"loss", json_number(s.loss)},
-                      {"lr", s.lr},
-                      {"grad_norm", json_number(s.grad_norm)},
-                      {"tokens_per_s", static_cast<double>(tps) / s.seconds}});
+    ev.emit(events::train, {{field::step, m_step},
+                            {field::tokens, m_step * tps},
+                            {field::loss, json_number(s.loss)},
+                            {field::lr, s.lr},
+                            {field::grad_norm, json_number(s.grad_norm)},
+                            {field::tokens_per_s, static_cast<double>(tps) / s.seconds}});
     if (!s.finite()) {
       std::string reason = std::string("non-finite ") + (std::isfinite(s.loss) ? "gradient norm" : "loss") +
                            " at step " + std::to_string(m_step);
-      ev.emit("end", {{"status", "diverged"}, {"step", m_step}, {"tokens", m_step * tps}, {"reason", reason}});
       ev.note("diverged: " + reason);
-      return result(RunStatus::diverged, reason);
+      return stop_early(RunState::diverged, reason);
     }
     step_seconds = step_seconds == 0 ? s.seconds : 0.9 * step_seconds + 0.1 * s.seconds;
     char line[200];
@@ -297,26 +293,29 @@ RunResult Trainer::run(const RunOptions& o) {
   eval_val();
   const EvalLoss test = evaluate_loss(m_model, m_data->test, 0, m_cfg.train.micro_batch, m_cfg.train.precision,
                                       m_device);
-  RunResult r = result(RunStatus::done, "");
+  RunResult r;
+  r.step = m_step;
   r.test_loss = test.mean();
   if (m_data->test_bytes > 0) {
     r.test_bpb = test.sum_nats / (std::log(2.0) * static_cast<double>(m_data->test_bytes));
   }
-  ev.emit("eval", {{"split", "test"}, {"step", m_step}, {"tokens", m_step * tps}, {"loss", json_number(r.test_loss)}});
+  ev.emit(events::eval, {{field::split, events::test_split},
+                         {field::step, m_step},
+                         {field::tokens, m_step * tps},
+                         {field::loss, json_number(r.test_loss)}});
   if (!std::isfinite(r.test_loss)) {  // every step was finite, the model's predictions are not: no result
     const std::string reason = "non-finite test loss after step " + std::to_string(m_step);
-    ev.emit("end", {{"status", "diverged"}, {"step", m_step}, {"tokens", m_step * tps}, {"reason", reason}});
     ev.note("diverged: " + reason);
-    return result(RunStatus::diverged, reason);
+    return stop_early(RunState::diverged, reason);
   }
   checkpoint();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ev.emit("end", {{"status", "done"},
-                  {"step", m_step},
-                  {"tokens", m_step * tps},
-                  {"test_loss", json_number(r.test_loss)},
-                  {"test_bpb", json_number(r.test_bpb)},
-                  {"wall_seconds", wall}});
+  ev.emit(events::end, {{field::status, to_string(RunState::done)},
+                        {field::step, m_step},
+                        {field::tokens, m_step * tps},
+                        {field::test_loss, json_number(r.test_loss)},
+                        {field::test_bpb, json_number(r.test_bpb)},
+                        {field::wall_seconds, wall}});
   char line[160];
   std::snprintf(line, sizeof line, "done: test loss %.4f, %.4f bits per byte, %s", r.test_loss, r.test_bpb,
                 format_duration(wall).c_str());

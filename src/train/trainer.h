@@ -15,6 +15,7 @@
 
 #include "config/run_config.h"
 #include "data/loader.h"
+#include "protocol/run_state.h"
 #include "train/events.h"
 #include "train/model.h"
 
@@ -38,11 +39,9 @@ struct StepStats {
   bool finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
 };
 
-enum class RunStatus { done, diverged, failed, preempted };
-const char* to_string(RunStatus s);
-
+// How a worker's training ended: done, diverged or preempted (a worker that fails throws).
 struct RunResult {
-  RunStatus status = RunStatus::done;
+  RunState status = RunState::done;
   int64_t step = 0;
   double test_loss = std::numeric_limits<double>::quiet_NaN();
   double test_bpb = std::numeric_limits<double>::quiet_NaN();

@@ -15,15 +15,16 @@ namespace {
 
 // A variant whose run i has seed i+1 and `values[i]` as its metric (NaN: diverged).
 VariantRuns variant(const std::string& name, const std::vector<double>& values, int64_t first_seed = 1) {
-  VariantRuns v{name, {}};
+  VariantRuns v;
+  v.name = name;
   for (size_t i = 0; i < values.size(); ++i) {
     ReportRun r;
     r.run_id = name + std::to_string(i);
     r.init_seed = r.data_seed = first_seed + static_cast<int64_t>(i);
     if (std::isnan(values[i])) {
-      r.status = "diverged";
+      r.status = RunState::diverged;
     } else {
-      r.status = "done";
+      r.status = RunState::done;
       r.value = r.test_loss = values[i];
     }
     r.tokens = 1000;

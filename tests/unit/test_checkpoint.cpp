@@ -58,13 +58,13 @@ TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwis
     EventSink ev(straight.str("events.jsonl"), "", false, false);
     ra = a.run({straight.str(), false, &ev});
   }
-  REQUIRE(ra.status == RunStatus::done);
+  REQUIRE(ra.status == RunState::done);
 
   {
     Trainer first(c, data);
     EventSink ev(split_run.str("events.jsonl"), "", false, false);
     const RunResult r = first.run({split_run.str(), false, &ev, /*max_steps=*/5});
-    CHECK(r.status == RunStatus::preempted);
+    CHECK(r.status == RunState::preempted);
     CHECK(r.step == 5);
   }
   REQUIRE(fs::exists(split_run.str("checkpoint/ckpt.pt")));
@@ -74,7 +74,7 @@ TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwis
     EventSink ev(split_run.str("events.jsonl"), "", false, false);
     rb = second.run({split_run.str(), true, &ev});
   }
-  REQUIRE(rb.status == RunStatus::done);
+  REQUIRE(rb.status == RunState::done);
 
   const Curve sa = curve_of(straight.str("events.jsonl")), sb = curve_of(split_run.str("events.jsonl"));
   CHECK(sa.train.size() == 12);

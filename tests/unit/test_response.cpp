@@ -92,7 +92,7 @@ namespace {
 ReportRun done(int64_t seed, double value) {
   ReportRun r;
   r.run_id = "r" + std::to_string(seed);
-  r.status = "done";
+  r.status = RunState::done;
   r.init_seed = r.data_seed = seed;
   r.value = value;
   return r;

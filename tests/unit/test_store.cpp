@@ -21,7 +21,7 @@ SweepSpec one_run_sweep() {
   s.baseline = "base";
   s.file = "t.yaml";
   s.text = "sweep: t";
-  s.variants.push_back({"base", {}});
+  s.variants.emplace_back().name = "base";
   PlannedRun r;
   r.variant = "base";
   r.config = test::tiny_config();
@@ -57,7 +57,7 @@ TEST_CASE("ingest is idempotent and a restart at step k replaces the rows after 
   RecordedRun fixture;
   Store& store = fixture.store;
   const std::string id = fixture.id;
-  CHECK(store.run(id)->status == "pending");
+  CHECK(store.run(id)->status == RunState::pending);
 
   std::vector<std::string> lines{R"({"event":"start","step":0,"total_steps":6})",
                                  R"({"event":"eval","split":"val","step":0,"tokens":0,"loss":4.1})"};
@@ -81,7 +81,7 @@ TEST_CASE("ingest is idempotent and a restart at step k replaces the rows after 
   store.ingest(id, rest);
   CHECK(store.metric_rows(id) == 7);
   const RunRow row = *store.run(id);
-  CHECK(row.status == "done");
+  CHECK(row.status == RunState::done);
   CHECK(row.test_loss == doctest::Approx(2.9));
   CHECK(store.integrity_check() == "ok");
 }
@@ -112,12 +112,12 @@ TEST_CASE("non-finite values are stored with an explicit status, not a silent NU
   REQUIRE(q.executeStep());
   CHECK(q.getColumn(1).isNull());
   CHECK(q.getColumn(2).getString() == "nan");
-  CHECK(store.run(id)->status == "diverged");
+  CHECK(store.run(id)->status == RunState::diverged);
   CHECK(store.run(id)->error == "non-finite loss at step 2");
   // finite steps but a non-finite test loss: no result, so diverged, whatever the worker said
   store.ingest(id, {R"({"event":"start","step":0,"total_steps":2})", train_line(1, "2.0"), train_line(2, "1.9"),
                     R"({"event":"end","status":"done","step":2,"test_loss":"nan","test_bpb":"nan"})"});
-  CHECK(store.run(id)->status == "diverged");
+  CHECK(store.run(id)->status == RunState::diverged);
   CHECK(store.run(id)->error == "non-finite test loss");
   CHECK_FALSE(store.run(id)->test_loss.has_value());
 }
@@ -129,11 +129,11 @@ TEST_CASE("recording a sweep twice keeps its runs' state, and a shared run belon
   store.record_sweep(s, dir.str());
   store.ingest(s.runs[0].run_id, {R"({"event":"end","status":"done","step":6,"test_loss":2.5})"});
   store.record_sweep(s, dir.str());
-  CHECK(store.run(s.runs[0].run_id)->status == "done");
+  CHECK(store.run(s.runs[0].run_id)->status == RunState::done);
   s.name = "other";
   store.record_sweep(s, dir.str());
   CHECK(store.sweep_runs("other").size() == 1);
-  CHECK(store.sweep_runs("other")[0].run.status == "done");
+  CHECK(store.sweep_runs("other")[0].run.status == RunState::done);
   CHECK(store.sweeps().size() == 2);
 }
 

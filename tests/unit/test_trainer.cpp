@@ -145,7 +145,7 @@ TEST_CASE("divergence: lr 1e3 ends the run as diverged and keeps the finite metr
     EventSink events(dir.str("events.jsonl"), "", false, false);
     r = t.run({dir.str(), false, &events});
   }
-  CHECK(r.status == RunStatus::diverged);
+  CHECK(r.status == RunState::diverged);
   CHECK(r.step < 200);
   const auto ev = read_events(dir.str("events.jsonl"));
   REQUIRE(ev.size() >= 3);

@@ -4,7 +4,7 @@
 // the other fail instead of hanging, and the environment of torchrun and Slurm is read right.
 #include <thread>
 
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 #include "helpers.h"
 #include "train/checkpoint.h"
 

@@ -1,4 +1,4 @@
-#include "dist/launch.h"
+#include "parallel/launch.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <thread>
 
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 #include "util/process.h"
 #include "util/signals.h"
 

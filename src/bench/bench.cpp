@@ -1,4 +1,4 @@
-#include "train/bench.h"
+#include "bench/bench.h"
 
 #include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
@@ -453,8 +453,13 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       results.push_back(r);
     }
     if (settings.fused.size() == 2) {
-      const auto& ref = results[results.size() - 2];
-      std::snprintf(line, sizeof line, "  fused / reference: %.2f× tokens/s\n", results.back().tokens_per_s / ref.tokens_per_s);
+      // The last two results are this precision's, in the order of settings.fused.
+      const BenchResult& a = results[results.size() - 2];
+      const BenchResult& b = results.back();
+      const BenchResult& fused = a.fused ? a : b;
+      const BenchResult& reference = a.fused ? b : a;
+      std::snprintf(line, sizeof line, "  fused / reference: %.2f× tokens/s (%.0f / %.0f)\n",
+                    fused.tokens_per_s / reference.tokens_per_s, fused.tokens_per_s, reference.tokens_per_s);
       out << line;
     }
     if (settings.ops) {

@@ -1,4 +1,4 @@
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,0 +1,115 @@
+#include "sched/lifecycle.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <set>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/process.h"
+
+namespace sweep {
+
+PlanState plan_state(const RunRow& row, bool worker_alive) {
+  switch (row.status) {
+    case RunState::done: return PlanState::done;
+    case RunState::diverged: return PlanState::diverged;
+    case RunState::failed: return PlanState::failed;
+    case RunState::oom: return PlanState::oom;
+    case RunState::interrupted:
+    case RunState::preempted: return PlanState::resumable;
+    case RunState::running: return !row.job.empty() || worker_alive ? PlanState::running : PlanState::resumable;
+    case RunState::pending: return PlanState::pending;
+  }
+  return PlanState::pending;
+}
+
+PlanState plan_state(const RunRow& row) {
+  return plan_state(row, row.status == RunState::running && row.job.empty() && worker_alive(row));
+}
+
+bool worker_alive(const RunRow& row) {
+  if (row.pid <= 0 || !process_alive(static_cast<pid_t>(row.pid))) {
+    return false;
+  }
+  std::string cmdline = read_file("/proc/" + std::to_string(row.pid) + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  return cmdline.find(" worker ") != std::string::npos && cmdline.find(row.run_dir) != std::string::npos;
+}
+
+ToDo runs_to_do(const SweepSpec& spec, const std::function<PlanState(const std::string&)>& state_of,
+                bool retry_failed) {
+  ToDo todo;
+  std::set<std::string> seen;
+  for (const auto& run : spec.runs) {
+    if (!seen.insert(run.run_id).second) {
+      continue;
+    }
+    const PlanState state = state_of(run.run_id);
+    if (finished(state)) {
+      ++todo.finished_before;
+    } else if (failed(state) && !retry_failed) {
+      ++todo.failed_before;
+    } else {
+      todo.runs.push_back(&run);
+    }
+  }
+  todo.total = seen.size();
+  return todo;
+}
+
+std::string ToDo::headline(const SweepSpec& spec) const {
+  return "sweep " + spec.name + ": " + std::to_string(total) + " runs, " + std::to_string(finished_before) +
+         " already finished, " +
+         (failed_before > 0 ? std::to_string(failed_before) + " failed before (--retry-failed runs them), " : "");
+}
+
+Outcome classify_end(const EndFacts& f) {
+  const std::string stopped_by_user = "stopped by Ctrl-C; `sweep run` again resumes it";
+  if (!f.exit_code) {  // a batch task: its events say how it ended
+    if (finished(f.recorded)) {
+      return {f.recorded, Then::finished, f.recorded_error};
+    }
+    if (f.stopping) {
+      return {RunState::interrupted, Then::stopped, stopped_by_user};
+    }
+    return {RunState::failed, Then::give_up, f.detail + "\n" + f.log_tail};
+  }
+  const int code = *f.exit_code;
+  if (code == static_cast<int>(Exit::ok) && f.recorded == RunState::done) {
+    return {RunState::done, Then::finished, ""};
+  }
+  if (code == static_cast<int>(Exit::diverged)) {
+    return {RunState::diverged, Then::finished, f.recorded_error};
+  }
+  // 75: checkpointed and stopped; 143/130: the signal came before the worker had installed its
+  // handler (still starting), so there is nothing to lose either.
+  if (code == static_cast<int>(Exit::preempted) || code == 128 + SIGTERM || code == 128 + SIGINT) {
+    return f.stopping ? Outcome{RunState::interrupted, Then::stopped, stopped_by_user}
+                      : Outcome{RunState::preempted, Then::requeue, "stopped by SIGTERM; re-queued"};
+  }
+  if (f.out_of_memory) {
+    return {RunState::oom, Then::give_up,
+            "killed (exit " + std::to_string(code) + "): out of memory or SIGKILL — not retried; " +
+                "give it a bigger device or a smaller micro_batch, then --retry-failed\n" + f.log_tail};
+  }
+  const std::string reason = code == 0                ? "exited 0 without an end event"
+                             : code == 128 + SIGKILL ? "killed by SIGKILL (no out-of-memory kill recorded)"
+                                                     : "exit " + std::to_string(code) + "\n" + f.log_tail;
+  const bool retry = code != static_cast<int>(Exit::bad_input) && f.attempts <= f.retries && !f.stopping;
+  return {RunState::failed, retry ? Then::retry : Then::give_up, reason};
+}
+
+std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, int64_t threads,
+                                     const std::string& device) {
+  std::vector<std::string> argv{binary,   "worker", run_dir + "/config.yaml",
+                                "--run-dir", run_dir, "--resume", "--events", "--set",
+                                "resources.threads=" + std::to_string(threads)};
+  if (!device.empty()) {
+    argv.insert(argv.end(), {"--set", "resources.device=" + device});
+  }
+  return argv;
+}
+
+}  // namespace sweep

@@ -1,0 +1,72 @@
+// The pure rules of a run's lifecycle, shared by the sweep runner and both executors and
+// table-tested in tests/unit/test_sched.cpp: the state a run is in for planning, which runs a
+// `sweep run` must (re)start, what to do with a worker that ended, and the worker's command line.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/sweep_spec.h"
+#include "protocol/run_state.h"
+#include "store/store.h"
+
+namespace sweep {
+
+// A recorded run read with what is known now. `worker_alive`: whether a local worker process of
+// a run recorded `running` is still there (a batch task is followed through the batch system, its
+// job_state, and counts as running).
+PlanState plan_state(const RunRow& row, bool worker_alive);
+// The same, looking the worker process up in /proc (for `sweep plan`, `status`, `ls`).
+PlanState plan_state(const RunRow& row);
+// Whether the run's recorded worker is still alive — checked by its command line, so a pid
+// reused by an unrelated process (after a reboot, say) is never taken for it, or signalled.
+bool worker_alive(const RunRow& row);
+
+// The runs a `sweep run` must (re)start, in plan order, each run id once.
+struct ToDo {
+  std::vector<const PlannedRun*> runs;
+  size_t total = 0;                            // distinct runs in the sweep
+  int finished_before = 0, failed_before = 0;  // failed/oom: skipped unless retry_failed
+  std::string headline(const SweepSpec& spec) const;  // "sweep s: 8 runs, 2 already finished, "
+};
+ToDo runs_to_do(const SweepSpec& spec, const std::function<PlanState(const std::string& run_id)>& state_of,
+                bool retry_failed);
+
+// What is known when a worker has ended.
+struct EndFacts {
+  std::optional<int> exit_code;         // nullopt: the executor cannot tell (a batch task that left the queue)
+  RunState recorded = RunState::running;  // the run's state once its last events were ingested
+  std::string recorded_error;           // and the reason its events gave (a divergence's)
+  bool stopping = false;                // the user asked the sweep to stop (Ctrl-C)
+  bool out_of_memory = false;           // by the log, the kernel's OOM-kill count, or an unexplained SIGKILL
+  int64_t attempts = 0;                 // the run's attempts so far, this one included
+  int retries = 0;                      // crashes retried per run (--retries)
+  std::string detail;                   // what ended, when the exit code is unknown ("Slurm task 12_3 ended …")
+  std::string log_tail;                 // the last lines of the worker's log
+};
+
+// What the runner does next with the run.
+enum class Then {
+  finished,  // done or diverged: counts as finished
+  requeue,   // preempted by SIGTERM: back to the front of the queue, resumes from its checkpoint
+  retry,     // crashed: back to the end of the queue, resumes from its checkpoint
+  give_up,   // failed or out of memory: counts as failed (`--retry-failed` runs it again)
+  stopped,   // interrupted by Ctrl-C: left for the next `sweep run`
+};
+
+struct Outcome {
+  RunState state;
+  Then then;
+  std::string error;  // recorded as the run's error
+};
+
+Outcome classify_end(const EndFacts& facts);
+
+// The worker's command line for a run directory (which holds config.yaml). `device` "" keeps
+// the config's. The Slurm script passes "${run_dir}" for the directory.
+std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, int64_t threads,
+                                     const std::string& device);
+
+}  // namespace sweep

@@ -1,0 +1,192 @@
+#include "sched/local.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "sched/lifecycle.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+bool looks_like_oom(const std::string& log) {
+  for (const char* pattern : {"out of memory", "std::bad_alloc", "can't allocate memory", "CUDA out of memory",
+                              "Cannot allocate memory"}) {
+    if (log.find(pattern) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Stops a process group: SIGTERM, then SIGKILL after `grace` seconds.
+void stop_group(pid_t pgid, std::chrono::seconds grace) {
+  ::kill(-pgid, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (process_alive(pgid) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (process_alive(pgid)) {
+    ::kill(-pgid, SIGKILL);
+  }
+}
+
+}  // namespace
+
+void check_fits(const SweepSpec& spec, const std::string& devices) {
+  const size_t slots = parse_devices(devices, available_cores()).size();
+  for (const auto& r : spec.runs) {
+    if (r.config.resources.ranks > static_cast<int64_t>(slots)) {
+      throw Error("variant " + r.variant + " asks for resources.ranks = " + std::to_string(r.config.resources.ranks) +
+                      " but --devices " + devices + " gives " + std::to_string(slots) + " slot" +
+                      (slots == 1 ? "" : "s") + " — give it more slots (e.g. --devices cpu:" +
+                      std::to_string(r.config.resources.ranks) + "x1) or fewer ranks",
+                  Exit::bad_input);
+    }
+  }
+}
+
+LocalExecutor::LocalExecutor(const std::string& devices, std::string worker_binary)
+    : m_devices(devices), m_binary(std::move(worker_binary)), m_slots(parse_devices(devices, available_cores())) {}
+
+LocalExecutor::~LocalExecutor() {
+  for (auto& w : m_workers) {  // only after an exception in the runner: never leave workers behind
+    stop_group(w.child.pid, std::chrono::seconds(10));
+    ::waitpid(w.child.pid, nullptr, 0);
+    ::close(w.child.stdout_fd);
+  }
+}
+
+std::string LocalExecutor::describe() const {
+  return std::to_string(m_slots.size()) + " slot" + (m_slots.size() == 1 ? "" : "s") + " (" + m_devices + ")";
+}
+
+bool LocalExecutor::adopt(const RunRow& row, const PlannedRun&) {
+  // A worker whose scheduler died writes its events to its run directory only: stop it (it
+  // checkpoints on SIGTERM) and let the runner re-read that file and resume the run.
+  if (row.status == RunState::running && worker_alive(row)) {
+    stop_group(static_cast<pid_t>(row.pid), std::chrono::seconds(10));
+  }
+  return false;
+}
+
+std::vector<size_t> LocalExecutor::free_slots(int64_t ranks) const {
+  std::vector<size_t> free;
+  for (size_t s = 0; s < m_slots.size() && free.size() < static_cast<size_t>(ranks); ++s) {
+    if (!m_slots[s].busy) {
+      free.push_back(s);
+    }
+  }
+  return free;
+}
+
+bool LocalExecutor::can_start(const PlannedRun& run) const {
+  return free_slots(run.config.resources.ranks).size() == static_cast<size_t>(run.config.resources.ranks);
+}
+
+std::optional<int64_t> LocalExecutor::start(const PlannedRun& run, const RunRow& row, std::string& where) {
+  const std::vector<size_t> given = free_slots(run.config.resources.ranks);
+  const Slot& first = m_slots[given.front()];  // ranks share its thread count; GPUs are listed together
+  SpawnOptions so;
+  so.argv = worker_argv(m_binary, row.run_dir, first.threads, first.cuda_visible.empty() ? "" : "cuda:0");
+  if (!first.cuda_visible.empty()) {
+    std::string visible;
+    for (size_t s : given) {
+      visible += (visible.empty() ? "" : ",") + m_slots[s].cuda_visible;
+    }
+    so.env["CUDA_VISIBLE_DEVICES"] = visible;  // rank k uses cuda:k of these
+  }
+  so.stderr_file = (fs::path(row.run_dir) / "worker.log").string();
+  const Child child = spawn(so);
+  where.clear();
+  for (size_t s : given) {
+    m_slots[s].busy = true;
+    where += (where.empty() ? "" : "+") + m_slots[s].label;
+  }
+  m_workers.push_back({run.run_id, so.stderr_file, given, child, "", oom_kill_count()});
+  return child.pid;
+}
+
+std::vector<std::string> LocalExecutor::read_lines(Worker& w) {
+  char buf[65536];
+  std::vector<std::string> lines;
+  while (true) {
+    const ssize_t n = ::read(w.child.stdout_fd, buf, sizeof buf);
+    if (n <= 0) {
+      break;
+    }
+    w.buffer.append(buf, static_cast<size_t>(n));
+    size_t start = 0, nl;
+    while ((nl = w.buffer.find('\n', start)) != std::string::npos) {
+      lines.push_back(w.buffer.substr(start, nl - start));
+      start = nl + 1;
+    }
+    w.buffer.erase(0, start);  // keep only a partial last line
+  }
+  return lines;
+}
+
+Observed LocalExecutor::poll() {
+  std::vector<pollfd> fds;
+  for (const auto& w : m_workers) {
+    fds.push_back({w.child.stdout_fd, POLLIN, 0});
+  }
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } else {
+    ::poll(fds.data(), fds.size(), 200);
+  }
+  Observed seen;
+  for (auto& w : m_workers) {
+    std::vector<std::string> lines = read_lines(w);
+    if (!lines.empty()) {
+      seen.events.emplace_back(w.run_id, std::move(lines));
+    }
+  }
+  for (size_t i = 0; i < m_workers.size();) {
+    Worker& w = m_workers[i];
+    int status = 0;
+    if (::waitpid(w.child.pid, &status, WNOHANG) != w.child.pid) {
+      ++i;
+      continue;
+    }
+    std::vector<std::string> last = read_lines(w);  // what it wrote before exiting
+    if (!last.empty()) {
+      seen.events.emplace_back(w.run_id, std::move(last));
+    }
+    ::close(w.child.stdout_fd);
+    for (size_t s : w.slots) {
+      m_slots[s].busy = false;
+    }
+    WorkerEnd end;
+    end.run_id = w.run_id;
+    end.exit_code = exit_code_of(status);
+    end.log = w.log;
+    end.log_tail = tail_lines(w.log, 20);
+    // Out of memory by the log, by the kernel's OOM-kill count, or a SIGKILL where that count
+    // cannot be read. A SIGKILL with no OOM kill recorded is an ordinary crash.
+    end.out_of_memory = looks_like_oom(tail_lines(w.log, 50)) || (w.oom_kills >= 0 && oom_kill_count() > w.oom_kills) ||
+                        (*end.exit_code == 128 + SIGKILL && w.oom_kills < 0);
+    seen.ended.push_back(std::move(end));
+    m_workers.erase(m_workers.begin() + static_cast<long>(i));
+  }
+  return seen;
+}
+
+std::string LocalExecutor::stop(int times) {
+  for (const auto& w : m_workers) {
+    ::kill(-w.child.pid, times == 1 ? SIGTERM : SIGKILL);
+  }
+  return times == 1 ? "Ctrl-C: no new runs; asking the running ones to checkpoint (Ctrl-C again kills)"
+                    : "second Ctrl-C: killing the running runs";
+}
+
+}  // namespace sweep

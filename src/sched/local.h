@@ -1,0 +1,50 @@
+// The local executor: workers are child processes of `sweep run` on this machine's device slots
+// (--devices); a run with resources.ranks = N starts when N slots are free, as one worker that
+// launches its N ranks. Its events arrive on the child's stdout.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sched/executor.h"
+#include "sched/slots.h"
+#include "util/process.h"
+
+namespace sweep {
+
+// Refuses (bad input) a sweep with a run that needs more slots (resources.ranks) than --devices gives.
+void check_fits(const SweepSpec& spec, const std::string& devices);
+
+class LocalExecutor : public Executor {
+ public:
+  LocalExecutor(const std::string& devices, std::string worker_binary);
+  ~LocalExecutor() override;
+
+  std::string describe() const override;
+  bool adopt(const RunRow& row, const PlannedRun& run) override;
+  bool can_start(const PlannedRun& run) const override;
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override;
+  Observed poll() override;
+  std::string stop(int times) override;
+
+ private:
+  struct Worker {
+    std::string run_id;
+    std::string log;
+    std::vector<size_t> slots;  // one per data-parallel rank
+    Child child;
+    std::string buffer;  // a partial stdout line
+    long oom_kills;      // the cgroup's OOM-kill count at launch (-1: unknown)
+  };
+  // The complete lines the worker wrote on stdout since the last call.
+  std::vector<std::string> read_lines(Worker& w);
+  std::vector<size_t> free_slots(int64_t ranks) const;
+
+  std::string m_devices;
+  std::string m_binary;
+  std::vector<Slot> m_slots;
+  std::vector<Worker> m_workers;
+};
+
+}  // namespace sweep

@@ -1,0 +1,302 @@
+#include "sched/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+volatile sig_atomic_t g_interrupts = 0;
+void on_interrupt(int) { g_interrupts = g_interrupts + 1; }
+
+// Ctrl-C, a kill and a closed terminal all stop the sweep the same clean way while it lives.
+class InterruptHandlers {
+ public:
+  InterruptHandlers() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &m_int);
+    sigaction(SIGTERM, &sa, &m_term);
+    sigaction(SIGHUP, &sa, &m_hup);
+    g_interrupts = 0;
+  }
+  ~InterruptHandlers() {
+    sigaction(SIGINT, &m_int, nullptr);
+    sigaction(SIGTERM, &m_term, nullptr);
+    sigaction(SIGHUP, &m_hup, nullptr);
+  }
+  InterruptHandlers(const InterruptHandlers&) = delete;
+  InterruptHandlers& operator=(const InterruptHandlers&) = delete;
+
+ private:
+  struct sigaction m_int, m_term, m_hup;
+};
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
+ResultsLock::ResultsLock(const std::string& results_dir) {
+  const fs::path lock_path = fs::path(results_dir) / ".scheduler.lock";
+  m_fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (m_fd < 0 || ::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (m_fd >= 0) {
+      ::close(m_fd);
+    }
+    throw Error("another `sweep run` is using " + results_dir + " — wait for it, or use --results for another folder",
+                Exit::bad_input);
+  }
+}
+
+ResultsLock::~ResultsLock() { ::close(m_fd); }
+
+void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir) {
+  const fs::path events = fs::path(run_dir) / "events.jsonl";
+  if (!fs::exists(events)) {
+    return;
+  }
+  store.ingest(run_id, split(read_file(events), '\n'));
+}
+
+SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, Executor& executor, RunnerOptions options)
+    : m_spec(spec), m_store(store), m_executor(executor), m_options(std::move(options)), m_lock(m_options.results_dir),
+      m_tty(::isatty(STDOUT_FILENO) != 0) {}
+
+void SweepRunner::clear_block() {
+  if (m_tty && m_drawn > 0) {
+    std::printf("\033[%zuA\033[J", m_drawn);
+    m_drawn = 0;
+  }
+}
+
+void SweepRunner::say(const std::string& line) {
+  clear_block();
+  std::printf("[%s] %s\n", clock_time().c_str(), line.c_str());
+  std::fflush(stdout);
+}
+
+std::string SweepRunner::describe(const std::string& run_id) const {
+  const PlannedRun& run = *m_watched.at(run_id).run;
+  return run.variant + " seed " + std::to_string(run.config.seeds.init) + "/" + std::to_string(run.config.seeds.data) +
+         " (" + run_id + ")";
+}
+
+// Runs recorded with a worker by an earlier `sweep run` that is gone: the executor follows the
+// worker if it still runs (a queued batch task), else the run's events are read again from its
+// directory and a run left `running` becomes resumable.
+void SweepRunner::recover() {
+  for (const auto& run : m_spec.runs) {
+    const RunRow row = *m_store.run(run.run_id);
+    if (m_watched.count(run.run_id) || (row.status != RunState::running && row.job.empty())) {
+      continue;
+    }
+    if (m_executor.adopt(row, run)) {
+      m_watched[run.run_id] = {&run, now()};
+      say("following " + run.variant + " (" + run.run_id + "): Slurm task " + row.job + " is " + row.job_state);
+      continue;
+    }
+    reingest_run_dir(m_store, run.run_id, row.run_dir);
+    if (m_store.run(run.run_id)->status == RunState::running) {
+      m_store.set_status(run.run_id, RunState::interrupted, "the scheduler stopped while this run was training");
+    }
+    if (row.status == RunState::running) {
+      say("recovered " + run.variant + " (" + run.run_id + "): resumes from its checkpoint");
+    }
+  }
+}
+
+void SweepRunner::launch(const PlannedRun& run) {
+  const RunRow row = *m_store.run(run.run_id);
+  const fs::path dir = row.run_dir;
+  fs::create_directories(dir);
+  if (!fs::exists(dir / "config.yaml")) {
+    write_file_atomic(dir / "config.yaml", run.config.to_yaml());
+  }
+  std::string where;
+  const std::optional<int64_t> pid = m_executor.start(run, row, where);
+  m_watched[run.run_id] = {&run, now()};
+  if (pid) {
+    // Resuming after a preemption or an interruption is not a new attempt; anything else is.
+    m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted);
+    say("start " + describe(run.run_id) + " on " + where + (row.status == RunState::pending ? "" : ", resuming"));
+  } else if (row.status == RunState::failed || row.status == RunState::oom) {
+    m_store.set_status(run.run_id, RunState::pending);  // --retry-failed: a new attempt, queued
+  }
+}
+
+void SweepRunner::apply(Observed seen) {
+  for (const auto& [run_id, lines] : seen.events) {
+    m_store.ingest(run_id, lines);
+  }
+  for (const auto& j : seen.jobs) {
+    m_store.set_job(j.run_id, j.job, j.state);
+  }
+  for (const auto& note : seen.notes) {
+    say(note);
+  }
+  for (const auto& [run_id, where] : seen.running) {
+    if (!finished(m_store.run(run_id)->status)) {
+      m_store.set_status(run_id, RunState::running);
+      say("running " + describe(run_id) + " as " + where);
+    }
+  }
+  for (const auto& run_id : seen.requeued) {
+    const RunRow row = *m_store.run(run_id);
+    if (row.status == RunState::preempted) {
+      say("requeued " + m_watched.at(run_id).run->variant + " (" + run_id +
+          ") after SIGTERM: resumes from step " + std::to_string(row.steps));
+    }
+  }
+  for (const auto& end : seen.ended) {
+    finish(end);
+  }
+}
+
+void SweepRunner::finish(const WorkerEnd& end) {
+  const RunRow row = *m_store.run(end.run_id);
+  const Watched watched = m_watched.at(end.run_id);
+  const std::string what = describe(end.run_id);
+  EndFacts facts;
+  facts.exit_code = end.exit_code;
+  facts.recorded = row.status;
+  facts.recorded_error = row.error;
+  facts.stopping = g_interrupts > 0;
+  facts.out_of_memory = end.out_of_memory;
+  facts.attempts = row.attempts;
+  facts.retries = m_options.retries;
+  facts.detail = end.detail;
+  facts.log_tail = end.log_tail;
+  const Outcome outcome = classify_end(facts);
+  m_store.set_status(end.run_id, outcome.state, outcome.error);
+  m_watched.erase(end.run_id);
+  const std::string code = end.exit_code ? "exit " + std::to_string(*end.exit_code) : end.detail;
+  switch (outcome.then) {
+    case Then::finished: {
+      ++m_done;
+      if (outcome.state == RunState::done) {
+        char buf[128];
+        std::snprintf(buf, sizeof buf, ": test loss %.4f, %s", row.test_loss.value_or(NAN),
+                      format_duration(now() - watched.started).c_str());
+        say("done  " + what + buf);
+      } else {
+        say("diverged " + what + ": " + outcome.error);
+      }
+      break;
+    }
+    case Then::requeue:
+      m_queue.push_front(watched.run);
+      say("preempted " + what + " at step " + std::to_string(row.steps) + ": re-queued");
+      break;
+    case Then::retry:
+      m_queue.push_back(watched.run);
+      say("crash " + what + ": " + code + ", retrying from its checkpoint (attempt " + std::to_string(row.attempts + 1) +
+          ")");
+      break;
+    case Then::give_up:
+      ++m_failed;
+      say(outcome.state == RunState::oom ? "oom   " + what + ": " + code + " (not retried)"
+                                         : "fail  " + what + ": " + code + " — log: " + end.log);
+      break;
+    case Then::stopped:
+      say("interrupted " + what + " at step " + std::to_string(row.steps) +
+          (!end.exit_code                                       ? ""
+           : *end.exit_code == static_cast<int>(Exit::preempted) ? " (checkpointed)"
+                                                                 : " (stopped while starting)"));
+      break;
+  }
+}
+
+// The live block under the log lines, on a terminal: the sweep's counts and ETA, a line per run.
+void SweepRunner::draw() {
+  if (!m_tty || now() - m_last_draw < 1.0) {
+    return;
+  }
+  m_last_draw = now();
+  std::vector<std::string> block;
+  double rate = 0, remaining_tokens = 0;
+  for (const auto& [run_id, w] : m_watched) {
+    const RunRow row = *m_store.run(run_id);
+    const double tokens_left = static_cast<double>(std::max<int64_t>(0, w.run->config.train.tokens - row.tokens));
+    rate += row.tokens_per_s.value_or(0);
+    remaining_tokens += tokens_left;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "  %-28.28s seed %lld/%lld  step %5lld/%-5lld  loss %7.4f  %6.0f tok/s  ETA %s",
+                  w.run->variant.c_str(), static_cast<long long>(row.init_seed), static_cast<long long>(row.data_seed),
+                  static_cast<long long>(row.steps), static_cast<long long>(row.total_steps),
+                  row.last_loss.value_or(NAN), row.tokens_per_s.value_or(0),
+                  format_duration(row.tokens_per_s.value_or(0) > 0 ? tokens_left / *row.tokens_per_s : 0).c_str());
+    block.push_back(buf);
+  }
+  for (const PlannedRun* q : m_queue) {
+    remaining_tokens += static_cast<double>(q->config.train.tokens);
+  }
+  char head[200];
+  std::snprintf(head, sizeof head, "%s: %d done, %zu running, %zu pending, %d failed — %s elapsed, ETA %s",
+                m_spec.name.c_str(), m_done + m_finished_before, m_watched.size(), m_queue.size(), m_failed,
+                format_duration(now() - m_started).c_str(),
+                rate > 0 ? format_duration(remaining_tokens / rate).c_str() : "?");
+  block.insert(block.begin(), head);
+  clear_block();
+  for (const auto& line : block) {
+    std::printf("%s\033[K\n", line.c_str());
+  }
+  m_drawn = block.size();
+  std::fflush(stdout);
+}
+
+Exit SweepRunner::run() {
+  m_store.record_sweep(m_spec, m_options.results_dir);
+  recover();
+  const ToDo todo = runs_to_do(
+      m_spec, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);
+  for (const PlannedRun* run : todo.runs) {
+    if (!m_watched.count(run->run_id)) {  // not followed since recovery
+      m_queue.push_back(run);
+    }
+  }
+  m_finished_before = todo.finished_before;
+  say(todo.headline(m_spec) + std::to_string(todo.runs.size()) + " to run on " + m_executor.describe());
+
+  const InterruptHandlers handlers;
+  m_started = now();
+  int signalled = 0;
+  while (!m_watched.empty() || (!m_queue.empty() && g_interrupts == 0)) {
+    if (g_interrupts > signalled) {
+      signalled = g_interrupts;
+      say(m_executor.stop(signalled));
+    }
+    // In plan order: the next run starts when the executor has room for it.
+    while (g_interrupts == 0 && !m_queue.empty() && m_executor.can_start(*m_queue.front())) {
+      const PlannedRun* run = m_queue.front();
+      m_queue.pop_front();
+      launch(*run);
+    }
+    apply(m_executor.submit());
+    apply(m_executor.poll());
+    draw();
+  }
+  clear_block();
+
+  const int finished = m_done + todo.finished_before, failed = m_failed + todo.failed_before;
+  say(m_spec.name + ": " + std::to_string(finished) + " of " + std::to_string(todo.total) + " runs finished, " +
+      std::to_string(failed) + " failed, " +
+      std::to_string(std::max<int64_t>(0, static_cast<int64_t>(todo.total) - finished - failed)) +
+      " to resume or start, " + format_duration(now() - m_started));
+  if (g_interrupts > 0) {
+    return Exit::interrupted;
+  }
+  return failed > 0 ? Exit::failed : Exit::ok;
+}
+
+}  // namespace sweep

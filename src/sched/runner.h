@@ -1,0 +1,78 @@
+// The sweep runner: one `sweep run` over an executor. It owns a sweep's lifecycle — the results
+// folder's lock, recovery from a scheduler that died, the plan (what is left to run), Ctrl-C,
+// preemptions and retries, ingesting the workers' events (it is the database's only writer),
+// the live view, the summary and the exit code — and leaves to the executor only starting,
+// watching and stopping workers. Never talks to the training core except through the worker.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <string>
+
+#include "config/sweep_spec.h"
+#include "sched/executor.h"
+#include "sched/lifecycle.h"
+#include "store/store.h"
+#include "util/error.h"
+
+namespace sweep {
+
+// One scheduler per results folder (it is the database's only writer): holds the folder's lock
+// while it lives; throws when another scheduler holds it.
+class ResultsLock {
+ public:
+  explicit ResultsLock(const std::string& results_dir);
+  ~ResultsLock();
+  ResultsLock(const ResultsLock&) = delete;
+  ResultsLock& operator=(const ResultsLock&) = delete;
+
+ private:
+  int m_fd = -1;
+};
+
+// Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`).
+void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
+
+struct RunnerOptions {
+  std::string results_dir = "results";
+  int retries = 1;            // crashes retried per run, from its checkpoint
+  bool retry_failed = false;  // run again the runs that ended failed or out of memory
+};
+
+class SweepRunner {
+ public:
+  // Takes the results folder's lock (throws when another `sweep run` holds it).
+  SweepRunner(const SweepSpec& spec, Store& store, Executor& executor, RunnerOptions options);
+
+  // Runs every run of the sweep that is not finished. Returns ok when all finished, failed when
+  // some failed, interrupted after Ctrl-C (the runs checkpointed; `sweep run` again resumes).
+  Exit run();
+
+ private:
+  struct Watched {
+    const PlannedRun* run;
+    double started;  // steady seconds
+  };
+  void recover();
+  void launch(const PlannedRun& run);
+  void apply(Observed seen);
+  void finish(const WorkerEnd& end);
+  void draw();
+  void clear_block();
+  void say(const std::string& line);
+  std::string describe(const std::string& run_id) const;
+
+  const SweepSpec& m_spec;
+  Store& m_store;
+  Executor& m_executor;
+  RunnerOptions m_options;
+  ResultsLock m_lock;
+  std::deque<const PlannedRun*> m_queue;
+  std::map<std::string, Watched> m_watched;  // runs with a worker started or adopted
+  int m_done = 0, m_failed = 0, m_finished_before = 0;
+  bool m_tty = false;
+  size_t m_drawn = 0;  // lines of the live block on the terminal
+  double m_last_draw = 0, m_started = 0;
+};
+
+}  // namespace sweep

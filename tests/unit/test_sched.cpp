@@ -1,0 +1,181 @@
+// The sweep runner's pure rules (sched/lifecycle.h), table by table: plan states, what a
+// `sweep run` must (re)start, how an ended worker is classified, and the worker's command line
+// as the local executor runs it and as the Slurm script writes it.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "sched/lifecycle.h"
+#include "sched/slurm.h"
+#include "util/error.h"
+
+using namespace sweep;
+
+TEST_CASE("plan_state: every recorded state, with and without a live worker or a batch task") {
+  struct Row {
+    RunState recorded;
+    bool alive;
+    std::string job;
+    PlanState expected;
+  };
+  const std::vector<Row> table{
+      {RunState::pending, false, "", PlanState::pending},
+      {RunState::done, false, "", PlanState::done},
+      {RunState::diverged, false, "", PlanState::diverged},
+      {RunState::failed, false, "", PlanState::failed},
+      {RunState::oom, false, "", PlanState::oom},
+      {RunState::interrupted, false, "", PlanState::resumable},
+      {RunState::preempted, false, "12_0", PlanState::resumable},
+      {RunState::running, true, "", PlanState::running},
+      {RunState::running, false, "", PlanState::resumable},  // its scheduler died with it
+      {RunState::running, false, "12_3", PlanState::running},  // followed through Slurm, not a pid
+  };
+  for (const auto& r : table) {
+    RunRow row;
+    row.status = r.recorded;
+    row.job = r.job;
+    CAPTURE(to_string(r.recorded));
+    CAPTURE(r.alive);
+    CHECK(plan_state(row, r.alive) == r.expected);
+  }
+}
+
+TEST_CASE("plan_state: a recorded pid that is not a worker of the run is not taken for one") {
+  RunRow row;
+  row.status = RunState::running;
+  row.pid = 1;  // init: alive, but not `sweep worker ... <run_dir>`
+  row.run_dir = "/nonexistent/run";
+  CHECK_FALSE(worker_alive(row));
+  CHECK(plan_state(row) == PlanState::resumable);
+}
+
+TEST_CASE("every state has one spelling, read back as itself") {
+  for (RunState s : {RunState::pending, RunState::running, RunState::done, RunState::diverged, RunState::failed,
+                     RunState::oom, RunState::interrupted, RunState::preempted}) {
+    CHECK(parse_run_state(to_string(s)) == s);
+  }
+  CHECK_FALSE(parse_run_state("Done").has_value());
+  CHECK_FALSE(parse_run_state("").has_value());
+}
+
+TEST_CASE("runs_to_do: plan order, each run id once, finished skipped, failed only with --retry-failed") {
+  SweepSpec spec;
+  spec.name = "s";
+  for (const char* id : {"a", "b", "c", "b", "d", "e", "f", "g"}) {  // "b" planned twice (a shared baseline)
+    PlannedRun r;
+    r.run_id = id;
+    spec.runs.push_back(r);
+  }
+  const std::map<std::string, PlanState> states{
+      {"a", PlanState::done},      {"b", PlanState::pending}, {"c", PlanState::failed},  {"d", PlanState::resumable},
+      {"e", PlanState::diverged}, {"f", PlanState::oom},     {"g", PlanState::running}};
+  auto state_of = [&](const std::string& id) { return states.at(id); };
+  auto ids = [](const ToDo& t) {
+    std::string out;
+    for (const PlannedRun* r : t.runs) {
+      out += r->run_id;
+    }
+    return out;
+  };
+
+  const ToDo plain = runs_to_do(spec, state_of, false);
+  CHECK(ids(plain) == "bdg");
+  CHECK(plain.total == 7);
+  CHECK(plain.finished_before == 2);
+  CHECK(plain.failed_before == 2);
+  CHECK(plain.headline(spec) == "sweep s: 7 runs, 2 already finished, 2 failed before (--retry-failed runs them), ");
+
+  const ToDo retry = runs_to_do(spec, state_of, true);
+  CHECK(ids(retry) == "bcdfg");
+  CHECK(retry.failed_before == 0);
+  CHECK(retry.headline(spec) == "sweep s: 7 runs, 2 already finished, ");
+}
+
+TEST_CASE("classify_end: how an ended worker's run goes on") {
+  const int ok = static_cast<int>(Exit::ok), diverged = static_cast<int>(Exit::diverged),
+            preempted = static_cast<int>(Exit::preempted), bad_input = static_cast<int>(Exit::bad_input);
+  struct Row {
+    std::string name;
+    std::optional<int> exit_code;
+    RunState recorded;
+    bool stopping, oom;
+    int64_t attempts;
+    RunState state;
+    Then then;
+  };
+  const std::vector<Row> table{
+      {"done", ok, RunState::done, false, false, 1, RunState::done, Then::finished},
+      {"exit 0 without an end event", ok, RunState::running, false, false, 1, RunState::failed, Then::retry},
+      {"diverged", diverged, RunState::diverged, false, false, 1, RunState::diverged, Then::finished},
+      {"preempted by SIGTERM", preempted, RunState::preempted, false, false, 1, RunState::preempted, Then::requeue},
+      {"SIGTERM while starting", 128 + 15, RunState::running, false, false, 1, RunState::preempted, Then::requeue},
+      {"checkpointed after Ctrl-C", preempted, RunState::preempted, true, false, 1, RunState::interrupted, Then::stopped},
+      {"SIGINT while starting", 128 + 2, RunState::running, true, false, 1, RunState::interrupted, Then::stopped},
+      {"crash, first attempt", 1, RunState::running, false, false, 1, RunState::failed, Then::retry},
+      {"crash, retries spent", 1, RunState::running, false, false, 2, RunState::failed, Then::give_up},
+      {"crash after Ctrl-C", 1, RunState::running, true, false, 1, RunState::failed, Then::give_up},
+      {"bad input is never retried", bad_input, RunState::failed, false, false, 1, RunState::failed, Then::give_up},
+      {"SIGKILL, no OOM kill recorded", 128 + 9, RunState::running, false, false, 1, RunState::failed, Then::retry},
+      {"out of memory", 128 + 9, RunState::running, false, true, 1, RunState::oom, Then::give_up},
+      {"batch task: done", std::nullopt, RunState::done, false, false, 0, RunState::done, Then::finished},
+      {"batch task: diverged", std::nullopt, RunState::diverged, false, false, 0, RunState::diverged, Then::finished},
+      {"batch task: done as it was cancelled", std::nullopt, RunState::done, true, false, 0, RunState::done,
+       Then::finished},
+      {"batch task: cancelled", std::nullopt, RunState::running, true, false, 0, RunState::interrupted, Then::stopped},
+      {"batch task: no result", std::nullopt, RunState::running, false, false, 0, RunState::failed, Then::give_up},
+  };
+  for (const auto& r : table) {
+    CAPTURE(r.name);
+    EndFacts f;
+    f.exit_code = r.exit_code;
+    f.recorded = r.recorded;
+    f.stopping = r.stopping;
+    f.out_of_memory = r.oom;
+    f.attempts = r.attempts;
+    f.retries = 1;
+    f.detail = "Slurm task 12_3 ended without a result";
+    f.log_tail = "the log's last line\n";
+    const Outcome o = classify_end(f);
+    CHECK(to_string(o.state) == std::string(to_string(r.state)));
+    CHECK(static_cast<int>(o.then) == static_cast<int>(r.then));
+  }
+}
+
+TEST_CASE("classify_end: the error recorded says why, with the log's tail") {
+  EndFacts f;
+  f.exit_code = 1;
+  f.attempts = 9;
+  f.log_tail = "Error: boom\n";
+  CHECK(classify_end(f).error == "exit 1\nError: boom\n");
+  f.exit_code = 128 + 9;
+  f.out_of_memory = true;
+  CHECK(classify_end(f).error.find("out of memory or SIGKILL — not retried") != std::string::npos);
+  f = EndFacts{};
+  f.exit_code = static_cast<int>(Exit::diverged);
+  f.recorded_error = "non-finite loss at step 7";
+  CHECK(classify_end(f).error == "non-finite loss at step 7");
+  f = EndFacts{};
+  f.detail = "Slurm task 12_3 ended without a result — task-12_3.out";
+  f.log_tail = "srun: error\n";
+  CHECK(classify_end(f).error == "Slurm task 12_3 ended without a result — task-12_3.out\nsrun: error\n");
+}
+
+TEST_CASE("worker_argv: one command line, for a local child and for the Slurm script") {
+  CHECK(worker_argv("/opt/sweep", "/r/abc", 4, "") ==
+        std::vector<std::string>{"/opt/sweep", "worker", "/r/abc/config.yaml", "--run-dir", "/r/abc", "--resume",
+                                 "--events", "--set", "resources.threads=4"});
+  CHECK(worker_argv("/opt/sweep", "/r/abc", 1, "cuda:0").back() == "resources.device=cuda:0");
+
+  SlurmOptions o;
+  o.worker_binary = "/opt/it's/sweep";
+  const std::string script = sbatch_script("sweep-s", "/r/s/slurm/array-0.runs", 3, 2, 4, "/r/s/slurm", o);
+  CHECK(script.find("#SBATCH --array=0-2\n") != std::string::npos);
+  CHECK(script.find("#SBATCH --ntasks=2\n#SBATCH --cpus-per-task=4\n") != std::string::npos);
+  // The binary single-quoted (its quote escaped), the run directory the script's variable.
+  CHECK(script.find("srun --kill-on-bad-exit=1 '/opt/it'\\''s/sweep' 'worker' \"${run_dir}\"'/config.yaml' "
+                    "'--run-dir' \"${run_dir}\" '--resume' '--events' '--set' 'resources.threads=4' > /dev/null") !=
+        std::string::npos);
+  o.gpus_per_rank = 1;
+  CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.device=cuda' >") !=
+        std::string::npos);
+}
