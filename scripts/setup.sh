@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config git
   libtorch-dev libopenblas0-openmp          # LibTorch; OpenBLAS or torch falls back to the 2 GFLOP/s reference BLAS
-  libyaml-cpp-dev libcli11-dev doctest-dev libfmt-dev nlohmann-json3-dev
+  libyaml-cpp-dev libcli11-dev doctest-dev nlohmann-json3-dev
+  libfmt-dev                                   # LibTorch's c10d headers include fmt (libtorch-dev does not pull it in)
   libsentencepiece-dev zlib1g-dev libssl-dev
   libsqlitecpp-dev libsqlite3-dev sqlite3      # the results database (sqlite3: the shell, for users and tests)
   libboost-math-dev                            # Student-t and non-central t distributions for the statistics
