@@ -46,9 +46,10 @@ class Executor {
   // What the headline says the runs run on: "2 slots (cpu:2x1)", "Slurm".
   virtual std::string describe() const = 0;
   // A run recorded with a live worker by an earlier `sweep run` (`running`, or a batch task):
-  // true when the executor follows that worker from now on; false when there is none (an
-  // orphaned local worker is stopped, so that it checkpoints).
-  virtual bool adopt(const RunRow& row, const PlannedRun& run) = 0;
+  // where that worker is ("Slurm task 12_3 is RUNNING") when the executor follows it from now on;
+  // nullopt when there is none to follow (an orphaned local worker is stopped, so that it
+  // checkpoints).
+  virtual std::optional<std::string> adopt(const RunRow& row, const PlannedRun& run) = 0;
   // Whether `run` can start now (a local run needs as many free slots as it has ranks).
   virtual bool can_start(const PlannedRun& run) const = 0;
   // Starts a worker on `run`, whose directory holds its config.yaml. Returns the process id of a

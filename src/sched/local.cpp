@@ -69,13 +69,13 @@ std::string LocalExecutor::describe() const {
   return std::to_string(m_slots.size()) + " slot" + (m_slots.size() == 1 ? "" : "s") + " (" + m_devices + ")";
 }
 
-bool LocalExecutor::adopt(const RunRow& row, const PlannedRun&) {
+std::optional<std::string> LocalExecutor::adopt(const RunRow& row, const PlannedRun&) {
   // A worker whose scheduler died writes its events to its run directory only: stop it (it
   // checkpoints on SIGTERM) and let the runner re-read that file and resume the run.
   if (row.status == RunState::running && worker_alive(row)) {
     stop_group(static_cast<pid_t>(row.pid), std::chrono::seconds(10));
   }
-  return false;
+  return std::nullopt;
 }
 
 std::vector<size_t> LocalExecutor::free_slots(int64_t ranks) const {

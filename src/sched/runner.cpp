@@ -98,12 +98,14 @@ std::string SweepRunner::describe(const std::string& run_id) const {
 void SweepRunner::recover() {
   for (const auto& run : m_spec.runs) {
     const RunRow row = *m_store.run(run.run_id);
-    if (m_watched.count(run.run_id) || (row.status != RunState::running && row.job.empty())) {
+    const bool may_have_worker = row.status == RunState::running ||
+                                 (!row.job.empty() && !finished(row.status) && !failed(plan_state(row, false)));
+    if (m_watched.count(run.run_id) || !may_have_worker) {
       continue;
     }
-    if (m_executor.adopt(row, run)) {
+    if (const std::optional<std::string> where = m_executor.adopt(row, run)) {
       m_watched[run.run_id] = {&run, now()};
-      say("following " + run.variant + " (" + run.run_id + "): Slurm task " + row.job + " is " + row.job_state);
+      say("following " + run.variant + " (" + run.run_id + "): " + *where);
       continue;
     }
     reingest_run_dir(m_store, run.run_id, row.run_dir);

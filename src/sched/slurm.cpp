@@ -116,9 +116,9 @@ std::string sbatch_script(const std::string& job_name, const std::string& runs_f
 SlurmExecutor::SlurmExecutor(SlurmOptions options, std::string slurm_dir, std::string job_name)
     : m_options(std::move(options)), m_dir(std::move(slurm_dir)), m_job_name(std::move(job_name)) {}
 
-bool SlurmExecutor::adopt(const RunRow& row, const PlannedRun& run) {
+std::optional<std::string> SlurmExecutor::adopt(const RunRow& row, const PlannedRun& run) {
   if (row.job.empty()) {
-    return false;
+    return std::nullopt;
   }
   const std::string array = array_of(row.job);
   if (!m_earlier.count(array)) {  // one squeue per earlier array
@@ -127,7 +127,7 @@ bool SlurmExecutor::adopt(const RunRow& row, const PlannedRun& run) {
   const auto& states = m_earlier[array];
   const auto it = states.find(row.job);
   if (it == states.end()) {
-    return false;  // the task has left the queue: the run starts (or resumes) as a new one
+    return std::nullopt;  // the task has left the queue: the run starts (or resumes) as a new one
   }
   m_arrays.insert(array_of(row.job));
   Task t;
@@ -137,7 +137,7 @@ bool SlurmExecutor::adopt(const RunRow& row, const PlannedRun& run) {
   t.state = row.job_state;  // the next poll reports it when Slurm says otherwise
   t.seen_running = it->second == "RUNNING";
   m_tasks.push_back(t);
-  return true;
+  return "Slurm task " + row.job + " is " + it->second;
 }
 
 std::optional<int64_t> SlurmExecutor::start(const PlannedRun& run, const RunRow& row, std::string& where) {
