@@ -119,7 +119,10 @@ Exit run_train(const TrainOptions& o) {
 
   // ---- run ----
   install_stop_handlers();  // before the thread pools start: they inherit the blocked stop signals
-  at::set_num_threads(cfg.threads());
+  // threads: auto shares this machine's cores among its ranks (two 2-thread ranks on 2 cores ran
+  // at 0.38× the speed of accumulation; torchrun gives each rank one thread for the same reason).
+  at::set_num_threads(cfg.resources.threads > 0 ? cfg.threads()
+                                                : std::max<int>(1, cfg.threads() / static_cast<int>(env.local_world)));
   keep_freed_memory();
   const bool json = o.events || !::isatty(STDOUT_FILENO);
   const bool writer = env.rank == 0;

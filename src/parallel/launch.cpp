@@ -22,6 +22,7 @@ int launch_local(const std::vector<std::string>& argv, int nproc, std::chrono::s
     o.argv = argv;
     o.env = {{"RANK", std::to_string(r)},
              {"LOCAL_RANK", std::to_string(r)},
+             {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
              {"WORLD_SIZE", std::to_string(nproc)},
              {"MASTER_ADDR", "127.0.0.1"},
              {"MASTER_PORT", port}};

@@ -109,6 +109,7 @@ DistEnv dist_env(const GetEnv& getenv) {
     }
     env.rank = int_var(getenv, "RANK", 0, 0);
     env.local_rank = int_var(getenv, "LOCAL_RANK", env.rank, 0);
+    env.local_world = int_var(getenv, "LOCAL_WORLD_SIZE", 1, 1);
     env.master_addr = getenv("MASTER_ADDR").value_or("127.0.0.1");
     env.port = static_cast<int>(int_var(getenv, "MASTER_PORT", 29500, 1));
   } else if (int_var(getenv, "SLURM_NTASKS", 1, 1) > 1) {

@@ -16,6 +16,7 @@ namespace sweep {
 
 struct DistEnv {
   int64_t rank = 0, world = 1, local_rank = 0;
+  int64_t local_world = 1;  // ranks on this machine (LOCAL_WORLD_SIZE; 1 when not said)
   std::string master_addr = "127.0.0.1";
   int port = 29500;
   std::string source = "single process";  // "torchrun environment" or "Slurm environment"

@@ -11,6 +11,12 @@ sed -i 's/dropout: 0.1/dropout: 0.0/; s/^train: {/train: {precision: fp32, /' ru
 "$SWEEP" train run.yaml --nproc 2 --run-dir w2 > /dev/null 2> w2.err || fail "--nproc 2: $(cat w2.err)"
 "$SWEEP" train run.yaml --set train.grad_accum=2 --run-dir w1 > /dev/null 2>&1
 grep -q '2 data-parallel ranks' w2/train.log || fail "the run log does not mention its ranks"
+# threads: auto shares the machine's cores among its ranks (at least one thread each).
+"$SWEEP" train run.yaml --nproc 2 --set resources.threads=auto --set train.tokens=16K --run-dir auto > /dev/null 2>&1 ||
+  fail "--nproc 2 with threads auto"
+want=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+grep -q "\"threads\":$want," auto/events.jsonl ||
+  fail "--nproc 2, threads auto: $(grep -o '"threads":[0-9]*' auto/events.jsonl) per rank, expected $want"
 python3 - <<'PY' || fail "world 2 × accum 1 differs from world 1 × accum 2"
 import json
 def events(d):

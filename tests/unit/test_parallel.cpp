@@ -176,6 +176,8 @@ TEST_CASE("the environment: torchrun's variables, Slurm's, and their errors") {
   CHECK(torchrun.world == 4);
   CHECK(torchrun.master_addr == "10.0.0.5");
   CHECK(torchrun.port == 29400);
+  CHECK(torchrun.local_world == 1);  // not said: threads: auto gives this rank every core
+  CHECK(from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "2"}}).local_world == 2);
   const DistEnv slurm = from({{"SLURM_PROCID", "3"},
                               {"SLURM_NTASKS", "4"},
                               {"SLURM_LOCALID", "1"},
