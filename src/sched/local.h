@@ -3,7 +3,6 @@
 // launches its N ranks. Its events arrive on the child's stdout.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 

@@ -149,6 +149,7 @@ void SweepRunner::apply(Observed seen) {
   }
   for (const auto& [run_id, where] : seen.running) {
     if (!finished(m_store.run(run_id)->status)) {
+      m_watched.at(run_id).started = now();  // a queued worker's time starts when it runs
       m_store.set_status(run_id, RunState::running);
       say("running " + describe(run_id) + " as " + where);
     }
