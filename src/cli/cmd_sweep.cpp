@@ -149,7 +149,7 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
   ro.results_dir = o.results;
   ro.retries = o.retries;
   ro.retry_failed = o.retry_failed;
-  return SweepRunner(spec, store, *executor, ro).run();
+  return SweepRunner(spec, store, std::move(executor), ro).run();
 }
 
 Exit run_ls(Store& store) {

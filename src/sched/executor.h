@@ -33,10 +33,12 @@ struct JobUpdate {
 struct Observed {
   std::vector<std::pair<std::string, std::vector<std::string>>> events;  // a run's new complete event lines
   std::vector<JobUpdate> jobs;
+  std::vector<std::string> queued;  // runs the batch system accepted (a --retry-failed run is pending again)
   std::vector<std::pair<std::string, std::string>> running;  // a queued worker now runs: run id, where
   std::vector<std::string> requeued;  // a batch task back in the queue after a preemption
   std::vector<WorkerEnd> ended;
   std::vector<std::string> notes;  // lines for the user ("submitted Slurm array 12: ...")
+  std::string error;  // a failure, raised by the runner once the rest is recorded (a later sbatch failed)
 };
 
 class Executor {
@@ -48,8 +50,8 @@ class Executor {
   // A run recorded with a live worker by an earlier `sweep run` (`running`, or a batch task):
   // where that worker is ("Slurm task 12_3 is RUNNING") when the executor follows it from now on;
   // nullopt when there is none to follow (an orphaned local worker is stopped, so that it
-  // checkpoints).
-  virtual std::optional<std::string> adopt(const RunRow& row, const PlannedRun& run) = 0;
+  // checkpoints). `run` is null for a run the sweep file no longer plans: never followed.
+  virtual std::optional<std::string> adopt(const RunRow& row, const PlannedRun* run) = 0;
   // Whether `run` can start now (a local run needs as many free slots as it has ranks).
   virtual bool can_start(const PlannedRun& run) const = 0;
   // Starts a worker on `run`, whose directory holds its config.yaml. Returns the process id of a

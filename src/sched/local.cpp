@@ -57,10 +57,22 @@ void check_fits(const SweepSpec& spec, const std::string& devices) {
 LocalExecutor::LocalExecutor(const std::string& devices, std::string worker_binary)
     : m_devices(devices), m_binary(std::move(worker_binary)), m_slots(parse_devices(devices, available_cores())) {}
 
+// Workers are left only after an exception in the runner: all are asked to checkpoint at once,
+// given 10 s together, then killed; never left behind.
 LocalExecutor::~LocalExecutor() {
-  for (auto& w : m_workers) {  // only after an exception in the runner: never leave workers behind
-    stop_group(w.child.pid, std::chrono::seconds(10));
-    ::waitpid(w.child.pid, nullptr, 0);
+  for (const auto& w : m_workers) {
+    ::kill(-w.child.pid, SIGTERM);
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (auto& w : m_workers) {
+    while (::waitpid(w.child.pid, nullptr, WNOHANG) == 0) {  // reaped here, so no zombie looks alive
+      if (std::chrono::steady_clock::now() >= until) {
+        ::kill(-w.child.pid, SIGKILL);
+        ::waitpid(w.child.pid, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     ::close(w.child.stdout_fd);
   }
 }
@@ -69,7 +81,7 @@ std::string LocalExecutor::describe() const {
   return std::to_string(m_slots.size()) + " slot" + (m_slots.size() == 1 ? "" : "s") + " (" + m_devices + ")";
 }
 
-std::optional<std::string> LocalExecutor::adopt(const RunRow& row, const PlannedRun&) {
+std::optional<std::string> LocalExecutor::adopt(const RunRow& row, const PlannedRun*) {
   // A worker whose scheduler died writes its events to its run directory only: stop it (it
   // checkpoints on SIGTERM) and let the runner re-read that file and resume the run.
   if (row.status == RunState::running && worker_alive(row)) {

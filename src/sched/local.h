@@ -21,7 +21,7 @@ class LocalExecutor : public Executor {
   ~LocalExecutor() override;
 
   std::string describe() const override;
-  std::optional<std::string> adopt(const RunRow& row, const PlannedRun& run) override;
+  std::optional<std::string> adopt(const RunRow& row, const PlannedRun* run) override;
   bool can_start(const PlannedRun& run) const override;
   std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override;
   Observed poll() override;

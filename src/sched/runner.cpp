@@ -69,9 +69,10 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
   store.ingest(run_id, split(read_file(events), '\n'));
 }
 
-SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, Executor& executor, RunnerOptions options)
-    : m_spec(spec), m_store(store), m_executor(executor), m_options(std::move(options)), m_lock(m_options.results_dir),
-      m_tty(::isatty(STDOUT_FILENO) != 0) {}
+SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<Executor> executor,
+                         RunnerOptions options)
+    : m_spec(spec), m_store(store), m_options(std::move(options)), m_lock(m_options.results_dir),
+      m_executor(std::move(executor)), m_tty(::isatty(STDOUT_FILENO) != 0) {}
 
 void SweepRunner::clear_block() {
   if (m_tty && m_drawn > 0) {
@@ -95,25 +96,32 @@ std::string SweepRunner::describe(const std::string& run_id) const {
 // Runs recorded with a worker by an earlier `sweep run` that is gone: the executor follows the
 // worker if it still runs (a queued batch task), else the run's events are read again from its
 // directory and a run left `running` becomes resumable.
+// Every run the sweep has recorded counts, those its file no longer plans included (an orphaned
+// worker of a dropped variant is stopped all the same).
 void SweepRunner::recover() {
+  std::map<std::string, const PlannedRun*> planned;
   for (const auto& run : m_spec.runs) {
-    const RunRow row = *m_store.run(run.run_id);
+    planned.emplace(run.run_id, &run);
+  }
+  for (const auto& [variant, row] : m_store.sweep_runs(m_spec.name)) {
     const bool may_have_worker = row.status == RunState::running ||
                                  (!row.job.empty() && !finished(row.status) && !failed(plan_state(row, false)));
-    if (m_watched.count(run.run_id) || !may_have_worker) {
+    if (m_watched.count(row.run_id) || !may_have_worker) {
       continue;
     }
-    if (const std::optional<std::string> where = m_executor.adopt(row, run)) {
-      m_watched[run.run_id] = {&run, now()};
-      say("following " + run.variant + " (" + run.run_id + "): " + *where);
+    const auto it = planned.find(row.run_id);
+    const PlannedRun* run = it == planned.end() ? nullptr : it->second;
+    if (const std::optional<std::string> where = m_executor->adopt(row, run)) {
+      m_watched[row.run_id] = {run, now()};
+      say("following " + variant + " (" + row.run_id + "): " + *where);
       continue;
     }
-    reingest_run_dir(m_store, run.run_id, row.run_dir);
-    if (m_store.run(run.run_id)->status == RunState::running) {
-      m_store.set_status(run.run_id, RunState::interrupted, "the scheduler stopped while this run was training");
+    reingest_run_dir(m_store, row.run_id, row.run_dir);
+    if (m_store.run(row.run_id)->status == RunState::running) {
+      m_store.set_status(row.run_id, RunState::interrupted, "the scheduler stopped while this run was training");
     }
     if (row.status == RunState::running) {
-      say("recovered " + run.variant + " (" + run.run_id + "): resumes from its checkpoint");
+      say("recovered " + variant + " (" + row.run_id + "): resumes from its checkpoint");
     }
   }
 }
@@ -126,14 +134,12 @@ void SweepRunner::launch(const PlannedRun& run) {
     write_file_atomic(dir / "config.yaml", run.config.to_yaml());
   }
   std::string where;
-  const std::optional<int64_t> pid = m_executor.start(run, row, where);
+  const std::optional<int64_t> pid = m_executor->start(run, row, where);
   m_watched[run.run_id] = {&run, now()};
   if (pid) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted);
     say("start " + describe(run.run_id) + " on " + where + (row.status == RunState::pending ? "" : ", resuming"));
-  } else if (row.status == RunState::failed || row.status == RunState::oom) {
-    m_store.set_status(run.run_id, RunState::pending);  // --retry-failed: a new attempt, queued
   }
 }
 
@@ -143,6 +149,12 @@ void SweepRunner::apply(Observed seen) {
   }
   for (const auto& j : seen.jobs) {
     m_store.set_job(j.run_id, j.job, j.state);
+  }
+  for (const auto& run_id : seen.queued) {
+    const RunState state = m_store.run(run_id)->status;
+    if (state == RunState::failed || state == RunState::oom) {
+      m_store.set_status(run_id, RunState::pending);  // --retry-failed: a new attempt, queued
+    }
   }
   for (const auto& note : seen.notes) {
     say(note);
@@ -163,6 +175,9 @@ void SweepRunner::apply(Observed seen) {
   }
   for (const auto& end : seen.ended) {
     finish(end);
+  }
+  if (!seen.error.empty()) {
+    throw Error(seen.error);
   }
 }
 
@@ -209,7 +224,8 @@ void SweepRunner::finish(const WorkerEnd& end) {
     case Then::give_up:
       ++m_failed;
       say(outcome.state == RunState::oom ? "oom   " + what + ": " + code + " (not retried)"
-                                         : "fail  " + what + ": " + code + " — log: " + end.log);
+          : end.exit_code                ? "fail  " + what + ": " + code + " — log: " + end.log
+                                         : "fail  " + what + ": " + end.detail);
       break;
     case Then::stopped:
       say("interrupted " + what + " at step " + std::to_string(row.steps) +
@@ -269,7 +285,7 @@ Exit SweepRunner::run() {
     }
   }
   m_finished_before = todo.finished_before;
-  say(todo.headline(m_spec) + std::to_string(todo.runs.size()) + " to run on " + m_executor.describe());
+  say(todo.headline(m_spec) + std::to_string(todo.runs.size()) + " to run on " + m_executor->describe());
 
   const InterruptHandlers handlers;
   m_started = now();
@@ -277,16 +293,16 @@ Exit SweepRunner::run() {
   while (!m_watched.empty() || (!m_queue.empty() && g_interrupts == 0)) {
     if (g_interrupts > signalled) {
       signalled = g_interrupts;
-      say(m_executor.stop(signalled));
+      say(m_executor->stop(signalled));
     }
     // In plan order: the next run starts when the executor has room for it.
-    while (g_interrupts == 0 && !m_queue.empty() && m_executor.can_start(*m_queue.front())) {
+    while (g_interrupts == 0 && !m_queue.empty() && m_executor->can_start(*m_queue.front())) {
       const PlannedRun* run = m_queue.front();
       m_queue.pop_front();
       launch(*run);
     }
-    apply(m_executor.submit());
-    apply(m_executor.poll());
+    apply(m_executor->submit());
+    apply(m_executor->poll());
     draw();
   }
   clear_block();

@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "config/sweep_spec.h"
@@ -41,8 +42,9 @@ struct RunnerOptions {
 
 class SweepRunner {
  public:
-  // Takes the results folder's lock (throws when another `sweep run` holds it).
-  SweepRunner(const SweepSpec& spec, Store& store, Executor& executor, RunnerOptions options);
+  // Takes the results folder's lock (throws when another `sweep run` holds it). The executor
+  // lives as long as the runner and goes first: the lock is held until its workers are gone.
+  SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<Executor> executor, RunnerOptions options);
 
   // Runs every run of the sweep that is not finished. Returns ok when all finished, failed when
   // some failed, interrupted after Ctrl-C (the runs checkpointed; `sweep run` again resumes).
@@ -64,9 +66,9 @@ class SweepRunner {
 
   const SweepSpec& m_spec;
   Store& m_store;
-  Executor& m_executor;
   RunnerOptions m_options;
-  ResultsLock m_lock;
+  ResultsLock m_lock;                     // declared before the executor: released after it
+  std::unique_ptr<Executor> m_executor;
   std::deque<const PlannedRun*> m_queue;
   std::map<std::string, Watched> m_watched;  // runs with a worker started or adopted
   int m_done = 0, m_failed = 0, m_finished_before = 0;

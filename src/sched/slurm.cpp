@@ -116,8 +116,8 @@ std::string sbatch_script(const std::string& job_name, const std::string& runs_f
 SlurmExecutor::SlurmExecutor(SlurmOptions options, std::string slurm_dir, std::string job_name)
     : m_options(std::move(options)), m_dir(std::move(slurm_dir)), m_job_name(std::move(job_name)) {}
 
-std::optional<std::string> SlurmExecutor::adopt(const RunRow& row, const PlannedRun& run) {
-  if (row.job.empty()) {
+std::optional<std::string> SlurmExecutor::adopt(const RunRow& row, const PlannedRun* run) {
+  if (row.job.empty() || run == nullptr) {
     return std::nullopt;
   }
   const std::string array = array_of(row.job);
@@ -131,7 +131,7 @@ std::optional<std::string> SlurmExecutor::adopt(const RunRow& row, const Planned
   }
   m_arrays.insert(array_of(row.job));
   Task t;
-  t.run_id = run.run_id;
+  t.run_id = run->run_id;
   t.run_dir = row.run_dir;
   t.job = row.job;
   t.state = row.job_state;  // the next poll reports it when Slurm says otherwise
@@ -168,7 +168,9 @@ Observed SlurmExecutor::submit() {
     const Captured sub = slurm_command({"sbatch", "--parsable", script.string()});
     const std::string id = trim(sub.output.substr(0, sub.output.find(';')));
     if (sub.code != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
-      throw Error("sbatch failed (exit " + std::to_string(sub.code) + ") for " + script.string() + ": " + trim(sub.output));
+      // The arrays sent before this one run: they are reported, and the runner records them first.
+      seen.error = "sbatch failed (exit " + std::to_string(sub.code) + ") for " + script.string() + ": " + trim(sub.output);
+      break;
     }
     m_arrays.insert(id);
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -178,6 +180,7 @@ Observed SlurmExecutor::submit() {
       t.job = id + "_" + std::to_string(i);
       t.state = "SUBMITTED";
       seen.jobs.push_back({t.run_id, t.job, t.state});
+      seen.queued.push_back(t.run_id);
       m_tasks.push_back(t);
     }
     seen.notes.push_back("submitted Slurm array " + id + ": " + std::to_string(runs.size()) + " task" +
@@ -209,7 +212,7 @@ WorkerEnd SlurmExecutor::ended(const Task& t) const {
   WorkerEnd end;
   end.run_id = t.run_id;
   end.log = (fs::path(m_dir) / ("task-" + t.job + ".out")).string();  // --output=task-%A_%a.out
-  end.detail = "Slurm task " + t.job + " ended without a result";
+  end.detail = "Slurm task " + t.job + " ended without a result — " + end.log;
   end.log_tail = tail_lines(end.log, 5) + tail_lines(fs::path(t.run_dir) / "worker.log", 15);
   return end;
 }

@@ -34,7 +34,7 @@ class SlurmExecutor : public Executor {
   SlurmExecutor(SlurmOptions options, std::string slurm_dir, std::string job_name);
 
   std::string describe() const override { return "Slurm"; }
-  std::optional<std::string> adopt(const RunRow& row, const PlannedRun& run) override;
+  std::optional<std::string> adopt(const RunRow& row, const PlannedRun* run) override;
   bool can_start(const PlannedRun&) const override { return true; }  // Slurm queues what does not fit
   std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override;
   Observed submit() override;
