@@ -37,6 +37,10 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   run->add_option("--results", o.results, "Output root: sweep.db and run directories")->capture_default_str();
   run->add_option("--devices", o.devices, "Slots: cpu | cpu:NxT | cuda:0,1,...")->capture_default_str();
   run->add_option("--retries", o.retries, "Retries of a crashed run (from its checkpoint)")->capture_default_str();
+  run->add_option("--max-preemptions", o.max_preemptions,
+                  "Requeues of a run stopped by SIGTERM before it is marked failed (from its checkpoint)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
   run->add_flag("--retry-failed", o.retry_failed, "Run again the runs that ended failed or out of memory");
   run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
       ->check(CLI::IsMember({"local", "slurm"}))
@@ -129,6 +133,8 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
                 Exit::bad_input);
   }
   fs::create_directories(fs::path(o.results) / "sweeps");
+  // The folder's lock before anything is written in it: a second `sweep run` changes nothing.
+  auto lock = std::make_unique<ResultsLock>(o.results);
   Store store(db_path(o.results));
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
   const std::string worker = (executable_dir() / "sweep").string();
@@ -140,6 +146,7 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
     so.time = o.time;
     so.gpus_per_rank = o.gpus_per_rank;
     so.max_parallel = o.max_parallel;
+    so.max_preemptions = o.max_preemptions;
     executor = std::make_unique<SlurmExecutor>(so, fs::absolute(fs::path(o.results) / spec.name / "slurm").string(),
                                                "sweep-" + spec.name);
   } else {
@@ -148,8 +155,9 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
   RunnerOptions ro;
   ro.results_dir = o.results;
   ro.retries = o.retries;
+  ro.max_preemptions = o.max_preemptions;
   ro.retry_failed = o.retry_failed;
-  return SweepRunner(spec, store, std::move(executor), ro).run();
+  return SweepRunner(spec, store, std::move(lock), std::move(executor), ro).run();
 }
 
 Exit run_ls(Store& store) {

@@ -45,6 +45,7 @@ struct SweepOptions {
   std::string results = "results";
   std::string devices = "cpu";
   int retries = 1;
+  int max_preemptions = 10;
   bool retry_failed = false;
   std::string sweep;
   std::string dir;

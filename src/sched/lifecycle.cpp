@@ -86,8 +86,15 @@ Outcome classify_end(const EndFacts& f) {
   // 75: checkpointed and stopped; 143/130: the signal came before the worker had installed its
   // handler (still starting), so there is nothing to lose either.
   if (code == static_cast<int>(Exit::preempted) || code == 128 + SIGTERM || code == 128 + SIGINT) {
-    return f.stopping ? Outcome{RunState::interrupted, Then::stopped, stopped_by_user}
-                      : Outcome{RunState::preempted, Then::requeue, "stopped by SIGTERM; re-queued"};
+    if (f.stopping) {
+      return {RunState::interrupted, Then::stopped, stopped_by_user};
+    }
+    if (f.preemptions >= f.max_preemptions) {  // something keeps stopping it: say so, do not loop
+      return {RunState::failed, Then::give_up,
+              "stopped by SIGTERM " + std::to_string(f.preemptions + 1) + " times (--max-preemptions " +
+                  std::to_string(f.max_preemptions) + "); it resumes from its checkpoint with --retry-failed"};
+    }
+    return {RunState::preempted, Then::requeue, "stopped by SIGTERM; re-queued"};
   }
   if (f.out_of_memory) {
     return {RunState::oom, Then::give_up,

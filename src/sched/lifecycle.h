@@ -43,6 +43,8 @@ struct EndFacts {
   bool out_of_memory = false;           // by the log, the kernel's OOM-kill count, or an unexplained SIGKILL
   int64_t attempts = 0;                 // the run's attempts so far, this one included
   int retries = 0;                      // crashes retried per run (--retries)
+  int preemptions = 0;                  // the run's requeues after SIGTERM so far
+  int max_preemptions = 10;             // then it is failed (--max-preemptions)
   std::string detail;                   // what ended, when the exit code is unknown ("Slurm task 12_3 ended …")
   std::string log_tail;                 // the last lines of the worker's log
 };

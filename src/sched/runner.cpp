@@ -69,9 +69,9 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
   store.ingest(run_id, split(read_file(events), '\n'));
 }
 
-SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<Executor> executor,
-                         RunnerOptions options)
-    : m_spec(spec), m_store(store), m_options(std::move(options)), m_lock(m_options.results_dir),
+SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<ResultsLock> lock,
+                         std::unique_ptr<Executor> executor, RunnerOptions options)
+    : m_spec(spec), m_store(store), m_options(std::move(options)), m_lock(std::move(lock)),
       m_executor(std::move(executor)), m_tty(::isatty(STDOUT_FILENO) != 0) {}
 
 void SweepRunner::clear_block() {
@@ -193,6 +193,8 @@ void SweepRunner::finish(const WorkerEnd& end) {
   facts.out_of_memory = end.out_of_memory;
   facts.attempts = row.attempts;
   facts.retries = m_options.retries;
+  facts.preemptions = m_preemptions[end.run_id];
+  facts.max_preemptions = m_options.max_preemptions;
   facts.detail = end.detail;
   facts.log_tail = end.log_tail;
   const Outcome outcome = classify_end(facts);
@@ -213,6 +215,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
       break;
     }
     case Then::requeue:
+      ++m_preemptions[end.run_id];
       m_queue.push_front(watched.run);
       say("preempted " + what + " at step " + std::to_string(row.steps) + ": re-queued");
       break;

@@ -37,14 +37,16 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
 struct RunnerOptions {
   std::string results_dir = "results";
   int retries = 1;            // crashes retried per run, from its checkpoint
+  int max_preemptions = 10;   // requeues after SIGTERM per run and `sweep run`, then it is failed
   bool retry_failed = false;  // run again the runs that ended failed or out of memory
 };
 
 class SweepRunner {
  public:
-  // Takes the results folder's lock (throws when another `sweep run` holds it). The executor
-  // lives as long as the runner and goes first: the lock is held until its workers are gone.
-  SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<Executor> executor, RunnerOptions options);
+  // `lock`: the results folder's, taken before anything was written there. The executor lives
+  // as long as the runner and goes first: the lock is held until its workers are gone.
+  SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<ResultsLock> lock,
+              std::unique_ptr<Executor> executor, RunnerOptions options);
 
   // Runs every run of the sweep that is not finished. Returns ok when all finished, failed when
   // some failed, interrupted after Ctrl-C (the runs checkpointed; `sweep run` again resumes).
@@ -67,10 +69,11 @@ class SweepRunner {
   const SweepSpec& m_spec;
   Store& m_store;
   RunnerOptions m_options;
-  ResultsLock m_lock;                     // declared before the executor: released after it
+  std::unique_ptr<ResultsLock> m_lock;  // declared before the executor: released after it
   std::unique_ptr<Executor> m_executor;
   std::deque<const PlannedRun*> m_queue;
   std::map<std::string, Watched> m_watched;  // runs with a worker started or adopted
+  std::map<std::string, int> m_preemptions;  // requeues after SIGTERM, per run
   int m_done = 0, m_failed = 0, m_finished_before = 0;
   bool m_tty = false;
   size_t m_drawn = 0;  // lines of the live block on the terminal

@@ -107,7 +107,8 @@ std::string sbatch_script(const std::string& job_name, const std::string& runs_f
   }
   s += " > /dev/null 2>> \"$run_dir/worker.log\"\nrc=$?\n";
   s += "echo \"$(date -Is) worker exit $rc\"\n";
-  s += "if [ \"$rc\" -eq 75 ]; then  # stopped by SIGTERM after a checkpoint: queue again, resume from it\n"
+  s += "if [ \"$rc\" -eq 75 ] && [ \"${SLURM_RESTART_COUNT:-0}\" -lt " + std::to_string(o.max_preemptions) +
+       " ]; then  # stopped by SIGTERM after a checkpoint: queue again (up to --max-preemptions), resume from it\n"
        "  scontrol requeue \"$SLURM_JOB_ID\"  # ends this script; the scheduler lifts Slurm's requeue delay\n"
        "fi\nexit \"$rc\"\n";
   return s;

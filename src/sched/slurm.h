@@ -21,6 +21,7 @@ struct SlurmOptions {
   std::string time;           // --time of each task, "" = the partition's default
   int gpus_per_rank = 0;
   int max_parallel = 0;       // array throttle (%K); 0 = no limit
+  int max_preemptions = 10;   // requeues of a task stopped by SIGTERM (SLURM_RESTART_COUNT), then it ends
   double poll_seconds = 2.0;
 };
 

@@ -53,4 +53,19 @@ assert sorted(v['name'] for v in r['variants']) == ['base', 'nodrop'], r
 assert [v['method'] for v in r['variants'] if v['name'] == 'nodrop'] == ['paired'], r
 " || fail "report: $(cat rep.json rep.err)"
 [ "$(ls rep | wc -l)" -eq 7 ] || fail "report files: $(ls rep) $(cat rep.err)"
+# one scheduler per results folder: a second `sweep run` is refused before it writes anything
+tiny_sweep long.yaml long 3000
+sed -i 's/^seeds: \[1, 2\]/seeds: [9]/' long.yaml
+"$SWEEP" run long.yaml --results locked > first.txt 2>&1 &
+first=$!
+for _ in $(seq 1 600); do [ -n "$(ls locked/runs/*/events.jsonl 2>/dev/null)" ] && break; sleep 0.05; done
+wait_for_train_events "$(ls locked/runs/*/events.jsonl | head -1)" 5
+cp locked/sweeps/long.yaml saved.yaml
+sed 's/lr: 3e-3/lr: 1e-3/' long.yaml > other.yaml
+code=0; "$SWEEP" run other.yaml --results locked > second.txt 2>&1 || code=$?
+[ "$code" -eq 2 ] && grep -q "another \`sweep run\` is using locked" second.txt ||
+  fail "a second sweep run on a locked folder: exit $code, $(cat second.txt)"
+cmp -s saved.yaml locked/sweeps/long.yaml || fail "the refused sweep run overwrote locked/sweeps/long.yaml"
+kill -INT "$first"
+wait "$first" || true
 echo "sweep_run: ok"

@@ -141,6 +141,28 @@ TEST_CASE("classify_end: how an ended worker's run goes on") {
   }
 }
 
+TEST_CASE("classify_end: preemptions are requeued up to --max-preemptions, then the run is failed") {
+  EndFacts f;
+  f.exit_code = static_cast<int>(Exit::preempted);
+  f.recorded = RunState::preempted;
+  f.max_preemptions = 3;
+  for (int before = 0; before < 3; ++before) {
+    f.preemptions = before;
+    CHECK(classify_end(f).then == Then::requeue);
+  }
+  f.preemptions = 3;
+  const Outcome o = classify_end(f);
+  CHECK(o.state == RunState::failed);
+  CHECK(o.then == Then::give_up);
+  CHECK(o.error == "stopped by SIGTERM 4 times (--max-preemptions 3); it resumes from its checkpoint with --retry-failed");
+  f.stopping = true;  // Ctrl-C is never a preemption
+  CHECK(classify_end(f).then == Then::stopped);
+  f = EndFacts{};
+  f.exit_code = static_cast<int>(Exit::preempted);
+  f.max_preemptions = 0;  // --max-preemptions 0: the first SIGTERM fails the run
+  CHECK(classify_end(f).then == Then::give_up);
+}
+
 TEST_CASE("classify_end: the error recorded says why, with the log's tail") {
   EndFacts f;
   f.exit_code = 1;
@@ -175,6 +197,7 @@ TEST_CASE("worker_argv: one command line, for a local child and for the Slurm sc
   CHECK(script.find("srun --kill-on-bad-exit=1 '/opt/it'\\''s/sweep' 'worker' \"${run_dir}\"'/config.yaml' "
                     "'--run-dir' \"${run_dir}\" '--resume' '--events' '--set' 'resources.threads=4' > /dev/null") !=
         std::string::npos);
+  CHECK(script.find("if [ \"$rc\" -eq 75 ] && [ \"${SLURM_RESTART_COUNT:-0}\" -lt 10 ]; then") != std::string::npos);
   o.gpus_per_rank = 1;
   CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.device=cuda' >") !=
         std::string::npos);
