@@ -117,13 +117,15 @@ std::optional<int64_t> LocalExecutor::start(const PlannedRun& run, const RunRow&
     so.env["CUDA_VISIBLE_DEVICES"] = visible;  // rank k uses cuda:k of these
   }
   so.stderr_file = (fs::path(row.run_dir) / "worker.log").string();
+  // Every attempt appends to worker.log: only what this one writes says how it ended.
+  const uintmax_t log_start = fs::exists(so.stderr_file) ? fs::file_size(so.stderr_file) : 0;
   const Child child = spawn(so);
   where.clear();
   for (size_t s : given) {
     m_slots[s].busy = true;
     where += (where.empty() ? "" : "+") + m_slots[s].label;
   }
-  m_workers.push_back({run.run_id, so.stderr_file, given, child, "", oom_kill_count()});
+  m_workers.push_back({run.run_id, so.stderr_file, log_start, given, child, "", oom_kill_count()});
   return child.pid;
 }
 
@@ -182,10 +184,10 @@ Observed LocalExecutor::poll() {
     end.run_id = w.run_id;
     end.exit_code = exit_code_of(status);
     end.log = w.log;
-    end.log_tail = tail_lines(w.log, 20);
-    // Out of memory by the log, by the kernel's OOM-kill count, or a SIGKILL where that count
-    // cannot be read. A SIGKILL with no OOM kill recorded is an ordinary crash.
-    end.out_of_memory = looks_like_oom(tail_lines(w.log, 50)) || (w.oom_kills >= 0 && oom_kill_count() > w.oom_kills) ||
+    end.log_tail = tail_lines(w.log, 20, w.log_start);
+    // Out of memory by this attempt's log, by the kernel's OOM-kill count, or a SIGKILL where
+    // that count cannot be read. A SIGKILL with no OOM kill recorded is an ordinary crash.
+    end.out_of_memory = looks_like_oom(tail_lines(w.log, 50, w.log_start)) || (w.oom_kills >= 0 && oom_kill_count() > w.oom_kills) ||
                         (*end.exit_code == 128 + SIGKILL && w.oom_kills < 0);
     seen.ended.push_back(std::move(end));
     m_workers.erase(m_workers.begin() + static_cast<long>(i));

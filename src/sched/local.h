@@ -31,6 +31,7 @@ class LocalExecutor : public Executor {
   struct Worker {
     std::string run_id;
     std::string log;
+    uintmax_t log_start;        // the log's size at launch: what this attempt wrote follows
     std::vector<size_t> slots;  // one per data-parallel rank
     Child child;
     std::string buffer;  // a partial stdout line

@@ -68,11 +68,12 @@ void write_file_atomic(const fs::path& path, const std::string& content) {
   });
 }
 
-std::string tail_lines(const fs::path& path, size_t lines) {
+std::string tail_lines(const fs::path& path, size_t lines, uintmax_t from) {
   if (!fs::exists(path)) {
     return "";
   }
-  std::vector<std::string> all = split(read_file(path), '\n');
+  const std::string text = read_file(path);
+  std::vector<std::string> all = split(text.substr(std::min<size_t>(from, text.size())), '\n');
   while (!all.empty() && trim(all.back()).empty()) {
     all.pop_back();
   }

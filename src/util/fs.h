@@ -22,6 +22,7 @@ void replace_file_atomic(const fs::path& path, const std::function<void(const fs
 void fsync_path(const fs::path& path);
 
 // The last `lines` non-empty-ended lines of a text file ("" when it does not exist).
-std::string tail_lines(const fs::path& path, size_t lines);
+// The last `lines` lines of the file, from byte `from` on (a log's part written since then).
+std::string tail_lines(const fs::path& path, size_t lines, uintmax_t from = 0);
 
 }  // namespace sweep

@@ -63,6 +63,11 @@ status_of() { sql "SELECT r.status FROM sweep_runs s JOIN runs r USING (run_id) 
 [ "$(status_of oom 2)" = oom ] && [ "$(status_of oom 1)" = done ] || fail "oom: $(status_of oom 2)"
 [ "$(sql "SELECT attempts FROM runs WHERE run_id = '$oom'")" -eq 1 ] || fail "out of memory is not retried blindly"
 grep -q "test-fault: crashing at step 5" <<< "$(sql "SELECT error FROM runs WHERE run_id = '$crash'")" || fail "the log tail is kept"
+# a crash after an earlier out-of-memory is a crash: only this attempt's log counts
+echo "crash_at_step:9" > "res/runs/$oom/test-fault"
+"$SWEEP" run c.yaml --results res --devices cpu:2x1 --retry-failed --retries 0 > run4b.txt || true
+[ "$(status_of oom 2)" = failed ] ||
+  fail "a crash after an OOM: $(status_of oom 2), $(sql "SELECT error FROM runs WHERE run_id = '$oom'")"
 rm "res/runs/$crash/test-fault" "res/runs/$oom/test-fault"
 "$SWEEP" run c.yaml --results res --devices cpu:2x1 --retry-failed > run5.txt
 [ "$(status_of crash 1)" = done ] && [ "$(status_of oom 2)" = done ] || fail "--retry-failed: $(cat run5.txt)"
