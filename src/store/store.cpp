@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "protocol/events.h"
@@ -102,6 +103,23 @@ const char* const k_migrations[] = {
 };
 
 double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+// A field of an event another process wrote: its value, or `fallback` when it is missing or of
+// another type. A malformed line is data to skip, never a failed ingest.
+template <typename T>
+T field_or(const nlohmann::json& ev, const char* key, T fallback) {
+  const auto it = ev.find(key);
+  if (it == ev.end()) {
+    return fallback;
+  }
+  if constexpr (std::is_same_v<T, std::string>) {
+    return it->is_string() ? it->get<std::string>() : fallback;
+  } else if constexpr (std::is_integral_v<T>) {
+    return it->is_number_integer() ? it->get<T>() : fallback;
+  } else {
+    return it->is_number() ? it->get<T>() : fallback;
+  }
+}
 
 // A JSON number, or a non-finite value written as a string: (value, status).
 std::pair<std::optional<double>, std::string> number(const nlohmann::json& v) {
@@ -425,8 +443,11 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     } catch (const nlohmann::json::exception&) {
       continue;  // a line cut by a kill: the worker rewrites what follows after resuming
     }
-    const std::string type = ev.value(field::event, "");
-    const int64_t step = ev.value(field::step, int64_t{0});
+    if (!ev.is_object()) {
+      continue;  // not an event
+    }
+    const std::string type = field_or<std::string>(ev, field::event, "");
+    const int64_t step = field_or<int64_t>(ev, field::step, 0);
     const bool has_time = ev.contains(field::time) && ev[field::time].is_number();
     const double time = has_time ? ev[field::time].get<double>() : 0.0;
     if (type == events::start) {
@@ -455,7 +476,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       SQLite::Statement q(*m_db,
                           "UPDATE runs SET total_steps = ?, steps = ?, test_loss = NULL, test_bpb = NULL, "
                           "updated_at = ? WHERE run_id = ?");
-      q.bind(1, ev.value(field::total_steps, int64_t{0}));
+      q.bind(1, field_or<int64_t>(ev, field::total_steps, 0));
       q.bind(2, step);
       q.bind(3, now());
       q.bind(4, run_id);
@@ -465,22 +486,22 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       auto [norm, norm_status] = number(ev[field::grad_norm]);
       put_train.bind(1, run_id);
       put_train.bind(2, step);
-      put_train.bind(3, ev.value(field::tokens, int64_t{0}));
+      put_train.bind(3, field_or<int64_t>(ev, field::tokens, 0));
       bind_opt(put_train, 4, loss);
       put_train.bind(5, loss_status);
-      put_train.bind(6, ev.value(field::lr, 0.0));
+      put_train.bind(6, field_or<double>(ev, field::lr, 0.0));
       bind_opt(put_train, 7, norm);
       put_train.bind(8, norm_status);
-      put_train.bind(9, ev.value(field::tokens_per_s, 0.0));
+      put_train.bind(9, field_or<double>(ev, field::tokens_per_s, 0.0));
       put_train.exec();
       put_train.reset();
       latest_train = ev;
     } else if (type == events::eval) {
       auto [loss, loss_status] = number(ev[field::loss]);
       put_eval.bind(1, run_id);
-      put_eval.bind(2, ev.value(field::split, events::val_split));
+      put_eval.bind(2, field_or<std::string>(ev, field::split, events::val_split));
       put_eval.bind(3, step);
-      put_eval.bind(4, ev.value(field::tokens, int64_t{0}));
+      put_eval.bind(4, field_or<int64_t>(ev, field::tokens, 0));
       bind_opt(put_eval, 5, loss);
       put_eval.bind(6, loss_status);
       put_eval.exec();
@@ -488,7 +509,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     } else if (type == events::end) {
       // A run is done only with a finite test loss (older workers said done without one); an
       // end without a state this version knows is a failure.
-      const RunState said = parse_run_state(ev.value(field::status, "")).value_or(RunState::failed);
+      const RunState said = parse_run_state(field_or<std::string>(ev, field::status, "")).value_or(RunState::failed);
       const bool no_result = said == RunState::done && ev.contains(field::test_loss) &&
                              !number(ev[field::test_loss]).first.has_value();
       const RunState status = no_result ? RunState::diverged : said;
@@ -496,7 +517,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
                           "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, pid = 0, updated_at = ? "
                           "WHERE run_id = ?");
       q.bind(1, to_string(status));
-      q.bind(2, no_result ? std::string("non-finite test loss") : ev.value(field::reason, ""));
+      q.bind(2, no_result ? std::string("non-finite test loss") : field_or<std::string>(ev, field::reason, ""));
       bind_opt(q, 3, ev.contains(field::test_loss) ? number(ev[field::test_loss]).first : std::nullopt);
       bind_opt(q, 4, ev.contains(field::test_bpb) ? number(ev[field::test_bpb]).first : std::nullopt);
       q.bind(5, now());
@@ -512,8 +533,8 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     nlohmann::json& ev = *latest_train;
     SQLite::Statement q(*m_db,
                         "UPDATE runs SET steps = ?, tokens = ?, last_loss = ?, updated_at = ? WHERE run_id = ?");
-    q.bind(1, ev.value(field::step, int64_t{0}));
-    q.bind(2, ev.value(field::tokens, int64_t{0}));
+    q.bind(1, field_or<int64_t>(ev, field::step, 0));
+    q.bind(2, field_or<int64_t>(ev, field::tokens, 0));
     bind_opt(q, 3, number(ev[field::loss]).first);
     q.bind(4, now());
     q.bind(5, run_id);
