@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "util/fs.h"
 #include "util/process.h"
 #include "util/text.h"
 
@@ -270,8 +271,23 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& file,
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
+  // Refused before parsing: a bigger file is data, not a config, and parsing it costs memory.
+  std::error_code ec;
+  const uintmax_t bytes = fs::file_size(path, ec);
+  if (!ec && bytes > k_max_config_bytes) {
+    throw InputErrors({{path, 0, 0,
+                        "is " + std::to_string(bytes) + " bytes; a run or sweep file may have at most " +
+                            std::to_string(k_max_config_bytes) + " — list values, not data"}});
+  }
   try {
-    return YAML::LoadFile(path);
+    const std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
+    if (documents.size() > 1) {  // silently reading only the first would drop what the rest says
+      const YAML::Mark at = documents[1].Mark();
+      throw InputErrors({{path, at.line >= 0 ? at.line + 1 : 0, at.column >= 0 ? at.column + 1 : 0,
+                          "a second YAML document: a run or sweep file holds one — remove the '---' line "
+                          "and what follows, or merge it into the first"}});
+    }
+    return documents.empty() ? YAML::Node() : documents.front();
   } catch (const YAML::BadFile&) {
     throw InputErrors({{path, 0, 0, "cannot read this file — check the path"}});
   } catch (const YAML::ParserException& e) {

@@ -120,7 +120,11 @@ void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
 RunConfig parse_run_config(const YAML::Node& root, const std::string& file,
                            const std::map<std::string, Origin>& origins = {});
 
-// Loads a YAML file (syntax errors become file:line:col diagnostics).
+// The largest run or sweep file read (a sweep's grids list values; 1 MiB is thousands of them).
+constexpr uintmax_t k_max_config_bytes = 1 << 20;
+
+// Loads a YAML file of one document, at most k_max_config_bytes (syntax errors, a second
+// document and a bigger file become file:line:col diagnostics).
 YAML::Node load_yaml_file(const std::string& path);
 
 RunConfig load_run_config(const std::string& path, const std::vector<Override>& overrides = {});

@@ -111,6 +111,23 @@ TEST_CASE("bad sweep files give file:line:col errors, all in one pass") {
   CHECK(test::check_bad_files(k_sweep_dir + "/bad", [](const std::string& path) { load_sweep(path); }) >= 10);
 }
 
+TEST_CASE("a sweep file over 1 MiB is refused before it is parsed") {
+  test::TempDir dir;
+  const std::string path = (dir.path / "huge.yaml").string();
+  std::string text = "sweep: s\nbaseline: base\ngrid:\n  train.lr: [";
+  while (text.size() <= k_max_config_bytes) {
+    text += "1e-3, ";
+  }
+  write_file_atomic(path, text + "1e-3]\n");
+  try {
+    load_sweep(path);
+    FAIL("a huge sweep file was read");
+  } catch (const InputErrors& e) {
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics()[0].str().find("a run or sweep file may have at most 1048576") != std::string::npos);
+  }
+}
+
 TEST_CASE("every sweep file in experiments/ is valid") {
   int files = 0;
   for (const auto& entry : fs::directory_iterator(std::string(SWEEP_TEST_DATA) + "/../../experiments")) {
