@@ -1,5 +1,6 @@
 #include "config/run_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -281,8 +282,11 @@ YAML::Node load_yaml_file(const std::string& path) {
   }
   try {
     const std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
-    if (documents.size() > 1) {  // silently reading only the first would drop what the rest says
-      const YAML::Mark at = documents[1].Mark();
+    // Silently reading only the first would drop what the others say (an empty one says nothing).
+    const auto second = std::find_if(documents.begin() + std::min<size_t>(1, documents.size()), documents.end(),
+                                     [](const YAML::Node& d) { return !d.IsNull(); });
+    if (second != documents.end()) {
+      const YAML::Mark at = second->Mark();
       throw InputErrors({{path, at.line >= 0 ? at.line + 1 : 0, at.column >= 0 ? at.column + 1 : 0,
                           "a second YAML document: a run or sweep file holds one — remove the '---' line "
                           "and what follows, or merge it into the first"}});

@@ -299,7 +299,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   const SeedPlan seeds = read_seeds(top.section("seeds"), diags);
   top.require("base", "the baseline RunConfig (data, model, train, eval)");
   const YAML::Node base = top.section("base");
-  if (base.IsMap()) {
+  if (base.IsDefined() && base.IsMap()) {
     for (const auto& kv : base) {
       refuse_seeds(kv.first.Scalar(), kv.first.Mark(), diags);
     }
