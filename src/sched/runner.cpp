@@ -93,19 +93,19 @@ std::string SweepRunner::describe(const std::string& run_id) const {
          " (" + run_id + ")";
 }
 
-// Runs recorded with a worker by an earlier `sweep run` that is gone: the executor follows the
-// worker if it still runs (a queued batch task), else the run's events are read again from its
-// directory and a run left `running` becomes resumable.
-// Every run the sweep has recorded counts, those its file no longer plans included (an orphaned
-// worker of a dropped variant is stopped all the same).
+// Runs recorded with a worker by an earlier `sweep run` that is gone — every run the sweep has
+// recorded, those its file no longer plans included: the executor follows the worker if it still
+// runs (a queued batch task; never for an unplanned run) or stops an orphan, else the run's events
+// are read again from its directory and a run left `running` becomes resumable.
 void SweepRunner::recover() {
   std::map<std::string, const PlannedRun*> planned;
   for (const auto& run : m_spec.runs) {
     planned.emplace(run.run_id, &run);
   }
   for (const auto& [variant, row] : m_store.sweep_runs(m_spec.name)) {
-    const bool may_have_worker = row.status == RunState::running ||
-                                 (!row.job.empty() && !finished(row.status) && !failed(plan_state(row, false)));
+    const PlanState state = plan_state(row, false);
+    const bool may_have_worker =
+        row.status == RunState::running || (!row.job.empty() && !finished(state) && !failed(state));
     if (m_watched.count(row.run_id) || !may_have_worker) {
       continue;
     }

@@ -460,10 +460,9 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
         seg.bind(2, time);
         seg.bind(3, step);
         seg.bind(4, time);
-        // Read defensively: a field of the wrong type is "not said", never a failed ingest.
-        const bool has_code = ev.contains(field::code) && ev[field::code].is_string();
+        // A numerics field of the wrong type is "not said" (NULL), as a missing one is.
         const bool has_numerics = ev.contains(field::numerics) && ev[field::numerics].is_number_integer();
-        seg.bind(5, has_code ? ev[field::code].get<std::string>() : std::string());
+        seg.bind(5, field_or<std::string>(ev, field::code, ""));
         bind_opt(seg, 6, has_numerics ? std::optional<int64_t>(ev[field::numerics].get<int64_t>()) : std::nullopt);
         seg.exec();
       }
