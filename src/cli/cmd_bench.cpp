@@ -39,8 +39,9 @@ Exit run_bench(const BenchOptions& o) {
   RunConfig cfg = bench_reference_config();
   if (!o.config.empty()) {
     cfg = load_run_config(o.config);
-    if (cfg.model.vocab_size == 0 && fs::exists(fs::path(cfg.data.dataset) / "dataset.yaml")) {
-      cfg.model.vocab_size = read_dataset(cfg.data.dataset).vocab_size;
+    const std::string dataset = find_dataset(cfg.data.dataset, o.config);
+    if (cfg.model.vocab_size == 0 && fs::exists(fs::path(dataset) / "dataset.yaml")) {
+      cfg.model.vocab_size = read_dataset(dataset).vocab_size;
     }
   }
   if (o.vocab > 0) {

@@ -24,10 +24,20 @@ std::string db_path(const std::string& results) { return (fs::path(results) / "s
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-// A sweep as it will run: vocabulary sizes from the datasets' dataset.yaml.
-SweepSpec load_runnable_sweep(const std::string& file) {
-  return load_sweep(file, [](const std::string& dataset) { return read_dataset(dataset).vocab_size; });
+// A dataset a runnable sweep names: found, its dataset.yaml read and its shards whole.
+int64_t usable_dataset_vocab(const std::string& /*dataset*/, const std::string& dir) {
+  if (dir.empty()) {
+    throw Error("not found in the sweep file's folder or any folder above it — prepare it with `sweep data "
+                "prepare --out DIR ...`, or name it relative to the sweep file",
+                Exit::bad_input);
+  }
+  const DatasetInfo info = read_dataset(dir);
+  check_shards(info);
+  return info.vocab_size;
 }
+
+// A sweep as it will run: every dataset checked, vocabulary sizes from their dataset.yaml.
+SweepSpec load_runnable_sweep(const std::string& file) { return load_sweep(file, usable_dataset_vocab); }
 
 }  // namespace
 
@@ -153,7 +163,6 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
     executor = std::make_unique<LocalExecutor>(o.devices, worker);
   }
   RunnerOptions ro;
-  ro.results_dir = o.results;
   ro.retries = o.retries;
   ro.max_preemptions = o.max_preemptions;
   ro.retry_failed = o.retry_failed;
@@ -207,35 +216,59 @@ Exit run_status(Store& store, std::string name) {
   return Exit::ok;
 }
 
-// A run directory, or a results folder: its saved sweep files and every run directory.
+// A run directory, or a results folder: its saved sweep files and every run directory. A saved
+// sweep's datasets need not be where they were: their vocabulary sizes are its runs' own.
 Exit run_ingest(const SweepOptions& o) {
   const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
   const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
   Store store(db_path(results));
   std::vector<fs::path> run_dirs;
   if (results_folder) {
-    if (fs::exists(fs::path(o.dir) / "sweeps")) {
-      for (const auto& f : fs::directory_iterator(fs::path(o.dir) / "sweeps")) {
-        store.record_sweep(load_runnable_sweep(f.path().string()), o.dir);
+    for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
+      if (fs::exists(d.path() / "config.yaml")) {
+        run_dirs.push_back(d.path());
       }
     }
-    for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
-      run_dirs.push_back(d.path());
-    }
-  } else {
+  } else if (fs::exists(fs::path(o.dir) / "config.yaml")) {
     run_dirs.push_back(o.dir);
+  } else {
+    throw Error(o.dir + " is neither a run folder (no config.yaml) nor a results folder (no runs/)", Exit::bad_input);
+  }
+  std::map<std::string, int64_t> vocab_of_dataset;  // as the runs were trained
+  std::vector<std::string> problems;
+  for (const auto& d : run_dirs) {
+    const std::string config = (d / "config.yaml").string();
+    try {
+      const RunConfig c = load_run_config(config);
+      vocab_of_dataset[c.data.dataset] = c.model.vocab_size;
+    } catch (const Error& e) {
+      problems.push_back(first_line(e.what()));
+    }
+  }
+  const fs::path sweeps = fs::path(o.dir) / "sweeps";
+  if (results_folder && fs::exists(sweeps)) {
+    for (const auto& f : fs::directory_iterator(sweeps)) {
+      try {
+        store.record_sweep(load_sweep(f.path().string(), [&](const std::string& dataset, const std::string& dir) {
+          const auto known = vocab_of_dataset.find(dataset);
+          return known != vocab_of_dataset.end() ? known->second : usable_dataset_vocab(dataset, dir);
+        }));
+      } catch (const Error& e) {
+        problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));
+      }
+    }
   }
   for (const auto& d : run_dirs) {
-    if (!fs::exists(d / "config.yaml")) {
-      continue;
-    }
     const std::string id = d.filename().string();
     store.ensure_run(id, read_file(d / "config.yaml"), d.string());
     reingest_run_dir(store, id, d.string());
   }
   std::printf("ingested %zu run director%s into %s\n", run_dirs.size(), run_dirs.size() == 1 ? "y" : "ies",
               db_path(results).c_str());
-  return Exit::ok;
+  for (const auto& p : problems) {
+    std::fprintf(stderr, "sweep ingest: %s\n", p.c_str());
+  }
+  return problems.empty() ? Exit::ok : Exit::failed;
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, c
   cmd->add_option("config", o.config, "Run config (YAML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", o.sets, "Override a key: --set train.lr=1e-3 (repeatable)");
   cmd->add_option("--run-dir", o.run_dir, "Run directory (default results/train/<config>-<hash>)");
+  cmd->add_option("--data", o.data_dir,
+                  "The dataset's folder (default: data.dataset looked up from the config file's folder upwards)");
   cmd->add_flag("--resume", o.resume, "Continue from the run directory's checkpoint");
   cmd->add_flag("--events", o.events, "JSON-lines events on stdout (default when stdout is not a terminal)");
   cmd->add_option("--nproc", o.nproc,
@@ -59,6 +61,9 @@ std::vector<std::string> rank_argv(const TrainOptions& o) {
   if (!o.run_dir.empty()) {
     argv.insert(argv.end(), {"--run-dir", o.run_dir});
   }
+  if (!o.data_dir.empty()) {
+    argv.insert(argv.end(), {"--data", o.data_dir});
+  }
   if (o.resume) {
     argv.push_back("--resume");
   }
@@ -78,6 +83,13 @@ Exit run_train(const TrainOptions& o) {
     overrides.push_back(parse_set_option(s));
   }
   RunConfig cfg = load_run_config(o.config, overrides);
+  cfg.data.dir = !o.data_dir.empty() ? o.data_dir : find_dataset(cfg.data.dataset, o.config);
+  if (cfg.data.dir.empty()) {
+    throw Error("no dataset '" + cfg.data.dataset + "' in " + fs::absolute(o.config).parent_path().string() +
+                    " or any folder above it — prepare it with `sweep data prepare --out DIR ...`, or name it "
+                    "relative to " + o.config + " (or --data DIR)",
+                Exit::bad_input);
+  }
   if (cfg.resources.ranks > 1 && env.world == 1) {
     // Not a rank yet: start the ranks here, as torchrun would (bad input was reported once above).
     return static_cast<Exit>(launch_local(rank_argv(o), static_cast<int>(cfg.resources.ranks),

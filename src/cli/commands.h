@@ -16,6 +16,7 @@ struct TrainOptions {
   std::string config;
   std::vector<std::string> sets;
   std::string run_dir;
+  std::string data_dir;  // where the dataset is; "" = found from the config file's folder
   bool resume = false;
   bool events = false;
   int nproc = 0;  // 0: resources.ranks from the config

@@ -306,4 +306,20 @@ RunConfig load_run_config(const std::string& path, const std::vector<Override>& 
   return parse_run_config(root, path, origins);
 }
 
+std::string find_dataset(const std::string& dataset, const std::string& file) {
+  const fs::path name(dataset);
+  std::error_code ec;  // a folder that cannot be read is a folder that does not have it
+  if (name.is_absolute()) {
+    return fs::is_directory(name, ec) ? dataset : "";
+  }
+  for (fs::path dir = fs::absolute(file).lexically_normal().parent_path();; dir = dir.parent_path()) {
+    if (fs::is_directory(dir / name, ec)) {
+      return (dir / name).lexically_normal().string();
+    }
+    if (dir == dir.root_path()) {
+      return "";
+    }
+  }
+}
+
 }  // namespace sweep

@@ -39,7 +39,10 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  std::string dataset;  // a folder made by `sweep data prepare`
+  std::string dataset;  // a folder made by `sweep data prepare`, as the file names it (the identity)
+  std::string dir;      // where it is on this machine (find_dataset); not part of the config
+
+  const std::string& location() const { return dir.empty() ? dataset : dir; }
 };
 
 struct TrainConfig {
@@ -128,5 +131,10 @@ constexpr uintmax_t k_max_config_bytes = 1 << 20;
 YAML::Node load_yaml_file(const std::string& path);
 
 RunConfig load_run_config(const std::string& path, const std::vector<Override>& overrides = {});
+
+// Where the dataset a run or sweep file names is, whatever the working directory: an absolute
+// path as it is; a relative one from the file's folder, then each folder above it, the nearest
+// that has it. Empty when none has it.
+std::string find_dataset(const std::string& dataset, const std::string& file);
 
 }  // namespace sweep

@@ -528,16 +528,26 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   std::map<std::string, int64_t> vocab_cache;  // dataset -> vocab size
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     RunConfig c = configs[i];
-    if (vocab_of && c.model.vocab_size == 0) {
+    c.data.dir = find_dataset(c.data.dataset, path);
+    if (vocab_of) {
       auto it = vocab_cache.find(c.data.dataset);
       if (it == vocab_cache.end()) {
         try {
-          it = vocab_cache.emplace(c.data.dataset, vocab_of(c.data.dataset)).first;
+          it = vocab_cache.emplace(c.data.dataset, vocab_of(c.data.dataset, c.data.dir)).first;
         } catch (const Error& e) {
-          throw Error(path + ": variant '" + spec.variants[i].name + "': " + e.what(), e.code());
+          // At the key that names it: the variant's own override, else base's.
+          const auto& o = spec.variants[i].overrides;
+          const auto set = std::find_if(o.rbegin(), o.rend(), [](const Override& x) { return x.path == "data.dataset"; });
+          const YAML::Mark mark = root["base"]["data"]["dataset"].Mark();
+          problems.push_back(at(set != o.rend() ? set->origin : Origin{path, mark.line + 1, mark.column + 1},
+                                "data.dataset '" + c.data.dataset + "': " + e.what()));
+          vocab_cache.emplace(c.data.dataset, 0);
+          continue;
         }
       }
-      c.model.vocab_size = it->second;
+      if (c.model.vocab_size == 0) {
+        c.model.vocab_size = it->second;
+      }
     }
     for (const auto& [init, data] : seeds.pairs) {
       for (int64_t r = 0; r < seeds.repeat; ++r) {
@@ -551,6 +561,9 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
         spec.runs.push_back(run);
       }
     }
+  }
+  if (!problems.empty()) {
+    throw InputErrors(problems);
   }
   return spec;
 }

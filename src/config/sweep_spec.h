@@ -49,11 +49,15 @@ struct SweepSpec {
   std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
 };
 
-// The vocabulary size of a prepared dataset folder (data/ reads it; config may not depend on data).
-using VocabLookup = std::function<int64_t(const std::string& dataset)>;
+// The vocabulary size of a dataset, as the sweep file names it (`dataset`) and where find_dataset
+// found it (`dir`, empty when nowhere); throws Error when it cannot be used. (data/ reads it;
+// config may not depend on data.)
+using VocabLookup = std::function<int64_t(const std::string& dataset, const std::string& dir)>;
 
-// Loads, validates and expands. `vocab_of` fills model.vocab_size (when 0) from the dataset, so
-// run ids name what will really be trained; tests of pure expansion pass none.
+// Loads, validates and expands. Every config's dataset is found from the sweep file's folder
+// (find_dataset). `vocab_of`, asked once per dataset, checks it and fills model.vocab_size (when
+// 0), so run ids name what will really be trained; its errors are reported at the dataset's
+// key. Tests of pure expansion pass none.
 SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of = {});
 
 // A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON.

@@ -70,6 +70,21 @@ void write_dataset_yaml(const DatasetInfo& info, const std::string& dir) {
   write_file_atomic(fs::path(dir) / "dataset.yaml", std::string(out.c_str()) + "\n");
 }
 
+void check_shards(const DatasetInfo& info) {
+  for (const auto& [name, split] : info.splits) {
+    int64_t tokens = 0;
+    for (const auto& shard : split.shards) {
+      tokens += shard_tokens((fs::path(info.dir) / shard).string());
+    }
+    if (tokens != split.tokens) {
+      throw Error((fs::path(info.dir) / "dataset.yaml").string() + ": the " + name + " split has " +
+                      std::to_string(split.tokens) + " tokens, its shards hold " + std::to_string(tokens) +
+                      " — prepare the dataset again",
+                  Exit::bad_input);
+    }
+  }
+}
+
 std::vector<uint16_t> load_split(const DatasetInfo& info, const std::string& split) {
   std::vector<uint16_t> all;
   for (const auto& shard : info.splits.at(split).shards) {

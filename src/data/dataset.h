@@ -31,6 +31,10 @@ struct DatasetInfo {
 DatasetInfo read_dataset(const std::string& dir);
 void write_dataset_yaml(const DatasetInfo& info, const std::string& dir);
 
+// Checks that every shard is whole and that each split's shards hold the tokens dataset.yaml
+// says (headers and file sizes only: milliseconds). Throws a bad-input Error naming the file.
+void check_shards(const DatasetInfo& info);
+
 // Every token of a split, its shards concatenated in order and validated.
 std::vector<uint16_t> load_split(const DatasetInfo& info, const std::string& split);
 

@@ -30,35 +30,53 @@ void write_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
   });
 }
 
-std::vector<uint16_t> read_shard(const std::string& path, int64_t vocab_size) {
-  auto fail = [&](const std::string& what) {
-    throw Error("token shard " + path + ": " + what, Exit::bad_input);
-  };
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+namespace {
+
+[[noreturn]] void bad_shard(const std::string& path, const std::string& what) {
+  throw Error("token shard " + path + ": " + what, Exit::bad_input);
+}
+
+// Opens a shard and checks its header and exact length: the token count, the stream at the tokens.
+int64_t open_shard(const std::string& path, std::ifstream& in) {
+  in.open(path, std::ios::binary | std::ios::ate);
   if (!in) {
-    fail("cannot open it");
+    bad_shard(path, "cannot open it");
   }
-  int64_t size = in.tellg();
+  const int64_t size = in.tellg();
   in.seekg(0);
   int32_t header[k_shard_header_ints];
   if (size < static_cast<int64_t>(sizeof header)) {
-    fail("truncated: " + std::to_string(size) + " bytes, shorter than the 1024-byte header");
+    bad_shard(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 1024-byte header");
   }
   in.read(reinterpret_cast<char*>(header), sizeof header);
   if (header[0] != k_shard_magic) {
-    fail("bad magic number " + std::to_string(header[0]) + " (expected " +
-         std::to_string(k_shard_magic) + ") — not an llm.c/sweep token shard");
+    bad_shard(path, "bad magic number " + std::to_string(header[0]) + " (expected " + std::to_string(k_shard_magic) +
+                        ") — not an llm.c/sweep token shard");
   }
   if (header[1] != k_shard_version) {
-    fail("unsupported version " + std::to_string(header[1]) + " (expected 1: uint16 tokens)");
+    bad_shard(path, "unsupported version " + std::to_string(header[1]) + " (expected 1: uint16 tokens)");
   }
-  int64_t count = header[2];
-  int64_t expected = static_cast<int64_t>(sizeof header) + count * 2;
+  const int64_t count = header[2];
+  const int64_t expected = static_cast<int64_t>(sizeof header) + count * 2;
   if (count < 0 || size != expected) {
-    fail((size < expected ? "truncated" : "has trailing bytes") + std::string(": the header says ") +
-         std::to_string(count) + " tokens (" + std::to_string(expected) + " bytes), the file has " +
-         std::to_string(size) + " bytes — prepare it again");
+    bad_shard(path, (size < expected ? "truncated" : "has trailing bytes") + std::string(": the header says ") +
+                        std::to_string(count) + " tokens (" + std::to_string(expected) + " bytes), the file has " +
+                        std::to_string(size) + " bytes — prepare it again");
   }
+  return count;
+}
+
+}  // namespace
+
+int64_t shard_tokens(const std::string& path) {
+  std::ifstream in;
+  return open_shard(path, in);
+}
+
+std::vector<uint16_t> read_shard(const std::string& path, int64_t vocab_size) {
+  auto fail = [&](const std::string& what) { bad_shard(path, what); };
+  std::ifstream in;
+  const int64_t count = open_shard(path, in);
   std::vector<uint16_t> tokens(static_cast<size_t>(count));
   in.read(reinterpret_cast<char*>(tokens.data()), count * 2);
   if (!in) {

@@ -108,11 +108,12 @@ Outcome classify_end(const EndFacts& f) {
   return {RunState::failed, retry ? Then::retry : Then::give_up, reason};
 }
 
-std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, int64_t threads,
-                                     const std::string& device) {
-  std::vector<std::string> argv{binary,   "worker", run_dir + "/config.yaml",
-                                "--run-dir", run_dir, "--resume", "--events", "--set",
-                                "resources.threads=" + std::to_string(threads)};
+std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, const std::string& data_dir,
+                                     int64_t threads, const std::string& device) {
+  std::vector<std::string> argv{binary,    "worker", run_dir + "/config.yaml",
+                                "--run-dir", run_dir,  "--data",
+                                data_dir,    "--resume", "--events",
+                                "--set",     "resources.threads=" + std::to_string(threads)};
   if (!device.empty()) {
     argv.insert(argv.end(), {"--set", "resources.device=" + device});
   }

@@ -66,9 +66,10 @@ struct Outcome {
 
 Outcome classify_end(const EndFacts& facts);
 
-// The worker's command line for a run directory (which holds config.yaml). `device` "" keeps
-// the config's. The Slurm script passes "${run_dir}" for the directory.
-std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, int64_t threads,
-                                     const std::string& device);
+// The worker's command line for a run directory (which holds config.yaml) and the folder where
+// its dataset is on this machine. `device` "" keeps the config's. The Slurm script passes
+// "${run_dir}" and "${data_dir}", its variables.
+std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, const std::string& data_dir,
+                                     int64_t threads, const std::string& device);
 
 }  // namespace sweep

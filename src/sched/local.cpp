@@ -108,7 +108,8 @@ std::optional<int64_t> LocalExecutor::start(const PlannedRun& run, const RunRow&
   const std::vector<size_t> given = free_slots(run.config.resources.ranks);
   const Slot& first = m_slots[given.front()];  // ranks share its thread count; GPUs are listed together
   SpawnOptions so;
-  so.argv = worker_argv(m_binary, row.run_dir, first.threads, first.cuda_visible.empty() ? "" : "cuda:0");
+  so.argv = worker_argv(m_binary, row.run_dir, run.config.data.dir, first.threads,
+                        first.cuda_visible.empty() ? "" : "cuda:0");
   if (!first.cuda_visible.empty()) {
     std::string visible;
     for (size_t s : given) {

@@ -278,7 +278,7 @@ void SweepRunner::draw() {
 }
 
 Exit SweepRunner::run() {
-  m_store.record_sweep(m_spec, m_options.results_dir);
+  m_store.record_sweep(m_spec);
   recover();
   const ToDo todo = runs_to_do(
       m_spec, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);

@@ -35,7 +35,6 @@ class ResultsLock {
 void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
 
 struct RunnerOptions {
-  std::string results_dir = "results";
   int retries = 1;            // crashes retried per run, from its checkpoint
   int max_preemptions = 10;   // requeues after SIGTERM per run and `sweep run`, then it is failed
   bool retry_failed = false;  // run again the runs that ended failed or out of memory

@@ -25,16 +25,21 @@ std::string sh_quote(const std::string& s) {
   return out + "'";
 }
 
-// A bash word for `s`, quoted, where each "${run_dir}" stays the script's variable.
+// A bash word for `s`, quoted, where each "${run_dir}" and "${data_dir}" stays the script's variable.
 std::string sh_word(const std::string& s) {
-  const std::string var = "${run_dir}";
   std::string out;
   size_t from = 0;
-  for (size_t at; (at = s.find(var, from)) != std::string::npos; from = at + var.size()) {
+  for (size_t at; (at = s.find("${", from)) != std::string::npos;) {
+    const size_t end = s.find('}', at);
+    const std::string var = end == std::string::npos ? "" : s.substr(at, end + 1 - at);
+    if (var != "${run_dir}" && var != "${data_dir}") {
+      break;  // nothing else is the script's: quoted below like any text
+    }
     if (at > from) {
       out += sh_quote(s.substr(from, at - from));
     }
     out += "\"" + var + "\"";
+    from = at + var.size();
   }
   if (from < s.size() || out.empty()) {
     out += sh_quote(s.substr(from));
@@ -82,7 +87,7 @@ std::string array_of(const std::string& job) { return job.substr(0, job.find('_'
 std::string sbatch_script(const std::string& job_name, const std::string& runs_file, size_t tasks, int64_t ranks,
                           int64_t threads, const std::string& slurm_dir, const SlurmOptions& o) {
   std::string s = "#!/bin/bash\n# Written by `sweep run --executor slurm`: array task i runs the run directory on line\n"
-                  "# i+1 of " + runs_file + ", its ranks started by srun.\n";
+                  "# i+1 of " + runs_file + " (with its dataset's folder after a tab), its ranks started by srun.\n";
   s += "#SBATCH --job-name=" + job_name + "\n";
   s += "#SBATCH --array=0-" + std::to_string(tasks - 1) +
        (o.max_parallel > 0 ? "%" + std::to_string(o.max_parallel) : "") + "\n";
@@ -98,11 +103,13 @@ std::string sbatch_script(const std::string& job_name, const std::string& runs_f
   }
   s += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
   s += "#SBATCH --output=" + slurm_dir + "/task-%A_%a.out\n";
-  s += "set -u\nrun_dir=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" " + sh_quote(runs_file) + ")\n";
+  s += "set -u\nIFS=$'\\t' read -r run_dir data_dir < <(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" " +
+       sh_quote(runs_file) + ")\n";
   s += "echo \"$(date -Is) task $SLURM_JOB_ID (array $SLURM_ARRAY_JOB_ID index $SLURM_ARRAY_TASK_ID) on "
        "$SLURM_JOB_NODELIST: $run_dir, restart ${SLURM_RESTART_COUNT:-0}\"\n";
   s += "srun --kill-on-bad-exit=1";
-  for (const auto& word : worker_argv(o.worker_binary, "${run_dir}", threads, o.gpus_per_rank > 0 ? "cuda" : "")) {
+  for (const auto& word :
+       worker_argv(o.worker_binary, "${run_dir}", "${data_dir}", threads, o.gpus_per_rank > 0 ? "cuda" : "")) {
     s += " " + sh_word(word);
   }
   s += " > /dev/null 2>> \"$run_dir/worker.log\"\nrc=$?\n";
@@ -143,7 +150,7 @@ std::optional<std::string> SlurmExecutor::adopt(const RunRow& row, const Planned
 
 std::optional<int64_t> SlurmExecutor::start(const PlannedRun& run, const RunRow& row, std::string& where) {
   const int64_t threads = run.config.resources.threads > 0 ? run.config.resources.threads : 1;
-  m_to_submit[{run.config.resources.ranks, threads}].emplace_back(run.run_id, fs::absolute(row.run_dir).string());
+  m_to_submit[{run.config.resources.ranks, threads}].push_back({run.run_id, row.run_dir, run.config.data.dir});
   where = "Slurm";
   return std::nullopt;
 }
@@ -160,7 +167,7 @@ Observed SlurmExecutor::submit() {
     const fs::path runs_file = fs::path(m_dir) / (base + ".runs");
     std::string lines;
     for (const auto& run : runs) {
-      lines += run.second + "\n";
+      lines += run.run_dir + "\t" + run.data_dir + "\n";
     }
     write_file_atomic(runs_file, lines);
     const fs::path script = fs::path(m_dir) / (base + ".sbatch");
@@ -176,8 +183,8 @@ Observed SlurmExecutor::submit() {
     m_arrays.insert(id);
     for (size_t i = 0; i < runs.size(); ++i) {
       Task t;
-      t.run_id = runs[i].first;
-      t.run_dir = runs[i].second;
+      t.run_id = runs[i].run_id;
+      t.run_dir = runs[i].run_dir;
       t.job = id + "_" + std::to_string(i);
       t.state = "SUBMITTED";
       seen.jobs.push_back({t.run_id, t.job, t.state});

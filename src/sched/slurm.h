@@ -57,7 +57,10 @@ class SlurmExecutor : public Executor {
 
   SlurmOptions m_options;
   std::string m_dir, m_job_name;
-  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<std::string, std::string>>> m_to_submit;  // (ranks, threads) → runs
+  struct ToSubmit {
+    std::string run_id, run_dir, data_dir;
+  };
+  std::map<std::pair<int64_t, int64_t>, std::vector<ToSubmit>> m_to_submit;  // (ranks, threads) → runs
   int m_arrays_written = 0;
   std::set<std::string> m_arrays;  // the array ids followed
   std::vector<Task> m_tasks;

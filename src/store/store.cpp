@@ -100,6 +100,12 @@ const char* const k_migrations[] = {
       PRIMARY KEY (run_id, started)
     ) WITHOUT ROWID;
     )sql",
+    // 4: run folders relative to the results folder (the database's folder), so that the folder
+    // works from any working directory and after a move: a sweep's run folder was stored as
+    // <--results as given>/runs/<id>, relative to the working directory of the `sweep run`
+    R"sql(
+    UPDATE runs SET run_dir = 'runs/' || run_id WHERE run_dir LIKE '%runs/' || run_id;
+    )sql",
 };
 
 double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
@@ -152,7 +158,8 @@ const char* k_run_columns =
     "run_id, status, attempts, init_seed, data_seed, repeat, steps, total_steps, tokens, test_loss, test_bpb, "
     "wall_seconds, tokens_per_s, last_loss, error, run_dir, pid, config, job, job_state, train_seconds";
 
-RunRow read_run(SQLite::Statement& q, int offset = 0) {
+// `root`: the results folder, against which a relative run folder is resolved.
+RunRow read_run(SQLite::Statement& q, const fs::path& root, int offset = 0) {
   RunRow r;
   int i = offset;
   r.run_id = q.getColumn(i++).getString();
@@ -171,7 +178,7 @@ RunRow read_run(SQLite::Statement& q, int offset = 0) {
   r.tokens_per_s = opt_double(q.getColumn(i++));
   r.last_loss = opt_double(q.getColumn(i++));
   r.error = q.getColumn(i++).getString();
-  r.run_dir = q.getColumn(i++).getString();
+  r.run_dir = (root / q.getColumn(i++).getString()).lexically_normal().string();  // an absolute one stays
   r.pid = q.getColumn(i++).getInt64();
   r.config_yaml = q.getColumn(i++).getString();
   r.job = q.getColumn(i++).getString();
@@ -182,7 +189,7 @@ RunRow read_run(SQLite::Statement& q, int offset = 0) {
 
 }  // namespace
 
-Store::Store(const std::string& path) {
+Store::Store(const std::string& path) : m_root(fs::absolute(path).lexically_normal().parent_path()) {
   try {
     fs::create_directories(fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path());
     m_db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, 10000);
@@ -214,7 +221,7 @@ void Store::migrate() {
   }
 }
 
-void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) {
+void Store::record_sweep(const SweepSpec& spec) {
   SQLite::Transaction tx(*m_db);
   SQLite::Statement sweep(*m_db,
                           "INSERT INTO sweeps(name, file, spec, baseline, updated_at, axes) VALUES (?, ?, ?, ?, ?, ?) "
@@ -269,7 +276,7 @@ void Store::record_sweep(const SweepSpec& spec, const std::string& results_dir) 
     run.bind(4, r.config.seeds.data);
     run.bind(5, r.repeat);
     run.bind(6, to_string(RunState::pending));
-    run.bind(7, (fs::path(results_dir) / "runs" / r.run_id).string());
+    run.bind(7, (fs::path("runs") / r.run_id).string());  // relative to the results folder
     run.bind(8, now());
     run.exec();
     run.reset();
@@ -288,7 +295,7 @@ std::optional<RunRow> Store::run(const std::string& run_id) {
   if (!q.executeStep()) {
     return std::nullopt;
   }
-  return read_run(q);
+  return read_run(q, m_root);
 }
 
 std::vector<SweepRunRow> Store::sweep_runs(const std::string& sweep) {
@@ -299,7 +306,7 @@ std::vector<SweepRunRow> Store::sweep_runs(const std::string& sweep) {
   q.bind(1, sweep);
   std::vector<SweepRunRow> out;
   while (q.executeStep()) {
-    out.push_back({q.getColumn(0).getString(), read_run(q, 1)});
+    out.push_back({q.getColumn(0).getString(), read_run(q, m_root, 1)});
   }
   return out;
 }
@@ -405,7 +412,10 @@ void Store::ensure_run(const std::string& run_id, const std::string& config_yaml
   q.bind(1, run_id);
   q.bind(2, config_yaml);
   q.bind(3, to_string(RunState::pending));
-  q.bind(4, run_dir);
+  // Relative to the results folder when inside it (the folder then moves as a whole), else absolute.
+  const fs::path dir = fs::absolute(run_dir).lexically_normal();
+  const fs::path inside = dir.lexically_relative(m_root);
+  q.bind(4, !inside.empty() && *inside.begin() != ".." ? inside.string() : dir.string());
   q.bind(5, now());
   q.exec();
 }

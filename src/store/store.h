@@ -5,6 +5,7 @@
 // (run, split, step), and a `start` event at step k replaces the rows after k.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,7 +31,7 @@ struct RunRow {
   std::optional<double> train_seconds;  // the time of the steps of the run's curve (each step once)
   std::optional<double> tokens_per_s;   // tokens / train_seconds
   std::string error;
-  std::string run_dir;
+  std::string run_dir;  // absolute (stored relative to the results folder when inside it)
   int64_t pid = 0;
   std::string config_yaml;
   std::string job, job_state;  // a batch system's task id (Slurm "12_3") and its state, when it runs one
@@ -74,14 +75,15 @@ struct MetricPoint {
 
 class Store {
  public:
-  static constexpr int k_schema_version = 3;
+  static constexpr int k_schema_version = 4;
 
   explicit Store(const std::string& path);
   ~Store();
 
   // Records the sweep, its variants and its runs (new runs as pending; existing runs, shared
   // with other sweeps or from an earlier invocation, keep their state).
-  void record_sweep(const SweepSpec& spec, const std::string& results_dir);
+  // Its runs' folders are <results folder>/runs/<run id>.
+  void record_sweep(const SweepSpec& spec);
 
   std::optional<RunRow> run(const std::string& run_id);
   std::vector<SweepRunRow> sweep_runs(const std::string& sweep);
@@ -105,6 +107,7 @@ class Store {
 
  private:
   void migrate();
+  std::filesystem::path m_root;  // the results folder: the database's folder, absolute
   std::unique_ptr<SQLite::Database> m_db;
 };
 

@@ -23,7 +23,7 @@ namespace sweep {
 namespace field = events::field;
 
 std::shared_ptr<const TrainData> load_train_data(const RunConfig& c) {
-  DatasetInfo info = read_dataset(c.data.dataset);
+  DatasetInfo info = read_dataset(c.data.location());
   auto data = std::make_shared<TrainData>();
   data->vocab_size = info.vocab_size;
   data->train = load_split(info, "train");

@@ -21,7 +21,7 @@ grep -q "^--set train.lrr=1: unknown key 'train.lrr'" err.txt || fail "a bad --s
 prepare_bytes
 tiny_config run.yaml 10
 expect_rc 2 "$SWEEP" train run.yaml --set data.dataset=nowhere 2> err.txt
-grep -q "no dataset at nowhere" err.txt || fail "missing dataset: $(cat err.txt)"
+grep -q "no dataset 'nowhere' in $PWD or any folder above it" err.txt || fail "missing dataset: $(cat err.txt)"
 
 # a corrupt shard: named in the error, nothing written
 head -c 2000 data/bytes/val_000.bin > short.bin && mv short.bin data/bytes/val_000.bin

@@ -44,7 +44,6 @@ set +e; wait "$pid"; rc=$?; set -e
 [ "$rc" -eq 75 ] || fail "SIGTERM: exit $rc, expected 75"
 [ "$(count '"status":"preempted"' stopped/events.jsonl)" -eq 1 ] || fail "one preempted end event"
 "$SWEEP" train run.yaml --nproc 2 --run-dir stopped --resume > /dev/null 2>&1
-test_loss() { grep '"status":"done"' "$1/events.jsonl" | sed 's/.*"test_loss":\([^,]*\).*/\1/'; }
 [ "$(test_loss straight)" = "$(test_loss stopped)" ] ||
   fail "resumed test loss $(test_loss stopped) differs from uninterrupted $(test_loss straight)"
 

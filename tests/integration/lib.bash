@@ -78,8 +78,11 @@ $(sql "SELECT run_id, status, total_steps, (SELECT COUNT(*) FROM metrics m WHERE
               (SELECT MAX(step) FROM metrics m WHERE m.run_id = r.run_id AND split = 'train') FROM runs r")"
 }
 
+# test_loss RUN_DIR: the test loss its end event reports
+test_loss() { grep '"status":"done"' "$1/events.jsonl" | sed 's/.*"test_loss":\([^,]*\).*/\1/'; }
+
 # pid of the worker process training run $1
-worker_pid() { pgrep -f "worker res/runs/$1/config.yaml" | sed -n 1p; }
+worker_pid() { pgrep -f "worker /.*/res/runs/$1/config.yaml" | sed -n 1p; }
 
 wait_for_train_events() {  # wait_for_train_events FILE COUNT
   for _ in $(seq 1 600); do

@@ -34,7 +34,7 @@ cat run.txt
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE job LIKE '%\_%' ESCAPE '\\'")" -eq 4 ] || fail "a Slurm task per run"
 check_database
 grep -q "#SBATCH --ntasks=2" res/onslurm/slurm/*.sbatch || fail "no 2-task array script"
-two=$(sql "SELECT r.run_dir FROM runs r JOIN sweep_runs s USING (run_id) WHERE s.variant = 'two-ranks' LIMIT 1")
+two=res/$(sql "SELECT r.run_dir FROM runs r JOIN sweep_runs s USING (run_id) WHERE s.variant = 'two-ranks' LIMIT 1")
 grep -q "2 data-parallel ranks (Slurm environment)" "$two/train.log" || fail "the 2-rank run did not run 2 ranks"
 grep -q "ENDED" <<< "$("$SWEEP" status onslurm --results res)" || fail "sweep status shows no Slurm task"
 "$SWEEP" report onslurm --results res --out rep --format json > rep.json 2>/dev/null || fail "report of a Slurm sweep"
@@ -42,12 +42,13 @@ grep -q '"two-ranks"' rep.json || fail "the report lacks the 2-rank variant"
 grep -q "4 already finished, 0 to run" <<< "$("$SWEEP" run s.yaml --results res --executor slurm)" ||
   fail "a finished Slurm sweep ran again"
 
-# await_training SWEEP: sets task and dir to the sweep's running Slurm task and its run directory
+# await_training SWEEP: sets task, run and dir to the sweep's running Slurm task, its run and its run directory
 # once that run has logged 100 training steps (task is empty after 30 s without).
 await_training() {
   for _ in $(seq 1 300); do
     task=$(sql "SELECT job FROM runs JOIN sweep_runs USING (run_id) WHERE sweep = '$1' AND job_state = 'RUNNING'" 2>/dev/null)
-    dir=$(sql "SELECT run_dir FROM runs WHERE job = '$task' AND job != ''" 2>/dev/null)
+    run=$(sql "SELECT run_id FROM runs WHERE job = '$task' AND job != ''" 2>/dev/null)
+    dir=res/runs/$run
     [ -n "$task" ] && [ "$(count '"event":"train"' "$dir/events.jsonl")" -ge 100 ] && return
     sleep 0.1
   done
@@ -68,7 +69,6 @@ grep -q "requeued .* after SIGTERM" long.txt || fail "no requeue: $(cat long.txt
 [ "$(count '"resumed":true' "$dir/events.jsonl")" -ge 1 ] || fail "the run did not resume from its checkpoint"
 id=$(basename "$dir")
 "$SWEEP" train "$dir/config.yaml" --run-dir straight --set resources.threads=1 > /dev/null 2>&1  # as the task ran
-test_loss() { grep '"status":"done"' "$1/events.jsonl" | sed 's/.*"test_loss":\([^,]*\).*/\1/'; }
 [ "$(test_loss "$dir")" = "$(test_loss straight)" ] ||
   fail "resumed on Slurm: test loss $(test_loss "$dir"), uninterrupted $(test_loss straight)"
 [ "$(sql "SELECT COUNT(*) FROM metrics WHERE run_id = '$id' AND split = 'train'")" -eq 1500 ] ||
@@ -90,6 +90,6 @@ sleep 5  # time for a wrongly requeued task to show up
 [ -z "$(squeue --noheader -j "${task%_*}" -o %i 2>/dev/null)" ] || fail "the cancelled task is still queued: $(squeue)"
 [ "$(sql "SELECT status FROM runs WHERE job = '$task'")" = interrupted ] || fail "the cancelled run is not marked interrupted"
 "$SWEEP" run stop.yaml --results res --executor slurm > again.txt 2>&1 || fail "sweep run after Ctrl-C: $(cat again.txt)"
-[ "$(sql "SELECT status FROM runs WHERE run_dir = '$dir'")" = done ] || fail "the interrupted run did not finish"
+[ "$(sql "SELECT status FROM runs WHERE run_id = '$run'")" = done ] || fail "the interrupted run did not finish"
 [ "$(count '"resumed":true' "$dir/events.jsonl")" -ge 1 ] || fail "the cancelled run started over instead of resuming"
 echo "slurm: ok"

@@ -183,20 +183,23 @@ TEST_CASE("classify_end: the error recorded says why, with the log's tail") {
 }
 
 TEST_CASE("worker_argv: one command line, for a local child and for the Slurm script") {
-  CHECK(worker_argv("/opt/sweep", "/r/abc", 4, "") ==
-        std::vector<std::string>{"/opt/sweep", "worker", "/r/abc/config.yaml", "--run-dir", "/r/abc", "--resume",
-                                 "--events", "--set", "resources.threads=4"});
-  CHECK(worker_argv("/opt/sweep", "/r/abc", 1, "cuda:0").back() == "resources.device=cuda:0");
+  CHECK(worker_argv("/opt/sweep", "/r/abc", "/d/bytes", 4, "") ==
+        std::vector<std::string>{"/opt/sweep", "worker", "/r/abc/config.yaml", "--run-dir", "/r/abc", "--data",
+                                 "/d/bytes", "--resume", "--events", "--set", "resources.threads=4"});
+  CHECK(worker_argv("/opt/sweep", "/r/abc", "/d/bytes", 1, "cuda:0").back() == "resources.device=cuda:0");
 
   SlurmOptions o;
   o.worker_binary = "/opt/it's/sweep";
   const std::string script = sbatch_script("sweep-s", "/r/s/slurm/array-0.runs", 3, 2, 4, "/r/s/slurm", o);
   CHECK(script.find("#SBATCH --array=0-2\n") != std::string::npos);
   CHECK(script.find("#SBATCH --ntasks=2\n#SBATCH --cpus-per-task=4\n") != std::string::npos);
-  // The binary single-quoted (its quote escaped), the run directory the script's variable.
+  // The run folder and the dataset's from the task's line of the runs file, split at the tab.
+  CHECK(script.find("IFS=$'\\t' read -r run_dir data_dir < <(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" "
+                    "'/r/s/slurm/array-0.runs')\n") != std::string::npos);
+  // The binary single-quoted (its quote escaped), the folders the script's variables.
   CHECK(script.find("srun --kill-on-bad-exit=1 '/opt/it'\\''s/sweep' 'worker' \"${run_dir}\"'/config.yaml' "
-                    "'--run-dir' \"${run_dir}\" '--resume' '--events' '--set' 'resources.threads=4' > /dev/null") !=
-        std::string::npos);
+                    "'--run-dir' \"${run_dir}\" '--data' \"${data_dir}\" '--resume' '--events' '--set' "
+                    "'resources.threads=4' > /dev/null") != std::string::npos);
   CHECK(script.find("if [ \"$rc\" -eq 75 ] && [ \"${SLURM_RESTART_COUNT:-0}\" -lt 10 ]; then") != std::string::npos);
   o.gpus_per_rank = 1;
   CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.device=cuda' >") !=

@@ -36,7 +36,7 @@ struct RecordedRun {
   Store store{dir.str("sweep.db")};
   SweepSpec spec = one_run_sweep();
   std::string id = spec.runs[0].run_id;
-  RecordedRun() { store.record_sweep(spec, dir.str()); }
+  RecordedRun() { store.record_sweep(spec); }
 };
 
 }  // namespace
@@ -126,12 +126,12 @@ TEST_CASE("recording a sweep twice keeps its runs' state, and a shared run belon
   test::TempDir dir;
   Store store(dir.str("sweep.db"));
   SweepSpec s = one_run_sweep();
-  store.record_sweep(s, dir.str());
+  store.record_sweep(s);
   store.ingest(s.runs[0].run_id, {R"({"event":"end","status":"done","step":6,"test_loss":2.5})"});
-  store.record_sweep(s, dir.str());
+  store.record_sweep(s);
   CHECK(store.run(s.runs[0].run_id)->status == RunState::done);
   s.name = "other";
-  store.record_sweep(s, dir.str());
+  store.record_sweep(s);
   CHECK(store.sweep_runs("other").size() == 1);
   CHECK(store.sweep_runs("other")[0].run.status == RunState::done);
   CHECK(store.sweeps().size() == 2);
@@ -186,7 +186,7 @@ TEST_CASE("a run started three times: wall sums every start, tokens/s is over it
   const std::string id = s.runs[0].run_id;
   {
     Store store(dir.str("live.db"));  // as the scheduler ingests: batch by batch, as the lines arrive
-    store.record_sweep(s, dir.str());
+    store.record_sweep(s);
     for (const auto& batch : three_starts()) {
       store.ingest(id, {batch.begin(), batch.begin() + 2});
       store.ingest(id, {batch.begin() + 2, batch.end()});
@@ -195,7 +195,7 @@ TEST_CASE("a run started three times: wall sums every start, tokens/s is over it
   }
   {
     Store store(dir.str("rebuilt.db"));  // as `sweep ingest` does: the whole events.jsonl, twice
-    store.record_sweep(s, dir.str());
+    store.record_sweep(s);
     std::vector<std::string> all;
     for (const auto& batch : three_starts()) {
       all.insert(all.end(), batch.begin(), batch.end());
@@ -214,7 +214,7 @@ TEST_CASE("a sweep's design is recorded: axes, each variant's intervention, part
   s.variants[0].axes = {{"train.grad_accum", 1}};
   Variant both{"both+grad_accum=2", {}, "both", {"a", "b"}, {{"train.grad_accum", 2}}};
   s.variants.push_back(both);
-  store.record_sweep(s, dir.str());
+  store.record_sweep(s);
   const SweepInfo info = *store.sweep_info("t");
   REQUIRE(info.axes.size() == 1);
   CHECK(info.axes[0].kind == "grid");
@@ -256,4 +256,43 @@ TEST_CASE("a start event whose code or numerics has the wrong type is ingested, 
   CHECK_FALSE(segments[0].numerics.has_value());
   CHECK(segments[0].last_event == 11);
   CHECK(store.run(id)->steps == 1);
+}
+
+TEST_CASE("run folders are stored relative to the results folder and read back absolute, from any directory") {
+  RecordedRun fixture;
+  Store& store = fixture.store;
+  const std::string id = fixture.id;
+  CHECK(store.run(id)->run_dir == fixture.dir.str("runs/" + id));
+  {
+    SQLite::Database raw(fixture.dir.str("sweep.db"));
+    CHECK(raw.execAndGet("SELECT run_dir FROM runs").getString() == "runs/" + id);
+  }
+  // A run folder ingested from inside the results folder is stored relative, one outside absolute.
+  store.ensure_run("inside", "x: 1", fixture.dir.str("runs/inside"));
+  store.ensure_run("outside", "x: 1", "/elsewhere/runs/outside");
+  SQLite::Database raw(fixture.dir.str("sweep.db"));
+  CHECK(raw.execAndGet("SELECT run_dir FROM runs WHERE run_id = 'inside'").getString() == "runs/inside");
+  CHECK(store.run("outside")->run_dir == "/elsewhere/runs/outside");
+  // Moved: the same database in another folder finds its runs there.
+  const test::TempDir moved;
+  std::filesystem::copy(fixture.dir.path, moved.path / "r", std::filesystem::copy_options::recursive);
+  CHECK(Store(moved.str("r/sweep.db")).run(id)->run_dir == moved.str("r/runs/" + id));
+}
+
+TEST_CASE("migration 4 makes the run folders of a schema-3 database relative to its folder") {
+  RecordedRun fixture;
+  const std::string id = fixture.id;
+  {
+    SQLite::Database raw(fixture.dir.str("sweep.db"), SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE runs SET run_dir = 'old/cwd/results/runs/" + id + "'");  // as schema 3 stored --results results
+    raw.exec("INSERT INTO runs(run_id, config, init_seed, data_seed, status, run_dir, updated_at) "
+             "VALUES ('abs', '', 0, 0, 'done', '/somewhere/results/runs/abs', 0), "
+             "('train', '', 0, 0, 'done', '/somewhere/results/train/x', 0)");
+    raw.exec("PRAGMA user_version = 3");
+  }
+  Store store(fixture.dir.str("sweep.db"));
+  CHECK(store.schema_version() == 4);
+  CHECK(store.run(id)->run_dir == fixture.dir.str("runs/" + id));
+  CHECK(store.run("abs")->run_dir == fixture.dir.str("runs/abs"));
+  CHECK(store.run("train")->run_dir == "/somewhere/results/train/x");  // not a sweep's run folder: kept
 }
