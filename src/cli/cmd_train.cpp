@@ -112,21 +112,34 @@ Exit run_train(const TrainOptions& o) {
                                                  : "results/train/" + fs::path(o.config).stem().string() + "-" +
                                                        sha256_hex(cfg.identity_json().dump()).substr(0, 8);
   const fs::path config_file = fs::path(run_dir) / "config.yaml";
-  if (env.rank != 0) {
-    // Rank 0 owns the run directory; the others only read its checkpoint when resuming.
-  } else if (fs::exists(config_file)) {
-    if (!o.resume) {
-      throw Error("run directory " + run_dir + " already holds a run — pass --resume to continue it, or --run-dir "
-                  "for a new one",
-                  Exit::bad_input);
+  std::unique_ptr<FileLock> run_lock;  // held by the process that trains the run: one at a time
+  if (env.rank == 0) {  // rank 0 owns the run directory; the others only read its checkpoint
+    if (fs::exists(config_file)) {
+      if (!o.resume) {
+        throw Error("run directory " + run_dir + " already holds a run — pass --resume to continue it, or --run-dir "
+                    "for a new one",
+                    Exit::bad_input);
+      }
+      if (load_run_config(config_file.string()).identity_json() != cfg.identity_json()) {
+        throw Error("run directory " + run_dir + " holds a run with another config — use --run-dir for this one",
+                    Exit::bad_input);
+      }
     }
-    if (load_run_config(config_file.string()).identity_json() != cfg.identity_json()) {
-      throw Error("run directory " + run_dir + " holds a run with another config — use --run-dir for this one",
-                  Exit::bad_input);
-    }
-  } else {
     fs::create_directories(fs::path(run_dir) / "checkpoint");
-    write_file_atomic(config_file, cfg.to_yaml());
+    std::string holder;
+    run_lock = FileLock::try_lock(fs::path(run_dir) / ".lock", &holder);
+    if (!run_lock) {
+      throw Error("run directory " + run_dir + " is being trained by another process" +
+                      (holder.empty() ? "" : " (pid " + holder + ")") +
+                      " — two processes never train one run: wait for it, or stop it first",
+                  Exit::bad_input);
+    }
+    // What a killed writer left half-done here goes (nothing else writes here while the lock is held).
+    remove_stale_temporaries(run_dir);
+    remove_stale_temporaries(fs::path(run_dir) / "checkpoint");
+    if (!fs::exists(config_file)) {
+      write_file_atomic(config_file, cfg.to_yaml());
+    }
   }
 
   // ---- run ----
@@ -153,7 +166,10 @@ Exit run_train(const TrainOptions& o) {
     result = trainer.run({run_dir, o.resume, &events});
   } catch (const std::exception& e) {
     namespace schema = sweep::events;  // `events` here is the sink
-    events.emit(schema::end, {{schema::field::status, to_string(RunState::failed)}, {schema::field::reason, e.what()}});
+    try {
+      events.emit(schema::end, {{schema::field::status, to_string(RunState::failed)}, {schema::field::reason, e.what()}});
+    } catch (const std::exception&) {  // the disk may be what failed: the first error is the one to tell
+    }
     throw;
   }
   switch (result.status) {

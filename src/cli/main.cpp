@@ -2,6 +2,7 @@
 // calls one subcommand and turns its outcome (or error) into the exit code.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include "cli/commands.h"
 
@@ -65,6 +66,9 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "sweep: %s\n", e.what());
     code = e.code();
+  } catch (const std::filesystem::filesystem_error& e) {  // a folder that cannot be made or read: names it
+    std::fprintf(stderr, "sweep: %s\n", e.what());
+    code = Exit::io_error;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sweep: unexpected error: %s\n", e.what());
     code = Exit::failed;

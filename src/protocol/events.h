@@ -38,6 +38,7 @@ constexpr const char* precision = "precision";
 constexpr const char* fused = "fused";
 constexpr const char* attention = "attention";
 constexpr const char* resumed = "resumed";
+constexpr const char* checkpoint_problem = "checkpoint_problem";  // what was wrong with the checkpoint resumed from ("": nothing)
 constexpr const char* code = "code";          // the git commit the worker was built from
 constexpr const char* numerics = "numerics";  // k_numerics_version of the worker
 

@@ -8,6 +8,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -95,6 +96,14 @@ Outcome classify_end(const EndFacts& f) {
                   std::to_string(f.max_preemptions) + "); it resumes from its checkpoint with --retry-failed"};
     }
     return {RunState::preempted, Then::requeue, "stopped by SIGTERM; re-queued"};
+  }
+  if (code == static_cast<int>(Exit::io_error)) {
+    // Its files could not be written: nothing of it is lost, and every run would fail alike.
+    const std::vector<std::string> lines = split(trim(f.log_tail), '\n');
+    const std::string said = lines.empty() ? "" : lines.back();  // "sweep: cannot write PATH: ..."
+    return {RunState::interrupted, Then::halt,
+            said.rfind("sweep: ", 0) == 0 ? said.substr(7)
+                                          : "its files could not be written (exit 74); `sweep run` again resumes it"};
   }
   if (f.out_of_memory) {
     return {RunState::oom, Then::give_up,

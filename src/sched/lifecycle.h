@@ -39,7 +39,7 @@ struct EndFacts {
   std::optional<int> exit_code;         // nullopt: the executor cannot tell (a batch task that left the queue)
   RunState recorded = RunState::running;  // the run's state once its last events were ingested
   std::string recorded_error;           // and the reason its events gave (a divergence's)
-  bool stopping = false;                // the user asked the sweep to stop (Ctrl-C)
+  bool stopping = false;                // the sweep is stopping (Ctrl-C, or a halt)
   bool out_of_memory = false;           // by the log, the kernel's OOM-kill count, or an unexplained SIGKILL
   int64_t attempts = 0;                 // the run's attempts so far, this one included
   int retries = 0;                      // crashes retried per run (--retries)
@@ -56,6 +56,7 @@ enum class Then {
   retry,     // crashed: back to the end of the queue, resumes from its checkpoint
   give_up,   // failed or out of memory: counts as failed (`--retry-failed` runs it again)
   stopped,   // interrupted by Ctrl-C: left for the next `sweep run`
+  halt,      // its files could not be written (disk full, read-only): the sweep stops, resumable
 };
 
 struct Outcome {

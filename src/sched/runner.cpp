@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -48,18 +47,32 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 }  // namespace
 
 ResultsLock::ResultsLock(const std::string& results_dir) {
-  const fs::path lock_path = fs::path(results_dir) / ".scheduler.lock";
-  m_fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (m_fd < 0 || ::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
-    if (m_fd >= 0) {
-      ::close(m_fd);
-    }
-    throw Error("another `sweep run` is using " + results_dir + " — wait for it, or use --results for another folder",
+  std::string holder;
+  m_lock = FileLock::try_lock(fs::path(results_dir) / ".scheduler.lock", &holder);
+  if (!m_lock) {
+    throw Error("another `sweep run`" + (holder.empty() ? "" : " (pid " + holder + ")") + " is using " + results_dir +
+                    " — wait for it, or use --results for another folder",
                 Exit::bad_input);
+  }
+  // Nothing else writes here while the lock is held: what a killed writer left half-done goes.
+  remove_stale_temporaries(results_dir);
+  remove_stale_temporaries(fs::path(results_dir) / "sweeps");
+  m_reserve = fs::path(results_dir) / ".sweep-reserve";
+  const int fd = ::open(m_reserve.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    if (::posix_fallocate(fd, 0, 1 << 20) != 0) {  // a disk already full: no reserve, and no error yet
+      release_reserve();
+    }
+    ::close(fd);
   }
 }
 
-ResultsLock::~ResultsLock() { ::close(m_fd); }
+ResultsLock::~ResultsLock() { release_reserve(); }
+
+void ResultsLock::release_reserve() {
+  std::error_code ignored;
+  fs::remove(m_reserve, ignored);
+}
 
 void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir) {
   const fs::path events = fs::path(run_dir) / "events.jsonl";
@@ -73,6 +86,8 @@ SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<Re
                          std::unique_ptr<Executor> executor, RunnerOptions options)
     : m_spec(spec), m_store(store), m_options(std::move(options)), m_lock(std::move(lock)),
       m_executor(std::move(executor)), m_tty(::isatty(STDOUT_FILENO) != 0) {}
+
+bool SweepRunner::stopping() const { return g_interrupts > 0 || !m_halt.empty(); }
 
 void SweepRunner::clear_block() {
   if (m_tty && m_drawn > 0) {
@@ -189,7 +204,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
   facts.exit_code = end.exit_code;
   facts.recorded = row.status;
   facts.recorded_error = row.error;
-  facts.stopping = g_interrupts > 0;
+  facts.stopping = stopping();
   facts.out_of_memory = end.out_of_memory;
   facts.attempts = row.attempts;
   facts.retries = m_options.retries;
@@ -229,6 +244,12 @@ void SweepRunner::finish(const WorkerEnd& end) {
       say(outcome.state == RunState::oom ? "oom   " + what + ": " + code + " (not retried)"
           : end.exit_code                ? "fail  " + what + ": " + code + " — log: " + end.log
                                          : "fail  " + what + ": " + end.detail);
+      break;
+    case Then::halt:
+      if (m_halt.empty()) {
+        m_halt = outcome.error;
+      }
+      say("stopped " + what + " at step " + std::to_string(row.steps) + ": " + outcome.error);
       break;
     case Then::stopped:
       say("interrupted " + what + " at step " + std::to_string(row.steps) +
@@ -292,21 +313,32 @@ Exit SweepRunner::run() {
 
   const InterruptHandlers handlers;
   m_started = now();
-  int signalled = 0;
-  while (!m_watched.empty() || (!m_queue.empty() && g_interrupts == 0)) {
-    if (g_interrupts > signalled) {
-      signalled = g_interrupts;
-      say(m_executor->stop(signalled));
+  try {
+    int signalled = 0;
+    bool halted = false;
+    while (!m_watched.empty() || (!m_queue.empty() && !stopping())) {
+      if (g_interrupts > signalled) {
+        signalled = g_interrupts;
+        say(m_executor->stop(signalled));
+      }
+      if (!m_halt.empty() && !halted) {  // the others stop too, checkpointed: they would fail alike
+        halted = true;
+        say("stopping the sweep: " + m_halt);
+        say(m_executor->stop(1));
+      }
+      // In plan order: the next run starts when the executor has room for it.
+      while (!stopping() && !m_queue.empty() && m_executor->can_start(*m_queue.front())) {
+        const PlannedRun* run = m_queue.front();
+        m_queue.pop_front();
+        launch(*run);
+      }
+      apply(m_executor->submit());
+      apply(m_executor->poll());
+      draw();
     }
-    // In plan order: the next run starts when the executor has room for it.
-    while (g_interrupts == 0 && !m_queue.empty() && m_executor->can_start(*m_queue.front())) {
-      const PlannedRun* run = m_queue.front();
-      m_queue.pop_front();
-      launch(*run);
-    }
-    apply(m_executor->submit());
-    apply(m_executor->poll());
-    draw();
+  } catch (...) {
+    abandon();
+    throw;
   }
   clear_block();
 
@@ -315,10 +347,34 @@ Exit SweepRunner::run() {
       std::to_string(failed) + " failed, " +
       std::to_string(std::max<int64_t>(0, static_cast<int64_t>(todo.total) - finished - failed)) +
       " to resume or start, " + format_duration(now() - m_started));
+  if (!m_halt.empty()) {
+    say("stopped: " + m_halt);
+    return Exit::io_error;
+  }
   if (g_interrupts > 0) {
     return Exit::interrupted;
   }
   return failed > 0 ? Exit::failed : Exit::ok;
+}
+
+// The runner failed (the database could not be written, say): its local workers are stopped
+// (they checkpoint), and the runs they trained are read again from their folders and left
+// resumable — as far as the database takes it; what it refuses now, the next `sweep run`
+// recovers (a run left `running` without a worker resumes).
+void SweepRunner::abandon() {
+  clear_block();
+  m_executor.reset();
+  m_lock->release_reserve();  // the disk may be full: these last writes have the reserve's room
+  for (const auto& [run_id, w] : m_watched) {
+    try {
+      const RunRow row = *m_store.run(run_id);
+      reingest_run_dir(m_store, run_id, row.run_dir);
+      if (!finished(m_store.run(run_id)->status)) {
+        m_store.set_status(run_id, RunState::interrupted, "the scheduler stopped on an error while this run trained");
+      }
+    } catch (const std::exception&) {
+    }
+  }
 }
 
 }  // namespace sweep

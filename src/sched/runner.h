@@ -15,20 +15,23 @@
 #include "sched/lifecycle.h"
 #include "store/store.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 namespace sweep {
 
 // One scheduler per results folder (it is the database's only writer): holds the folder's lock
-// while it lives; throws when another scheduler holds it.
+// while it lives; throws when another scheduler holds it. Also keeps a little space in reserve
+// (.sweep-reserve, 1 MiB when the disk has it), so that a scheduler that meets a full disk can
+// still record how its runs stopped.
 class ResultsLock {
  public:
   explicit ResultsLock(const std::string& results_dir);
   ~ResultsLock();
-  ResultsLock(const ResultsLock&) = delete;
-  ResultsLock& operator=(const ResultsLock&) = delete;
+  void release_reserve();  // frees the reserved space, for the last writes
 
  private:
-  int m_fd = -1;
+  std::unique_ptr<FileLock> m_lock;
+  std::filesystem::path m_reserve;
 };
 
 // Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`).
@@ -56,6 +59,8 @@ class SweepRunner {
     const PlannedRun* run;
     double started;  // steady seconds
   };
+  bool stopping() const;  // Ctrl-C, or a halt: nothing more starts
+  void abandon();
   void recover();
   void launch(const PlannedRun& run);
   void apply(Observed seen);
@@ -73,6 +78,7 @@ class SweepRunner {
   std::deque<const PlannedRun*> m_queue;
   std::map<std::string, Watched> m_watched;  // runs with a worker started or adopted
   std::map<std::string, int> m_preemptions;  // requeues after SIGTERM, per run
+  std::string m_halt;                        // why the sweep stops (a worker could not write its files)
   int m_done = 0, m_failed = 0, m_finished_before = 0;
   bool m_tty = false;
   size_t m_drawn = 0;  // lines of the live block on the terminal

@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
 
 #include <chrono>
 #include <cmath>
@@ -108,6 +109,18 @@ const char* const k_migrations[] = {
     )sql",
 };
 
+// A database error in one line naming the file; a full disk, a read-only folder or an I/O error
+// exits io_error (nothing is lost: the transaction rolled back, the runs resume).
+Error db_error(const std::string& path, const SQLite::Exception& e) {
+  const int code = e.getErrorCode() & 0xff;  // the primary code of an extended one
+  const bool outside = code == SQLITE_FULL || code == SQLITE_IOERR || code == SQLITE_READONLY ||
+                       code == SQLITE_CANTOPEN || code == SQLITE_PERM;
+  return outside ? Error("database " + path + ": " + e.what() +
+                             " — free space or fix the folder, then run again: nothing finished is lost",
+                         Exit::io_error)
+                 : Error("database " + path + ": " + e.what());
+}
+
 double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // A field of an event another process wrote: its value, or `fallback` when it is missing or of
@@ -189,7 +202,7 @@ RunRow read_run(SQLite::Statement& q, const fs::path& root, int offset = 0) {
 
 }  // namespace
 
-Store::Store(const std::string& path) : m_root(fs::absolute(path).lexically_normal().parent_path()) {
+Store::Store(const std::string& path) : m_path(path), m_root(fs::absolute(path).lexically_normal().parent_path()) {
   try {
     fs::create_directories(fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path());
     m_db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, 10000);
@@ -198,7 +211,7 @@ Store::Store(const std::string& path) : m_root(fs::absolute(path).lexically_norm
     m_db->exec("PRAGMA foreign_keys=ON");
     migrate();
   } catch (const SQLite::Exception& e) {
-    throw Error("database " + path + ": " + e.what());
+    throw db_error(path, e);
   }
 }
 
@@ -221,7 +234,7 @@ void Store::migrate() {
   }
 }
 
-void Store::record_sweep(const SweepSpec& spec) {
+void Store::record_sweep(const SweepSpec& spec) try {
   SQLite::Transaction tx(*m_db);
   SQLite::Statement sweep(*m_db,
                           "INSERT INTO sweeps(name, file, spec, baseline, updated_at, axes) VALUES (?, ?, ?, ?, ?, ?) "
@@ -287,6 +300,8 @@ void Store::record_sweep(const SweepSpec& spec) {
     member.reset();
   }
   tx.commit();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
 std::optional<RunRow> Store::run(const std::string& run_id) {
@@ -375,7 +390,7 @@ std::vector<Segment> Store::segments(const std::string& run_id) {
   return out;
 }
 
-void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt) {
+void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt) try {
   SQLite::Statement q(*m_db,
                       "UPDATE runs SET status = ?, pid = ?, attempts = attempts + ?, error = '', "
                       "job = '', job_state = '', updated_at = ? WHERE run_id = ?");
@@ -385,27 +400,33 @@ void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as
   q.bind(4, now());
   q.bind(5, run_id);
   q.exec();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-void Store::set_job(const std::string& run_id, const std::string& job, const std::string& state) {
+void Store::set_job(const std::string& run_id, const std::string& job, const std::string& state) try {
   SQLite::Statement q(*m_db, "UPDATE runs SET job = ?, job_state = ?, updated_at = ? WHERE run_id = ?");
   q.bind(1, job);
   q.bind(2, state);
   q.bind(3, now());
   q.bind(4, run_id);
   q.exec();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-void Store::set_status(const std::string& run_id, RunState status, const std::string& error) {
+void Store::set_status(const std::string& run_id, RunState status, const std::string& error) try {
   SQLite::Statement q(*m_db, "UPDATE runs SET status = ?, error = ?, pid = 0, updated_at = ? WHERE run_id = ?");
   q.bind(1, to_string(status));
   q.bind(2, error);
   q.bind(3, now());
   q.bind(4, run_id);
   q.exec();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-void Store::ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir) {
+void Store::ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir) try {
   SQLite::Statement q(*m_db,
                       "INSERT INTO runs(run_id, config, init_seed, data_seed, status, run_dir, updated_at) "
                       "VALUES (?, ?, 0, 0, ?, ?, ?) ON CONFLICT(run_id) DO NOTHING");
@@ -418,9 +439,11 @@ void Store::ensure_run(const std::string& run_id, const std::string& config_yaml
   q.bind(4, !inside.empty() && *inside.begin() != ".." ? inside.string() : dir.string());
   q.bind(5, now());
   q.exec();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-void Store::ingest(const std::string& run_id, const std::vector<std::string>& lines) {
+void Store::ingest(const std::string& run_id, const std::vector<std::string>& lines) try {
   SQLite::Transaction tx(*m_db);
   SQLite::Statement put_train(*m_db,
                               "INSERT OR REPLACE INTO metrics(run_id, split, step, tokens, loss, loss_status, lr, "
@@ -566,6 +589,8 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
   rate.bind(1, run_id);
   rate.exec();
   tx.commit();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
 std::string Store::integrity_check() { return m_db->execAndGet("PRAGMA integrity_check").getString(); }

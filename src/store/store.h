@@ -107,6 +107,7 @@ class Store {
 
  private:
   void migrate();
+  std::string m_path;
   std::filesystem::path m_root;  // the results folder: the database's folder, absolute
   std::unique_ptr<SQLite::Database> m_db;
 };

@@ -1,9 +1,17 @@
 #include "train/checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/hash.h"
 
 namespace sweep {
 
@@ -18,7 +26,122 @@ at::Generator& rng_for(const torch::Device& device) {
   return accel;
 }
 
+// A checkpoint file: this header line, then the LibTorch archive. The header holds the archive's
+// SHA-256, written last (its place is filled once the archive is out).
+constexpr char k_magic[] = "sweep-checkpoint 1 sha256=";
+constexpr size_t k_magic_size = sizeof k_magic - 1;
+constexpr size_t k_header_size = k_magic_size + 64 + 1;
+
+struct Fd {
+  int fd;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+bool pwrite_all(int fd, const void* data, size_t size, off_t at) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::pwrite(fd, p, size, at);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+    at += n;
+  }
+  return true;
+}
+
+// Files of LibTorch archives written before checkpoints had a header (a zip: "PK").
+bool is_bare_archive(const char* head, ssize_t n) { return n >= 2 && head[0] == 'P' && head[1] == 'K'; }
+
+// The archive of a checked checkpoint file (checkpoint_problem first), read in place.
+void open_archive(const std::string& path, torch::serialize::InputArchive& root, const torch::Device& device) {
+  const Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  char head[2];
+  const ssize_t n = f.fd < 0 ? -1 : ::pread(f.fd, head, sizeof head, 0);
+  try {
+    if (is_bare_archive(head, n)) {
+      root.load_from(path, device);
+      return;
+    }
+    struct stat st = {};
+    if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
+      throw Error("cannot read checkpoint " + path + ": " + std::strerror(errno));
+    }
+    const size_t size = static_cast<size_t>(st.st_size) - k_header_size;
+    root.load_from(
+        [&](uint64_t pos, void* buf, size_t bytes) -> size_t {
+          const ssize_t got = ::pread(f.fd, buf, bytes, static_cast<off_t>(k_header_size + pos));
+          return got < 0 ? 0 : static_cast<size_t>(got);
+        },
+        [size]() { return size; }, device);
+  } catch (const c10::Error& e) {
+    throw Error("cannot read checkpoint " + path + ": " + e.what_without_backtrace());
+  }
+}
+
 }  // namespace
+
+std::string previous_checkpoint(const std::string& path) {
+  const fs::path p(path);
+  return (p.parent_path() / (p.stem().string() + ".prev" + p.extension().string())).string();
+}
+
+std::optional<std::string> checkpoint_problem(const std::string& path) {
+  const Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (f.fd < 0) {
+    return std::string("cannot open it: ") + std::strerror(errno);
+  }
+  char head[k_header_size];
+  const ssize_t n = ::pread(f.fd, head, sizeof head, 0);
+  if (is_bare_archive(head, n)) {  // no checksum to check: it is whole if LibTorch reads it
+    try {
+      torch::serialize::InputArchive root;
+      root.load_from(path, torch::kCPU);
+      return std::nullopt;
+    } catch (const c10::Error& e) {
+      return std::string("unreadable: ") + e.what_without_backtrace();
+    }
+  }
+  if (n < 0) {
+    return std::string("read error: ") + std::strerror(errno);
+  }
+  if (std::memcmp(head, k_magic, std::min<size_t>(static_cast<size_t>(n), k_magic_size)) != 0) {
+    return std::string("not a sweep checkpoint (no header)");
+  }
+  if (n < static_cast<ssize_t>(sizeof head) || head[k_header_size - 1] != '\n') {
+    return "truncated: " + std::to_string(n) + " bytes";
+  }
+  Sha256 hash;
+  std::vector<char> buf(1 << 20);
+  for (off_t at = k_header_size;;) {
+    const ssize_t got = ::pread(f.fd, buf.data(), buf.size(), at);
+    if (got < 0) {
+      return std::string("read error: ") + std::strerror(errno);
+    }
+    if (got == 0) {
+      break;
+    }
+    hash.update(buf.data(), static_cast<size_t>(got));
+    at += got;
+  }
+  const std::string written(head + k_magic_size, 64), now = hash.hex();
+  if (now != written) {
+    return "its bytes changed or were cut since it was written (SHA-256 " + now.substr(0, 12) + "…, written " +
+           written.substr(0, 12) + "…)";
+  }
+  return std::nullopt;
+}
 
 torch::Tensor rng_state(const torch::Device& device) {
   at::Generator& gen = rng_for(device);
@@ -42,17 +165,46 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
   for (size_t r = 1; r < rng_states.size(); ++r) {
     root.write("rng_state_rank" + std::to_string(r), rng_states[r]);
   }
-  replace_file_atomic(path, [&](const fs::path& tmp) { root.save_to(tmp.string()); });
+  replace_file_atomic(path, [&](const fs::path& tmp) {
+    const Fd f(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    int err = f.fd < 0 ? errno : 0;
+    Sha256 hash;
+    off_t at = k_header_size;
+    // LibTorch's writer must never see an exception (its destructor writes again, and throwing
+    // there terminates the process): a failed write is kept and thrown once it is done.
+    root.save_to([&](const void* data, size_t size) -> size_t {
+      if (err == 0 && !pwrite_all(f.fd, data, size, at)) {
+        err = errno != 0 ? errno : EIO;
+      }
+      hash.update(data, size);
+      at += static_cast<off_t>(size);
+      return size;
+    });
+    const std::string header = std::string(k_magic) + hash.hex() + "\n";
+    if (err == 0 && !pwrite_all(f.fd, header.data(), header.size(), 0)) {
+      err = errno != 0 ? errno : EIO;
+    }
+    if (err != 0) {
+      throw io_error("write the checkpoint", path, err);  // the previous one is kept
+    }
+    if (const auto problem = checkpoint_problem(tmp.string())) {
+      throw Error("checkpoint " + path + " did not read back whole (" + *problem + ") — the previous one is kept");
+    }
+    // The last whole checkpoint steps aside only now, and stays until the next one replaces it.
+    std::error_code ec;
+    if (fs::exists(path) && (fs::rename(path, previous_checkpoint(path), ec), ec)) {
+      throw io_error("keep the previous checkpoint as", previous_checkpoint(path), ec.value());
+    }
+  });
 }
 
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                                const torch::Device& device, int64_t rank) {
-  torch::serialize::InputArchive root, model_archive, optim_archive;
-  try {
-    root.load_from(path, device);
-  } catch (const c10::Error& e) {
-    throw Error("cannot read checkpoint " + path + ": " + e.what_without_backtrace());
+  if (const auto problem = checkpoint_problem(path)) {
+    throw Error("checkpoint " + path + " is damaged: " + *problem);
   }
+  torch::serialize::InputArchive root, model_archive, optim_archive;
+  open_archive(path, root, device);
   root.read("model", model_archive);
   model->load(model_archive);
   root.read("optimizer", optim_archive);
@@ -80,12 +232,11 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
 }
 
 void load_checkpoint_weights(const std::string& path, GPT& model) {
-  torch::serialize::InputArchive root, model_archive;
-  try {
-    root.load_from(path, torch::kCPU);
-  } catch (const c10::Error& e) {
-    throw Error("cannot read checkpoint " + path + ": " + e.what_without_backtrace());
+  if (const auto problem = checkpoint_problem(path)) {
+    throw Error("checkpoint " + path + " is damaged: " + *problem);
   }
+  torch::serialize::InputArchive root, model_archive;
+  open_archive(path, root, torch::kCPU);
   root.read("model", model_archive);
   model->load(model_archive);
 }

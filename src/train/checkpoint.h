@@ -1,10 +1,13 @@
 // Checkpoints: model, optimizer (moments and step counts), the RNG stream of dropout, the
-// step (which fixes the loader position) and the config it belongs to, in one file written
-// atomically (temp + fsync + rename): the previous checkpoint stays until the new one is whole.
+// step (which fixes the loader position) and the config it belongs to, in one file: a header
+// line with the SHA-256 of the LibTorch archive that follows. Written atomically (temp + fsync
+// + rename) and read back before it replaces anything; the checkpoint it replaces is kept as
+// previous_checkpoint(path), so that a damaged latest one has a whole one to fall back to.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,14 +21,22 @@ struct CheckpointMeta {
   std::string config_json;      // the canonical config of the run, checked on resume
 };
 
+// Where the checkpoint `path` replaced is kept: ckpt.pt → ckpt.prev.pt.
+std::string previous_checkpoint(const std::string& path);
+
+// What is wrong with a checkpoint file (missing, truncated, its bytes changed), or nothing when
+// it is whole. Reads the whole file; checkpoints from before the checksum are whole when
+// LibTorch reads them.
+std::optional<std::string> checkpoint_problem(const std::string& path);
+
 // rng_states: every rank's dropout RNG state in rank order (data parallel: rank 0 writes the
 // one checkpoint for all); empty = this process's own.
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                      const CheckpointMeta& meta, const torch::Device& device,
                      const std::vector<torch::Tensor>& rng_states = {});
 
-// Restores everything saved, with `rank`'s RNG state; returns the metadata. Throws Error when
-// the file is unreadable or holds no state for `rank`.
+// Restores everything saved, with `rank`'s RNG state; returns the metadata. Throws Error,
+// before changing anything, when the file is damaged; and when it holds no state for `rank`.
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                                const torch::Device& device, int64_t rank = 0);
 

@@ -1,7 +1,9 @@
 #include "train/events.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 
 #include "protocol/events.h"
@@ -19,21 +21,35 @@ nlohmann::json json_number(double value) {
   return value;
 }
 
+// Opens a file to append lines to. A last line left unfinished (its writer was killed, or the
+// disk was full) is ended first, so that it never swallows the first line appended now.
 static std::FILE* open_append(const std::string& path) {
   if (path.empty()) {
     return nullptr;
   }
-  std::FILE* f = std::fopen(path.c_str(), "a");
+  std::FILE* f = std::fopen(path.c_str(), "a+");
   if (f == nullptr) {
-    throw Error("cannot open " + path + " for appending");
+    throw io_error("open", path, errno);
+  }
+  if (std::fseek(f, -1, SEEK_END) == 0 && std::fgetc(f) != '\n') {
+    std::fseek(f, 0, SEEK_END);
+    std::fputc('\n', f);
   }
   return f;
+}
+
+// Writes a whole line, or throws naming the file (a full disk): a run's record is never silently cut.
+static void put_line(std::FILE* f, const std::string& line, const std::string& path) {
+  if (std::fputs(line.c_str(), f) < 0 || std::fflush(f) != 0) {
+    throw io_error("write", path, errno);
+  }
 }
 
 EventSink::EventSink(const std::string& events_path, const std::string& log_path, bool json_stdout, bool progress,
                      bool notes)
     : m_file(open_append(events_path)),
       m_log(open_append(log_path)),
+      m_events_path(events_path),
       m_json_stdout(json_stdout),
       m_progress(progress),
       m_notes(notes) {}
@@ -58,13 +74,12 @@ void EventSink::emit(const std::string& type, nlohmann::json fields) {
     ev[key] = value;
   }
   const std::string line = ev.dump() + "\n";
-  if (m_file != nullptr) {
-    std::fputs(line.c_str(), m_file);
-    std::fflush(m_file);
-  }
-  if (m_json_stdout) {
+  if (m_json_stdout) {  // first: a scheduler still hears of it when the file cannot be written
     std::fputs(line.c_str(), stdout);
     std::fflush(stdout);
+  }
+  if (m_file != nullptr) {
+    put_line(m_file, line, m_events_path);
   }
 }
 

@@ -33,6 +33,7 @@ class EventSink {
  private:
   std::FILE* m_file = nullptr;
   std::FILE* m_log = nullptr;
+  std::string m_events_path;
   bool m_json_stdout;
   bool m_progress;
   bool m_notes;

@@ -186,12 +186,43 @@ void Trainer::load(const std::string& path) {
   m_step = meta.step;
 }
 
+std::pair<bool, std::string> Trainer::resume(const std::string& path) {
+  const std::string previous = previous_checkpoint(path);
+  std::string problems;
+  for (const std::string& candidate : {path, previous}) {
+    std::optional<std::string> problem;
+    if (!fs::exists(candidate)) {
+      // A save stopped between setting the latest aside and putting the new one in place.
+      problem = candidate == path && fs::exists(previous) ? std::optional<std::string>("missing") : std::nullopt;
+    } else {
+      problem = checkpoint_problem(candidate);
+      if (!problem) {
+        load(candidate);
+        return {true, problems.empty() ? "" : problems + " — resumed from " + candidate + " at step " +
+                                                  std::to_string(m_step)};
+      }
+      if (m_rank == 0) {
+        std::error_code ignored;  // kept for a look, out of the way of the next save
+        fs::rename(candidate, candidate + ".damaged", ignored);
+      }
+    }
+    if (problem) {
+      problems += (problems.empty() ? "checkpoint " : "; ") + candidate + ": " + *problem;
+    }
+  }
+  return {false, problems.empty() ? "" : problems + " — no whole checkpoint: the run starts over from step 0"};
+}
+
 RunResult Trainer::run(const RunOptions& o) {
   EventSink& ev = *o.events;
   const std::string ckpt = o.run_dir.empty() ? "" : (fs::path(o.run_dir) / "checkpoint" / "ckpt.pt").string();
-  const bool resumed = o.resume && !ckpt.empty() && fs::exists(ckpt);
-  if (resumed) {
-    load(ckpt);
+  bool resumed = false;
+  std::string checkpoint_note;
+  if (o.resume && !ckpt.empty()) {
+    std::tie(resumed, checkpoint_note) = resume(ckpt);
+  }
+  if (!checkpoint_note.empty()) {
+    ev.note(checkpoint_note);
   }
   const int64_t total = m_cfg.total_steps();
   const int64_t tps = m_cfg.tokens_per_step();
@@ -206,6 +237,7 @@ RunResult Trainer::run(const RunOptions& o) {
                           {field::fused, m_cfg.train.fused},
                           {field::attention, m_model->attention(m_device)},
                           {field::resumed, resumed},
+                          {field::checkpoint_problem, checkpoint_note},
                           {field::code, code_commit()},
                           {field::numerics, k_numerics_version}});
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +

@@ -71,7 +71,11 @@ class Trainer {
   RunResult run(const RunOptions& options);
 
   void save(const std::string& path);
-  void load(const std::string& path);
+  void load(const std::string& path);  // that file, or an Error (nothing changed when it is damaged)
+  // Continues from the run's checkpoint `path` when it is whole, else from the previous one, else
+  // from step 0 (a damaged file is set aside as NAME.damaged by rank 0): never from a damaged
+  // one. Returns whether a checkpoint was loaded, and what was wrong ("" when nothing was).
+  std::pair<bool, std::string> resume(const std::string& path);
 
   GPT& model() { return m_model; }
   torch::optim::Optimizer& optimizer() { return *m_opt; }

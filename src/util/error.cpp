@@ -1,6 +1,14 @@
 #include "util/error.h"
 
+#include <cstring>
+
 namespace sweep {
+
+Error io_error(const std::string& doing, const std::string& path, int err) {
+  return Error("cannot " + doing + " " + path + ": " + std::strerror(err) +
+                   " — free space or fix the folder, then run again: nothing finished is lost",
+               Exit::io_error);
+}
 
 std::string Diagnostic::str() const {
   std::string out = file;

@@ -15,6 +15,7 @@ enum class Exit : int {
   failed = 1,     // a run or command failed
   bad_input = 2,  // invalid config, CLI usage or data file
   diverged = 3,   // a run ended with a non-finite loss or gradient norm
+  io_error = 74,      // EX_IOERR: a file could not be written (disk full, read-only, I/O error); resume later
   preempted = 75,     // EX_TEMPFAIL: stopped by SIGTERM/SIGINT after checkpointing; resume later
   interrupted = 130  // `sweep run` stopped by Ctrl-C (its runs checkpointed); run it again to resume
 };
@@ -28,6 +29,11 @@ class Error : public std::runtime_error {
  private:
   Exit m_code;
 };
+
+// The error of a file that could not be written or read for a reason outside sweep (disk full,
+// read-only folder, I/O error): "cannot DOING PATH: STRERROR(err) — free space or fix the folder,
+// then run again: nothing finished is lost", exit io_error.
+Error io_error(const std::string& doing, const std::string& path, int err);
 
 // A message about a position in an input file. line and col are 1-based; 0 means unknown.
 struct Diagnostic {

@@ -3,6 +3,7 @@
 #include "util/text.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,14 +29,14 @@ std::string read_file(const fs::path& path) {
 void fsync_path(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    throw Error("cannot open " + path.string() + " to sync it: " + std::strerror(errno));
+    throw io_error("open", path.string(), errno);
   }
   int rc = ::fsync(fd);
   int err = errno;
   ::close(fd);
   // Some filesystems refuse fsync on a directory (EINVAL); the data itself was synced.
   if (rc != 0 && err != EINVAL) {
-    throw Error("fsync of " + path.string() + " failed: " + std::strerror(err));
+    throw io_error("sync", path.string(), err);
   }
 }
 
@@ -49,6 +50,10 @@ void replace_file_atomic(const fs::path& path, const std::function<void(const fs
     write(tmp);
     fsync_path(tmp);
     fs::rename(tmp, path);
+  } catch (const fs::filesystem_error& e) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw io_error("write", path.string(), e.code().value());
   } catch (...) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
@@ -63,10 +68,43 @@ void write_file_atomic(const fs::path& path, const std::string& content) {
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     out.close();
     if (!out) {
-      throw Error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+      throw io_error("write", path.string(), errno);
     }
   });
 }
+
+void remove_stale_temporaries(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos && it->is_regular_file(ec)) {
+      fs::remove(it->path(), ec);
+    }
+  }
+}
+
+std::unique_ptr<FileLock> FileLock::try_lock(const fs::path& path, std::string* holder) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error("cannot open the lock " + path.string() + ": " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (holder != nullptr) {
+      char buf[32] = {};
+      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      *holder = trim(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
+    }
+    ::close(fd);
+    return nullptr;
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    // The lock holds without the pid: it only makes the message of a refused process better.
+  }
+  return std::unique_ptr<FileLock>(new FileLock(fd));
+}
+
+FileLock::~FileLock() { ::close(m_fd); }
 
 std::string tail_lines(const fs::path& path, size_t lines, uintmax_t from) {
   if (!fs::exists(path)) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace sweep {
@@ -20,6 +21,25 @@ void write_file_atomic(const fs::path& path, const std::string& content);
 void replace_file_atomic(const fs::path& path, const std::function<void(const fs::path&)>& write);
 
 void fsync_path(const fs::path& path);
+
+// Removes the temporary files replace_file_atomic leaves when its process is killed mid-write
+// (".NAME.tmp.PID.N") from `dir`. Call it only while holding the lock of what writes there.
+void remove_stale_temporaries(const fs::path& dir);
+
+// An exclusive advisory lock (flock) on a file, held while the object lives and released by the
+// kernel when the process dies however it dies. The file holds the holder's pid.
+class FileLock {
+ public:
+  // The lock, or nullptr when another process holds it (`holder`: its pid, as it wrote it).
+  static std::unique_ptr<FileLock> try_lock(const fs::path& path, std::string* holder = nullptr);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  explicit FileLock(int fd) : m_fd(fd) {}
+  int m_fd;
+};
 
 // The last `lines` non-empty-ended lines of a text file ("" when it does not exist).
 // The last `lines` lines of the file, from byte `from` on (a log's part written since then).

@@ -6,12 +6,9 @@
 
 namespace sweep {
 
-std::string sha256_hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
-    throw Error("SHA-256 failed");
-  }
+namespace {
+
+std::string to_hex(const unsigned char* digest, unsigned int len) {
   static const char* k_hex = "0123456789abcdef";
   std::string out;
   out.reserve(2 * len);
@@ -20,6 +17,42 @@ std::string sha256_hex(const std::string& data) {
     out += k_hex[digest[i] & 15];
   }
   return out;
+}
+
+}  // namespace
+
+std::string sha256_hex(const std::string& data) {
+  Sha256 h;
+  h.update(data.data(), data.size());
+  return h.hex();
+}
+
+struct Sha256::Ctx {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~Ctx() { EVP_MD_CTX_free(ctx); }
+};
+
+Sha256::Sha256() : m_ctx(std::make_unique<Ctx>()) {
+  if (m_ctx->ctx == nullptr || EVP_DigestInit_ex(m_ctx->ctx, EVP_sha256(), nullptr) != 1) {
+    throw Error("SHA-256 failed");
+  }
+}
+
+Sha256::~Sha256() = default;
+
+void Sha256::update(const void* data, size_t size) {
+  if (EVP_DigestUpdate(m_ctx->ctx, data, size) != 1) {
+    throw Error("SHA-256 failed");
+  }
+}
+
+std::string Sha256::hex() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(m_ctx->ctx, digest, &len) != 1) {
+    throw Error("SHA-256 failed");
+  }
+  return to_hex(digest, len);
 }
 
 }  // namespace sweep

@@ -1,10 +1,26 @@
-// SHA-256 of a byte string, as lowercase hex (OpenSSL's EVP interface).
+// SHA-256 (OpenSSL's EVP interface), as lowercase hex: of a byte string, or fed piece by piece.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <string>
 
 namespace sweep {
 
 std::string sha256_hex(const std::string& data);
+
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(const void* data, size_t size);
+  std::string hex();  // the digest of everything fed; ends the object's use
+
+ private:
+  struct Ctx;
+  std::unique_ptr<Ctx> m_ctx;
+};
 
 }  // namespace sweep

@@ -63,7 +63,7 @@ wait_for_train_events "$(ls locked/runs/*/events.jsonl | head -1)" 5
 cp locked/sweeps/long.yaml saved.yaml
 sed 's/lr: 3e-3/lr: 1e-3/' long.yaml > other.yaml
 code=0; "$SWEEP" run other.yaml --results locked > second.txt 2>&1 || code=$?
-[ "$code" -eq 2 ] && grep -q "another \`sweep run\` is using locked" second.txt ||
+[ "$code" -eq 2 ] && grep -q "another \`sweep run\` (pid [0-9]*) is using locked" second.txt ||
   fail "a second sweep run on a locked folder: exit $code, $(cat second.txt)"
 cmp -s saved.yaml locked/sweeps/long.yaml || fail "the refused sweep run overwrote locked/sweeps/long.yaml"
 kill -INT "$first"

@@ -2,7 +2,10 @@
 // bitwise on CPU fp32 — dropout (the RNG stream), AdamW moments and the loader position included.
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include "helpers.h"
+#include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -106,5 +109,121 @@ TEST_CASE("an unreadable checkpoint is a clear error") {
   test::TempDir dir;
   write_file_atomic(dir.str("ckpt.pt"), "not a checkpoint");
   Trainer t(test::tiny_config(), data);
-  CHECK_THROWS_WITH_AS(t.load(dir.str("ckpt.pt")), doctest::Contains("cannot read checkpoint"), Error);
+  CHECK_THROWS_WITH_AS(t.load(dir.str("ckpt.pt")), doctest::Contains("is damaged: not a sweep checkpoint"), Error);
+}
+
+namespace {
+
+// A run stopped at step 5 (checkpoints at steps 3 and 5), its latest checkpoint then damaged by
+// `damage`, resumed to the end: the run's result and the note its resume gave.
+std::pair<RunResult, std::string> resume_after(const std::function<void(const test::TempDir&)>& damage,
+                                               test::TempDir& dir) {
+  auto data = test::synthetic_data();
+  const RunConfig c = resumable_config();
+  {
+    Trainer first(c, data);
+    EventSink ev(dir.str("events.jsonl"), "", false, false);
+    REQUIRE(first.run({dir.str(), false, &ev, /*max_steps=*/5}).status == RunState::preempted);
+  }
+  damage(dir);
+  Trainer second(c, data);
+  EventSink ev(dir.str("events.jsonl"), "", false, false);
+  const RunResult r = second.run({dir.str(), true, &ev});
+  std::string note;
+  for (const auto& line : split(read_file(dir.str("events.jsonl")), '\n')) {
+    if (!line.empty() && nlohmann::json::parse(line)["event"] == "start") {
+      note = nlohmann::json::parse(line).value("checkpoint_problem", "");
+    }
+  }
+  return {r, note};
+}
+
+void flip_byte(const std::string& path, size_t at) {
+  std::string bytes = read_file(path);
+  bytes[at] = static_cast<char>(bytes[at] ^ 0x20);
+  write_file_atomic(path, bytes);
+}
+
+double straight_test_loss() {
+  test::TempDir straight;
+  Trainer a(resumable_config(), test::synthetic_data());
+  EventSink ev(straight.str("events.jsonl"), "", false, false);
+  return a.run({straight.str(), false, &ev}).test_loss;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoints carry a checksum, and the one they replace is kept until they are whole") {
+  test::TempDir dir;
+  auto data = test::synthetic_data();
+  Trainer t(resumable_config(), data);
+  EventSink ev(dir.str("events.jsonl"), "", false, false);
+  t.run({dir.str(), false, &ev, /*max_steps=*/5});
+  const std::string latest = dir.str("checkpoint/ckpt.pt"), previous = dir.str("checkpoint/ckpt.prev.pt");
+  CHECK(read_file(latest).rfind("sweep-checkpoint 1 sha256=", 0) == 0);
+  CHECK_FALSE(checkpoint_problem(latest));
+  CHECK_FALSE(checkpoint_problem(previous));
+  flip_byte(latest, read_file(latest).size() / 2);  // one bit, in the middle of the weights
+  CHECK(checkpoint_problem(latest).value_or("").find("its bytes changed or were cut") == 0);
+  Trainer other(resumable_config(), data);
+  CHECK_THROWS_WITH_AS(other.load(latest), doctest::Contains("is damaged: its bytes changed"), Error);
+  CHECK(other.step() == 0);
+}
+
+TEST_CASE("a damaged latest checkpoint falls back to the previous one, says so, and ends as the straight run") {
+  test::TempDir dir;
+  const auto [r, note] = resume_after(
+      [](const test::TempDir& d) { flip_byte(d.str("checkpoint/ckpt.pt"), 5000); }, dir);
+  REQUIRE(r.status == RunState::done);
+  CHECK(note.find("its bytes changed or were cut") != std::string::npos);
+  CHECK(note.find("resumed from " + dir.str("checkpoint/ckpt.prev.pt") + " at step 3") != std::string::npos);
+  CHECK(fs::exists(dir.str("checkpoint/ckpt.pt.damaged")));
+  CHECK(r.test_loss == straight_test_loss());
+}
+
+TEST_CASE("a truncated checkpoint, a missing one (a save cut between its renames) and two bad ones") {
+  SUBCASE("truncated: the previous one") {
+    test::TempDir dir;
+    const auto [r, note] = resume_after(
+        [](const test::TempDir& d) {
+          const std::string p = d.str("checkpoint/ckpt.pt");
+          write_file_atomic(p, read_file(p).substr(0, 3000));
+        },
+        dir);
+    CHECK(note.find("at step 3") != std::string::npos);
+    CHECK(r.test_loss == straight_test_loss());
+  }
+  SUBCASE("missing beside a previous one: the previous one") {
+    test::TempDir dir;
+    const auto [r, note] =
+        resume_after([](const test::TempDir& d) { fs::remove(d.str("checkpoint/ckpt.pt")); }, dir);
+    CHECK(note.find("ckpt.pt: missing") != std::string::npos);
+    CHECK(r.test_loss == straight_test_loss());
+  }
+  SUBCASE("both damaged: from step 0, never from garbage") {
+    test::TempDir dir;
+    const auto [r, note] = resume_after(
+        [](const test::TempDir& d) {
+          flip_byte(d.str("checkpoint/ckpt.pt"), 4000);
+          write_file_atomic(d.str("checkpoint/ckpt.prev.pt"), "");
+        },
+        dir);
+    CHECK(note.find("no whole checkpoint: the run starts over from step 0") != std::string::npos);
+    CHECK(r.test_loss == straight_test_loss());
+  }
+}
+
+TEST_CASE("a checkpoint from before checksums (a bare LibTorch archive) still resumes") {
+  test::TempDir dir;
+  auto data = test::synthetic_data();
+  Trainer a(resumable_config(), data);
+  a.train_step();
+  a.save(dir.str("ckpt.pt"));
+  const std::string bytes = read_file(dir.str("ckpt.pt"));
+  write_file_atomic(dir.str("ckpt.pt"), bytes.substr(bytes.find('\n') + 1));  // the header gone: as written before
+  CHECK_FALSE(checkpoint_problem(dir.str("ckpt.pt")));
+  Trainer b(resumable_config(), data);
+  b.load(dir.str("ckpt.pt"));
+  CHECK(b.step() == 1);
+  CHECK(torch::equal(test::flat_params(b.model()), test::flat_params(a.model())));
 }
