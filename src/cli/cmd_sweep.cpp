@@ -37,7 +37,9 @@ int64_t usable_dataset_vocab(const std::string& /*dataset*/, const std::string& 
 }
 
 // A sweep as it will run: every dataset checked, vocabulary sizes from their dataset.yaml.
-SweepSpec load_runnable_sweep(const std::string& file) { return load_sweep(file, usable_dataset_vocab); }
+SweepSpec load_runnable_sweep(const SweepOptions& o) {
+  return load_sweep(o.file, usable_dataset_vocab, static_cast<size_t>(o.max_variants));
+}
 
 }  // namespace
 
@@ -50,6 +52,10 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   run->add_option("--max-preemptions", o.max_preemptions,
                   "Requeues of a run stopped by SIGTERM before it is marked failed (from its checkpoint)")
       ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  run->add_option("--max-variants", o.max_variants,
+                  "Refuse a sweep that expands to more variants (interventions × grid/zip points)")
+      ->check(CLI::Range(1, 100000000))
       ->capture_default_str();
   run->add_flag("--retry-failed", o.retry_failed, "Run again the runs that ended failed or out of memory");
   run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
@@ -66,6 +72,7 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   CLI::App* plan = app.add_subcommand("plan", "Show a sweep's runs and their state without running anything");
   plan->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
   plan->add_option("--results", o.results, "Output root")->capture_default_str();
+  plan->add_option("--max-variants", o.max_variants, "As for run")->check(CLI::Range(1, 100000000))->capture_default_str();
   o.plan = plan;
 
   CLI::App* status = app.add_subcommand("status", "Runs of a sweep and their state (default: the latest sweep)");
@@ -134,10 +141,29 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   return Exit::ok;
 }
 
+// The values written into the sbatch script as they are: refused unless plainly one value each.
+std::string slurm_option_problem(const SweepOptions& o) {
+  const auto plain = [](const std::string& v, const std::string& allowed) {
+    return std::all_of(v.begin(), v.end(), [&](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || allowed.find(c) != std::string::npos;
+    });
+  };
+  if (!plain(o.partition, "_-.,")) {
+    return "--partition '" + o.partition + "': a partition name (or a comma-separated list) has letters, digits and "
+           "_ - . only";
+  }
+  if (!plain(o.time, ":-")) {
+    return "--time '" + o.time + "': a Slurm time limit is minutes or [days-]hours:minutes:seconds, e.g. 2:00:00";
+  }
+  return "";
+}
+
 Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
   const bool slurm = o.executor == "slurm";
   if (!slurm) {
     check_fits(spec, o.devices);  // before anything is written
+  } else if (const std::string bad = slurm_option_problem(o); !bad.empty()) {
+    throw Error(bad, Exit::bad_input);
   } else if (!find_program("sbatch")) {
     throw Error("--executor slurm: sbatch not found — run on a Slurm login node (Debian: slurm-client)",
                 Exit::bad_input);
@@ -221,7 +247,6 @@ Exit run_status(Store& store, std::string name) {
 Exit run_ingest(const SweepOptions& o) {
   const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
   const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
-  Store store(db_path(results));
   std::vector<fs::path> run_dirs;
   if (results_folder) {
     for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
@@ -234,6 +259,9 @@ Exit run_ingest(const SweepOptions& o) {
   } else {
     throw Error(o.dir + " is neither a run folder (no config.yaml) nor a results folder (no runs/)", Exit::bad_input);
   }
+  fs::create_directories(results);
+  const ResultsLock lock(results);  // the database has one writer: not beside a `sweep run`
+  Store store(db_path(results));
   std::map<std::string, int64_t> vocab_of_dataset;  // as the runs were trained
   std::vector<std::string> problems;
   for (const auto& d : run_dirs) {
@@ -249,10 +277,12 @@ Exit run_ingest(const SweepOptions& o) {
   if (results_folder && fs::exists(sweeps)) {
     for (const auto& f : fs::directory_iterator(sweeps)) {
       try {
-        store.record_sweep(load_sweep(f.path().string(), [&](const std::string& dataset, const std::string& dir) {
+        const auto vocab = [&](const std::string& dataset, const std::string& dir) {
           const auto known = vocab_of_dataset.find(dataset);
           return known != vocab_of_dataset.end() ? known->second : usable_dataset_vocab(dataset, dir);
-        }));
+        };
+        // A saved sweep ran once: however many variants it has, they were asked for.
+        store.record_sweep(load_sweep(f.path().string(), vocab, SIZE_MAX));
       } catch (const Error& e) {
         problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));
       }
@@ -275,7 +305,7 @@ Exit run_ingest(const SweepOptions& o) {
 
 Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
   if (which == o.run || which == o.plan) {
-    const SweepSpec spec = load_runnable_sweep(o.file);  // the whole sweep is validated before anything
+    const SweepSpec spec = load_runnable_sweep(o);  // the whole sweep is validated before anything
     return which == o.plan ? run_plan(o, spec) : run_run(o, spec);
   }
   if (which == o.ingest) {

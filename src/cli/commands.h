@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/sweep_spec.h"
 #include "data/prepare.h"
 #include "util/error.h"
 
@@ -47,6 +48,7 @@ struct SweepOptions {
   std::string devices = "cpu";
   int retries = 1;
   int max_preemptions = 10;
+  int64_t max_variants = static_cast<int64_t>(k_default_max_variants);
   bool retry_failed = false;
   std::string sweep;
   std::string dir;

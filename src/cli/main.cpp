@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "util/text.h"
 
 using namespace sweep;
 
@@ -64,13 +65,13 @@ int main(int argc, char** argv) {
                  e.diagnostics().size() == 1 ? "" : "s");
     code = e.code();
   } catch (const Error& e) {
-    std::fprintf(stderr, "sweep: %s\n", e.what());
+    std::fprintf(stderr, "sweep: %s\n", printable(e.what()).c_str());
     code = e.code();
   } catch (const std::filesystem::filesystem_error& e) {  // a folder that cannot be made or read: names it
-    std::fprintf(stderr, "sweep: %s\n", e.what());
+    std::fprintf(stderr, "sweep: %s\n", printable(e.what()).c_str());
     code = Exit::io_error;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sweep: unexpected error: %s\n", e.what());
+    std::fprintf(stderr, "sweep: unexpected error: %s\n", printable(e.what()).c_str());
     code = Exit::failed;
   }
   return static_cast<int>(code);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "util/fs.h"
@@ -218,6 +219,9 @@ Override parse_set_option(const std::string& option) {
   if (eq == std::string::npos || eq == 0) {
     throw InputErrors({{origin.file, 0, 0, "expected key.path=value, e.g. --set train.lr=1e-3"}});
   }
+  if (invalid_utf8_at(option) != std::string::npos) {
+    throw InputErrors({{origin.file, 0, 0, "invalid UTF-8 — pass the value as UTF-8 text"}});
+  }
   Override o;
   o.path = trim(option.substr(0, eq));
   o.origin = origin;
@@ -280,8 +284,23 @@ YAML::Node load_yaml_file(const std::string& path) {
                         "is " + std::to_string(bytes) + " bytes; a run or sweep file may have at most " +
                             std::to_string(k_max_config_bytes) + " — list values, not data"}});
   }
+  std::string text;
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
+    text = read_file(path);
+  } catch (const Error&) {
+    throw InputErrors({{path, 0, 0, "cannot read this file — check the path"}});
+  }
+  // Every name and path in it reaches JSON, the database and reports: it must be text.
+  if (const size_t bad = invalid_utf8_at(text); bad != std::string::npos) {
+    const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n'));
+    const int col = 1 + static_cast<int>(bad - (line_start == std::string::npos || bad == 0 ? 0 : line_start + 1));
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+    throw InputErrors({{path, line, col, std::string("invalid UTF-8 (byte ") + byte + ") — save the file as UTF-8"}});
+  }
+  try {
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
     // Silently reading only the first would drop what the others say (an empty one says nothing).
     const auto second = std::find_if(documents.begin() + std::min<size_t>(1, documents.size()), documents.end(),
                                      [](const YAML::Node& d) { return !d.IsNull(); });
@@ -292,8 +311,6 @@ YAML::Node load_yaml_file(const std::string& path) {
                           "and what follows, or merge it into the first"}});
     }
     return documents.empty() ? YAML::Node() : documents.front();
-  } catch (const YAML::BadFile&) {
-    throw InputErrors({{path, 0, 0, "cannot read this file — check the path"}});
   } catch (const YAML::ParserException& e) {
     throw InputErrors({{path, e.mark.line + 1, e.mark.column + 1, "YAML syntax error: " + e.msg}});
   }

@@ -139,10 +139,17 @@ struct Combo {
   std::vector<Origin> values_at;
 };
 
+// "the sweep expands to more than N variants (...) — ...", for an expansion past --max-variants.
+std::string too_many(size_t max_variants, const std::string& why) {
+  return "the sweep expands to more than --max-variants " + std::to_string(max_variants) + " variants (" + why +
+         ") — split it into smaller sweeps, or raise --max-variants";
+}
+
 // Reads `grid` (each key its own dimension) and `zip` (its keys one dimension) into the points
-// of their cartesian product, and the dimensions into `axes`.
+// of their cartesian product, and the dimensions into `axes` — or stops, reporting it, before
+// the points would pass `max_points`.
 std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, const std::string& file,
-                             std::vector<SweepAxis>& axes, Diagnostics& diags) {
+                             std::vector<SweepAxis>& axes, size_t max_points, Diagnostics& diags) {
   std::vector<Combo> combos{{}};
   if (grid.IsDefined() && !grid.IsNull() && !(grid.IsMap() && grid.size() == 0)) {
     if (!grid.IsMap()) {
@@ -156,6 +163,12 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
         }
         refuse_seeds(axis.first.Scalar(), axis.first.Mark(), diags);
         axes.push_back({"grid", {axis.first.Scalar()}});
+        if (combos.size() * axis.second.size() > max_points) {  // before expanding: memory stays small
+          diags.error(axis.first.Mark(), too_many(max_points, std::to_string(combos.size()) + " grid points × " +
+                                                                  std::to_string(axis.second.size()) + " values of '" +
+                                                                  axis.first.Scalar() + "'"));
+          return combos;
+        }
         std::vector<Combo> next;
         for (const auto& c : combos) {
           for (const auto& value : axis.second) {
@@ -198,6 +211,11 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
       dimension.keys.push_back(axis.first.Scalar());
     }
     axes.push_back(dimension);
+    if (combos.size() * length > max_points) {
+      diags.error(zip.Mark(), too_many(max_points, std::to_string(combos.size()) + " grid points × " +
+                                                       std::to_string(length) + " zip positions"));
+      return combos;
+    }
     std::vector<Combo> next;
     for (const auto& c : combos) {
       for (size_t i = 0; i < length; ++i) {
@@ -283,7 +301,7 @@ std::string run_id_of(const RunConfig& config, int64_t repeat) {
   return sha256_hex(j.dump()).substr(0, 16);
 }
 
-SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
+SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_t max_variants) {
   SweepSpec spec;
   spec.file = path;
   const YAML::Node root = load_yaml_file(path);
@@ -299,6 +317,10 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   const SeedPlan seeds = read_seeds(top.section("seeds"), diags);
   top.require("base", "the baseline RunConfig (data, model, train, eval)");
   const YAML::Node base = top.section("base");
+  if (base.IsDefined() && !base.IsMap()) {
+    diags.error(base.Mark(), "'base' must be a map: the baseline RunConfig, e.g. base: {data: {dataset: DIR}, "
+                             "train: {tokens: 5M}}");
+  }
   if (base.IsDefined() && base.IsMap()) {
     for (const auto& kv : base) {
       refuse_seeds(kv.first.Scalar(), kv.first.Mark(), diags);
@@ -307,7 +329,8 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
   top.require("interventions", "a map of name: {dotted.key: value}, with the baseline as {}");
   const YAML::Node interventions = top.section("interventions");
   const YAML::Node combine = top.section("combine");
-  const std::vector<Combo> combos = read_axes(top.section("grid"), top.section("zip"), path, spec.axes, diags);
+  const std::vector<Combo> combos =
+      read_axes(top.section("grid"), top.section("zip"), path, spec.axes, max_variants, diags);
   top.finish();
   if (!spec.name.empty()) {
     check_name(spec.name, root["sweep"], "sweep", diags);
@@ -406,6 +429,11 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of) {
     diags.error(root["baseline"].Mark(), "the baseline '" + spec.baseline +
                                              "' is not an intervention — add '" + spec.baseline +
                                              ": {}' under interventions");
+  }
+  if (named.size() * combos.size() > max_variants) {
+    diags.error((root["grid"].IsDefined() ? root["grid"] : root["zip"].IsDefined() ? root["zip"] : interventions).Mark(),
+                too_many(max_variants, std::to_string(named.size()) + " interventions and combinations × " +
+                                           std::to_string(combos.size()) + " grid/zip points"));
   }
   diags.throw_if_any();
 

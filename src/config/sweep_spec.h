@@ -58,7 +58,12 @@ using VocabLookup = std::function<int64_t(const std::string& dataset, const std:
 // (find_dataset). `vocab_of`, asked once per dataset, checks it and fills model.vocab_size (when
 // 0), so run ids name what will really be trained; its errors are reported at the dataset's
 // key. Tests of pure expansion pass none.
-SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of = {});
+// The most variants (interventions and combinations × grid/zip points) a sweep may expand to
+// unless told otherwise (--max-variants): more is refused before the expansion is made.
+inline constexpr size_t k_default_max_variants = 10000;
+
+SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of = {},
+                     size_t max_variants = k_default_max_variants);
 
 // A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON.
 std::string run_id_of(const RunConfig& config, int64_t repeat);

@@ -134,13 +134,24 @@ std::string headline(const Analysis& a) {
          "', ranked by improvement = mean(baseline) − mean(variant), positive = better";
 }
 
+// The longest run of backticks in `s`: a Markdown code span or fence around it needs more.
+size_t backtick_run(const std::string& s) {
+  size_t longest = 0, run = 0;
+  for (char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
+// `s` as Markdown inline code (in a table cell too), whatever backticks or pipes it holds.
 std::string md_code(const std::string& s) {
   std::string t;
   for (char c : s) {
     t += c == '|' ? std::string("\\|") : c == '\n' ? std::string(" ") : std::string(1, c);
   }
-  const std::string fence = t.find('`') == std::string::npos ? "`" : "`` ";
-  return fence + t + (fence == "`" ? "`" : " ``");
+  const std::string ticks(backtick_run(t) + 1, '`');
+  return t.find('`') == std::string::npos ? ticks + t + ticks : ticks + " " + t + " " + ticks;
 }
 
 // gnuplot's ids are the same in every plot: prefix them so that three inline SVGs can share one page.
@@ -204,7 +215,9 @@ nlohmann::json optional_number(const std::optional<double>& v) {
   return v ? number_or_null(*v) : nlohmann::json(nullptr);
 }
 
-std::string csv_field(const std::string& s) {
+// A CSV cell. One a spreadsheet would run as a formula (= + - @ first) is led by a quote mark.
+std::string csv_field(const std::string& text) {
+  const std::string s = !text.empty() && std::string("=+-@\t\r").find(text[0]) != std::string::npos ? "'" + text : text;
   if (s.find_first_of(",\"\n\r") == std::string::npos) {
     return s;
   }
@@ -214,6 +227,7 @@ std::string csv_field(const std::string& s) {
   }
   return out + "\"";
 }
+
 
 std::string csv_number(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? fmt("%.10g", *v) : "";
@@ -403,7 +417,7 @@ std::string render_text(const Analysis& a) {
 
 std::string render_markdown(const ReportInput& in, const Analysis& a, const std::vector<Plot>& plots) {
   std::ostringstream out;
-  out << "# Sweep `" << a.sweep << "`: " << a.metric << " vs the baseline\n\n" << md_code(headline(a)) << "\n\n";
+  out << "# Sweep " << md_code(a.sweep) << ": " << a.metric << " vs the baseline\n\n" << md_code(headline(a)) << "\n\n";
   Rows rows;
   for (size_t i = 0; i < a.variants.size(); ++i) {
     std::vector<std::string> row;
@@ -447,8 +461,9 @@ std::string render_markdown(const ReportInput& in, const Analysis& a, const std:
       out << "![" << p.title << "](" << p.file << ")\n\n";
     }
   }
-  out << "\n## The sweep file\n\n`" << in.file << "` as it was run:\n\n````yaml\n" << in.spec
-      << (ends_with(in.spec, "\n") ? "" : "\n") << "````\n";
+  const std::string fence(std::max<size_t>(4, backtick_run(in.spec) + 1), '`');  // nothing in it can close it
+  out << "\n## The sweep file\n\n" << md_code(in.file) << " as it was run:\n\n" << fence << "yaml\n" << in.spec
+      << (ends_with(in.spec, "\n") ? "" : "\n") << fence << "\n";
   return out.str();
 }
 

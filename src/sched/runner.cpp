@@ -98,7 +98,7 @@ void SweepRunner::clear_block() {
 
 void SweepRunner::say(const std::string& line) {
   clear_block();
-  std::printf("[%s] %s\n", clock_time().c_str(), line.c_str());
+  std::printf("[%s] %s\n", clock_time().c_str(), printable(line).c_str());
   std::fflush(stdout);
 }
 

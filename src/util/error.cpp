@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "util/text.h"
+
 namespace sweep {
 
 Error io_error(const std::string& doing, const std::string& path, int err) {
@@ -18,7 +20,7 @@ std::string Diagnostic::str() const {
       out += ":" + std::to_string(col);
     }
   }
-  return out + ": " + message;
+  return printable(out + ": " + message);  // a name from the file may hold escape sequences
 }
 
 static std::string join(const std::vector<Diagnostic>& diagnostics) {

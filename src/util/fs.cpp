@@ -86,7 +86,7 @@ void remove_stale_temporaries(const fs::path& dir) {
 std::unique_ptr<FileLock> FileLock::try_lock(const fs::path& path, std::string* holder) {
   const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw Error("cannot open the lock " + path.string() + ": " + std::strerror(errno));
+    throw io_error("open the lock", path.string(), errno);
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (holder != nullptr) {

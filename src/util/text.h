@@ -15,6 +15,12 @@ std::string trim(const std::string& s);
 std::vector<std::string> split(const std::string& s, char sep);
 std::string join(const std::vector<std::string>& parts, const std::string& sep);
 bool ends_with(const std::string& s, const std::string& suffix);
+// The offset of the first byte that is not valid UTF-8 (overlong forms and surrogates included),
+// or std::string::npos when `s` is valid UTF-8.
+size_t invalid_utf8_at(const std::string& s);
+// `s` safe to print on a terminal: control characters (escape sequences, carriage returns)
+// written as \xNN; newlines and tabs kept.
+std::string printable(const std::string& s);
 
 // 1234 -> "1.2k", 2500000 -> "2.50M"; for progress lines.
 std::string format_count(double n);

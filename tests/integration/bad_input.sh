@@ -50,4 +50,32 @@ YAML
 expect_rc 2 "$SWEEP" run evil.yaml --results evil-results 2> err.txt
 grep -q "invalid intervention name 'x; touch PWNED'" err.txt || fail "unsafe names: $(cat err.txt)"
 [ ! -e PWNED ] && [ ! -e PWNED2 ] && [ ! -e evil-results ] || fail "a rejected sweep must run and write nothing"
+
+# the datasets of a sweep, checked before anything runs or is written: a missing one at its key,
+# a truncated shard by name (data/bytes' val shard was cut above)
+cat > ds.yaml <<'YAML'
+sweep: ds
+baseline: base
+base:
+  data: {dataset: data/bytes}
+  train: {tokens: 64K}
+interventions:
+  base: {}
+  elsewhere: {data.dataset: data/nowhere}
+YAML
+expect_rc 2 "$SWEEP" run ds.yaml --results ds-results 2> err.txt
+grep -q "^ds.yaml:8:15: data.dataset 'data/nowhere': not found in the sweep file's folder or any folder above it" err.txt ||
+  fail "a sweep's missing dataset: $(cat err.txt)"
+grep -q "^ds.yaml:4:19: data.dataset 'data/bytes': token shard $PWD/data/bytes/val_000.bin: truncated" err.txt ||
+  fail "a sweep's truncated shard: $(cat err.txt)"
+[ ! -e ds-results ] || fail "a sweep with a bad dataset must write nothing"
+
+# Slurm options are written into a script: one plain value each, refused before anything else
+rm -rf data/bytes corpus && prepare_bytes
+tiny_sweep ok.yaml ok 10
+expect_rc 2 "$SWEEP" run ok.yaml --results slurm-results --executor slurm --partition $'debug\n#SBATCH --uid=0' 2> err.txt
+grep -q "^sweep: --partition 'debug" err.txt || fail "a partition with a newline: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run ok.yaml --results slurm-results --executor slurm --time '1:00; rm -rf ~' 2> err.txt
+grep -q "a Slurm time limit is minutes" err.txt || fail "a time with a command: $(cat err.txt)"
+[ ! -e slurm-results ] || fail "refused Slurm options must write nothing"
 echo "bad_input: ok"

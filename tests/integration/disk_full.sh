@@ -69,5 +69,15 @@ rm res/filler
 "$SWEEP" run s.yaml --results res --devices cpu:2x1 > run4.txt 2>&1 || fail "after space was freed: $(cat run4.txt)"
 check_as_reference
 [ -z "$(find res -name '*.tmp.*' -o -name '.sweep-reserve')" ] || fail "left behind: $(find res -name '*.tmp.*' -o -name '.sweep-reserve')"
-cat run1.txt run3.txt
+
+# ---- a read-only results folder: one line, nothing changed ----
+sed 's/^  base: {}/  base: {}\n  lr2: {train.lr: 2e-3}/' s.yaml > more.yaml
+before=$(sql "SELECT COUNT(*) FROM runs")
+mount -o remount,ro res
+code=0; "$SWEEP" run more.yaml --results res --devices cpu:2x1 > run5.txt 2>&1 || code=$?
+[ "$code" -eq 74 ] && [ "$(wc -l < run5.txt)" -eq 1 ] && grep -q "Read-only file system" run5.txt ||
+  fail "a read-only folder: exit $code, $(cat run5.txt)"
+mount -o remount,rw res
+[ "$(sql "SELECT COUNT(*) FROM runs")" -eq "$before" ] || fail "a refused sweep run changed the database"
+cat run1.txt run3.txt run5.txt
 echo "disk_full: ok"

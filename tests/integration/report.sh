@@ -10,11 +10,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p results/runs
 "$SWEEP" ingest results >/dev/null
 
-evil='<script>alert(1)</script>'
+evil='=1+1<script>alert(1)</script>'  # a formula for a spreadsheet, a script for a browser
 sql() { sed "s/'/''/g" <<<"$1"; }  # a string literal's body
 {
   echo "BEGIN;"
-  echo "INSERT INTO sweeps(name, file, spec, baseline, updated_at) VALUES ('fixture', 'fixture.yaml', 'sweep: fixture', 'baseline', 0);"
+  echo "INSERT INTO sweeps(name, file, spec, baseline, updated_at) VALUES ('fixture', 'fix\`ture.yaml', 'sweep: fixture
+# \`\`\`\` a comment that must not close report.md''s fence', 'baseline', 0);"
   pos=0
   # variant: test loss of seeds 1, 2, 3 ('-' = diverged)
   while read -r name values; do
@@ -50,9 +51,9 @@ EOF
 "$SWEEP" report fixture --out report > table.txt 2> err.txt || { cat table.txt err.txt; fail "sweep report failed"; }
 cat table.txt
 
-# The ranked order and the verdicts: good, <script>, baseline, noisy, bad, then the diverged one.
+# The ranked order and the verdicts: good, =1+1<script>, baseline, noisy, bad, then the diverged one.
 rows=$(awk '$1 ~ /^[0-9]+$/ {print $1, $2}' table.txt)
-[ "$rows" = "$(printf '1 good\n2 <script>alert(1)</script>\n3 baseline\n4 noisy\n5 bad\n6 unstable')" ] ||
+[ "$rows" = "$(printf '1 good\n2 =1+1<script>alert(1)</script>\n3 baseline\n4 noisy\n5 bad\n6 unstable')" ] ||
   fail "unexpected ranking: $rows"
 verdict() { grep -E "^[0-9]+ +$1 " table.txt | grep -oE 'better|worse|in the noise|baseline|diverged' | sed -n 1p; }
 [ "$(verdict good)" = better ] || fail "good: $(verdict good)"
@@ -70,6 +71,11 @@ done
 # No user string reaches the HTML unescaped.
 ! grep -q '<script>alert' report/index.html || fail "the variant's name reached index.html unescaped"
 grep -q '&lt;script&gt;alert(1)&lt;/script&gt;' report/index.html || fail "the escaped name is missing"
+grep -q "^fixture,'=1+1<script>" report/summary.csv || fail "a cell a spreadsheet would run: $(cat report/summary.csv)"
+# The sweep file's text in a fence longer than any backtick run in it, the file name in a code span.
+grep -qx '`````yaml' report/report.md && [ "$(grep -cx '`````' report/report.md)" -eq 1 ] ||
+  fail "report.md's fence: $(sed -n '/The sweep file/,$p' report/report.md)"
+grep -q '^`` fix`ture.yaml `` as it was run' report/report.md || fail "the file name's code span"
 
 # report.json holds the ranking for pipelines; the SVGs parse and hold one series per variant.
 python3 - "$evil" <<'PY' || fail "report.json or the SVG plots are wrong"

@@ -72,7 +72,24 @@ rm "res/runs/$crash/test-fault" "res/runs/$oom/test-fault"
 "$SWEEP" run c.yaml --results res --devices cpu:2x1 --retry-failed > run5.txt
 [ "$(status_of crash 1)" = done ] && [ "$(status_of oom 2)" = done ] || fail "--retry-failed: $(cat run5.txt)"
 
-# ---- Ctrl-C: runs checkpoint and are recorded interrupted; the next run resumes them ----
+# ---- a worker started by hand on a run the scheduler trains: refused, the run untouched ----
+tiny_sweep f.yaml manual 350  # runs of their own (the other sweeps share their base runs)
+"$SWEEP" plan f.yaml --results res > plan.txt
+victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+"$SWEEP" run f.yaml --results res --devices cpu:1x1 > run10.txt &
+sched=$!
+wait_for_train_events "res/runs/$victim/events.jsonl" 20
+trainer=$(worker_pid "$victim")
+code=0
+"$SWEEP" worker "res/runs/$victim/config.yaml" --run-dir "res/runs/$victim" --data data/bytes --resume > manual.txt 2>&1 ||
+  code=$?
+[ "$code" -eq 2 ] && grep -q "is being trained by another process (pid $trainer)" manual.txt ||
+  fail "a second process on a run: exit $code, $(cat manual.txt)"
+wait "$sched" || fail "the sweep beside a refused worker: $(cat run10.txt)"
+[ "$(count '"event":"start"' "res/runs/$victim/events.jsonl")" -eq 1 ] || fail "the refused worker wrote events"
+check_database
+
+
 # the target is 4× wider than the other runs (~16× the work a step), so that it is still training
 # when each Ctrl-C arrives (the 32-wide run finished first on a loaded CI machine)
 tiny_sweep d.yaml ctrlc 400 "nodrop2: {model.dropout: 0.0, train.lr: 2e-3, model.n_embd: 128}"

@@ -38,3 +38,18 @@ TEST_CASE("split and trim") {
   CHECK(split("train.lr", '.') == std::vector<std::string>{"train", "lr"});
   CHECK(trim("  a b \n") == "a b");
 }
+
+TEST_CASE("UTF-8 validation: the first bad byte, overlong forms and surrogates included") {
+  CHECK(invalid_utf8_at("plain ascii") == std::string::npos);
+  CHECK(invalid_utf8_at("gr\xc3\xbc\xc3\x9f dich, \xe2\x82\xac, \xf0\x9f\x98\x80") == std::string::npos);
+  CHECK(invalid_utf8_at("ab\xff") == 2);
+  CHECK(invalid_utf8_at("a\xc3") == 1);             // cut short
+  CHECK(invalid_utf8_at("\xc0\xaf") == 0);          // overlong '/'
+  CHECK(invalid_utf8_at("x\xed\xa0\x80") == 1);     // a surrogate
+  CHECK(invalid_utf8_at("\xf4\x90\x80\x80") == 0);  // past U+10FFFF
+}
+
+TEST_CASE("printable: escape sequences cannot reach the terminal") {
+  CHECK(printable("red \x1b[31mtext\r") == "red \\x1b[31mtext\\x0d");
+  CHECK(printable("two\nlines\tkept") == "two\nlines\tkept");
+}
