@@ -22,28 +22,47 @@ DatasetInfo read_dataset(const std::string& dir) {
   }
   DatasetInfo info;
   info.dir = dir;
-  try {
-    YAML::Node root = YAML::LoadFile(yaml.string());
-    info.tokenizer = root["tokenizer"].as<std::string>();
-    info.tokenizer_model = root["tokenizer_model"] ? root["tokenizer_model"].as<std::string>() : "";
-    info.vocab_size = root["vocab_size"].as<int64_t>();
-    info.eot_token = root["eot_token"].as<int64_t>();
-    for (const char* name : {"train", "val", "test"}) {
-      YAML::Node s = root["splits"][name];
-      if (!s) {
-        throw Error(yaml.string() + ": split '" + name + "' is missing", Exit::bad_input);
+  // Written by `sweep data prepare`, but a file another process wrote: every key checked.
+  auto get = [&](const YAML::Node& map, const std::string& key, auto fallback, bool required = true) {
+    using T = decltype(fallback);
+    const YAML::Node value = map.IsMap() ? map[key] : YAML::Node();
+    if (!value.IsDefined() || value.IsNull()) {
+      if (required) {
+        throw Error(yaml.string() + ": '" + key + "' is missing — prepare the dataset again", Exit::bad_input);
       }
-      SplitInfo split;
-      split.documents = s["documents"].as<int64_t>();
-      split.tokens = s["tokens"].as<int64_t>();
-      split.bytes = s["bytes"].as<int64_t>();
-      split.shards = s["shards"].as<std::vector<std::string>>();
-      info.splits[name] = split;
+      return fallback;
     }
+    try {
+      return value.as<T>();
+    } catch (const YAML::Exception&) {
+      throw Error(yaml.string() + ":" + std::to_string(value.Mark().line + 1) + ": '" + key +
+                      "' has the wrong type — prepare the dataset again",
+                  Exit::bad_input);
+    }
+  };
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(yaml.string());
   } catch (const YAML::Exception& e) {
-    throw Error(yaml.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg +
-                    " — prepare the dataset again",
+    throw Error(yaml.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg + " — prepare the dataset again",
                 Exit::bad_input);
+  }
+  info.tokenizer = get(root, "tokenizer", std::string());
+  info.tokenizer_model = get(root, "tokenizer_model", std::string(), false);
+  info.vocab_size = get(root, "vocab_size", int64_t{0});
+  info.eot_token = get(root, "eot_token", int64_t{0});
+  const YAML::Node splits = root.IsMap() ? root["splits"] : YAML::Node();
+  for (const char* name : {"train", "val", "test"}) {
+    const YAML::Node s = splits.IsMap() ? splits[name] : YAML::Node();
+    if (!s.IsMap()) {
+      throw Error(yaml.string() + ": split '" + name + "' is missing — prepare the dataset again", Exit::bad_input);
+    }
+    SplitInfo split;
+    split.documents = get(s, "documents", int64_t{0});
+    split.tokens = get(s, "tokens", int64_t{0});
+    split.bytes = get(s, "bytes", int64_t{0});
+    split.shards = get(s, "shards", std::vector<std::string>());
+    info.splits[name] = split;
   }
   return info;
 }

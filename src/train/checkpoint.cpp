@@ -1,17 +1,21 @@
 #include "train/checkpoint.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
+#include "build_options.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -88,6 +92,23 @@ void open_archive(const std::string& path, torch::serialize::InputArchive& root,
   } catch (const c10::Error& e) {
     throw Error("cannot read checkpoint " + path + ": " + e.what_without_backtrace());
   }
+}
+
+// A fault for the tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON): `test-fault` in
+// the run directory holding "kill_in_save:N" kills the worker (SIGKILL) inside the save at step
+// N, between setting the latest checkpoint aside and putting the new one in its place.
+void kill_in_save_hook(const std::string& path, int64_t step) {
+#ifdef SWEEP_TEST_HOOKS
+  const fs::path fault = fs::path(path).parent_path().parent_path() / "test-fault";
+  std::error_code ec;
+  if (fs::exists(fault, ec) && trim(read_file(fault)) == "kill_in_save:" + std::to_string(step)) {
+    std::fprintf(stderr, "test-fault: killed inside the checkpoint save at step %lld\n", static_cast<long long>(step));
+    ::kill(::getpid(), SIGKILL);
+  }
+#else
+  (void)path;
+  (void)step;
+#endif
 }
 
 }  // namespace
@@ -195,6 +216,7 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
     if (fs::exists(path) && (fs::rename(path, previous_checkpoint(path), ec), ec)) {
       throw io_error("keep the previous checkpoint as", previous_checkpoint(path), ec.value());
     }
+    kill_in_save_hook(path, meta.step);
   });
 }
 

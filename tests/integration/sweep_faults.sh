@@ -90,6 +90,28 @@ wait "$sched" || fail "the sweep beside a refused worker: $(cat run10.txt)"
 check_database
 
 
+# ---- kill -9 inside a checkpoint save, between its renames: the previous checkpoint, exactly ----
+tiny_sweep g.yaml insave 300
+"$SWEEP" plan g.yaml --results res > plan.txt
+victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+mkdir -p "res/runs/$victim" && echo "kill_in_save:40" > "res/runs/$victim/test-fault"
+"$SWEEP" run g.yaml --results res --devices cpu:2x1 > run11.txt || true
+grep -q "test-fault: killed inside the checkpoint save at step 40" "res/runs/$victim/worker.log" ||
+  fail "the save was not killed: $(cat run11.txt)"
+[ ! -e "res/runs/$victim/checkpoint/ckpt.pt" ] && [ -e "res/runs/$victim/checkpoint/ckpt.prev.pt" ] &&
+  [ -n "$(find "res/runs/$victim/checkpoint" -name '.ckpt.pt.tmp.*')" ] ||
+  fail "killed between the renames: $(ls -a "res/runs/$victim/checkpoint")"
+rm "res/runs/$victim/test-fault"
+"$SWEEP" run g.yaml --results res --devices cpu:2x1 --retry-failed > run12.txt || fail "after the kill: $(cat run12.txt)"
+grep -q "ckpt.pt: missing — resumed from .*/ckpt.prev.pt at step 20" "res/runs/$victim/train.log" ||
+  fail "no fallback said: $(cat "res/runs/$victim/train.log")"
+[ -z "$(find "res/runs/$victim" -name '*.tmp.*')" ] || fail "the killed save's temporary file is left"
+"$SWEEP" train "res/runs/$victim/config.yaml" --run-dir straight-insave --set resources.threads=1 > /dev/null 2>&1
+[ "$(test_loss "res/runs/$victim")" = "$(test_loss straight-insave)" ] ||
+  fail "after a kill inside a save: test loss $(test_loss "res/runs/$victim"), uninterrupted $(test_loss straight-insave)"
+check_database
+
+# ---- Ctrl-C: runs checkpoint and are recorded interrupted; the next run resumes them ----
 # the target is 4× wider than the other runs (~16× the work a step), so that it is still training
 # when each Ctrl-C arrives (the 32-wide run finished first on a loaded CI machine)
 tiny_sweep d.yaml ctrlc 400 "nodrop2: {model.dropout: 0.0, train.lr: 2e-3, model.n_embd: 128}"

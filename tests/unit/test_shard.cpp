@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "data/dataset.h"
 #include "data/shard.h"
 #include "helpers.h"
 #include "util/error.h"
@@ -69,4 +70,28 @@ TEST_CASE("a token outside the vocabulary is rejected with its position") {
   const std::string msg = error_of(dir.str("v.bin"), 256);
   CHECK(msg.find("token 300 at position 2 is outside the vocabulary (size 256)") != std::string::npos);
   CHECK(read_shard(dir.str("v.bin"), 301).size() == 4);
+}
+
+TEST_CASE("a malformed dataset.yaml, or shards that disagree with it, are reported by name") {
+  test::TempDir dir;
+  const std::string yaml = dir.str("dataset.yaml");
+  auto problem = [&](const std::string& text) {
+    write_file_atomic(yaml, text);
+    try {
+      check_shards(read_dataset(dir.str()));
+    } catch (const Error& e) {
+      CHECK(e.code() == Exit::bad_input);
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  CHECK(problem("") == yaml + ": 'tokenizer' is missing — prepare the dataset again");
+  CHECK(problem("tokenizer: bytes\nvocab_size: lots\n") == yaml + ":2: 'vocab_size' has the wrong type — prepare the dataset again");
+  CHECK(problem("tokenizer: bytes\nvocab_size: 256\neot_token: 0\nsplits: 5\n") ==
+        yaml + ": split 'train' is missing — prepare the dataset again");
+  write_shard(dir.str("s.bin"), {1, 2, 3});
+  const std::string split = "{documents: 1, tokens: 4, bytes: 4, shards: [s.bin]}";
+  CHECK(problem("tokenizer: bytes\nvocab_size: 256\neot_token: 0\nsplits: {train: " + split + ", val: " + split +
+                ", test: " + split + "}\n") ==
+        yaml + ": the test split has 4 tokens, its shards hold 3 — prepare the dataset again");
 }
