@@ -141,8 +141,18 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   return Exit::ok;
 }
 
-// The values written into the sbatch script as they are: refused unless plainly one value each.
-std::string slurm_option_problem(const SweepOptions& o) {
+// The values written into the sbatch script as they are: refused unless plainly one value each;
+// and the folders written one per line (tab-separated) into its runs file.
+std::string slurm_option_problem(const SweepOptions& o, const SweepSpec& spec) {
+  std::vector<std::string> folders{fs::absolute(o.results).string()};
+  for (const auto& run : spec.runs) {
+    folders.push_back(run.config.data.dir);
+  }
+  for (const auto& f : folders) {
+    if (f.find_first_of("\t\n") != std::string::npos) {
+      return "'" + f + "' has a tab or a line break, which the Slurm executor's run list cannot hold — rename it";
+    }
+  }
   const auto plain = [](const std::string& v, const std::string& allowed) {
     return std::all_of(v.begin(), v.end(), [&](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) != 0 || allowed.find(c) != std::string::npos;
@@ -162,7 +172,7 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
   const bool slurm = o.executor == "slurm";
   if (!slurm) {
     check_fits(spec, o.devices);  // before anything is written
-  } else if (const std::string bad = slurm_option_problem(o); !bad.empty()) {
+  } else if (const std::string bad = slurm_option_problem(o, spec); !bad.empty()) {
     throw Error(bad, Exit::bad_input);
   } else if (!find_program("sbatch")) {
     throw Error("--executor slurm: sbatch not found — run on a Slurm login node (Debian: slurm-client)",

@@ -480,6 +480,10 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       continue;  // not an event
     }
     const std::string type = field_or<std::string>(ev, field::event, "");
+    const bool has_step = ev.contains(field::step) && ev[field::step].is_number_integer();
+    if (!has_step && type != events::end) {
+      continue;  // an event that cannot be placed in the run (a failed worker's end event has no step)
+    }
     const int64_t step = field_or<int64_t>(ev, field::step, 0);
     const bool has_time = ev.contains(field::time) && ev[field::time].is_number();
     const double time = has_time ? ev[field::time].get<double>() : 0.0;

@@ -53,6 +53,9 @@ grep -q "4 runs, 4 already finished, 0 to run" proj/exp/run3.txt || fail "a fini
 # ---- the dataset gone and the database lost: rebuilt from the folder, reported ----
 mv proj/data proj/data-elsewhere
 rm far/away/sweep.db*
+# ... and lines no worker writes, among a finished run's events: skipped, the rest counts
+events=$(ls far/away/runs/*/events.jsonl | sed -n 1p)
+{ echo 'not json'; echo '{"event":"train","step":"seven","loss":[]}'; echo '[1, 2]'; } >> "$events"
 "$SWEEP" ingest far/away > ingest.txt 2>&1 || fail "ingest of a moved folder: $(cat ingest.txt)"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] || fail "ingest: $(sql 'SELECT run_id, status FROM runs')"
 [ "$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'moved'")" -eq 4 ] || fail "ingest lost the sweep's membership"

@@ -234,6 +234,7 @@ TEST_CASE("events with fields of the wrong type, or that are no object, are skip
   CHECK_NOTHROW(store.ingest(id, {R"({"event":"start","step":"zero","total_steps":[6],"time":10})",
                                   R"({"event":"train","step":1,"tokens":"many","loss":3.0,"lr":"high","grad_norm":1.0,"tokens_per_s":{},"time":11})",
                                   R"([1, 2, 3])", R"(42)", R"({"event":7})",
+                                  R"({"event":"train","step":"seven","loss":[]})",  // no step: not placed at 0
                                   R"({"event":"eval","split":5,"step":1,"tokens":100,"loss":3.1,"time":12})",
                                   R"({"event":"end","status":["done"],"reason":1,"time":13})"}));
   store.ingest(id, {R"({"event":"train","step":2,"tokens":200,"loss":2.5,"lr":0.001,"grad_norm":1.0,"tokens_per_s":100,"time":14})"});
@@ -242,6 +243,7 @@ TEST_CASE("events with fields of the wrong type, or that are no object, are skip
   CHECK(row.tokens == 200);
   CHECK(row.status == RunState::failed);  // an end whose status is no state
   CHECK(store.metrics(id, "val").size() == 1);  // the split that was no string read as val
+  CHECK(store.metric_rows(id) == 3);            // train steps 1 and 2, the val row: nothing at step 0
 }
 
 TEST_CASE("a start event whose code or numerics has the wrong type is ingested, with the code unknown") {
