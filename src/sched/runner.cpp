@@ -323,8 +323,8 @@ Exit SweepRunner::run() {
       }
       if (!m_halt.empty() && !halted) {  // the others stop too, checkpointed: they would fail alike
         halted = true;
-        say("stopping the sweep: " + m_halt);
-        say(m_executor->stop(1));
+        m_executor->stop(1);  // its words are for Ctrl-C
+        say("stopping the sweep: nothing more starts, the running runs checkpoint");
       }
       // In plan order: the next run starts when the executor has room for it.
       while (!stopping() && !m_queue.empty() && m_executor->can_start(*m_queue.front())) {
