@@ -53,20 +53,11 @@ grep -q "invalid intervention name 'x; touch PWNED'" err.txt || fail "unsafe nam
 
 # the datasets of a sweep, checked before anything runs or is written: a missing one at its key,
 # a truncated shard by name (data/bytes' val shard was cut above)
-cat > ds.yaml <<'YAML'
-sweep: ds
-baseline: base
-base:
-  data: {dataset: data/bytes}
-  train: {tokens: 64K}
-interventions:
-  base: {}
-  elsewhere: {data.dataset: data/nowhere}
-YAML
+tiny_sweep ds.yaml ds 10 "elsewhere: {data.dataset: data/nowhere}"
 expect_rc 2 "$SWEEP" run ds.yaml --results ds-results 2> err.txt
-grep -q "^ds.yaml:8:15: data.dataset 'data/nowhere': not found in the sweep file's folder or any folder above it" err.txt ||
+grep -q "^ds.yaml:11:15: data.dataset 'data/nowhere': not found in the sweep file's folder or any folder above it" err.txt ||
   fail "a sweep's missing dataset: $(cat err.txt)"
-grep -q "^ds.yaml:4:19: data.dataset 'data/bytes': token shard $PWD/data/bytes/val_000.bin: truncated" err.txt ||
+grep -q "^ds.yaml:5:19: data.dataset 'data/bytes': token shard $PWD/data/bytes/val_000.bin: truncated" err.txt ||
   fail "a sweep's truncated shard: $(cat err.txt)"
 [ ! -e ds-results ] || fail "a sweep with a bad dataset must write nothing"
 
