@@ -48,7 +48,9 @@ Exit run_report(const ReportOptions& o) {
   if (fs::create_directories(out, ec); ec || !fs::is_directory(out)) {
     throw Error("cannot write the report into " + out.string() + ": " +
                     (ec ? ec.message() : std::string("it is not a folder")) + " — pass --out a folder you can write",
-                Exit::bad_input);
+                // a file where a folder should be is the user's; a read-only or full disk is not
+                ec && ec != std::errc::file_exists && ec != std::errc::not_a_directory ? Exit::io_error
+                                                                                       : Exit::bad_input);
   }
   std::string warning;
   const std::vector<Plot> plots =

@@ -48,7 +48,9 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   run->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
   run->add_option("--results", o.results, "Output root: sweep.db and run directories")->capture_default_str();
   run->add_option("--devices", o.devices, "Slots: cpu | cpu:NxT | cuda:0,1,...")->capture_default_str();
-  run->add_option("--retries", o.retries, "Retries of a crashed run (from its checkpoint)")->capture_default_str();
+  run->add_option("--retries", o.retries, "Retries of a crashed run (from its checkpoint)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   run->add_option("--max-preemptions", o.max_preemptions,
                   "Requeues of a run stopped by SIGTERM before it is marked failed (from its checkpoint)")
       ->check(CLI::Range(0, 1000000))
@@ -162,7 +164,17 @@ std::string slurm_option_problem(const SweepOptions& o, const SweepSpec& spec) {
     return "--partition '" + o.partition + "': a partition name (or a comma-separated list) has letters, digits and "
            "_ - . only";
   }
-  if (!plain(o.time, ":-")) {
+  // minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]] (sbatch), or unlimited
+  const size_t dash = o.time.find('-');
+  const std::string clock = dash == std::string::npos ? o.time : o.time.substr(dash + 1);
+  const std::vector<std::string> fields = split(clock, ':');
+  const bool digits = std::all_of(fields.begin(), fields.end(), [](const std::string& f) {
+    return !f.empty() && f.find_first_not_of("0123456789") == std::string::npos;
+  });
+  const bool days_ok = dash == std::string::npos ||
+                       (dash > 0 && o.time.find_first_not_of("0123456789") == dash && fields.size() <= 3);
+  if (!o.time.empty() && o.time != "unlimited" && o.time != "infinite" &&
+      (!digits || fields.size() > 3 || !days_ok)) {
     return "--time '" + o.time + "': a Slurm time limit is minutes or [days-]hours:minutes:seconds, e.g. 2:00:00";
   }
   return "";

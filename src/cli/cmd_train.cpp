@@ -166,8 +166,11 @@ Exit run_train(const TrainOptions& o) {
     result = trainer.run({run_dir, o.resume, &events});
   } catch (const std::exception& e) {
     namespace schema = sweep::events;  // `events` here is the sink
+    // A file that could not be written (disk full) fails nothing: the run resumes from its checkpoint.
+    const auto* error = dynamic_cast<const Error*>(&e);
+    const RunState state = error != nullptr && error->code() == Exit::io_error ? RunState::interrupted : RunState::failed;
     try {
-      events.emit(schema::end, {{schema::field::status, to_string(RunState::failed)}, {schema::field::reason, e.what()}});
+      events.emit(schema::end, {{schema::field::status, to_string(state)}, {schema::field::reason, e.what()}});
     } catch (const std::exception&) {  // the disk may be what failed: the first error is the one to tell
     }
     throw;

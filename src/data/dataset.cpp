@@ -40,6 +40,11 @@ DatasetInfo read_dataset(const std::string& dir) {
                   Exit::bad_input);
     }
   };
+  std::error_code ec;
+  if (!fs::is_regular_file(yaml, ec) || fs::file_size(yaml, ec) > (1u << 20)) {
+    throw Error(yaml.string() + " is not a dataset description (a file of at most 1 MiB) — prepare the dataset again",
+                Exit::bad_input);
+  }
   YAML::Node root;
   try {
     root = YAML::LoadFile(yaml.string());
@@ -51,6 +56,13 @@ DatasetInfo read_dataset(const std::string& dir) {
   info.tokenizer_model = get(root, "tokenizer_model", std::string(), false);
   info.vocab_size = get(root, "vocab_size", int64_t{0});
   info.eot_token = get(root, "eot_token", int64_t{0});
+  // Tokens are uint16: a vocabulary of 1 to 65536, the separator one of them.
+  if (info.vocab_size < 1 || info.vocab_size > 65536 || info.eot_token < 0 || info.eot_token >= info.vocab_size) {
+    throw Error(yaml.string() + ": vocab_size " + std::to_string(info.vocab_size) + " and eot_token " +
+                    std::to_string(info.eot_token) + " are no uint16 vocabulary (1 to 65536 tokens, the separator "
+                    "one of them) — prepare the dataset again",
+                Exit::bad_input);
+  }
   const YAML::Node splits = root.IsMap() ? root["splits"] : YAML::Node();
   for (const char* name : {"train", "val", "test"}) {
     const YAML::Node s = splits.IsMap() ? splits[name] : YAML::Node();

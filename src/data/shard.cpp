@@ -1,5 +1,6 @@
 #include "data/shard.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 
@@ -25,7 +26,7 @@ void write_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
               static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
     out.close();
     if (!out) {
-      throw Error("cannot write token shard " + tmp.string());
+      throw io_error("write the token shard", path, errno);
     }
   });
 }

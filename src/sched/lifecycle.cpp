@@ -67,7 +67,7 @@ std::string ToDo::headline(const SweepSpec& spec) const {
 }
 
 Outcome classify_end(const EndFacts& f) {
-  const std::string stopped_by_user = "stopped by Ctrl-C; `sweep run` again resumes it";
+  const std::string stopped_by_user = "stopped with the sweep; `sweep run` again resumes it";
   if (!f.exit_code) {  // a batch task: its events say how it ended
     if (finished(f.recorded)) {
       return {f.recorded, Then::finished, f.recorded_error};
@@ -96,6 +96,9 @@ Outcome classify_end(const EndFacts& f) {
                   std::to_string(f.max_preemptions) + "); it resumes from its checkpoint with --retry-failed"};
     }
     return {RunState::preempted, Then::requeue, "stopped by SIGTERM; re-queued"};
+  }
+  if (f.stopping && code == 128 + SIGKILL) {  // the second Ctrl-C: its last checkpoint stands
+    return {RunState::interrupted, Then::stopped, "killed with the sweep; `sweep run` again resumes it from its last checkpoint"};
   }
   if (code == static_cast<int>(Exit::io_error)) {
     // Its files could not be written: nothing of it is lost, and every run would fail alike.

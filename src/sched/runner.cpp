@@ -28,18 +28,22 @@ class InterruptHandlers {
     sigaction(SIGINT, &sa, &m_int);
     sigaction(SIGTERM, &sa, &m_term);
     sigaction(SIGHUP, &sa, &m_hup);
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;  // a closed stdout (`| head`) must not kill the sweep: its lines are lost, not it
+    sigaction(SIGPIPE, &ignore, &m_pipe);
     g_interrupts = 0;
   }
   ~InterruptHandlers() {
     sigaction(SIGINT, &m_int, nullptr);
     sigaction(SIGTERM, &m_term, nullptr);
     sigaction(SIGHUP, &m_hup, nullptr);
+    sigaction(SIGPIPE, &m_pipe, nullptr);
   }
   InterruptHandlers(const InterruptHandlers&) = delete;
   InterruptHandlers& operator=(const InterruptHandlers&) = delete;
 
  private:
-  struct sigaction m_int, m_term, m_hup;
+  struct sigaction m_int, m_term, m_hup, m_pipe;
 };
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -102,8 +106,10 @@ void SweepRunner::say(const std::string& line) {
   std::fflush(stdout);
 }
 
-std::string SweepRunner::describe(const std::string& run_id) const {
-  const PlannedRun& run = *m_watched.at(run_id).run;
+std::string SweepRunner::describe(const std::string& run_id) const { return describe(*m_watched.at(run_id).run); }
+
+std::string SweepRunner::describe(const PlannedRun& run) const {
+  const std::string& run_id = run.run_id;
   return run.variant + " seed " + std::to_string(run.config.seeds.init) + "/" + std::to_string(run.config.seeds.data) +
          " (" + run_id + ")";
 }
@@ -142,9 +148,25 @@ void SweepRunner::recover() {
 }
 
 void SweepRunner::launch(const PlannedRun& run) {
-  const RunRow row = *m_store.run(run.run_id);
-  const fs::path dir = row.run_dir;
+  const fs::path dir = m_store.run(run.run_id)->run_dir;
   fs::create_directories(dir);
+  // First what the folder holds that the database has not seen (a run trained by hand, say): a
+  // resume must not leave a hole in the run's curve.
+  reingest_run_dir(m_store, run.run_id, dir.string());
+  const RunRow row = *m_store.run(run.run_id);
+  std::string holder;
+  if (!FileLock::try_lock(dir / ".lock", &holder)) {  // its worker would be refused: not a failure of the run
+    ++m_skipped;
+    m_store.set_status(run.run_id, RunState::interrupted,
+                       "another process (pid " + holder + ") trains it; `sweep run` again takes it up when that ends");
+    say("skip  " + describe(run) + ": another process (pid " + holder + ") trains it; `sweep run` again takes it up");
+    return;
+  }
+  if (finished(row.status)) {
+    ++m_done;
+    say((row.status == RunState::done ? "done  " : "diverged ") + describe(run) + ": trained outside this `sweep run`");
+    return;
+  }
   if (!fs::exists(dir / "config.yaml")) {
     write_file_atomic(dir / "config.yaml", run.config.to_yaml());
   }
@@ -354,7 +376,7 @@ Exit SweepRunner::run() {
   if (g_interrupts > 0) {
     return Exit::interrupted;
   }
-  return failed > 0 ? Exit::failed : Exit::ok;
+  return failed > 0 || m_skipped > 0 ? Exit::failed : Exit::ok;
 }
 
 // The runner failed (the database could not be written, say): its local workers are stopped

@@ -68,7 +68,8 @@ class SweepRunner {
   void draw();
   void clear_block();
   void say(const std::string& line);
-  std::string describe(const std::string& run_id) const;
+  std::string describe(const std::string& run_id) const;  // a watched run
+  std::string describe(const PlannedRun& run) const;
 
   const SweepSpec& m_spec;
   Store& m_store;
@@ -80,6 +81,7 @@ class SweepRunner {
   std::map<std::string, int> m_preemptions;  // requeues after SIGTERM, per run
   std::string m_halt;                        // why the sweep stops (a worker could not write its files)
   int m_done = 0, m_failed = 0, m_finished_before = 0;
+  int m_skipped = 0;  // runs another process was training: neither finished nor failed
   bool m_tty = false;
   size_t m_drawn = 0;  // lines of the live block on the terminal
   double m_last_draw = 0, m_started = 0;

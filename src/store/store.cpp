@@ -115,10 +115,14 @@ Error db_error(const std::string& path, const SQLite::Exception& e) {
   const int code = e.getErrorCode() & 0xff;  // the primary code of an extended one
   const bool outside = code == SQLITE_FULL || code == SQLITE_IOERR || code == SQLITE_READONLY ||
                        code == SQLITE_CANTOPEN || code == SQLITE_PERM;
-  return outside ? Error("database " + path + ": " + e.what() +
-                             " — free space or fix the folder, then run again: nothing finished is lost",
-                         Exit::io_error)
-                 : Error("database " + path + ": " + e.what());
+  if (outside) {
+    return Error("database " + path + ": " + e.what() +
+                     " — free space or fix the folder, then run again: nothing finished is lost",
+                 Exit::io_error);
+  }
+  // Anything else is a database that is not what this sweep wrote: the run folders hold it all.
+  return Error("database " + path + ": " + e.what() + " — the database is damaged: move it aside and rebuild it "
+               "from the run folders with `sweep ingest " + fs::path(path).parent_path().string() + "`");
 }
 
 double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
@@ -304,16 +308,18 @@ void Store::record_sweep(const SweepSpec& spec) try {
   throw db_error(m_path, e);
 }
 
-std::optional<RunRow> Store::run(const std::string& run_id) {
+std::optional<RunRow> Store::run(const std::string& run_id) try {
   SQLite::Statement q(*m_db, std::string("SELECT ") + k_run_columns + " FROM runs WHERE run_id = ?");
   q.bind(1, run_id);
   if (!q.executeStep()) {
     return std::nullopt;
   }
   return read_run(q, m_root);
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-std::vector<SweepRunRow> Store::sweep_runs(const std::string& sweep) {
+std::vector<SweepRunRow> Store::sweep_runs(const std::string& sweep) try {
   SQLite::Statement q(*m_db, std::string("SELECT s.variant, ") + k_run_columns +
                                  " FROM sweep_runs s JOIN runs USING (run_id) JOIN variants v"
                                  " ON v.sweep = s.sweep AND v.name = s.variant WHERE s.sweep = ?"
@@ -324,18 +330,22 @@ std::vector<SweepRunRow> Store::sweep_runs(const std::string& sweep) {
     out.push_back({q.getColumn(0).getString(), read_run(q, m_root, 1)});
   }
   return out;
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-std::vector<SweepSummary> Store::sweeps() {
+std::vector<SweepSummary> Store::sweeps() try {
   std::vector<SweepSummary> out;
   SQLite::Statement q(*m_db, "SELECT name, file FROM sweeps ORDER BY updated_at DESC");
   while (q.executeStep()) {
     out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString()});
   }
   return out;
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) {
+std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   SQLite::Statement q(*m_db, "SELECT name, file, spec, baseline, axes FROM sweeps WHERE name = ?");
   q.bind(1, sweep);
   if (!q.executeStep()) {
@@ -358,9 +368,11 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) {
     info.variants.push_back(variant);
   }
   return info;
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::string& split) {
+std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::string& split) try {
   SQLite::Statement q(*m_db, "SELECT step, tokens, loss FROM metrics WHERE run_id = ? AND split = ? ORDER BY step");
   q.bind(1, run_id);
   q.bind(2, split);
@@ -369,9 +381,11 @@ std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::st
     out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2))});
   }
   return out;
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
-std::vector<Segment> Store::segments(const std::string& run_id) {
+std::vector<Segment> Store::segments(const std::string& run_id) try {
   SQLite::Statement q(*m_db,
                       "SELECT started, last_event, step, code, numerics FROM segments WHERE run_id = ? ORDER BY started");
   q.bind(1, run_id);
@@ -388,6 +402,8 @@ std::vector<Segment> Store::segments(const std::string& run_id) {
     out.push_back(s);
   }
   return out;
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
 void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt) try {
@@ -469,6 +485,19 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
   };
   // The run's progress columns follow its latest train event: written once per batch of lines.
   std::optional<nlohmann::json> latest_train;
+  int64_t total_steps = 0;  // as the latest start said: steps past it are no steps of this run
+  {
+    SQLite::Statement q(*m_db, "SELECT total_steps FROM runs WHERE run_id = ?");
+    q.bind(1, run_id);
+    if (q.executeStep()) {
+      total_steps = q.getColumn(0).getInt64();
+    }
+  }
+  // A loss as a worker writes it: a number, or "nan", "inf", "-inf".
+  auto loss_ok = [](const nlohmann::json& ev) {
+    const auto it = ev.find(field::loss);
+    return it != ev.end() && (it->is_number() || (it->is_string() && (*it == "nan" || *it == "inf" || *it == "-inf")));
+  };
   for (const auto& line : lines) {
     nlohmann::json ev;
     try {
@@ -485,6 +514,16 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       continue;  // an event that cannot be placed in the run (a failed worker's end event has no step)
     }
     const int64_t step = field_or<int64_t>(ev, field::step, 0);
+    // No worker writes these: a step outside the run, a loss that is no loss, a split or an end
+    // state of another type. Skipped, like a line that is no JSON.
+    const bool placed = step >= 0 && (type == events::start || total_steps <= 0 || step <= total_steps);
+    const std::string split = field_or<std::string>(ev, field::split, "");
+    if (!placed || ((type == events::train || type == events::eval) && !loss_ok(ev)) ||
+        (type == events::train && step < 1) ||
+        (type == events::eval && split != events::val_split && split != events::test_split) ||
+        (type == events::end && ev.contains(field::status) && !ev[field::status].is_string())) {
+      continue;
+    }
     const bool has_time = ev.contains(field::time) && ev[field::time].is_number();
     const double time = has_time ? ev[field::time].get<double>() : 0.0;
     if (type == events::start) {
@@ -512,7 +551,8 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       SQLite::Statement q(*m_db,
                           "UPDATE runs SET total_steps = ?, steps = ?, test_loss = NULL, test_bpb = NULL, "
                           "updated_at = ? WHERE run_id = ?");
-      q.bind(1, field_or<int64_t>(ev, field::total_steps, 0));
+      total_steps = field_or<int64_t>(ev, field::total_steps, 0);
+      q.bind(1, total_steps);
       q.bind(2, step);
       q.bind(3, now());
       q.bind(4, run_id);
@@ -535,7 +575,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     } else if (type == events::eval) {
       auto [loss, loss_status] = number(ev[field::loss]);
       put_eval.bind(1, run_id);
-      put_eval.bind(2, field_or<std::string>(ev, field::split, events::val_split));
+      put_eval.bind(2, split);
       put_eval.bind(3, step);
       put_eval.bind(4, field_or<int64_t>(ev, field::tokens, 0));
       bind_opt(put_eval, 5, loss);
@@ -599,11 +639,13 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
 
 std::string Store::integrity_check() { return m_db->execAndGet("PRAGMA integrity_check").getString(); }
 
-int64_t Store::metric_rows(const std::string& run_id) {
+int64_t Store::metric_rows(const std::string& run_id) try {
   SQLite::Statement q(*m_db, "SELECT COUNT(*) FROM metrics WHERE run_id = ?");
   q.bind(1, run_id);
   q.executeStep();
   return q.getColumn(0).getInt64();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
 }
 
 }  // namespace sweep

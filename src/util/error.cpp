@@ -20,7 +20,7 @@ std::string Diagnostic::str() const {
       out += ":" + std::to_string(col);
     }
   }
-  return printable(out + ": " + message);  // a name from the file may hold escape sequences
+  return printable(out + ": " + message, false);  // one line, whatever a name from the file holds
 }
 
 static std::string join(const std::vector<Diagnostic>& diagnostics) {

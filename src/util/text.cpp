@@ -139,17 +139,27 @@ size_t invalid_utf8_at(const std::string& s) {
   return std::string::npos;
 }
 
-std::string printable(const std::string& s) {
+std::string printable(const std::string& s, bool lines) {
   std::string out;
   out.reserve(s.size());
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-      char buf[8];
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const auto next = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
+    char buf[16];
+    if ((c < 0x20 && !(lines && (c == '\n' || c == '\t'))) || c == 0x7f) {
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
+    } else if (c == 0xC2 && next(1) >= 0x80 && next(1) <= 0x9F) {  // a C1 control (8-bit CSI, ...)
+      std::snprintf(buf, sizeof buf, "\\x%02x", next(1));
+      out += buf;
+      ++i;
+    } else if (c == 0xE2 && ((next(1) == 0x80 && (next(2) == 0x8E || next(2) == 0x8F || (next(2) >= 0xAA && next(2) <= 0xAE))) ||
+                             (next(1) == 0x81 && next(2) >= 0xA6 && next(2) <= 0xA9))) {  // bidi controls
+      std::snprintf(buf, sizeof buf, "\\u{%04x}", ((next(1) & 0x3F) << 6 | (next(2) & 0x3F)) | 0x2000);
+      out += buf;
+      i += 2;
     } else {
-      out += ch;
+      out += s[i];
     }
   }
   return out;

@@ -18,9 +18,10 @@ bool ends_with(const std::string& s, const std::string& suffix);
 // The offset of the first byte that is not valid UTF-8 (overlong forms and surrogates included),
 // or std::string::npos when `s` is valid UTF-8.
 size_t invalid_utf8_at(const std::string& s);
-// `s` safe to print on a terminal: control characters (escape sequences, carriage returns)
-// written as \xNN; newlines and tabs kept.
-std::string printable(const std::string& s);
+// `s` safe to print on a terminal: control characters (escape sequences, carriage returns, C1
+// controls) written as \xNN, and the invisible bidirectional controls as \u{NNNN}; newlines and
+// tabs kept only with `lines` (a one-line message has none).
+std::string printable(const std::string& s, bool lines = true);
 
 // 1234 -> "1.2k", 2500000 -> "2.50M"; for progress lines.
 std::string format_count(double n);

@@ -68,5 +68,7 @@ expect_rc 2 "$SWEEP" run ok.yaml --results slurm-results --executor slurm --part
 grep -q "^sweep: --partition 'debug" err.txt || fail "a partition with a newline: $(cat err.txt)"
 expect_rc 2 "$SWEEP" run ok.yaml --results slurm-results --executor slurm --time '1:00; rm -rf ~' 2> err.txt
 grep -q "a Slurm time limit is minutes" err.txt || fail "a time with a command: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run ok.yaml --results slurm-results --executor slurm --time forever 2> /dev/null
+expect_rc 2 "$SWEEP" run ok.yaml --results slurm-results --retries -5 2> /dev/null
 [ ! -e slurm-results ] || fail "refused Slurm options must write nothing"
 echo "bad_input: ok"

@@ -70,6 +70,14 @@ rm res/filler
 check_as_reference
 [ -z "$(find res -name '*.tmp.*' -o -name '.sweep-reserve')" ] || fail "left behind: $(find res -name '*.tmp.*' -o -name '.sweep-reserve')"
 
+# ---- a disk smaller than the scheduler's reserve, two runs at once: resumable all the same ----
+umount res && small_disk res 600k
+code=0; "$SWEEP" run s.yaml --results res --devices cpu:2x1 > run6.txt 2>&1 || code=$?
+[ "$code" -eq 74 ] || fail "a disk smaller than the reserve: exit $code, $(cat run6.txt)"
+mount -o remount,size=64m res
+"$SWEEP" run s.yaml --results res --devices cpu:2x1 > run7.txt 2>&1 || fail "after space was freed: $(cat run7.txt)"
+check_as_reference
+
 # ---- a read-only results folder: one line, nothing changed ----
 sed 's/^  base: {}/  base: {}\n  lr2: {train.lr: 2e-3}/' s.yaml > more.yaml
 before=$(sql "SELECT COUNT(*) FROM runs")
@@ -79,5 +87,5 @@ code=0; "$SWEEP" run more.yaml --results res --devices cpu:2x1 > run5.txt 2>&1 |
   fail "a read-only folder: exit $code, $(cat run5.txt)"
 mount -o remount,rw res
 [ "$(sql "SELECT COUNT(*) FROM runs")" -eq "$before" ] || fail "a refused sweep run changed the database"
-cat run1.txt run3.txt run5.txt
+cat run1.txt run3.txt run6.txt run5.txt
 echo "disk_full: ok"

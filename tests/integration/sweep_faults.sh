@@ -88,6 +88,26 @@ code=0
 wait "$sched" || fail "the sweep beside a refused worker: $(cat run10.txt)"
 [ "$(count '"event":"start"' "res/runs/$victim/events.jsonl")" -eq 1 ] || fail "the refused worker wrote events"
 check_database
+# ... and the other way round: a run trained by hand is skipped (not failed), then taken up whole
+tiny_sweep h.yaml byhand 1200
+"$SWEEP" plan h.yaml --results res > plan.txt
+victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+"$SWEEP" run h.yaml --results res --devices cpu:2x1 > run13.txt 2>&1 &  # writes the run's config.yaml
+sched=$!
+wait_for_train_events "res/runs/$victim/events.jsonl" 20
+kill -INT "$sched"; wait "$sched" || true
+"$SWEEP" worker "res/runs/$victim/config.yaml" --run-dir "res/runs/$victim" --data data/bytes --resume \
+  --set resources.threads=1 > /dev/null 2> byhand.txt &
+byhand=$!
+wait_for_train_events "res/runs/$victim/events.jsonl" 100
+code=0; "$SWEEP" run h.yaml --results res --devices cpu:2x1 > run14.txt 2>&1 || code=$?
+[ "$code" -eq 1 ] && grep -q "skip  base seed 1/1 ($victim): another process (pid $byhand) trains it" run14.txt ||
+  fail "a run trained by hand: exit $code, $(cat run14.txt)"
+[ "$(sql "SELECT status FROM runs WHERE run_id = '$victim'")" = interrupted ] || fail "the skipped run is not resumable"
+wait "$byhand" || fail "the run trained by hand: $(cat byhand.txt)"
+"$SWEEP" run h.yaml --results res --devices cpu:2x1 > run15.txt 2>&1 || fail "after the hand run: $(cat run15.txt)"
+grep -q "done  base seed 1/1 ($victim): trained outside this \`sweep run\`" run15.txt || fail "$(cat run15.txt)"
+check_database
 
 
 # ---- kill -9 inside a checkpoint save, between its renames: the previous checkpoint, exactly ----
@@ -179,4 +199,11 @@ set +e; wait "$sched"; rc=$?; set -e
 [ "$(sql "SELECT COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'early' AND status = 'done'")" -eq 4 ] ||
   fail "after an early Ctrl-C: $(cat run9.txt)"
 check_database
+
+# ---- a closed stdout (`sweep run | head -c 1`): the sweep goes on to the end ----
+tiny_sweep p.yaml piped 250
+{ "$SWEEP" run p.yaml --results res --devices cpu:2x1 || echo "$?" > piped-rc.txt; } | head -c 1 > /dev/null
+[ ! -e piped-rc.txt ] || fail "sweep run with a closed stdout exited $(cat piped-rc.txt)"
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'piped' AND status = 'done'")" -eq 2 ] ||
+  fail "a closed stdout stopped the sweep: $(sql "SELECT status FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'piped'")"
 echo "sweep_faults: ok"

@@ -89,6 +89,9 @@ TEST_CASE("a malformed dataset.yaml, or shards that disagree with it, are report
   CHECK(problem("tokenizer: bytes\nvocab_size: lots\n") == yaml + ":2: 'vocab_size' has the wrong type — prepare the dataset again");
   CHECK(problem("tokenizer: bytes\nvocab_size: 256\neot_token: 0\nsplits: 5\n") ==
         yaml + ": split 'train' is missing — prepare the dataset again");
+  CHECK(problem("tokenizer: bytes\nvocab_size: -7\neot_token: 0\n") ==
+        yaml + ": vocab_size -7 and eot_token 0 are no uint16 vocabulary (1 to 65536 tokens, the separator one of "
+               "them) — prepare the dataset again");
   write_shard(dir.str("s.bin"), {1, 2, 3});
   const std::string split = "{documents: 1, tokens: 4, bytes: 4, shards: [s.bin]}";
   CHECK(problem("tokenizer: bytes\nvocab_size: 256\neot_token: 0\nsplits: {train: " + split + ", val: " + split +

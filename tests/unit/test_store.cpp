@@ -236,14 +236,22 @@ TEST_CASE("events with fields of the wrong type, or that are no object, are skip
                                   R"([1, 2, 3])", R"(42)", R"({"event":7})",
                                   R"({"event":"train","step":"seven","loss":[]})",  // no step: not placed at 0
                                   R"({"event":"eval","split":5,"step":1,"tokens":100,"loss":3.1,"time":12})",
-                                  R"({"event":"end","status":["done"],"reason":1,"time":13})"}));
+                                  R"({"event":"eval","split":"val","step":1,"tokens":100,"loss":3.1,"time":12})",
+                                  R"({"event":"train","step":-5,"loss":1.0})", R"({"event":"train","step":3,"loss":"bogus"})",
+                                  R"({"event":"eval","split":"bogus","step":1,"loss":1.0})",
+                                  R"({"event":"end","status":["done"],"reason":1,"time":13})",
+                                  R"({"event":"end","status":"newer-state","reason":"a newer sweep","time":13})"}));
   store.ingest(id, {R"({"event":"train","step":2,"tokens":200,"loss":2.5,"lr":0.001,"grad_norm":1.0,"tokens_per_s":100,"time":14})"});
   const RunRow row = *store.run(id);
   CHECK(row.steps == 2);        // the good line after the bad ones counts
   CHECK(row.tokens == 200);
-  CHECK(row.status == RunState::failed);  // an end whose status is no state
-  CHECK(store.metrics(id, "val").size() == 1);  // the split that was no string read as val
-  CHECK(store.metric_rows(id) == 3);            // train steps 1 and 2, the val row: nothing at step 0
+  CHECK(row.status == RunState::failed);        // a state this version does not know; one of another type is skipped
+  CHECK(store.metrics(id, "val").size() == 1);  // the split that was no string skipped, the good one kept
+  CHECK(store.metric_rows(id) == 3);            // train steps 1 and 2, the val row: no step -5, 0 or "seven"
+  // A step past the run's total (its start said 6) is no step of it.
+  store.ingest(id, {R"({"event":"start","step":0,"total_steps":6,"time":20})",
+                    R"({"event":"train","step":7,"tokens":700,"loss":2.0})"});
+  CHECK(store.run(id)->steps == 0);
 }
 
 TEST_CASE("a start event whose code or numerics has the wrong type is ingested, with the code unknown") {

@@ -52,4 +52,6 @@ TEST_CASE("UTF-8 validation: the first bad byte, overlong forms and surrogates i
 TEST_CASE("printable: escape sequences cannot reach the terminal") {
   CHECK(printable("red \x1b[31mtext\r") == "red \\x1b[31mtext\\x0d");
   CHECK(printable("two\nlines\tkept") == "two\nlines\tkept");
+  CHECK(printable("two\nlines", false) == "two\\x0alines");
+  CHECK(printable("8-bit \xc2\x9b" "31m, \xe2\x80\xae" "evil, caf\xc3\xa9") == "8-bit \\x9b31m, \\u{202e}evil, caf\xc3\xa9");
 }
