@@ -13,7 +13,7 @@ if [ -z "${SWEEP_MOUNT_NS:-}" ]; then  # again, inside a mount namespace of its 
   exit 77
 fi
 source "$(dirname "$0")/lib.bash"
-trap 'umount "$work/res" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'umount "$work"/res/runs/*/checkpoint "$work/res" 2>/dev/null || true; rm -rf "$work"' EXIT
 command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
 small_disk() {  # small_disk DIR SIZE
   mkdir -p "$1"
@@ -44,20 +44,24 @@ prepare_bytes
 tiny_sweep s.yaml full 300 "nodrop: {model.dropout: 0.0}"
 "$SWEEP" run s.yaml --results ref --devices cpu:2x1 > ref.txt 2>&1 || fail "the reference sweep: $(cat ref.txt)"
 
-# ---- a disk too small for a checkpoint: the worker stops, the sweep stops ----
-small_disk res 700k
+# ---- a disk too small for a checkpoint (the first run's checkpoint folder on a 200k tmpfs; the
+# database has room): the worker stops, the sweep stops ----
+"$SWEEP" plan s.yaml --results res > plan.txt
+first=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+small_disk "res/runs/$first/checkpoint" 200k
 code=0; "$SWEEP" run s.yaml --results res --devices cpu:1x1 > run1.txt 2>&1 || code=$?
 check_stopped run1.txt "$code"
 grep -q "cannot write the checkpoint $PWD/res/runs/.*/checkpoint/ckpt.pt: No space left on device" run1.txt ||
   fail "the message names the checkpoint: $(cat run1.txt)"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'interrupted'")" -eq 1 ] || fail "one run stopped: $(cat run1.txt)"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'pending'")" -eq 3 ] || fail "the others never started: $(cat run1.txt)"
-mount -o remount,size=64m res
+mount -o remount,size=64m "res/runs/$first/checkpoint"
 "$SWEEP" run s.yaml --results res --devices cpu:1x1 > run2.txt 2>&1 || fail "after space was freed: $(cat run2.txt)"
 check_as_reference
+umount "res/runs/$first/checkpoint" && rm -rf res
 
 # ---- the disk filled while two runs train: whichever write meets it first ----
-umount res && small_disk res 64m
+small_disk res 64m
 "$SWEEP" run s.yaml --results res --devices cpu:2x1 > run3.txt 2>&1 &
 sched=$!
 for _ in $(seq 1 600); do [ "$(ls res/runs 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.05; done
