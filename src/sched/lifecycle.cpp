@@ -102,11 +102,13 @@ Outcome classify_end(const EndFacts& f) {
   }
   if (code == static_cast<int>(Exit::io_error)) {
     // Its files could not be written: nothing of it is lost, and every run would fail alike.
+    // Its last "sweep: cannot write PATH: ..." (srun may add a line of its own after it).
     const std::vector<std::string> lines = split(trim(f.log_tail), '\n');
-    const std::string said = lines.empty() ? "" : lines.back();  // "sweep: cannot write PATH: ..."
+    const auto said = std::find_if(lines.rbegin(), lines.rend(),
+                                   [](const std::string& l) { return l.rfind("sweep: ", 0) == 0; });
     return {RunState::interrupted, Then::halt,
-            said.rfind("sweep: ", 0) == 0 ? said.substr(7)
-                                          : "its files could not be written (exit 74); `sweep run` again resumes it"};
+            said != lines.rend() ? said->substr(7)
+                                 : "its files could not be written (exit 74); `sweep run` again resumes it"};
   }
   if (f.out_of_memory) {
     return {RunState::oom, Then::give_up,

@@ -222,6 +222,14 @@ WorkerEnd SlurmExecutor::ended(const Task& t) const {
   end.log = (fs::path(m_dir) / ("task-" + t.job + ".out")).string();  // --output=task-%A_%a.out
   end.detail = "Slurm task " + t.job + " ended without a result — " + end.log;
   end.log_tail = tail_lines(end.log, 5) + tail_lines(fs::path(t.run_dir) / "worker.log", 15);
+  // The script logs "worker exit N" last. Only a worker that could not write its files (74) is
+  // told apart from the rest, which its events already describe: it stops the sweep, as locally.
+  const std::vector<std::string> out = split(trim(tail_lines(end.log, 1)), ' ');
+  if (out.size() >= 3 && out[out.size() - 3] == "worker" && out[out.size() - 2] == "exit" &&
+      out.back() == std::to_string(static_cast<int>(Exit::io_error))) {
+    end.exit_code = static_cast<int>(Exit::io_error);
+    end.log_tail = tail_lines(fs::path(t.run_dir) / "worker.log", 5);
+  }
   return end;
 }
 

@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 
@@ -44,7 +45,8 @@ uint64_t dropout_seed(int64_t data_seed, int64_t rank) {
 
 // Faults for the scheduler's tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON): a
 // file `test-fault` in the run directory holding "crash_at_step:N" aborts the worker after step
-// N; "oom_at_step:N" fails there the way LibTorch's CPU allocator does when memory runs out.
+// N; "oom_at_step:N" fails there the way LibTorch's CPU allocator does when memory runs out;
+// "disk_full_at_step:N" as a write to a full disk does (exit 74).
 void fault_hook(const std::string& run_dir, int64_t step) {
 #ifdef SWEEP_TEST_HOOKS
   const fs::path fault = fs::path(run_dir) / "test-fault";
@@ -55,6 +57,9 @@ void fault_hook(const std::string& run_dir, int64_t step) {
   if (what == "crash_at_step:" + std::to_string(step)) {
     std::fprintf(stderr, "test-fault: crashing at step %lld\n", static_cast<long long>(step));
     std::abort();
+  }
+  if (what == "disk_full_at_step:" + std::to_string(step)) {
+    throw io_error("write", (fs::path(run_dir) / "events.jsonl").string(), ENOSPC);
   }
   if (what == "oom_at_step:" + std::to_string(step)) {
     throw std::runtime_error("test-fault: DefaultCPUAllocator: can't allocate memory: you tried to allocate "

@@ -55,6 +55,21 @@ await_training() {
   task=
 }
 
+# ---- a task whose worker cannot write its files (exit 74): the sweep stops, resumable ----
+tiny_sweep io.yaml ioslurm 60
+"$SWEEP" plan io.yaml --results res > plan.txt
+victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+mkdir -p "res/runs/$victim" && echo "disk_full_at_step:5" > "res/runs/$victim/test-fault"
+code=0; "$SWEEP" run io.yaml --results res --executor slurm > io.txt 2>&1 || code=$?
+[ "$code" -eq 74 ] && grep -q "stopped base seed 1/1 ($victim) at step .*: cannot write .*events.jsonl: No space left" io.txt ||
+  fail "a Slurm task that cannot write: exit $code, $(cat io.txt)"
+[ "$(sql "SELECT status FROM runs WHERE run_id = '$victim'")" = interrupted ] || fail "the stopped run is not resumable"
+rm "res/runs/$victim/test-fault"
+"$SWEEP" run io.yaml --results res --executor slurm > io2.txt 2>&1 || fail "after the disk was freed: $(cat io2.txt)"
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs JOIN runs USING (run_id) WHERE sweep = 'ioslurm' AND status = 'done'")" -eq 2 ] ||
+  fail "ioslurm: $(cat io2.txt)"
+check_database
+
 # ---- SIGTERM to a task: checkpoint, requeue, resume, the uninterrupted result ----
 tiny_sweep long.yaml preempt 1500
 sed -i 's/^seeds: \[1, 2\]/seeds: [1]/' long.yaml
