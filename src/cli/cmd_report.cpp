@@ -32,7 +32,7 @@ Exit run_report(const ReportOptions& o) {
     throw Error("no database at " + db + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
                 Exit::bad_input);
   }
-  Store store(db);
+  Store store(db, Store::Access::read);
   std::string sweep = o.sweep;
   if (sweep.empty()) {
     const auto all = store.sweeps();

@@ -109,7 +109,7 @@ std::string join_counts(const Map& counts) {
 Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   std::unique_ptr<Store> store;
   if (fs::exists(db_path(o.results))) {  // plan writes nothing: no database, every run pending
-    store = std::make_unique<Store>(db_path(o.results));
+    store = std::make_unique<Store>(db_path(o.results), Store::Access::read);
   }
   std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
               spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
@@ -336,7 +336,7 @@ Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
   if (!fs::exists(db_path(o.results))) {
     throw Error("no database at " + db_path(o.results) + " — run a sweep first (`sweep run FILE`)", Exit::bad_input);
   }
-  Store store(db_path(o.results));
+  Store store(db_path(o.results), Store::Access::read);
   return which == o.ls ? run_ls(store) : run_status(store, o.sweep);
 }
 

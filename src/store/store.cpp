@@ -3,6 +3,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <type_traits>
@@ -206,8 +208,25 @@ RunRow read_run(SQLite::Statement& q, const fs::path& root, int offset = 0) {
 
 }  // namespace
 
-Store::Store(const std::string& path) : m_path(path), m_root(fs::absolute(path).lexically_normal().parent_path()) {
+Store::Store(const std::string& path, Access access)
+    : m_path(path), m_root(fs::absolute(path).lexically_normal().parent_path()) {
   try {
+    if (access == Access::read && fs::exists(path) && ::access(m_root.c_str(), W_OK) != 0) {
+      // A folder this process cannot write (read-only media, another user's results): read the
+      // database as it is — SQLite could not make its WAL index there.
+      std::string uri = "file:";
+      for (const char c : path) {
+        uri += c == '%' ? "%25" : c == '?' ? "%3f" : c == '#' ? "%23" : std::string(1, c);
+      }
+      m_db = std::make_unique<SQLite::Database>(uri + "?immutable=1", SQLite::OPEN_READONLY | SQLite::OPEN_URI);
+      if (schema_version() != k_schema_version) {
+        throw Error("database " + path + " has schema version " + std::to_string(schema_version()) + ", this sweep " +
+                        std::to_string(k_schema_version) + ", and its folder cannot be written — run a sweep command "
+                        "where it can, to migrate it",
+                    Exit::io_error);
+      }
+      return;
+    }
     fs::create_directories(fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path());
     m_db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, 10000);
     m_db->exec("PRAGMA journal_mode=WAL");

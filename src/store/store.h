@@ -77,7 +77,10 @@ class Store {
  public:
   static constexpr int k_schema_version = 4;
 
-  explicit Store(const std::string& path);
+  // read: for commands that only read (report, status, ls, plan) — a database in a folder this
+  // process cannot write is opened read-only, as it is, instead of failing.
+  enum class Access { write, read };
+  explicit Store(const std::string& path, Access access = Access::write);
   ~Store();
 
   // Records the sweep, its variants and its runs (new runs as pending; existing runs, shared

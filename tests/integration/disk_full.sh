@@ -89,6 +89,10 @@ mount -o remount,ro res
 code=0; "$SWEEP" run more.yaml --results res --devices cpu:2x1 > run5.txt 2>&1 || code=$?
 [ "$code" -eq 74 ] && [ "$(wc -l < run5.txt)" -eq 1 ] && grep -q "Read-only file system" run5.txt ||
   fail "a read-only folder: exit $code, $(cat run5.txt)"
+# ... and what only reads it works as it is
+"$SWEEP" status full --results res > status.txt 2>&1 || fail "sweep status on a read-only folder: $(cat status.txt)"
+"$SWEEP" report full --results res --out ro-report > ro-report.txt 2>&1 || fail "report on a read-only folder: $(cat ro-report.txt)"
+grep -q "nodrop" ro-report/report.md || fail "the report of a read-only folder"
 mount -o remount,rw res
 [ "$(sql "SELECT COUNT(*) FROM runs")" -eq "$before" ] || fail "a refused sweep run changed the database"
 cat run1.txt run3.txt run6.txt run5.txt
