@@ -75,19 +75,18 @@ int64_t shard_tokens(const std::string& path) {
 }
 
 std::vector<uint16_t> read_shard(const std::string& path, int64_t vocab_size) {
-  auto fail = [&](const std::string& what) { bad_shard(path, what); };
   std::ifstream in;
   const int64_t count = open_shard(path, in);
   std::vector<uint16_t> tokens(static_cast<size_t>(count));
   in.read(reinterpret_cast<char*>(tokens.data()), count * 2);
   if (!in) {
-    fail("read error");
+    bad_shard(path, "read error");
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] >= vocab_size) {
-      fail("token " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
-           " is outside the vocabulary (size " + std::to_string(vocab_size) +
-           ") — the shard and dataset.yaml disagree");
+      bad_shard(path, "token " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
+                          " is outside the vocabulary (size " + std::to_string(vocab_size) +
+                          ") — the shard and dataset.yaml disagree");
     }
   }
   return tokens;

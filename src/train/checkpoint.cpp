@@ -223,7 +223,7 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                                const torch::Device& device, int64_t rank) {
   if (const auto problem = checkpoint_problem(path)) {
-    throw Error("checkpoint " + path + " is damaged: " + *problem);
+    throw CheckpointDamaged(path, *problem);
   }
   torch::serialize::InputArchive root, model_archive, optim_archive;
   open_archive(path, root, device);
@@ -255,7 +255,7 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
 
 void load_checkpoint_weights(const std::string& path, GPT& model) {
   if (const auto problem = checkpoint_problem(path)) {
-    throw Error("checkpoint " + path + " is damaged: " + *problem);
+    throw CheckpointDamaged(path, *problem);
   }
   torch::serialize::InputArchive root, model_archive;
   open_archive(path, root, torch::kCPU);

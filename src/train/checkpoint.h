@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "train/model.h"
+#include "util/error.h"
 
 namespace sweep {
 
@@ -35,8 +36,20 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
                      const CheckpointMeta& meta, const torch::Device& device,
                      const std::vector<torch::Tensor>& rng_states = {});
 
-// Restores everything saved, with `rank`'s RNG state; returns the metadata. Throws Error,
-// before changing anything, when the file is damaged; and when it holds no state for `rank`.
+// A checkpoint file that fails checkpoint_problem: thrown before anything was loaded from it.
+class CheckpointDamaged : public Error {
+ public:
+  CheckpointDamaged(const std::string& path, std::string problem)
+      : Error("checkpoint " + path + " is damaged: " + problem), m_problem(std::move(problem)) {}
+  const std::string& problem() const { return m_problem; }
+
+ private:
+  std::string m_problem;
+};
+
+// Restores everything saved, with `rank`'s RNG state; returns the metadata. Throws
+// CheckpointDamaged, before changing anything, when the file is damaged; Error when it holds no
+// state for `rank`.
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                                const torch::Device& device, int64_t rank = 0);
 

@@ -200,11 +200,12 @@ std::pair<bool, std::string> Trainer::resume(const std::string& path) {
       // A save stopped between setting the latest aside and putting the new one in place.
       problem = candidate == path && fs::exists(previous) ? std::optional<std::string>("missing") : std::nullopt;
     } else {
-      problem = checkpoint_problem(candidate);
-      if (!problem) {
-        load(candidate);
+      try {
+        load(candidate);  // checks it whole first, and changes nothing when it is not
         return {true, problems.empty() ? "" : problems + " — resumed from " + candidate + " at step " +
                                                   std::to_string(m_step)};
+      } catch (const CheckpointDamaged& e) {
+        problem = e.problem();
       }
       if (m_rank == 0) {
         std::error_code ignored;  // kept for a look, out of the way of the next save
