@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/math/distributions/non_central_t.hpp>
+#include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
@@ -107,6 +108,89 @@ Comparison contrast(const std::vector<std::vector<double>>& groups, const std::v
 
 Comparison compare_welch(const std::vector<double>& baseline, const std::vector<double>& variant, double level) {
   return contrast({baseline, variant}, {1.0, -1.0}, level);
+}
+
+double tost_p(const Comparison& c, double delta) {
+  if (!(c.df > 0) || !std::isfinite(c.se) || !std::isfinite(c.improvement)) {
+    return k_nan;
+  }
+  if (c.se == 0) {
+    return std::abs(c.improvement) < delta ? 0.0 : 1.0;
+  }
+  const boost::math::students_t dist(c.df);
+  const double p_low = boost::math::cdf(boost::math::complement(dist, (c.improvement + delta) / c.se));  // H0: ≤ −δ
+  const double p_high = boost::math::cdf(dist, (c.improvement - delta) / c.se);                         // H0: ≥ δ
+  return std::max(p_low, p_high);
+}
+
+double normal_quantile(double p) { return boost::math::quantile(boost::math::normal(), p); }
+
+double two_sided_level(double c) { return 1.0 - 2.0 * boost::math::cdf(boost::math::complement(boost::math::normal(), c)); }
+
+std::vector<double> spending_boundaries(const std::vector<double>& fractions, double alpha) {
+  const boost::math::normal normal;
+  // Each tail spends alpha/2 by the one-sided function 2 − 2Φ(z_{1−alpha/4}/√t) (as gsDesign's sfLDOF).
+  const double z = normal_quantile(1 - alpha / 4);
+  auto spent = [&](double t) { return 4.0 * boost::math::cdf(boost::math::complement(normal, z / std::sqrt(t))); };
+  auto upper = [&](double x) { return boost::math::cdf(boost::math::complement(normal, x)); };
+  // The score S_k = Z_k·√t_k is Brownian motion in t: independent N(0, t_k − t_{k−1}) increments.
+  // f holds the density of S_k on paths still inside every earlier boundary, on a grid over
+  // (−b_k, b_k), b_k = c_k·√t_k, integrated by Simpson's rule.
+  constexpr int k_points = 801;  // odd: Simpson
+  std::vector<double> out, grid, f;
+  double previous_t = 0, previous_spent = 0;
+  for (double t : fractions) {
+    const double target = spent(t) - previous_spent;
+    double c = 0;
+    if (out.empty()) {
+      c = normal_quantile(1 - target / 2);
+    } else {
+      const double sd = std::sqrt(t - previous_t);
+      const double h = grid[1] - grid[0];
+      // P(|S_k| ≥ b | paths inside so far) for a boundary b, by Simpson over the previous grid.
+      auto crossing = [&](double b) {
+        double sum = 0;
+        for (int i = 0; i < k_points; ++i) {
+          const double w = i == 0 || i == k_points - 1 ? 1 : i % 2 == 1 ? 4 : 2;
+          sum += w * f[i] * (upper((b - grid[i]) / sd) + upper((b + grid[i]) / sd));
+        }
+        return sum * h / 3;
+      };
+      double lo = 0, hi = 40 * std::sqrt(t);  // crossing falls as b grows: bisect
+      for (int i = 0; i < 100; ++i) {
+        const double mid = (lo + hi) / 2;
+        (crossing(mid) > target ? lo : hi) = mid;
+      }
+      c = hi / std::sqrt(t);
+    }
+    // The density at look k inside the new boundary.
+    const double b = c * std::sqrt(t);
+    std::vector<double> next_grid(k_points), next_f(k_points);
+    for (int j = 0; j < k_points; ++j) {
+      next_grid[j] = -b + 2 * b * j / (k_points - 1);
+    }
+    if (out.empty()) {
+      for (int j = 0; j < k_points; ++j) {
+        next_f[j] = boost::math::pdf(normal, next_grid[j] / std::sqrt(t)) / std::sqrt(t);
+      }
+    } else {
+      const double sd = std::sqrt(t - previous_t), h = grid[1] - grid[0];
+      for (int j = 0; j < k_points; ++j) {
+        double sum = 0;
+        for (int i = 0; i < k_points; ++i) {
+          const double w = i == 0 || i == k_points - 1 ? 1 : i % 2 == 1 ? 4 : 2;
+          sum += w * f[i] * boost::math::pdf(normal, (next_grid[j] - grid[i]) / sd) / sd;
+        }
+        next_f[j] = sum * h / 3;
+      }
+    }
+    grid = std::move(next_grid);
+    f = std::move(next_f);
+    out.push_back(c);
+    previous_t = t;
+    previous_spent = spent(t);
+  }
+  return out;
 }
 
 std::vector<double> holm_adjust(const std::vector<double>& p) {

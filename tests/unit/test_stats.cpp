@@ -1,9 +1,14 @@
+// TOST reference values: statsmodels 0.13.5 (Debian bookworm's python3-statsmodels:
+// stats.weightstats.ttost_paired, and ttost_ind with usevar='unequal'). Group-sequential
+// boundaries: DeMets & Lan (1994), Statistics in Medicine 13, Table 1 (O'Brien–Fleming-type
+// spending, five equally spaced looks, two-sided 0.05), and a Monte Carlo check here.
 // Reference values: scipy 1.10.1 (Debian bookworm's python3-scipy: stats.ttest_ind with
 // equal_var=False, stats.ttest_rel, stats.t.ppf), computed once; the sample sizes for power 0.8
 // are the textbook ones (Cohen 1988: d = 0.5 → 64 per group; d = 1 → 17; paired d = 1 → 10).
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 
 #include "report/stats.h"
 
@@ -189,4 +194,60 @@ TEST_CASE("least-squares quadratic and its lowest point on an interval") {
   CHECK(n->a == doctest::Approx(0.1027551469192546).epsilon(1e-9));
   CHECK(n->b == doctest::Approx(-0.3787383705502579).epsilon(1e-9));
   CHECK(n->c == doctest::Approx(5.299429187174156).epsilon(1e-9));
+}
+
+TEST_CASE("TOST equivalence p against statsmodels, paired and Welch") {
+  const Comparison paired = compare_paired({3.70, 3.72, 3.69, 3.71}, {3.68, 3.71, 3.66, 3.70});
+  CHECK(tost_p(paired, 0.03) == doctest::Approx(0.03980249040895203).epsilon(1e-7));
+  CHECK(tost_p(paired, 0.01) == doctest::Approx(0.8924150287152257).epsilon(1e-7));
+  const Comparison welch = compare_welch({3.70, 3.72, 3.69, 3.71}, {3.65, 3.66, 3.68});
+  CHECK(tost_p(welch, 0.06) == doctest::Approx(0.08474281293939957).epsilon(1e-7));
+  CHECK(tost_p(welch, 0.03) == doctest::Approx(0.8267663359906156).epsilon(1e-7));
+  // p < 0.05 exactly when the 90% interval lies inside the margin
+  const Comparison ci90 = compare_paired({3.70, 3.72, 3.69, 3.71}, {3.68, 3.71, 3.66, 3.70}, 0.90);
+  CHECK(ci90.ci_high < 0.03);
+  CHECK(ci90.ci_high > 0.01);
+  // no test, and zero variance
+  CHECK(std::isnan(tost_p(compare_paired({3.7}, {3.6}), 0.1)));
+  const Comparison exact = compare_paired({2.0, 3.0}, {1.5, 2.5});
+  CHECK(tost_p(exact, 0.6) == 0.0);
+  CHECK(tost_p(exact, 0.4) == 1.0);
+}
+
+TEST_CASE("group-sequential boundaries: O'Brien-Fleming-type spending against DeMets and Lan, and by simulation") {
+  const std::vector<double> c = spending_boundaries({0.2, 0.4, 0.6, 0.8, 1.0}, 0.05);
+  REQUIRE(c.size() == 5);
+  const double published[] = {4.877, 3.357, 2.680, 2.290, 2.031};
+  for (int k = 0; k < 5; ++k) {
+    CHECK(c[k] == doctest::Approx(published[k]).epsilon(0.0005));
+  }
+  // one look at the end is the fixed test
+  CHECK(spending_boundaries({1.0}, 0.05)[0] == doctest::Approx(1.959964).epsilon(1e-6));
+  CHECK(two_sided_level(1.959964) == doctest::Approx(0.95).epsilon(1e-6));
+  // Unequal looks: Brownian paths cross at rates that add up to α(t) at each look. 200,000 paths;
+  // the tolerance is 4 binomial standard errors.
+  const std::vector<double> t{0.25, 0.5, 0.75, 1.0};
+  const std::vector<double> b = spending_boundaries(t, 0.10);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  const int paths = 200000;
+  std::vector<int> crossed(t.size(), 0);
+  for (int p = 0; p < paths; ++p) {
+    double s = 0, last = 0;
+    for (size_t k = 0; k < t.size(); ++k) {
+      s += normal(rng) * std::sqrt(t[k] - last);
+      last = t[k];
+      if (std::abs(s) / std::sqrt(t[k]) >= b[k]) {
+        ++crossed[k];
+        break;
+      }
+    }
+  }
+  double cumulative = 0;
+  for (size_t k = 0; k < t.size(); ++k) {
+    cumulative += crossed[k];
+    const double spent = 2 * std::erfc(normal_quantile(1 - 0.10 / 4) / std::sqrt(t[k]) / std::sqrt(2.0));  // 4·(1 − Φ)
+    const double rate = cumulative / paths;
+    CHECK(std::abs(rate - spent) < 4 * std::sqrt(spent * (1 - spent) / paths) + 1e-4);
+  }
 }
