@@ -1,4 +1,5 @@
 // `sweep report`: ranks a sweep's variants against its baseline and writes the report files.
+#include <cmath>
 #include <cstdio>
 #include <unistd.h>
 
@@ -8,8 +9,28 @@
 #include "report/render.h"
 #include "store/store.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sweep {
+
+namespace {
+
+double parse_min_effect(const std::string& option, const std::string& text, const std::string& metric) {
+  size_t used = 0;
+  double v = std::nan("");
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || !std::isfinite(v) || v <= 0) {
+    throw Error(option + " " + printable(text) + ": must be a number above 0 — the smallest improvement that matters, in " +
+                    metric + "'s units (e.g. " + option + " 0.01)",
+                Exit::bad_input);
+  }
+  return v;
+}
+
+}  // namespace
 
 CLI::App* setup_report(CLI::App& app, ReportOptions& o) {
   CLI::App* cmd = app.add_subcommand("report", "Rank a sweep's interventions against its baseline: table, plots, files");
@@ -20,6 +41,9 @@ CLI::App* setup_report(CLI::App& app, ReportOptions& o) {
       ->capture_default_str();
   cmd->add_option("--out", o.out, "Folder for the report files (default: reports/<sweep>)");
   cmd->add_option("--noise-from", o.noise_from, "A sweep whose baseline's seeds give σ (e.g. a noise study)");
+  cmd->add_option("--min-effect", o.min_effect,
+                  "The smallest improvement that matters, in the metric's units: verdicts become better, worse, "
+                  "equivalent (within ±it) or undecided (default: the sweep file's min_effect)");
   cmd->add_option("--format", o.format, "What to print: text (the ranked table), markdown, csv or json")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
       ->capture_default_str();
@@ -41,7 +65,11 @@ Exit run_report(const ReportOptions& o) {
     }
     sweep = all.front().name;
   }
-  const ReportInput input = load_report_input(store, sweep, o.metric, o.noise_from);
+  ReportInput input = load_report_input(store, sweep, o.metric, o.noise_from);
+  if (!o.min_effect.empty()) {
+    input.design.min_effect = parse_min_effect("--min-effect", o.min_effect, o.metric);
+    input.min_effect_source = "--min-effect";
+  }
   const Analysis analysis = analyze(input);
   const fs::path out = o.out.empty() ? fs::path("reports") / input.sweep : fs::path(o.out);
   std::error_code ec;

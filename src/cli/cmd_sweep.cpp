@@ -7,6 +7,8 @@
 #include "cli/commands.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
+#include "report/analysis.h"
+#include "report/load.h"
 #include "sched/lifecycle.h"
 #include "sched/local.h"
 #include "sched/runner.h"
@@ -60,6 +62,11 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
       ->check(CLI::Range(1, 100000000))
       ->capture_default_str();
   run->add_flag("--retry-failed", o.retry_failed, "Run again the runs that ended failed or out of memory");
+  run->add_flag("--until-decided", o.until_decided,
+                "After the declared seeds, add seeds to the interventions still undecided (and the baseline) until "
+                "each is better, worse or equivalent within the file's min_effect, or --max-seeds is reached");
+  run->add_option("--max-seeds", o.max_seeds, "--until-decided: the most seeds per variant (default: 4 × the declared)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
@@ -180,8 +187,96 @@ std::string slurm_option_problem(const SweepOptions& o, const SweepSpec& spec) {
   return "";
 }
 
-Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
+// --until-decided: what the sweep file must declare for seeds to be added (before anything is written).
+void check_until_decided(const SweepOptions& o, const SweepSpec& spec) {
+  if (!o.until_decided) {
+    if (o.max_seeds > 0) {
+      throw Error("--max-seeds " + std::to_string(o.max_seeds) + " needs --until-decided (it caps the seeds that adds)",
+                  Exit::bad_input);
+    }
+    return;
+  }
+  const SeedDesign& d = spec.design;
+  if (!d.seed_list) {
+    throw Error("--until-decided: " + spec.file + " declares seeds as {init, data} or with repeat; seeds are added "
+                "to a list — write seeds: [1, 2, 3] (init = data) to use it", Exit::bad_input);
+  }
+  if (d.first < 2) {
+    throw Error("--until-decided: " + spec.file + " declares 1 seed; the first look needs at least 2 per variant to "
+                "measure the seed noise — declare seeds: [1, 2] or more", Exit::bad_input);
+  }
+  if (d.min_effect <= 0) {
+    throw Error("--until-decided: " + spec.file + " declares no min_effect — without the smallest improvement that "
+                "matters no intervention can be decided equivalent, and every one without an effect would run to the "
+                "cap; add e.g. `min_effect: 0.01` (in test_loss's units) to it", Exit::bad_input);
+  }
+  if (o.max_seeds > 0 && o.max_seeds < d.first) {
+    throw Error("--max-seeds " + std::to_string(o.max_seeds) + " is below the " + std::to_string(d.first) +
+                " seeds " + spec.file + " declares: pass at least " + std::to_string(d.first), Exit::bad_input);
+  }
+}
+
+// The seed design of this `sweep run`: the file's, with the cap of --until-decided — or, without
+// it, of the sweep's last --until-decided run, which goes on (its added seeds stay its own).
+SeedDesign seed_design(const SweepOptions& o, const SweepSpec& spec, Store& store) {
+  SeedDesign d = spec.design;
+  const std::optional<SweepInfo> recorded = store.sweep_info(spec.name);
+  if (!recorded || !recorded->design.sequential()) {
+    d.max_seeds = !o.until_decided ? 0 : o.max_seeds > 0 ? o.max_seeds : 4 * d.first;
+    return d;
+  }
+  const SeedDesign& was = recorded->design;
+  d.max_seeds = o.until_decided && o.max_seeds > 0 ? o.max_seeds : was.max_seeds;
+  if (d.max_seeds != was.max_seeds || d.min_effect != was.min_effect || d.first != was.first) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%lld seeds, min_effect %g and --max-seeds %lld", static_cast<long long>(was.first),
+                  was.min_effect, static_cast<long long>(was.max_seeds));
+    throw Error("sweep " + spec.name + " was run --until-decided with " + buf +
+                    ": its looks were judged by those, so they stay — run it with them, or rename the sweep (sweep:) "
+                    "for a new design",
+                Exit::bad_input);
+  }
+  if (!o.until_decided) {
+    std::printf("sweep %s was run --until-decided (--max-seeds %lld): it goes on so\n", spec.name.c_str(),
+                static_cast<long long>(d.max_seeds));
+  }
+  return d;
+}
+
+// --until-decided: the next round from the report's own analysis of test_loss.
+Round next_seed_round(Store& store, const SweepSpec& current) {
+  ReportInput in = load_report_input(store, current.name, "test_loss", "");
+  const Analysis a = analyze(in);
+  Round round;
+  const std::map<std::string, int64_t> want = next_round(a);
+  std::vector<std::string> undecided, capped;
+  for (const auto& v : a.variants) {
+    if (!v.is_baseline && v.verdict == "undecided") {
+      (want.count(v.name) ? undecided : capped).push_back(v.name);
+    }
+  }
+  for (const auto& [variant, n] : want) {
+    for (auto& run : added_seed_runs(current, variant, n)) {
+      round.runs.push_back(std::move(run));
+    }
+  }
+  if (!undecided.empty()) {
+    const int64_t n = want.at(undecided.front());
+    round.why = "until decided: " + std::to_string(undecided.size()) + " undecided (" + join(undecided, ", ") +
+                ") — " + std::to_string(n) + " seeds each, and the baseline, of at most " +
+                std::to_string(a.design.max_seeds) + ": " + std::to_string(round.runs.size()) + " runs more";
+  } else if (!capped.empty()) {
+    round.why = "until decided: stopped at the cap of " + std::to_string(a.design.max_seeds) + " seeds, " +
+                std::to_string(capped.size()) + " still undecided (" + join(capped, ", ") + ") — `sweep report` says why";
+  } else {
+    round.why = "until decided: every intervention is decided — `sweep report` has the verdicts";
+  }
+  return round;
+}
+
+Exit run_run(const SweepOptions& o, SweepSpec spec) {
   const bool slurm = o.executor == "slurm";
+  check_until_decided(o, spec);
   if (!slurm) {
     check_fits(spec, o.devices);  // before anything is written
   } else if (const std::string bad = slurm_option_problem(o, spec); !bad.empty()) {
@@ -194,6 +289,7 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
   // The folder's lock before anything is written in it: a second `sweep run` changes nothing.
   auto lock = std::make_unique<ResultsLock>(o.results);
   Store store(db_path(o.results));
+  spec.design = seed_design(o, spec, store);
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
   const std::string worker = (executable_dir() / "sweep").string();
   std::unique_ptr<Executor> executor;
@@ -214,6 +310,9 @@ Exit run_run(const SweepOptions& o, const SweepSpec& spec) {
   ro.retries = o.retries;
   ro.max_preemptions = o.max_preemptions;
   ro.retry_failed = o.retry_failed;
+  if (spec.design.sequential()) {
+    ro.next_round = [&store](const SweepSpec& current) { return next_seed_round(store, current); };
+  }
   return SweepRunner(spec, store, std::move(lock), std::move(executor), ro).run();
 }
 

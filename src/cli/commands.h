@@ -57,6 +57,8 @@ struct SweepOptions {
   std::string partition, time;
   int gpus_per_rank = 0;
   int max_parallel = 0;
+  bool until_decided = false;
+  int64_t max_seeds = 0;  // 0: 4 × the declared seeds
   CLI::App *run = nullptr, *plan = nullptr, *status = nullptr, *ls = nullptr, *ingest = nullptr;
 };
 CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o);
@@ -69,6 +71,7 @@ struct ReportOptions {
   std::string out;
   std::string noise_from;
   std::string format = "text";
+  std::string min_effect;  // "": the sweep file's
 };
 CLI::App* setup_report(CLI::App& app, ReportOptions& o);
 Exit run_report(const ReportOptions& o);

@@ -1,6 +1,7 @@
 #include "config/sweep_spec.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -315,6 +316,10 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
   top.require("baseline", "the name of the intervention every other is compared with, e.g. baseline: baseline");
   top.read("baseline", spec.baseline);
   const SeedPlan seeds = read_seeds(top.section("seeds"), diags);
+  spec.design.first = static_cast<int64_t>(seeds.pairs.size());
+  spec.design.seed_list = seeds.repeat == 1 && std::all_of(seeds.pairs.begin(), seeds.pairs.end(),
+                                                           [](const auto& p) { return p.first == p.second; });
+  top.read("min_effect", spec.design.min_effect, 0, std::numeric_limits<double>::infinity(), true, true);
   top.require("base", "the baseline RunConfig (data, model, train, eval)");
   const YAML::Node base = top.section("base");
   if (base.IsDefined() && !base.IsMap()) {
@@ -594,6 +599,35 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
     throw InputErrors(problems);
   }
   return spec;
+}
+
+std::vector<int64_t> SeedDesign::looks(int64_t n) const {
+  std::vector<int64_t> out;
+  for (int64_t k = first; first > 0 && k < n; k += first) {
+    out.push_back(k);
+  }
+  out.push_back(n);
+  return out;
+}
+
+std::vector<PlannedRun> added_seed_runs(const SweepSpec& spec, const std::string& variant, int64_t n) {
+  std::vector<PlannedRun> out;
+  int64_t declared = 0, last_seed = -1;
+  const PlannedRun* like = nullptr;
+  for (const auto& r : spec.runs) {
+    if (r.variant == variant) {
+      like = like ? like : &r;
+      ++declared;
+      last_seed = std::max(last_seed, r.config.seeds.init);
+    }
+  }
+  for (int64_t k = declared; like && k < n; ++k) {
+    PlannedRun run = *like;
+    run.config.seeds.init = run.config.seeds.data = last_seed + 1 + (k - declared);
+    run.run_id = run_id_of(run.config, run.repeat);
+    out.push_back(run);
+  }
+  return out;
 }
 
 }  // namespace sweep

@@ -39,6 +39,21 @@ struct PlannedRun {
   std::string run_id;  // hash of the config's identity (+ repeat)
 };
 
+// How many seeds each variant gets, and the effect that matters. A fixed design runs the declared
+// seeds. `sweep run --until-decided` (a seed list only) runs them first, then adds `first` more
+// at a time to the interventions still undecided and to the baseline, up to max_seeds: seed k
+// (from 0) of a variant is the declared seeds' k-th, then max(declared) + 1, + 2, …
+struct SeedDesign {
+  int64_t first = 0;      // declared seeds per variant
+  bool seed_list = true;  // `seeds: [...]` without repeats (init = data): seeds can be added
+  int64_t max_seeds = 0;  // --until-decided: the most seeds per variant; 0: a fixed design
+  double min_effect = 0;  // `min_effect:`, the smallest improvement that matters (the metric's units); 0: none
+
+  bool sequential() const { return max_seeds > 0; }
+  // The seed counts at which a variant with n seeds was analysed: first, 2·first, … ≤ n, then n.
+  std::vector<int64_t> looks(int64_t n) const;
+};
+
 struct SweepSpec {
   std::string file;
   std::string text;  // the sweep file as written
@@ -47,7 +62,12 @@ struct SweepSpec {
   std::vector<SweepAxis> axes;    // grid keys in the file's order, then the zip (one dimension)
   std::vector<Variant> variants;  // the baseline first
   std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
+  SeedDesign design;
 };
+
+// The runs that take `variant` from its declared seeds to n seeds in all (none when n is not more
+// than the declared seeds): copies of its first run with the next seeds, their ids recomputed.
+std::vector<PlannedRun> added_seed_runs(const SweepSpec& spec, const std::string& variant, int64_t n);
 
 // The vocabulary size of a dataset, as the sweep file names it (`dataset`) and where find_dataset
 // found it (`dir`, empty when nowhere); throws Error when it cannot be used. (data/ reads it;

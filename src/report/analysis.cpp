@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <set>
@@ -42,6 +43,97 @@ std::pair<std::vector<double>, std::vector<double>> common(const std::map<SeedKe
   return out;
 }
 
+std::string significant(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+// The comparison on the first n seeds (in seed order): those the variant shares with the
+// baseline when paired, each side's own otherwise.
+Comparison compare_first(const std::map<SeedKey, double>& base, const std::map<SeedKey, double>& mine, bool paired,
+                         int64_t n, double level) {
+  std::vector<double> b, v;
+  if (paired) {
+    for (const auto& [key, value] : mine) {
+      if (const auto it = base.find(key); it != base.end() && static_cast<int64_t>(v.size()) < n) {
+        b.push_back(it->second);
+        v.push_back(value);
+      }
+    }
+    return compare_paired(b, v, level);
+  }
+  for (const auto& [key, value] : base) {
+    if (static_cast<int64_t>(b.size()) < n) {
+      b.push_back(value);
+    }
+  }
+  for (const auto& [key, value] : mine) {
+    if (static_cast<int64_t>(v.size()) < n) {
+      v.push_back(value);
+    }
+  }
+  return compare_welch(b, v, level);
+}
+
+// The interval of c at a two-sided level (the estimate itself when it has no variance).
+std::pair<double, double> interval(const Comparison& c, double level) {
+  const double half = c.se == 0           ? 0.0
+                      : 0.5 + level / 2 >= 1 ? std::numeric_limits<double>::infinity()
+                                            : t_quantile(level, c.df) * c.se;
+  return {c.improvement - half, c.improvement + half};
+}
+
+// Boundaries are the same for every intervention with the same looks: computed once.
+const std::vector<double>& boundaries(const std::vector<double>& fractions, double alpha) {
+  static std::map<std::pair<std::vector<double>, double>, std::vector<double>> cache;
+  auto it = cache.find({fractions, alpha});
+  if (it == cache.end()) {
+    it = cache.emplace(std::make_pair(fractions, alpha), spending_boundaries(fractions, alpha)).first;
+  }
+  return it->second;
+}
+
+// --until-decided: at each look (first, 2·first, … seeds), the repeated confidence intervals of
+// alpha spending at alpha / interventions (Bonferroni across them), 1 − alpha/m for the difference
+// and 1 − 2·alpha/m for equivalence; the verdict is the first look's that decides, as the runner
+// decided when to stop adding seeds. Any stopping rule keeps the error rates (Jennison & Turnbull).
+void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<SeedKey, double>& base,
+                         const std::map<SeedKey, double>& mine, bool paired) {
+  const SeedDesign& d = in.design;
+  const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
+  s.looks = d.looks(s.seeds);
+  std::vector<double> t;
+  const double most = static_cast<double>(std::max(d.max_seeds, s.seeds));
+  for (int64_t n : s.looks) {
+    t.push_back(static_cast<double>(n) / most);
+  }
+  const std::vector<double>& difference = boundaries(t, alpha_each);
+  const std::vector<double>& equivalence = boundaries(t, 2 * alpha_each);
+  s.verdict = "undecided";
+  for (size_t j = 0; j < s.looks.size(); ++j) {
+    const Comparison c = compare_first(base, mine, paired, s.looks[j], 0.95);
+    const auto [low, high] = interval(c, two_sided_level(difference[j]));
+    const auto [eq_low, eq_high] = interval(c, two_sided_level(equivalence[j]));
+    const bool differs = low > 0 || high < 0;
+    const bool equivalent = d.min_effect > 0 && eq_low > -d.min_effect && eq_high < d.min_effect;
+    s.improvement = c.improvement;
+    s.ci_low = low;
+    s.ci_high = high;
+    if (differs || equivalent) {
+      s.verdict = !differs ? "equivalent" : c.improvement > 0 ? "better" : "worse";
+      s.below_min_effect = differs && equivalent;
+      s.stopped = "decided at look " + std::to_string(j + 1) + " (" + plural(s.looks[j], "seed") + ")";
+      return;
+    }
+  }
+  s.stopped = s.seeds >= d.max_seeds ? "undecided at the cap (" + plural(d.max_seeds, "seed") + ")"
+                                     : "undecided after " + plural(s.seeds, "seed") +
+                                           ": `sweep run --until-decided` adds more";
+}
+
 double mean_where(const std::vector<ReportRun>& runs, const std::function<std::optional<double>(const ReportRun&)>& f) {
   double sum = 0;
   int n = 0;
@@ -53,8 +145,6 @@ double mean_where(const std::vector<ReportRun>& runs, const std::function<std::o
   }
   return n > 0 ? sum / n : k_nan;
 }
-
-std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
 NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& baseline_runs) {
   NoiseSummary ns;
@@ -240,6 +330,9 @@ Analysis analyze(const ReportInput& in) {
   // Seeds needed are for the level a verdict applies: alpha split across the interventions
   // (Bonferroni, a bound on Holm's first step).
   const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
+  a.design = in.design;
+  a.min_effect_source = in.min_effect_source;
+  std::vector<double> detectable;  // per tested intervention: the effect its seeds detect
   const auto base = seed_values(base_it->runs);
   const std::vector<double> base_values = values_of(base);
   std::vector<size_t> tested;  // indices into a.variants with a t-test p
@@ -271,6 +364,7 @@ Analysis analyze(const ReportInput& in) {
     repeated += s.finished > s.seeds;
     restarted += s.starts > s.runs;
     s.improvement = s.ci_low = s.ci_high = s.p = s.p_holm = s.prob_improvement = s.correlation = k_nan;
+    s.p_equivalence = s.p_equivalence_holm = k_nan;
 
     if (s.diverged > 0) {
       a.notes.push_back(v.name + ": " + std::to_string(s.diverged) + " of " + plural(s.runs, "run") + " diverged" +
@@ -292,7 +386,9 @@ Analysis analyze(const ReportInput& in) {
     } else {
       const auto [paired_base, paired_mine] = common(base, mine);
       s.correlation = pearson(paired_base, paired_mine);
-      const bool seeds_match = mine.size() >= 2 && same_seeds(base, mine);
+      // Paired on the variant's seeds when the baseline has each of them (under --until-decided the
+      // baseline may have more: those are not in this comparison).
+      const bool seeds_match = mine.size() >= 2 && paired_base.size() == mine.size();
       const bool paired = seeds_match && pairing_is_real(*base_it, v);
       if (seeds_match && !paired) {
         a.notes.push_back(v.name + ": changes the parameter set and its runs (or the baseline's) were trained before "
@@ -301,7 +397,7 @@ Analysis analyze(const ReportInput& in) {
                                    "reads the runs' events again; runs of numerics 1 are retrained by `sweep run`");
       }
       if (paired || (base.size() >= 2 && mine.size() >= 2)) {
-        const Comparison c = paired ? compare_paired(base_values, values) : compare_welch(base_values, values);
+        const Comparison c = paired ? compare_paired(paired_base, paired_mine) : compare_welch(base_values, values);
         s.method = paired ? "paired" : "welch";
         s.improvement = c.improvement;
         s.ci_low = c.ci_low;
@@ -312,6 +408,16 @@ Analysis analyze(const ReportInput& in) {
         s.seeds_needed = seeds_needed(c.improvement, sd, paired, alpha_each);
         if (!seeds_match) {
           a.notes.push_back(v.name + ": its seeds differ from the baseline's; compared unpaired (Welch)");
+        } else if (paired && base.size() > mine.size() && !in.design.sequential()) {
+          a.notes.push_back(v.name + ": paired on its " + plural(s.seeds, "seed") + "; the baseline's other " +
+                            std::to_string(base.size() - mine.size()) + " are not in this comparison");
+        }
+        if (in.design.min_effect > 0) {
+          s.p_equivalence = tost_p(c, in.design.min_effect);
+        }
+        detectable.push_back(detectable_effect(s.seeds, sd, paired, alpha_each));
+        if (in.design.sequential()) {
+          decide_sequentially(in, s, base, mine, paired);
         }
         if (std::isfinite(s.p)) {
           tested.push_back(i);
@@ -324,10 +430,12 @@ Analysis analyze(const ReportInput& in) {
         s.ci_low = s.improvement - band;
         s.ci_high = s.improvement + band;
         s.seeds_needed = seeds_needed(s.improvement, a.noise.sigma, false, alpha_each);
+        const bool inside = in.design.min_effect > 0 && std::abs(s.improvement) + band < in.design.min_effect;
         s.verdict = !std::isfinite(band)            ? "unknown"
-                    : std::abs(s.improvement) <= band ? "in the noise"
+                    : std::abs(s.improvement) <= band ? (inside ? "equivalent" : "undecided")
                     : s.improvement > 0              ? "better"
                                                      : "worse";
+        s.below_min_effect = inside && (s.verdict == "better" || s.verdict == "worse");
       }
       s.prob_improvement = probability_of_improvement(base_values, values, paired);
     }
@@ -352,16 +460,43 @@ Analysis analyze(const ReportInput& in) {
                       plural(restarted, "variant") + " had runs started more than once (see summary.csv, starts)");
   }
 
-  // Holm across the sweep's tested interventions; the verdict follows the adjusted p.
-  std::vector<double> ps;
+  // Fixed design: Holm across the sweep's tested interventions, for the difference and for
+  // equivalence alike; the verdict follows the adjusted p-values. (--until-decided decided above.)
+  std::vector<double> ps, ps_equivalence;
   for (size_t i : tested) {
     ps.push_back(a.variants[i].p);
+    ps_equivalence.push_back(a.variants[i].p_equivalence);
   }
-  const std::vector<double> adjusted = holm_adjust(ps);
+  const std::vector<double> adjusted = holm_adjust(ps), adjusted_equivalence = holm_adjust(ps_equivalence);
   for (size_t k = 0; k < tested.size(); ++k) {
     VariantStats& s = a.variants[tested[k]];
     s.p_holm = adjusted[k];
-    s.verdict = s.p_holm >= in.alpha ? "in the noise" : s.improvement > 0 ? "better" : "worse";
+    s.p_equivalence_holm = in.design.min_effect > 0 ? adjusted_equivalence[k] : k_nan;
+    if (in.design.sequential()) {
+      continue;
+    }
+    const bool equivalent = s.p_equivalence_holm < in.alpha;  // false when NaN
+    s.verdict = s.p_holm < in.alpha ? (s.improvement > 0 ? "better" : "worse") : equivalent ? "equivalent" : "undecided";
+    s.below_min_effect = s.p_holm < in.alpha && equivalent;
+  }
+  detectable.erase(std::remove_if(detectable.begin(), detectable.end(), [](double x) { return !std::isfinite(x); }),
+                   detectable.end());
+  a.suggested_min_effect = percentile(detectable, 0.5);
+  if (!std::isfinite(a.suggested_min_effect)) {
+    a.suggested_min_effect = a.noise.detectable;
+  }
+  if (in.design.sequential() && in.min_effect_source == "--min-effect") {
+    a.notes.push_back("--min-effect replaces the smallest effect the seeds were added for: these verdicts read the "
+                      "same runs at another margin, and the design's error rates hold for its own");
+  }
+  if (in.design.min_effect <= 0 && !tested.empty()) {
+    a.notes.push_back("no smallest effect of interest declared, so no intervention can be shown equivalent (undecided "
+                      "only means not shown to differ)" +
+                      (std::isfinite(a.suggested_min_effect)
+                           ? ": these seeds detect about " + significant(a.suggested_min_effect, 3) +
+                                 " with power 0.8 — declare the effect that matters to you with `min_effect:` in the "
+                                 "sweep file or `sweep report --min-effect`, e.g. " + significant(a.suggested_min_effect, 2)
+                           : std::string()));
   }
 
   int64_t combined_elsewhere = 0;  // combinations at the other grid points: not checked
@@ -387,6 +522,27 @@ Analysis analyze(const ReportInput& in) {
     return rx && x.improvement > y.improvement;
   });
   return a;
+}
+
+std::map<std::string, int64_t> next_round(const Analysis& a) {
+  std::map<std::string, int64_t> out;
+  if (!a.design.sequential()) {
+    return out;
+  }
+  int64_t most = 0;
+  for (const auto& v : a.variants) {
+    if (!v.is_baseline && v.verdict == "undecided" && v.seeds_planned < a.design.max_seeds) {
+      const int64_t n = std::min(v.seeds_planned + a.design.first, a.design.max_seeds);
+      out[v.name] = n;
+      most = std::max(most, n);
+    }
+  }
+  for (const auto& v : a.variants) {
+    if (v.is_baseline && most > v.seeds_planned) {
+      out[v.name] = most;
+    }
+  }
+  return out;
 }
 
 }  // namespace sweep

@@ -56,6 +56,8 @@ struct ReportInput {
   std::vector<VariantRuns> variants;  // in the sweep file's order
   std::optional<NoiseSource> noise_from;
   double alpha = 0.05;
+  SeedDesign design;               // as the sweep was last run; min_effect possibly from --min-effect
+  std::string min_effect_source;   // where min_effect comes from: "the sweep file", "--min-effect"
 };
 
 // One observation per seed: the mean of a seed's finished runs (identical-seed repeats are one
@@ -79,7 +81,11 @@ struct VariantStats {
   double prob_improvement = 0;   // share of seed pairs the variant wins
   int64_t seeds_needed = -1;     // for power 0.8 at the observed effect and alpha / interventions;
                                  // -1 when it cannot be said
-  std::string verdict;           // better, worse, in the noise, baseline, diverged, no result, unknown
+  std::string verdict;           // better, worse, equivalent, undecided, baseline, diverged, no result, unknown
+  bool below_min_effect = false; // better or worse, and yet shown smaller than the smallest effect of interest
+  double p_equivalence = 0, p_equivalence_holm = 0;  // TOST within ±min_effect (fixed design); NaN: no test
+  std::vector<int64_t> looks;    // --until-decided: the seed counts it was analysed at
+  std::string stopped;           // --until-decided: why it has the seeds it has
   double tokens = 0, tokens_per_s = 0, wall_seconds = 0;  // means over runs that report them
   int64_t starts = 0;            // worker starts over its runs
 };
@@ -134,6 +140,9 @@ struct Additivity {
 struct Analysis {
   std::string sweep, baseline, metric;
   double alpha = 0.05;
+  SeedDesign design;
+  std::string min_effect_source;
+  double suggested_min_effect = 0;     // the effect these seeds detect with power 0.8 (median; NaN: unknown)
   std::vector<VariantStats> variants;  // ranked: best improvement first, no-result variants last
   NoiseSummary noise;
   std::vector<Response> responses;
@@ -143,5 +152,10 @@ struct Analysis {
 };
 
 Analysis analyze(const ReportInput& input);
+
+// --until-decided: the seeds each variant should have for the next round — the interventions
+// still undecided below the cap get `first` more (at most max_seeds), the baseline as many as the
+// most of them; empty when every intervention is decided or capped (or the design is fixed).
+std::map<std::string, int64_t> next_round(const Analysis& analysis);
 
 }  // namespace sweep

@@ -102,6 +102,8 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   in.file = info->file;
   in.spec = info->spec;
   in.axes = info->axes;
+  in.design = info->design;
+  in.min_effect_source = in.design.min_effect > 0 ? "the sweep file" : "";
   const std::vector<SweepRunRow> rows = store.sweep_runs(sweep);
   for (const auto& v : info->variants) {
     in.variants.push_back(variant_runs(store, rows, v, metric));

@@ -31,17 +31,33 @@ struct Cell {
   double key = std::nan("");
 };
 
-const std::vector<std::string> k_headers{"#",        "variant",   "n",       "mean ± sd",     "improvement",
-                                         "95% CI",   "test",      "corr",    "p (Holm)",      "P(better)",
-                                         "verdict",  "seeds for 80%", "tokens", "tokens/s",  "wall"};
+// The ranked table's columns: a sequential design (--until-decided) shows its looks instead of
+// Holm's p and the power figure; a smallest effect of interest adds the equivalence test's p.
+std::vector<std::string> headers(const Analysis& a) {
+  std::vector<std::string> h{"#", "variant", "n", "mean ± sd", "improvement", a.design.sequential() ? "RCI" : "95% CI",
+                             "test", "corr"};
+  if (!a.design.sequential()) {
+    h.push_back("p (Holm)");
+    if (a.design.min_effect > 0) {
+      h.push_back("p equiv (Holm)");
+    }
+  }
+  h.insert(h.end(), {"P(better)", "verdict"});
+  h.push_back(a.design.sequential() ? "stopped" : "seeds for 80%");
+  h.insert(h.end(), {"tokens", "tokens/s", "wall"});
+  return h;
+}
 
 // Columns of text, left-aligned; the others are numbers, right-aligned.
 bool left_aligned(const std::string& header) {
-  return header == "variant" || header == "test" || header == "verdict" ||
+  return header == "variant" || header == "test" || header == "verdict" || header == "stopped" ||
          header == "combination" || header == "parts";
 }
 
-std::vector<Cell> cells(const VariantStats& v, int rank) {
+std::string verdict_text(const VariantStats& v) { return v.verdict + (v.below_min_effect ? " (< δ)" : ""); }
+
+// A row of the ranked table, in the order of headers(a).
+std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
   const std::string n = v.seeds == v.seeds_planned ? std::to_string(v.seeds)
                                                    : std::to_string(v.seeds) + "/" + std::to_string(v.seeds_planned);
   const std::string mean = v.summary.n == 0   ? "-"
@@ -50,7 +66,7 @@ std::vector<Cell> cells(const VariantStats& v, int rank) {
   const std::string ci = std::isfinite(v.ci_low) ? "[" + fmt("%+.4f", v.ci_low) + ", " + fmt("%+.4f", v.ci_high) + "]"
                                                  : "-";
   const double p = v.method == "band" ? std::nan("") : v.p_holm;
-  return {
+  std::vector<Cell> row{
       {std::to_string(rank), static_cast<double>(rank)},
       {v.name, std::nan("")},
       {n, static_cast<double>(v.finished)},
@@ -59,14 +75,24 @@ std::vector<Cell> cells(const VariantStats& v, int rank) {
       {ci, v.ci_low},
       {v.method.empty() ? "-" : v.method, std::nan("")},
       {fmt("%+.2f", v.correlation), v.correlation},
-      {p_text(p), p},
-      {fmt("%.2f", v.prob_improvement), v.prob_improvement},
-      {v.verdict, std::nan("")},
-      {v.seeds_needed < 0 ? "-" : std::to_string(v.seeds_needed), static_cast<double>(v.seeds_needed)},
-      {std::isfinite(v.tokens) ? format_count(v.tokens) : "-", v.tokens},
-      {std::isfinite(v.tokens_per_s) ? format_count(v.tokens_per_s) : "-", v.tokens_per_s},
-      {std::isfinite(v.wall_seconds) ? format_duration(v.wall_seconds) : "-", v.wall_seconds},
   };
+  if (!a.design.sequential()) {
+    row.push_back({p_text(p), p});
+    if (a.design.min_effect > 0) {
+      row.push_back({p_text(v.p_equivalence_holm), v.p_equivalence_holm});
+    }
+  }
+  row.push_back({fmt("%.2f", v.prob_improvement), v.prob_improvement});
+  row.push_back({verdict_text(v), std::nan("")});
+  if (a.design.sequential()) {
+    row.push_back({v.stopped.empty() ? "-" : v.stopped, std::nan("")});
+  } else {
+    row.push_back({v.seeds_needed < 0 ? "-" : std::to_string(v.seeds_needed), static_cast<double>(v.seeds_needed)});
+  }
+  row.push_back({std::isfinite(v.tokens) ? format_count(v.tokens) : "-", v.tokens});
+  row.push_back({std::isfinite(v.tokens_per_s) ? format_count(v.tokens_per_s) : "-", v.tokens_per_s});
+  row.push_back({std::isfinite(v.wall_seconds) ? format_duration(v.wall_seconds) : "-", v.wall_seconds});
+  return row;
 }
 
 size_t display_width(const std::string& s) {
@@ -83,13 +109,30 @@ std::string method_sentence(const Analysis& a) {
     tested += v.method == "paired" || v.method == "welch";
     band += v.method == "band";
   }
+  const double delta = a.design.min_effect;
+  const std::string m = std::to_string(std::max<size_t>(1, a.variants.size() - 1));
+  const std::string margin = delta > 0 ? "±δ = ±" + fmt("%g", delta) + " (the smallest effect of interest, from " +
+                                             a.min_effect_source + ")"
+                                       : "";
   std::string s;
-  if (tested > 0) {
-    s += "Verdicts: two-sided t-test (paired by seed where the seeds match the baseline's, Welch otherwise), "
-         "p adjusted by Holm across " +
-         std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") + ", better/worse when p < " +
-         fmt("%g", a.alpha) + ", else in the noise. Seeds for 80%: the seeds per variant a t-test at alpha / " +
-         std::to_string(a.variants.size() - 1) + " needs to detect the observed improvement with power 0.8.";
+  if (tested > 0 && a.design.sequential()) {
+    s += "Verdicts (--until-decided, up to " + std::to_string(a.design.max_seeds) + " seeds, a look every " +
+         std::to_string(a.design.first) + "): t-tests paired by seed (Welch where the seeds differ), at each look a "
+         "repeated confidence interval (Jennison & Turnbull) from O'Brien–Fleming-type alpha spending (Lan & DeMets) "
+         "at alpha " + fmt("%g", a.alpha) + " / " + m + " interventions: better/worse when it excludes 0, equivalent "
+         "when the interval at twice that alpha lies inside " + margin + "; the first look that decides stops the "
+         "intervention's seeds, else undecided. RCI: the interval of its deciding (or last) look.";
+  } else if (tested > 0) {
+    s += "Verdicts: two-sided t-test (paired by seed where the baseline has the variant's seeds, Welch otherwise), "
+         "p adjusted by Holm across " + std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") +
+         ", better/worse when p < " + fmt("%g", a.alpha) +
+         (delta > 0 ? "; equivalent when the two one-sided tests (TOST) within " + margin +
+                          " give a Holm-adjusted p < " + fmt("%g", a.alpha) + " — the " + fmt("%g", 100 * (1 - 2 * a.alpha)) +
+                          "% interval inside ±δ; (< δ): better or worse, yet smaller than δ; else undecided."
+                    : "; else undecided — not shown to differ, which is not shown equal: declare a smallest effect "
+                      "of interest (min_effect) to test equivalence.") +
+         " Seeds for 80%: the seeds per variant a t-test at alpha / " + m +
+         " needs to detect the observed improvement with power 0.8.";
   }
   if (tested > 0 || band > 0) {
     s += std::string(s.empty() ? "" : " ") + "n: seeds (identical-seed repeats count once). corr: the correlation of the variant's per-seed values "
@@ -99,7 +142,8 @@ std::string method_sentence(const Analysis& a) {
     s += std::string(s.empty() ? "" : " ") +
          "One seed: no t-test; better/worse when the improvement lies outside the noise band ±2·√2·σ" +
          (std::isfinite(a.noise.sigma) ? " = ±" + fmt("%.4f", 2 * std::sqrt(2.0) * a.noise.sigma) : "") +
-         ", else in the noise (the column 95% CI shows improvement ± band).";
+         (delta > 0 ? ", equivalent when improvement ± band lies inside ±δ" : "") +
+         ", else undecided (the column 95% CI shows improvement ± band).";
   }
   return s;
 }
@@ -177,7 +221,7 @@ th,td{padding:4px 8px;border-bottom:1px solid #ddd;text-align:right;white-space:
 th{cursor:pointer;background:#f4f4f4;user-select:none}th:hover{background:#e8e8e8}
 td.name,th.name{text-align:left}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
-.better{color:#1a7f37;font-weight:600}.worse{color:#c62828;font-weight:600}
+.better{color:#1a7f37;font-weight:600}.worse{color:#c62828;font-weight:600}.equivalent{color:#1f4e9c;font-weight:600}
 pre{background:#f6f8fa;padding:12px;overflow:auto}svg{max-width:100%;height:auto}
 th[aria-sort=ascending]::after{content:" ▲"}th[aria-sort=descending]::after{content:" ▼"}
 )css";
@@ -385,14 +429,14 @@ std::string render_text(const Analysis& a) {
   Rows rows;
   for (size_t i = 0; i < a.variants.size(); ++i) {
     std::vector<std::string> row;
-    for (const auto& c : cells(a.variants[i], static_cast<int>(i + 1))) {
+    for (const auto& c : cells(a, a.variants[i], static_cast<int>(i + 1))) {
       row.push_back(c.text);
     }
     rows.push_back(row);
   }
   std::ostringstream out;
   const std::string method = method_sentence(a);
-  out << headline(a) << "\n\n" << text_table(k_headers, rows) << (method.empty() ? "" : "\n" + method + "\n")
+  out << headline(a) << "\n\n" << text_table(headers(a), rows) << (method.empty() ? "" : "\n" + method + "\n")
       << "\nnoise:\n";
   for (const auto& l : noise_lines(a)) {
     out << "  " << l << '\n';
@@ -421,13 +465,16 @@ std::string render_markdown(const ReportInput& in, const Analysis& a, const std:
   Rows rows;
   for (size_t i = 0; i < a.variants.size(); ++i) {
     std::vector<std::string> row;
-    for (const auto& c : cells(a.variants[i], static_cast<int>(i + 1))) {
-      row.push_back(row.size() == 1 ? md_code(c.text) : c.text == "better" || c.text == "worse" ? "**" + c.text + "**" : c.text);
+    const VariantStats& v = a.variants[i];
+    for (const auto& c : cells(a, v, static_cast<int>(i + 1))) {
+      const bool decided = c.text == verdict_text(v) &&
+                           (v.verdict == "better" || v.verdict == "worse" || v.verdict == "equivalent");
+      row.push_back(row.size() == 1 ? md_code(c.text) :  decided ? "**" + c.text + "**" : c.text);
     }
     rows.push_back(row);
   }
   const std::string method = method_sentence(a);
-  out << markdown_table(k_headers, rows) << (method.empty() ? "" : "\n" + method + "\n") << "\n## Noise\n\n";
+  out << markdown_table(headers(a), rows) << (method.empty() ? "" : "\n" + method + "\n") << "\n## Noise\n\n";
   for (const auto& l : noise_lines(a)) {
     out << "- " << l << '\n';
   }
@@ -476,14 +523,15 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
       << "<title>sweep report: " << html_escape(a.sweep) << "</title>\n<style>" << k_style << "</style></head>\n<body>\n"
       << "<h1>Sweep " << html_escape(a.sweep) << "</h1>\n<p>" << html_escape(headline(a)) << "</p>\n"
       << "<div class=\"wide\"><table class=\"sortable\" id=\"ranking\"><thead><tr>";
-  for (size_t c = 0; c < k_headers.size(); ++c) {
-    out << "<th" << (c == 1 ? " class=\"name\"" : "") << ">" << html_escape(k_headers[c]) << "</th>";
+  const std::vector<std::string> columns = headers(a);
+  for (size_t c = 0; c < columns.size(); ++c) {
+    out << "<th" << (c == 1 ? " class=\"name\"" : "") << ">" << html_escape(columns[c]) << "</th>";
   }
   out << "</tr></thead>\n<tbody>\n";
   for (size_t i = 0; i < a.variants.size(); ++i) {
     const VariantStats& v = a.variants[i];
     out << "<tr>";
-    const auto row = cells(v, static_cast<int>(i + 1));
+    const auto row = cells(a, v, static_cast<int>(i + 1));
     for (size_t c = 0; c < row.size(); ++c) {
       out << "<td";
       if (std::isfinite(row[c].key)) {
@@ -491,7 +539,7 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
       }
       if (c == 1) {
         out << " class=\"name\"><span class=\"swatch\" style=\"background:" << variant_colour(v) << "\"></span>";
-      } else if (k_headers[c] == "verdict" && (v.verdict == "better" || v.verdict == "worse")) {
+      } else if (columns[c] == "verdict" && (v.verdict == "better" || v.verdict == "worse" || v.verdict == "equivalent")) {
         out << " class=\"" << v.verdict << "\">";
       } else {
         out << ">";
@@ -555,6 +603,12 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   j["metric"] = a.metric;
   j["baseline"] = a.baseline;
   j["alpha"] = a.alpha;
+  j["design"] = {{"min_effect", a.design.min_effect > 0 ? nlohmann::ordered_json(a.design.min_effect) : nlohmann::ordered_json(nullptr)},
+                 {"min_effect_source", a.min_effect_source},
+                 {"suggested_min_effect", number_or_null(a.suggested_min_effect)},
+                 {"sequential", a.design.sequential()},
+                 {"first_seeds", a.design.first},
+                 {"max_seeds", a.design.max_seeds}};
   const NoiseSummary& n = a.noise;
   j["noise"] = {{"source", n.source},
                 {"runs", n.n},
@@ -603,7 +657,12 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                         {"probability_of_improvement", number_or_null(v.prob_improvement)},
                         {"seeds_needed", v.seeds_needed < 0 ? nlohmann::ordered_json(nullptr)
                                                             : nlohmann::ordered_json(v.seeds_needed)},
+                        {"p_equivalence", number_or_null(v.p_equivalence)},
+                        {"p_equivalence_holm", number_or_null(v.p_equivalence_holm)},
                         {"verdict", v.verdict},
+                        {"below_min_effect", v.below_min_effect},
+                        {"looks", v.looks},
+                        {"stopped", v.stopped},
                         {"tokens", number_or_null(v.tokens)},
                         {"tokens_per_s", number_or_null(v.tokens_per_s)},
                         {"wall_seconds", number_or_null(v.wall_seconds)},

@@ -237,6 +237,9 @@ double power_of(double effect, double sd, int64_t n, bool paired, double alpha) 
   const double df = paired ? nn - 1 : 2 * nn - 2;
   const double se = paired ? sd / std::sqrt(nn) : sd * std::sqrt(2.0 / nn);
   const double crit = t_quantile(1.0 - alpha, df);
+  if (std::abs(effect / se) > 1000) {  // certain detection (and beyond what Boost's series can evaluate)
+    return 1.0;
+  }
   const boost::math::non_central_t dist(df, effect / se);
   return boost::math::cdf(boost::math::complement(dist, crit)) + boost::math::cdf(dist, -crit);
 }

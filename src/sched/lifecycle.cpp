@@ -60,12 +60,6 @@ ToDo runs_to_do(const SweepSpec& spec, const std::function<PlanState(const std::
   return todo;
 }
 
-std::string ToDo::headline(const SweepSpec& spec) const {
-  return "sweep " + spec.name + ": " + std::to_string(total) + " runs, " + std::to_string(finished_before) +
-         " already finished, " +
-         (failed_before > 0 ? std::to_string(failed_before) + " failed before (--retry-failed runs them), " : "");
-}
-
 Outcome classify_end(const EndFacts& f) {
   const std::string stopped_by_user = "stopped with the sweep; `sweep run` again resumes it";
   if (!f.exit_code) {  // a batch task: its events say how it ended

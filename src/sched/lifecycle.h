@@ -29,7 +29,6 @@ struct ToDo {
   std::vector<const PlannedRun*> runs;
   size_t total = 0;                            // distinct runs in the sweep
   int finished_before = 0, failed_before = 0;  // failed/oom: skipped unless retry_failed
-  std::string headline(const SweepSpec& spec) const;  // "sweep s: 8 runs, 2 already finished, "
 };
 ToDo runs_to_do(const SweepSpec& spec, const std::function<PlanState(const std::string& run_id)>& state_of,
                 bool retry_failed);

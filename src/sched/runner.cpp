@@ -89,7 +89,8 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
 SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<ResultsLock> lock,
                          std::unique_ptr<Executor> executor, RunnerOptions options)
     : m_spec(spec), m_store(store), m_options(std::move(options)), m_lock(std::move(lock)),
-      m_executor(std::move(executor)), m_tty(::isatty(STDOUT_FILENO) != 0) {}
+      m_executor(std::move(executor)), m_runs(spec.runs.begin(), spec.runs.end()),
+      m_tty(::isatty(STDOUT_FILENO) != 0) {}
 
 bool SweepRunner::stopping() const { return g_interrupts > 0 || !m_halt.empty(); }
 
@@ -120,7 +121,7 @@ std::string SweepRunner::describe(const PlannedRun& run) const {
 // are read again from its directory and a run left `running` becomes resumable.
 void SweepRunner::recover() {
   std::map<std::string, const PlannedRun*> planned;
-  for (const auto& run : m_spec.runs) {
+  for (const auto& run : m_runs) {
     planned.emplace(run.run_id, &run);
   }
   for (const auto& [variant, row] : m_store.sweep_runs(m_spec.name)) {
@@ -320,25 +321,69 @@ void SweepRunner::draw() {
   std::fflush(stdout);
 }
 
+void SweepRunner::plan(const std::vector<const PlannedRun*>& runs) {
+  SweepSpec some;  // runs_to_do's input: copies, mapped back to the runner's own
+  std::map<std::string, const PlannedRun*> mine;
+  for (const PlannedRun* run : runs) {
+    some.runs.push_back(*run);
+    mine.emplace(run->run_id, run);
+  }
+  const ToDo todo = runs_to_do(
+      some, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);
+  for (const PlannedRun* run : todo.runs) {
+    if (!m_watched.count(run->run_id)) {  // not followed since recovery
+      m_queue.push_back(mine.at(run->run_id));
+    }
+  }
+  m_total += todo.total;
+  m_finished_before += todo.finished_before;
+  m_failed_before += todo.failed_before;
+}
+
+bool SweepRunner::add_round() {
+  if (!m_options.next_round || stopping() || m_failed > 0 || m_failed_before > 0 || m_skipped > 0) {
+    if (m_options.next_round && (m_failed > 0 || m_failed_before > 0 || m_skipped > 0)) {
+      say("no more seeds: some runs failed or were skipped — the verdicts wait for them (`sweep run` again, "
+          "--retry-failed)");
+    }
+    return false;
+  }
+  Round round = m_options.next_round(m_spec);
+  if (round.runs.empty()) {
+    say(round.why);
+    return false;
+  }
+  std::vector<const PlannedRun*> added;
+  for (auto& run : round.runs) {
+    m_spec.runs.push_back(run);
+    m_runs.push_back(std::move(run));
+    added.push_back(&m_runs.back());
+  }
+  m_store.record_sweep(m_spec);
+  say(round.why);
+  plan(added);
+  return true;
+}
+
 Exit SweepRunner::run() {
   m_store.record_sweep(m_spec);
   recover();
-  const ToDo todo = runs_to_do(
-      m_spec, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);
-  for (const PlannedRun* run : todo.runs) {
-    if (!m_watched.count(run->run_id)) {  // not followed since recovery
-      m_queue.push_back(run);
-    }
+  std::vector<const PlannedRun*> file_runs;
+  for (const auto& run : m_runs) {
+    file_runs.push_back(&run);
   }
-  m_finished_before = todo.finished_before;
-  say(todo.headline(m_spec) + std::to_string(todo.runs.size()) + " to run on " + m_executor->describe());
+  plan(file_runs);
+  say("sweep " + m_spec.name + ": " + std::to_string(m_total) + " runs, " + std::to_string(m_finished_before) +
+      " already finished, " +
+      (m_failed_before > 0 ? std::to_string(m_failed_before) + " failed before (--retry-failed runs them), " : "") +
+      std::to_string(m_queue.size()) + " to run on " + m_executor->describe());
 
   const InterruptHandlers handlers;
   m_started = now();
   try {
     int signalled = 0;
     bool halted = false;
-    while (!m_watched.empty() || (!m_queue.empty() && !stopping())) {
+    while (!m_watched.empty() || (!m_queue.empty() && !stopping()) || add_round()) {
       if (g_interrupts > signalled) {
         signalled = g_interrupts;
         say(m_executor->stop(signalled));
@@ -364,10 +409,10 @@ Exit SweepRunner::run() {
   }
   clear_block();
 
-  const int finished = m_done + todo.finished_before, failed = m_failed + todo.failed_before;
-  say(m_spec.name + ": " + std::to_string(finished) + " of " + std::to_string(todo.total) + " runs finished, " +
+  const int finished = m_done + m_finished_before, failed = m_failed + m_failed_before;
+  say(m_spec.name + ": " + std::to_string(finished) + " of " + std::to_string(m_total) + " runs finished, " +
       std::to_string(failed) + " failed, " +
-      std::to_string(std::max<int64_t>(0, static_cast<int64_t>(todo.total) - finished - failed)) +
+      std::to_string(std::max<int64_t>(0, static_cast<int64_t>(m_total) - finished - failed)) +
       " to resume or start, " + format_duration(now() - m_started));
   if (!m_halt.empty()) {
     say("stopped: " + m_halt);

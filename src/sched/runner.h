@@ -6,6 +6,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,10 +38,20 @@ class ResultsLock {
 // Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`).
 void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
 
+// --until-decided: the next round of runs once every run of the sweep so far has ended, and the
+// line that says why; no runs to stop.
+struct Round {
+  std::vector<PlannedRun> runs;
+  std::string why;
+};
+
 struct RunnerOptions {
   int retries = 1;            // crashes retried per run, from its checkpoint
   int max_preemptions = 10;   // requeues after SIGTERM per run and `sweep run`, then it is failed
   bool retry_failed = false;  // run again the runs that ended failed or out of memory
+  // Asked, with the sweep's runs so far, when they have all ended and none failed: the runs to add
+  // (the sweep is recorded with them). Empty: the sweep's runs are the file's.
+  std::function<Round(const SweepSpec& sweep)> next_round;
 };
 
 class SweepRunner {
@@ -60,6 +71,8 @@ class SweepRunner {
     double started;  // steady seconds
   };
   bool stopping() const;  // Ctrl-C, or a halt: nothing more starts
+  void plan(const std::vector<const PlannedRun*>& runs);  // queues what is not finished, counts the rest
+  bool add_round();                                       // --until-decided: queues the next round, if any
   void abandon();
   void recover();
   void launch(const PlannedRun& run);
@@ -71,7 +84,8 @@ class SweepRunner {
   std::string describe(const std::string& run_id) const;  // a watched run
   std::string describe(const PlannedRun& run) const;
 
-  const SweepSpec& m_spec;
+  SweepSpec m_spec;                 // as recorded: the file's runs, and the rounds --until-decided added
+  std::deque<PlannedRun> m_runs;    // the same runs, where they stay put: the queue points into it
   Store& m_store;
   RunnerOptions m_options;
   std::unique_ptr<ResultsLock> m_lock;  // declared before the executor: released after it
@@ -80,7 +94,8 @@ class SweepRunner {
   std::map<std::string, Watched> m_watched;  // runs with a worker started or adopted
   std::map<std::string, int> m_preemptions;  // requeues after SIGTERM, per run
   std::string m_halt;                        // why the sweep stops (a worker could not write its files)
-  int m_done = 0, m_failed = 0, m_finished_before = 0;
+  int m_done = 0, m_failed = 0, m_finished_before = 0, m_failed_before = 0;
+  size_t m_total = 0;  // distinct runs planned
   int m_skipped = 0;  // runs another process was training: neither finished nor failed
   bool m_tty = false;
   size_t m_drawn = 0;  // lines of the live block on the terminal

@@ -109,6 +109,10 @@ const char* const k_migrations[] = {
     R"sql(
     UPDATE runs SET run_dir = 'runs/' || run_id WHERE run_dir LIKE '%runs/' || run_id;
     )sql",
+    // 5: a sweep's seed design: the smallest effect of interest, and the cap of --until-decided
+    R"sql(
+    ALTER TABLE sweeps ADD COLUMN design TEXT NOT NULL DEFAULT '{}';  -- JSON {first, max_seeds, min_effect}
+    )sql",
 };
 
 // A database error in one line naming the file; a full disk, a read-only folder or an I/O error
@@ -260,9 +264,10 @@ void Store::migrate() {
 void Store::record_sweep(const SweepSpec& spec) try {
   SQLite::Transaction tx(*m_db);
   SQLite::Statement sweep(*m_db,
-                          "INSERT INTO sweeps(name, file, spec, baseline, updated_at, axes) VALUES (?, ?, ?, ?, ?, ?) "
+                          "INSERT INTO sweeps(name, file, spec, baseline, updated_at, axes, design) VALUES (?, ?, ?, ?, ?, ?, ?) "
                           "ON CONFLICT(name) DO UPDATE SET file=excluded.file, spec=excluded.spec, "
-                          "baseline=excluded.baseline, updated_at=excluded.updated_at, axes=excluded.axes");
+                          "baseline=excluded.baseline, updated_at=excluded.updated_at, axes=excluded.axes, "
+                          "design=excluded.design");
   nlohmann::json axes = nlohmann::json::array();
   for (const auto& a : spec.axes) {
     axes.push_back({{"kind", a.kind}, {"keys", a.keys}});
@@ -273,6 +278,11 @@ void Store::record_sweep(const SweepSpec& spec) try {
   sweep.bind(4, spec.baseline);
   sweep.bind(5, now());
   sweep.bind(6, axes.dump());
+  nlohmann::json design{{"first", spec.design.first}, {"max_seeds", spec.design.max_seeds}};
+  if (spec.design.min_effect > 0) {
+    design["min_effect"] = spec.design.min_effect;
+  }
+  sweep.bind(7, design.dump());
   sweep.exec();
   // The sweep's membership is replaced as a whole: a variant removed from the file leaves it.
   SQLite::Statement clear_variants(*m_db, "DELETE FROM variants WHERE sweep = ?");
@@ -365,13 +375,17 @@ std::vector<SweepSummary> Store::sweeps() try {
 }
 
 std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
-  SQLite::Statement q(*m_db, "SELECT name, file, spec, baseline, axes FROM sweeps WHERE name = ?");
+  SQLite::Statement q(*m_db, "SELECT name, file, spec, baseline, axes, design FROM sweeps WHERE name = ?");
   q.bind(1, sweep);
   if (!q.executeStep()) {
     return std::nullopt;
   }
   SweepInfo info{q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getString(),
-                 q.getColumn(3).getString(), {}, {}};
+                 q.getColumn(3).getString(), {}, {}, {}};
+  const nlohmann::json design = nlohmann::json::parse(q.getColumn(5).getString());
+  info.design.first = design.value("first", int64_t{0});
+  info.design.max_seeds = design.value("max_seeds", int64_t{0});
+  info.design.min_effect = design.value("min_effect", 0.0);
   for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {
     info.axes.push_back({a.at("kind").get<std::string>(), a.at("keys").get<std::vector<std::string>>()});
   }

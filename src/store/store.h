@@ -51,6 +51,7 @@ struct SweepInfo {
   std::string name, file, spec, baseline;
   std::vector<SweepAxis> axes;
   std::vector<Variant> variants;  // in the sweep file's order, baseline first (without overrides)
+  SeedDesign design;              // as last run (before schema 5: first = 0, a fixed design)
 };
 
 // One start of a worker on a run (a first start, a resume or a retry), from its events.
@@ -75,7 +76,7 @@ struct MetricPoint {
 
 class Store {
  public:
-  static constexpr int k_schema_version = 4;
+  static constexpr int k_schema_version = 5;
 
   // read: for commands that only read (report, status, ls, plan) — a database in a folder this
   // process cannot write is opened read-only, as it is, instead of failing.

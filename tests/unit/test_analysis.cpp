@@ -56,7 +56,7 @@ constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
-TEST_CASE("verdicts: CI above zero is better, below is worse, straddling is in the noise") {
+TEST_CASE("verdicts: CI above zero is better, below is worse, straddling is undecided") {
   const Analysis a = analyze(input({
       variant("baseline", {3.00, 3.02, 2.98, 3.01}),
       variant("above", {2.90, 2.915, 2.885, 2.905}),    // 0.10 better on every seed
@@ -74,7 +74,7 @@ TEST_CASE("verdicts: CI above zero is better, below is worse, straddling is in t
   const VariantStats& straddle = find(a, "straddle");
   CHECK(straddle.ci_low < 0);
   CHECK(straddle.ci_high > 0);
-  CHECK(straddle.verdict == "in the noise");
+  CHECK(straddle.verdict == "undecided");
   // Ranked by improvement, the baseline at 0.
   REQUIRE(a.variants.size() == 4);
   CHECK(a.variants[0].name == "above");
@@ -101,7 +101,7 @@ TEST_CASE("Holm: the verdict follows the adjusted p, not the raw one") {
     CHECK(v.p < 0.05);
     CHECK(v.p_holm >= v.p);
     CHECK(v.p_holm >= 0.05);
-    CHECK(v.verdict == "in the noise");
+    CHECK(v.verdict == "undecided");
   }
   CHECK(find(a, "a").p_holm == doctest::Approx(0.06).epsilon(1e-4));
   CHECK(find(a, "c").p_holm == doctest::Approx(0.06).epsilon(1e-4));
@@ -119,7 +119,7 @@ TEST_CASE("one seed per variant: the verdict comes from the noise band 2 sqrt 2 
   CHECK(far.verdict == "better");  // 0.4 > 0.283
   CHECK(far.ci_low == doctest::Approx(0.4 - 0.28284271));
   CHECK(std::isnan(far.p_holm));
-  CHECK(find(a, "near").verdict == "in the noise");  // 0.2 < 0.283
+  CHECK(find(a, "near").verdict == "undecided");  // 0.2 < 0.283
   // Without any noise estimate the verdict is unknown, and the report says how to get one.
   const Analysis blind = analyze(input({variant("baseline", {3.0}), variant("far", {2.6})}));
   CHECK(find(blind, "far").verdict == "unknown");
@@ -137,14 +137,14 @@ TEST_CASE("edge cases: zero variance, every run diverged, a baseline missing see
   }));
   CHECK(find(a, "exact").verdict == "better");
   CHECK(find(a, "exact").ci_low == doctest::Approx(0.1));
-  CHECK(find(a, "same").verdict == "in the noise");
+  CHECK(find(a, "same").verdict == "undecided");
   const VariantStats& d = find(a, "diverged");
   CHECK(d.verdict == "diverged");
   CHECK(d.finished == 0);
   CHECK(d.diverged == 3);
   CHECK(a.variants.back().name == "diverged");  // no result: ranked last
   CHECK(find(a, "more-seeds").method == "welch");
-  CHECK(find(a, "half").method == "welch");  // seeds 1 and 3 against 1, 2, 3
+  CHECK(find(a, "half").method == "paired");  // seeds 1 and 3, paired with the baseline's 1 and 3
   CHECK(find(a, "half").finished == 2);
   bool noted = false;
   for (const auto& n : a.notes) {
@@ -295,4 +295,91 @@ TEST_CASE("provenance: a variant whose runs come from two code versions is flagg
   CHECK(has_note(mixed, "x: its runs were trained by 2 code versions (aaaaaaaaaaaa numerics 2, bbbbbbbbbbbb numerics 2)"));
   CHECK(mixed.code.find("aaaaaaaaaaaa numerics 2 (5 runs)") != std::string::npos);
   CHECK(mixed.code.find("bbbbbbbbbbbb numerics 2 (1 run)") != std::string::npos);
+}
+
+TEST_CASE("equivalence: TOST within the smallest effect of interest, Holm-adjusted like the difference") {
+  ReportInput in = input({
+      variant("baseline", {3.00, 3.02, 2.98, 3.01, 2.99}),
+      variant("same", {3.0005, 3.0195, 2.9805, 3.0098, 2.9902}),  // within ±0.001 of the baseline at every seed
+      variant("tiny-gain", {2.997, 3.017, 2.977, 3.007, 2.987}),   // 0.003 better at every seed
+      variant("noisy", {3.03, 2.99, 2.95, 3.05, 2.98}),
+      variant("big-gain", {2.90, 2.915, 2.885, 2.905, 2.89}),
+  });
+  in.design.min_effect = 0.01;
+  const Analysis a = analyze(in);
+  CHECK(find(a, "same").verdict == "equivalent");
+  CHECK(find(a, "tiny-gain").verdict == "better");
+  CHECK(find(a, "tiny-gain").below_min_effect);
+  CHECK(find(a, "noisy").verdict == "undecided");
+  CHECK(find(a, "big-gain").verdict == "better");
+  CHECK_FALSE(find(a, "big-gain").below_min_effect);
+  // the equivalence p is the TOST p of the paired comparison; Holm never lowers it
+  const Comparison c = compare_paired({3.00, 3.02, 2.98, 3.01, 2.99}, {3.03, 2.99, 2.95, 3.05, 2.98});
+  CHECK(find(a, "noisy").p_equivalence == doctest::Approx(tost_p(c, 0.01)));
+  CHECK(find(a, "noisy").p_equivalence_holm >= find(a, "noisy").p_equivalence);
+  // Without a smallest effect nothing is equivalent, and the report suggests one.
+  in.design.min_effect = 0;
+  const Analysis none = analyze(in);
+  CHECK(find(none, "same").verdict == "undecided");
+  CHECK(std::isnan(find(none, "same").p_equivalence));
+  CHECK(none.suggested_min_effect > 0);
+  bool suggested = false;
+  for (const auto& n : none.notes) {
+    suggested |= n.find("no smallest effect of interest declared") != std::string::npos &&
+                 n.find("min_effect:") != std::string::npos;
+  }
+  CHECK(suggested);
+}
+
+TEST_CASE("one seed with a smallest effect: equivalent when the whole noise band lies inside it") {
+  ReportInput in = input({variant("baseline", {3.0}), variant("close", {3.001}), variant("far", {3.2})});
+  in.noise_from = NoiseSource{"noise", variant("baseline", {3.0, 3.004, 2.996, 3.002}).runs};
+  in.design.min_effect = 0.05;
+  const Analysis a = analyze(in);
+  CHECK(find(a, "close").method == "band");
+  CHECK(find(a, "close").verdict == "equivalent");
+  CHECK(find(a, "far").verdict == "worse");
+  in.design.min_effect = 0.005;  // narrower than the band
+  CHECK(find(analyze(in), "close").verdict == "undecided");
+}
+
+TEST_CASE("--until-decided: repeated confidence intervals decide at the first look that can, and say why") {
+  // Paired differences of 0.1 with a little noise: clear at the first look; a null effect with
+  // tiny noise: equivalent; a noisy middle one: undecided at the cap.
+  ReportInput in = input({
+      variant("baseline", {3.0, 3.1, 2.9, 3.05, 2.95, 3.02, 2.98, 3.01, 2.99}),
+      variant("clear", {2.9, 3.0, 2.8, 2.95, 2.85, 2.92, 2.88, 2.91, 2.89}),
+      variant("null", {3.0001, 3.0999, 2.9001, 3.0499, 2.9501, 3.0201, 2.9799, 3.0101, 2.9899}),
+      variant("noisy", {3.02, 3.05, 2.93, 3.07, 2.91, 3.05, 2.94, 3.04, 2.96}),
+  });
+  in.design.first = 3;
+  in.design.max_seeds = 9;
+  in.design.min_effect = 0.01;
+  const Analysis a = analyze(in);
+  CHECK(find(a, "null").verdict == "equivalent");
+  CHECK(find(a, "noisy").verdict == "undecided");
+  CHECK(find(a, "noisy").stopped == "undecided at the cap (9 seeds)");
+  CHECK(find(a, "noisy").looks == std::vector<int64_t>{3, 6, 9});
+  const VariantStats& clear = find(a, "clear");
+  CHECK(clear.verdict == "better");
+  CHECK(clear.stopped.rfind("decided at look ", 0) == 0);
+  // The interval of a look is wider than the fixed design's 95% interval on the same seeds.
+  const Comparison fixed = compare_paired({3.0, 3.1, 2.9}, {2.9, 3.0, 2.8});
+  CHECK(clear.ci_low <= fixed.ci_low);
+  CHECK(next_round(a).empty());  // decided or capped: nothing more to run
+
+  // Three seeds in: the undecided get three more, the baseline with them; the decided none.
+  ReportInput early = input({variant("baseline", {3.0, 3.1, 2.9}), variant("clear", {2.9, 3.0, 2.8}),
+                             variant("noisy", {3.02, 3.05, 2.93})});
+  early.design = in.design;
+  const Analysis first = analyze(early);
+  CHECK(find(first, "noisy").stopped == "undecided after 3 seeds: `sweep run --until-decided` adds more");
+  const auto more = next_round(first);
+  CHECK(more.count("noisy") == 1);
+  CHECK(more.at("noisy") == 6);
+  CHECK(more.at("baseline") == 6);
+  CHECK(more.count("clear") == (find(first, "clear").verdict == "undecided" ? 1 : 0));
+  // A fixed design never asks for more.
+  early.design.max_seeds = 0;
+  CHECK(next_round(analyze(early)).empty());
 }

@@ -251,3 +251,8 @@ TEST_CASE("group-sequential boundaries: O'Brien-Fleming-type spending against De
     CHECK(std::abs(rate - spent) < 4 * std::sqrt(spent * (1 - spent) / paths) + 1e-4);
   }
 }
+
+TEST_CASE("power figures for a nearly exact difference: certain, not an exception") {
+  CHECK(seeds_needed(0.003, 1e-16, true) == 2);
+  CHECK(detectable_effect(5, 1e-16, true) < 1e-14);
+}

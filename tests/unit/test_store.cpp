@@ -298,10 +298,17 @@ TEST_CASE("migration 4 makes the run folders of a schema-3 database relative to 
     raw.exec("INSERT INTO runs(run_id, config, init_seed, data_seed, status, run_dir, updated_at) "
              "VALUES ('abs', '', 0, 0, 'done', '/somewhere/results/runs/abs', 0), "
              "('train', '', 0, 0, 'done', '/somewhere/results/train/x', 0)");
+    raw.exec("ALTER TABLE sweeps DROP COLUMN design");  // as schema 4 had it
     raw.exec("PRAGMA user_version = 3");
   }
   Store store(fixture.dir.str("sweep.db"));
-  CHECK(store.schema_version() == 4);
+  CHECK(store.schema_version() == Store::k_schema_version);
+  // migration 5: the sweeps recorded before it are fixed designs with no smallest effect of interest
+  for (const auto& s : store.sweeps()) {
+    const SeedDesign design = store.sweep_info(s.name)->design;
+    CHECK_FALSE(design.sequential());
+    CHECK(design.min_effect == 0);
+  }
   CHECK(store.run(id)->run_dir == fixture.dir.str("runs/" + id));
   CHECK(store.run("abs")->run_dir == fixture.dir.str("runs/abs"));
   CHECK(store.run("train")->run_dir == "/somewhere/results/train/x");  // not a sweep's run folder: kept
