@@ -7,7 +7,6 @@
 #include "cli/commands.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
-#include "report/analysis.h"
 #include "report/load.h"
 #include "sched/lifecycle.h"
 #include "sched/local.h"
@@ -243,37 +242,6 @@ SeedDesign seed_design(const SweepOptions& o, const SweepSpec& spec, Store& stor
   return d;
 }
 
-// --until-decided: the next round from the report's own analysis of test_loss.
-Round next_seed_round(Store& store, const SweepSpec& current) {
-  ReportInput in = load_report_input(store, current.name, "test_loss", "");
-  const Analysis a = analyze(in);
-  Round round;
-  const std::map<std::string, int64_t> want = next_round(a);
-  std::vector<std::string> undecided, capped;
-  for (const auto& v : a.variants) {
-    if (!v.is_baseline && v.verdict == "undecided") {
-      (want.count(v.name) ? undecided : capped).push_back(v.name);
-    }
-  }
-  for (const auto& [variant, n] : want) {
-    for (auto& run : added_seed_runs(current, variant, n)) {
-      round.runs.push_back(std::move(run));
-    }
-  }
-  if (!undecided.empty()) {
-    const int64_t n = want.at(undecided.front());
-    round.why = "until decided: " + std::to_string(undecided.size()) + " undecided (" + join(undecided, ", ") +
-                ") — " + std::to_string(n) + " seeds each, and the baseline, of at most " +
-                std::to_string(a.design.max_seeds) + ": " + std::to_string(round.runs.size()) + " runs more";
-  } else if (!capped.empty()) {
-    round.why = "until decided: stopped at the cap of " + std::to_string(a.design.max_seeds) + " seeds, " +
-                std::to_string(capped.size()) + " still undecided (" + join(capped, ", ") + ") — `sweep report` says why";
-  } else {
-    round.why = "until decided: every intervention is decided — `sweep report` has the verdicts";
-  }
-  return round;
-}
-
 Exit run_run(const SweepOptions& o, SweepSpec spec) {
   const bool slurm = o.executor == "slurm";
   check_until_decided(o, spec);
@@ -311,7 +279,9 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   ro.max_preemptions = o.max_preemptions;
   ro.retry_failed = o.retry_failed;
   if (spec.design.sequential()) {
-    ro.next_round = [&store](const SweepSpec& current) { return next_seed_round(store, current); };
+    ro.next_round = [&store](const SweepSpec& current, std::string& why) {
+      return next_seed_round(store, current, why);
+    };
   }
   return SweepRunner(spec, store, std::move(lock), std::move(executor), ro).run();
 }

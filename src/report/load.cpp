@@ -125,4 +125,35 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   return in;
 }
 
+std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, std::string& why) {
+  ReportInput in = load_report_input(store, current.name, "test_loss", "");
+  in.design = current.design;
+  const Analysis a = analyze(in);
+  const std::map<std::string, int64_t> want = next_round(a);
+  std::vector<PlannedRun> runs;
+  std::vector<std::string> undecided, capped;
+  for (const auto& v : a.variants) {
+    if (!v.is_baseline && v.verdict == "undecided") {
+      (want.count(v.name) ? undecided : capped).push_back(v.name);
+    }
+  }
+  for (const auto& [variant, n] : want) {
+    for (auto& run : added_seed_runs(current, variant, n)) {
+      runs.push_back(std::move(run));
+    }
+  }
+  const std::string cap = std::to_string(a.design.max_seeds);
+  if (!undecided.empty()) {
+    why = "until decided: " + std::to_string(undecided.size()) + " undecided (" + join(undecided, ", ") + ") — " +
+          std::to_string(want.at(undecided.front())) + " seeds each, and the baseline, of at most " + cap + ": " +
+          std::to_string(runs.size()) + " runs more";
+  } else if (!capped.empty()) {
+    why = "until decided: stopped at the cap of " + cap + " seeds, " + std::to_string(capped.size()) +
+          " still undecided (" + join(capped, ", ") + ") — `sweep report` says why";
+  } else {
+    why = "until decided: every intervention is decided — `sweep report` has the verdicts";
+  }
+  return runs;
+}
+
 }  // namespace sweep

@@ -17,4 +17,9 @@ inline const std::vector<std::string> k_report_metrics{"test_loss", "val_loss", 
 ReportInput load_report_input(Store& store, const std::string& sweep, const std::string& metric,
                               const std::string& noise_from);
 
+// --until-decided, between rounds: the runs that give the interventions still undecided on
+// test_loss (and the baseline) their next seeds, as the report's own analysis of the sweep's runs
+// so far decides (next_round); `why` says what it decided. None when every one is decided or capped.
+std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, std::string& why);
+
 }  // namespace sweep

@@ -348,19 +348,19 @@ bool SweepRunner::add_round() {
     }
     return false;
   }
-  Round round = m_options.next_round(m_spec);
-  if (round.runs.empty()) {
-    say(round.why);
+  std::string why;
+  std::vector<PlannedRun> runs = m_options.next_round(m_spec, why);
+  say(why);
+  if (runs.empty()) {
     return false;
   }
   std::vector<const PlannedRun*> added;
-  for (auto& run : round.runs) {
+  for (auto& run : runs) {
     m_spec.runs.push_back(run);
     m_runs.push_back(std::move(run));
     added.push_back(&m_runs.back());
   }
   m_store.record_sweep(m_spec);
-  say(round.why);
   plan(added);
   return true;
 }

@@ -38,20 +38,14 @@ class ResultsLock {
 // Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`).
 void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
 
-// --until-decided: the next round of runs once every run of the sweep so far has ended, and the
-// line that says why; no runs to stop.
-struct Round {
-  std::vector<PlannedRun> runs;
-  std::string why;
-};
-
 struct RunnerOptions {
   int retries = 1;            // crashes retried per run, from its checkpoint
   int max_preemptions = 10;   // requeues after SIGTERM per run and `sweep run`, then it is failed
   bool retry_failed = false;  // run again the runs that ended failed or out of memory
-  // Asked, with the sweep's runs so far, when they have all ended and none failed: the runs to add
-  // (the sweep is recorded with them). Empty: the sweep's runs are the file's.
-  std::function<Round(const SweepSpec& sweep)> next_round;
+  // --until-decided: asked, with the sweep's runs so far, when they have all ended and none
+  // failed: the runs to add (the sweep is recorded with them; none: it is over), and a line that
+  // says why. Unset: the sweep's runs are the file's.
+  std::function<std::vector<PlannedRun>(const SweepSpec& sweep, std::string& why)> next_round;
 };
 
 class SweepRunner {

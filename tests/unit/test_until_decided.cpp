@@ -1,0 +1,156 @@
+// sweep run --until-decided, end to end on the real runner and database with an executor whose
+// workers "train" instantly: each run's test loss is drawn from a known distribution (a shared
+// per-seed noise, the variant's true effect, its own noise). The loop must add seeds only to the
+// interventions still undecided (and the baseline), stop each at its deciding look, cap the rest,
+// and replay to the same state without training anything again.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <map>
+#include <random>
+
+#include "config/sweep_spec.h"
+#include "helpers.h"
+#include "report/analysis.h"
+#include "report/load.h"
+#include "sched/runner.h"
+#include "store/store.h"
+
+using namespace sweep;
+
+namespace {
+
+std::string fmt_loss(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Runs finish at the next poll with a loss drawn for their variant and seed.
+class DrawnExecutor : public Executor {
+ public:
+  explicit DrawnExecutor(std::vector<std::vector<std::string>>& rounds) : rounds(rounds) { rounds = {{}}; }
+  std::map<std::string, std::pair<double, double>> truth;  // variant -> (effect, own noise sd)
+  std::vector<std::vector<std::string>>& rounds;           // variants started, per poll that ended some
+  std::string describe() const override { return "drawn"; }
+  std::optional<std::string> adopt(const RunRow&, const PlannedRun*) override { return std::nullopt; }
+  bool can_start(const PlannedRun&) const override { return true; }
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow&, std::string& where) override {
+    where = "nowhere";
+    m_running.push_back(&run);
+    return ::getpid();
+  }
+  Observed poll() override {
+    Observed seen;
+    for (const PlannedRun* run : m_running) {
+      const int64_t seed = run->config.seeds.init;
+      std::mt19937_64 shared(static_cast<uint64_t>(seed)), own(static_cast<uint64_t>(seed) * 7919 + std::hash<std::string>()(run->variant));
+      std::normal_distribution<double> shared_noise, own_noise;  // one each: a distribution caches its second draw
+      const auto [effect, sd] = truth.at(run->variant);
+      const double loss = 3.0 + 0.02 * shared_noise(shared) - effect + sd * own_noise(own);
+      seen.events.push_back({run->run_id,
+                             {R"({"event":"start","step":0,"total_steps":1,"numerics":2})",
+                              R"({"event":"end","status":"done","step":1,"test_loss":)" + fmt_loss(loss) + "}"}});
+      seen.ended.push_back(WorkerEnd{run->run_id, 0, false, "", "", ""});
+      rounds.back().push_back(run->variant);
+    }
+    if (!m_running.empty()) {
+      rounds.emplace_back();
+    }
+    m_running.clear();
+    return seen;
+  }
+  std::string stop(int) override { return "stopping"; }
+
+ private:
+  std::vector<const PlannedRun*> m_running;
+};
+
+struct Study {
+  test::TempDir dir;
+  SweepSpec spec;
+  Study() {
+    write_file_atomic(dir.path / "s.yaml",
+               "sweep: s\nbaseline: base\nseeds: [1, 2]\nmin_effect: 0.01\n"
+               "base: {data: {dataset: data}, train: {tokens: 8192}}\n"
+               "interventions:\n  base: {}\n  big: {train.lr: 1e-3}\n  none: {train.lr: 2e-3}\n"
+               "  noisy: {train.lr: 3e-3}\n");
+    spec = load_sweep(dir.str("s.yaml"));
+    spec.design.max_seeds = 8;
+  }
+  // One `sweep run --until-decided`: the executor's start log by round.
+  std::vector<std::vector<std::string>> run() {
+    std::vector<std::vector<std::string>> rounds;  // outlives the executor, which the runner owns
+    auto executor = std::make_unique<DrawnExecutor>(rounds);
+    executor->truth = {{"base", {0, 0.0005}}, {"big", {0.1, 0.0005}}, {"none", {0, 0.0005}}, {"noisy", {0.01, 0.05}}};
+    Store store(dir.str("sweep.db"));
+    RunnerOptions o;
+    o.next_round = [&store](const SweepSpec& current, std::string& why) { return next_seed_round(store, current, why); };
+    CHECK(SweepRunner(spec, store, std::make_unique<ResultsLock>(dir.str()), std::move(executor), o).run() == Exit::ok);
+    rounds.pop_back();  // the empty one after the last
+    return rounds;
+  }
+};
+
+int count(const std::vector<std::string>& v, const std::string& name) {
+  return static_cast<int>(std::count(v.begin(), v.end(), name));
+}
+
+}  // namespace
+
+TEST_CASE("until decided: seeds go only where undecided, each stops at its deciding look, the rest at the cap") {
+  Study study;
+  const auto rounds = study.run();
+  REQUIRE(rounds.size() >= 2);
+  CHECK(rounds[0].size() == 8);  // the declared 2 seeds of 4 variants
+  Store store(study.dir.str("sweep.db"));
+  ReportInput in = load_report_input(store, "s", "test_loss", "");
+  const Analysis a = analyze(in);
+  std::map<std::string, const VariantStats*> by;
+  for (const auto& v : a.variants) {
+    by[v.name] = &v;
+  }
+  CHECK(by["big"]->verdict == "better");
+  CHECK(by["none"]->verdict == "equivalent");
+  CHECK(by["noisy"]->verdict == "undecided");
+  CHECK(by["noisy"]->seeds == 8);  // capped
+  CHECK(by["noisy"]->stopped == "undecided at the cap (8 seeds)");
+  CHECK(by["base"]->seeds == 8);
+  for (const char* name : {"big", "none"}) {
+    // decided at a look, and never given a seed after it
+    const VariantStats& v = *by[name];
+    CAPTURE(name);
+    REQUIRE(v.stopped.rfind("decided at look ", 0) == 0);
+    CHECK(v.stopped == "decided at look " + std::to_string(v.looks.size()) + " (" + std::to_string(v.seeds) + " seeds)");
+    CHECK(v.seeds < 8);
+  }
+  // Each later round: 2 more seeds for every variant still undecided, and the baseline's with them.
+  for (size_t r = 1; r < rounds.size(); ++r) {
+    CAPTURE(r);
+    CHECK(count(rounds[r], "base") == 2);
+    CHECK(count(rounds[r], "noisy") == 2);
+    for (const char* name : {"big", "none"}) {
+      const int64_t seeds_before = 2 * static_cast<int64_t>(r);
+      CHECK(count(rounds[r], name) == (seeds_before < by[name]->seeds ? 2 : 0));
+    }
+  }
+  // The design is recorded with the sweep; a second run replays the rounds and trains nothing.
+  CHECK(store.sweep_info("s")->design.max_seeds == 8);
+  CHECK(study.run().empty());
+  CHECK(static_cast<int64_t>(store.sweep_runs("s").size()) == by["base"]->seeds + by["big"]->seeds +
+                                                                   by["none"]->seeds + by["noisy"]->seeds);
+}
+
+TEST_CASE("added seeds continue the declared ones, with ids of their own") {
+  Study study;
+  const std::vector<PlannedRun> more = added_seed_runs(study.spec, "big", 4);
+  REQUIRE(more.size() == 2);
+  CHECK(more[0].config.seeds.init == 3);
+  CHECK(more[1].config.seeds.data == 4);
+  CHECK(more[0].variant == "big");
+  CHECK(more[0].run_id == run_id_of(more[0].config, 0));
+  CHECK(more[0].run_id != study.spec.runs[0].run_id);
+  CHECK(added_seed_runs(study.spec, "big", 2).empty());
+  CHECK(study.spec.design.looks(7) == std::vector<int64_t>{2, 4, 6, 7});
+}
