@@ -76,6 +76,18 @@ struct ReportOptions {
 CLI::App* setup_report(CLI::App& app, ReportOptions& o);
 Exit run_report(const ReportOptions& o);
 
+struct CalibrateOptions {
+  std::string sweep;  // "": σ, ρ and δ from the options
+  std::string results = "results";
+  double sigma = 0, rho = 2, min_effect = 0;  // not given: 0, 2 (ρ), 0
+  int64_t seeds = 0, max_seeds = 0, interventions = 0, replicates = 1000;
+  uint64_t seed = 1;
+  std::vector<double> effects{0, 0.5, 1, 2};
+  std::string spending = "pocock";
+};
+CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o);
+Exit run_calibrate(const CalibrateOptions& o);
+
 struct ExportOptions {
   std::string run_dir;
   std::string out;

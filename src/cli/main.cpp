@@ -20,8 +20,10 @@ int main(int argc, char** argv) {
   PrepareOptions prepare;
   SweepOptions sweep_options;
   ReportOptions report;
+  CalibrateOptions calibrate;
   setup_sweep_commands(app, sweep_options);
   CLI::App* report_cmd = setup_report(app, report);
+  CLI::App* calibrate_cmd = setup_calibrate(app, calibrate);
   CLI::App* train_cmd = setup_train(app, train, "train", "Train one run from a config file");
   CLI::App* worker_cmd = setup_train(app, worker, "worker", "Train one run for the scheduler (same as train)");
   CLI::App* data_cmd = setup_data(app, prepare);
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
       code = run_export(exporter);
     } else if (*report_cmd) {
       code = run_report(report);
+    } else if (*calibrate_cmd) {
+      code = run_calibrate(calibrate);
     } else {
       for (const CLI::App* cmd : {sweep_options.run, sweep_options.plan, sweep_options.status, sweep_options.ls,
                                   sweep_options.ingest}) {

@@ -87,11 +87,12 @@ std::pair<double, double> interval(const Comparison& c, double level) {
 }
 
 // Boundaries are the same for every intervention with the same looks: computed once.
-const std::vector<double>& boundaries(const std::vector<double>& fractions, double alpha) {
-  static std::map<std::pair<std::vector<double>, double>, std::vector<double>> cache;
-  auto it = cache.find({fractions, alpha});
+const std::vector<double>& boundaries(const std::vector<double>& fractions, double alpha, Spending spending) {
+  static std::map<std::tuple<std::vector<double>, double, Spending>, std::vector<double>> cache;
+  const auto key = std::make_tuple(fractions, alpha, spending);
+  auto it = cache.find(key);
   if (it == cache.end()) {
-    it = cache.emplace(std::make_pair(fractions, alpha), spending_boundaries(fractions, alpha)).first;
+    it = cache.emplace(key, spending_boundaries(fractions, alpha, spending)).first;
   }
   return it->second;
 }
@@ -110,8 +111,9 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
   for (int64_t n : s.looks) {
     t.push_back(static_cast<double>(n) / most);
   }
-  const std::vector<double>& difference = boundaries(t, alpha_each);
-  const std::vector<double>& equivalence = boundaries(t, 2 * alpha_each);
+  const Spending spending = d.spending == "obrien-fleming" ? Spending::obrien_fleming : Spending::pocock;
+  const std::vector<double>& difference = boundaries(t, alpha_each, spending);
+  const std::vector<double>& equivalence = boundaries(t, 2 * alpha_each, spending);
   s.verdict = "undecided";
   for (size_t j = 0; j < s.looks.size(); ++j) {
     const Comparison c = compare_first(base, mine, paired, s.looks[j], 0.95);
@@ -181,7 +183,7 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& 
                                 return a.second < b.second;
                               })->first;
   ns.band = ns.seeds > 0 ? 2.0 * std::sqrt(2.0) * ns.sigma / std::sqrt(static_cast<double>(ns.seeds)) : k_nan;
-  ns.detectable = detectable_effect(ns.seeds, ns.sigma, false, in.alpha);
+  ns.detectable = in.power ? detectable_effect(ns.seeds, ns.sigma, false, in.alpha) : k_nan;
   return ns;
 }
 
@@ -405,7 +407,7 @@ Analysis analyze(const ReportInput& in) {
         s.p = c.p;
         const double sd = paired ? c.se * std::sqrt(static_cast<double>(values.size()))
                                  : std::sqrt((std::pow(summarize(base_values).sd, 2) + std::pow(s.summary.sd, 2)) / 2);
-        s.seeds_needed = seeds_needed(c.improvement, sd, paired, alpha_each);
+        s.seeds_needed = in.power ? seeds_needed(c.improvement, sd, paired, alpha_each) : -1;
         if (!seeds_match) {
           a.notes.push_back(v.name + ": its seeds differ from the baseline's; compared unpaired (Welch)");
         } else if (paired && base.size() > mine.size() && !in.design.sequential()) {
@@ -415,7 +417,9 @@ Analysis analyze(const ReportInput& in) {
         if (in.design.min_effect > 0) {
           s.p_equivalence = tost_p(c, in.design.min_effect);
         }
-        detectable.push_back(detectable_effect(s.seeds, sd, paired, alpha_each));
+        if (in.power) {
+          detectable.push_back(detectable_effect(s.seeds, sd, paired, alpha_each));
+        }
         if (in.design.sequential()) {
           decide_sequentially(in, s, base, mine, paired);
         }
@@ -429,7 +433,7 @@ Analysis analyze(const ReportInput& in) {
         const double band = 2.0 * std::sqrt(2.0) * a.noise.sigma / std::sqrt(static_cast<double>(values.size()));
         s.ci_low = s.improvement - band;
         s.ci_high = s.improvement + band;
-        s.seeds_needed = seeds_needed(s.improvement, a.noise.sigma, false, alpha_each);
+        s.seeds_needed = in.power ? seeds_needed(s.improvement, a.noise.sigma, false, alpha_each) : -1;
         const bool inside = in.design.min_effect > 0 && std::abs(s.improvement) + band < in.design.min_effect;
         s.verdict = !std::isfinite(band)            ? "unknown"
                     : std::abs(s.improvement) <= band ? (inside ? "equivalent" : "undecided")

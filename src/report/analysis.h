@@ -58,6 +58,7 @@ struct ReportInput {
   double alpha = 0.05;
   SeedDesign design;               // as the sweep was last run; min_effect possibly from --min-effect
   std::string min_effect_source;   // where min_effect comes from: "the sweep file", "--min-effect"
+  bool power = true;               // seeds for 80% and detectable effects (the calibration skips them)
 };
 
 // One observation per seed: the mean of a seed's finished runs (identical-seed repeats are one

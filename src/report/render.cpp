@@ -118,8 +118,9 @@ std::string method_sentence(const Analysis& a) {
   if (tested > 0 && a.design.sequential()) {
     s += "Verdicts (--until-decided, up to " + std::to_string(a.design.max_seeds) + " seeds, a look every " +
          std::to_string(a.design.first) + "): t-tests paired by seed (Welch where the seeds differ), at each look a "
-         "repeated confidence interval (Jennison & Turnbull) from O'Brien–Fleming-type alpha spending (Lan & DeMets) "
-         "at alpha " + fmt("%g", a.alpha) + " / " + m + " interventions: better/worse when it excludes 0, equivalent "
+         "repeated confidence interval (Jennison & Turnbull) from " +
+         std::string(a.design.spending == "pocock" ? "Pocock" : "O'Brien–Fleming") +
+         "-type alpha spending (Lan & DeMets) at alpha " + fmt("%g", a.alpha) + " / " + m + " interventions: better/worse when it excludes 0, equivalent "
          "when the interval at twice that alpha lies inside " + margin + "; the first look that decides stops the "
          "intervention's seeds, else undecided. RCI: the interval of its deciding (or last) look.";
   } else if (tested > 0) {

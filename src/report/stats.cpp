@@ -127,11 +127,13 @@ double normal_quantile(double p) { return boost::math::quantile(boost::math::nor
 
 double two_sided_level(double c) { return 1.0 - 2.0 * boost::math::cdf(boost::math::complement(boost::math::normal(), c)); }
 
-std::vector<double> spending_boundaries(const std::vector<double>& fractions, double alpha) {
+std::vector<double> spending_boundaries(const std::vector<double>& fractions, double alpha, Spending spending) {
   const boost::math::normal normal;
-  // Each tail spends alpha/2 by the one-sided function 2 − 2Φ(z_{1−alpha/4}/√t) (as gsDesign's sfLDOF).
   const double z = normal_quantile(1 - alpha / 4);
-  auto spent = [&](double t) { return 4.0 * boost::math::cdf(boost::math::complement(normal, z / std::sqrt(t))); };
+  auto spent = [&](double t) {
+    return spending == Spending::pocock ? alpha * std::log(1 + (std::exp(1.0) - 1) * t)
+                                        : 4.0 * boost::math::cdf(boost::math::complement(normal, z / std::sqrt(t)));
+  };
   auto upper = [&](double x) { return boost::math::cdf(boost::math::complement(normal, x)); };
   // The score S_k = Z_k·√t_k is Brownian motion in t: independent N(0, t_k − t_{k−1}) increments.
   // f holds the density of S_k on paths still inside every earlier boundary, on a grid over
@@ -251,12 +253,16 @@ int64_t seeds_needed(double effect, double sd, bool paired, double alpha, double
   if (!(effect > 0) || !(sd > 0) || !std::isfinite(effect) || !std::isfinite(sd)) {
     return -1;
   }
-  for (int64_t n = 2; n <= 100000; ++n) {
-    if (power_of(effect, sd, n, paired, alpha) >= power) {
-      return n;
-    }
+  // Power grows with n: bisect for the first n that reaches it.
+  int64_t lo = 1, hi = 100000;  // power(lo) < power (n = 1 has no test), power(hi) assumed enough
+  if (power_of(effect, sd, hi, paired, alpha) < power) {
+    return hi;
   }
-  return 100000;
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    (power_of(effect, sd, mid, paired, alpha) >= power ? hi : lo) = mid;
+  }
+  return hi;
 }
 
 double detectable_effect(int64_t n, double sd, bool paired, double alpha, double power) {

@@ -53,14 +53,18 @@ Comparison contrast(const std::vector<std::vector<double>>& groups, const std::v
 // NaN where c has no test; with se = 0, 0 inside the margin and 1 outside.
 double tost_p(const Comparison& c, double delta);
 
-// Group-sequential boundaries by Lan & DeMets' (1983) alpha spending with the O'Brien–Fleming-type
-// function in each tail, α(t) = 2·(2 − 2Φ(z_{1−α/4} / √t)) in all: for looks at information fractions t_1 < … < t_K ≤ 1,
-// the z values c_k such that a two-sided test that rejects at the first |Z_k| ≥ c_k has
-// P(reject at look k, not before) = α(t_k) − α(t_{k−1}) under the null. Computed by the
-// recursive numerical integration of Armitage, McPherson & Rowe (1969). Repeated confidence
-// intervals (Jennison & Turnbull 1989) at the nominal levels 1 − 2(1 − Φ(c_k)) cover the true
-// effect at every look at once with probability 1 − alpha, whatever rule decides when to stop.
-std::vector<double> spending_boundaries(const std::vector<double>& fractions, double alpha);
+// Group-sequential boundaries by Lan & DeMets' (1983) alpha spending: for looks at information
+// fractions t_1 < … < t_K ≤ 1, the z values c_k such that a two-sided test that rejects at the
+// first |Z_k| ≥ c_k has P(reject at look k, not before) = α(t_k) − α(t_{k−1}) under the null.
+// Spending functions: O'Brien–Fleming-type, α(t) = 2·(2 − 2Φ(z_{1−α/4} / √t)) (each tail spends
+// alpha/2, as gsDesign's sfLDOF), which keeps nearly all of alpha for the last look; and
+// Pocock-type, α(t) = alpha·ln(1 + (e − 1)·t), which spends it evenly. Computed by the recursive
+// numerical integration of Armitage, McPherson & Rowe (1969). Repeated confidence intervals
+// (Jennison & Turnbull 1989) at the nominal levels 1 − 2(1 − Φ(c_k)) cover the true effect at
+// every look at once with probability 1 − alpha, whatever rule decides when to stop.
+enum class Spending { obrien_fleming, pocock };
+std::vector<double> spending_boundaries(const std::vector<double>& fractions, double alpha,
+                                        Spending spending = Spending::obrien_fleming);
 
 // The standard normal quantile and its two-sided level: the level of a z interval of half-width c.
 double normal_quantile(double p);

@@ -279,6 +279,9 @@ void Store::record_sweep(const SweepSpec& spec) try {
   sweep.bind(5, now());
   sweep.bind(6, axes.dump());
   nlohmann::json design{{"first", spec.design.first}, {"max_seeds", spec.design.max_seeds}};
+  if (spec.design.sequential()) {
+    design["spending"] = spec.design.spending;
+  }
   if (spec.design.min_effect > 0) {
     design["min_effect"] = spec.design.min_effect;
   }
@@ -386,6 +389,7 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   info.design.first = design.value("first", int64_t{0});
   info.design.max_seeds = design.value("max_seeds", int64_t{0});
   info.design.min_effect = design.value("min_effect", 0.0);
+  info.design.spending = design.value("spending", info.design.spending);
   for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {
     info.axes.push_back({a.at("kind").get<std::string>(), a.at("keys").get<std::vector<std::string>>()});
   }

@@ -1,7 +1,7 @@
 // TOST reference values: statsmodels 0.13.5 (Debian bookworm's python3-statsmodels:
 // stats.weightstats.ttost_paired, and ttost_ind with usevar='unequal'). Group-sequential
-// boundaries: DeMets & Lan (1994), Statistics in Medicine 13, Table 1 (O'Brien–Fleming-type
-// spending, five equally spaced looks, two-sided 0.05), and a Monte Carlo check here.
+// boundaries: DeMets & Lan (1994), Statistics in Medicine 13, Table 1 (O'Brien–Fleming- and
+// Pocock-type spending, five equally spaced looks, two-sided 0.05), and a Monte Carlo check here.
 // Reference values: scipy 1.10.1 (Debian bookworm's python3-scipy: stats.ttest_ind with
 // equal_var=False, stats.ttest_rel, stats.t.ppf), computed once; the sample sizes for power 0.8
 // are the textbook ones (Cohen 1988: d = 0.5 → 64 per group; d = 1 → 17; paired d = 1 → 10).
@@ -214,12 +214,17 @@ TEST_CASE("TOST equivalence p against statsmodels, paired and Welch") {
   CHECK(tost_p(exact, 0.4) == 1.0);
 }
 
-TEST_CASE("group-sequential boundaries: O'Brien-Fleming-type spending against DeMets and Lan, and by simulation") {
+TEST_CASE("group-sequential boundaries: O'Brien-Fleming- and Pocock-type spending against DeMets and Lan, and by simulation") {
   const std::vector<double> c = spending_boundaries({0.2, 0.4, 0.6, 0.8, 1.0}, 0.05);
   REQUIRE(c.size() == 5);
   const double published[] = {4.877, 3.357, 2.680, 2.290, 2.031};
   for (int k = 0; k < 5; ++k) {
     CHECK(c[k] == doctest::Approx(published[k]).epsilon(0.0005));
+  }
+  const std::vector<double> pocock = spending_boundaries({0.2, 0.4, 0.6, 0.8, 1.0}, 0.05, Spending::pocock);
+  const double published_pocock[] = {2.438, 2.427, 2.410, 2.397, 2.386};
+  for (int k = 0; k < 5; ++k) {
+    CHECK(pocock[k] == doctest::Approx(published_pocock[k]).epsilon(0.0005));
   }
   // one look at the end is the fixed test
   CHECK(spending_boundaries({1.0}, 0.05)[0] == doctest::Approx(1.959964).epsilon(1e-6));

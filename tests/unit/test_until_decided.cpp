@@ -2,7 +2,8 @@
 // workers "train" instantly: each run's test loss is drawn from a known distribution (a shared
 // per-seed noise, the variant's true effect, its own noise). The loop must add seeds only to the
 // interventions still undecided (and the baseline), stop each at its deciding look, cap the rest,
-// and replay to the same state without training anything again.
+// and replay to the same state without training anything again. And the calibration simulation:
+// the verdicts' error rates on synthetic studies, within binomial tolerances.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "config/sweep_spec.h"
 #include "helpers.h"
 #include "report/analysis.h"
+#include "report/calibration.h"
 #include "report/load.h"
 #include "sched/runner.h"
 #include "store/store.h"
@@ -72,12 +74,12 @@ struct Study {
   SweepSpec spec;
   Study() {
     write_file_atomic(dir.path / "s.yaml",
-               "sweep: s\nbaseline: base\nseeds: [1, 2]\nmin_effect: 0.01\n"
+               "sweep: s\nbaseline: base\nseeds: [1, 2, 3]\nmin_effect: 0.01\n"
                "base: {data: {dataset: data}, train: {tokens: 8192}}\n"
                "interventions:\n  base: {}\n  big: {train.lr: 1e-3}\n  none: {train.lr: 2e-3}\n"
                "  noisy: {train.lr: 3e-3}\n");
     spec = load_sweep(dir.str("s.yaml"));
-    spec.design.max_seeds = 8;
+    spec.design.max_seeds = 9;
   }
   // One `sweep run --until-decided`: the executor's start log by round.
   std::vector<std::vector<std::string>> run() {
@@ -103,7 +105,7 @@ TEST_CASE("until decided: seeds go only where undecided, each stops at its decid
   Study study;
   const auto rounds = study.run();
   REQUIRE(rounds.size() >= 2);
-  CHECK(rounds[0].size() == 8);  // the declared 2 seeds of 4 variants
+  CHECK(rounds[0].size() == 12);  // the declared 3 seeds of 4 variants
   Store store(study.dir.str("sweep.db"));
   ReportInput in = load_report_input(store, "s", "test_loss", "");
   const Analysis a = analyze(in);
@@ -114,29 +116,29 @@ TEST_CASE("until decided: seeds go only where undecided, each stops at its decid
   CHECK(by["big"]->verdict == "better");
   CHECK(by["none"]->verdict == "equivalent");
   CHECK(by["noisy"]->verdict == "undecided");
-  CHECK(by["noisy"]->seeds == 8);  // capped
-  CHECK(by["noisy"]->stopped == "undecided at the cap (8 seeds)");
-  CHECK(by["base"]->seeds == 8);
+  CHECK(by["noisy"]->seeds == 9);  // capped
+  CHECK(by["noisy"]->stopped == "undecided at the cap (9 seeds)");
+  CHECK(by["base"]->seeds == 9);
   for (const char* name : {"big", "none"}) {
     // decided at a look, and never given a seed after it
     const VariantStats& v = *by[name];
     CAPTURE(name);
     REQUIRE(v.stopped.rfind("decided at look ", 0) == 0);
     CHECK(v.stopped == "decided at look " + std::to_string(v.looks.size()) + " (" + std::to_string(v.seeds) + " seeds)");
-    CHECK(v.seeds < 8);
+    CHECK(v.seeds < 9);
   }
-  // Each later round: 2 more seeds for every variant still undecided, and the baseline's with them.
+  // Each later round: 3 more seeds for every variant still undecided, and the baseline's with them.
   for (size_t r = 1; r < rounds.size(); ++r) {
     CAPTURE(r);
-    CHECK(count(rounds[r], "base") == 2);
-    CHECK(count(rounds[r], "noisy") == 2);
+    CHECK(count(rounds[r], "base") == 3);
+    CHECK(count(rounds[r], "noisy") == 3);
     for (const char* name : {"big", "none"}) {
-      const int64_t seeds_before = 2 * static_cast<int64_t>(r);
-      CHECK(count(rounds[r], name) == (seeds_before < by[name]->seeds ? 2 : 0));
+      const int64_t seeds_before = 3 * static_cast<int64_t>(r);
+      CHECK(count(rounds[r], name) == (seeds_before < by[name]->seeds ? 3 : 0));
     }
   }
   // The design is recorded with the sweep; a second run replays the rounds and trains nothing.
-  CHECK(store.sweep_info("s")->design.max_seeds == 8);
+  CHECK(store.sweep_info("s")->design.max_seeds == 9);
   CHECK(study.run().empty());
   CHECK(static_cast<int64_t>(store.sweep_runs("s").size()) == by["base"]->seeds + by["big"]->seeds +
                                                                    by["none"]->seeds + by["noisy"]->seeds);
@@ -144,13 +146,49 @@ TEST_CASE("until decided: seeds go only where undecided, each stops at its decid
 
 TEST_CASE("added seeds continue the declared ones, with ids of their own") {
   Study study;
-  const std::vector<PlannedRun> more = added_seed_runs(study.spec, "big", 4);
+  const std::vector<PlannedRun> more = added_seed_runs(study.spec, "big", 5);
   REQUIRE(more.size() == 2);
-  CHECK(more[0].config.seeds.init == 3);
-  CHECK(more[1].config.seeds.data == 4);
+  CHECK(more[0].config.seeds.init == 4);
+  CHECK(more[1].config.seeds.data == 5);
   CHECK(more[0].variant == "big");
   CHECK(more[0].run_id == run_id_of(more[0].config, 0));
   CHECK(more[0].run_id != study.spec.runs[0].run_id);
-  CHECK(added_seed_runs(study.spec, "big", 2).empty());
-  CHECK(study.spec.design.looks(7) == std::vector<int64_t>{2, 4, 6, 7});
+  CHECK(added_seed_runs(study.spec, "big", 3).empty());
+  CHECK(study.spec.design.looks(7) == std::vector<int64_t>{3, 6, 7});
+}
+
+TEST_CASE("calibration: under no effect, better/worse stays within alpha, and with one until-decided decides it") {
+  CalibrationSetup s;
+  s.sigma = 0.0066;
+  s.rho = 0.95;
+  s.min_effect = 0.005;
+  s.seeds = 3;
+  s.max_seeds = 9;
+  s.interventions = 3;
+  s.effects = {0, 2};
+  s.replicates = 150;
+  const std::vector<CalibrationRow> rows = calibrate(s);
+  REQUIRE(rows.size() == 9);  // 3 designs × (0, 2δ, mixed)
+  for (const auto& r : rows) {
+    CAPTURE(r.design);
+    CAPTURE(r.effect);
+    CHECK(r.judged == 450);
+    CHECK(r.better + r.worse + r.equivalent + r.undecided == doctest::Approx(1.0));
+    CHECK(r.seeds >= 3);
+    CHECK(r.seeds <= 9);
+    if (!r.mixed && r.effect == 0) {
+      // The binomial bound: alpha plus 3 standard errors of a rate alpha over this many judgements.
+      const double tolerance = 3 * std::sqrt(0.05 * 0.95 / static_cast<double>(r.judged));
+      CHECK(r.better + r.worse <= 0.05 + tolerance);
+      CHECK(r.any_false <= 0.05 + 3 * std::sqrt(0.05 * 0.95 / 150.0));
+    }
+  }
+  const CalibrationRow& null_until = rows[2];
+  CHECK(null_until.design == "until decided (pocock), 3 to 9 seeds");
+  CHECK(null_until.equivalent > 0.8);
+  const CalibrationRow &fixed3 = rows[3], &until = rows[5];
+  CHECK(until.better > fixed3.better);
+  CHECK(until.correct > 0.9);
+  CHECK(until.fixed_same >= 2);
+  CHECK(calibration_markdown(s, rows).find("| mixed: 0δ, 2δ | until decided (pocock), 3 to 9 seeds |") != std::string::npos);
 }

@@ -1,0 +1,274 @@
+#include "report/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "util/error.h"
+
+namespace sweep {
+
+namespace {
+
+std::string fmt(const char* spec, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+// One synthetic study's draws, enough for the most seeds any design gives it.
+struct Draws {
+  std::vector<double> shared;              // z, per seed
+  std::vector<std::vector<double>> own;    // w, per intervention and seed
+};
+
+Draws draw(const CalibrationSetup& s, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  Draws d;
+  for (int64_t k = 0; k < s.max_seeds; ++k) {
+    d.shared.push_back(normal(rng));
+  }
+  d.own.resize(static_cast<size_t>(s.interventions));
+  for (auto& w : d.own) {
+    for (int64_t k = 0; k < s.max_seeds; ++k) {
+      w.push_back(normal(rng));
+    }
+  }
+  return d;
+}
+
+// The study as the report would load it: variant 0 the baseline, n[v] seeds each.
+ReportInput study(const CalibrationSetup& s, const std::vector<double>& effects, const Draws& d,
+                  const std::vector<int64_t>& n, const SeedDesign& design) {
+  ReportInput in;
+  in.sweep = "calibration";
+  in.baseline = "baseline";
+  in.metric = "test_loss";
+  in.alpha = s.alpha;
+  in.design = design;
+  in.min_effect_source = "the simulation";
+  in.power = false;
+  const double mu = 3.0, own = std::sqrt(std::max(0.0, 1 - s.rho * s.rho));
+  for (size_t v = 0; v < n.size(); ++v) {
+    VariantRuns vr;
+    vr.name = v == 0 ? "baseline" : "i" + std::to_string(v);
+    for (int64_t k = 0; k < n[v]; ++k) {
+      ReportRun r;
+      r.run_id = vr.name + "-" + std::to_string(k);
+      r.status = RunState::done;
+      r.init_seed = r.data_seed = k + 1;
+      const double z = d.shared[static_cast<size_t>(k)];
+      r.value = v == 0 ? mu + s.sigma * z
+                       : mu - effects[v - 1] + s.sigma * (s.rho * z + own * d.own[v - 1][static_cast<size_t>(k)]);
+      vr.runs.push_back(r);
+    }
+    in.variants.push_back(std::move(vr));
+  }
+  return in;
+}
+
+bool correct(const VariantStats& v, double effect, double delta) {
+  if (effect == 0) {
+    return v.verdict == "equivalent";
+  }
+  if (effect < delta) {
+    return v.verdict == "equivalent" || v.verdict == "better";
+  }
+  return v.verdict == "better";
+}
+
+// Tallies of one design at one effect.
+struct Tally {
+  int64_t judged = 0, better = 0, worse = 0, equivalent = 0, undecided = 0, correct = 0, studies_false = 0;
+  double seeds = 0;
+  int64_t studies = 0;
+
+  void add(const Analysis& a, const std::vector<double>& effects, double delta, double seeds_per_variant) {
+    bool any_false = false;
+    for (const auto& v : a.variants) {
+      if (v.is_baseline) {
+        continue;
+      }
+      const double effect = effects[static_cast<size_t>(std::stoll(v.name.substr(1))) - 1];
+      ++judged;
+      better += v.verdict == "better";
+      worse += v.verdict == "worse";
+      equivalent += v.verdict == "equivalent";
+      undecided += v.verdict == "undecided";
+      correct += sweep::correct(v, effect, delta);
+      any_false |= v.verdict == "worse" || (effect == 0 && v.verdict == "better");
+    }
+    studies_false += any_false;
+    seeds += seeds_per_variant;
+    ++studies;
+  }
+
+  CalibrationRow row(double effect, const std::string& design) const {
+    const double j = static_cast<double>(std::max<int64_t>(1, judged));
+    CalibrationRow r;
+    r.effect = effect;
+    r.design = design;
+    r.mixed = std::isnan(effect);
+    r.judged = judged;
+    r.better = static_cast<double>(better) / j;
+    r.worse = static_cast<double>(worse) / j;
+    r.equivalent = static_cast<double>(equivalent) / j;
+    r.undecided = static_cast<double>(undecided) / j;
+    r.correct = static_cast<double>(correct) / j;
+    r.any_false = static_cast<double>(studies_false) / static_cast<double>(std::max<int64_t>(1, studies));
+    r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, studies));
+    return r;
+  }
+};
+
+}  // namespace
+
+CalibrationSetup setup_from(const Analysis& a, const ReportInput& in) {
+  CalibrationSetup s;
+  s.alpha = in.alpha;
+  s.sigma = a.noise.sigma;
+  const auto base = seed_values(std::find_if(in.variants.begin(), in.variants.end(), [&](const VariantRuns& v) {
+                                  return v.name == in.baseline;
+                                })->runs);
+  std::vector<double> sd_differences;
+  for (const auto& v : in.variants) {
+    if (v.name == in.baseline) {
+      continue;
+    }
+    std::vector<double> d;
+    for (const auto& [seed, value] : seed_values(v.runs)) {
+      if (const auto it = base.find(seed); it != base.end()) {
+        d.push_back(it->second - value);
+      }
+    }
+    if (d.size() >= 2) {
+      sd_differences.push_back(summarize(d).sd);
+    }
+  }
+  if (!(s.sigma > 0) || sd_differences.empty()) {
+    throw Error("sweep " + in.sweep + " cannot give the noise of a simulation: it needs 2 or more finished seeds of "
+                "its baseline and of an intervention on the same seeds",
+                Exit::bad_input);
+  }
+  const double sd_d = percentile(sd_differences, 0.5);
+  s.rho = std::clamp(1 - sd_d * sd_d / (2 * s.sigma * s.sigma), -0.99, 0.9999);
+  s.min_effect = in.design.min_effect > 0 ? in.design.min_effect : a.suggested_min_effect;
+  s.seeds = in.design.first > 0 ? in.design.first : std::max<int64_t>(2, a.noise.seeds);
+  s.max_seeds = in.design.sequential() ? in.design.max_seeds : 4 * s.seeds;
+  s.interventions = static_cast<int64_t>(in.variants.size()) - 1;
+  s.source = "sweep " + in.sweep + ": σ = " + fmt("%.4g", s.sigma) + " (its baseline's seeds), the median sd of an "
+             "intervention's paired differences " + fmt("%.4g", sd_d) + " (ρ = " + fmt("%.4f", s.rho) + ")";
+  return s;
+}
+
+std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
+  if (!(s.sigma > 0) || !(s.min_effect > 0) || s.seeds < 2 || s.max_seeds < s.seeds || s.interventions < 1 ||
+      s.replicates < 1 || !(s.rho > -1 && s.rho < 1)) {
+    throw Error("calibration: needs σ > 0, a min_effect > 0, 2 ≤ seeds ≤ max seeds, an intervention, a replicate "
+                "and −1 < ρ < 1",
+                Exit::bad_input);
+  }
+  std::vector<CalibrationRow> rows;
+  const auto m = static_cast<size_t>(s.interventions);
+  SeedDesign fixed;
+  fixed.min_effect = s.min_effect;
+  SeedDesign sequential = fixed;
+  sequential.first = s.seeds;
+  sequential.max_seeds = s.max_seeds;
+  sequential.spending = s.spending;
+  // One row group per effect shared by every intervention; then, with several effects and
+  // interventions, one where intervention i has the i-th effect (cyclically): a study of mixed
+  // truths, where a fixed design must buy every intervention the seeds of the hardest.
+  std::vector<std::vector<double>> scenarios;
+  for (double multiple : s.effects) {
+    scenarios.emplace_back(m, multiple * s.min_effect);
+  }
+  if (s.effects.size() > 1 && m > 1) {
+    std::vector<double> mixed;
+    for (size_t i = 0; i < m; ++i) {
+      mixed.push_back(s.effects[i % s.effects.size()] * s.min_effect);
+    }
+    scenarios.push_back(mixed);
+  }
+  for (size_t k = 0; k < scenarios.size(); ++k) {
+    const std::vector<double>& effects = scenarios[k];
+    const double effect = k < s.effects.size() ? effects.front() : std::nan("");  // NaN: mixed
+    std::mt19937_64 rng(s.seed);  // the same studies for every effect and design
+    std::vector<Tally> by_n(static_cast<size_t>(s.max_seeds + 1));  // fixed designs, by seeds
+    Tally until;
+    for (int64_t r = 0; r < s.replicates; ++r) {
+      const Draws d = draw(s, rng);
+      for (int64_t n = 2; n <= s.max_seeds; ++n) {
+        by_n[static_cast<size_t>(n)].add(analyze(study(s, effects, d, std::vector<int64_t>(m + 1, n), fixed)), effects,
+                                         s.min_effect, static_cast<double>(n));
+      }
+      // --until-decided: the runner's loop, on the report's own next_round.
+      std::vector<int64_t> n(m + 1, s.seeds);
+      Analysis a = analyze(study(s, effects, d, n, sequential));
+      for (auto more = next_round(a); !more.empty(); more = next_round(a)) {
+        for (const auto& [name, seeds] : more) {
+          n[name == "baseline" ? 0 : static_cast<size_t>(std::stoll(name.substr(1)))] = seeds;
+        }
+        a = analyze(study(s, effects, d, n, sequential));
+      }
+      double total = 0;
+      for (int64_t x : n) {
+        total += static_cast<double>(x);
+      }
+      until.add(a, effects, s.min_effect, total / static_cast<double>(n.size()));
+    }
+    rows.push_back(by_n[static_cast<size_t>(s.seeds)].row(effect, "fixed, " + std::to_string(s.seeds) + " seeds"));
+    rows.push_back(by_n[static_cast<size_t>(s.max_seeds)].row(effect, "fixed, " + std::to_string(s.max_seeds) + " seeds"));
+    CalibrationRow u = until.row(effect, "until decided (" + s.spending + "), " + std::to_string(s.seeds) + " to " +
+                                             std::to_string(s.max_seeds) + " seeds");
+    for (int64_t n = 2; n <= s.max_seeds; ++n) {
+      if (by_n[static_cast<size_t>(n)].row(effect, "").correct >= u.correct) {
+        u.fixed_same = n;
+        break;
+      }
+    }
+    rows.push_back(u);
+  }
+  return rows;
+}
+
+std::string calibration_markdown(const CalibrationSetup& s, const std::vector<CalibrationRow>& rows) {
+  std::string out = "Synthetic studies: a baseline and " + std::to_string(s.interventions) +
+                    " interventions sharing one true improvement, σ = " + fmt("%.4g", s.sigma) + ", ρ = " +
+                    fmt("%.4f", s.rho) + (s.source.empty() ? "" : " (" + s.source + ")") + ", δ = " +
+                    fmt("%g", s.min_effect) + ", alpha " + fmt("%g", s.alpha) + ", " + std::to_string(s.replicates) +
+                    " studies per row (the same studies in every row), seed " + std::to_string(s.seed) + ".\n\n";
+  out += "| true improvement | design | better | worse | equivalent | undecided | decided correctly | seeds per variant "
+         "| fixed seeds for as many correct |\n|--:|:--|--:|--:|--:|--:|--:|--:|--:|\n";
+  for (const auto& r : rows) {
+    std::string mix;
+    for (size_t i = 0; r.mixed && i < s.effects.size(); ++i) {
+      mix += (i ? ", " : "") + fmt("%g", s.effects[i]) + "δ";
+    }
+    out += "| " + (r.mixed ? "mixed: " + mix : fmt("%g", r.effect) + " (" + fmt("%g", r.effect / s.min_effect) + "δ)") +
+           " | " + r.design + " | " +
+           fmt("%.3f", r.better) + " | " + fmt("%.3f", r.worse) + " | " + fmt("%.3f", r.equivalent) + " | " +
+           fmt("%.3f", r.undecided) + " | " + fmt("%.3f", r.correct) + " | " + fmt("%.2f", r.seeds) + " | " +
+           (r.design.rfind("until", 0) == 0 ? (r.fixed_same < 0 ? "more than " + std::to_string(s.max_seeds)
+                                                                 : std::to_string(r.fixed_same))
+                                            : std::string("-")) +
+           " |\n";
+  }
+  out += "\nUnder no effect (true improvement 0), per intervention and per study (any of its interventions "
+         "called better or worse), with 95% binomial intervals:\n\n";
+  for (const auto& r : rows) {
+    if (r.mixed || r.effect != 0) {
+      continue;
+    }
+    const double n = static_cast<double>(r.judged), p = r.better + r.worse;
+    const double half = 1.96 * std::sqrt(std::max(p * (1 - p), 1.0 / n) / n);
+    const double studies = static_cast<double>(s.replicates);
+    const double half_any = 1.96 * std::sqrt(std::max(r.any_false * (1 - r.any_false), 1.0 / studies) / studies);
+    out += "- " + r.design + ": false better/worse " + fmt("%.4f", p) + " ± " + fmt("%.4f", half) + " per intervention, " +
+           fmt("%.4f", r.any_false) + " ± " + fmt("%.4f", half_any) + " per study (alpha " + fmt("%g", s.alpha) + ")\n";
+  }
+  return out;
+}
+
+}  // namespace sweep
