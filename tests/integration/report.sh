@@ -55,10 +55,31 @@ cat table.txt
 rows=$(awk '$1 ~ /^[0-9]+$/ {print $1, $2}' table.txt)
 [ "$rows" = "$(printf '1 good\n2 =1+1<script>alert(1)</script>\n3 baseline\n4 noisy\n5 bad\n6 unstable')" ] ||
   fail "unexpected ranking: $rows"
-verdict() { grep -E "^[0-9]+ +$1 " table.txt | grep -oE 'better|worse|in the noise|baseline|diverged' | sed -n 1p; }
+verdict() { grep -E "^[0-9]+ +$1 " "${2:-table.txt}" | grep -oE 'better|worse|equivalent|undecided|baseline|diverged' | sed -n 1p; }
 [ "$(verdict good)" = better ] || fail "good: $(verdict good)"
 [ "$(verdict bad)" = worse ] || fail "bad: $(verdict bad)"
-[ "$(verdict noisy)" = "in the noise" ] || fail "noisy: $(verdict noisy)"
+[ "$(verdict noisy)" = undecided ] || fail "noisy: $(verdict noisy)"
+grep -q "no smallest effect of interest declared" table.txt || fail "no suggestion of a min_effect"
+
+# With a smallest effect of interest: noisy stays undecided at ±0.05 and is equivalent at ±1
+# (its paired differences are +0.05, −0.07, +0.03); good is better, yet below ±1.
+"$SWEEP" report fixture --out report-d --min-effect 0.05 > table-d.txt 2> err.txt || fail "--min-effect 0.05: $(cat err.txt)"
+[ "$(verdict noisy table-d.txt)" = undecided ] || fail "noisy at ±0.05: $(verdict noisy table-d.txt)"
+grep -q "p equiv (Holm)" table-d.txt || fail "no equivalence column: $(cat table-d.txt)"
+"$SWEEP" report fixture --out report-d --min-effect 1 > table-d.txt 2> err.txt || fail "--min-effect 1: $(cat err.txt)"
+[ "$(verdict noisy table-d.txt)" = equivalent ] || fail "noisy at ±1: $(verdict noisy table-d.txt)"
+grep -qE "^1 +good .*better \(< δ\)" table-d.txt || fail "good at ±1: $(grep good table-d.txt)"
+python3 - <<'PY' || fail "report.json's design and equivalence fields"
+import json
+r = json.load(open("report-d/report.json"))
+assert r["design"]["min_effect"] == 1 and r["design"]["min_effect_source"] == "--min-effect", r["design"]
+noisy = next(v for v in r["variants"] if v["name"] == "noisy")
+assert noisy["verdict"] == "equivalent" and noisy["p_equivalence_holm"] < 0.05, noisy
+PY
+for bad in 0 -1 abc nan 1e999; do
+  expect_rc 2 "$SWEEP" report fixture --out report-d --min-effect "$bad" 2> err.txt
+  grep -q -- "--min-effect .*must be a number above 0" err.txt || fail "--min-effect $bad: $(cat err.txt)"
+done
 [ "$(verdict unstable)" = diverged ] || fail "unstable: $(verdict unstable)"
 grep -q "unstable: 3 of 3 runs diverged" table.txt || fail "no note on the diverged variant"
 

@@ -1,0 +1,89 @@
+# `sweep run --until-decided` end to end: seeds are added round by round only to the interventions
+# still undecided (and the baseline), each stops at the look that decided it, the rest at the cap;
+# the report says how many seeds each got and why; a plain `sweep run` goes on with the design; a
+# Ctrl-C in a later round loses nothing; and bad options are refused before anything is written.
+source "$(dirname "$0")/lib.bash"
+command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
+prepare_bytes
+# eval-often changes only when the validation loss is measured: the same training, the same test
+# loss — equivalent at the first look, exactly. lr-big changes everything.
+tiny_sweep s.yaml ud 20 "lr-big: {train.lr: 3e-2}" "eval-often: {eval.every: 10}" "dropout-off: {model.dropout: 0.0}"
+echo "min_effect: 0.01" >> s.yaml
+
+# ---- bad options: refused, naming the option, with nothing written ----
+expect_rc 2 "$SWEEP" run s.yaml --results res --max-seeds 4 2> err.txt
+grep -q -- "--max-seeds 4 needs --until-decided" err.txt || fail "--max-seeds alone: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run s.yaml --results res --until-decided --max-seeds 1 2> err.txt
+grep -q -- "--max-seeds 1 is below the 2 seeds" err.txt || fail "--max-seeds below the seeds: $(cat err.txt)"
+sed 's/^seeds: .*/seeds: [1]/' s.yaml > one.yaml
+expect_rc 2 "$SWEEP" run one.yaml --results res --until-decided 2> err.txt
+grep -q -- "--until-decided: one.yaml declares 1 seed" err.txt || fail "one seed: $(cat err.txt)"
+grep -v '^min_effect' s.yaml > nodelta.yaml
+expect_rc 2 "$SWEEP" run nodelta.yaml --results res --until-decided 2> err.txt
+grep -q -- "--until-decided: nodelta.yaml declares no min_effect" err.txt || fail "no min_effect: $(cat err.txt)"
+sed 's/^seeds: .*/seeds: {init: [1, 2], data: [1]}/' s.yaml > crossed.yaml
+expect_rc 2 "$SWEEP" run crossed.yaml --results res --until-decided 2> err.txt
+grep -q "seeds are added to a list" err.txt || fail "crossed seeds: $(cat err.txt)"
+[ ! -e res ] || fail "a refused run wrote $(ls -R res)"
+
+# ---- a real run to the cap ----
+"$SWEEP" run s.yaml --results res --until-decided --max-seeds 6 --devices cpu:2x1 > run.txt || fail "run: $(cat run.txt)"
+grep "until decided" run.txt
+grep -q "until decided: [0-9] undecided" run.txt || fail "no second round: $(cat run.txt)"
+! grep -q "undecided (.*eval-often" run.txt || fail "eval-often got seeds after it was decided: $(cat run.txt)"
+"$SWEEP" report ud --results res --out rep > table.txt 2> err.txt || fail "report: $(cat err.txt)"
+cat table.txt
+grep -qE "^[0-9]+ +eval-often +2 .*equivalent +decided at look 1 \(2 seeds\)" table.txt ||
+  fail "eval-often: $(grep eval-often table.txt)"
+grep -q "Pocock-type alpha spending" table.txt || fail "the method is not named"
+python3 - <<'PY' || fail "the seeds do not follow the verdicts"
+import json
+r = json.load(open("rep/report.json"))
+assert r["design"]["sequential"] and r["design"]["max_seeds"] == 6 and r["design"]["first_seeds"] == 2, r["design"]
+by = {v["name"]: v for v in r["variants"]}
+most = 0
+for name, v in by.items():
+    if v["baseline"]:
+        continue
+    most = max(most, v["seeds"])
+    if v["verdict"] == "undecided":
+        assert v["seeds"] == 6 and v["stopped"] == "undecided at the cap (6 seeds)", v
+    else:
+        assert v["verdict"] in ("better", "worse", "equivalent"), v
+        # decided at its last look: no seed was added after it
+        assert v["stopped"] == "decided at look %d (%d seeds)" % (len(v["looks"]), v["seeds"]), v
+assert by["base"]["seeds"] == most, (by["base"]["seeds"], most)
+print("seeds follow the verdicts:", {n: (v["verdict"], v["seeds"]) for n, v in by.items()})
+PY
+runs=$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'ud'")
+check_database
+
+# ---- a plain `sweep run` goes on with the recorded design, trains nothing, keeps every seed ----
+"$SWEEP" run s.yaml --results res --devices cpu:2x1 > again.txt || fail "again: $(cat again.txt)"
+grep -q "was run --until-decided (--max-seeds 6): it goes on so" again.txt || fail "$(cat again.txt)"
+! grep -q "start " again.txt || fail "a finished run was trained again: $(cat again.txt)"
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'ud'")" -eq "$runs" ] || fail "the added seeds left the sweep"
+# ... and another cap is refused: the earlier looks were judged by this one
+expect_rc 2 "$SWEEP" run s.yaml --results res --until-decided --max-seeds 8 2> err.txt
+grep -q "was run --until-decided with 2 seeds, min_effect 0.01 and --max-seeds 6" err.txt || fail "$(cat err.txt)"
+
+# ---- Ctrl-C in a later round: the next `sweep run` picks up where it stopped ----
+sed 's/^sweep: ud/sweep: ud2/; s/train.lr: 3e-2/train.lr: 2e-2/' s.yaml > s2.yaml
+"$SWEEP" run s2.yaml --results res --until-decided --max-seeds 6 --devices cpu:2x1 > first.txt 2>&1 &
+sched=$!
+for _ in $(seq 1 600); do grep -q "until decided: .* undecided" first.txt && break; sleep 0.05; done
+grep -q "until decided: .* undecided" first.txt || { kill $sched; fail "no second round: $(cat first.txt)"; }
+kill -INT $sched
+wait $sched && fail "an interrupted sweep exited 0" || true
+"$SWEEP" run s2.yaml --results res --until-decided --max-seeds 6 --devices cpu:2x1 > second.txt || fail "$(cat second.txt)"
+grep -q "until decided: \(every intervention is decided\|stopped at the cap\)" second.txt || fail "$(cat second.txt)"
+"$SWEEP" report ud2 --results res --format json --out rep2 > r2.json 2>/dev/null || fail "report ud2"
+python3 - <<'PY' || fail "ud2 after a Ctrl-C"
+import json
+r = json.load(open("r2.json"))
+for v in r["variants"]:
+    assert v["finished"] == v["runs"], v          # every run it holds finished
+    assert v["verdict"] != "undecided" or v["seeds"] == 6, v
+PY
+check_database
+echo "until_decided: ok"
