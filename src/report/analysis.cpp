@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "report/curves.h"
 #include "report/response.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -525,6 +526,7 @@ Analysis analyze(const ReportInput& in) {
     }
     return rx && x.improvement > y.improvement;
   });
+  analyze_curves(in, a);
   return a;
 }
 

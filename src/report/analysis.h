@@ -32,6 +32,11 @@ struct ReportRun {
   std::vector<std::string> codes;                     // the code versions that trained it ("<commit> numerics N")
   std::optional<int64_t> numerics;                    // the oldest numerics version among them; empty: unknown
   std::vector<std::pair<int64_t, double>> val_curve;  // (tokens, validation loss), finite points
+  struct TrainPoint {
+    int64_t tokens = 0;
+    double loss = 0, grad_norm = 0;  // NaN when not finite
+  };
+  std::vector<TrainPoint> train_curve;  // every optimizer step
 };
 
 struct VariantRuns {
@@ -138,6 +143,25 @@ struct Additivity {
   std::string verdict;  // adds up, overlaps, interferes, better than the sum, unknown
 };
 
+// The paired Δ-loss curve of an intervention: at each token count it was evaluated at, the
+// improvement over the baseline's validation loss at the same seed (the baseline's curve
+// interpolated linearly there), over the seeds both have.
+struct DeltaCurve {
+  std::string variant;
+  int position = 0;
+  std::vector<std::pair<int64_t, Summary>> points;  // tokens, improvement over seeds (95% t CI)
+};
+
+// Tokens-to-target: the tokens an intervention needs to reach the baseline's final validation
+// loss (same seed; both curves interpolated linearly to the first crossing), as the share of the
+// baseline's tokens it saves — 1 − tokens(variant) / tokens(baseline): 0.18 = 18% fewer.
+struct TokensToTarget {
+  std::string variant;
+  int position = 0;
+  int64_t seeds = 0, reached = 0;  // seeds compared; of them, those where the variant reaches it
+  Summary saving;                  // over the seeds that reached it; its CI only when all did
+};
+
 struct Analysis {
   std::string sweep, baseline, metric;
   double alpha = 0.05;
@@ -148,6 +172,8 @@ struct Analysis {
   NoiseSummary noise;
   std::vector<Response> responses;
   std::vector<Additivity> additivity;
+  std::vector<DeltaCurve> deltas;         // per intervention with paired validation curves
+  std::vector<TokensToTarget> targets;
   std::string code;                    // which code trained the sweep's runs (a sentence)
   std::vector<std::string> notes;      // things the reader must know (diverged runs, unpaired seeds...)
 };

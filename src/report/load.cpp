@@ -47,6 +47,9 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
       rr.val_curve.emplace_back(p.tokens, *p.loss);
     }
   }
+  for (const auto& p : store.metrics(r.run_id, "train")) {
+    rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan(""))});
+  }
   if (r.status == RunState::done) {
     if (!rr.val_curve.empty()) {
       rr.val_loss = rr.val_curve.back().second;

@@ -195,6 +195,133 @@ std::string palette_colour(size_t i) {
   return palette[i % (sizeof palette / sizeof palette[0])];
 }
 
+// The paired Δ-loss curves of every intervention: the mean improvement over seeds at each
+// evaluation, with its 95% CI as a band; 0 dashed.
+Script delta_script(const Analysis& a) {
+  Script s;
+  std::string plot;
+  for (const auto& d : a.deltas) {
+    std::ostringstream data;
+    data.precision(8);
+    for (const auto& [tokens, sum] : d.points) {
+      data << tokens << ' ' << sum.mean << ' ' << (std::isfinite(sum.ci_low) ? sum.ci_low : sum.mean) << ' '
+           << (std::isfinite(sum.ci_high) ? sum.ci_high : sum.mean) << '\n';
+    }
+    if (d.points.empty()) {
+      continue;
+    }
+    const std::string file = "delta" + std::to_string(d.position) + ".dat";
+    s.data.emplace_back(file, data.str());
+    const std::string colour = quoted(palette_colour(static_cast<size_t>(d.position)));
+    plot += std::string(plot.empty() ? "" : ", ") + quoted(file) + " using 1:3:4 with filledcurves fc rgb " + colour +
+            " fs transparent solid 0.15 noborder notitle, " + quoted(file) +
+            " using 1:2 with linespoints pt 7 ps 0.4 lw 1.5 lc rgb " + colour + " title " + quoted(d.variant);
+  }
+  if (plot.empty()) {
+    return s;
+  }
+  s.text = "set title " + quoted("Improvement over " + a.baseline + " along training: Δ validation loss at the same "
+                                 "seed and tokens, mean over seeds, band = 95% CI") +
+           "\nset xlabel 'tokens trained'\nset ylabel 'baseline − variant (nats/token), > 0 = better'\n"
+           "set format x '%.1s%c'\nset xzeroaxis lt 1 dt 2 lc rgb '#444444'\nplot " + plot + "\n";
+  return s;
+}
+
+// Tokens saved to reach the baseline's final validation loss, with the 95% CI over seeds.
+Script target_script(const Analysis& a) {
+  Script s;
+  std::vector<const TokensToTarget*> shown;
+  for (const auto& t : a.targets) {
+    if (t.reached > 0) {
+      shown.push_back(&t);
+    }
+  }
+  if (shown.empty()) {
+    return s;
+  }
+  const auto n = static_cast<int>(shown.size());
+  std::ostringstream t, data;
+  t.precision(8);
+  data.precision(8);
+  t << "set title " << quoted("Tokens saved to reach " + a.baseline + "'s final validation loss (95% CI over seeds)")
+    << "\nset xlabel " << quoted("tokens saved (%), > 0 = gets there sooner") << "\nset yrange [" << n - 0.5
+    << ":-0.5]\nset ytics (";
+  for (int i = 0; i < n; ++i) {
+    t << (i ? ", " : "") << quoted(shown[static_cast<size_t>(i)]->variant) << ' ' << i;
+  }
+  t << ")\nset grid noytics\nset arrow 1 from 0, graph 0 to 0, graph 1 nohead lc rgb '#444444' dt 2\nset key off\nplot ";
+  for (int i = 0; i < n; ++i) {
+    const Summary& v = shown[static_cast<size_t>(i)]->saving;
+    data << 100 * v.mean << ' ' << i << ' ' << 100 * (std::isfinite(v.ci_low) ? v.ci_low : v.mean) << ' '
+         << 100 * (std::isfinite(v.ci_high) ? v.ci_high : v.mean) << "\n\n\n";
+    t << (i ? ", " : "") << "'target.dat' index " << i << " using 1:2:3:4 with xerrorbars pt 7 ps 1.3 lw 2 lc rgb "
+      << quoted(palette_colour(static_cast<size_t>(shown[static_cast<size_t>(i)]->position))) << " title "
+      << quoted(shown[static_cast<size_t>(i)]->variant);
+  }
+  s.text = t.str() + "\n";
+  s.data.emplace_back("target.dat", data.str());
+  return s;
+}
+
+// A training curve (loss or gradient norm) per variant: every step of every seed in up to 100
+// buckets of tokens; the line is the bucket's mean (smoothed), the band its 10th to 90th
+// percentile of the raw per-step values.
+Script train_script(const ReportInput& in, const Analysis& a, bool grad_norm) {
+  Script s;
+  std::string lines, bands;
+  for (const auto& v : a.variants) {
+    const VariantRuns* runs = runs_named(in, v.name);
+    int64_t most = 0;
+    for (const auto& r : runs->runs) {
+      for (const auto& p : r.train_curve) {
+        most = std::max(most, p.tokens);
+      }
+    }
+    if (most == 0) {
+      continue;
+    }
+    std::map<int64_t, std::vector<double>> buckets;  // bucket -> raw values
+    const double width = static_cast<double>(most) / 100.0;
+    for (const auto& r : runs->runs) {
+      for (const auto& p : r.train_curve) {
+        const double value = grad_norm ? p.grad_norm : p.loss;
+        if (std::isfinite(value)) {
+          buckets[static_cast<int64_t>(std::min(99.0, std::floor(static_cast<double>(p.tokens - 1) / width)))].push_back(value);
+        }
+      }
+    }
+    std::ostringstream data;
+    data.precision(8);
+    for (const auto& [bucket, values] : buckets) {
+      double sum = 0;
+      for (double x : values) {
+        sum += x;
+      }
+      data << (static_cast<double>(bucket) + 0.5) * width << ' ' << sum / static_cast<double>(values.size()) << ' '
+           << percentile(values, 0.1) << ' ' << percentile(values, 0.9) << '\n';
+    }
+    if (buckets.empty()) {
+      continue;
+    }
+    const std::string file = std::string(grad_norm ? "norm" : "train") + std::to_string(v.position) + ".dat";
+    s.data.emplace_back(file, data.str());
+    const std::string colour = quoted(variant_colour(v));
+    bands += quoted(file) + " using 1:3:4 with filledcurves fc rgb " + colour + " fs transparent solid 0.12 noborder notitle, ";
+    lines += quoted(file) + " using 1:2 with lines lw " + (v.is_baseline ? "3" : "1.5") + " lc rgb " + colour +
+             " title " + quoted(v.name) + ", ";
+  }
+  if (lines.empty()) {
+    return s;
+  }
+  const std::string what = grad_norm ? "gradient norm (before clipping)" : "training loss (nats/token)";
+  s.text = "set title " + quoted(std::string(grad_norm ? "Gradient norm" : "Training loss") +
+                                 " vs tokens: mean over seeds and steps in 100 buckets, band = 10th to 90th percentile "
+                                 "of the raw steps") +
+           "\nset xlabel 'tokens trained'\nset ylabel " + quoted(what) + "\nset format x '%.1s%c'\n" +
+           (grad_norm ? "set logscale y\n" : "") + "plot " + bands + lines + "\n";
+  return s;
+}
+
 // The metric against the first numeric axis: every seed, the mean with its 95% CI, the fitted
 // quadratic and the best value with its CI (shaded), one colour per series.
 Script response_script(const Analysis& a) {
@@ -292,6 +419,10 @@ std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs:
       {"forest.svg", "Improvement over the baseline", forest_script(a)},
       {"seeds.svg", "Every seed", seeds_script(in, a)},
       {"response.svg", "Response to the axis", response_script(a)},
+      {"delta.svg", "Where the effects happen: Δ validation loss along training", delta_script(a)},
+      {"target.svg", "Tokens saved to reach the baseline's final loss", target_script(a)},
+      {"train.svg", "Training loss", train_script(in, a, false)},
+      {"grad_norm.svg", "Gradient norm", train_script(in, a, true)},
   };
   fs::create_directories(work_dir);
   std::vector<Plot> plots;

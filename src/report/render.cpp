@@ -405,6 +405,30 @@ Rows additivity_rows(const Analysis& a) {
   return rows;
 }
 
+// ---- where the effects happen: tokens to the baseline's final validation loss ----
+
+const std::vector<std::string> k_target_headers{"variant", "seeds reaching it", "tokens saved", "95% CI"};
+
+std::string percent(double v) { return fmt("%+.0f%%", 100 * v); }
+
+Rows target_rows(const Analysis& a) {
+  Rows rows;
+  for (const auto& t : a.targets) {
+    const Summary& s = t.saving;
+    rows.push_back({t.variant, std::to_string(t.reached) + "/" + std::to_string(t.seeds),
+                    t.reached > 0 ? percent(s.mean) : "-",
+                    std::isfinite(s.ci_low) ? "[" + percent(s.ci_low) + ", " + percent(s.ci_high) + "]" : "-"});
+  }
+  return rows;
+}
+
+const char* k_target_sentence =
+    "Tokens saved: 1 − the tokens a variant needs to reach the baseline's final validation loss / the tokens the "
+    "baseline needs (the same seed, both curves interpolated linearly to their first crossing); +18% = reaches the "
+    "same loss with 18% fewer tokens, − = needs more. Mean and 95% t interval over seeds, the interval only when "
+    "every seed reaches it. The paired Δ-loss curves (baseline − variant at the same tokens and seed, mean and 95% "
+    "CI band) are in delta.svg.";
+
 const char* k_additivity_sentence =
     "Improvements over the baseline. adds up: the CI of combined − sum contains 0; overlaps: less than the sum, "
     "at least the best part; interferes: less than the best part; better than the sum: the CI lies above 0 (the combination beats what its parts predict, whatever their sign).";
@@ -449,6 +473,10 @@ std::string render_text(const Analysis& a) {
   if (!a.additivity.empty()) {
     out << "\ncombinations against the sum of their parts:\n"
         << text_table(k_additivity_headers, additivity_rows(a), "  ") << "  " << k_additivity_sentence << '\n';
+  }
+  if (!a.targets.empty()) {
+    out << "\nwhere the effects happen — tokens to the baseline's final validation loss:\n"
+        << text_table(k_target_headers, target_rows(a), "  ") << "  " << k_target_sentence << '\n';
   }
   out << '\n' << a.code << '\n';
   if (!a.notes.empty()) {
@@ -495,6 +523,14 @@ std::string render_markdown(const ReportInput& in, const Analysis& a, const std:
     }
     out << "\n## Combinations against the sum of their parts\n\n" << markdown_table(k_additivity_headers, md) << '\n'
         << k_additivity_sentence << '\n';
+  }
+  if (!a.targets.empty()) {
+    Rows md = target_rows(a);
+    for (auto& row : md) {
+      row[0] = md_code(row[0]);
+    }
+    out << "\n## Where the effects happen\n\n" << markdown_table(k_target_headers, md) << '\n' << k_target_sentence
+        << '\n';
   }
   out << "\n" << md_code(a.code) << "\n";
   if (!a.notes.empty()) {
@@ -563,6 +599,10 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
   if (!a.additivity.empty()) {
     out << "<h2>Combinations against the sum of their parts</h2>\n" << html_table(k_additivity_headers, additivity_rows(a))
         << "<p>" << html_escape(k_additivity_sentence) << "</p>\n";
+  }
+  if (!a.targets.empty()) {
+    out << "<h2>Where the effects happen</h2>\n" << html_table(k_target_headers, target_rows(a)) << "<p>"
+        << html_escape(k_target_sentence) << "</p>\n";
   }
   out << "<p>" << html_escape(a.code) << "</p>\n";
   if (!a.notes.empty()) {
@@ -719,6 +759,29 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                             {"verdict", x.verdict}});
   }
   j["combinations"] = combinations;
+  nlohmann::ordered_json targets = nlohmann::ordered_json::array();
+  for (const auto& t : a.targets) {
+    targets.push_back({{"variant", t.variant},
+                       {"seeds", t.seeds},
+                       {"reached", t.reached},
+                       {"saving", number_or_null(t.saving.mean)},
+                       {"ci_low", number_or_null(t.saving.ci_low)},
+                       {"ci_high", number_or_null(t.saving.ci_high)}});
+  }
+  j["tokens_to_target"] = targets;
+  nlohmann::ordered_json deltas = nlohmann::ordered_json::array();
+  for (const auto& d : a.deltas) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const auto& [tokens, s] : d.points) {
+      points.push_back({{"tokens", tokens},
+                        {"seeds", s.n},
+                        {"improvement", number_or_null(s.mean)},
+                        {"ci_low", number_or_null(s.ci_low)},
+                        {"ci_high", number_or_null(s.ci_high)}});
+    }
+    deltas.push_back({{"variant", d.variant}, {"points", points}});
+  }
+  j["delta_curves"] = deltas;
   j["code"] = a.code;
   j["notes"] = a.notes;
   return j.dump(2) + "\n";

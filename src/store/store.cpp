@@ -410,12 +410,14 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
 }
 
 std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::string& split) try {
-  SQLite::Statement q(*m_db, "SELECT step, tokens, loss FROM metrics WHERE run_id = ? AND split = ? ORDER BY step");
+  SQLite::Statement q(*m_db,
+                      "SELECT step, tokens, loss, grad_norm FROM metrics WHERE run_id = ? AND split = ? ORDER BY step");
   q.bind(1, run_id);
   q.bind(2, split);
   std::vector<MetricPoint> out;
   while (q.executeStep()) {
-    out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2))});
+    out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2)),
+                   opt_double(q.getColumn(3))});
   }
   return out;
 } catch (const SQLite::Exception& e) {

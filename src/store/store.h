@@ -71,7 +71,8 @@ struct Segment {
 
 struct MetricPoint {
   int64_t step = 0, tokens = 0;
-  std::optional<double> loss;  // empty when not finite
+  std::optional<double> loss;       // empty when not finite
+  std::optional<double> grad_norm;  // train steps; empty when not finite or not recorded
 };
 
 class Store {

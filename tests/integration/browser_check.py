@@ -2,9 +2,10 @@
 """Opens a report's index.html in headless Chromium, driven over the DevTools protocol on a pipe
 (--remote-debugging-pipe: fd 3 in, fd 4 out, NUL-separated JSON; Python's standard library only).
 Checks: the screenshot is not blank, a real mouse click on the 'improvement' header sorts the
-table by improvement, and the page requests nothing but itself.
+table by improvement, the plots named render (drawn at a real size, with lines in them), and the
+page requests nothing but itself.
 
-usage: browser_check.py INDEX_HTML SCREENSHOT_PNG"""
+usage: browser_check.py INDEX_HTML SCREENSHOT_PNG [PLOT_TITLE ...]"""
 import base64
 import json
 import os
@@ -165,10 +166,22 @@ def main():
         assert after != before, f"the click did not reorder the table: {after}"
         assert evaluate("document.querySelectorAll('#ranking th')[4].getAttribute('aria-sort')") == "ascending"
 
+        # Each plot named: its heading, then a figure whose SVG the browser lays out and draws.
+        figures = evaluate("Object.fromEntries(Array.from(document.querySelectorAll('h2'))"
+                           ".filter(h => h.nextElementSibling && h.nextElementSibling.tagName === 'FIGURE')"
+                           ".map(h => { const svg = h.nextElementSibling.querySelector('svg');"
+                           " const r = svg.getBoundingClientRect();"
+                           " return [h.textContent, [r.width, r.height, svg.querySelectorAll('path').length]]; }))")
+        for title in sys.argv[3:]:
+            assert title in figures, f"no plot titled {title!r}: {list(figures)}"
+            width, height, paths = figures[title]
+            assert width > 300 and height > 150 and paths > 5, f"{title!r} is not drawn: {figures[title]}"
+
         requests = [e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
         foreign = [u for u in requests if u != url]
         assert not foreign, f"the page requested {foreign}"
-        print(f"browser: {inked}/{sampled} sampled pixels inked; sorted by a click: {after}")
+        print(f"browser: {inked}/{sampled} sampled pixels inked; sorted by a click: {after}; plots drawn: "
+              f"{[t for t in sys.argv[3:]]}")
     finally:
         browser.close()
 

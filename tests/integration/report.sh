@@ -28,11 +28,15 @@ sql() { sed "s/'/''/g" <<<"$1"; }  # a string literal's body
               wall_seconds, tokens_per_s, run_dir, updated_at)
             VALUES ('$id', 'x', $seed, $seed, '$status', 2, 2, 2048, $loss, 60, 1000, 'results/runs/$id', 0);"
       echo "INSERT INTO sweep_runs VALUES ('fixture', '$(sql "$name")', '$id');"
-      # a validation curve at 0, 1024 and 2048 tokens ending near the test loss
+      # a validation curve at 0, 1024 and 2048 tokens ending near the test loss, and two steps
       if [ "$v" != - ]; then
         for k in 0 1 2; do
           echo "INSERT INTO metrics(run_id, split, step, tokens, loss, loss_status)
                 VALUES ('$id', 'val', $k, $((k * 1024)), $v + 0.5 * (2 - $k), 'finite');"
+        done
+        for k in 1 2; do
+          echo "INSERT INTO metrics(run_id, split, step, tokens, loss, loss_status, grad_norm, grad_norm_status)
+                VALUES ('$id', 'train', $k, $((k * 1024)), $v + 0.4 * (2 - $k), 'finite', $k.5, 'finite');"
         done
       fi
     done
@@ -83,10 +87,12 @@ done
 [ "$(verdict unstable)" = diverged ] || fail "unstable: $(verdict unstable)"
 grep -q "unstable: 3 of 3 runs diverged" table.txt || fail "no note on the diverged variant"
 
-for f in report.md index.html summary.csv report.json curves.svg forest.svg seeds.svg; do
+for f in report.md index.html summary.csv report.json curves.svg forest.svg seeds.svg delta.svg target.svg train.svg \
+         grad_norm.svg; do
   [ -s "report/$f" ] || fail "report/$f missing"
 done
-[ "$(ls -A report | wc -l)" -eq 7 ] || fail "stray files in the report folder: $(ls -A report)"
+[ "$(ls -A report | wc -l)" -eq 11 ] || fail "stray files in the report folder: $(ls -A report)"
+grep -q "where the effects happen" table.txt || fail "no tokens-to-target table: $(cat table.txt)"
 [ "$(wc -l < report/summary.csv)" -eq 19 ] || fail "summary.csv: expected a header and 18 runs"
 
 # No user string reaches the HTML unescaped.
@@ -122,12 +128,26 @@ assert len(series("forest.svg")) == 4, len(series("forest.svg"))
 assert sorted(t for t in texts("forest.svg") if t in with_results) == sorted(["good", evil, "noisy", "bad"])
 # seeds: the seeds and the mean bar of every variant with results
 assert len(series("seeds.svg")) == 2 * len(with_results), len(series("seeds.svg"))
+# delta: a band and a line per intervention paired with the baseline; target: one point each
+interventions = ["good", evil, "noisy", "bad"]
+assert len(series("delta.svg")) == 2 * len(interventions), len(series("delta.svg"))
+assert sorted(t for t in texts("delta.svg") if t in with_results) == sorted(interventions)
+assert len(series("target.svg")) == len(interventions) - 1, len(series("target.svg"))  # bad never gets there
+# train and grad_norm: a band and a line per variant with steps
+assert len(series("train.svg")) == 2 * len(with_results) and len(series("grad_norm.svg")) == 2 * len(with_results)
+# tokens to target: each curve is the baseline's shifted by a constant, so the savings are exact
+t = {x["variant"]: x for x in r["tokens_to_target"]}
+# good reaches the baseline's final loss 10% sooner on every seed; bad never does
+assert t["good"]["reached"] == 3 and 0.09 < t["good"]["saving"] < 0.11 and t["good"]["ci_low"] is not None, t
+assert t["bad"]["reached"] == 0 and t["bad"]["saving"] is None, t
+assert [p["tokens"] for p in r["delta_curves"][0]["points"]] == [1024, 2048], r["delta_curves"][0]
 print("report.json and SVG plots: ok")
 PY
 
 # The page in a real browser: not blank, sorted by a click, nothing fetched.
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/setup.sh --test installs it)"
-python3 "$here/browser_check.py" report/index.html shot.png || fail "the browser check failed"
+python3 "$here/browser_check.py" report/index.html shot.png "Where the effects happen: Δ validation loss along training" \
+  "Tokens saved to reach the baseline's final loss" "Training loss" "Gradient norm" || fail "the browser check failed"
 
 # Without gnuplot the report is still written, with a warning, and no stale plot survives.
 mkdir -p nognuplot && ln -sf "$(command -v sqlite3)" nognuplot/sqlite3

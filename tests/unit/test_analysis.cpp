@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "report/analysis.h"
+#include "report/curves.h"
 #include "report/render.h"
 
 using namespace sweep;
@@ -382,4 +383,68 @@ TEST_CASE("--until-decided: repeated confidence intervals decide at the first lo
   // A fixed design never asks for more.
   early.design.max_seeds = 0;
   CHECK(next_round(analyze(early)).empty());
+}
+
+TEST_CASE("curves: interpolation, the first crossing of a target, paired Δ curves and tokens-to-target with its CI") {
+  const std::vector<std::pair<int64_t, double>> c{{0, 10.0}, {100, 6.0}, {200, 5.0}, {300, 4.5}};
+  CHECK(*interpolate(c, 150) == doctest::Approx(5.5));
+  CHECK(*interpolate(c, 300) == 4.5);
+  CHECK_FALSE(interpolate(c, 301));
+  CHECK(*tokens_to_reach(c, 5.5) == doctest::Approx(150));
+  CHECK(*tokens_to_reach(c, 10.0) == 0);
+  CHECK_FALSE(tokens_to_reach(c, 4.0));
+
+  // The baseline goes 10 → 6 → 5 → 4.5 (seed s adds 0.1·s); "fast" is 0.25 lower at every
+  // evaluation, "slow" 0.3 higher; "mixed" reaches the target on one seed only.
+  auto with_curves = [](VariantRuns v, double shift, std::vector<double> extra = {}) {
+    for (size_t i = 0; i < v.runs.size(); ++i) {
+      const double s = 0.1 * static_cast<double>(v.runs[i].init_seed) + (i < extra.size() ? extra[i] : 0.0);
+      v.runs[i].val_curve = {{0, 10.0}, {100, 6.0 + s + shift}, {200, 5.0 + s + shift}, {300, 4.5 + s + shift}};
+    }
+    return v;
+  };
+  const Analysis a = analyze(input({
+      with_curves(variant("baseline", {3.0, 3.1, 3.2}), 0),
+      with_curves(variant("fast", {2.9, 3.0, 3.1}), -0.25, {0.0, 0.02, -0.02}),
+      with_curves(variant("slow", {3.1, 3.2, 3.3}), 0.3),
+      with_curves(variant("mixed", {3.0, 3.1, 3.2}), 0.1, {-0.2, 0.0, 0.0}),
+  }));
+  auto target = [&](const std::string& name) {
+    for (const auto& t : a.targets) {
+      if (t.variant == name) {
+        return t;
+      }
+    }
+    FAIL("no target for " << name);
+    throw 0;
+  };
+  // fast, seed 1: target 4.6 (the baseline at 300); fast reaches it between 200 (4.85) and 300
+  // (4.35) at 250: 1 − 250/300 of the tokens saved.
+  const TokensToTarget fast = target("fast");
+  CHECK(fast.reached == 3);
+  CHECK(fast.saving.n == 3);
+  const double seed1 = 1 - 250.0 / 300.0;
+  const double seed2 = 1 - (200 + 100 * (0.25 - 0.02) / 0.5) / 300.0;
+  const double seed3 = 1 - (200 + 100 * (0.25 + 0.02) / 0.5) / 300.0;
+  CHECK(fast.saving.mean == doctest::Approx((seed1 + seed2 + seed3) / 3));
+  const Summary expected = summarize({seed1, seed2, seed3});
+  CHECK(fast.saving.ci_low == doctest::Approx(expected.ci_low));
+  CHECK(fast.saving.ci_high == doctest::Approx(expected.ci_high));
+  CHECK(target("slow").reached == 0);
+  const TokensToTarget mixed = target("mixed");
+  CHECK(mixed.reached == 1);
+  CHECK(std::isnan(mixed.saving.ci_low));  // not every seed gets there: no interval
+  // The Δ curve: at 100, 200 and 300 tokens, fast is 0.25 better on seed 1 (0.23 and 0.27 on the others).
+  const auto delta = std::find_if(a.deltas.begin(), a.deltas.end(), [](const DeltaCurve& d) { return d.variant == "fast"; });
+  REQUIRE(delta != a.deltas.end());
+  REQUIRE(delta->points.size() == 3);
+  CHECK(delta->points[0].first == 100);
+  CHECK(delta->points[0].second.mean == doctest::Approx(0.25));
+  CHECK(delta->points[0].second.n == 3);
+  CHECK(delta->points[2].second.ci_low < 0.25);
+  bool few = false;
+  for (const auto& n : a.notes) {
+    few |= n.find("as few as 3 points after step 0") != std::string::npos;
+  }
+  CHECK(few);
 }
