@@ -222,8 +222,11 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
     rows.push_back(by_n[static_cast<size_t>(s.max_seeds)].row(effect, "fixed, " + std::to_string(s.max_seeds) + " seeds"));
     CalibrationRow u = until.row(effect, "until decided (" + s.spending + "), " + std::to_string(s.seeds) + " to " +
                                              std::to_string(s.max_seeds) + " seeds");
+    // As often: within the 95% binomial error of the sequential design's rate.
+    const double judged = static_cast<double>(u.judged);
+    const double as_often = u.correct - 1.96 * std::sqrt(std::max(u.correct * (1 - u.correct), 1 / judged) / judged);
     for (int64_t n = 2; n <= s.max_seeds; ++n) {
-      if (by_n[static_cast<size_t>(n)].row(effect, "").correct >= u.correct) {
+      if (by_n[static_cast<size_t>(n)].row(effect, "").correct >= as_often) {
         u.fixed_same = n;
         break;
       }

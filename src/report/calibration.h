@@ -44,7 +44,8 @@ struct CalibrationRow {
   double any_false = 0;         // effect 0: share of studies with a better or worse verdict
   double seeds = 0;             // mean seeds per variant (the baseline included)
   int64_t fixed_same = -1;      // --until-decided rows: the fewest seeds a fixed design needs to
-                                // decide correctly as often (-1: none up to the cap does)
+                                // decide correctly as often, within the 95% binomial error of this
+                                // row's rate (-1: none up to the cap does)
 };
 
 std::vector<CalibrationRow> calibrate(const CalibrationSetup& setup);

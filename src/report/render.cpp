@@ -409,7 +409,7 @@ Rows additivity_rows(const Analysis& a) {
 
 const std::vector<std::string> k_target_headers{"variant", "seeds reaching it", "tokens saved", "95% CI"};
 
-std::string percent(double v) { return fmt("%+.0f%%", 100 * v); }
+std::string percent(double v) { return fmt("%+.1f%%", 100 * v); }
 
 Rows target_rows(const Analysis& a) {
   Rows rows;
