@@ -55,6 +55,8 @@ constexpr const char* reason = "reason";
 constexpr const char* test_loss = "test_loss";
 constexpr const char* test_bpb = "test_bpb";
 constexpr const char* wall_seconds = "wall_seconds";
+constexpr const char* test_blocks = "test_blocks";  // [[predicted tokens, summed nats], ...]: the test split in
+                                                    // at most 1000 blocks of consecutive windows (done runs)
 }  // namespace field
 
 // Values of eval's "split".

@@ -149,6 +149,51 @@ double mean_where(const std::vector<ReportRun>& runs, const std::function<std::o
   return n > 0 ? sum / n : k_nan;
 }
 
+// A finished run's test blocks in the metric's units: nats per token for test_loss, bits per byte
+// for test_bpb (the run's own ratio of the two); empty for val_loss, which is not the test set.
+std::optional<LossBlocks> metric_blocks(const ReportRun& r, const std::string& metric) {
+  if (!r.value || r.test_blocks.empty() || metric == "val_loss") {
+    return std::nullopt;
+  }
+  LossBlocks blocks = r.test_blocks;
+  if (metric == "test_bpb") {
+    if (!r.test_bpb || !r.test_loss || !(*r.test_loss > 0)) {
+      return std::nullopt;
+    }
+    for (auto& b : blocks) {
+      b.second *= *r.test_bpb / *r.test_loss;
+    }
+  }
+  return blocks;
+}
+
+// The improvement's standard error from the finite test set: the paired block differences of the
+// seeds both have (the first finished run of each), NaN unless every one has blocks.
+double paired_test_se(const ReportInput& in, const std::vector<ReportRun>& base, const std::vector<ReportRun>& mine) {
+  std::map<SeedKey, const ReportRun*> first;
+  for (const auto& r : base) {
+    if (r.value) {
+      first.emplace(SeedKey{r.init_seed, r.data_seed}, &r);
+    }
+  }
+  std::vector<LossBlocks> plus, minus;
+  std::set<SeedKey> seen;
+  for (const auto& r : mine) {
+    const SeedKey key{r.init_seed, r.data_seed};
+    const auto b = first.find(key);
+    if (!r.value || b == first.end() || !seen.insert(key).second) {
+      continue;
+    }
+    const auto pb = metric_blocks(*b->second, in.metric), mb = metric_blocks(r, in.metric);
+    if (!pb || !mb) {
+      return k_nan;
+    }
+    plus.push_back(*pb);
+    minus.push_back(*mb);
+  }
+  return plus.empty() ? k_nan : test_set_se(plus, minus);
+}
+
 NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& baseline_runs) {
   NoiseSummary ns;
   const std::vector<ReportRun>& source_runs = in.noise_from ? in.noise_from->runs : baseline_runs;
@@ -185,6 +230,14 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& 
                               })->first;
   ns.band = ns.seeds > 0 ? 2.0 * std::sqrt(2.0) * ns.sigma / std::sqrt(static_cast<double>(ns.seeds)) : k_nan;
   ns.detectable = in.power ? detectable_effect(ns.seeds, ns.sigma, false, in.alpha) : k_nan;
+  std::vector<double> test_se;
+  for (const auto& r : source_runs) {
+    if (const auto blocks = metric_blocks(r, in.metric)) {
+      test_se.push_back(test_set_se({*blocks}));
+      ns.test_blocks = static_cast<int64_t>(blocks->size());
+    }
+  }
+  ns.test_se = percentile(test_se, 0.5);
   return ns;
 }
 
@@ -367,7 +420,7 @@ Analysis analyze(const ReportInput& in) {
     repeated += s.finished > s.seeds;
     restarted += s.starts > s.runs;
     s.improvement = s.ci_low = s.ci_high = s.p = s.p_holm = s.prob_improvement = s.correlation = k_nan;
-    s.p_equivalence = s.p_equivalence_holm = k_nan;
+    s.p_equivalence = s.p_equivalence_holm = s.seed_se = s.test_se = k_nan;
 
     if (s.diverged > 0) {
       a.notes.push_back(v.name + ": " + std::to_string(s.diverged) + " of " + plural(s.runs, "run") + " diverged" +
@@ -406,6 +459,8 @@ Analysis analyze(const ReportInput& in) {
         s.ci_low = c.ci_low;
         s.ci_high = c.ci_high;
         s.p = c.p;
+        s.seed_se = c.se;
+        s.test_se = paired ? paired_test_se(in, base_it->runs, v.runs) : k_nan;
         const double sd = paired ? c.se * std::sqrt(static_cast<double>(values.size()))
                                  : std::sqrt((std::pow(summarize(base_values).sd, 2) + std::pow(s.summary.sd, 2)) / 2);
         s.seeds_needed = in.power ? seeds_needed(c.improvement, sd, paired, alpha_each) : -1;

@@ -37,6 +37,7 @@ struct ReportRun {
     double loss = 0, grad_norm = 0;  // NaN when not finite
   };
   std::vector<TrainPoint> train_curve;  // every optimizer step
+  LossBlocks test_blocks;               // the test loss in blocks (empty: its worker did not say)
 };
 
 struct VariantRuns {
@@ -92,6 +93,8 @@ struct VariantStats {
   double p_equivalence = 0, p_equivalence_holm = 0;  // TOST within ±min_effect (fixed design); NaN: no test
   std::vector<int64_t> looks;    // --until-decided: the seed counts it was analysed at
   std::string stopped;           // --until-decided: why it has the seeds it has
+  double seed_se = 0;            // standard error of the improvement from seed noise (the test's)
+  double test_se = 0;            // ... from the finite test set (paired, test metrics; NaN: unknown)
   double tokens = 0, tokens_per_s = 0, wall_seconds = 0;  // means over runs that report them
   int64_t starts = 0;            // worker starts over its runs
 };
@@ -104,6 +107,8 @@ struct NoiseSummary {
   int64_t seeds = 0;         // seeds per variant in this sweep (the most common count)
   double band = 0;           // ±2·√2·σ/√seeds: the noise band of an improvement
   double detectable = 0;     // smallest effect detectable with `seeds` seeds (power 0.8), unpaired
+  double test_se = 0;        // a baseline run's test-metric SE from the finite test set (median; NaN: unknown)
+  int64_t test_blocks = 0;   // blocks of its test split
 };
 
 // The metric along one grid/zip dimension, for one series (an intervention, the other axes fixed).

@@ -47,6 +47,9 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
       rr.val_curve.emplace_back(p.tokens, *p.loss);
     }
   }
+  if (r.status == RunState::done) {
+    rr.test_blocks = store.test_blocks(r.run_id);
+  }
   for (const auto& p : store.metrics(r.run_id, "train")) {
     rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan(""))});
   }

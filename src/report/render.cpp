@@ -166,6 +166,12 @@ std::vector<std::string> noise_lines(const Analysis& a) {
     out.push_back("noise band of an improvement with " + std::to_string(n.seeds) + " seed" +
                   (n.seeds == 1 ? "" : "s") + " per variant: ±" + fmt("%.4f", n.band) + " (2·√2·σ/√seeds)");
   }
+  if (std::isfinite(n.test_se)) {
+    out.push_back("test-set sampling: one run's " + a.metric + " has a standard error of ±" + fmt("%.4f", n.test_se) +
+                  " from its test split's " + std::to_string(n.test_blocks) +
+                  " blocks (the median over the baseline's runs) — more seeds do not shrink it: every seed is "
+                  "scored on the same test tokens");
+  }
   if (std::isfinite(n.detectable)) {
     out.push_back("smallest improvement " + std::to_string(n.seeds) +
                   " seeds per variant detect with power 0.8 (unpaired, alpha " + fmt("%g", a.alpha) +
@@ -405,6 +411,26 @@ Rows additivity_rows(const Analysis& a) {
   return rows;
 }
 
+// ---- seed noise against test-set noise, per intervention ----
+
+const std::vector<std::string> k_noise_headers{"variant", "SE from seeds", "SE from the test set", "narrowed most by"};
+
+Rows noise_rows(const Analysis& a) {
+  Rows rows;
+  for (const auto& v : a.variants) {
+    if (std::isfinite(v.seed_se) && std::isfinite(v.test_se)) {
+      rows.push_back({v.name, fmt("%.5f", v.seed_se), fmt("%.5f", v.test_se),
+                      v.seed_se >= v.test_se ? "more seeds" : "a larger test set"});
+    }
+  }
+  return rows;
+}
+
+const char* k_noise_sentence =
+    "The improvement's standard error from seed noise (the t-test's, shrinking as 1/√seeds) beside the one from "
+    "the finite test set (the paired per-block differences of the same test tokens, averaged over seeds; it does "
+    "not shrink with seeds and is not in the intervals above).";
+
 // ---- where the effects happen: tokens to the baseline's final validation loss ----
 
 const std::vector<std::string> k_target_headers{"variant", "seeds reaching it", "tokens saved", "95% CI"};
@@ -466,6 +492,9 @@ std::string render_text(const Analysis& a) {
   for (const auto& l : noise_lines(a)) {
     out << "  " << l << '\n';
   }
+  if (const Rows rows = noise_rows(a); !rows.empty()) {
+    out << text_table(k_noise_headers, rows, "  ") << "  " << k_noise_sentence << '\n';
+  }
   for (const auto& r : a.responses) {
     out << "\nresponse: " << response_title(a, r) << "\n"
         << text_table(response_headers(r), response_rows(r), "  ") << "  " << fit_sentence(r) << '\n';
@@ -506,6 +535,12 @@ std::string render_markdown(const ReportInput& in, const Analysis& a, const std:
   out << markdown_table(headers(a), rows) << (method.empty() ? "" : "\n" + method + "\n") << "\n## Noise\n\n";
   for (const auto& l : noise_lines(a)) {
     out << "- " << l << '\n';
+  }
+  if (Rows rows = noise_rows(a); !rows.empty()) {
+    for (auto& row : rows) {
+      row[0] = md_code(row[0]);
+    }
+    out << '\n' << markdown_table(k_noise_headers, rows) << '\n' << k_noise_sentence << '\n';
   }
   for (const auto& r : a.responses) {
     Rows md = response_rows(r);
@@ -592,6 +627,9 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
     out << "<li>" << html_escape(l) << "</li>\n";
   }
   out << "</ul>\n";
+  if (const Rows rows = noise_rows(a); !rows.empty()) {
+    out << html_table(k_noise_headers, rows) << "<p>" << html_escape(k_noise_sentence) << "</p>\n";
+  }
   for (const auto& r : a.responses) {
     out << "<h2>Response: " << html_escape(response_title(a, r)) << "</h2>\n"
         << html_table(response_headers(r), response_rows(r)) << "<p>" << html_escape(fit_sentence(r)) << "</p>\n";
@@ -660,7 +698,9 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                 {"sigma_repeat", number_or_null(n.components.sigma_repeat)},
                 {"seeds_per_variant", n.seeds},
                 {"band", number_or_null(n.band)},
-                {"detectable_effect", number_or_null(n.detectable)}};
+                {"detectable_effect", number_or_null(n.detectable)},
+                {"test_se", number_or_null(n.test_se)},
+                {"test_blocks", n.test_blocks}};
   std::map<std::string, const VariantRuns*> runs;
   for (const auto& v : in.variants) {
     runs[v.name] = &v;
@@ -698,6 +738,8 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                         {"probability_of_improvement", number_or_null(v.prob_improvement)},
                         {"seeds_needed", v.seeds_needed < 0 ? nlohmann::ordered_json(nullptr)
                                                             : nlohmann::ordered_json(v.seeds_needed)},
+                        {"seed_se", number_or_null(v.seed_se)},
+                        {"test_se", number_or_null(v.test_se)},
                         {"p_equivalence", number_or_null(v.p_equivalence)},
                         {"p_equivalence_holm", number_or_null(v.p_equivalence_holm)},
                         {"verdict", v.verdict},

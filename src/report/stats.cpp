@@ -195,6 +195,47 @@ std::vector<double> spending_boundaries(const std::vector<double>& fractions, do
   return out;
 }
 
+double test_set_se(const std::vector<LossBlocks>& plus, const std::vector<LossBlocks>& minus) {
+  if (plus.empty() || (!minus.empty() && minus.size() != plus.size())) {
+    return k_nan;
+  }
+  const size_t n = plus.front().size();
+  std::vector<double> residual(n, 0.0);
+  double tokens = 0;
+  auto add = [&](const LossBlocks& run, double sign) {
+    if (run.size() != n) {
+      return false;
+    }
+    double nats = 0, count = 0;
+    for (const auto& [t, x] : run) {
+      nats += x;
+      count += static_cast<double>(t);
+    }
+    const double loss = nats / count;
+    for (size_t i = 0; i < n; ++i) {
+      if (run[i].first != plus.front()[i].first) {
+        return false;  // another split or block size: the blocks do not line up
+      }
+      residual[i] += sign * (run[i].second - loss * static_cast<double>(run[i].first)) / static_cast<double>(plus.size());
+    }
+    tokens = count;
+    return true;
+  };
+  for (size_t s = 0; s < plus.size(); ++s) {
+    if (!add(plus[s], 1.0) || (!minus.empty() && !add(minus[s], -1.0))) {
+      return k_nan;
+    }
+  }
+  if (n < 2 || !(tokens > 0)) {
+    return k_nan;
+  }
+  double ss = 0;
+  for (double r : residual) {
+    ss += r * r;
+  }
+  return std::sqrt(static_cast<double>(n) / static_cast<double>(n - 1) * ss) / tokens;
+}
+
 std::vector<double> holm_adjust(const std::vector<double>& p) {
   const size_t m = p.size();
   std::vector<size_t> order(m);

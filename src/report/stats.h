@@ -70,6 +70,15 @@ std::vector<double> spending_boundaries(const std::vector<double>& fractions, do
 double normal_quantile(double p);
 double two_sided_level(double c);
 
+// The test set's sampling error. A run's test loss is L = Σ nats / Σ tokens over the blocks of the
+// test split; over the same blocks, the standard error of mean_s(L(plus[s]) − L(minus[s])) (minus
+// empty: of mean_s L(plus[s])) is that of a ratio estimator, by linearisation:
+// √(n/(n−1) · Σ_i r_i²) / T, with r_i the block's residual nats_i − L·tokens_i averaged over the
+// runs (differenced when paired) and T the tokens. It does not shrink with more seeds: every seed
+// is scored on the same test tokens. NaN with fewer than 2 blocks or blocks that do not line up.
+using LossBlocks = std::vector<std::pair<int64_t, double>>;  // (predicted tokens, summed nats)
+double test_set_se(const std::vector<LossBlocks>& plus, const std::vector<LossBlocks>& minus = {});
+
 // Holm–Bonferroni adjusted p-values, in the input's order.
 std::vector<double> holm_adjust(const std::vector<double>& p);
 

@@ -88,9 +88,8 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
 
 SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<ResultsLock> lock,
                          std::unique_ptr<Executor> executor, RunnerOptions options)
-    : m_spec(spec), m_store(store), m_options(std::move(options)), m_lock(std::move(lock)),
-      m_executor(std::move(executor)), m_runs(spec.runs.begin(), spec.runs.end()),
-      m_tty(::isatty(STDOUT_FILENO) != 0) {}
+    : m_spec(spec), m_runs(spec.runs.begin(), spec.runs.end()), m_store(store), m_options(std::move(options)),
+      m_lock(std::move(lock)), m_executor(std::move(executor)), m_tty(::isatty(STDOUT_FILENO) != 0) {}
 
 bool SweepRunner::stopping() const { return g_interrupts > 0 || !m_halt.empty(); }
 

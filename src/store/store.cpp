@@ -113,6 +113,10 @@ const char* const k_migrations[] = {
     R"sql(
     ALTER TABLE sweeps ADD COLUMN design TEXT NOT NULL DEFAULT '{}';  -- JSON {first, max_seeds, min_effect}
     )sql",
+    // 6: the test loss in blocks, for the test set's sampling error
+    R"sql(
+    ALTER TABLE runs ADD COLUMN test_blocks TEXT;  -- JSON [[predicted tokens, summed nats], ...]; NULL: not said
+    )sql",
 };
 
 // A database error in one line naming the file; a full disk, a read-only folder or an I/O error
@@ -175,6 +179,21 @@ std::optional<double> opt_double(const SQLite::Column& c) {
     return std::nullopt;
   }
   return c.getDouble();
+}
+
+// An end event's test blocks as stored: every entry [tokens ≥ 1, finite nats ≥ 0], else none.
+std::optional<std::string> valid_blocks(const nlohmann::json& ev) {
+  const auto it = ev.find(events::field::test_blocks);
+  if (it == ev.end() || !it->is_array() || it->empty() || it->size() > 100000) {
+    return std::nullopt;
+  }
+  for (const auto& b : *it) {
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || b[0].get<int64_t>() < 1 || !b[1].is_number() ||
+        !std::isfinite(b[1].get<double>()) || b[1].get<double>() < 0) {
+      return std::nullopt;
+    }
+  }
+  return it->dump();
 }
 
 const char* k_run_columns =
@@ -424,6 +443,20 @@ std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::st
   throw db_error(m_path, e);
 }
 
+std::vector<std::pair<int64_t, double>> Store::test_blocks(const std::string& run_id) try {
+  SQLite::Statement q(*m_db, "SELECT test_blocks FROM runs WHERE run_id = ?");
+  q.bind(1, run_id);
+  std::vector<std::pair<int64_t, double>> out;
+  if (q.executeStep() && !q.getColumn(0).isNull()) {
+    for (const auto& b : nlohmann::json::parse(q.getColumn(0).getString())) {
+      out.emplace_back(b[0].get<int64_t>(), b[1].get<double>());
+    }
+  }
+  return out;
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
+}
+
 std::vector<Segment> Store::segments(const std::string& run_id) try {
   SQLite::Statement q(*m_db,
                       "SELECT started, last_event, step, code, numerics FROM segments WHERE run_id = ? ORDER BY started");
@@ -589,7 +622,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       drop.exec();
       SQLite::Statement q(*m_db,
                           "UPDATE runs SET total_steps = ?, steps = ?, test_loss = NULL, test_bpb = NULL, "
-                          "updated_at = ? WHERE run_id = ?");
+                          "test_blocks = NULL, updated_at = ? WHERE run_id = ?");
       total_steps = field_or<int64_t>(ev, field::total_steps, 0);
       q.bind(1, total_steps);
       q.bind(2, step);
@@ -629,14 +662,15 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
                              !number(ev[field::test_loss]).first.has_value();
       const RunState status = no_result ? RunState::diverged : said;
       SQLite::Statement q(*m_db,
-                          "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, pid = 0, updated_at = ? "
-                          "WHERE run_id = ?");
+                          "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, pid = 0, updated_at = ?, "
+                          "test_blocks = ? WHERE run_id = ?");
       q.bind(1, to_string(status));
       q.bind(2, no_result ? std::string("non-finite test loss") : field_or<std::string>(ev, field::reason, ""));
       bind_opt(q, 3, ev.contains(field::test_loss) ? number(ev[field::test_loss]).first : std::nullopt);
       bind_opt(q, 4, ev.contains(field::test_bpb) ? number(ev[field::test_bpb]).first : std::nullopt);
       q.bind(5, now());
-      q.bind(6, run_id);
+      bind_opt(q, 6, valid_blocks(ev));
+      q.bind(7, run_id);
       q.exec();
     }
     if (has_time) {

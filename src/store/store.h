@@ -77,7 +77,7 @@ struct MetricPoint {
 
 class Store {
  public:
-  static constexpr int k_schema_version = 5;
+  static constexpr int k_schema_version = 6;
 
   // read: for commands that only read (report, status, ls, plan) — a database in a folder this
   // process cannot write is opened read-only, as it is, instead of failing.
@@ -95,6 +95,8 @@ class Store {
   std::vector<SweepSummary> sweeps();  // the most recently run first
   std::optional<SweepInfo> sweep_info(const std::string& sweep);
   std::vector<MetricPoint> metrics(const std::string& run_id, const std::string& split);
+  // The run's test loss in blocks (predicted tokens, summed nats); empty when its worker did not say.
+  std::vector<std::pair<int64_t, double>> test_blocks(const std::string& run_id);
   std::vector<Segment> segments(const std::string& run_id);  // oldest first
 
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);

@@ -6,7 +6,7 @@
 namespace sweep {
 
 EvalLoss evaluate_loss(GPT& model, const std::vector<uint16_t>& tokens, int64_t limit, int64_t batch,
-                       const std::string& precision, const torch::Device& device) {
+                       const std::string& precision, const torch::Device& device, bool per_window) {
   const int64_t T = model->config.block_size;
   auto windows = eval_windows(static_cast<int64_t>(tokens.size()), T, limit);
   const bool was_training = model->is_training();
@@ -38,17 +38,46 @@ EvalLoss evaluate_loss(GPT& model, const std::vector<uint16_t>& tokens, int64_t 
       AutocastScope autocast(precision, device.type());
       logits = model->forward(x.to(device));  // (B, t, V)
     }
-    auto nll = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}).to(torch::kFloat), y.to(device).reshape({-1}),
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    const auto flat_logits = logits.reshape({-1, logits.size(-1)}).to(torch::kFloat);
+    const auto flat_targets = y.to(device).reshape({-1});
+    auto nll = torch::nn::functional::cross_entropy(flat_logits, flat_targets,
+                                                    torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     total.sum_nats += nll.item<double>();
     total.count += B * (len - 1);
+    if (per_window) {
+      const auto rows = torch::nn::functional::cross_entropy(
+                            flat_logits, flat_targets,
+                            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+                            .reshape({B, len - 1})
+                            .to(torch::kDouble)
+                            .sum(1)
+                            .cpu();
+      for (int64_t b = 0; b < B; ++b) {
+        total.window_nats.push_back(rows[b].item<double>());
+        total.window_tokens.push_back(len - 1);
+      }
+    }
     i = j;
   }
   if (was_training) {
     model->train();
   }
   return total;
+}
+
+std::vector<std::pair<int64_t, double>> loss_blocks(const EvalLoss& loss, size_t most) {
+  std::vector<std::pair<int64_t, double>> out;
+  const size_t n = loss.window_nats.size();
+  const size_t per_block = std::max<size_t>(1, (n + most - 1) / most);
+  for (size_t i = 0; i < n; i += per_block) {
+    std::pair<int64_t, double> block{0, 0.0};
+    for (size_t j = i; j < std::min(n, i + per_block); ++j) {
+      block.first += loss.window_tokens[j];
+      block.second += loss.window_nats[j];
+    }
+    out.push_back(block);
+  }
+  return out;
 }
 
 }  // namespace sweep

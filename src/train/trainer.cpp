@@ -330,7 +330,7 @@ RunResult Trainer::run(const RunOptions& o) {
   // ---- the end: final validation, test over the whole split, a last checkpoint ----
   eval_val();
   const EvalLoss test = evaluate_loss(m_model, m_data->test, 0, m_cfg.train.micro_batch, m_cfg.train.precision,
-                                      m_device);
+                                      m_device, true);
   RunResult r;
   r.step = m_step;
   r.test_loss = test.mean();
@@ -353,7 +353,8 @@ RunResult Trainer::run(const RunOptions& o) {
                         {field::tokens, m_step * tps},
                         {field::test_loss, json_number(r.test_loss)},
                         {field::test_bpb, json_number(r.test_bpb)},
-                        {field::wall_seconds, wall}});
+                        {field::wall_seconds, wall},
+                        {field::test_blocks, loss_blocks(test)}});
   char line[160];
   std::snprintf(line, sizeof line, "done: test loss %.4f, %.4f bits per byte, %s", r.test_loss, r.test_bpb,
                 format_duration(wall).c_str());

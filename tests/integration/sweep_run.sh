@@ -51,8 +51,14 @@ python3 -c "
 import json; r = json.load(open('rep.json'))
 assert sorted(v['name'] for v in r['variants']) == ['base', 'nodrop'], r
 assert [v['method'] for v in r['variants'] if v['name'] == 'nodrop'] == ['paired'], r
+# the test set's sampling error, from every run's test blocks, beside the seeds'
+assert r['noise']['test_se'] > 0 and r['noise']['test_blocks'] > 1, r['noise']
+nodrop = [v for v in r['variants'] if v['name'] == 'nodrop'][0]
+assert nodrop['test_se'] > 0 and nodrop['seed_se'] > 0, nodrop
 " || fail "report: $(cat rep.json rep.err)"
-[ "$(ls rep | wc -l)" -eq 7 ] || fail "report files: $(ls rep) $(cat rep.err)"
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done' AND test_blocks IS NULL")" -eq 0 ] ||
+  fail "a done run without its test blocks (ingested from its events)"
+[ "$(ls rep | wc -l)" -eq 11 ] || fail "report files: $(ls rep) $(cat rep.err)"
 # one scheduler per results folder: a second `sweep run` is refused before it writes anything
 tiny_sweep long.yaml long 3000
 sed -i 's/^seeds: \[1, 2\]/seeds: [9]/' long.yaml

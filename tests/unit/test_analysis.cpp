@@ -448,3 +448,35 @@ TEST_CASE("curves: interpolation, the first crossing of a target, paired Δ curv
   }
   CHECK(few);
 }
+
+TEST_CASE("test-set noise beside seed noise: a run's SE and an intervention's paired SE from its test blocks") {
+  // The baseline's blocks: means 3.0, 3.2, 2.8, 3.0 (+ a seed offset); "even" is 0.01 better on
+  // every block (no test-set error in the difference); "hard" is 0.1 better on the hard block only.
+  auto blocks = [](const std::vector<double>& means) {
+    LossBlocks b;
+    for (double m : means) {
+      b.emplace_back(100, 100 * m);
+    }
+    return b;
+  };
+  auto with_blocks = [&](VariantRuns v, const std::vector<double>& shift) {
+    for (auto& r : v.runs) {
+      const double o = 0.01 * static_cast<double>(r.init_seed);
+      r.test_blocks = blocks({3.0 + o - shift[0], 3.2 + o - shift[1], 2.8 + o - shift[2], 3.0 + o - shift[3]});
+    }
+    return v;
+  };
+  const Analysis a = analyze(input({
+      with_blocks(variant("baseline", {3.01, 3.02, 3.03}), {0, 0, 0, 0}),
+      with_blocks(variant("even", {3.0, 3.01, 3.02}), {0.01, 0.01, 0.01, 0.01}),
+      with_blocks(variant("hard", {2.985, 2.995, 3.005}), {0, 0.1, 0, 0}),
+  }));
+  CHECK(a.noise.test_se == doctest::Approx(test_set_se({blocks({3.0, 3.2, 2.8, 3.0})})));
+  CHECK(a.noise.test_blocks == 4);
+  CHECK(find(a, "even").test_se == doctest::Approx(0.0).epsilon(1e-12));
+  CHECK(find(a, "hard").test_se == doctest::Approx(test_set_se({blocks({3.0, 3.2, 2.8, 3.0})}, {blocks({3.0, 3.1, 2.8, 3.0})})));
+  CHECK(find(a, "hard").seed_se == doctest::Approx(compare_paired({3.01, 3.02, 3.03}, {2.985, 2.995, 3.005}).se));
+  const std::string text = render_text(a);
+  CHECK(text.find("test-set sampling: one run's test_loss has a standard error of") != std::string::npos);
+  CHECK(text.find("a larger test set") != std::string::npos);  // hard: its seeds agree, its blocks do not
+}

@@ -261,3 +261,27 @@ TEST_CASE("power figures for a nearly exact difference: certain, not an exceptio
   CHECK(seeds_needed(0.003, 1e-16, true) == 2);
   CHECK(detectable_effect(5, 1e-16, true) < 1e-14);
 }
+
+TEST_CASE("test-set standard error from per-block losses: one run, a paired difference, seeds, misaligned blocks") {
+  // Block means 3.0, 3.2, 2.8, 3.0 over equal blocks: the SE is their sd over √4.
+  const LossBlocks run{{100, 300}, {100, 320}, {100, 280}, {100, 300}};
+  const double sd = std::sqrt((0.0 + 0.04 + 0.04 + 0.0) / 3);
+  CHECK(test_set_se({run}) == doctest::Approx(sd / 2));
+  // Unequal blocks: the ratio estimator, by hand: L = 1000/310, r_i = nats_i − L·tokens_i.
+  const LossBlocks uneven{{100, 300}, {200, 620}, {10, 80}};
+  const double L = 1000.0 / 310.0;
+  const double r[] = {300 - 100 * L, 620 - 200 * L, 80 - 10 * L};
+  CHECK(test_set_se({uneven}) == doctest::Approx(std::sqrt(1.5 * (r[0] * r[0] + r[1] * r[1] + r[2] * r[2])) / 310));
+  // A variant that is uniformly 0.1 better on every block: its difference has no test-set error;
+  // one better only on the hard blocks has some; with two identical seeds, the same.
+  const LossBlocks shifted{{100, 290}, {100, 310}, {100, 270}, {100, 290}};
+  CHECK(test_set_se({run}, {shifted}) == doctest::Approx(0.0).epsilon(1e-12));
+  const LossBlocks hard_only{{100, 300}, {100, 300}, {100, 280}, {100, 300}};
+  const double se = test_set_se({run}, {hard_only});
+  CHECK(se > 0);
+  CHECK(test_set_se({run, run}, {hard_only, hard_only}) == doctest::Approx(se));
+  // Blocks that do not line up, one block, mismatched seed counts: unknown.
+  CHECK(std::isnan(test_set_se({run}, {uneven})));
+  CHECK(std::isnan(test_set_se({{{100, 300}}})));
+  CHECK(std::isnan(test_set_se({run, run}, {shifted})));
+}

@@ -4,6 +4,7 @@
 
 #include "config/sweep_spec.h"
 #include "helpers.h"
+#include "report/stats.h"
 #include "store/store.h"
 
 using namespace sweep;
@@ -298,7 +299,8 @@ TEST_CASE("migration 4 makes the run folders of a schema-3 database relative to 
     raw.exec("INSERT INTO runs(run_id, config, init_seed, data_seed, status, run_dir, updated_at) "
              "VALUES ('abs', '', 0, 0, 'done', '/somewhere/results/runs/abs', 0), "
              "('train', '', 0, 0, 'done', '/somewhere/results/train/x', 0)");
-    raw.exec("ALTER TABLE sweeps DROP COLUMN design");  // as schema 4 had it
+    raw.exec("ALTER TABLE sweeps DROP COLUMN design");  // as schema 3 had them
+    raw.exec("ALTER TABLE runs DROP COLUMN test_blocks");
     raw.exec("PRAGMA user_version = 3");
   }
   Store store(fixture.dir.str("sweep.db"));
@@ -312,4 +314,23 @@ TEST_CASE("migration 4 makes the run folders of a schema-3 database relative to 
   CHECK(store.run(id)->run_dir == fixture.dir.str("runs/" + id));
   CHECK(store.run("abs")->run_dir == fixture.dir.str("runs/abs"));
   CHECK(store.run("train")->run_dir == "/somewhere/results/train/x");  // not a sweep's run folder: kept
+}
+
+TEST_CASE("the end event's test blocks are kept when every one is valid, and a restart clears them") {
+  RecordedRun fixture;
+  Store& store = fixture.store;
+  const std::string id = fixture.id;
+  auto end = [](const std::string& blocks) {
+    return R"({"event":"end","status":"done","step":6,"test_loss":2.9,"test_blocks":)" + blocks + "}";
+  };
+  store.ingest(id, {R"({"event":"start","step":0,"total_steps":6})", end("[[100, 290.5], [50, 145]]")});
+  CHECK(store.test_blocks(id) == LossBlocks{{100, 290.5}, {50, 145.0}});
+  store.ingest(id, {R"({"event":"start","step":0,"total_steps":6})"});  // trained again: not yet known
+  CHECK(store.test_blocks(id).empty());
+  for (const char* bad : {"[[0, 1.0]]", "[[10, -1]]", R"([[10, "nan"]])", "[[10]]", "[]", "{}", R"("x")"}) {
+    CAPTURE(bad);
+    store.ingest(id, {end(bad)});
+    CHECK(store.test_blocks(id).empty());
+    CHECK(store.run(id)->status == RunState::done);  // the result stands without them
+  }
 }

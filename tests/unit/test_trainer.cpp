@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "helpers.h"
+#include "train/evaluate.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -164,4 +165,36 @@ TEST_CASE("divergence: lr 1e3 ends the run as diverged and keeps the finite metr
   }
   CHECK(finite_steps == r.step - 1);
   CHECK_FALSE(fs::exists(dir.str("checkpoint/ckpt.pt")));
+}
+
+TEST_CASE("the end event's test blocks add up to the test loss, and keeping them changes no total") {
+  test::TempDir dir;
+  auto data = test::synthetic_data();
+  RunConfig c = test::tiny_config();
+  c.train.tokens = c.tokens_per_step() * 3;
+  Trainer t(c, data);
+  {
+    EventSink events(dir.str("events.jsonl"), "", false, false);
+    REQUIRE(t.run({dir.str(), false, &events}).status == RunState::done);
+  }
+  const nlohmann::json end = read_events(dir.str("events.jsonl")).back();
+  REQUIRE(end["event"] == "end");
+  int64_t tokens = 0;
+  double nats = 0;
+  for (const auto& b : end["test_blocks"]) {
+    tokens += b[0].get<int64_t>();
+    nats += b[1].get<double>();
+  }
+  // 1500 test tokens in windows of 17 every 16: 94 windows (the last one shorter), 1499 predictions.
+  CHECK(end["test_blocks"].size() == 94);
+  CHECK(tokens == 1499);
+  CHECK(nats / static_cast<double>(tokens) == doctest::Approx(end["test_loss"].get<double>()).epsilon(1e-6));
+  // With or without the windows, the total is the same to the bit; blocks pool consecutive windows.
+  const EvalLoss plain = evaluate_loss(t.model(), data->test, 0, 8, "fp32", torch::kCPU);
+  const EvalLoss kept = evaluate_loss(t.model(), data->test, 0, 8, "fp32", torch::kCPU, true);
+  CHECK(plain.sum_nats == kept.sum_nats);
+  CHECK(plain.window_nats.empty());
+  const auto pooled = loss_blocks(kept, 10);
+  CHECK(pooled.size() == 10);  // 10 windows a block, the last block the 4 left
+  CHECK(pooled[0].first == 10 * 16);
 }
