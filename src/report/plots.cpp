@@ -53,11 +53,7 @@ std::string curve_data(const VariantRuns& v) {
   std::ostringstream out;
   out.precision(8);
   for (const auto& [tokens, losses] : at) {
-    double sum = 0;
-    for (double l : losses) {
-      sum += l;
-    }
-    out << tokens << ' ' << sum / static_cast<double>(losses.size()) << ' '
+    out << tokens << ' ' << summarize(losses).mean << ' '
         << *std::min_element(losses.begin(), losses.end()) << ' ' << *std::max_element(losses.begin(), losses.end())
         << '\n';
   }
@@ -293,11 +289,7 @@ Script train_script(const ReportInput& in, const Analysis& a, bool grad_norm) {
     std::ostringstream data;
     data.precision(8);
     for (const auto& [bucket, values] : buckets) {
-      double sum = 0;
-      for (double x : values) {
-        sum += x;
-      }
-      data << (static_cast<double>(bucket) + 0.5) * width << ' ' << sum / static_cast<double>(values.size()) << ' '
+      data << (static_cast<double>(bucket) + 0.5) * width << ' ' << summarize(values).mean << ' '
            << percentile(values, 0.1) << ' ' << percentile(values, 0.9) << '\n';
     }
     if (buckets.empty()) {
