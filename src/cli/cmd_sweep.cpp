@@ -226,10 +226,14 @@ SeedDesign seed_design(const SweepOptions& o, const SweepSpec& spec, Store& stor
   }
   const SeedDesign& was = recorded->design;
   d.max_seeds = o.until_decided && o.max_seeds > 0 ? o.max_seeds : was.max_seeds;
-  if (d.max_seeds != was.max_seeds || d.min_effect != was.min_effect || d.first != was.first) {
+  d.spending = was.spending;  // its looks were judged so
+  const auto interventions = static_cast<int64_t>(spec.variants.size()) - 1;
+  if (d.max_seeds != was.max_seeds || d.min_effect != was.min_effect || d.first != was.first ||
+      (was.interventions > 0 && was.interventions != interventions)) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%lld seeds, min_effect %g and --max-seeds %lld", static_cast<long long>(was.first),
-                  was.min_effect, static_cast<long long>(was.max_seeds));
+    std::snprintf(buf, sizeof buf, "%lld seeds, min_effect %g and --max-seeds %lld, alpha split among %lld interventions",
+                  static_cast<long long>(was.first), was.min_effect, static_cast<long long>(was.max_seeds),
+                  static_cast<long long>(was.interventions));
     throw Error("sweep " + spec.name + " was run --until-decided with " + buf +
                     ": its looks were judged by those, so they stay — run it with them, or rename the sweep (sweep:) "
                     "for a new design",
@@ -258,6 +262,19 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   auto lock = std::make_unique<ResultsLock>(o.results);
   Store store(db_path(o.results));
   spec.design = seed_design(o, spec, store);
+  if (spec.design.sequential()) {
+    // The seeds earlier rounds added stay in the sweep from the start (its report, recovery).
+    std::map<std::string, int64_t> recorded;
+    for (const auto& row : store.sweep_runs(spec.name)) {
+      recorded[row.variant]++;
+    }
+    const SweepSpec declared = spec;
+    for (const auto& v : declared.variants) {
+      for (auto& run : added_seed_runs(declared, v.name, recorded[v.name])) {
+        spec.runs.push_back(std::move(run));
+      }
+    }
+  }
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
   const std::string worker = (executable_dir() / "sweep").string();
   std::unique_ptr<Executor> executor;

@@ -49,6 +49,7 @@ struct SeedDesign {
   int64_t max_seeds = 0;  // --until-decided: the most seeds per variant; 0: a fixed design
   double min_effect = 0;  // `min_effect:`, the smallest improvement that matters (the metric's units); 0: none
   std::string spending = "pocock";  // --until-decided's alpha spending: pocock or obrien-fleming
+  int64_t interventions = 0;        // --until-decided: the variants alpha is split among (0: not recorded)
 
   bool sequential() const { return max_seeds > 0; }
   // The seed counts at which a variant with n seeds was analysed: first, 2·first, … ≤ n, then n.

@@ -52,76 +52,80 @@ std::string significant(double v, int digits) {
 
 std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
-// The comparison on the first n seeds (in seed order): those the variant shares with the
-// baseline when paired, each side's own otherwise.
-Comparison compare_first(const std::map<SeedKey, double>& base, const std::map<SeedKey, double>& mine, bool paired,
-                         int64_t n, double level) {
-  std::vector<double> b, v;
-  if (paired) {
-    for (const auto& [key, value] : mine) {
-      if (const auto it = base.find(key); it != base.end() && static_cast<int64_t>(v.size()) < n) {
-        b.push_back(it->second);
-        v.push_back(value);
-      }
-    }
-    return compare_paired(b, v, level);
-  }
-  for (const auto& [key, value] : base) {
-    if (static_cast<int64_t>(b.size()) < n) {
-      b.push_back(value);
-    }
-  }
-  for (const auto& [key, value] : mine) {
-    if (static_cast<int64_t>(v.size()) < n) {
-      v.push_back(value);
-    }
-  }
-  return compare_welch(b, v, level);
-}
-
-// The interval of c at a two-sided level (the estimate itself when it has no variance).
-std::pair<double, double> interval(const Comparison& c, double level) {
-  const double half = c.se == 0           ? 0.0
-                      : 0.5 + level / 2 >= 1 ? std::numeric_limits<double>::infinity()
-                                            : t_quantile(level, c.df) * c.se;
-  return {c.improvement - half, c.improvement + half};
-}
-
-// Boundaries are the same for every intervention with the same looks: computed once.
-const std::vector<double>& boundaries(const std::vector<double>& fractions, double alpha, Spending spending) {
-  static std::map<std::tuple<std::vector<double>, double, Spending>, std::vector<double>> cache;
-  const auto key = std::make_tuple(fractions, alpha, spending);
+// Half-width multipliers of a look's repeated confidence intervals, the same for every
+// intervention with the same looks: computed once per process.
+const std::vector<double>& boundaries(const std::vector<int64_t>& looks, int64_t n_max, double alpha, Spending spending,
+                                      bool two_sided) {
+  static std::map<std::tuple<std::vector<int64_t>, int64_t, double, Spending, bool>, std::vector<double>> cache;
+  const auto key = std::make_tuple(looks, n_max, alpha, spending, two_sided);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    it = cache.emplace(key, spending_boundaries(fractions, alpha, spending)).first;
+    it = cache.emplace(key, t_boundaries(looks, n_max, alpha, spending, two_sided)).first;
   }
   return it->second;
 }
 
-// --until-decided: at each look (first, 2·first, … seeds), the repeated confidence intervals of
-// alpha spending at alpha / interventions (Bonferroni across them), 1 − alpha/m for the difference
-// and 1 − 2·alpha/m for equivalence; the verdict is the first look's that decides, as the runner
-// decided when to stop adding seeds. Any stopping rule keeps the error rates (Jennison & Turnbull).
-void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<SeedKey, double>& base,
-                         const std::map<SeedKey, double>& mine, bool paired) {
+// A t quantile for a tail probability that may be tiny (infinite when it rounds to none).
+double upper_t(double tail, double df) {
+  return tail <= 0 ? std::numeric_limits<double>::infinity() : t_quantile(1 - 2 * tail, df);
+}
+
+// --until-decided: look j is the variant's first first·j planned seeds (the last look: all of
+// them), as the runner had them when it decided whether to add more. Each look gives repeated
+// confidence intervals at alpha / interventions (Bonferroni across them): two-sided for the
+// difference, one-sided on each side at the same level for equivalence (TOST). Paired, their
+// half-widths come from simulated t boundaries (exact for normal differences at any df); unpaired
+// (Welch), from the look's own share of alpha at its t quantile (a union bound). The verdict is
+// the first look's that decides; a look with a seed that has no result on either side stops the
+// design there (undecided), as a failed run stops the runner.
+void decide_sequentially(const ReportInput& in, VariantStats& s, const std::vector<ReportRun>& base_runs,
+                         const std::vector<ReportRun>& runs, bool paired) {
   const SeedDesign& d = in.design;
   const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
-  s.looks = d.looks(s.seeds);
-  std::vector<double> t;
-  const double most = static_cast<double>(std::max(d.max_seeds, s.seeds));
-  for (int64_t n : s.looks) {
-    t.push_back(static_cast<double>(n) / most);
-  }
   const Spending spending = d.spending == "obrien-fleming" ? Spending::obrien_fleming : Spending::pocock;
-  const std::vector<double>& difference = boundaries(t, alpha_each, spending);
-  const std::vector<double>& equivalence = boundaries(t, 2 * alpha_each, spending);
+  std::set<SeedKey> planned;
+  for (const auto& r : runs) {
+    planned.insert({r.init_seed, r.data_seed});
+  }
+  const std::vector<SeedKey> seeds(planned.begin(), planned.end());  // added seeds sort after the declared
+  s.looks = d.looks(static_cast<int64_t>(seeds.size()));
+  const int64_t n_max = std::max<int64_t>(d.max_seeds, static_cast<int64_t>(seeds.size()));
+  const std::vector<double>* difference = nullptr;
+  const std::vector<double>* equivalence = nullptr;
+  if (paired) {
+    difference = &boundaries(s.looks, n_max, alpha_each, spending, true);
+    equivalence = &boundaries(s.looks, n_max, alpha_each, spending, false);
+  }
+  const auto base = seed_values(base_runs), mine = seed_values(runs);
   s.verdict = "undecided";
+  double spent_difference = 0, spent_equivalence = 0;
   for (size_t j = 0; j < s.looks.size(); ++j) {
-    const Comparison c = compare_first(base, mine, paired, s.looks[j], 0.95);
-    const auto [low, high] = interval(c, two_sided_level(difference[j]));
-    const auto [eq_low, eq_high] = interval(c, two_sided_level(equivalence[j]));
+    std::vector<double> b, v;
+    for (int64_t k = 0; k < s.looks[j]; ++k) {
+      const SeedKey& seed = seeds[static_cast<size_t>(k)];
+      if (!base.count(seed) || !mine.count(seed)) {
+        s.stopped = "undecided: look " + std::to_string(j + 1) + " lacks a result for seed " +
+                    std::to_string(seed.first) + (base.count(seed) ? "" : " of the baseline") +
+                    " (diverged, failed or not finished) — the design stops there";
+        s.halted = true;
+        return;
+      }
+      b.push_back(base.at(seed));
+      v.push_back(mine.at(seed));
+    }
+    const Comparison c = paired ? compare_paired(b, v) : compare_welch(b, v);
+    const double t = std::min(1.0, static_cast<double>(s.looks[j]) / static_cast<double>(n_max));
+    const double diff_c = paired ? (*difference)[j] : upper_t(spent(spending, alpha_each / 2, t) - spent_difference, c.df);
+    const double eq_c = paired ? (*equivalence)[j] : upper_t(spent(spending, alpha_each, t) - spent_equivalence, c.df);
+    spent_difference = spent(spending, alpha_each / 2, t);
+    spent_equivalence = spent(spending, alpha_each, t);
+    const double half = c.se * diff_c, eq_half = c.se * eq_c;  // se 0: the estimate is exact
+    const double low = c.se == 0 ? c.improvement : c.improvement - half;
+    const double high = c.se == 0 ? c.improvement : c.improvement + half;
     const bool differs = low > 0 || high < 0;
-    const bool equivalent = d.min_effect > 0 && eq_low > -d.min_effect && eq_high < d.min_effect;
+    const bool equivalent = d.min_effect > 0 && (c.se == 0 ? std::abs(c.improvement) < d.min_effect
+                                                            : c.improvement - eq_half > -d.min_effect &&
+                                                                  c.improvement + eq_half < d.min_effect);
     s.improvement = c.improvement;
     s.ci_low = low;
     s.ci_high = high;
@@ -132,9 +136,11 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
       return;
     }
   }
-  s.stopped = s.seeds >= d.max_seeds ? "undecided at the cap (" + plural(d.max_seeds, "seed") + ")"
-                                     : "undecided after " + plural(s.seeds, "seed") +
-                                           ": `sweep run --until-decided` adds more";
+  const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != "--min-effect";
+  s.stopped = static_cast<int64_t>(seeds.size()) >= d.max_seeds ? "undecided at the cap (" + plural(d.max_seeds, "seed") + ")"
+              : runner_would_add ? "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed") +
+                                       ": `sweep run --until-decided` adds more"
+                                 : "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed");
 }
 
 double mean_where(const std::vector<ReportRun>& runs, const std::function<std::optional<double>(const ReportRun&)>& f) {
@@ -388,6 +394,7 @@ Analysis analyze(const ReportInput& in) {
   const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
   a.design = in.design;
   a.min_effect_source = in.min_effect_source;
+  a.notes = in.notes;
   std::vector<double> detectable;  // per tested intervention: the effect its seeds detect
   const auto base = seed_values(base_it->runs);
   const std::vector<double> base_values = values_of(base);
@@ -477,7 +484,7 @@ Analysis analyze(const ReportInput& in) {
           detectable.push_back(detectable_effect(s.seeds, sd, paired, alpha_each));
         }
         if (in.design.sequential()) {
-          decide_sequentially(in, s, base, mine, paired);
+          decide_sequentially(in, s, base_it->runs, v.runs, paired);
         }
         if (std::isfinite(s.p)) {
           tested.push_back(i);
@@ -545,9 +552,10 @@ Analysis analyze(const ReportInput& in) {
   if (!std::isfinite(a.suggested_min_effect)) {
     a.suggested_min_effect = a.noise.detectable;
   }
-  if (in.design.sequential() && in.min_effect_source == "--min-effect") {
-    a.notes.push_back("--min-effect replaces the smallest effect the seeds were added for: these verdicts read the "
-                      "same runs at another margin, and the design's error rates hold for its own");
+  if (in.design.sequential() && (in.min_effect_source == "--min-effect" || in.metric != "test_loss")) {
+    a.notes.push_back("--until-decided added seeds by the verdicts on test_loss at the sweep file's min_effect; "
+                      "these, on " + in.metric + (in.min_effect_source == "--min-effect" ? " at --min-effect" : "") +
+                      ", read the same runs another way: the design's error rates are for its own");
   }
   if (in.design.min_effect <= 0 && !tested.empty()) {
     a.notes.push_back("no smallest effect of interest declared, so no intervention can be shown equivalent (undecided "
@@ -592,7 +600,7 @@ std::map<std::string, int64_t> next_round(const Analysis& a) {
   }
   int64_t most = 0;
   for (const auto& v : a.variants) {
-    if (!v.is_baseline && v.verdict == "undecided" && v.seeds_planned < a.design.max_seeds) {
+    if (!v.is_baseline && v.verdict == "undecided" && !v.halted && v.seeds_planned < a.design.max_seeds) {
       const int64_t n = std::min(v.seeds_planned + a.design.first, a.design.max_seeds);
       out[v.name] = n;
       most = std::max(most, n);

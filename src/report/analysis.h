@@ -65,6 +65,7 @@ struct ReportInput {
   SeedDesign design;               // as the sweep was last run; min_effect possibly from --min-effect
   std::string min_effect_source;   // where min_effect comes from: "the sweep file", "--min-effect"
   bool power = true;               // seeds for 80% and detectable effects (the calibration skips them)
+  std::vector<std::string> notes;  // what loading found that the reader must know
 };
 
 // One observation per seed: the mean of a seed's finished runs (identical-seed repeats are one
@@ -93,6 +94,7 @@ struct VariantStats {
   double p_equivalence = 0, p_equivalence_holm = 0;  // TOST within ±min_effect (fixed design); NaN: no test
   std::vector<int64_t> looks;    // --until-decided: the seed counts it was analysed at
   std::string stopped;           // --until-decided: why it has the seeds it has
+  bool halted = false;           // --until-decided: a look lacks a result; no seeds are added
   double seed_se = 0;            // standard error of the improvement from seed noise (the test's)
   double test_se = 0;            // ... from the finite test set (paired, test metrics; NaN: unknown)
   double tokens = 0, tokens_per_s = 0, wall_seconds = 0;  // means over runs that report them

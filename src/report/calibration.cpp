@@ -75,17 +75,23 @@ bool correct(const VariantStats& v, double effect, double delta) {
   if (effect < delta) {
     return v.verdict == "equivalent" || v.verdict == "better";
   }
-  return v.verdict == "better";
+  return v.verdict == "better" && !v.below_min_effect;  // "better (< δ)" would claim it smaller than δ
+}
+
+// A claim of no effect that matters (equivalent, or "(< δ)") about an effect of δ or more.
+bool false_equivalence(const VariantStats& v, double effect, double delta) {
+  return effect >= delta && (v.verdict == "equivalent" || v.below_min_effect);
 }
 
 // Tallies of one design at one effect.
 struct Tally {
   int64_t judged = 0, better = 0, worse = 0, equivalent = 0, undecided = 0, correct = 0, studies_false = 0;
+  int64_t false_equivalent = 0, studies_false_equivalent = 0;
   double seeds = 0;
   int64_t studies = 0;
 
   void add(const Analysis& a, const std::vector<double>& effects, double delta, double seeds_per_variant) {
-    bool any_false = false;
+    bool any_false = false, any_false_equivalent = false;
     for (const auto& v : a.variants) {
       if (v.is_baseline) {
         continue;
@@ -98,8 +104,12 @@ struct Tally {
       undecided += v.verdict == "undecided";
       correct += sweep::correct(v, effect, delta);
       any_false |= v.verdict == "worse" || (effect == 0 && v.verdict == "better");
+      const bool claimed = sweep::false_equivalence(v, effect, delta);
+      false_equivalent += claimed;
+      any_false_equivalent |= claimed;
     }
     studies_false += any_false;
+    studies_false_equivalent += any_false_equivalent;
     seeds += seeds_per_variant;
     ++studies;
   }
@@ -117,6 +127,8 @@ struct Tally {
     r.undecided = static_cast<double>(undecided) / j;
     r.correct = static_cast<double>(correct) / j;
     r.any_false = static_cast<double>(studies_false) / static_cast<double>(std::max<int64_t>(1, studies));
+    r.false_equivalent = static_cast<double>(false_equivalent) / j;
+    r.any_false_equivalent = static_cast<double>(studies_false_equivalent) / static_cast<double>(std::max<int64_t>(1, studies));
     r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, studies));
     return r;
   }
@@ -270,6 +282,24 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
     const double half_any = 1.96 * std::sqrt(std::max(r.any_false * (1 - r.any_false), 1.0 / studies) / studies);
     out += "- " + r.design + ": false better/worse " + fmt("%.4f", p) + " ± " + fmt("%.4f", half) + " per intervention, " +
            fmt("%.4f", r.any_false) + " ± " + fmt("%.4f", half_any) + " per study (alpha " + fmt("%g", s.alpha) + ")\n";
+  }
+  bool header = false;
+  for (const auto& r : rows) {
+    if (r.mixed || r.effect != s.min_effect) {
+      continue;
+    }
+    if (!header) {
+      out += "\nAt a true improvement of exactly δ, the claims of no effect that matters (equivalent, or (< δ)) — "
+             "false there — per intervention and per study:\n\n";
+      header = true;
+    }
+    const double n = static_cast<double>(r.judged), studies = static_cast<double>(s.replicates);
+    const double half = 1.96 * std::sqrt(std::max(r.false_equivalent * (1 - r.false_equivalent), 1.0 / n) / n);
+    const double half_any =
+        1.96 * std::sqrt(std::max(r.any_false_equivalent * (1 - r.any_false_equivalent), 1.0 / studies) / studies);
+    out += "- " + r.design + ": " + fmt("%.4f", r.false_equivalent) + " ± " + fmt("%.4f", half) + " per intervention, " +
+           fmt("%.4f", r.any_false_equivalent) + " ± " + fmt("%.4f", half_any) + " per study (alpha " +
+           fmt("%g", s.alpha) + ")\n";
   }
   return out;
 }

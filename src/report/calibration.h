@@ -41,7 +41,9 @@ struct CalibrationRow {
   double better = 0, worse = 0, equivalent = 0, undecided = 0;  // shares of them
   double correct = 0;           // share decided correctly: equivalent at 0; better or equivalent
                                 // below δ; better from δ on
-  double any_false = 0;         // effect 0: share of studies with a better or worse verdict
+  double any_false = 0;         // share of studies with a false better or worse (worse, or better at 0)
+  double false_equivalent = 0, any_false_equivalent = 0;  // effect ≥ δ: equivalent or (< δ) claims,
+                                                          // per intervention and per study
   double seeds = 0;             // mean seeds per variant (the baseline included)
   int64_t fixed_same = -1;      // --until-decided rows: the fewest seeds a fixed design needs to
                                 // decide correctly as often, within the 95% binomial error of this

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "util/error.h"
 #include "util/text.h"
@@ -110,6 +111,14 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   in.axes = info->axes;
   in.design = info->design;
   in.min_effect_source = in.design.min_effect > 0 ? "the sweep file" : "";
+  if (metric == "test_bpb" && in.design.min_effect > 0) {  // the file's margin is in nats per token
+    char delta[32];
+    std::snprintf(delta, sizeof delta, "%g", in.design.min_effect);
+    in.notes.push_back(std::string("the sweep file's min_effect (") + delta + ") is in nats per token, not in test_bpb's bits per byte: no equivalence is tested — pass "
+                       "--min-effect in bits per byte for one");
+    in.design.min_effect = 0;
+    in.min_effect_source = "";
+  }
   const std::vector<SweepRunRow> rows = store.sweep_runs(sweep);
   for (const auto& v : info->variants) {
     in.variants.push_back(variant_runs(store, rows, v, metric));

@@ -117,12 +117,16 @@ std::string method_sentence(const Analysis& a) {
   std::string s;
   if (tested > 0 && a.design.sequential()) {
     s += "Verdicts (--until-decided, up to " + std::to_string(a.design.max_seeds) + " seeds, a look every " +
-         std::to_string(a.design.first) + "): t-tests paired by seed (Welch where the seeds differ), at each look a "
-         "repeated confidence interval (Jennison & Turnbull) from " +
+         std::to_string(a.design.first) + "): t-tests paired by seed (Welch where the seeds differ); at each look, "
+         "repeated confidence intervals (Jennison & Turnbull) from " +
          std::string(a.design.spending == "pocock" ? "Pocock" : "O'Brien–Fleming") +
-         "-type alpha spending (Lan & DeMets) at alpha " + fmt("%g", a.alpha) + " / " + m + " interventions: better/worse when it excludes 0, equivalent "
-         "when the interval at twice that alpha lies inside " + margin + "; the first look that decides stops the "
-         "intervention's seeds, else undecided. RCI: the interval of its deciding (or last) look.";
+         "-type alpha spending (Lan & DeMets) at alpha " + fmt("%g", a.alpha) + " / " + m +
+         " interventions, their t boundaries simulated for the look's seeds: better/worse when the two-sided "
+         "interval excludes 0, " +
+         (delta > 0 ? "equivalent when both one-sided tests at that level put the effect inside " + margin
+                    : std::string("equivalent never (no min_effect)")) +
+         "; the first look that decides stops the intervention's seeds, else undecided. RCI: the difference's "
+         "interval at its deciding (or last) look.";
   } else if (tested > 0) {
     s += "Verdicts: two-sided t-test (paired by seed where the baseline has the variant's seeds, Welch otherwise), "
          "p adjusted by Holm across " + std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") +

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <numeric>
+#include <random>
 
 namespace sweep {
 
@@ -123,74 +124,63 @@ double tost_p(const Comparison& c, double delta) {
   return std::max(p_low, p_high);
 }
 
-double normal_quantile(double p) { return boost::math::quantile(boost::math::normal(), p); }
-
-double two_sided_level(double c) { return 1.0 - 2.0 * boost::math::cdf(boost::math::complement(boost::math::normal(), c)); }
-
-std::vector<double> spending_boundaries(const std::vector<double>& fractions, double alpha, Spending spending) {
+double spent(Spending spending, double alpha, double t) {
   const boost::math::normal normal;
-  const double z = normal_quantile(1 - alpha / 4);
-  auto spent = [&](double t) {
-    return spending == Spending::pocock ? alpha * std::log(1 + (std::exp(1.0) - 1) * t)
-                                        : 4.0 * boost::math::cdf(boost::math::complement(normal, z / std::sqrt(t)));
-  };
-  auto upper = [&](double x) { return boost::math::cdf(boost::math::complement(normal, x)); };
-  // The score S_k = Z_k·√t_k is Brownian motion in t: independent N(0, t_k − t_{k−1}) increments.
-  // f holds the density of S_k on paths still inside every earlier boundary, on a grid over
-  // (−b_k, b_k), b_k = c_k·√t_k, integrated by Simpson's rule.
-  constexpr int k_points = 801;  // odd: Simpson
-  std::vector<double> out, grid, f;
-  double previous_t = 0, previous_spent = 0;
-  for (double t : fractions) {
-    const double target = spent(t) - previous_spent;
-    double c = 0;
-    if (out.empty()) {
-      c = normal_quantile(1 - target / 2);
-    } else {
-      const double sd = std::sqrt(t - previous_t);
-      const double h = grid[1] - grid[0];
-      // P(|S_k| ≥ b | paths inside so far) for a boundary b, by Simpson over the previous grid.
-      auto crossing = [&](double b) {
-        double sum = 0;
-        for (int i = 0; i < k_points; ++i) {
-          const double w = i == 0 || i == k_points - 1 ? 1 : i % 2 == 1 ? 4 : 2;
-          sum += w * f[i] * (upper((b - grid[i]) / sd) + upper((b + grid[i]) / sd));
-        }
-        return sum * h / 3;
-      };
-      double lo = 0, hi = 40 * std::sqrt(t);  // crossing falls as b grows: bisect
-      for (int i = 0; i < 100; ++i) {
-        const double mid = (lo + hi) / 2;
-        (crossing(mid) > target ? lo : hi) = mid;
-      }
-      c = hi / std::sqrt(t);
-    }
-    // The density at look k inside the new boundary.
-    const double b = c * std::sqrt(t);
-    std::vector<double> next_grid(k_points), next_f(k_points);
-    for (int j = 0; j < k_points; ++j) {
-      next_grid[j] = -b + 2 * b * j / (k_points - 1);
-    }
-    if (out.empty()) {
-      for (int j = 0; j < k_points; ++j) {
-        next_f[j] = boost::math::pdf(normal, next_grid[j] / std::sqrt(t)) / std::sqrt(t);
-      }
-    } else {
-      const double sd = std::sqrt(t - previous_t), h = grid[1] - grid[0];
-      for (int j = 0; j < k_points; ++j) {
-        double sum = 0;
-        for (int i = 0; i < k_points; ++i) {
-          const double w = i == 0 || i == k_points - 1 ? 1 : i % 2 == 1 ? 4 : 2;
-          sum += w * f[i] * boost::math::pdf(normal, (next_grid[j] - grid[i]) / sd) / sd;
-        }
-        next_f[j] = sum * h / 3;
+  return spending == Spending::pocock
+             ? alpha * std::log(1 + (std::exp(1.0) - 1) * t)
+             : 2.0 * boost::math::cdf(boost::math::complement(
+                         normal, boost::math::quantile(normal, 1 - alpha / 2) / std::sqrt(t)));
+}
+
+std::vector<double> t_boundaries(const std::vector<int64_t>& looks, int64_t n_max, double alpha, Spending spending,
+                                 bool two_sided, int64_t paths) {
+  const size_t K = looks.size();
+  // The statistic of every simulated study at every look.
+  std::vector<std::vector<float>> stat(K, std::vector<float>(static_cast<size_t>(paths)));
+  std::mt19937_64 rng(20261123);
+  std::normal_distribution<double> normal;
+  for (int64_t p = 0; p < paths; ++p) {
+    double sum = 0, squares = 0;
+    size_t k = 0;
+    for (int64_t n = 1; k < K; ++n) {
+      const double x = normal(rng);
+      sum += x;
+      squares += x * x;
+      if (n == looks[k]) {
+        const double nn = static_cast<double>(n), mean = sum / nn;
+        const double var = std::max(0.0, (squares - nn * mean * mean) / (nn - 1));
+        const double t = var > 0 ? mean / std::sqrt(var / nn) : 0.0;
+        stat[k][static_cast<size_t>(p)] = static_cast<float>(two_sided ? std::abs(t) : t);
+        ++k;
       }
     }
-    grid = std::move(next_grid);
-    f = std::move(next_f);
+  }
+  // Look by look: the studies still running that cross c_k make up this look's share of alpha.
+  std::vector<char> running(static_cast<size_t>(paths), 1);
+  std::vector<double> out;
+  double before = 0;
+  for (size_t k = 0; k < K; ++k) {
+    const double t = std::min(1.0, static_cast<double>(looks[k]) / static_cast<double>(n_max));
+    const double total = two_sided ? 2 * spent(spending, alpha / 2, t) : spent(spending, alpha, t);
+    const auto crossing = static_cast<size_t>(std::llround((total - before) * static_cast<double>(paths)));
+    before = total;
+    std::vector<float> values;
+    for (size_t p = 0; p < running.size(); ++p) {
+      if (running[p]) {
+        values.push_back(stat[k][p]);
+      }
+    }
+    if (crossing == 0 || values.empty()) {
+      out.push_back(std::numeric_limits<double>::infinity());
+      continue;
+    }
+    const size_t at = values.size() - std::min(crossing, values.size());  // the crossing-th largest
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(at), values.end());
+    const float c = values[at];
     out.push_back(c);
-    previous_t = t;
-    previous_spent = spent(t);
+    for (size_t p = 0; p < running.size(); ++p) {
+      running[p] = running[p] && stat[k][p] < c;
+    }
   }
   return out;
 }

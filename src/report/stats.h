@@ -53,22 +53,25 @@ Comparison contrast(const std::vector<std::vector<double>>& groups, const std::v
 // NaN where c has no test; with se = 0, 0 inside the margin and 1 outside.
 double tost_p(const Comparison& c, double delta);
 
-// Group-sequential boundaries by Lan & DeMets' (1983) alpha spending: for looks at information
-// fractions t_1 < … < t_K ≤ 1, the z values c_k such that a two-sided test that rejects at the
-// first |Z_k| ≥ c_k has P(reject at look k, not before) = α(t_k) − α(t_{k−1}) under the null.
-// Spending functions: O'Brien–Fleming-type, α(t) = 2·(2 − 2Φ(z_{1−α/4} / √t)) (each tail spends
-// alpha/2, as gsDesign's sfLDOF), which keeps nearly all of alpha for the last look; and
-// Pocock-type, α(t) = alpha·ln(1 + (e − 1)·t), which spends it evenly. Computed by the recursive
-// numerical integration of Armitage, McPherson & Rowe (1969). Repeated confidence intervals
-// (Jennison & Turnbull 1989) at the nominal levels 1 − 2(1 − Φ(c_k)) cover the true effect at
-// every look at once with probability 1 − alpha, whatever rule decides when to stop.
+// Lan & DeMets' (1983) alpha-spending functions: the share of a total error rate `alpha` spent by
+// information fraction t (0 < t ≤ 1; 1: all of it), for one one-sided test. O'Brien–Fleming-type,
+// 2 − 2Φ(z_{1−alpha/2} / √t), keeps nearly all of it for the end; Pocock-type,
+// alpha · ln(1 + (e − 1)·t), spends it evenly. A two-sided test spends alpha/2 on each side.
 enum class Spending { obrien_fleming, pocock };
-std::vector<double> spending_boundaries(const std::vector<double>& fractions, double alpha,
-                                        Spending spending = Spending::obrien_fleming);
+double spent(Spending spending, double alpha, double t);
 
-// The standard normal quantile and its two-sided level: the level of a z interval of half-width c.
-double normal_quantile(double p);
-double two_sided_level(double c);
+// Critical values of the paired t statistic for a group-sequential design with looks after
+// n_1 < … < n_K pairs (n_1 ≥ 2) out of at most n_max: c_k such that, when there is no effect,
+// P(the test rejects at look k and at no earlier look) = α(n_k/n_max) − α(n_{k−1}/n_max) —
+// two-sided (|T_k| ≥ c_k, alpha/2 spent on each side) or one-sided (T_k ≥ c_k). Under the null the
+// joint law of (T_1, …, T_K) depends on the n_k alone (the paired differences' variance cancels),
+// so the c_k are set by simulating it: `paths` studies from a fixed seed. Unlike normal-theory
+// boundaries applied to t statistics, they keep the error rate at its level with 1 to 11 degrees
+// of freedom. Repeated confidence intervals (Jennison & Turnbull 1989) of half-width c_k·se then
+// cover the true effect at every look at once with probability 1 − alpha, whatever rule decides
+// when to stop.
+std::vector<double> t_boundaries(const std::vector<int64_t>& looks, int64_t n_max, double alpha, Spending spending,
+                                 bool two_sided, int64_t paths = 400000);
 
 // The test set's sampling error. A run's test loss is L = Σ nats / Σ tokens over the blocks of the
 // test split; over the same blocks, the standard error of mean_s(L(plus[s]) − L(minus[s])) (minus

@@ -300,6 +300,7 @@ void Store::record_sweep(const SweepSpec& spec) try {
   nlohmann::json design{{"first", spec.design.first}, {"max_seeds", spec.design.max_seeds}};
   if (spec.design.sequential()) {
     design["spending"] = spec.design.spending;
+    design["interventions"] = static_cast<int64_t>(spec.variants.size()) - 1;
   }
   if (spec.design.min_effect > 0) {
     design["min_effect"] = spec.design.min_effect;
@@ -408,7 +409,9 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   info.design.first = design.value("first", int64_t{0});
   info.design.max_seeds = design.value("max_seeds", int64_t{0});
   info.design.min_effect = design.value("min_effect", 0.0);
-  info.design.spending = design.value("spending", info.design.spending);
+  // Sequential designs recorded before the spending was (commits c41573a–49ee4ff) used O'Brien–Fleming's.
+  info.design.spending = design.value("spending", info.design.sequential() ? "obrien-fleming" : info.design.spending);
+  info.design.interventions = design.value("interventions", int64_t{0});
   for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {
     info.axes.push_back({a.at("kind").get<std::string>(), a.at("keys").get<std::vector<std::string>>()});
   }

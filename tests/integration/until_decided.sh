@@ -63,6 +63,15 @@ check_database
 grep -q "was run --until-decided (--max-seeds 6): it goes on so" again.txt || fail "$(cat again.txt)"
 ! grep -q "start " again.txt || fail "a finished run was trained again: $(cat again.txt)"
 [ "$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'ud'")" -eq "$runs" ] || fail "the added seeds left the sweep"
+# A report on test_bpb does not apply the file's margin, which is in nats per token.
+"$SWEEP" report ud --results res --metric test_bpb --out rep-bpb > bpb.txt 2>&1 || fail "bpb: $(cat bpb.txt)"
+grep -q "min_effect (0.01) is in nats per token" bpb.txt || fail "no note on test_bpb's margin: $(cat bpb.txt)"
+[ "$(awk '$1 ~ /^[0-9]+$/' bpb.txt | grep -c equivalent)" -eq 0 ] ||
+  fail "equivalence on test_bpb with the file's margin: $(cat bpb.txt)"
+# A new intervention would split alpha anew, re-judging every earlier look: refused.
+sed '/^interventions:/a\  lr-small: {train.lr: 1e-3}' s.yaml > grown.yaml
+expect_rc 2 "$SWEEP" run grown.yaml --results res 2> err.txt
+grep -q "alpha split among 3 interventions" err.txt || fail "a grown sweep: $(cat err.txt)"
 # ... and another cap is refused: the earlier looks were judged by this one
 expect_rc 2 "$SWEEP" run s.yaml --results res --until-decided --max-seeds 8 2> err.txt
 grep -q "was run --until-decided with 2 seeds, min_effect 0.01 and --max-seeds 6" err.txt || fail "$(cat err.txt)"
@@ -75,7 +84,14 @@ for _ in $(seq 1 600); do grep -q "until decided: .* undecided" first.txt && bre
 grep -q "until decided: .* undecided" first.txt || { kill $sched; fail "no second round: $(cat first.txt)"; }
 kill -INT $sched
 wait $sched && fail "an interrupted sweep exited 0" || true
-"$SWEEP" run s2.yaml --results res --until-decided --max-seeds 6 --devices cpu:2x1 > second.txt || fail "$(cat second.txt)"
+# Resuming, the seeds the first run added stay in the sweep all along (a report meanwhile sees them).
+members=$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'ud2'")
+"$SWEEP" run s2.yaml --results res --until-decided --max-seeds 6 --devices cpu:2x1 > second.txt &
+sched=$!
+for _ in $(seq 1 600); do grep -q "\] start " second.txt && break; sleep 0.05; done
+[ "$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'ud2'")" -ge "$members" ] ||
+  { kill $sched; fail "the added seeds left the sweep while it resumed"; }
+wait $sched || fail "$(cat second.txt)"
 grep -q "until decided: \(every intervention is decided\|stopped at the cap\)" second.txt || fail "$(cat second.txt)"
 "$SWEEP" report ud2 --results res --format json --out rep2 > r2.json 2>/dev/null || fail "report ud2"
 python3 - <<'PY' || fail "ud2 after a Ctrl-C"

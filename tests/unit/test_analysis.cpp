@@ -480,3 +480,26 @@ TEST_CASE("test-set noise beside seed noise: a run's SE and an intervention's pa
   CHECK(text.find("test-set sampling: one run's test_loss has a standard error of") != std::string::npos);
   CHECK(text.find("a larger test set") != std::string::npos);  // hard: its seeds agree, its blocks do not
 }
+
+TEST_CASE("--until-decided: a look with a diverged seed stops the design there, and the file's δ is not applied to bits per byte") {
+  ReportInput in = input({
+      variant("baseline", {3.0, 3.1, 2.9, 3.05, 2.95, 3.02}),
+      variant("broken", {2.9, 3.0, k_nan, 2.95, 2.85, 2.92}),  // seed 3 diverged: look 1 (seeds 1-3) lacks it
+      variant("clear", {2.9, 3.0, 2.8, 2.95, 2.85, 2.92}),
+  });
+  in.design.first = 3;
+  in.design.max_seeds = 9;
+  in.design.min_effect = 0.01;
+  const Analysis a = analyze(in);
+  const VariantStats& broken = find(a, "broken");
+  CHECK(broken.verdict == "undecided");
+  CHECK(broken.halted);
+  CHECK(broken.stopped.find("look 1 lacks a result for seed 3") != std::string::npos);
+  CHECK(next_round(a).count("broken") == 0);  // no seeds for a design that stopped
+  CHECK_FALSE(find(a, "clear").halted);
+  // Loading a report on test_bpb drops the file's margin (in nats per token) and says so: tested
+  // through the loader's note, here as analyze sees it.
+  ReportInput bpb = input({variant("baseline", {1.0, 1.1, 0.9}), variant("x", {1.0, 1.1, 0.9})});
+  bpb.notes.push_back("the sweep file's min_effect (0.01) is in nats per token");
+  CHECK(analyze(bpb).notes.front() == "the sweep file's min_effect (0.01) is in nats per token");
+}
