@@ -537,11 +537,11 @@ Analysis analyze(const ReportInput& in) {
   const std::vector<double> adjusted = holm_adjust(ps), adjusted_equivalence = holm_adjust(ps_equivalence);
   for (size_t k = 0; k < tested.size(); ++k) {
     VariantStats& s = a.variants[tested[k]];
-    s.p_holm = adjusted[k];
-    s.p_equivalence_holm = in.design.min_effect > 0 ? adjusted_equivalence[k] : k_nan;
-    if (in.design.sequential()) {
+    if (in.design.sequential()) {  // judged look by look above: fixed-design p-values would mislead
       continue;
     }
+    s.p_holm = adjusted[k];
+    s.p_equivalence_holm = in.design.min_effect > 0 ? adjusted_equivalence[k] : k_nan;
     const bool equivalent = s.p_equivalence_holm < in.alpha;  // false when NaN
     s.verdict = s.p_holm < in.alpha ? (s.improvement > 0 ? "better" : "worse") : equivalent ? "equivalent" : "undecided";
     s.below_min_effect = s.p_holm < in.alpha && equivalent;
