@@ -213,6 +213,13 @@ void check_until_decided(const SweepOptions& o, const SweepSpec& spec) {
     throw Error("--max-seeds " + std::to_string(o.max_seeds) + " is below the " + std::to_string(d.first) +
                 " seeds " + spec.file + " declares: pass at least " + std::to_string(d.first), Exit::bad_input);
   }
+  if (const int64_t cap = o.max_seeds > 0 ? o.max_seeds : 4 * d.first;
+      (cap + d.first - 1) / d.first > SeedDesign::k_max_looks) {
+    throw Error("--max-seeds " + std::to_string(cap) + " gives more than " + std::to_string(SeedDesign::k_max_looks) +
+                    " looks of " + std::to_string(d.first) + " seeds: declare more seeds in " + spec.file +
+                    " or pass a lower --max-seeds",
+                Exit::bad_input);
+  }
 }
 
 // The seed design of this `sweep run`: the file's, with the cap of --until-decided — or, without

@@ -52,6 +52,8 @@ struct SeedDesign {
   int64_t interventions = 0;        // --until-decided: the variants alpha is split among (0: not recorded)
 
   bool sequential() const { return max_seeds > 0; }
+  // The most looks a design may have: the simulated boundaries keep every look of 400,000 studies.
+  static constexpr int64_t k_max_looks = 64;
   // The seed counts at which a variant with n seeds was analysed: first, 2·first, … ≤ n, then n.
   std::vector<int64_t> looks(int64_t n) const;
 };

@@ -176,9 +176,10 @@ CalibrationSetup setup_from(const Analysis& a, const ReportInput& in) {
 
 std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
   if (!(s.sigma > 0) || !(s.min_effect > 0) || s.seeds < 2 || s.max_seeds < s.seeds || s.interventions < 1 ||
-      s.replicates < 1 || !(s.rho > -1 && s.rho < 1)) {
-    throw Error("calibration: needs σ > 0, a min_effect > 0, 2 ≤ seeds ≤ max seeds, an intervention, a replicate "
-                "and −1 < ρ < 1",
+      s.replicates < 1 || !(s.rho > -1 && s.rho < 1) ||
+      (s.max_seeds + s.seeds - 1) / s.seeds > SeedDesign::k_max_looks) {
+    throw Error("calibration: needs σ > 0, a min_effect > 0, 2 ≤ seeds ≤ max seeds with at most " +
+                    std::to_string(SeedDesign::k_max_looks) + " looks, an intervention, a replicate and −1 < ρ < 1",
                 Exit::bad_input);
   }
   std::vector<CalibrationRow> rows;

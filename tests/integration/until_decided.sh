@@ -15,6 +15,8 @@ expect_rc 2 "$SWEEP" run s.yaml --results res --max-seeds 4 2> err.txt
 grep -q -- "--max-seeds 4 needs --until-decided" err.txt || fail "--max-seeds alone: $(cat err.txt)"
 expect_rc 2 "$SWEEP" run s.yaml --results res --until-decided --max-seeds 1 2> err.txt
 grep -q -- "--max-seeds 1 is below the 2 seeds" err.txt || fail "--max-seeds below the seeds: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run s.yaml --results res --until-decided --max-seeds 200 2> err.txt
+grep -q -- "--max-seeds 200 gives more than 64 looks of 2 seeds" err.txt || fail "too many looks: $(cat err.txt)"
 sed 's/^seeds: .*/seeds: [1]/' s.yaml > one.yaml
 expect_rc 2 "$SWEEP" run one.yaml --results res --until-decided 2> err.txt
 grep -q -- "--until-decided: one.yaml declares 1 seed" err.txt || fail "one seed: $(cat err.txt)"
