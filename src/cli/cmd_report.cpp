@@ -24,7 +24,8 @@ double parse_min_effect(const std::string& option, const std::string& text, cons
     v = std::stod(text, &used);
   } catch (const std::exception&) {
   }
-  if (used != text.size() || !std::isfinite(v) || v <= 0) {
+  if (text.empty() || text.find_first_of("xX") != std::string::npos || used != text.size() || !std::isfinite(v) ||
+      v <= 0) {
     throw Error(option + " " + printable(text) + ": must be a number above 0 — the smallest improvement that matters, in " +
                     metric + "'s units (e.g. " + option + " 0.01)",
                 Exit::bad_input);
@@ -45,7 +46,8 @@ CLI::App* setup_report(CLI::App& app, ReportOptions& o) {
   cmd->add_option("--noise-from", o.noise_from, "A sweep whose baseline's seeds give σ (e.g. a noise study)");
   cmd->add_option("--min-effect", o.min_effect,
                   "The smallest improvement that matters, in the metric's units: verdicts become better, worse, "
-                  "equivalent (within ±it) or undecided (default: the sweep file's min_effect)");
+                  "equivalent (within ±it) or undecided (default: the sweep file's min_effect)")
+      ->each([&o](const std::string&) { o.min_effect_given = true; });
   cmd->add_option("--format", o.format, "What to print: text (the ranked table), markdown, csv or json")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
       ->capture_default_str();
@@ -138,7 +140,7 @@ Exit run_report(const ReportOptions& o) {
   const std::string sweep = sweep_to_read(o.results, o.sweep, owned);
   Store& store = *owned;
   ReportInput input = load_report_input(store, sweep, o.metric, o.noise_from);
-  if (!o.min_effect.empty()) {
+  if (o.min_effect_given) {
     input.design.min_effect = parse_min_effect("--min-effect", o.min_effect, o.metric);
     input.min_effect_source = "--min-effect";
   }

@@ -246,6 +246,16 @@ SeedDesign seed_design(const SweepOptions& o, const SweepSpec& spec, Store& stor
                     "for a new design",
                 Exit::bad_input);
   }
+  for (const auto& [variant, run_id] : was.variant_runs) {  // a variant is what its runs train
+    const auto same = std::find_if(spec.runs.begin(), spec.runs.end(),
+                                   [&](const PlannedRun& r) { return r.variant == variant && r.run_id == run_id; });
+    if (same == spec.runs.end()) {
+      throw Error("sweep " + spec.name + " was run --until-decided, and " + spec.file + " changes (or drops) '" +
+                      variant + "' since its looks were judged — run it unchanged, or rename the sweep (sweep:) for "
+                      "a new design",
+                  Exit::bad_input);
+    }
+  }
   if (!o.until_decided) {
     std::printf("sweep %s was run --until-decided (--max-seeds %lld): it goes on so\n", spec.name.c_str(),
                 static_cast<long long>(d.max_seeds));

@@ -71,7 +71,8 @@ struct ReportOptions {
   std::string out;
   std::string noise_from;
   std::string format = "text";
-  std::string min_effect;  // "": the sweep file's
+  std::string min_effect;         // as given (checked when given)
+  bool min_effect_given = false;  // else the sweep file's
 };
 CLI::App* setup_report(CLI::App& app, ReportOptions& o);
 Exit run_report(const ReportOptions& o);

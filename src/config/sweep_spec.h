@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,7 @@ struct SeedDesign {
   double min_effect = 0;  // `min_effect:`, the smallest improvement that matters (the metric's units); 0: none
   std::string spending = "pocock";  // --until-decided's alpha spending: pocock or obrien-fleming
   int64_t interventions = 0;        // --until-decided: the variants alpha is split among (0: not recorded)
+  std::map<std::string, std::string> variant_runs;  // --until-decided: each variant's first run id, as judged
 
   bool sequential() const { return max_seeds > 0; }
   // The most looks a design may have: the simulated boundaries keep every look of 400,000 studies.

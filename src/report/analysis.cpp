@@ -104,10 +104,19 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::vect
     for (int64_t k = 0; k < s.looks[j]; ++k) {
       const SeedKey& seed = seeds[static_cast<size_t>(k)];
       if (!base.count(seed) || !mine.count(seed)) {
-        s.stopped = "undecided: look " + std::to_string(j + 1) + " lacks a result for seed " +
-                    std::to_string(seed.first) + (base.count(seed) ? "" : " of the baseline") +
-                    " (diverged, failed or not finished) — the design stops there";
-        s.halted = true;
+        // A run still to finish (pending, interrupted) is waited for; one that diverged or failed
+        // stops the design here.
+        const auto& side = base.count(seed) ? runs : base_runs;
+        const bool ended = std::any_of(side.begin(), side.end(), [&](const ReportRun& r) {
+          return SeedKey{r.init_seed, r.data_seed} == seed && (r.status == RunState::diverged ||
+                                                               r.status == RunState::failed || r.status == RunState::oom);
+        });
+        const std::string whose = "seed " + std::to_string(seed.first) + (base.count(seed) ? "" : " of the baseline");
+        s.stopped = ended ? "undecided: look " + std::to_string(j + 1) + " lacks a result for " + whose +
+                                " (diverged or failed) — the design stops there"
+                          : "undecided: look " + std::to_string(j + 1) + " waits for " + whose +
+                                " (not finished: `sweep run` goes on)";
+        s.halted = ended;
         return;
       }
       b.push_back(base.at(seed));
@@ -557,7 +566,7 @@ Analysis analyze(const ReportInput& in) {
                       "these, on " + in.metric + (in.min_effect_source == "--min-effect" ? " at --min-effect" : "") +
                       ", read the same runs another way: the design's error rates are for its own");
   }
-  if (in.design.min_effect <= 0 && !tested.empty()) {
+  if (in.design.min_effect <= 0 && in.min_effect_source.empty() && !tested.empty()) {
     a.notes.push_back("no smallest effect of interest declared, so no intervention can be shown equivalent (undecided "
                       "only means not shown to differ)" +
                       (std::isfinite(a.suggested_min_effect)

@@ -176,11 +176,19 @@ CalibrationSetup setup_from(const Analysis& a, const ReportInput& in) {
 
 std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
   if (!(s.sigma > 0) || !(s.min_effect > 0) || s.seeds < 2 || s.max_seeds < s.seeds || s.interventions < 1 ||
-      s.replicates < 1 || !(s.rho > -1 && s.rho < 1) ||
-      (s.max_seeds + s.seeds - 1) / s.seeds > SeedDesign::k_max_looks) {
-    throw Error("calibration: needs σ > 0, a min_effect > 0, 2 ≤ seeds ≤ max seeds with at most " +
-                    std::to_string(SeedDesign::k_max_looks) + " looks, an intervention, a replicate and −1 < ρ < 1",
+      s.replicates < 1 || !(s.rho > -1 && s.rho < 1)) {
+    throw Error("calibrate: needs σ > 0, a min_effect > 0, 2 ≤ --seeds ≤ --max-seeds, an intervention, a replicate "
+                "and −1 < ρ < 1",
                 Exit::bad_input);
+  }
+  if ((s.max_seeds + s.seeds - 1) / s.seeds > SeedDesign::k_max_looks) {
+    throw Error("calibrate: --max-seeds " + std::to_string(s.max_seeds) + " gives more than " +
+                    std::to_string(SeedDesign::k_max_looks) + " looks of " + std::to_string(s.seeds) +
+                    " seeds: pass more --seeds or a lower --max-seeds",
+                Exit::bad_input);
+  }
+  if (s.effects.empty() || !std::all_of(s.effects.begin(), s.effects.end(), [](double e) { return std::isfinite(e); })) {
+    throw Error("calibrate: --effects must list finite multiples of δ, e.g. --effects 0,0.5,1,2", Exit::bad_input);
   }
   std::vector<CalibrationRow> rows;
   const auto m = static_cast<size_t>(s.interventions);
@@ -251,7 +259,7 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
 
 std::string calibration_markdown(const CalibrationSetup& s, const std::vector<CalibrationRow>& rows) {
   std::string out = "Synthetic studies: a baseline and " + std::to_string(s.interventions) +
-                    " interventions sharing one true improvement, σ = " + fmt("%.4g", s.sigma) + ", ρ = " +
+                    (s.interventions == 1 ? " intervention" : " interventions sharing") + " one true improvement, σ = " + fmt("%.4g", s.sigma) + ", ρ = " +
                     fmt("%.4f", s.rho) + (s.source.empty() ? "" : " (" + s.source + ")") + ", δ = " +
                     fmt("%g", s.min_effect) + ", alpha " + fmt("%g", s.alpha) + ", " + std::to_string(s.replicates) +
                     " studies per row (the same studies in every row), seed " + std::to_string(s.seed) + ".\n\n";
@@ -271,11 +279,15 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
                                             : std::string("-")) +
            " |\n";
   }
-  out += "\nUnder no effect (true improvement 0), per intervention and per study (any of its interventions "
-         "called better or worse), with 95% binomial intervals:\n\n";
+  bool null_header = false;
   for (const auto& r : rows) {
     if (r.mixed || r.effect != 0) {
       continue;
+    }
+    if (!null_header) {
+      out += "\nUnder no effect (true improvement 0), per intervention and per study (any of its interventions "
+             "called better or worse), with 95% binomial intervals:\n\n";
+      null_header = true;
     }
     const double n = static_cast<double>(r.judged), p = r.better + r.worse;
     const double half = 1.96 * std::sqrt(std::max(p * (1 - p), 1.0 / n) / n);

@@ -117,7 +117,7 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
     in.notes.push_back(std::string("the sweep file's min_effect (") + delta + ") is in nats per token, not in test_bpb's bits per byte: no equivalence is tested — pass "
                        "--min-effect in bits per byte for one");
     in.design.min_effect = 0;
-    in.min_effect_source = "";
+    in.min_effect_source = "none for test_bpb";  // said above: no suggestion of another
   }
   const std::vector<SweepRunRow> rows = store.sweep_runs(sweep);
   for (const auto& v : info->variants) {

@@ -301,6 +301,13 @@ void Store::record_sweep(const SweepSpec& spec) try {
   if (spec.design.sequential()) {
     design["spending"] = spec.design.spending;
     design["interventions"] = static_cast<int64_t>(spec.variants.size()) - 1;
+    nlohmann::json first = nlohmann::json::object();
+    for (const auto& r : spec.runs) {
+      if (!first.contains(r.variant)) {
+        first[r.variant] = r.run_id;
+      }
+    }
+    design["variant_runs"] = first;
   }
   if (spec.design.min_effect > 0) {
     design["min_effect"] = spec.design.min_effect;
@@ -412,6 +419,7 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   // Sequential designs recorded before the spending was (commits c41573a–49ee4ff) used O'Brien–Fleming's.
   info.design.spending = design.value("spending", info.design.sequential() ? "obrien-fleming" : info.design.spending);
   info.design.interventions = design.value("interventions", int64_t{0});
+  info.design.variant_runs = design.value("variant_runs", std::map<std::string, std::string>{});
   for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {
     info.axes.push_back({a.at("kind").get<std::string>(), a.at("keys").get<std::vector<std::string>>()});
   }

@@ -74,6 +74,10 @@ grep -q "min_effect (0.01) is in nats per token" bpb.txt || fail "no note on tes
 sed '/^interventions:/a\  lr-small: {train.lr: 1e-3}' s.yaml > grown.yaml
 expect_rc 2 "$SWEEP" run grown.yaml --results res 2> err.txt
 grep -q "alpha split among 3 interventions" err.txt || fail "a grown sweep: $(cat err.txt)"
+# ... and so is a changed variant: its runs are no longer the ones judged
+sed 's/^  base: {data: {dataset: data\/bytes}/&/; s/lr: 3e-3, grad_clip/lr: 2e-3, grad_clip/' s.yaml > changed.yaml
+expect_rc 2 "$SWEEP" run changed.yaml --results res 2> err.txt
+grep -q "changes (or drops) 'base' since its looks were judged" err.txt || fail "a changed baseline: $(cat err.txt)"
 # ... and another cap is refused: the earlier looks were judged by this one
 expect_rc 2 "$SWEEP" run s.yaml --results res --until-decided --max-seeds 8 2> err.txt
 grep -q "was run --until-decided with 2 seeds, min_effect 0.01 and --max-seeds 6" err.txt || fail "$(cat err.txt)"
@@ -86,6 +90,9 @@ for _ in $(seq 1 600); do grep -q "until decided: .* undecided" first.txt && bre
 grep -q "until decided: .* undecided" first.txt || { kill $sched; fail "no second round: $(cat first.txt)"; }
 kill -INT $sched
 wait $sched && fail "an interrupted sweep exited 0" || true
+# Interrupted, the design waits for its runs: it has not stopped.
+"$SWEEP" report ud2 --results res --out rep-mid > mid.txt 2>&1 || fail "report mid-way: $(cat mid.txt)"
+! grep -q "the design stops there" mid.txt || fail "an interrupted look read as a stopped design: $(cat mid.txt)"
 # Resuming, the seeds the first run added stay in the sweep all along (a report meanwhile sees them).
 members=$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'ud2'")
 "$SWEEP" run s2.yaml --results res --until-decided --max-seeds 6 --devices cpu:2x1 > second.txt &
@@ -104,4 +111,7 @@ for v in r["variants"]:
     assert v["verdict"] != "undecided" or v["seeds"] == 6, v
 PY
 check_database
+# calibrate refuses effects that are not finite multiples of δ
+expect_rc 2 "$SWEEP" calibrate --sigma 0.01 --rho 0.5 --min-effect 0.01 --effects 1e999 --replicates 2 2> err.txt
+grep -q -- "--effects must list finite multiples" err.txt || fail "calibrate --effects 1e999: $(cat err.txt)"
 echo "until_decided: ok"
