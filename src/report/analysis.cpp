@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <limits>
 #include <set>
@@ -42,12 +41,6 @@ std::pair<std::vector<double>, std::vector<double>> common(const std::map<SeedKe
     }
   }
   return out;
-}
-
-std::string significant(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
 }
 
 std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
@@ -570,9 +563,9 @@ Analysis analyze(const ReportInput& in) {
     a.notes.push_back("no smallest effect of interest declared, so no intervention can be shown equivalent (undecided "
                       "only means not shown to differ)" +
                       (std::isfinite(a.suggested_min_effect)
-                           ? ": these seeds detect about " + significant(a.suggested_min_effect, 3) +
+                           ? ": these seeds detect about " + format_number("%.3g", a.suggested_min_effect) +
                                  " with power 0.8 — declare the effect that matters to you with `min_effect:` in the "
-                                 "sweep file or `sweep report --min-effect`, e.g. " + significant(a.suggested_min_effect, 2)
+                                 "sweep file or `sweep report --min-effect`, e.g. " + format_number("%.2g", a.suggested_min_effect)
                            : std::string()));
   }
 

@@ -2,20 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <random>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace sweep {
 
 namespace {
-
-std::string fmt(const char* spec, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
-}
 
 // One synthetic study's draws, enough for the most seeds any design gives it.
 struct Draws {
@@ -169,8 +163,8 @@ CalibrationSetup setup_from(const Analysis& a, const ReportInput& in) {
   s.seeds = in.design.first > 0 ? in.design.first : std::max<int64_t>(2, a.noise.seeds);
   s.max_seeds = in.design.sequential() ? in.design.max_seeds : 4 * s.seeds;
   s.interventions = static_cast<int64_t>(in.variants.size()) - 1;
-  s.source = "sweep " + in.sweep + ": σ = " + fmt("%.4g", s.sigma) + " (its baseline's seeds), the median sd of an "
-             "intervention's paired differences " + fmt("%.4g", sd_d) + " (ρ = " + fmt("%.4f", s.rho) + ")";
+  s.source = "sweep " + in.sweep + ": σ = " + format_number("%.4g", s.sigma) + " (its baseline's seeds), the median sd of an "
+             "intervention's paired differences " + format_number("%.4g", sd_d) + " (ρ = " + format_number("%.4f", s.rho) + ")";
   return s;
 }
 
@@ -259,21 +253,21 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
 
 std::string calibration_markdown(const CalibrationSetup& s, const std::vector<CalibrationRow>& rows) {
   std::string out = "Synthetic studies: a baseline and " + std::to_string(s.interventions) +
-                    (s.interventions == 1 ? " intervention" : " interventions sharing") + " one true improvement, σ = " + fmt("%.4g", s.sigma) + ", ρ = " +
-                    fmt("%.4f", s.rho) + (s.source.empty() ? "" : " (" + s.source + ")") + ", δ = " +
-                    fmt("%g", s.min_effect) + ", alpha " + fmt("%g", s.alpha) + ", " + std::to_string(s.replicates) +
+                    (s.interventions == 1 ? " intervention" : " interventions sharing") + " one true improvement, σ = " + format_number("%.4g", s.sigma) + ", ρ = " +
+                    format_number("%.4f", s.rho) + (s.source.empty() ? "" : " (" + s.source + ")") + ", δ = " +
+                    format_number("%g", s.min_effect) + ", alpha " + format_number("%g", s.alpha) + ", " + std::to_string(s.replicates) +
                     " studies per row (the same studies in every row), seed " + std::to_string(s.seed) + ".\n\n";
   out += "| true improvement | design | better | worse | equivalent | undecided | decided correctly | seeds per variant "
          "| fixed seeds for as many correct |\n|--:|:--|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {
     std::string mix;
     for (size_t i = 0; r.mixed && i < s.effects.size(); ++i) {
-      mix += (i ? ", " : "") + fmt("%g", s.effects[i]) + "δ";
+      mix += (i ? ", " : "") + format_number("%g", s.effects[i]) + "δ";
     }
-    out += "| " + (r.mixed ? "mixed: " + mix : fmt("%g", r.effect) + " (" + fmt("%g", r.effect / s.min_effect) + "δ)") +
+    out += "| " + (r.mixed ? "mixed: " + mix : format_number("%g", r.effect) + " (" + format_number("%g", r.effect / s.min_effect) + "δ)") +
            " | " + r.design + " | " +
-           fmt("%.3f", r.better) + " | " + fmt("%.3f", r.worse) + " | " + fmt("%.3f", r.equivalent) + " | " +
-           fmt("%.3f", r.undecided) + " | " + fmt("%.3f", r.correct) + " | " + fmt("%.2f", r.seeds) + " | " +
+           format_number("%.3f", r.better) + " | " + format_number("%.3f", r.worse) + " | " + format_number("%.3f", r.equivalent) + " | " +
+           format_number("%.3f", r.undecided) + " | " + format_number("%.3f", r.correct) + " | " + format_number("%.2f", r.seeds) + " | " +
            (r.design.rfind("until", 0) == 0 ? (r.fixed_same < 0 ? "more than " + std::to_string(s.max_seeds)
                                                                  : std::to_string(r.fixed_same))
                                             : std::string("-")) +
@@ -293,8 +287,8 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
     const double half = 1.96 * std::sqrt(std::max(p * (1 - p), 1.0 / n) / n);
     const double studies = static_cast<double>(s.replicates);
     const double half_any = 1.96 * std::sqrt(std::max(r.any_false * (1 - r.any_false), 1.0 / studies) / studies);
-    out += "- " + r.design + ": false better/worse " + fmt("%.4f", p) + " ± " + fmt("%.4f", half) + " per intervention, " +
-           fmt("%.4f", r.any_false) + " ± " + fmt("%.4f", half_any) + " per study (alpha " + fmt("%g", s.alpha) + ")\n";
+    out += "- " + r.design + ": false better/worse " + format_number("%.4f", p) + " ± " + format_number("%.4f", half) + " per intervention, " +
+           format_number("%.4f", r.any_false) + " ± " + format_number("%.4f", half_any) + " per study (alpha " + format_number("%g", s.alpha) + ")\n";
   }
   bool header = false;
   for (const auto& r : rows) {
@@ -310,9 +304,9 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
     const double half = 1.96 * std::sqrt(std::max(r.false_equivalent * (1 - r.false_equivalent), 1.0 / n) / n);
     const double half_any =
         1.96 * std::sqrt(std::max(r.any_false_equivalent * (1 - r.any_false_equivalent), 1.0 / studies) / studies);
-    out += "- " + r.design + ": " + fmt("%.4f", r.false_equivalent) + " ± " + fmt("%.4f", half) + " per intervention, " +
-           fmt("%.4f", r.any_false_equivalent) + " ± " + fmt("%.4f", half_any) + " per study (alpha " +
-           fmt("%g", s.alpha) + ")\n";
+    out += "- " + r.design + ": " + format_number("%.4f", r.false_equivalent) + " ± " + format_number("%.4f", half) + " per intervention, " +
+           format_number("%.4f", r.any_false_equivalent) + " ± " + format_number("%.4f", half_any) + " per study (alpha " +
+           format_number("%g", s.alpha) + ")\n";
   }
   return out;
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "util/error.h"
 #include "util/text.h"
@@ -112,9 +111,7 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   in.design = info->design;
   in.min_effect_source = in.design.min_effect > 0 ? "the sweep file" : "";
   if (metric == "test_bpb" && in.design.min_effect > 0) {  // the file's margin is in nats per token
-    char delta[32];
-    std::snprintf(delta, sizeof delta, "%g", in.design.min_effect);
-    in.notes.push_back(std::string("the sweep file's min_effect (") + delta + ") is in nats per token, not in test_bpb's bits per byte: no equivalence is tested — pass "
+    in.notes.push_back("the sweep file's min_effect (" + format_number("%g", in.design.min_effect) + ") is in nats per token, not in test_bpb's bits per byte: no equivalence is tested — pass "
                        "--min-effect in bits per byte for one");
     in.design.min_effect = 0;
     in.min_effect_source = "none for test_bpb";  // said above: no suggestion of another

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -14,16 +13,7 @@ namespace sweep {
 
 namespace {
 
-std::string fmt(const char* spec, double v) {
-  if (!std::isfinite(v)) {
-    return "-";
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
-}
-
-std::string p_text(double p) { return !std::isfinite(p) ? "-" : p < 1e-4 ? "<0.0001" : fmt("%.4f", p); }
+std::string p_text(double p) { return !std::isfinite(p) ? "-" : p < 1e-4 ? "<0.0001" : format_number("%.4f", p); }
 
 // One cell of the ranked table: its text, and the number a sortable table sorts it by.
 struct Cell {
@@ -61,9 +51,9 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
   const std::string n = v.seeds == v.seeds_planned ? std::to_string(v.seeds)
                                                    : std::to_string(v.seeds) + "/" + std::to_string(v.seeds_planned);
   const std::string mean = v.summary.n == 0   ? "-"
-                           : v.summary.n == 1 ? fmt("%.4f", v.summary.mean)
-                                              : fmt("%.4f", v.summary.mean) + " ± " + fmt("%.4f", v.summary.sd);
-  const std::string ci = std::isfinite(v.ci_low) ? "[" + fmt("%+.4f", v.ci_low) + ", " + fmt("%+.4f", v.ci_high) + "]"
+                           : v.summary.n == 1 ? format_number("%.4f", v.summary.mean)
+                                              : format_number("%.4f", v.summary.mean) + " ± " + format_number("%.4f", v.summary.sd);
+  const std::string ci = std::isfinite(v.ci_low) ? "[" + format_number("%+.4f", v.ci_low) + ", " + format_number("%+.4f", v.ci_high) + "]"
                                                  : "-";
   const double p = v.method == "band" ? std::nan("") : v.p_holm;
   std::vector<Cell> row{
@@ -71,10 +61,10 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
       {v.name, std::nan("")},
       {n, static_cast<double>(v.finished)},
       {mean, v.summary.mean},
-      {v.is_baseline ? "0" : fmt("%+.4f", v.improvement), v.improvement},
+      {v.is_baseline ? "0" : format_number("%+.4f", v.improvement), v.improvement},
       {ci, v.ci_low},
       {v.method.empty() ? "-" : v.method, std::nan("")},
-      {fmt("%+.2f", v.correlation), v.correlation},
+      {format_number("%+.2f", v.correlation), v.correlation},
   };
   if (!a.design.sequential()) {
     row.push_back({p_text(p), p});
@@ -82,7 +72,7 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
       row.push_back({p_text(v.p_equivalence_holm), v.p_equivalence_holm});
     }
   }
-  row.push_back({fmt("%.2f", v.prob_improvement), v.prob_improvement});
+  row.push_back({format_number("%.2f", v.prob_improvement), v.prob_improvement});
   row.push_back({verdict_text(v), std::nan("")});
   if (a.design.sequential()) {
     row.push_back({v.stopped.empty() ? "-" : v.stopped, std::nan("")});
@@ -111,7 +101,7 @@ std::string method_sentence(const Analysis& a) {
   }
   const double delta = a.design.min_effect;
   const std::string m = std::to_string(std::max<size_t>(1, a.variants.size() - 1));
-  const std::string margin = delta > 0 ? "±δ = ±" + fmt("%g", delta) + " (the smallest effect of interest, from " +
+  const std::string margin = delta > 0 ? "±δ = ±" + format_number("%g", delta) + " (the smallest effect of interest, from " +
                                              a.min_effect_source + ")"
                                        : "";
   std::string s;
@@ -120,7 +110,7 @@ std::string method_sentence(const Analysis& a) {
          std::to_string(a.design.first) + "): t-tests paired by seed (Welch where the seeds differ); at each look, "
          "repeated confidence intervals (Jennison & Turnbull) from " +
          std::string(a.design.spending == "pocock" ? "Pocock" : "O'Brien–Fleming") +
-         "-type alpha spending (Lan & DeMets) at alpha " + fmt("%g", a.alpha) + " / " + m +
+         "-type alpha spending (Lan & DeMets) at alpha " + format_number("%g", a.alpha) + " / " + m +
          " interventions, their t boundaries simulated for the look's seeds: better/worse when the two-sided "
          "interval excludes 0, " +
          (delta > 0 ? "equivalent when both one-sided tests at that level put the effect inside " + margin
@@ -130,9 +120,9 @@ std::string method_sentence(const Analysis& a) {
   } else if (tested > 0) {
     s += "Verdicts: two-sided t-test (paired by seed where the baseline has the variant's seeds, Welch otherwise), "
          "p adjusted by Holm across " + std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") +
-         ", better/worse when p < " + fmt("%g", a.alpha) +
+         ", better/worse when p < " + format_number("%g", a.alpha) +
          (delta > 0 ? "; equivalent when the two one-sided tests (TOST) within " + margin +
-                          " give a Holm-adjusted p < " + fmt("%g", a.alpha) + " — the " + fmt("%g", 100 * (1 - 2 * a.alpha)) +
+                          " give a Holm-adjusted p < " + format_number("%g", a.alpha) + " — the " + format_number("%g", 100 * (1 - 2 * a.alpha)) +
                           "% interval inside ±δ; (< δ): better or worse, yet smaller than δ; else undecided."
                     : "; else undecided — not shown to differ, which is not shown equal: declare a smallest effect "
                       "of interest (min_effect) to test equivalence.") +
@@ -146,7 +136,7 @@ std::string method_sentence(const Analysis& a) {
   if (band > 0) {
     s += std::string(s.empty() ? "" : " ") +
          "One seed: no t-test; better/worse when the improvement lies outside the noise band ±2·√2·σ" +
-         (std::isfinite(a.noise.sigma) ? " = ±" + fmt("%.4f", 2 * std::sqrt(2.0) * a.noise.sigma) : "") +
+         (std::isfinite(a.noise.sigma) ? " = ±" + format_number("%.4f", 2 * std::sqrt(2.0) * a.noise.sigma) : "") +
          (delta > 0 ? ", equivalent when improvement ± band lies inside ±δ" : "") +
          ", else undecided (the column 95% CI shows improvement ± band).";
   }
@@ -155,31 +145,31 @@ std::string method_sentence(const Analysis& a) {
 
 std::vector<std::string> noise_lines(const Analysis& a) {
   const NoiseSummary& n = a.noise;
-  std::vector<std::string> out{n.source + (std::isfinite(n.sigma) ? ": σ = " + fmt("%.4f", n.sigma) : "")};
+  std::vector<std::string> out{n.source + (std::isfinite(n.sigma) ? ": σ = " + format_number("%.4f", n.sigma) : "")};
   const VarianceComponents& c = n.components;
   if (std::isfinite(c.sigma_init) || std::isfinite(c.sigma_data)) {
     out.push_back("variance components (" + std::to_string(c.n_init) + " init × " + std::to_string(c.n_data) +
-                  " data seeds): σ_init = " + fmt("%.4f", c.sigma_init) + ", σ_data = " + fmt("%.4f", c.sigma_data) +
-                  ", σ_interaction = " + fmt("%.4f", c.sigma_resid));
+                  " data seeds): σ_init = " + format_number("%.4f", c.sigma_init) + ", σ_data = " + format_number("%.4f", c.sigma_data) +
+                  ", σ_interaction = " + format_number("%.4f", c.sigma_resid));
   }
   if (std::isfinite(c.sigma_repeat)) {
     out.push_back("σ_repeat (identical seeds run " + std::to_string(c.repeats) +
-                  " times: nondeterminism) = " + fmt("%.4g", c.sigma_repeat));
+                  " times: nondeterminism) = " + format_number("%.4g", c.sigma_repeat));
   }
   if (std::isfinite(n.band)) {
     out.push_back("noise band of an improvement with " + std::to_string(n.seeds) + " seed" +
-                  (n.seeds == 1 ? "" : "s") + " per variant: ±" + fmt("%.4f", n.band) + " (2·√2·σ/√seeds)");
+                  (n.seeds == 1 ? "" : "s") + " per variant: ±" + format_number("%.4f", n.band) + " (2·√2·σ/√seeds)");
   }
   if (std::isfinite(n.test_se)) {
-    out.push_back("test-set sampling: one run's " + a.metric + " has a standard error of ±" + fmt("%.4f", n.test_se) +
+    out.push_back("test-set sampling: one run's " + a.metric + " has a standard error of ±" + format_number("%.4f", n.test_se) +
                   " from its test split's " + std::to_string(n.test_blocks) +
                   " blocks (the median over the baseline's runs) — more seeds do not shrink it: every seed is "
                   "scored on the same test tokens");
   }
   if (std::isfinite(n.detectable)) {
     out.push_back("smallest improvement " + std::to_string(n.seeds) +
-                  " seeds per variant detect with power 0.8 (unpaired, alpha " + fmt("%g", a.alpha) +
-                  "): " + fmt("%.4f", n.detectable));
+                  " seeds per variant detect with power 0.8 (unpaired, alpha " + format_number("%g", a.alpha) +
+                  "): " + format_number("%.4f", n.detectable));
   }
   return out;
 }
@@ -285,7 +275,7 @@ std::string csv_field(const std::string& text) {
 
 
 std::string csv_number(const std::optional<double>& v) {
-  return v && std::isfinite(*v) ? fmt("%.10g", *v) : "";
+  return v && std::isfinite(*v) ? format_number("%.10g", *v) : "";
 }
 
 using Rows = std::vector<std::vector<std::string>>;
@@ -363,11 +353,11 @@ Rows response_rows(const Response& r) {
   for (const auto& p : r.points) {
     std::string seeds;
     for (const auto& [key, value] : p.values) {
-      seeds += (seeds.empty() ? "" : " ") + fmt("%.4f", value);
+      seeds += (seeds.empty() ? "" : " ") + format_number("%.4f", value);
     }
-    rows.push_back({fmt("%g", p.x), p.variant, std::to_string(p.summary.n), seeds.empty() ? "-" : seeds,
-                    p.summary.n < 2 ? fmt("%.4f", p.summary.mean) : fmt("%.4f", p.summary.mean) + " ± " + fmt("%.4f", p.summary.sd),
-                    std::isfinite(p.summary.ci_low) ? "[" + fmt("%.4f", p.summary.ci_low) + ", " + fmt("%.4f", p.summary.ci_high) + "]" : "-"});
+    rows.push_back({format_number("%g", p.x), p.variant, std::to_string(p.summary.n), seeds.empty() ? "-" : seeds,
+                    p.summary.n < 2 ? format_number("%.4f", p.summary.mean) : format_number("%.4f", p.summary.mean) + " ± " + format_number("%.4f", p.summary.sd),
+                    std::isfinite(p.summary.ci_low) ? "[" + format_number("%.4f", p.summary.ci_low) + ", " + format_number("%.4f", p.summary.ci_high) + "]" : "-"});
   }
   return rows;
 }
@@ -385,16 +375,16 @@ std::string fit_sentence(const Response& r) {
   const std::string against = f.log_x ? "log(" + r.label + ")" : r.label;
   std::string s = "best " + r.label + ": ";
   if (f.inside) {
-    s += fmt("%.3g", f.best) + (std::isfinite(f.ci_low) ? ", 95% CI [" + fmt("%.3g", f.ci_low) + ", " + fmt("%.3g", f.ci_high) + "]" : "");
+    s += format_number("%.3g", f.best) + (std::isfinite(f.ci_low) ? ", 95% CI [" + format_number("%.3g", f.ci_low) + ", " + format_number("%.3g", f.ci_high) + "]" : "");
   } else {
-    s += (f.best <= r.points.front().x ? "at or below " : "at or above ") + fmt("%.3g", f.best) +
+    s += (f.best <= r.points.front().x ? "at or below " : "at or above ") + format_number("%.3g", f.best) +
          ", the end of the tried range";
   }
   s += " — a quadratic in " + against + " fitted by least squares to every seed's value at " +
        std::to_string(f.points) + " values";
   if (std::isfinite(f.ci_low)) {
     s += "; " + std::to_string(f.resamples) + " bootstrap resamples of the " + std::to_string(f.seeds) + " seeds, " +
-         fmt("%.0f", 100 * f.share_inside) + "% of them with their minimum inside the range";
+         format_number("%.0f", 100 * f.share_inside) + "% of them with their minimum inside the range";
   }
   return s + (f.note.empty() ? "" : "; " + f.note);
 }
@@ -407,9 +397,9 @@ const std::vector<std::string> k_additivity_headers{"combination", "parts",  "co
 Rows additivity_rows(const Analysis& a) {
   Rows rows;
   for (const auto& x : a.additivity) {
-    rows.push_back({x.variant, join(x.parts, " + "), fmt("%+.4f", x.combined), fmt("%+.4f", x.sum_of_parts),
-                    fmt("%+.4f", x.best_part), fmt("%+.4f", x.difference),
-                    std::isfinite(x.ci_low) ? "[" + fmt("%+.4f", x.ci_low) + ", " + fmt("%+.4f", x.ci_high) + "]" : "-",
+    rows.push_back({x.variant, join(x.parts, " + "), format_number("%+.4f", x.combined), format_number("%+.4f", x.sum_of_parts),
+                    format_number("%+.4f", x.best_part), format_number("%+.4f", x.difference),
+                    std::isfinite(x.ci_low) ? "[" + format_number("%+.4f", x.ci_low) + ", " + format_number("%+.4f", x.ci_high) + "]" : "-",
                     x.method, x.verdict});
   }
   return rows;
@@ -423,7 +413,7 @@ Rows noise_rows(const Analysis& a) {
   Rows rows;
   for (const auto& v : a.variants) {
     if (std::isfinite(v.seed_se) && std::isfinite(v.test_se)) {
-      rows.push_back({v.name, fmt("%.5f", v.seed_se), fmt("%.5f", v.test_se),
+      rows.push_back({v.name, format_number("%.5f", v.seed_se), format_number("%.5f", v.test_se),
                       v.seed_se >= v.test_se ? "more seeds" : "a larger test set"});
     }
   }
@@ -439,7 +429,7 @@ const char* k_noise_sentence =
 
 const std::vector<std::string> k_target_headers{"variant", "seeds reaching it", "tokens saved", "95% CI"};
 
-std::string percent(double v) { return fmt("%+.1f%%", 100 * v); }
+std::string percent(double v) { return format_number("%+.1f%%", 100 * v); }
 
 Rows target_rows(const Analysis& a) {
   Rows rows;
@@ -611,7 +601,7 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
     for (size_t c = 0; c < row.size(); ++c) {
       out << "<td";
       if (std::isfinite(row[c].key)) {
-        out << " data-key=\"" << fmt("%.10g", row[c].key) << "\"";
+        out << " data-key=\"" << format_number("%.10g", row[c].key) << "\"";
       }
       if (c == 1) {
         out << " class=\"name\"><span class=\"swatch\" style=\"background:" << variant_colour(v) << "\"></span>";

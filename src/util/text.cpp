@@ -71,6 +71,15 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+std::string format_number(const char* spec, double v) {
+  if (!std::isfinite(v)) {
+    return "-";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
 std::string format_count(double n) {
   char buf[32];
   if (n >= 1e9) {
