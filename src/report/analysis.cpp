@@ -71,7 +71,9 @@ double upper_t(double tail, double df) {
 // (Welch), from the look's own share of alpha at its t quantile (a union bound). The verdict is
 // the first look's that decides; a look with a seed that has no result on either side stops the
 // design there (undecided), as a failed run stops the runner.
-void decide_sequentially(const ReportInput& in, VariantStats& s, const std::vector<ReportRun>& base_runs,
+// `base` and `mine`: seed_values of `base_runs` and `runs`.
+void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<SeedKey, double>& base,
+                         const std::map<SeedKey, double>& mine, const std::vector<ReportRun>& base_runs,
                          const std::vector<ReportRun>& runs, bool paired) {
   const SeedDesign& d = in.design;
   const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
@@ -89,7 +91,6 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::vect
     difference = &boundaries(s.looks, n_max, alpha_each, spending, true);
     equivalence = &boundaries(s.looks, n_max, alpha_each, spending, false);
   }
-  const auto base = seed_values(base_runs), mine = seed_values(runs);
   s.verdict = "undecided";
   double spent_difference = 0, spent_equivalence = 0;
   for (size_t j = 0; j < s.looks.size(); ++j) {
@@ -117,10 +118,11 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::vect
     }
     const Comparison c = paired ? compare_paired(b, v) : compare_welch(b, v);
     const double t = std::min(1.0, static_cast<double>(s.looks[j]) / static_cast<double>(n_max));
-    const double diff_c = paired ? (*difference)[j] : upper_t(spent(spending, alpha_each / 2, t) - spent_difference, c.df);
-    const double eq_c = paired ? (*equivalence)[j] : upper_t(spent(spending, alpha_each, t) - spent_equivalence, c.df);
-    spent_difference = spent(spending, alpha_each / 2, t);
-    spent_equivalence = spent(spending, alpha_each, t);
+    const double now_difference = spent(spending, alpha_each / 2, t), now_equivalence = spent(spending, alpha_each, t);
+    const double diff_c = paired ? (*difference)[j] : upper_t(now_difference - spent_difference, c.df);
+    const double eq_c = paired ? (*equivalence)[j] : upper_t(now_equivalence - spent_equivalence, c.df);
+    spent_difference = now_difference;
+    spent_equivalence = now_equivalence;
     const double half = c.se * diff_c, eq_half = c.se * eq_c;  // se 0: the estimate is exact
     const double low = c.se == 0 ? c.improvement : c.improvement - half;
     const double high = c.se == 0 ? c.improvement : c.improvement + half;
@@ -486,7 +488,7 @@ Analysis analyze(const ReportInput& in) {
           detectable.push_back(detectable_effect(s.seeds, sd, paired, alpha_each));
         }
         if (in.design.sequential()) {
-          decide_sequentially(in, s, base_it->runs, v.runs, paired);
+          decide_sequentially(in, s, base, mine, base_it->runs, v.runs, paired);
         }
         if (std::isfinite(s.p)) {
           tested.push_back(i);

@@ -39,21 +39,21 @@ bool worker_alive(const RunRow& row) {
   return cmdline.find(" worker ") != std::string::npos && cmdline.find(row.run_dir) != std::string::npos;
 }
 
-ToDo runs_to_do(const SweepSpec& spec, const std::function<PlanState(const std::string&)>& state_of,
-                bool retry_failed) {
+ToDo runs_to_do(const std::vector<const PlannedRun*>& runs,
+                const std::function<PlanState(const std::string&)>& state_of, bool retry_failed) {
   ToDo todo;
   std::set<std::string> seen;
-  for (const auto& run : spec.runs) {
-    if (!seen.insert(run.run_id).second) {
+  for (const PlannedRun* run : runs) {
+    if (!seen.insert(run->run_id).second) {
       continue;
     }
-    const PlanState state = state_of(run.run_id);
+    const PlanState state = state_of(run->run_id);
     if (finished(state)) {
       ++todo.finished_before;
     } else if (failed(state) && !retry_failed) {
       ++todo.failed_before;
     } else {
-      todo.runs.push_back(&run);
+      todo.runs.push_back(run);
     }
   }
   todo.total = seen.size();

@@ -24,14 +24,14 @@ PlanState plan_state(const RunRow& row);
 // reused by an unrelated process (after a reboot, say) is never taken for it, or signalled.
 bool worker_alive(const RunRow& row);
 
-// The runs a `sweep run` must (re)start, in plan order, each run id once.
+// Of `runs` (in plan order), those a `sweep run` must (re)start, each run id once.
 struct ToDo {
   std::vector<const PlannedRun*> runs;
   size_t total = 0;                            // distinct runs in the sweep
   int finished_before = 0, failed_before = 0;  // failed/oom: skipped unless retry_failed
 };
-ToDo runs_to_do(const SweepSpec& spec, const std::function<PlanState(const std::string& run_id)>& state_of,
-                bool retry_failed);
+ToDo runs_to_do(const std::vector<const PlannedRun*>& runs,
+                const std::function<PlanState(const std::string& run_id)>& state_of, bool retry_failed);
 
 // What is known when a worker has ended.
 struct EndFacts {

@@ -321,17 +321,11 @@ void SweepRunner::draw() {
 }
 
 void SweepRunner::plan(const std::vector<const PlannedRun*>& runs) {
-  SweepSpec some;  // runs_to_do's input: copies, mapped back to the runner's own
-  std::map<std::string, const PlannedRun*> mine;
-  for (const PlannedRun* run : runs) {
-    some.runs.push_back(*run);
-    mine.emplace(run->run_id, run);
-  }
   const ToDo todo = runs_to_do(
-      some, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);
+      runs, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);
   for (const PlannedRun* run : todo.runs) {
     if (!m_watched.count(run->run_id)) {  // not followed since recovery
-      m_queue.push_back(mine.at(run->run_id));
+      m_queue.push_back(run);
     }
   }
   m_total += todo.total;

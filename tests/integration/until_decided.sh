@@ -1,7 +1,8 @@
 # `sweep run --until-decided` end to end: seeds are added round by round only to the interventions
 # still undecided (and the baseline), each stops at the look that decided it, the rest at the cap;
 # the report says how many seeds each got and why; a plain `sweep run` goes on with the design; a
-# Ctrl-C in a later round loses nothing; and bad options are refused before anything is written.
+# Ctrl-C or kill -9 in a later round loses nothing (kill -9 then resumed ends where an uninterrupted
+# run does); and bad options are refused before anything is written.
 source "$(dirname "$0")/lib.bash"
 command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
 prepare_bytes
@@ -110,6 +111,26 @@ for v in r["variants"]:
     assert v["finished"] == v["runs"], v          # every run it holds finished
     assert v["verdict"] != "undecided" or v["seeds"] == 6, v
 PY
+check_database
+
+# ---- kill -9 of the scheduler in a later round: the next `sweep run` ends where an
+# uninterrupted one does — the same runs in the sweep, the same test losses, the same verdicts ----
+sed 's/^sweep: ud/sweep: ud3/; s/train.lr: 3e-2/train.lr: 2.5e-2/' s.yaml > s3.yaml
+"$SWEEP" run s3.yaml --results ref --until-decided --max-seeds 6 --devices cpu:2x1 > ref.txt || fail "$(cat ref.txt)"
+"$SWEEP" run s3.yaml --results res --until-decided --max-seeds 6 --devices cpu:2x1 > killed.txt 2>&1 &
+sched=$!
+for _ in $(seq 1 600); do grep -q "until decided: .* undecided" killed.txt && break; sleep 0.05; done
+grep -q "until decided: .* undecided" killed.txt || { kill $sched; fail "no second round: $(cat killed.txt)"; }
+kill -9 $sched
+wait $sched 2>/dev/null || true
+"$SWEEP" run s3.yaml --results res --devices cpu:2x1 > after.txt || fail "after kill -9: $(cat after.txt)"
+outcome() {  # the sweep's runs with their test losses, and the verdicts
+  DB=$1/sweep.db sql "SELECT s.variant, r.init_seed, r.status, printf('%.6f', r.test_loss) FROM sweep_runs s
+                      JOIN runs r USING (run_id) WHERE s.sweep = 'ud3' ORDER BY 1, 2"
+  "$SWEEP" report ud3 --results "$1" --format json --out "$1/rep" 2>/dev/null |
+    python3 -c "import json, sys; print(sorted((v['name'], v['verdict'], v['stopped']) for v in json.load(sys.stdin)['variants']))"
+}
+[ "$(outcome res)" = "$(outcome ref)" ] || fail "after kill -9: $(outcome res) — uninterrupted: $(outcome ref)"
 check_database
 # calibrate refuses effects that are not finite multiples of δ
 expect_rc 2 "$SWEEP" calibrate --sigma 0.01 --rho 0.5 --min-effect 0.01 --effects 1e999 --replicates 2 2> err.txt
