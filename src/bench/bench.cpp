@@ -43,13 +43,6 @@ RunConfig bench_reference_config() {
   return c;
 }
 
-double flops_per_token(const ModelConfig& m) {
-  const double L = static_cast<double>(m.n_layer), C = static_cast<double>(m.n_embd);
-  const double T = static_cast<double>(m.block_size), V = static_cast<double>(m.padded_vocab());
-  const double matmul_weights = L * 12.0 * C * C + V * C;  // qkv 3C², proj C², mlp 8C²; the head
-  return 6.0 * matmul_weights + 12.0 * L * C * T;
-}
-
 double measure_matmul_peak(const std::string& precision, bool fused, int64_t n) {
   auto dtype = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
   torch::NoGradGuard no_grad;
@@ -432,7 +425,7 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       r.peak_rss_mib = peak_rss_mib();
       r.step_ms = 1e3 * median(times);
       r.tokens_per_s = static_cast<double>(c.tokens_per_step()) / (r.step_ms / 1e3);
-      r.flops_per_token = flops_per_token(c.model);
+      r.flops_per_token = model_size(c.model).flops_per_token;
       r.achieved_flops = r.tokens_per_s * r.flops_per_token;
       r.peak_flops = peak;
       std::snprintf(line, sizeof line, "%-9s  %-9s %10.0f %9.1f %15.1f %21.1f %5.1f%% %18.0f %14.0f\n", precision.c_str(),

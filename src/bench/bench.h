@@ -28,9 +28,6 @@ struct BenchResult {
   double peak_flops = 0;      // measured matmul FLOP/s at this precision
 };
 
-// Model FLOPs of one token, forward + backward: 6 × matmul weights + 12 × layers × width × block.
-double flops_per_token(const ModelConfig& m);
-
 // Best-of-N FLOP/s of an n×n×n matmul at `precision` (fp32 | bf16) on the current threads, with
 // the matmul the path uses (fused fp32: oneDNN's sgemm; otherwise LibTorch's mm).
 double measure_matmul_peak(const std::string& precision, bool fused, int64_t n = 1024);

@@ -21,13 +21,46 @@ void read_model(MapReader r, ModelConfig& m) {
   r.read("n_head", m.n_head, 1, 1024);
   r.read("n_embd", m.n_embd, 1, 65536);
   r.read("block_size", m.block_size, 1, 1 << 20);
-  r.read("vocab_size", m.vocab_size, 0, 65536);
+  r.read("vocab_size", m.vocab_size, 0, 1 << 22);  // may exceed the data's (uint16) tokens: unused rows
   r.read("pad_vocab_to", m.pad_vocab_to, 1, 65536);
   r.read("dropout", m.dropout, 0.0, 1.0, false, true);
   r.read("qkv_bias", m.qkv_bias);
   r.read("tie_weights", m.tie_weights);
+  r.read_choice("family", m.family, {"gpt2", "deepseek"});
+  if (m.family == "deepseek") {  // DeepSeek-V2's choices, each still a switch below
+    m.norm = "rmsnorm";
+    m.position = "rope";
+    m.mlp_activation = "swiglu";
+    m.attention = "mla";
+  }
+  r.read_choice("norm", m.norm, {"layernorm", "rmsnorm"});
+  r.read_choice("position", m.position, {"learned", "rope"});
+  r.read_choice("mlp_activation", m.mlp_activation, {"gelu", "swiglu"});
+  r.read_choice("attention", m.attention, {"mha", "mla"});
+  r.read("rope_theta", m.rope_theta, 1.0, k_inf);
+  r.read("intermediate_size", m.intermediate_size, 0, 1 << 20);
+  r.read("q_lora_rank", m.q_lora_rank, 0, 65536);
+  r.read("kv_lora_rank", m.kv_lora_rank, 0, 65536);
+  r.read("qk_nope_head_dim", m.qk_nope_head_dim, 0, 65536);
+  r.read("qk_rope_head_dim", m.qk_rope_head_dim, 0, 65536);
+  r.read("v_head_dim", m.v_head_dim, 0, 65536);
+  r.read("n_routed_experts", m.n_routed_experts, 0, 4096);
+  r.read("n_shared_experts", m.n_shared_experts, 0, 4096);
+  r.read("moe_top_k", m.moe_top_k, 1, 4096);
+  r.read("moe_intermediate_size", m.moe_intermediate_size, 0, 1 << 20);
+  r.read("first_k_dense", m.first_k_dense, 0, 1024);
+  r.read_choice("balance", m.balance, {"aux_loss", "bias", "none"});
+  r.read("aux_loss_alpha", m.aux_loss_alpha, 0.0, k_inf);
+  r.read("bias_update_speed", m.bias_update_speed, 0.0, k_inf);
   r.finish();
 }
+
+// The keys only the deepseek family has (a gpt2 config that names one is refused).
+const std::vector<std::string> k_deepseek_keys{
+    "q_lora_rank",      "kv_lora_rank",     "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim",       "n_routed_experts", "n_shared_experts", "moe_top_k",
+    "moe_intermediate_size", "first_k_dense", "balance",        "aux_loss_alpha",
+    "bias_update_speed"};
 
 void read_data(MapReader r, DataConfig& d) {
   r.require("dataset", "the folder written by `sweep data prepare`, e.g. results/data/brown-sp4096");
@@ -91,6 +124,66 @@ void read_resources(MapReader r, ResourceConfig& res) {
   r.finish();
 }
 
+std::string num(int64_t v) { return std::to_string(v); }
+
+// The model's cross-field checks, each reported at the key it names.
+template <class At>
+void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& given, At at) {
+  auto error = [&](const std::string& key, const std::string& message) {
+    diags.error("model." + key, at(key), message);
+  };
+  const YAML::Node section = root["model"];
+  auto has = [&](const std::string& key) { return section.IsDefined() && section.IsMap() && section[key].IsDefined(); };
+  if (given.n_embd % given.n_head != 0) {
+    error("n_embd", "'model.n_embd' (" + num(given.n_embd) + ") must be divisible by 'model.n_head' (" +
+                        num(given.n_head) + ")");
+    return;
+  }
+  if (given.family == "gpt2") {
+    for (const std::string& key : k_deepseek_keys) {
+      if (has(key)) {
+        error(key, "'model." + key + "' is an option of the deepseek family — add 'model.family: deepseek', or remove it");
+      }
+    }
+    if (given.attention == "mla") {
+      error("attention", "'model.attention: mla' (latent attention) belongs to the deepseek family — add "
+                         "'model.family: deepseek'");
+    }
+    return;
+  }
+  const ModelConfig m = given.resolved();
+  if (m.position == "rope" && m.attention == "mha" && m.head_dim() % 2 != 0) {
+    error("n_head", "rotary positions need an even head width; n_embd / n_head is " + num(m.head_dim()));
+  }
+  if (m.attention == "mla") {
+    if (m.qkv_bias) {
+      error("qkv_bias", "'model.qkv_bias' applies to 'attention: mha'; latent attention has no QKV bias");
+    }
+    if (m.position == "rope" && (m.qk_rope_head_dim == 0 || m.qk_rope_head_dim % 2 != 0)) {
+      error(has("qk_rope_head_dim") ? "qk_rope_head_dim" : "position",
+            "'model.qk_rope_head_dim' (" + num(m.qk_rope_head_dim) +
+                ") must be even and > 0 with 'position: rope' — the rotary part of each query and key");
+    }
+    if (m.position == "learned" && m.qk_rope_head_dim != 0) {
+      error(has("qk_rope_head_dim") ? "qk_rope_head_dim" : "position",
+            "'model.qk_rope_head_dim' must be 0 with 'position: learned' (the rotary part needs 'position: rope')");
+    }
+    if (m.qk_nope_head_dim == 0 && m.qk_rope_head_dim == 0) {
+      error("qk_nope_head_dim", "queries and keys need a width: 'qk_nope_head_dim' + 'qk_rope_head_dim' is 0");
+    }
+  }
+  if (m.moe()) {
+    if (m.moe_top_k > m.n_routed_experts) {
+      error("moe_top_k", "'model.moe_top_k' (" + num(m.moe_top_k) + ") exceeds 'model.n_routed_experts' (" +
+                             num(m.n_routed_experts) + ") — a token cannot go to more experts than there are");
+    }
+    if (m.first_k_dense >= m.n_layer) {
+      error("first_k_dense", "'model.first_k_dense' (" + num(m.first_k_dense) + ") leaves no MoE layer in " +
+                                 num(m.n_layer) + " — make it less than 'model.n_layer', or set 'n_routed_experts: 0'");
+    }
+  }
+}
+
 // Cross-field checks, each reported at the key it names.
 void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig& c) {
   auto at = [&](const std::string& section, const std::string& key) {
@@ -100,11 +193,7 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
     }
     return s.IsDefined() ? s : root;
   };
-  if (c.model.n_embd % c.model.n_head != 0) {
-    diags.error("model.n_embd", at("model", "n_embd"),
-                "'model.n_embd' (" + std::to_string(c.model.n_embd) +
-                    ") must be divisible by 'model.n_head' (" + std::to_string(c.model.n_head) + ")");
-  }
+  check_model(root, diags, c.model, [&](const std::string& key) { return at("model", key); });
   if (c.train.min_lr > c.train.lr) {
     diags.error("train.min_lr", at("train", "min_lr"),
                 "'train.min_lr' must not exceed 'train.lr'");
@@ -127,6 +216,104 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
 
 }  // namespace
 
+ModelConfig ModelConfig::resolved() const {
+  ModelConfig m = *this;
+  const int64_t hd = n_head > 0 ? n_embd / n_head : 0;
+  if (m.intermediate_size == 0) {
+    m.intermediate_size = m.mlp_activation == "swiglu" ? (8 * n_embd / 3 + 7) / 8 * 8 : 4 * n_embd;
+  }
+  if (m.kv_lora_rank == 0) {
+    m.kv_lora_rank = n_embd / 2;
+  }
+  if (m.qk_nope_head_dim == 0) {
+    m.qk_nope_head_dim = hd;
+  }
+  if (m.qk_rope_head_dim < 0) {
+    m.qk_rope_head_dim = m.position == "rope" ? hd / 2 / 2 * 2 : 0;
+  }
+  if (m.v_head_dim == 0) {
+    m.v_head_dim = hd;
+  }
+  if (m.moe_intermediate_size == 0) {
+    const int64_t share = m.moe_top_k + m.n_shared_experts;
+    m.moe_intermediate_size = (m.intermediate_size + share - 1) / share;
+  }
+  return m;
+}
+
+ModelSize model_size(const ModelConfig& given) {
+  const ModelConfig m = given.resolved();
+  const int64_t C = m.n_embd, H = m.n_head, L = m.n_layer, V = m.padded_vocab(), T = m.block_size;
+  // Each count is (weights of matmuls, every other parameter: biases, norms).
+  struct Count {
+    int64_t matmul = 0, other = 0;
+    Count& operator+=(const Count& o) { matmul += o.matmul; other += o.other; return *this; }
+    Count times(int64_t n) const { return {matmul * n, other * n}; }
+    int64_t all() const { return matmul + other; }
+  };
+  const bool b = m.linear_bias();
+  auto linear = [&](int64_t in, int64_t out, bool bias) { return Count{in * out, bias ? out : 0}; };
+  auto norm = [&](int64_t dim) { return Count{0, m.norm == "layernorm" ? 2 * dim : dim}; };
+  auto mlp = [&](int64_t hidden) {
+    Count c = linear(C, hidden, b);
+    c += linear(hidden, C, b);
+    if (m.mlp_activation == "swiglu") {
+      c += linear(C, hidden, b);
+    }
+    return c;
+  };
+  Count attention;
+  int64_t attention_flops = 0;  // per token, forward + backward: QKᵀ and the weighted sum over T keys
+  if (m.attention == "mha") {
+    attention = linear(C, 3 * C, m.qkv_bias);
+    attention += linear(C, C, b);
+    attention_flops = 6 * L * T * 2 * C;
+  } else {
+    const int64_t dq = m.qk_head_dim();
+    if (m.q_lora_rank > 0) {
+      attention = linear(C, m.q_lora_rank, false);
+      attention += norm(m.q_lora_rank);
+      attention += linear(m.q_lora_rank, H * dq, false);
+    } else {
+      attention = linear(C, H * dq, false);
+    }
+    attention += linear(C, m.kv_lora_rank + m.qk_rope_head_dim, false);
+    attention += norm(m.kv_lora_rank);
+    attention += linear(m.kv_lora_rank, H * (m.qk_nope_head_dim + m.v_head_dim), false);
+    attention += linear(H * m.v_head_dim, C, false);
+    attention_flops = 6 * L * T * H * (dq + m.v_head_dim);
+  }
+  ModelSize s;
+  s.embedding = V * C + (m.position == "learned" ? T * C : 0);
+  Count total = norm(C), active = norm(C);  // ln_f
+  const Count head{V * C, 0};               // a matmul every token runs, tied or not
+  for (int64_t l = 0; l < L; ++l) {
+    Count layer = norm(C).times(2);
+    layer += attention;
+    Count layer_active = layer;
+    if (m.moe_layer(l)) {
+      const Count router = linear(C, m.n_routed_experts, false), expert = mlp(m.moe_intermediate_size);
+      const Count shared = m.n_shared_experts > 0 ? mlp(m.moe_intermediate_size * m.n_shared_experts) : Count{};
+      layer += router;
+      layer += expert.times(m.n_routed_experts);
+      layer += shared;
+      layer_active += router;
+      layer_active += expert.times(m.moe_top_k);
+      layer_active += shared;
+    } else {
+      layer += mlp(m.intermediate_size);
+      layer_active += mlp(m.intermediate_size);
+    }
+    total += layer;
+    active += layer_active;
+  }
+  const int64_t untied_head = m.tie_weights ? 0 : V * C;
+  s.total = total.all() + s.embedding + untied_head;
+  s.active = active.all() + s.embedding + untied_head;
+  s.flops_per_token = 6.0 * static_cast<double>(active.matmul + head.matmul) + static_cast<double>(attention_flops);
+  return s;
+}
+
 int64_t RunConfig::warmup_steps() const {
   if (train.warmup < 1) {
     return static_cast<int64_t>(std::llround(train.warmup * static_cast<double>(total_steps())));
@@ -141,6 +328,44 @@ int RunConfig::threads() const {
   return available_cores();  // auto: the cores this process may run on
 }
 
+// The architecture's keys, resolved; a key that changes nothing in this config is left out
+// (the MLA sizes under mha, the MoE options of a dense model), so equal models hash alike.
+static void add_architecture(nlohmann::ordered_json& j, const ModelConfig& given) {
+  const ModelConfig m = given.resolved();
+  j["family"] = m.family;
+  j["norm"] = m.norm;
+  j["position"] = m.position;
+  j["mlp_activation"] = m.mlp_activation;
+  j["attention"] = m.attention;
+  j["intermediate_size"] = m.intermediate_size;
+  if (m.position == "rope") {
+    j["rope_theta"] = m.rope_theta;
+  }
+  if (m.attention == "mla") {
+    j["q_lora_rank"] = m.q_lora_rank;
+    j["kv_lora_rank"] = m.kv_lora_rank;
+    j["qk_nope_head_dim"] = m.qk_nope_head_dim;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
+    j["v_head_dim"] = m.v_head_dim;
+  }
+  if (m.family == "deepseek") {
+    j["n_routed_experts"] = m.n_routed_experts;
+  }
+  if (m.moe()) {
+    j["n_shared_experts"] = m.n_shared_experts;
+    j["moe_top_k"] = m.moe_top_k;
+    j["moe_intermediate_size"] = m.moe_intermediate_size;
+    j["first_k_dense"] = m.first_k_dense;
+    j["balance"] = m.balance;
+    if (m.balance == "aux_loss") {
+      j["aux_loss_alpha"] = m.aux_loss_alpha;
+    }
+    if (m.balance == "bias") {
+      j["bias_update_speed"] = m.bias_update_speed;
+    }
+  }
+}
+
 nlohmann::json RunConfig::to_json() const {
   nlohmann::ordered_json j;
   j["model"] = {{"n_layer", model.n_layer},       {"n_head", model.n_head},
@@ -148,6 +373,7 @@ nlohmann::json RunConfig::to_json() const {
                 {"vocab_size", model.vocab_size}, {"pad_vocab_to", model.pad_vocab_to},
                 {"dropout", model.dropout},       {"qkv_bias", model.qkv_bias},
                 {"tie_weights", model.tie_weights}};
+  add_architecture(j["model"], model);
   j["data"] = {{"dataset", data.dataset}};
   j["train"] = {{"micro_batch", train.micro_batch},
                 {"grad_accum", train.grad_accum},
@@ -183,6 +409,22 @@ nlohmann::json RunConfig::identity_json() const {
   }
   if (train.fused) {  // absent when on (the default): the fused path is the default path
     j["train"].erase("fused");
+  }
+  // GPT-2's architecture, as every run had before the switches existed: left out, so those runs keep their ids
+  ModelConfig gpt2;
+  gpt2.n_embd = model.n_embd;
+  gpt2 = gpt2.resolved();
+  nlohmann::json& mj = j["model"];
+  for (const auto& [key, value] : {std::pair<std::string, nlohmann::json>{"family", gpt2.family},
+                                   {"norm", gpt2.norm},
+                                   {"position", gpt2.position},
+                                   {"mlp_activation", gpt2.mlp_activation},
+                                   {"attention", gpt2.attention},
+                                   {"intermediate_size", gpt2.intermediate_size},
+                                   {"n_routed_experts", 0}}) {
+    if (mj.contains(key) && mj[key] == value) {
+      mj.erase(key);
+    }
   }
   j["numerics"] = k_numerics_version;
   return j;

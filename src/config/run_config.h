@@ -32,11 +32,56 @@ struct ModelConfig {
   int64_t vocab_size = 0;     // 0: take it from the dataset
   int64_t pad_vocab_to = 64;  // the embedding/head rows are rounded up to a multiple of this
   double dropout = 0.0;
-  bool qkv_bias = false;
+  bool qkv_bias = false;  // mha only
   bool tie_weights = false;
 
+  // ---- the architecture (docs/models.md). gpt2 is GPT-2's choice for each part; deepseek
+  // changes the defaults to DeepSeek-V2's (rmsnorm, rope, swiglu, mla, no linear biases). Each
+  // part is also a switch of its own. A gpt2 config that leaves them as they are keeps its run id.
+  std::string family = "gpt2";          // gpt2 | deepseek
+  std::string norm = "layernorm";       // layernorm | rmsnorm
+  std::string position = "learned";     // learned | rope
+  std::string mlp_activation = "gelu";  // gelu | swiglu
+  std::string attention = "mha";        // mha | mla (deepseek)
+  double rope_theta = 10000;
+  int64_t intermediate_size = 0;  // a dense MLP's hidden width; 0: 4C (gelu), 8C/3 up to a multiple of 8 (swiglu)
+  // Multi-head latent attention (deepseek): keys and values from one low-rank latent
+  int64_t q_lora_rank = 0;        // 0: queries uncompressed
+  int64_t kv_lora_rank = 0;       // 0: n_embd / 2
+  int64_t qk_nope_head_dim = 0;   // 0: n_embd / n_head
+  int64_t qk_rope_head_dim = -1;  // -1: half of n_embd / n_head with rope, 0 with learned positions
+  int64_t v_head_dim = 0;         // 0: n_embd / n_head
+  // DeepSeekMoE (deepseek): routed experts (softmax top-k) plus always-on shared experts
+  int64_t n_routed_experts = 0;  // 0: a dense MLP in every layer
+  int64_t n_shared_experts = 0;
+  int64_t moe_top_k = 2;
+  int64_t moe_intermediate_size = 0;  // 0: intermediate_size / (moe_top_k + n_shared_experts), rounded up
+  int64_t first_k_dense = 1;          // the first layers keep a dense MLP
+  std::string balance = "aux_loss";   // aux_loss | bias | none
+  double aux_loss_alpha = 0.001;      // balance: aux_loss
+  double bias_update_speed = 0.001;   // balance: bias
+
   int64_t padded_vocab() const { return (vocab_size + pad_vocab_to - 1) / pad_vocab_to * pad_vocab_to; }
+  int64_t head_dim() const { return n_embd / n_head; }
+  bool moe() const { return n_routed_experts > 0; }
+  bool moe_layer(int64_t layer) const { return moe() && layer >= first_k_dense; }
+  bool linear_bias() const { return family == "gpt2"; }  // DeepSeek's linear layers have none
+  // Query/key head width under MLA (the non-rotary and rotary parts together).
+  int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  // This config with every derived size (the 0 and -1 above) filled in; idempotent.
+  ModelConfig resolved() const;
 };
+
+// Parameters of a model, counted from its config alone (no tensors are made): `sweep plan` states
+// them for models this machine could not hold. "active": what one token goes through (the
+// routed experts it is sent to, not the others).
+struct ModelSize {
+  int64_t total = 0;
+  int64_t active = 0;
+  int64_t embedding = 0;        // wte (+ wpe): looked up, no matmul
+  double flops_per_token = 0;   // forward + backward: 6 × active matmul weights + attention's 6·L·T·(d_qk + d_v)·heads
+};
+ModelSize model_size(const ModelConfig& m);
 
 struct DataConfig {
   std::string dataset;  // a folder made by `sweep data prepare`, as the file names it (the identity)

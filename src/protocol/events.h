@@ -32,6 +32,7 @@ constexpr const char* schema = "schema";  // k_events_version of the writer
 constexpr const char* total_steps = "total_steps";
 constexpr const char* tokens_per_step = "tokens_per_step";
 constexpr const char* params = "params";
+constexpr const char* active_params = "active_params";  // what one token goes through (MoE: its top-k experts)
 constexpr const char* threads = "threads";
 constexpr const char* device = "device";
 constexpr const char* precision = "precision";
@@ -48,6 +49,10 @@ constexpr const char* lr = "lr";
 constexpr const char* grad_norm = "grad_norm";
 constexpr const char* tokens_per_s = "tokens_per_s";
 constexpr const char* split = "split";  // eval: "val" or "test"
+// train, MoE models only: {"load_max": [per MoE layer], "entropy": [...], "aux_loss": x | null} over the
+// step's global batch (every micro-batch, every rank): the busiest expert's tokens ÷ the mean per
+// expert, the mean router entropy per token (nats), the auxiliary loss (mean over micro-batches)
+constexpr const char* moe = "moe";
 
 // end
 constexpr const char* status = "status";  // a RunState: done | diverged | failed | preempted

@@ -11,6 +11,9 @@ std::vector<std::pair<std::string, torch::Tensor>> nanogpt_state_dict(GPT& model
   for (const auto& p : model->named_parameters()) {
     out.emplace_back(p.key(), p.value().detach().to(torch::kCPU, torch::kFloat).contiguous().clone());
   }
+  for (const auto& b : model->named_buffers()) {  // the MoE layers' balancing biases (they choose the experts)
+    out.emplace_back(b.key(), b.value().detach().to(torch::kCPU, torch::kFloat).contiguous().clone());
+  }
   if (model->config.tie_weights) {
     out.emplace_back("lm_head.weight", model->head_weight().detach().to(torch::kCPU, torch::kFloat).contiguous().clone());
   }
@@ -34,18 +37,25 @@ void import_state_dict(GPT& model, const std::string& path) {
   }
   auto dict = value.toGenericDict();
   torch::NoGradGuard no_grad;
+  std::vector<std::pair<std::string, torch::Tensor>> wanted;
   for (auto& p : model->named_parameters()) {
-    auto it = dict.find(p.key());
+    wanted.emplace_back(p.key(), p.value());
+  }
+  for (auto& b : model->named_buffers()) {
+    wanted.emplace_back(b.key(), b.value());
+  }
+  for (auto& p : wanted) {
+    auto it = dict.find(p.first);
     if (it == dict.end()) {
-      throw Error(path + " has no tensor '" + p.key() + "'", Exit::bad_input);
+      throw Error(path + " has no tensor '" + p.first + "'", Exit::bad_input);
     }
     const at::Tensor t = it->value().toTensor();
-    if (t.sizes() != p.value().sizes()) {
-      throw Error(path + ": '" + p.key() + "' has shape " + c10::str(t.sizes()) + ", the model expects " +
-                      c10::str(p.value().sizes()),
+    if (t.sizes() != p.second.sizes()) {
+      throw Error(path + ": '" + p.first + "' has shape " + c10::str(t.sizes()) + ", the model expects " +
+                      c10::str(p.second.sizes()),
                   Exit::bad_input);
     }
-    p.value().copy_(t);
+    p.second.copy_(t);
   }
 }
 

@@ -20,9 +20,6 @@ torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
-torch::nn::LayerNorm layer_norm(int64_t c) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c}).eps(1e-5).elementwise_affine(true));
-}
 
 torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
   if (p == 0.0 || !training) {
@@ -55,6 +52,55 @@ Attention attention_kind(bool fused, const torch::Device& device) {
   return compat::k_has_sdpa ? Attention::sdpa : Attention::manual;
 }
 
+// A seed for the fused kernel's dropout mask, from the default generator (0 when no dropout).
+uint64_t dropout_mask_seed(double p) {
+  return p > 0 ? static_cast<uint64_t>(torch::randint(1LL << 62, {1}, torch::kLong).item<int64_t>()) : 0;
+}
+
+// Causal attention of queries and keys q, k (B, T, H, d_qk) over values v (B, T, H, d_v), scaled
+// by 1/sqrt(d_qk) → (B, T, H·d_v). The fused kernel and the reference take one packed QKV of
+// equal head widths: the narrower side is zero-padded (zeros add nothing to QKᵀ, and padded
+// value columns are cut from the output), and q is rescaled so the kernel's 1/sqrt(width) is
+// 1/sqrt(d_qk).
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double p, Attention kind) {
+  const int64_t B = q.size(0), T = q.size(1), H = q.size(2), dq = q.size(3), dv = v.size(3);
+  if (kind == Attention::sdpa) {
+    return compat::sdpa_causal(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), p)
+        .transpose(1, 2)
+        .reshape({B, T, H * dv});
+  }
+  const int64_t d = std::max(dq, dv);
+  auto packed = [&](const torch::Tensor& x) {
+    const auto wide = x.size(3) == d ? x : F::pad(x, F::PadFuncOptions({0, d - x.size(3)}));
+    return wide.reshape({B, T, H * d});
+  };
+  const auto qs = d == dq ? q : q * std::sqrt(static_cast<double>(d) / static_cast<double>(dq));
+  const auto qkv = torch::cat({packed(qs), packed(k), packed(v)}, 2);  // (B, T, 3·H·d)
+  const auto y = kind == Attention::fused ? kernels::causal_attention(qkv, H, p, dropout_mask_seed(p))
+                                          : kernels::causal_attention_reference(qkv, H, p);
+  return d == dv ? y : y.view({B, T, H, d}).narrow(3, 0, dv).reshape({B, T, H * dv});
+}
+
+// Generation's attention: the T new queries (positions offset ...) over every cached key,
+// q (B, T, H, d_qk), k (B, S, H, d_qk), v (B, S, H, d_v), S = offset + T → (B, T, H·d_v). No dropout.
+torch::Tensor attend_cached(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t offset) {
+  const int64_t B = q.size(0), T = q.size(1), H = q.size(2), S = k.size(1), dv = v.size(3);
+  auto scores = torch::matmul(q.transpose(1, 2).to(torch::kFloat), k.transpose(1, 2).transpose(2, 3).to(torch::kFloat)) /
+                std::sqrt(static_cast<double>(q.size(3)));  // (B, H, T, S)
+  const auto visible = torch::ones({T, S}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).tril(offset);
+  scores = scores.masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity());
+  return torch::matmul(torch::softmax(scores, -1), v.transpose(1, 2).to(torch::kFloat))
+      .to(v.scalar_type())
+      .transpose(1, 2)
+      .reshape({B, T, H * dv});
+}
+
+// `x` appended to what a cache holds along the token axis (dim 1); the cache keeps the result.
+torch::Tensor append(torch::Tensor& held, const torch::Tensor& x) {
+  held = held.defined() ? torch::cat({held, x}, 1) : x;
+  return held;
+}
+
 }  // namespace
 
 at::Generator parameter_generator(int64_t init_seed, const std::string& name, at::IntArrayRef shape) {
@@ -66,24 +112,66 @@ at::Generator parameter_generator(int64_t init_seed, const std::string& name, at
   return at::make_generator<at::CPUGeneratorImpl>(seed);
 }
 
+// ---- norms and positions ----
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double e) : eps(e) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  const auto x32 = x.to(torch::kFloat);
+  return x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + eps) * weight;
+}
+
+Norm::Norm(torch::nn::Module& owner, const std::string& name, const ModelConfig& c, int64_t dim) {
+  if (c.norm == "rmsnorm") {
+    rms = owner.register_module(name, RMSNorm(dim, 1e-6));
+  } else {
+    layer = owner.register_module(
+        name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5).elementwise_affine(true)));
+  }
+}
+
+torch::Tensor Norm::operator()(const torch::Tensor& x) const { return rms ? rms.ptr()->forward(x) : layer.ptr()->forward(x); }
+
+torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset, double theta) {
+  const int64_t T = x.size(1), d = x.size(3), half = d / 2;
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(x.device());
+  // θ_i = theta^(−2i/d), angle (offset + t)·θ_i, computed in double then rounded once
+  const auto inv = torch::pow(theta, -torch::arange(0, half, torch::kDouble) * 2.0 / static_cast<double>(d));
+  const auto angle = torch::outer(torch::arange(offset, offset + T, torch::kDouble), inv);  // (T, d/2)
+  const auto cos = angle.cos().to(f32).view({1, T, 1, half}), sin = angle.sin().to(f32).view({1, T, 1, half});
+  const auto x32 = x.to(torch::kFloat);
+  const auto x1 = x32.narrow(3, 0, half), x2 = x32.narrow(3, half, half);
+  return torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 3).to(x.scalar_type());
+}
+
 // ---- attention ----
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& c)
-    : n_head(c.n_head), dropout(c.dropout) {
+    : n_head(c.n_head), dropout(c.dropout), rope(c.position == "rope"), rope_theta(c.rope_theta) {
   c_attn = register_module("c_attn", linear(c.n_embd, 3 * c.n_embd, c.qkv_bias));
-  c_proj = register_module("c_proj", linear(c.n_embd, c.n_embd, true));
+  c_proj = register_module("c_proj", linear(c.n_embd, c.n_embd, c.linear_bias()));
 }
 
-torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, LayerCache* cache, int64_t offset) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head;
   auto qkv = project(x, c_attn, fused);  // (B, T, 3C): Q, K, V side by side
   const double p = is_training() ? dropout : 0.0;
   torch::Tensor y;  // (B, T, C), heads side by side
   const auto kind = attention_kind(fused, x.device());
-  if (kind == Attention::fused) {
+  if (rope || cache != nullptr) {
+    auto parts = qkv.split(C, 2);
+    auto q = parts[0].view({B, T, n_head, hs}), k = parts[1].view({B, T, n_head, hs});
+    auto v = parts[2].view({B, T, n_head, hs});
+    if (rope) {
+      q = apply_rope(q, offset, rope_theta);
+      k = apply_rope(k, offset, rope_theta);
+    }
+    y = cache != nullptr ? attend_cached(q, append(cache->k, k), append(cache->v, v), offset) : attend(q, k, v, p, kind);
+  } else if (kind == Attention::fused) {
     // flash-style tiles, no T × T scores; the dropout mask's seed comes from the default generator
-    const uint64_t seed = p > 0 ? static_cast<uint64_t>(torch::randint(1LL << 62, {1}, torch::kLong).item<int64_t>()) : 0;
-    y = kernels::causal_attention(qkv, n_head, p, seed);
+    y = kernels::causal_attention(qkv, n_head, p, dropout_mask_seed(p));
   } else if (kind == Attention::sdpa) {
     auto parts = qkv.split(C, 2);
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, hs}).transpose(1, 2); };  // (B, nh, T, hs)
@@ -94,71 +182,235 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   return maybe_dropout(project(y, c_proj, fused), dropout, is_training());
 }
 
+LatentAttentionImpl::LatentAttentionImpl(const ModelConfig& c) : config(c) {
+  const int64_t C = c.n_embd, H = c.n_head;
+  if (c.q_lora_rank > 0) {
+    q_a_proj = register_module("q_a_proj", linear(C, c.q_lora_rank, false));
+    q_a_layernorm = Norm(*this, "q_a_layernorm", c, c.q_lora_rank);
+    q_b_proj = register_module("q_b_proj", linear(c.q_lora_rank, H * c.qk_head_dim(), false));
+  } else {
+    q_proj = register_module("q_proj", linear(C, H * c.qk_head_dim(), false));
+  }
+  kv_a_proj_with_mqa = register_module("kv_a_proj_with_mqa", linear(C, c.kv_lora_rank + c.qk_rope_head_dim, false));
+  kv_a_layernorm = Norm(*this, "kv_a_layernorm", c, c.kv_lora_rank);
+  kv_b_proj = register_module("kv_b_proj", linear(c.kv_lora_rank, H * (c.qk_nope_head_dim + c.v_head_dim), false));
+  o_proj = register_module("o_proj", linear(H * c.v_head_dim, C, false));
+}
+
+torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x, LayerCache* cache, int64_t offset) {
+  const ModelConfig& c = config;
+  const int64_t B = x.size(0), T = x.size(1), H = c.n_head, nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim;
+  auto q = c.q_lora_rank > 0 ? project(q_a_layernorm(project(x, q_a_proj, fused)), q_b_proj, fused)
+                             : project(x, q_proj, fused);
+  q = q.view({B, T, H, nope + rope});
+  auto compressed = project(x, kv_a_proj_with_mqa, fused);  // (B, T, kv_lora_rank + rope)
+  auto latent = compressed.narrow(2, 0, c.kv_lora_rank);
+  torch::Tensor k_rope;  // (B, T, rope): one rotary key per token, shared by the heads
+  if (rope > 0) {
+    k_rope = apply_rope(compressed.narrow(2, c.kv_lora_rank, rope).unsqueeze(2), offset, c.rope_theta).squeeze(2);
+    q = torch::cat({q.narrow(3, 0, nope), apply_rope(q.narrow(3, nope, rope), offset, c.rope_theta)}, 3);
+  }
+  if (cache != nullptr) {  // the latent is what is kept; keys and values are rebuilt from it
+    latent = append(cache->latent, latent);
+    if (rope > 0) {
+      k_rope = append(cache->k_rope, k_rope);
+    }
+  }
+  const int64_t S = latent.size(1);
+  auto kv = project(kv_a_layernorm(latent), kv_b_proj, fused).view({B, S, H, nope + c.v_head_dim});
+  auto k = kv.narrow(3, 0, nope), v = kv.narrow(3, nope, c.v_head_dim);
+  if (rope > 0) {
+    k = torch::cat({k, k_rope.unsqueeze(2).expand({B, S, H, rope}).to(k.scalar_type())}, 3);
+  }
+  const double p = is_training() ? c.dropout : 0.0;
+  auto y = cache != nullptr ? attend_cached(q, k, v, offset) : attend(q, k, v, p, attention_kind(fused, x.device()));
+  return maybe_dropout(project(y, o_proj, fused), c.dropout, is_training());
+}
+
 // ---- MLP ----
 
-MLPImpl::MLPImpl(const ModelConfig& c) : dropout(c.dropout) {
-  c_fc = register_module("c_fc", linear(c.n_embd, 4 * c.n_embd, true));
-  c_proj = register_module("c_proj", linear(4 * c.n_embd, c.n_embd, true));
+MLPImpl::MLPImpl(const ModelConfig& c, int64_t hidden) {
+  const bool bias = c.linear_bias();
+  if (c.mlp_activation == "swiglu") {
+    gate_proj = register_module("gate_proj", linear(c.n_embd, hidden, bias));
+    up_proj = register_module("up_proj", linear(c.n_embd, hidden, bias));
+    down_proj = register_module("down_proj", linear(hidden, c.n_embd, bias));
+  } else {
+    c_fc = register_module("c_fc", linear(c.n_embd, hidden, bias));
+    c_proj = register_module("c_proj", linear(hidden, c.n_embd, bias));
+  }
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  auto hidden = fused && x.device().is_cpu()
+  if (gate_proj) {
+    return project(torch::silu(project(x, gate_proj, fused)) * project(x, up_proj, fused), down_proj, fused);
+  }
+  auto hidden = fused && x.device().is_cpu() && c_fc->bias.defined()
                     ? kernels::bias_gelu(project(x, c_fc->weight, {}, fused), c_fc->bias)  // (B, T, 4C), one pass
-                    : torch::gelu(c_fc->forward(x));  // (B, T, 4C), exact (erf) GELU
-  return maybe_dropout(project(hidden, c_proj, fused), dropout, is_training());
+                    : torch::gelu(project(x, c_fc, fused));                               // exact (erf) GELU
+  return project(hidden, c_proj, fused);
+}
+
+// ---- MoE ----
+
+constexpr int64_t k_expert_rows = 64;
+
+MoEImpl::MoEImpl(const ModelConfig& c) : config(c) {
+  gate = register_module("gate", linear(c.n_embd, c.n_routed_experts, false));
+  experts = register_module("experts", torch::nn::ModuleList());
+  for (int64_t e = 0; e < c.n_routed_experts; ++e) {
+    experts->push_back(MLP(c, c.moe_intermediate_size));
+  }
+  if (c.n_shared_experts > 0) {
+    shared_experts = register_module("shared_experts", MLP(c, c.moe_intermediate_size * c.n_shared_experts));
+  }
+  if (c.balance == "bias") {
+    expert_bias = register_buffer("expert_bias", torch::zeros({c.n_routed_experts}));
+  }
+}
+
+torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), N = B * T;
+  const int64_t E = config.n_routed_experts, K = config.moe_top_k;
+  const auto flat = x.reshape({N, C});
+  const auto scores = torch::softmax(project(flat, gate->weight, {}, fused).to(torch::kFloat), -1);  // (N, E)
+  torch::Tensor chosen, order, counts;  // (N, K); (N·K); (E)
+  {
+    torch::NoGradGuard no_grad;
+    // the top K by score (+ the balancing bias): a stable descending sort, so ties go to the lower index
+    const auto ranked = expert_bias.defined() ? scores + expert_bias : scores;
+    chosen = std::get<1>(ranked.sort(/*stable=*/true, /*dim=*/-1, /*descending=*/true)).narrow(1, 0, K).contiguous();
+    const auto flat_choice = chosen.reshape({-1});
+    // (token, slot) pairs grouped by expert, in token order within an expert
+    order = std::get<1>(flat_choice.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
+    counts = torch::bincount(flat_choice, {}, E);
+  }
+  // Each expert's rows padded to a multiple of k_expert_rows with a zero row (index N, weight
+  // 0, dropped at the end): the matmuls then come in few shapes, which oneDNN's primitive
+  // cache keeps (a new shape each step costs a kernel compilation: 4× slower, measured).
+  const auto host_counts = counts.cpu();
+  const int64_t* n = host_counts.data_ptr<int64_t>();
+  std::vector<int64_t> padded(static_cast<size_t>(E));
+  int64_t rows = 0;
+  for (int64_t e = 0; e < E; ++e) {
+    padded[e] = (n[e] + k_expert_rows - 1) / k_expert_rows * k_expert_rows;
+    rows += padded[e];
+  }
+  auto slots = torch::full({rows}, N * K, torch::kLong);  // a (token, slot) pair per row; N·K: padding
+  {
+    const auto host_order = order.cpu();
+    const int64_t* o = host_order.data_ptr<int64_t>();
+    int64_t* out = slots.data_ptr<int64_t>();
+    for (int64_t e = 0, from = 0, to = 0; e < E; from += n[e], to += padded[e], ++e) {
+      std::copy(o + from, o + from + n[e], out + to);
+    }
+    slots = slots.to(x.device());
+  }
+  const auto token = torch::div(slots, K, "floor");  // N for padding
+  const auto weight = torch::cat({scores.gather(1, chosen).reshape({-1}), torch::zeros({1}, scores.options())})
+                          .index_select(0, slots);  // (rows)
+  const auto grouped = torch::cat({flat, torch::zeros({1, C}, flat.options())}).index_select(0, token);  // (rows, C)
+  std::vector<torch::Tensor> outputs;
+  for (int64_t e = 0, start = 0; e < E; start += padded[e], ++e) {
+    if (padded[e] > 0) {  // an expert without tokens runs nothing (its gradient is zero)
+      outputs.push_back(experts[e]->as<MLP>()->forward(grouped.narrow(0, start, padded[e])));
+    }
+  }
+  const auto routed = torch::cat(outputs, 0).to(torch::kFloat) * weight.unsqueeze(1);
+  auto out = torch::zeros({N + 1, C}, routed.options()).index_add(0, token, routed).narrow(0, 0, N);
+  if (shared_experts) {
+    out = out + shared_experts->forward(flat);
+  }
+  aux_loss = torch::Tensor();
+  if (is_training()) {
+    if (config.balance == "aux_loss" && config.aux_loss_alpha > 0) {
+      // per sequence (DeepSeek-V3's sequence-wise form of V2's expert-level loss): f_i = E/(K·T) ×
+      // the tokens of the sequence sent to i, P_i = its mean score; α Σ f_i P_i, the mean over sequences
+      torch::Tensor f;
+      {
+        torch::NoGradGuard no_grad;
+        const auto picks = chosen.view({B, T * K});
+        f = torch::zeros({B, E}, scores.options()).scatter_add_(1, picks, torch::ones(picks.sizes(), scores.options())) *
+            (static_cast<double>(E) / static_cast<double>(K * T));
+      }
+      aux_loss = config.aux_loss_alpha * (f * scores.view({B, T, E}).mean(1)).sum(1).mean();
+    }
+    torch::NoGradGuard no_grad;
+    const auto entropy = -(scores * scores.clamp_min(1e-30).log()).sum();
+    const auto extra = torch::stack({entropy.to(torch::kDouble), torch::full({}, static_cast<double>(N), torch::kDouble).to(x.device()),
+                                     aux_loss.defined() ? aux_loss.detach().to(torch::kDouble) : torch::zeros({}, torch::kDouble).to(x.device())});
+    const auto now = torch::cat({counts.to(torch::kDouble), extra});
+    step_stats = step_stats.defined() ? step_stats + now : now;
+  }
+  return out.view({B, T, C});
 }
 
 // ---- block ----
 
-BlockImpl::BlockImpl(const ModelConfig& c) {
-  ln_1 = register_module("ln_1", layer_norm(c.n_embd));
-  attn = register_module("attn", CausalSelfAttention(c));
-  ln_2 = register_module("ln_2", layer_norm(c.n_embd));
-  mlp = register_module("mlp", MLP(c));
+BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) : dropout(c.dropout) {
+  ln_1 = Norm(*this, "ln_1", c, c.n_embd);
+  if (c.attention == "mla") {
+    mla = register_module("attn", LatentAttention(c));
+  } else {
+    attn = register_module("attn", CausalSelfAttention(c));
+  }
+  ln_2 = Norm(*this, "ln_2", c, c.n_embd);
+  if (c.moe_layer(layer)) {
+    moe = register_module("mlp", MoE(c));
+  } else {
+    mlp = register_module("mlp", MLP(c, c.intermediate_size));
+  }
 }
 
-torch::Tensor BlockImpl::forward(torch::Tensor x) {
-  x = x + attn->forward(ln_1->forward(x));
-  return x + mlp->forward(ln_2->forward(x));
+torch::Tensor BlockImpl::forward(torch::Tensor x, LayerCache* cache, int64_t offset) {
+  const auto h = ln_1(x);
+  x = x + (mla ? mla->forward(h, cache, offset) : attn->forward(h, cache, offset));
+  const auto g = ln_2(x);
+  return x + maybe_dropout(moe ? moe->forward(g) : mlp->forward(g), dropout, is_training());
 }
 
 // ---- GPT ----
 
 TransformerImpl::TransformerImpl(const ModelConfig& c) {
   wte = register_module("wte", torch::nn::Embedding(c.padded_vocab(), c.n_embd));
-  wpe = register_module("wpe", torch::nn::Embedding(c.block_size, c.n_embd));
+  if (c.position == "learned") {
+    wpe = register_module("wpe", torch::nn::Embedding(c.block_size, c.n_embd));
+  }
   h = register_module("h", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.n_layer; ++i) {
-    h->push_back(Block(c));
+    h->push_back(Block(c, i));
   }
-  ln_f = register_module("ln_f", layer_norm(c.n_embd));
+  ln_f = Norm(*this, "ln_f", c, c.n_embd);
 }
 
-GPTImpl::GPTImpl(const ModelConfig& c, int64_t init_seed) : config(c) {
+GPTImpl::GPTImpl(const ModelConfig& given, int64_t init_seed) : config(given.resolved()) {
+  const ModelConfig& c = config;
   TORCH_CHECK(c.vocab_size > 0, "model.vocab_size must be set before building the model");
   TORCH_CHECK(c.n_embd % c.n_head == 0, "n_embd must be divisible by n_head");
   transformer = register_module("transformer", Transformer(c));
   if (!c.tie_weights) {
     lm_head = register_module("lm_head", linear(c.n_embd, c.padded_vocab(), false));
   }
-  // GPT-2 init: N(0, 0.02) for every Linear and Embedding weight, zero biases, LayerNorm (1, 0);
-  // residual projections N(0, 0.02/sqrt(2·n_layer)). Each weight draws from a generator of its
-  // own, seeded by (init_seed, name, shape): a parameter starts from the same values whichever
-  // other parameters exist, so variants that add or drop parameters (qkv_bias, tie_weights) stay
-  // paired with the baseline by seed. The constructors' own draws above are all overwritten.
+  // GPT-2 init: N(0, 0.02) for every Linear and Embedding weight, zero biases, norms weight 1
+  // (and bias 0); residual projections N(0, 0.02/sqrt(2·n_layer)). Each weight draws from a
+  // generator of its own, seeded by (init_seed, name, shape): a parameter starts from the same
+  // values whichever other parameters exist, so variants that add or drop parameters (qkv_bias,
+  // tie_weights, experts) stay paired with the baseline by seed. The constructors' own draws
+  // above are all overwritten.
   torch::NoGradGuard no_grad;
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
   for (auto& p : named_parameters()) {
     const std::string& name = p.key();
     torch::Tensor w = p.value();
-    if (name.find(".ln_") != std::string::npos) {
-      continue;  // LayerNorm: weight 1, bias 0 from its constructor
+    if (name.find(".ln_") != std::string::npos || name.find("layernorm.") != std::string::npos) {
+      continue;  // a norm: weight 1, bias 0 from its constructor
     }
     if (w.dim() == 1) {
       w.zero_();
     } else {
-      const double sd = ends_with(name, "c_proj.weight") ? proj_std : 0.02;
-      w.normal_(0.0, sd, parameter_generator(init_seed, name, w.sizes()));
+      const bool residual = ends_with(name, "c_proj.weight") || ends_with(name, "o_proj.weight") ||
+                            ends_with(name, "down_proj.weight");
+      w.normal_(0.0, residual ? proj_std : 0.02, parameter_generator(init_seed, name, w.sizes()));
     }
   }
 }
@@ -167,16 +419,26 @@ torch::Tensor GPTImpl::head_weight() const {
   return config.tie_weights ? transformer->wte->weight : lm_head->weight;
 }
 
-torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
-  const int64_t T = idx.size(1);
-  TORCH_CHECK(T <= config.block_size, "sequence of ", T, " tokens exceeds block_size ", config.block_size);
-  auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(idx.device()));  // (T)
-  auto x = transformer->wte->forward(idx) + transformer->wpe->forward(pos);  // (B, T, C)
-  x = maybe_dropout(x, config.dropout, is_training());
-  for (const auto& block : *transformer->h) {
-    x = block->as<Block>()->forward(x);
+torch::Tensor GPTImpl::forward(const torch::Tensor& idx, KVCache* cache) {
+  const int64_t T = idx.size(1), offset = cache != nullptr ? cache->length : 0;
+  TORCH_CHECK(offset + T <= config.block_size, "sequence of ", offset + T, " tokens exceeds block_size ",
+              config.block_size);
+  auto x = transformer->wte->forward(idx);  // (B, T, C)
+  if (transformer->wpe) {
+    x = x + transformer->wpe->forward(
+                torch::arange(offset, offset + T, torch::TensorOptions().dtype(torch::kLong).device(idx.device())));
   }
-  x = transformer->ln_f->forward(x);
+  x = maybe_dropout(x, config.dropout, is_training());
+  if (cache != nullptr) {
+    cache->layers.resize(static_cast<size_t>(config.n_layer));
+  }
+  for (size_t i = 0; i < transformer->h->size(); ++i) {
+    x = transformer->h[i]->as<Block>()->forward(x, cache != nullptr ? &cache->layers[i] : nullptr, offset);
+  }
+  if (cache != nullptr) {
+    cache->length += T;
+  }
+  x = transformer->ln_f(x);
   return project(x, head_weight(), {}, fused);  // (B, T, V_padded)
 }
 
@@ -187,6 +449,71 @@ torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
                                          : kernels::cross_entropy_reference(flat, targets.reshape({-1}));
 }
 
+std::vector<MoE> GPTImpl::moe_layers() const {
+  std::vector<MoE> out;
+  for (const auto& block : *transformer->h) {
+    if (block->as<Block>()->moe) {
+      out.push_back(block->as<Block>()->moe);
+    }
+  }
+  return out;
+}
+
+torch::Tensor GPTImpl::aux_loss() const {
+  torch::Tensor total;
+  for (const auto& layer : moe_layers()) {
+    if (layer->aux_loss.defined()) {
+      total = total.defined() ? total + layer->aux_loss : layer->aux_loss;
+    }
+  }
+  return total;
+}
+
+torch::Tensor GPTImpl::take_moe_stats() {
+  std::vector<torch::Tensor> parts;
+  for (auto& layer : moe_layers()) {
+    parts.push_back(layer->step_stats.defined()
+                        ? layer->step_stats.cpu()
+                        : torch::zeros({config.n_routed_experts + 3}, torch::kDouble));
+    layer->step_stats = torch::Tensor();
+  }
+  return parts.empty() ? torch::Tensor() : torch::cat(parts);
+}
+
+MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards, bool update_bias) {
+  MoEStepStats s;
+  const int64_t E = config.n_routed_experts;
+  const auto all = summed.to(torch::kCPU, torch::kDouble).contiguous();
+  const double* v = all.data_ptr<double>();
+  bool any_aux = false;
+  double aux = 0;
+  const auto layers = moe_layers();
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const double* load = v + l * static_cast<size_t>(E + 3);
+    const double tokens = load[E + 1];
+    if (tokens <= 0) {
+      continue;  // no training forward this step
+    }
+    const double mean = tokens * static_cast<double>(config.moe_top_k) / static_cast<double>(E);
+    s.load_max.push_back(*std::max_element(load, load + E) / mean);
+    s.entropy.push_back(load[E] / tokens);
+    if (config.balance == "aux_loss" && config.aux_loss_alpha > 0) {
+      any_aux = true;
+      aux += load[E + 2] / static_cast<double>(forwards);
+    }
+    if (update_bias && layers[l]->expert_bias.defined()) {
+      // DeepSeek-V3: an overloaded expert's bias goes down by γ, an underloaded one's up by γ
+      torch::NoGradGuard no_grad;
+      const auto loads = all.narrow(0, static_cast<int64_t>(l) * (E + 3), E);
+      layers[l]->expert_bias.add_(((mean - loads).sign() * config.bias_update_speed).to(layers[l]->expert_bias.options()));
+    }
+  }
+  if (any_aux) {
+    s.aux_loss = aux;
+  }
+  return s;
+}
+
 std::string GPTImpl::attention(const torch::Device& device) const {
   const auto kind = attention_kind(fused, device);
   return kind == Attention::fused ? "fused" : kind == Attention::sdpa ? "sdpa" : "manual";
@@ -195,8 +522,25 @@ std::string GPTImpl::attention(const torch::Device& device) const {
 void GPTImpl::set_fused(bool on) {
   fused = on;
   for (const auto& block : *transformer->h) {
-    block->as<Block>()->attn->fused = on;
-    block->as<Block>()->mlp->fused = on;
+    auto& b = *block->as<Block>();
+    if (b.attn) {
+      b.attn->fused = on;
+    }
+    if (b.mla) {
+      b.mla->fused = on;
+    }
+    if (b.mlp) {
+      b.mlp->fused = on;
+    }
+    if (b.moe) {
+      b.moe->fused = on;
+      for (const auto& expert : *b.moe->experts) {
+        expert->as<MLP>()->fused = on;
+      }
+      if (b.moe->shared_experts) {
+        b.moe->shared_experts->fused = on;
+      }
+    }
   }
 }
 

@@ -123,15 +123,25 @@ StepStats Trainer::train_step() {
   double loss_sum = 0;
   for (int64_t micro = 0; micro < accum; ++micro) {
     auto [x, y] = batch(m_step, micro);
-    torch::Tensor loss;
+    torch::Tensor loss, objective;
     {
       AutocastScope autocast(m_cfg.train.precision, m_device.type());
       loss = m_model->loss(x, y);
+      const torch::Tensor aux = m_model->aux_loss();  // MoE load balancing; not part of the logged loss
+      objective = aux.defined() ? loss + aux : loss;
     }
-    (loss / static_cast<double>(accum)).backward();
+    (objective / static_cast<double>(accum)).backward();
     loss_sum += loss.item<double>();
   }
   s.loss = loss_sum / static_cast<double>(accum);
+  // A parameter no micro-batch reached (an expert that got no token) has a zero gradient, on
+  // every rank and every LibTorch: AdamW steps it (momentum, weight decay) like the rest.
+  for (auto& p : m_params) {
+    if (!p.grad().defined()) {
+      p.mutable_grad() = torch::zeros_like(p);
+    }
+  }
+  torch::Tensor moe_stats = m_model->take_moe_stats();  // summed over this rank's micro-batches
 
   // ---- data parallel: one average of the gradients per optimizer step, never per micro-step;
   // the loss averaged and a stop agreed on in one more small all-reduce. A non-finite loss on
@@ -139,9 +149,15 @@ StepStats Trainer::train_step() {
   if (m_comm != nullptr && m_comm->world() > 1) {
     average_gradients(*m_comm, m_params);
     torch::Tensor shared = torch::tensor({s.loss, stop_requested() ? 1.0 : 0.0}, torch::kDouble);
+    if (moe_stats.defined()) {
+      shared = torch::cat({shared, moe_stats});
+    }
     m_comm->all_reduce_sum(shared);
     s.loss = shared[0].item<double>() / static_cast<double>(m_comm->world());
     m_stop = shared[1].item<double>() > 0;
+    if (moe_stats.defined()) {
+      moe_stats = shared.narrow(0, 2, moe_stats.numel());
+    }
   }
 
   // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
@@ -150,6 +166,9 @@ StepStats Trainer::train_step() {
   if (s.finite()) {
     set_learning_rate(*m_opt, s.lr);
     adamw_step(*m_opt, clip_factor(s.grad_norm, m_cfg.train.grad_clip), m_cfg.train.fused);  // clipping folded in
+  }
+  if (moe_stats.defined()) {  // the balancing bias moves with the weights, after the step
+    s.moe = m_model->end_moe_step(moe_stats, accum * m_cfg.world_size, s.finite());
   }
   m_opt->zero_grad();
   ++m_step;
@@ -237,6 +256,7 @@ RunResult Trainer::run(const RunOptions& o) {
                           {field::total_steps, total},
                           {field::tokens_per_step, tps},
                           {field::params, m_model->num_params()},
+                          {field::active_params, model_size(m_model->config).active},
                           {field::threads, at::get_num_threads()},
                           {field::device, m_device.str()},
                           {field::precision, m_cfg.train.precision},
@@ -248,7 +268,9 @@ RunResult Trainer::run(const RunOptions& o) {
                           {field::numerics, k_numerics_version}});
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
           std::to_string(total) + " steps of " + format_count(static_cast<double>(tps)) + " tokens, " +
-          format_count(static_cast<double>(m_model->num_params())) + " parameters, " +
+          format_count(static_cast<double>(m_model->num_params())) + " parameters" +
+          (m_cfg.model.moe() ? " (" + format_count(static_cast<double>(model_size(m_model->config).active)) + " active)" : "") +
+          ", " +
           std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
           (m_cfg.train.fused ? ", fused kernels" : ", reference ops"));
 
@@ -296,12 +318,18 @@ RunResult Trainer::run(const RunOptions& o) {
     }
     const StepStats s = train_step();
     fault_hook(o.run_dir, m_step);
-    ev.emit(events::train, {{field::step, m_step},
-                            {field::tokens, m_step * tps},
-                            {field::loss, json_number(s.loss)},
-                            {field::lr, s.lr},
-                            {field::grad_norm, json_number(s.grad_norm)},
-                            {field::tokens_per_s, static_cast<double>(tps) / s.seconds}});
+    nlohmann::json train_event{{field::step, m_step},
+                               {field::tokens, m_step * tps},
+                               {field::loss, json_number(s.loss)},
+                               {field::lr, s.lr},
+                               {field::grad_norm, json_number(s.grad_norm)},
+                               {field::tokens_per_s, static_cast<double>(tps) / s.seconds}};
+    if (m_cfg.model.moe()) {
+      train_event[field::moe] = {{"load_max", s.moe.load_max},
+                                 {"entropy", s.moe.entropy},
+                                 {"aux_loss", std::isnan(s.moe.aux_loss) ? nlohmann::json() : nlohmann::json(s.moe.aux_loss)}};
+    }
+    ev.emit(events::train, train_event);
     if (!s.finite()) {
       std::string reason = std::string("non-finite ") + (std::isfinite(s.loss) ? "gradient norm" : "loss") +
                            " at step " + std::to_string(m_step);

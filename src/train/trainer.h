@@ -36,6 +36,7 @@ struct StepStats {
   double grad_norm = 0;  // before clipping
   double lr = 0;
   double seconds = 0;
+  MoEStepStats moe;  // MoE models: the step's expert load, router entropy and aux loss
   bool finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
 };
 

@@ -40,6 +40,30 @@ inline RunConfig tiny_config() {
   return c;
 }
 
+// tiny_config as a DeepSeek-V2-style model: RMSNorm, rotary positions, SwiGLU, latent attention
+// (queries through a low-rank bottleneck), and one MoE layer of 4 routed experts (top 2) and a
+// shared expert after one dense layer, balanced by `balance`.
+inline RunConfig tiny_deepseek_config(const std::string& balance = "aux_loss") {
+  RunConfig c = tiny_config();
+  ModelConfig& m = c.model;
+  m.family = "deepseek";
+  m.norm = "rmsnorm";
+  m.position = "rope";
+  m.mlp_activation = "swiglu";
+  m.attention = "mla";
+  m.q_lora_rank = 24;
+  m.kv_lora_rank = 16;
+  m.n_routed_experts = 4;
+  m.n_shared_experts = 1;
+  m.moe_top_k = 2;
+  m.moe_intermediate_size = 16;
+  m.first_k_dense = 1;
+  m.balance = balance;
+  m.aux_loss_alpha = 0.01;
+  m.bias_update_speed = 0.01;
+  return c;
+}
+
 inline std::shared_ptr<TrainData> synthetic_data(int64_t vocab = 50, int64_t n = 20000, uint32_t seed = 7) {
   auto d = std::make_shared<TrainData>();
   d->vocab_size = vocab;

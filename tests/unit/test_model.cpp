@@ -67,7 +67,7 @@ TEST_CASE("GPT-2 init: std 0.02, residual projections 0.02/sqrt(2·n_layer), zer
   CHECK(block.mlp->c_proj->weight.std().item<double>() == doctest::Approx(0.02 / 4.0).epsilon(0.02));
   CHECK(block.attn->c_proj->weight.std().item<double>() == doctest::Approx(0.02 / 4.0).epsilon(0.05));
   CHECK(block.mlp->c_fc->bias.abs().max().item<double>() == 0.0);
-  CHECK(block.ln_1->weight.min().item<double>() == 1.0);
+  CHECK(block.ln_1.layer->weight.min().item<double>() == 1.0);
   CHECK(g->transformer->wte->weight.std().item<double>() == doctest::Approx(0.02).epsilon(0.05));
 }
 

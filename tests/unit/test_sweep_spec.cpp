@@ -140,5 +140,5 @@ TEST_CASE("every sweep file in experiments/ is valid") {
     CHECK(s.variants.front().name == s.baseline);
     ++files;
   }
-  CHECK(files == 4);
+  CHECK(files == 6);
 }
