@@ -139,6 +139,9 @@ void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& 
                         num(given.n_head) + ")");
     return;
   }
+  if (given.position == "rope" && given.attention == "mha" && given.head_dim() % 2 != 0) {
+    error("n_head", "rotary positions need an even head width; n_embd / n_head is " + num(given.head_dim()));
+  }
   if (given.family == "gpt2") {
     for (const std::string& key : k_deepseek_keys) {
       if (has(key)) {
@@ -152,9 +155,6 @@ void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& 
     return;
   }
   const ModelConfig m = given.resolved();
-  if (m.position == "rope" && m.attention == "mha" && m.head_dim() % 2 != 0) {
-    error("n_head", "rotary positions need an even head width; n_embd / n_head is " + num(m.head_dim()));
-  }
   if (m.attention == "mla") {
     if (m.qkv_bias) {
       error("qkv_bias", "'model.qkv_bias' applies to 'attention: mha'; latent attention has no QKV bias");

@@ -37,8 +37,7 @@ Curve curve_of(const std::string& events_file) {
   return c;
 }
 
-RunConfig resumable_config() {
-  RunConfig c = test::tiny_config();
+RunConfig resumable_config(RunConfig c = test::tiny_config()) {
   c.model.dropout = 0.1;  // the RNG stream must be restored too
   c.train.schedule = "cosine";
   c.train.warmup = 2;
@@ -50,9 +49,13 @@ RunConfig resumable_config() {
 
 }  // namespace
 
-TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwise)") {
+TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwise), each family") {
+  // deepseek with bias balancing: the experts' biases are resumed with the weights
+  for (const RunConfig& family : {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias")}) {
+  CAPTURE(family.model.family);
+  CAPTURE(family.model.balance);
   auto data = test::synthetic_data();
-  const RunConfig c = resumable_config();
+  const RunConfig c = resumable_config(family);
   test::TempDir straight, split_run;
 
   Trainer a(c, data);
@@ -85,6 +88,13 @@ TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwis
   CHECK(sb.test == sa.test);
   CHECK(rb.test_loss == ra.test_loss);
   CHECK(torch::equal(test::flat_params(second.model()), test::flat_params(a.model())));
+  for (size_t l = 0; l < a.model()->moe_layers().size(); ++l) {
+    const auto& bias = a.model()->moe_layers()[l]->expert_bias;
+    if (bias.defined()) {
+      CHECK(torch::equal(second.model()->moe_layers()[l]->expert_bias, bias));
+    }
+  }
+  }
 }
 
 TEST_CASE("a checkpoint of another config is refused") {

@@ -56,9 +56,8 @@ std::vector<StepStats> step_all(std::vector<std::unique_ptr<Trainer>>& ranks) {
   return stats;
 }
 
-void check_data_parallel_equals_accumulation(int world, int accum) {
+void check_data_parallel_equals_accumulation(int world, int accum, RunConfig c = test::tiny_config()) {
   auto data = test::synthetic_data();
-  RunConfig c = test::tiny_config();
   c.train.grad_clip = 1.0;  // the clip sees the averaged gradient: it must match too
   c.train.grad_accum = accum;
   RunConfig single = c;
@@ -79,6 +78,10 @@ void check_data_parallel_equals_accumulation(int world, int accum) {
     for (const auto& other : s) {
       CHECK(other.loss == s[0].loss);  // every rank logs the same averaged loss
       CHECK(other.grad_norm == s[0].grad_norm);
+      CHECK(other.moe.load_max == ref.moe.load_max);  // the load over the global batch, on every rank
+    }
+    if (!std::isnan(ref.moe.aux_loss)) {
+      CHECK(s[0].moe.aux_loss == doctest::Approx(ref.moe.aux_loss).epsilon(1e-5));
     }
   }
   // Final weights: the same criterion as the accumulation test (test_trainer.cpp).
@@ -87,6 +90,12 @@ void check_data_parallel_equals_accumulation(int world, int accum) {
   CHECK((pa - pb).abs().max().item<double>() < 1e-6);
   for (auto& r : ranks) {
     CHECK(torch::equal(test::flat_params(r->model()), pb));  // the ranks never drift apart
+    for (size_t l = 0; l < r->model()->moe_layers().size(); ++l) {  // nor do their balancing biases
+      const auto& bias = r->model()->moe_layers()[l]->expert_bias;
+      if (bias.defined()) {
+        CHECK(torch::equal(bias, reference.model()->moe_layers()[l]->expert_bias));
+      }
+    }
   }
 }
 
@@ -95,6 +104,11 @@ void check_data_parallel_equals_accumulation(int world, int accum) {
 TEST_CASE("data parallel: world 2 × accum 1 equals world 1 × accum 2") { check_data_parallel_equals_accumulation(2, 1); }
 
 TEST_CASE("data parallel: world 2 × accum 2 equals world 1 × accum 4") { check_data_parallel_equals_accumulation(2, 2); }
+
+TEST_CASE("data parallel, deepseek with MoE: world 2 equals accumulation 2 — loads, aux loss and balancing biases too") {
+  check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config("aux_loss"));
+  check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config("bias"));
+}
 
 TEST_CASE("data parallel: the ranks slice one global batch order") {
   auto data = test::synthetic_data();
