@@ -38,7 +38,9 @@ struct Linear : torch::autograd::Function<Linear> {
     out_sizes.back() = N;
     torch::Tensor y;
     if (has_bias) {  // start from the bias in every row, then accumulate x Wᵀ onto it
-      y = bias.expand({M, N}).contiguous();
+      // a copy: with M = 1 the expanded bias is already contiguous, and contiguous() would hand
+      // back the bias itself, which the sgemm would then accumulate into
+      y = torch::empty({M, N}, x.options()).copy_(bias.expand({M, N}));
     } else {
       y = torch::empty({M, N}, x.options());
     }

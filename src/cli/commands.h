@@ -96,4 +96,16 @@ struct ExportOptions {
 CLI::App* setup_export(CLI::App& app, ExportOptions& o);
 Exit run_export(const ExportOptions& o);
 
+struct SampleCliOptions {
+  std::string run_dir;
+  std::string prompt;
+  int64_t tokens = 200;
+  double temperature = 0.8;
+  int64_t top_k = 200;
+  uint64_t seed = 1;
+  std::string data_dir;
+};
+CLI::App* setup_sample(CLI::App& app, SampleCliOptions& o);
+Exit run_sample(const SampleCliOptions& o);
+
 }  // namespace sweep

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   TrainOptions train, worker;
   BenchOptions bench;
   ExportOptions exporter;
+  SampleCliOptions sample;
   PrepareOptions prepare;
   SweepOptions sweep_options;
   ReportOptions report;
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   CLI::App* data_cmd = setup_data(app, prepare);
   CLI::App* bench_cmd = setup_bench(app, bench);
   CLI::App* export_cmd = setup_export(app, exporter);
+  CLI::App* sample_cmd = setup_sample(app, sample);
 
   try {
     app.parse(argc, argv);
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
       code = run_bench(bench);
     } else if (*export_cmd) {
       code = run_export(exporter);
+    } else if (*sample_cmd) {
+      code = run_sample(sample);
     } else if (*report_cmd) {
       code = run_report(report);
     } else if (*calibrate_cmd) {

@@ -5,11 +5,13 @@
 //   sweep-sentencepiece train ARGS...            SentencePieceTrainer flags (--input=... etc.)
 //   sweep-sentencepiece encode MODEL IN OUT      IN: documents separated by NUL bytes
 //     OUT: int32 vocab size, int32 eos id, then per document: int32 count, count × int32 ids
+//   sweep-sentencepiece decode MODEL IN OUT      IN: int32 ids; OUT: their text
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -54,6 +56,27 @@ int encode(const std::string& model, const std::string& in_path, const std::stri
   return out ? 0 : fail("cannot write " + out_path);
 }
 
+int decode(const std::string& model, const std::string& in_path, const std::string& out_path) {
+  sentencepiece::SentencePieceProcessor sp;
+  auto status = sp.Load(model);
+  if (!status.ok()) {
+    return fail("cannot load " + model + ": " + status.ToString());
+  }
+  std::ifstream in(in_path, std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<int> ids(raw.size() / sizeof(int32_t));
+  std::memcpy(ids.data(), raw.data(), ids.size() * sizeof(int32_t));
+  std::string text;
+  status = sp.Decode(ids, &text);
+  if (!status.ok()) {
+    return fail("decoding failed: " + status.ToString());
+  }
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  return out ? 0 : fail("cannot write " + out_path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,5 +92,8 @@ int main(int argc, char** argv) {
   if (cmd == "encode" && argc == 5) {
     return encode(argv[2], argv[3], argv[4]);
   }
-  return fail("usage: sweep-sentencepiece train FLAGS... | encode MODEL IN OUT");
+  if (cmd == "decode" && argc == 5) {
+    return decode(argv[2], argv[3], argv[4]);
+  }
+  return fail("usage: sweep-sentencepiece train FLAGS... | encode MODEL IN OUT | decode MODEL IN OUT");
 }

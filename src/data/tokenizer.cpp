@@ -1,5 +1,7 @@
 #include "data/tokenizer.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 
@@ -23,6 +25,13 @@ class BytesTokenizer : public Tokenizer {
     }
     return out;
   }
+  std::string decode(const std::vector<int>& ids) const override {
+    std::string text;
+    for (const int id : ids) {
+      text += static_cast<char>(id);
+    }
+    return text;
+  }
 };
 
 std::string helper() { return (executable_dir() / "sweep-sentencepiece").string(); }
@@ -38,8 +47,10 @@ class BpeTokenizer : public Tokenizer {
  public:
   explicit BpeTokenizer(std::string model_file) : m_model(std::move(model_file)) {}
 
+  // The helper's files live in a folder of their own under the temp dir, never beside the model.
   Encoded encode(const std::vector<std::string>& documents) const override {
-    const std::string in = m_model + ".docs", out = m_model + ".ids";
+    const TempFiles tmp;
+    const std::string in = tmp.path("docs"), out = tmp.path("ids");
     {
       std::ofstream f(in, std::ios::binary | std::ios::trunc);
       for (size_t i = 0; i < documents.size(); ++i) {
@@ -51,8 +62,6 @@ class BpeTokenizer : public Tokenizer {
     }
     run_helper({helper(), "encode", m_model, in, out}, "SentencePiece encoding");
     const std::string raw = read_file(out);
-    fs::remove(in);
-    fs::remove(out);
     size_t pos = 0;
     auto next = [&]() {
       if (pos + 4 > raw.size()) {
@@ -76,13 +85,48 @@ class BpeTokenizer : public Tokenizer {
     return e;
   }
 
+  std::string decode(const std::vector<int>& ids) const override {
+    const TempFiles tmp;
+    const std::string in = tmp.path("ids"), out = tmp.path("text");
+    {
+      std::ofstream f(in, std::ios::binary | std::ios::trunc);
+      for (const int id : ids) {
+        const int32_t v = id;
+        f.write(reinterpret_cast<const char*>(&v), sizeof v);
+      }
+    }
+    run_helper({helper(), "decode", m_model, in, out}, "SentencePiece decoding");
+    return read_file(out);
+  }
+
  private:
+  // A folder under the temp dir for the helper's files, removed with everything in it.
+  struct TempFiles {
+    fs::path dir;
+    TempFiles() {
+      static int counter = 0;
+      dir = fs::temp_directory_path() / ("sweep-sentencepiece-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+      fs::create_directories(dir);
+    }
+    ~TempFiles() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+    std::string path(const std::string& name) const { return (dir / name).string(); }
+  };
   std::string m_model;
 };
 
 }  // namespace
 
 std::unique_ptr<Tokenizer> make_bytes_tokenizer() { return std::make_unique<BytesTokenizer>(); }
+
+std::unique_ptr<Tokenizer> open_tokenizer(const std::string& kind, const std::string& dir, const std::string& model_file) {
+  if (kind == "bpe") {
+    return std::make_unique<BpeTokenizer>((fs::path(dir) / model_file).string());
+  }
+  return make_bytes_tokenizer();
+}
 
 std::unique_ptr<Tokenizer> train_bpe_tokenizer(const std::vector<std::string>& documents, int64_t vocab_size,
                                                const std::string& model_prefix, int threads) {

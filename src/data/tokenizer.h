@@ -21,9 +21,13 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
   virtual Encoded encode(const std::vector<std::string>& documents) const = 0;
+  // The text of `ids` (ids of one document: no separator among them).
+  virtual std::string decode(const std::vector<int>& ids) const = 0;
 };
 
 std::unique_ptr<Tokenizer> make_bytes_tokenizer();
+// The tokenizer of a prepared dataset: "bytes", or "bpe" with the SentencePiece model in `dir`.
+std::unique_ptr<Tokenizer> open_tokenizer(const std::string& kind, const std::string& dir, const std::string& model_file);
 
 // Trains a BPE model of `vocab_size` pieces on `documents`; writes `model_prefix`.model.
 std::unique_ptr<Tokenizer> train_bpe_tokenizer(const std::vector<std::string>& documents, int64_t vocab_size,

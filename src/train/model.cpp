@@ -132,7 +132,11 @@ Norm::Norm(torch::nn::Module& owner, const std::string& name, const ModelConfig&
   }
 }
 
-torch::Tensor Norm::operator()(const torch::Tensor& x) const { return rms ? rms.ptr()->forward(x) : layer.ptr()->forward(x); }
+// In fp32 (the residual stream is fp32 already; MLA's latent is bf16 under autocast, and
+// LibTorch 1.13's CPU layer_norm refuses a bf16 input with fp32 weights)
+torch::Tensor Norm::operator()(const torch::Tensor& x) const {
+  return rms ? rms.ptr()->forward(x) : layer.ptr()->forward(x.to(torch::kFloat));
+}
 
 torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset, double theta) {
   const int64_t T = x.size(1), d = x.size(3), half = d / 2;

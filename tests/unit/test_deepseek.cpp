@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "helpers.h"
+#include "train/sample.h"
 
 using namespace sweep;
 
@@ -309,6 +310,41 @@ TEST_CASE("generation's KV cache gives the logits of full recomputation, for eac
     if (c.model.attention == "mla") {  // the latent is what is kept, not keys and values
       CHECK(cache.layers[0].latent.size(2) == g->config.kv_lora_rank);
       CHECK_FALSE(cache.layers[0].k.defined());
+    }
+  }
+}
+
+TEST_CASE("sampling, each family: a seed gives one text, the KV cache gives what recomputation gives, past block_size too") {
+  for (const RunConfig& c : {test::tiny_config(), test::tiny_deepseek_config("bias")}) {
+    CAPTURE(c.model.family);
+    GPT g(c.model, 2);
+    const std::vector<int64_t> prompt{3, 10, 31};
+    SampleOptions o;
+    o.tokens = 30;  // 33 tokens: beyond block_size 16, where the context is cropped and recomputed
+    o.temperature = 1.0;
+    o.top_k = 20;
+    o.seed = 7;
+    const auto a = generate(g, prompt, c.model.vocab_size, o);
+    CHECK(a.size() == 30);
+    CHECK(generate(g, prompt, c.model.vocab_size, o) == a);
+    for (const int64_t t : a) {
+      CHECK((t >= 0 && t < c.model.vocab_size));  // never a padded row
+    }
+    o.seed = 8;
+    CHECK(generate(g, prompt, c.model.vocab_size, o) != a);
+    o.seed = 7;
+    o.kv_cache = false;
+    CHECK(generate(g, prompt, c.model.vocab_size, o) == a);
+    // temperature 0: each token is the argmax of the full forward of the context so far
+    o.temperature = 0;
+    o.tokens = 4;
+    const auto greedy = generate(g, prompt, c.model.vocab_size, o);
+    std::vector<int64_t> ids = prompt;
+    torch::NoGradGuard no_grad;
+    for (const int64_t t : greedy) {
+      const auto logits = g->forward(torch::tensor(ids).view({1, -1})).select(1, -1).squeeze(0).narrow(0, 0, c.model.vocab_size);
+      CHECK(t == logits.argmax().item<int64_t>());
+      ids.push_back(t);
     }
   }
 }

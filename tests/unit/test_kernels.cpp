@@ -240,6 +240,17 @@ TEST_CASE("non-finite inputs give non-finite outputs, extreme ones the exact lim
   }
 }
 
+TEST_CASE("linear with one row leaves its bias alone (an expanded bias of one row is contiguous already)") {
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({1, 8}), w = torch::randn({4, 8}), b = torch::randn({4});
+  const auto before = b.clone();
+  const auto y1 = kernels::linear(x, w, b);
+  const auto y2 = kernels::linear(x, w, b);
+  CHECK(torch::equal(b, before));
+  CHECK(torch::equal(y1, y2));
+  CHECK(torch::allclose(y1, torch::nn::functional::linear(x, w, b), 1e-5, 1e-6));
+}
+
 TEST_CASE("linear through oneDNN's sgemm: output, input, weight and bias gradients equal F::linear (fp32)") {
   torch::manual_seed(15);
   for (const auto& [shape, n] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{

@@ -36,7 +36,9 @@ std::vector<nlohmann::json> read_events(const std::string& path) {
 // The configs each equivalence is proven on: GPT-2, and DeepSeek-V2-style with each balancing
 // (the aux loss is per sequence and the bias moves on the whole step's load, so both are exact).
 std::vector<RunConfig> families() {
-  return {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias")};
+  std::vector<RunConfig> out{test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias")};
+  out.back().model.norm = "layernorm";  // LayerNorm on MLA's latent (bf16 under autocast)
+  return out;
 }
 
 // The MoE statistics of two steps agree (the same routing: integer loads equal).
