@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "kernels/attention.h"
 #include "kernels/cpu/ops.h"
@@ -22,8 +23,10 @@
 #include "train/compat.h"
 #include "train/model.h"
 #include "train/optim.h"
+#include "train/precision.h"
 #include "train/trainer.h"
 #include "util/process.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -235,6 +238,54 @@ OpTiming time_op(F&& f, int reps) {
   return {1e3 * median(times), peak};
 }
 
+// An MoE layer of the config, forward + backward at the step's shapes: the whole layer against
+// its experts alone on the same rows, already grouped — the difference is what routing and
+// dispatch cost (router, top-k, sort, gather, scatter, the aux loss and statistics).
+void bench_moe(const RunConfig& c, const std::string& precision, double step_ms, std::ostream& out) {
+  const ModelConfig m = c.model.resolved();
+  const int64_t B = c.train.micro_batch, T = m.block_size, C = m.n_embd, E = m.n_routed_experts;
+  const int64_t layers = m.n_layer - m.first_k_dense;
+  MoE moe(m);
+  moe->train();
+  moe->fused = c.train.fused;
+  const auto x = torch::randn({B, T, C}).requires_grad_(true);
+  const auto grad = torch::randn({B, T, C});
+  const int reps = 10;
+  AutocastScope autocast(precision, torch::kCPU);
+  const OpTiming whole = time_op(
+      [&] {
+        moe->forward(x).backward(grad);
+        moe->zero_grad();
+        moe->step_stats = torch::Tensor();
+      },
+      reps);
+  // each expert on its even share of the rows (padded as the layer pads them), the shared experts on all
+  const int64_t per_expert = (B * T * m.moe_top_k / E + 63) / 64 * 64;
+  const auto rows = torch::randn({per_expert, C}).requires_grad_(true);
+  const auto flat = x.detach().reshape({B * T, C}).requires_grad_(true);
+  const OpTiming experts = time_op(
+      [&] {
+        torch::Tensor sum = torch::zeros({}, torch::kFloat);
+        for (const auto& e : *moe->experts) {
+          sum = sum + e->as<MLP>()->forward(rows).to(torch::kFloat).sum();
+        }
+        if (moe->shared_experts) {
+          sum = sum + moe->shared_experts->forward(flat).to(torch::kFloat).sum();
+        }
+        sum.backward();
+        moe->zero_grad();
+      },
+      reps);
+  const double dispatch = std::max(0.0, whole.ms - experts.ms);
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "  MoE layer (%s, forward + backward, median of %d): %.2f ms, its experts alone %.2f ms — routing and "
+                "dispatch %.2f ms (%.0f%% of the layer); × %lld MoE layers = %.0f%% of the step\n",
+                precision.c_str(), reps, whole.ms, experts.ms, dispatch, 100.0 * dispatch / whole.ms,
+                static_cast<long long>(layers), 100.0 * dispatch * static_cast<double>(layers * c.train.grad_accum) / step_ms);
+  out << line;
+}
+
 void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& out) {
   const auto dtype = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
   const int64_t B = c.train.micro_batch, T = c.model.block_size, C = c.model.n_embd, nh = c.model.n_head;
@@ -327,20 +378,31 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
 double measure_weight_matmuls(const RunConfig& c, bool fused) {
   const auto dtype = c.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
   const ModelConfig& m = c.model;
-  const int64_t N = c.train.micro_batch * m.block_size, C = m.n_embd;
-  std::vector<std::pair<int64_t, int64_t>> shapes;  // (in, out) of each linear layer
-  for (int64_t l = 0; l < m.n_layer; ++l) {
-    for (const auto& s : {std::pair{C, 3 * C}, std::pair{C, C}, std::pair{C, 4 * C}, std::pair{4 * C, C}}) {
-      shapes.push_back(s);
+  const int64_t N = c.train.micro_batch * m.block_size;
+  // (rows, in, out) of each linear layer, from the model itself: every token goes through each
+  // weight matrix, except a routed expert's, which gets N·top_k/n_routed_experts on average
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes;
+  {
+    GPT model(m, c.seeds.init);
+    for (const auto& p : model->named_parameters()) {
+      const std::string& name = p.key();
+      if (p.value().dim() != 2 || name.find(".wte.") != std::string::npos || name.find(".wpe.") != std::string::npos) {
+        continue;
+      }
+      const bool expert = name.find(".experts.") != std::string::npos;
+      const int64_t rows = expert ? N * model->config.moe_top_k / model->config.n_routed_experts : N;
+      shapes.emplace_back(rows, p.value().size(1), p.value().size(0));
+    }
+    if (m.tie_weights) {
+      shapes.emplace_back(N, m.n_embd, m.padded_vocab());
     }
   }
-  shapes.emplace_back(C, m.padded_vocab());
   struct Operands {
     torch::Tensor x, w, g;
   };
   std::vector<Operands> ops;
-  for (const auto& [in, out] : shapes) {
-    ops.push_back({torch::randn({N, in}).to(dtype), torch::randn({out, in}).to(dtype), torch::randn({N, out}).to(dtype)});
+  for (const auto& [rows, in, out] : shapes) {
+    ops.push_back({torch::randn({rows, in}).to(dtype), torch::randn({out, in}).to(dtype), torch::randn({rows, out}).to(dtype)});
   }
   const bool onednn = fused && dtype == torch::kFloat;  // the fused fp32 path's linear (kernels::linear)
   std::vector<double> times;
@@ -385,6 +447,22 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
                 at::get_num_threads(), kernels::cpu::ops().isa, static_cast<long long>(settings.steps),
                 static_cast<long long>(settings.warmup));
   out << line;
+  {
+    const ModelConfig resolved = m.resolved();
+    ModelConfig sized = resolved;
+    sized.vocab_size = data->vocab_size;
+    const ModelSize size = model_size(sized);
+    std::snprintf(line, sizeof line, "model: %s (%s, %s, %s, %s%s), %s parameters, %s active per token, %.1f MFLOP per token\n",
+                  resolved.family.c_str(), resolved.norm.c_str(), resolved.position.c_str(), resolved.mlp_activation.c_str(),
+                  resolved.attention.c_str(),
+                  resolved.moe() ? (", MoE " + std::to_string(resolved.moe_top_k) + " of " + std::to_string(resolved.n_routed_experts) +
+                                    " + " + std::to_string(resolved.n_shared_experts) + " shared")
+                                       .c_str()
+                                 : "",
+                  format_count(static_cast<double>(size.total)).c_str(), format_count(static_cast<double>(size.active)).c_str(),
+                  size.flops_per_token / 1e6);
+    out << line;
+  }
   std::vector<BenchResult> results;
   for (const auto& precision : settings.precisions) {
     out << "precision  path        tokens/s   step ms   model GFLOP/s   matmul peak GFLOP/s    MFU   step tensors MiB   peak RSS MiB\n";
@@ -436,6 +514,9 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       std::snprintf(line, sizeof line, "  the step's weight matmuls alone: %.1f ms (%.0f%% of the step), a ceiling of %.0f tokens/s\n",
                     1e3 * floor_s, 100.0 * floor_s / (r.step_ms / 1e3), static_cast<double>(c.tokens_per_step()) / floor_s);
       out << line << std::flush;
+      if (c.model.moe()) {
+        bench_moe(c, precision, r.step_ms, out);
+      }
       if (settings.profile) {
         double total = 0;
         for (double t : times) {

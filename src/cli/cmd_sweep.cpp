@@ -119,7 +119,8 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   }
   std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
               spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
-  std::printf("%-32s %-10s %-16s %-10s %10s\n", "variant", "seeds", "run", "state", "tokens");
+  std::printf("%-32s %-10s %-16s %-10s %10s  %s\n", "variant", "seeds", "run", "state", "tokens",
+              "parameters (active per token)");
   double tokens_left = 0, rate_sum = 0;
   int rates = 0;
   std::map<std::string, int> counts;
@@ -136,8 +137,11 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     }
     const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
                               (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
-    std::printf("%-32s %-10s %-16s %-10s %10s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(), to_string(state),
-                format_count(static_cast<double>(r.config.train.tokens)).c_str());
+    const ModelSize size = model_size(r.config.model);
+    const std::string params = format_count(static_cast<double>(size.total)) +
+                               (size.active != size.total ? " (" + format_count(static_cast<double>(size.active)) + ")" : "");
+    std::printf("%-32s %-10s %-16s %-10s %10s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(), to_string(state),
+                format_count(static_cast<double>(r.config.train.tokens)).c_str(), params.c_str());
   }
   std::printf("%s; %s tokens left to train", join_counts(counts).c_str(), format_count(tokens_left).c_str());
   if (rates > 0) {

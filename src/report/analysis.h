@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +36,7 @@ struct ReportRun {
   struct TrainPoint {
     int64_t tokens = 0;
     double loss = 0, grad_norm = 0;  // NaN when not finite
+    double moe_load = std::numeric_limits<double>::quiet_NaN();  // MoE models: busiest expert ÷ mean load
   };
   std::vector<TrainPoint> train_curve;  // every optimizer step
   LossBlocks test_blocks;               // the test loss in blocks (empty: its worker did not say)

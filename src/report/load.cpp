@@ -51,7 +51,8 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
     rr.test_blocks = store.test_blocks(r.run_id);
   }
   for (const auto& p : store.metrics(r.run_id, "train")) {
-    rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan(""))});
+    rr.train_curve.push_back(
+        {p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan("")), p.moe_load.value_or(std::nan(""))});
   }
   if (r.status == RunState::done) {
     if (!rr.val_curve.empty()) {

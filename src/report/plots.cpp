@@ -259,10 +259,13 @@ Script target_script(const Analysis& a) {
   return s;
 }
 
-// A training curve (loss or gradient norm) per variant: every step of every seed in up to 100
-// buckets of tokens; the line is the bucket's mean (smoothed), the band its 10th to 90th
-// percentile of the raw per-step values.
-Script train_script(const ReportInput& in, const Analysis& a, bool grad_norm) {
+// What a training-curve plot shows, per step.
+enum class TrainMetric { loss, grad_norm, moe_load };
+
+// A training curve (loss, gradient norm, or MoE load balance) per variant: every step of every
+// seed in up to 100 buckets of tokens; the line is the bucket's mean (smoothed), the band its
+// 10th to 90th percentile of the raw per-step values. Variants without the metric are left out.
+Script train_script(const ReportInput& in, const Analysis& a, TrainMetric metric) {
   Script s;
   std::string lines, bands;
   for (const auto& v : a.variants) {
@@ -280,7 +283,9 @@ Script train_script(const ReportInput& in, const Analysis& a, bool grad_norm) {
     const double width = static_cast<double>(most) / 100.0;
     for (const auto& r : runs->runs) {
       for (const auto& p : r.train_curve) {
-        const double value = grad_norm ? p.grad_norm : p.loss;
+        const double value = metric == TrainMetric::grad_norm ? p.grad_norm
+                             : metric == TrainMetric::moe_load ? p.moe_load
+                                                                : p.loss;
         if (std::isfinite(value)) {
           buckets[static_cast<int64_t>(std::min(99.0, std::floor(static_cast<double>(p.tokens - 1) / width)))].push_back(value);
         }
@@ -295,7 +300,10 @@ Script train_script(const ReportInput& in, const Analysis& a, bool grad_norm) {
     if (buckets.empty()) {
       continue;
     }
-    const std::string file = std::string(grad_norm ? "norm" : "train") + std::to_string(v.position) + ".dat";
+    const std::string file = std::string(metric == TrainMetric::grad_norm  ? "norm"
+                                         : metric == TrainMetric::moe_load ? "moe"
+                                                                           : "train") +
+                             std::to_string(v.position) + ".dat";
     s.data.emplace_back(file, data.str());
     const std::string colour = quoted(variant_colour(v));
     bands += quoted(file) + " using 1:3:4 with filledcurves fc rgb " + colour + " fs transparent solid 0.12 noborder notitle, ";
@@ -305,12 +313,15 @@ Script train_script(const ReportInput& in, const Analysis& a, bool grad_norm) {
   if (lines.empty()) {
     return s;
   }
-  const std::string what = grad_norm ? "gradient norm (before clipping)" : "training loss (nats/token)";
-  s.text = "set title " + quoted(std::string(grad_norm ? "Gradient norm" : "Training loss") +
-                                 " vs tokens: mean over seeds and steps in 100 buckets, band = 10th to 90th percentile "
-                                 "of the raw steps") +
+  const bool norm = metric == TrainMetric::grad_norm, moe = metric == TrainMetric::moe_load;
+  const std::string what = norm  ? "gradient norm (before clipping)"
+                           : moe ? "busiest expert's tokens / mean per expert (1 = balanced)"
+                                 : "training loss (nats/token)";
+  const std::string title = norm ? "Gradient norm" : moe ? "MoE load balance (mean over the MoE layers)" : "Training loss";
+  s.text = "set title " + quoted(title + " vs tokens: mean over seeds and steps in 100 buckets, band = 10th to 90th "
+                                         "percentile of the raw steps") +
            "\nset xlabel 'tokens trained'\nset ylabel " + quoted(what) + "\nset format x '%.1s%c'\n" +
-           (grad_norm ? "set logscale y\n" : "") + "plot " + bands + lines + "\n";
+           (norm ? "set logscale y\n" : "") + "plot " + bands + lines + "\n";
   return s;
 }
 
@@ -413,8 +424,9 @@ std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs:
       {"response.svg", "Response to the axis", response_script(a)},
       {"delta.svg", "Where the effects happen: Δ validation loss along training", delta_script(a)},
       {"target.svg", "Tokens saved to reach the baseline's final loss", target_script(a)},
-      {"train.svg", "Training loss", train_script(in, a, false)},
-      {"grad_norm.svg", "Gradient norm", train_script(in, a, true)},
+      {"train.svg", "Training loss", train_script(in, a, TrainMetric::loss)},
+      {"grad_norm.svg", "Gradient norm", train_script(in, a, TrainMetric::grad_norm)},
+      {"moe_load.svg", "MoE load balance: the busiest expert's tokens ÷ the mean", train_script(in, a, TrainMetric::moe_load)},
   };
   fs::create_directories(work_dir);
   std::vector<Plot> plots;

@@ -1,8 +1,8 @@
 // The report's plots, drawn by gnuplot from data files and a script that sweep writes (gnuplot
 // runs from an argv vector, never through a shell): validation loss vs tokens with a band across
 // seeds, the forest plot of improvements with the noise band, the metric per seed, the response
-// to a grid axis, the paired Δ-loss curves, the tokens saved to the baseline's final loss, and the
-// training loss and gradient norm (smoothed, with the raw band).
+// to a grid axis, the paired Δ-loss curves, the tokens saved to the baseline's final loss, the
+// training loss and gradient norm (smoothed, with the raw band), and MoE models' load balance.
 #pragma once
 
 #include <filesystem>
@@ -18,8 +18,8 @@ namespace sweep {
 std::string variant_colour(const VariantStats& v);
 
 // Every file draw_plots may write.
-inline const std::vector<std::string> k_plot_files{"curves.svg", "forest.svg",   "seeds.svg", "response.svg",
-                                                   "delta.svg",  "target.svg", "train.svg", "grad_norm.svg"};
+inline const std::vector<std::string> k_plot_files{"curves.svg", "forest.svg", "seeds.svg",     "response.svg", "delta.svg",
+                                                   "target.svg", "train.svg",  "grad_norm.svg", "moe_load.svg"};
 
 struct Plot {
   std::string file;   // e.g. "curves.svg"

@@ -117,6 +117,10 @@ const char* const k_migrations[] = {
     R"sql(
     ALTER TABLE runs ADD COLUMN test_blocks TEXT;  -- JSON [[predicted tokens, summed nats], ...]; NULL: not said
     )sql",
+    // 7: what the MoE layers did at each step (train rows of MoE models)
+    R"sql(
+    ALTER TABLE metrics ADD COLUMN moe TEXT;  -- JSON {"load_max": [per layer], "entropy": [...], "aux_loss": x | null}
+    )sql",
 };
 
 // A database error in one line naming the file; a full disk, a read-only folder or an I/O error
@@ -441,13 +445,26 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
 
 std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::string& split) try {
   SQLite::Statement q(*m_db,
-                      "SELECT step, tokens, loss, grad_norm FROM metrics WHERE run_id = ? AND split = ? ORDER BY step");
+                      "SELECT step, tokens, loss, grad_norm, moe FROM metrics WHERE run_id = ? AND split = ? ORDER BY step");
   q.bind(1, run_id);
   q.bind(2, split);
   std::vector<MetricPoint> out;
   while (q.executeStep()) {
-    out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2)),
-                   opt_double(q.getColumn(3))});
+    MetricPoint p{q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2)),
+                  opt_double(q.getColumn(3)), {}};
+    if (!q.getColumn(4).isNull()) {  // the mean over the MoE layers of the busiest expert's load ÷ the mean
+      const auto moe = nlohmann::json::parse(q.getColumn(4).getString(), nullptr, false);
+      if (moe.is_object() && moe.contains("load_max") && moe["load_max"].is_array() && !moe["load_max"].empty()) {
+        double sum = 0;
+        for (const auto& v : moe["load_max"]) {
+          sum += v.is_number() ? v.get<double>() : std::nan("");
+        }
+        if (std::isfinite(sum)) {
+          p.moe_load = sum / static_cast<double>(moe["load_max"].size());
+        }
+      }
+    }
+    out.push_back(p);
   }
   return out;
 } catch (const SQLite::Exception& e) {
@@ -546,7 +563,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
   SQLite::Transaction tx(*m_db);
   SQLite::Statement put_train(*m_db,
                               "INSERT OR REPLACE INTO metrics(run_id, split, step, tokens, loss, loss_status, lr, "
-                              "grad_norm, grad_norm_status, tokens_per_s) VALUES (?, 'train', ?, ?, ?, ?, ?, ?, ?, ?)");
+                              "grad_norm, grad_norm_status, tokens_per_s, moe) VALUES (?, 'train', ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   SQLite::Statement put_eval(*m_db,
                              "INSERT OR REPLACE INTO metrics(run_id, split, step, tokens, loss, loss_status) "
                              "VALUES (?, ?, ?, ?, ?, ?)");
@@ -652,6 +669,11 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       bind_opt(put_train, 7, norm);
       put_train.bind(8, norm_status);
       put_train.bind(9, field_or<double>(ev, field::tokens_per_s, 0.0));
+      if (ev.contains(field::moe) && ev[field::moe].is_object()) {
+        put_train.bind(10, ev[field::moe].dump());
+      } else {
+        put_train.bind(10);  // NULL: a dense model
+      }
       put_train.exec();
       put_train.reset();
       latest_train = ev;

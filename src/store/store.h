@@ -73,11 +73,12 @@ struct MetricPoint {
   int64_t step = 0, tokens = 0;
   std::optional<double> loss;       // empty when not finite
   std::optional<double> grad_norm;  // train steps; empty when not finite or not recorded
+  std::optional<double> moe_load;   // train steps of MoE models: the busiest expert's load ÷ the mean, mean over layers
 };
 
 class Store {
  public:
-  static constexpr int k_schema_version = 6;
+  static constexpr int k_schema_version = 7;
 
   // read: for commands that only read (report, status, ls, plan) — a database in a folder this
   // process cannot write is opened read-only, as it is, instead of failing.

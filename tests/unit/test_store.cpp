@@ -334,3 +334,18 @@ TEST_CASE("the end event's test blocks are kept when every one is valid, and a r
     CHECK(store.run(id)->status == RunState::done);  // the result stands without them
   }
 }
+
+TEST_CASE("an MoE model's per-step expert load, router entropy and aux loss are kept with the step") {
+  RecordedRun fixture;
+  fixture.store.ingest(fixture.id, {train_line(1, "3.0"),
+                                    R"({"event":"train","step":2,"tokens":200,"loss":2.9,"lr":0.001,"grad_norm":1.0,)"
+                                    R"("tokens_per_s":100,"moe":{"load_max":[1.5,2.5],"entropy":[1.2,1.3],"aux_loss":0.002}})"});
+  const auto points = fixture.store.metrics(fixture.id, "train");
+  REQUIRE(points.size() == 2);
+  CHECK_FALSE(points[0].moe_load.has_value());  // a dense step
+  REQUIRE(points[1].moe_load.has_value());
+  CHECK(*points[1].moe_load == doctest::Approx(2.0));  // the mean over the layers
+  SQLite::Database raw(fixture.dir.str("sweep.db"));
+  const std::string moe = raw.execAndGet("SELECT moe FROM metrics WHERE step = 2 AND split = 'train'").getString();
+  CHECK(nlohmann::json::parse(moe)["aux_loss"].get<double>() == doctest::Approx(0.002));
+}
