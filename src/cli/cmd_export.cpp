@@ -1,4 +1,5 @@
-// `sweep export`: a run's weights as a PyTorch state dict with nanoGPT's names.
+// `sweep export`: a run's weights as a PyTorch state dict with nanoGPT's names (the deepseek
+// family: DeepSeek-V2's inside each block).
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -17,9 +18,11 @@ Exit run_export(const ExportOptions& o) {
   RunConfig cfg;
   GPT model = load_run_model(o.run_dir, &cfg);
   export_state_dict(model, o.out);
-  std::printf("wrote %s: %lld parameters, nanoGPT names%s\n", o.out.c_str(),
-              static_cast<long long>(model->num_params()),
-              cfg.model.tie_weights ? "" : " (untied head: nanoGPT's GPT ties wte and lm_head — untie it before loading)");
+  const bool gpt2 = cfg.model.family == "gpt2";
+  std::printf("wrote %s: %lld parameters, %s%s\n", o.out.c_str(), static_cast<long long>(model->num_params()),
+              gpt2 ? "nanoGPT names" : "nanoGPT's container, Hugging Face DeepSeek-V2's names inside each block",
+              !gpt2 || cfg.model.tie_weights ? ""
+                                            : " (untied head: nanoGPT's GPT ties wte and lm_head — untie it before loading)");
   return Exit::ok;
 }
 

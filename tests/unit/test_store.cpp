@@ -301,6 +301,7 @@ TEST_CASE("migration 4 makes the run folders of a schema-3 database relative to 
              "('train', '', 0, 0, 'done', '/somewhere/results/train/x', 0)");
     raw.exec("ALTER TABLE sweeps DROP COLUMN design");  // as schema 3 had them
     raw.exec("ALTER TABLE runs DROP COLUMN test_blocks");
+    raw.exec("ALTER TABLE metrics DROP COLUMN moe");
     raw.exec("PRAGMA user_version = 3");
   }
   Store store(fixture.dir.str("sweep.db"));
