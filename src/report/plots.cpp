@@ -317,9 +317,11 @@ Script train_script(const ReportInput& in, const Analysis& a, TrainMetric metric
   const std::string what = norm  ? "gradient norm (before clipping)"
                            : moe ? "busiest expert's tokens / mean per expert (1 = balanced)"
                                  : "training loss (nats/token)";
-  const std::string title = norm ? "Gradient norm" : moe ? "MoE load balance (mean over the MoE layers)" : "Training loss";
-  s.text = "set title " + quoted(title + " vs tokens: mean over seeds and steps in 100 buckets, band = 10th to 90th "
-                                         "percentile of the raw steps") +
+  const std::string title =
+      moe ? "MoE load balance vs tokens: mean over the MoE layers, seeds and 100 buckets, band = 10th to 90th percentile"
+          : std::string(norm ? "Gradient norm" : "Training loss") +
+                " vs tokens: mean over seeds and steps in 100 buckets, band = 10th to 90th percentile of the raw steps";
+  s.text = "set title " + quoted(title) +
            "\nset xlabel 'tokens trained'\nset ylabel " + quoted(what) + "\nset format x '%.1s%c'\n" +
            (norm ? "set logscale y\n" : "") + "plot " + bands + lines + "\n";
   return s;
