@@ -1,4 +1,5 @@
 // `sweep sample`: text from a trained run of either family, decoded with the run's tokenizer.
+#include <cmath>
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -22,12 +23,17 @@ CLI::App* setup_sample(CLI::App& app, SampleCliOptions& o) {
   cmd->add_option("--top-k", o.top_k, "Draw among the k most likely tokens (0 = all)")
       ->check(CLI::Range(0, 1 << 22))
       ->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Seed of the draws: the same seed gives the same text")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of the draws: the same seed gives the same text")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--data", o.data_dir, "The dataset's folder (default: the run config's data.dataset, looked up from the run directory upwards)");
   return cmd;
 }
 
 Exit run_sample(const SampleCliOptions& o) {
+  if (!std::isfinite(o.temperature)) {  // CLI11's range check lets NaN through
+    throw Error("--temperature must be a number in [0, 100], got " + std::to_string(o.temperature), Exit::bad_input);
+  }
   RunConfig cfg;
   GPT model = load_run_model(o.run_dir, &cfg);  // a one-line error without a checkpoint
   const std::string data_dir =

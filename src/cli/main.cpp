@@ -79,7 +79,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sweep: %s\n", printable(e.what()).c_str());
     code = Exit::io_error;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sweep: unexpected error: %s\n", printable(e.what()).c_str());
+    // one line: LibTorch's errors carry a backtrace after it (out of memory among them)
+    const std::string what = e.what();
+    std::fprintf(stderr, "sweep: unexpected error: %s\n", printable(what.substr(0, what.find('\n'))).c_str());
     code = Exit::failed;
   }
   return static_cast<int>(code);

@@ -160,9 +160,13 @@ void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& 
       error("qkv_bias", "'model.qkv_bias' applies to 'attention: mha'; latent attention has no QKV bias");
     }
     if (m.position == "rope" && (m.qk_rope_head_dim == 0 || m.qk_rope_head_dim % 2 != 0)) {
-      error(has("qk_rope_head_dim") ? "qk_rope_head_dim" : "position",
-            "'model.qk_rope_head_dim' (" + num(m.qk_rope_head_dim) +
-                ") must be even and > 0 with 'position: rope' — the rotary part of each query and key");
+      if (has("qk_rope_head_dim")) {
+        error("qk_rope_head_dim", "'model.qk_rope_head_dim' (" + num(m.qk_rope_head_dim) +
+                                      ") must be even and > 0 with 'position: rope' — the rotary part of each query and key");
+      } else {
+        error("position", "latent attention with 'position: rope' needs 'model.qk_rope_head_dim' even and > 0; its "
+                          "default, half of n_embd / n_head (" + num(m.head_dim()) + ") rounded down to even, is 0 — set it");
+      }
     }
     if (m.position == "learned" && m.qk_rope_head_dim != 0) {
       error(has("qk_rope_head_dim") ? "qk_rope_head_dim" : "position",

@@ -220,15 +220,33 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
   });
 }
 
+namespace {
+
+// The model's weights from a checkpoint's archive: a checkpoint of another architecture (another
+// family, expert count, norm) is a one-line error, not LibTorch's backtrace.
+void load_model(torch::serialize::InputArchive& root, GPT& model, const std::string& path) {
+  torch::serialize::InputArchive model_archive;
+  try {
+    root.read("model", model_archive);
+    model->load(model_archive);
+  } catch (const c10::Error& e) {
+    const std::string why = e.what_without_backtrace();
+    throw Error("checkpoint " + path + " does not hold this model (" + why.substr(0, why.find('\n')) +
+                    ") — it was written for another config.yaml",
+                Exit::bad_input);
+  }
+}
+
+}  // namespace
+
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                                const torch::Device& device, int64_t rank) {
   if (const auto problem = checkpoint_problem(path)) {
     throw CheckpointDamaged(path, *problem);
   }
-  torch::serialize::InputArchive root, model_archive, optim_archive;
+  torch::serialize::InputArchive root, optim_archive;
   open_archive(path, root, device);
-  root.read("model", model_archive);
-  model->load(model_archive);
+  load_model(root, model, path);
   root.read("optimizer", optim_archive);
   opt.load(optim_archive);
   CheckpointMeta meta;
@@ -257,10 +275,9 @@ void load_checkpoint_weights(const std::string& path, GPT& model) {
   if (const auto problem = checkpoint_problem(path)) {
     throw CheckpointDamaged(path, *problem);
   }
-  torch::serialize::InputArchive root, model_archive;
+  torch::serialize::InputArchive root;
   open_archive(path, root, torch::kCPU);
-  root.read("model", model_archive);
-  model->load(model_archive);
+  load_model(root, model, path);
 }
 
 }  // namespace sweep

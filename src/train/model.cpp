@@ -500,7 +500,7 @@ MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards
     }
     const double mean = tokens * static_cast<double>(config.moe_top_k) / static_cast<double>(E);
     s.load_max.push_back(*std::max_element(load, load + E) / mean);
-    s.entropy.push_back(load[E] / tokens);
+    s.entropy.push_back(std::max(0.0, load[E] / tokens));  // one expert: −0 from −Σ 1·log 1
     if (config.balance == "aux_loss" && config.aux_loss_alpha > 0) {
       any_aux = true;
       aux += load[E + 2] / static_cast<double>(forwards);

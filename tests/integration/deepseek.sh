@@ -43,6 +43,11 @@ mkdir -p runs/no-ckpt && cp runs/ds/config.yaml runs/no-ckpt/
 expect_rc 2 "$SWEEP" sample runs/no-ckpt 2> err.txt
 grep -q "checkpoint" err.txt || fail "sample of a run without its checkpoint: $(cat err.txt)"
 expect_rc 2 "$SWEEP" sample runs/ds --temperature -1 2> /dev/null
+expect_rc 2 "$SWEEP" sample runs/ds --temperature nan 2> /dev/null
+# a checkpoint of another architecture than its config.yaml: one line, not LibTorch's backtrace
+mkdir -p runs/mixed/checkpoint && cp runs/ds/config.yaml runs/mixed/ && cp runs/gpt2/checkpoint/ckpt.pt runs/mixed/checkpoint/
+expect_rc 2 "$SWEEP" sample runs/mixed 2> err.txt
+[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "does not hold this model" err.txt || fail "a mismatched checkpoint: $(cat err.txt)"
 printf 'data: {dataset: data/bytes}\ntrain: {tokens: 1M}\nmodel: {n_routed_experts: 4}\n' > bad.yaml
 expect_rc 2 "$SWEEP" train bad.yaml --run-dir runs/bad 2> err.txt
 grep -q "bad.yaml:3:27: 'model.n_routed_experts' is an option of the deepseek family" err.txt || fail "gpt2 with MoE keys: $(cat err.txt)"
