@@ -25,8 +25,8 @@ int64_t pick(torch::Tensor logits, int64_t vocab, const SampleOptions& o, at::Ge
     const auto kth = std::get<0>(logits.topk(o.top_k)).min();
     logits = logits.masked_fill(logits < kth, -std::numeric_limits<float>::infinity());
   }
-  // The inverse of the CDF at one uniform draw, in double. (multinomial's draws went through an
-  // exponential_ that gave different tokens for one seed on LibTorch 1.13's CPU: seen.)
+  // The inverse of the CDF at one uniform draw, in double: a seed gives the same token whatever
+  // way a LibTorch version implements multinomial.
   const auto cdf = torch::softmax(logits.to(torch::kDouble), 0).cumsum(0);
   const double u = torch::rand({1}, generator, torch::kDouble).item<double>() * cdf[-1].item<double>();
   const int64_t i = (cdf <= u).sum().item<int64_t>();
