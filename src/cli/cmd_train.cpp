@@ -107,6 +107,11 @@ Exit run_train(const TrainOptions& o) {
   auto data = load_train_data(cfg);
   if (cfg.model.vocab_size == 0) {
     cfg.model.vocab_size = data->vocab_size;
+  } else if (cfg.model.vocab_size < data->vocab_size) {  // before the run directory exists
+    throw Error(o.config + ": 'model.vocab_size' (" + std::to_string(cfg.model.vocab_size) +
+                    ") is smaller than the dataset's " + std::to_string(data->vocab_size) +
+                    " — remove it to use the dataset's",
+                Exit::bad_input);
   }
   const std::string run_dir = !o.run_dir.empty() ? o.run_dir
                                                  : "results/train/" + fs::path(o.config).stem().string() + "-" +

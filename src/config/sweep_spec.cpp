@@ -580,6 +580,22 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       }
       if (c.model.vocab_size == 0) {
         c.model.vocab_size = it->second;
+      } else if (c.model.vocab_size < it->second && it->second > 0) {  // every run of it would fail
+        const auto& o = spec.variants[i].overrides;
+        const auto set = std::find_if(o.rbegin(), o.rend(), [](const Override& x) { return x.path == "model.vocab_size"; });
+        Origin where{path, 0, 0};
+        if (set != o.rend()) {
+          where = set->origin;
+        } else if (const YAML::Node base = root["base"]; base.IsMap() && base["model"].IsMap() && base["model"]["vocab_size"]) {
+          const YAML::Mark mark = base["model"]["vocab_size"].Mark();
+          where = Origin{path, mark.line + 1, mark.column + 1};
+        }
+        const auto problem = at(where, "'model.vocab_size' (" + std::to_string(c.model.vocab_size) +
+                                           ") is smaller than dataset '" + c.data.dataset + "''s " +
+                                           std::to_string(it->second) + " — remove it to use the dataset's");
+        if (std::none_of(problems.begin(), problems.end(), [&](const auto& p) { return p.str() == problem.str(); })) {
+          problems.push_back(problem);  // base's key: once, not once per variant
+        }
       }
     }
     for (const auto& [init, data] : seeds.pairs) {

@@ -23,6 +23,14 @@ tiny_config run.yaml 10
 expect_rc 2 "$SWEEP" train run.yaml --set data.dataset=nowhere 2> err.txt
 grep -q "no dataset 'nowhere' in $PWD or any folder above it" err.txt || fail "missing dataset: $(cat err.txt)"
 
+# a vocabulary smaller than the data's: refused before the run directory exists, in a sweep too
+expect_rc 2 "$SWEEP" train run.yaml --set model.vocab_size=100 --run-dir runs/v 2> err.txt
+grep -q "run.yaml: 'model.vocab_size' (100) is smaller than the dataset's 256" err.txt || fail "small vocab: $(cat err.txt)"
+[ ! -e runs/v ] || fail "a vocabulary below the data's must write nothing"
+tiny_sweep vocab.yaml vocab 10 "small-vocab: {model.vocab_size: 100}"
+expect_rc 2 "$SWEEP" plan vocab.yaml 2> err.txt
+grep -q "vocab.yaml:.*'model.vocab_size' (100) is smaller than dataset 'data/bytes''s 256" err.txt || fail "small vocab in a sweep: $(cat err.txt)"
+
 # a corrupt shard: named in the error, nothing written
 head -c 2000 data/bytes/val_000.bin > short.bin && mv short.bin data/bytes/val_000.bin
 expect_rc 2 "$SWEEP" train run.yaml --run-dir runs/x 2> err.txt
