@@ -247,7 +247,7 @@ void bench_moe(const RunConfig& c, const std::string& precision, double step_ms,
   const int64_t layers = m.n_layer - m.first_k_dense;
   MoE moe(m);
   moe->train();
-  moe->fused = c.train.fused;
+  moe->set_fused(c.train.fused);
   const auto x = torch::randn({B, T, C}).requires_grad_(true);
   const auto grad = torch::randn({B, T, C});
   const int reps = 10;
@@ -260,7 +260,7 @@ void bench_moe(const RunConfig& c, const std::string& precision, double step_ms,
       },
       reps);
   // each expert on its even share of the rows (padded as the layer pads them), the shared experts on all
-  const int64_t per_expert = (B * T * m.moe_top_k / E + 63) / 64 * 64;
+  const int64_t per_expert = (B * T * m.moe_top_k / E + k_expert_rows - 1) / k_expert_rows * k_expert_rows;
   const auto rows = torch::randn({per_expert, C}).requires_grad_(true);
   const auto flat = x.detach().reshape({B * T, C}).requires_grad_(true);
   const OpTiming experts = time_op(
@@ -448,10 +448,9 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
                 static_cast<long long>(settings.warmup));
   out << line;
   {
-    const ModelConfig resolved = m.resolved();
-    ModelConfig sized = resolved;
-    sized.vocab_size = data->vocab_size;
-    const ModelSize size = model_size(sized);
+    ModelConfig resolved = m.resolved();
+    resolved.vocab_size = data->vocab_size;
+    const ModelSize size = model_size(resolved);
     std::snprintf(line, sizeof line, "model: %s (%s, %s, %s, %s%s), %s parameters, %s active per token, %.1f MFLOP per token\n",
                   resolved.family.c_str(), resolved.norm.c_str(), resolved.position.c_str(), resolved.mlp_activation.c_str(),
                   resolved.attention.c_str(),

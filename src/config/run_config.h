@@ -66,6 +66,7 @@ struct ModelConfig {
   bool moe() const { return n_routed_experts > 0; }
   bool moe_layer(int64_t layer) const { return moe() && layer >= first_k_dense; }
   bool linear_bias() const { return family == "gpt2"; }  // DeepSeek's linear layers have none
+  bool aux_loss_on() const { return moe() && balance == "aux_loss" && aux_loss_alpha > 0; }
   // Query/key head width under MLA (the non-rotary and rotary parts together).
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
   // This config with every derived size (the 0 and -1 above) filled in; idempotent.

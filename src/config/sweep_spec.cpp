@@ -559,6 +559,20 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
 
   // ---- expand: variants × seeds × repeats ----
   std::map<std::string, int64_t> vocab_cache;  // dataset -> vocab size
+  // Where variant i's `section.key` was set: its own override, else base's key, else the file.
+  auto set_at = [&](size_t i, const std::string& section, const std::string& key) {
+    const auto& o = spec.variants[i].overrides;
+    const auto set = std::find_if(o.rbegin(), o.rend(), [&](const Override& x) { return x.path == section + "." + key; });
+    if (set != o.rend()) {
+      return set->origin;
+    }
+    const YAML::Node base = root["base"];
+    if (base.IsMap() && base[section].IsMap() && base[section][key]) {
+      const YAML::Mark mark = base[section][key].Mark();
+      return Origin{path, mark.line + 1, mark.column + 1};
+    }
+    return Origin{path, 0, 0};
+  };
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     RunConfig c = configs[i];
     c.data.dir = find_dataset(c.data.dataset, path);
@@ -568,12 +582,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
         try {
           it = vocab_cache.emplace(c.data.dataset, vocab_of(c.data.dataset, c.data.dir)).first;
         } catch (const Error& e) {
-          // At the key that names it: the variant's own override, else base's.
-          const auto& o = spec.variants[i].overrides;
-          const auto set = std::find_if(o.rbegin(), o.rend(), [](const Override& x) { return x.path == "data.dataset"; });
-          const YAML::Mark mark = root["base"]["data"]["dataset"].Mark();
-          problems.push_back(at(set != o.rend() ? set->origin : Origin{path, mark.line + 1, mark.column + 1},
-                                "data.dataset '" + c.data.dataset + "': " + e.what()));
+          problems.push_back(at(set_at(i, "data", "dataset"), "data.dataset '" + c.data.dataset + "': " + e.what()));
           vocab_cache.emplace(c.data.dataset, 0);
           continue;
         }
@@ -581,16 +590,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       if (c.model.vocab_size == 0) {
         c.model.vocab_size = it->second;
       } else if (c.model.vocab_size < it->second && it->second > 0) {  // every run of it would fail
-        const auto& o = spec.variants[i].overrides;
-        const auto set = std::find_if(o.rbegin(), o.rend(), [](const Override& x) { return x.path == "model.vocab_size"; });
-        Origin where{path, 0, 0};
-        if (set != o.rend()) {
-          where = set->origin;
-        } else if (const YAML::Node base = root["base"]; base.IsMap() && base["model"].IsMap() && base["model"]["vocab_size"]) {
-          const YAML::Mark mark = base["model"]["vocab_size"].Mark();
-          where = Origin{path, mark.line + 1, mark.column + 1};
-        }
-        const auto problem = at(where, "'model.vocab_size' (" + std::to_string(c.model.vocab_size) +
+        const auto problem = at(set_at(i, "model", "vocab_size"), "'model.vocab_size' (" + std::to_string(c.model.vocab_size) +
                                            ") is smaller than dataset '" + c.data.dataset + "''s " +
                                            std::to_string(it->second) + " — remove it to use the dataset's");
         if (std::none_of(problems.begin(), problems.end(), [&](const auto& p) { return p.str() == problem.str(); })) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "util/error.h"
 #include "util/text.h"
@@ -51,8 +52,11 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
     rr.test_blocks = store.test_blocks(r.run_id);
   }
   for (const auto& p : store.metrics(r.run_id, "train")) {
-    rr.train_curve.push_back(
-        {p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan("")), p.moe_load.value_or(std::nan(""))});
+    const double moe_load = p.moe_load_max.empty()  // the mean over the MoE layers
+                                ? std::nan("")
+                                : std::accumulate(p.moe_load_max.begin(), p.moe_load_max.end(), 0.0) /
+                                      static_cast<double>(p.moe_load_max.size());
+    rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan("")), moe_load});
   }
   if (r.status == RunState::done) {
     if (!rr.val_curve.empty()) {

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <type_traits>
@@ -452,15 +453,14 @@ std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::st
   while (q.executeStep()) {
     MetricPoint p{q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2)),
                   opt_double(q.getColumn(3)), {}};
-    if (!q.getColumn(4).isNull()) {  // the mean over the MoE layers of the busiest expert's load ÷ the mean
+    if (!q.getColumn(4).isNull()) {  // every layer's number, or none when one is not a number
       const auto moe = nlohmann::json::parse(q.getColumn(4).getString(), nullptr, false);
-      if (moe.is_object() && moe.contains("load_max") && moe["load_max"].is_array() && !moe["load_max"].empty()) {
-        double sum = 0;
+      if (moe.is_object() && moe.contains("load_max") && moe["load_max"].is_array()) {
         for (const auto& v : moe["load_max"]) {
-          sum += v.is_number() ? v.get<double>() : std::nan("");
+          p.moe_load_max.push_back(v.is_number() ? v.get<double>() : std::nan(""));
         }
-        if (std::isfinite(sum)) {
-          p.moe_load = sum / static_cast<double>(moe["load_max"].size());
+        if (!std::all_of(p.moe_load_max.begin(), p.moe_load_max.end(), [](double x) { return std::isfinite(x); })) {
+          p.moe_load_max.clear();
         }
       }
     }

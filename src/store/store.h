@@ -73,7 +73,7 @@ struct MetricPoint {
   int64_t step = 0, tokens = 0;
   std::optional<double> loss;       // empty when not finite
   std::optional<double> grad_norm;  // train steps; empty when not finite or not recorded
-  std::optional<double> moe_load;   // train steps of MoE models: the busiest expert's load ÷ the mean, mean over layers
+  std::vector<double> moe_load_max;  // train steps of MoE models, per MoE layer: the busiest expert's load ÷ the mean
 };
 
 class Store {

@@ -257,8 +257,6 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
 
 // ---- MoE ----
 
-constexpr int64_t k_expert_rows = 64;
-
 MoEImpl::MoEImpl(const ModelConfig& c) : config(c) {
   gate = register_module("gate", linear(c.n_embd, c.n_routed_experts, false));
   experts = register_module("experts", torch::nn::ModuleList());
@@ -270,6 +268,16 @@ MoEImpl::MoEImpl(const ModelConfig& c) : config(c) {
   }
   if (c.balance == "bias") {
     expert_bias = register_buffer("expert_bias", torch::zeros({c.n_routed_experts}));
+  }
+}
+
+void MoEImpl::set_fused(bool on) {
+  fused = on;
+  for (const auto& expert : *experts) {
+    expert->as<MLP>()->fused = on;
+  }
+  if (shared_experts) {
+    shared_experts->fused = on;
   }
 }
 
@@ -327,7 +335,7 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   }
   aux_loss = torch::Tensor();
   if (is_training()) {
-    if (config.balance == "aux_loss" && config.aux_loss_alpha > 0) {
+    if (config.aux_loss_on()) {
       // per sequence (DeepSeek-V3's sequence-wise form of V2's expert-level loss): f_i = E/(K·T) ×
       // the tokens of the sequence sent to i, P_i = its mean score; α Σ f_i P_i, the mean over sequences
       torch::Tensor f;
@@ -501,7 +509,7 @@ MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards
     const double mean = tokens * static_cast<double>(config.moe_top_k) / static_cast<double>(E);
     s.load_max.push_back(*std::max_element(load, load + E) / mean);
     s.entropy.push_back(std::max(0.0, load[E] / tokens));  // one expert: −0 from −Σ 1·log 1
-    if (config.balance == "aux_loss" && config.aux_loss_alpha > 0) {
+    if (config.aux_loss_on()) {
       any_aux = true;
       aux += load[E + 2] / static_cast<double>(forwards);
     }
@@ -537,13 +545,7 @@ void GPTImpl::set_fused(bool on) {
       b.mlp->fused = on;
     }
     if (b.moe) {
-      b.moe->fused = on;
-      for (const auto& expert : *b.moe->experts) {
-        expert->as<MLP>()->fused = on;
-      }
-      if (b.moe->shared_experts) {
-        b.moe->shared_experts->fused = on;
-      }
+      b.moe->set_fused(on);
     }
   }
 }

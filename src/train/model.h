@@ -119,9 +119,13 @@ struct MoEStepStats {
 // loss per sequence (balance: aux_loss), or a per-expert bias added to the scores for the top-k
 // choice only, moved after each optimizer step against the step's load (balance: bias,
 // DeepSeek-V3's auxiliary-loss-free balancing).
+// An expert's rows are padded to a multiple of this (see MoEImpl::forward).
+inline constexpr int64_t k_expert_rows = 64;
+
 struct MoEImpl : torch::nn::Module {
   explicit MoEImpl(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
+  void set_fused(bool on);  // the router's, the experts' and the shared experts' matmuls
 
   torch::nn::Linear gate{nullptr};  // C -> n_routed_experts, no bias
   torch::nn::ModuleList experts{nullptr};

@@ -251,12 +251,13 @@ RunResult Trainer::run(const RunOptions& o) {
   }
   const int64_t total = m_cfg.total_steps();
   const int64_t tps = m_cfg.tokens_per_step();
+  const int64_t active_params = model_size(m_model->config).active;
   ev.emit(events::start, {{field::schema, events::k_events_version},
                           {field::step, m_step},
                           {field::total_steps, total},
                           {field::tokens_per_step, tps},
                           {field::params, m_model->num_params()},
-                          {field::active_params, model_size(m_model->config).active},
+                          {field::active_params, active_params},
                           {field::threads, at::get_num_threads()},
                           {field::device, m_device.str()},
                           {field::precision, m_cfg.train.precision},
@@ -269,7 +270,7 @@ RunResult Trainer::run(const RunOptions& o) {
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
           std::to_string(total) + " steps of " + format_count(static_cast<double>(tps)) + " tokens, " +
           format_count(static_cast<double>(m_model->num_params())) + " parameters" +
-          (m_cfg.model.moe() ? " (" + format_count(static_cast<double>(model_size(m_model->config).active)) + " active)" : "") +
+          (m_cfg.model.moe() ? " (" + format_count(static_cast<double>(active_params)) + " active)" : "") +
           ", " +
           std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
           (m_cfg.train.fused ? ", fused kernels" : ", reference ops"));

@@ -165,10 +165,7 @@ TEST_CASE("MoE: grouped dispatch equals routing token by token, with the bias ch
     }
     const auto x = torch::randn({3, 5, m.n_embd});
     for (const bool fused : {true, false}) {
-      moe->fused = fused;
-      for (const auto& e : *moe->experts) {
-        e->as<MLP>()->fused = fused;
-      }
+      moe->set_fused(fused);
       CHECK(max_diff(moe->forward(x), moe_reference(*moe, x)) < 1e-5);
     }
   }

@@ -4,6 +4,7 @@
 
 #include "config/sweep_spec.h"
 #include "helpers.h"
+#include "report/load.h"
 #include "report/stats.h"
 #include "store/store.h"
 
@@ -343,9 +344,14 @@ TEST_CASE("an MoE model's per-step expert load, router entropy and aux loss are 
                                     R"("tokens_per_s":100,"moe":{"load_max":[1.5,2.5],"entropy":[1.2,1.3],"aux_loss":0.002}})"});
   const auto points = fixture.store.metrics(fixture.id, "train");
   REQUIRE(points.size() == 2);
-  CHECK_FALSE(points[0].moe_load.has_value());  // a dense step
-  REQUIRE(points[1].moe_load.has_value());
-  CHECK(*points[1].moe_load == doctest::Approx(2.0));  // the mean over the layers
+  CHECK(points[0].moe_load_max.empty());  // a dense step
+  CHECK(points[1].moe_load_max == std::vector<double>{1.5, 2.5});  // per MoE layer
+  // the report's training curve: the mean over the layers, NaN for a dense step
+  const ReportInput in = load_report_input(fixture.store, "t", "test_loss", "");
+  const auto& curve = in.variants.at(0).runs.at(0).train_curve;
+  REQUIRE(curve.size() == 2);
+  CHECK(std::isnan(curve[0].moe_load));
+  CHECK(curve[1].moe_load == doctest::Approx(2.0));
   SQLite::Database raw(fixture.dir.str("sweep.db"));
   const std::string moe = raw.execAndGet("SELECT moe FROM metrics WHERE step = 2 AND split = 'train'").getString();
   CHECK(nlohmann::json::parse(moe)["aux_loss"].get<double>() == doctest::Approx(0.002));
