@@ -1,5 +1,5 @@
 # The deepseek family end to end: a DeepSeek-V2-style run (MLA + MoE with bias balancing) trains
-# from the CLI with MoE statistics in its events, `sweep plan` states total and active
+# from the CLI with MoE statistics in its events, resumes after kill -9 to the uninterrupted result, `sweep plan` states total and active
 # parameters, `sweep sample` prints the same text for a seed from a run of either family, and
 # bad input (a gpt2 run with MoE keys, sampling a folder without a checkpoint) is a one-line
 # error with exit 2 and nothing written.
@@ -22,6 +22,22 @@ grep -q '"event":"end".*"status":"done"' runs/ds/events.jsonl || fail "the deeps
   fail "every train event should carry the one MoE layer's load and entropy (no aux loss with bias balancing): $(grep -m1 '"event":"train"' runs/ds/events.jsonl)"
 grep '"event":"start"' runs/ds/events.jsonl | grep -q '"active_params":' || fail "the start event has no active parameters"
 grep -q "family: deepseek" runs/ds/config.yaml || fail "config.yaml holds the family"
+
+# kill -9 mid-run, then --resume: the same test loss as straight through (the experts' balancing
+# biases come back with the weights from the checkpoint)
+sed -e "s/tokens: $(( 30 * 8 * 32 ))/tokens: $(( 400 * 8 * 32 ))/" -e "s/eval: {every: 10, val_tokens: 2K}/eval: {every: 50, val_tokens: 2K, checkpoint_every: 20}/" ds.yaml > long.yaml
+grep -q "checkpoint_every: 20" long.yaml || fail "long.yaml was not made"
+"$SWEEP" train long.yaml --run-dir runs/straight > /dev/null
+"$SWEEP" train long.yaml --run-dir runs/killed > /dev/null &
+pid=$!
+wait_for_train_events runs/killed/events.jsonl 150
+kill -9 "$pid"
+set +e; wait "$pid"; set -e
+grep -q '"status":"done"' runs/killed/events.jsonl && fail "the kill came too late to test anything"
+"$SWEEP" train long.yaml --run-dir runs/killed --resume > /dev/null
+loss() { grep '"status":"done"' "$1" | sed 's/.*"test_loss":\([^,]*\).*/\1/'; }
+[ -n "$(loss runs/straight/events.jsonl)" ] && [ "$(loss runs/killed/events.jsonl)" = "$(loss runs/straight/events.jsonl)" ] ||
+  fail "killed and resumed: test loss $(loss runs/killed/events.jsonl), straight $(loss runs/straight/events.jsonl)"
 
 # sample: text, the same for a seed, from either family
 "$SWEEP" train gpt2.yaml --run-dir runs/gpt2 > /dev/null

@@ -355,4 +355,14 @@ TEST_CASE("an MoE model's per-step expert load, router entropy and aux loss are 
   SQLite::Database raw(fixture.dir.str("sweep.db"));
   const std::string moe = raw.execAndGet("SELECT moe FROM metrics WHERE step = 2 AND split = 'train'").getString();
   CHECK(nlohmann::json::parse(moe)["aux_loss"].get<double>() == doctest::Approx(0.002));
+  // a malformed moe field: not an object is not stored, a non-number load drops the step's loads
+  fixture.store.ingest(fixture.id, {R"({"event":"train","step":3,"tokens":300,"loss":2.8,"lr":0.001,"grad_norm":1.0,)"
+                                    R"("tokens_per_s":100,"moe":"garbage"})",
+                                    R"({"event":"train","step":4,"tokens":400,"loss":2.7,"lr":0.001,"grad_norm":1.0,)"
+                                    R"("tokens_per_s":100,"moe":{"load_max":["x",1.5]}})"});
+  const auto more = fixture.store.metrics(fixture.id, "train");
+  REQUIRE(more.size() == 4);
+  CHECK(more[2].moe_load_max.empty());
+  CHECK(more[3].moe_load_max.empty());
+  CHECK(raw.execAndGet("SELECT moe IS NULL FROM metrics WHERE step = 3 AND split = 'train'").getInt() == 1);
 }
