@@ -3,6 +3,9 @@
 #include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +28,10 @@
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/trainer.h"
+#include "data/loader.h"
+#include "data/shard.h"
+#include "data/tokens.h"
+#include "util/fs.h"
 #include "util/process.h"
 #include "util/text.h"
 
@@ -430,11 +437,12 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
   data->vocab_size = base.model.vocab_size > 0 ? base.model.vocab_size : 256;
   std::mt19937 rng(1234);
   const int64_t n_tokens = std::max<int64_t>(1 << 20, base.tokens_per_step() * 4);
-  data->train.resize(static_cast<size_t>(n_tokens));
-  for (auto& t : data->train) {
+  std::vector<uint16_t> tokens(static_cast<size_t>(n_tokens));
+  for (auto& t : tokens) {
     t = static_cast<uint16_t>(rng() % static_cast<uint32_t>(data->vocab_size));
   }
-  data->val = data->test = std::vector<uint16_t>(data->train.begin(), data->train.begin() + 4096);
+  data->val = data->test = std::make_shared<MemoryTokens>(std::vector<uint16_t>(tokens.begin(), tokens.begin() + 4096));
+  data->train = std::make_shared<MemoryTokens>(std::move(tokens));
 
   char line[320];
   const ModelConfig& m = base.model;
@@ -546,4 +554,94 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
   return results;
 }
 
+namespace {
+
+double rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::stod(line.substr(6)) / 1024.0;  // kB
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void bench_loader(const RunConfig& config, double gib, const std::string& dir, double step_tokens_per_s,
+                  std::ostream& out) {
+  const int64_t vocab = config.model.vocab_size > 0 ? config.model.vocab_size : 50257;
+  const int64_t per_shard = 100'000'000;  // llm.c's FineWeb shards: 10^8 tokens each
+  const int64_t total = static_cast<int64_t>(gib * static_cast<double>(int64_t{1} << 30) / 2);
+  const fs::path root = fs::path(dir) / ("sweep-bench-shards-" + std::to_string(::getpid()));
+  struct Cleanup {
+    fs::path path;
+    ~Cleanup() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } cleanup{root};
+  fs::create_directories(root);
+  DatasetInfo info;
+  info.dir = root.string();
+  info.vocab_size = vocab;
+  SplitInfo& split = info.splits["train"];
+  std::mt19937 rng(1234);
+  const auto t_write = std::chrono::steady_clock::now();
+  for (int64_t written = 0; written < total; written += per_shard) {
+    std::vector<uint16_t> tokens(static_cast<size_t>(std::min(per_shard, total - written)));
+    for (auto& t : tokens) {
+      t = static_cast<uint16_t>(rng() % static_cast<uint32_t>(vocab));
+    }
+    const std::string name = "bench_train_" + std::to_string(1000000 + split.shards.size()).substr(1) + ".bin";
+    write_shard((root / name).string(), tokens);
+    split.shards.push_back(name);
+    split.tokens += static_cast<int64_t>(tokens.size());
+  }
+  const double write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_write).count();
+  release_freed_memory();
+
+  const int64_t T = config.model.block_size, B = config.train.micro_batch * config.train.grad_accum;
+  const ShardTokens tokens(info, "train");
+  BatchLoader loader(tokens, T, config.seeds.data);
+  std::vector<int64_t> x(static_cast<size_t>(B * T)), y(x.size());
+  char line[400];
+  std::snprintf(line, sizeof line, "loader: %.2f GiB of shards (%zu × up to %lld tokens, vocab %lld) written in %.1f s; batches "
+                "of %lld × %lld tokens\n",
+                static_cast<double>(split.tokens) * 2 / static_cast<double>(int64_t{1} << 30), split.shards.size(),
+                static_cast<long long>(per_shard), static_cast<long long>(vocab), write_s, static_cast<long long>(B),
+                static_cast<long long>(T));
+  out << line;
+  out << "page cache   steps   windows      tokens/s   × training step   RSS before MiB   RSS after MiB\n";
+  int64_t step = 0;
+  for (const bool warm : {false, true}) {
+    if (!warm) {  // the shards' pages out of the page cache: every window from the disk
+      for (const auto& name : split.shards) {
+        const int fd = ::open((root / name).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+          ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+          ::close(fd);
+        }
+      }
+    }
+    const double before = rss_mib();
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t first_step = step;
+    double seconds = 0;
+    while (seconds < 3.0 || step - first_step < 5) {  // at least 3 s and 5 steps
+      loader.fill(step * B, B, x.data(), y.data());
+      ++step;
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    const double tok_s = static_cast<double>((step - first_step) * B * T) / seconds;
+    std::snprintf(line, sizeof line, "%-10s %7lld %9lld %13.0f %17s %16.0f %15.0f\n", warm ? "warm" : "cold",
+                  static_cast<long long>(step - first_step), static_cast<long long>((step - first_step) * B), tok_s,
+                  step_tokens_per_s > 0 ? (std::to_string(static_cast<int64_t>(tok_s / step_tokens_per_s)) + "×").c_str() : "-",
+                  before, rss_mib());
+    out << line;
+  }
+}
+
 }  // namespace sweep
+

@@ -48,4 +48,11 @@ struct BenchSettings {
 
 std::vector<BenchResult> run_bench(const RunConfig& config, const BenchSettings& settings, std::ostream& out);
 
+// The data loader alone on `gib` GiB of generated llm.c-format shards written under `dir`
+// (removed after): the config's batches read from a cold page cache, then a warm one, as
+// tokens/s against `step_tokens_per_s` (the training step's), and the resident memory the process
+// gained reading them.
+void bench_loader(const RunConfig& config, double gib, const std::string& dir, double step_tokens_per_s,
+                  std::ostream& out);
+
 }  // namespace sweep

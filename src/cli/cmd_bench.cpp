@@ -32,6 +32,10 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_flag("--no-ops", o.no_ops, "Skip the per-op table (each fused op against its reference)");
   cmd->add_flag("--profile", o.profile, "Print each timed step's top ops by self time");
+  cmd->add_option("--data-gib", o.data_gib,
+                  "Also time the data loader alone on this many GiB of generated shards, against the training step")
+      ->check(CLI::Range(0.001, 1024.0));
+  cmd->add_option("--data-dir", o.data_dir, "Where --data-gib writes its shards (removed after; default: the temp dir)");
   return cmd;
 }
 
@@ -59,7 +63,15 @@ Exit run_bench(const BenchOptions& o) {
   settings.warmup = o.warmup;
   settings.ops = !o.no_ops;
   settings.profile = o.profile;
-  sweep::run_bench(cfg, settings, std::cout);
+  const std::vector<BenchResult> results = sweep::run_bench(cfg, settings, std::cout);
+  if (o.data_gib > 0) {
+    double fastest = 0;
+    for (const auto& r : results) {
+      fastest = std::max(fastest, r.tokens_per_s);
+    }
+    bench_loader(cfg, o.data_gib, o.data_dir.empty() ? fs::temp_directory_path().string() : o.data_dir, fastest,
+                 std::cout);
+  }
   return Exit::ok;
 }
 

@@ -38,6 +38,8 @@ struct BenchOptions {
   int64_t vocab = 0;
   bool no_ops = false;
   bool profile = false;
+  double data_gib = 0;     // also measure the loader on this many GiB of generated shards
+  std::string data_dir;  // where they are written (default: the temp dir)
 };
 CLI::App* setup_bench(CLI::App& app, BenchOptions& o);
 Exit run_bench(const BenchOptions& o);

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "data/shard.h"
+#include "data/tokens.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -102,27 +103,9 @@ void write_dataset_yaml(const DatasetInfo& info, const std::string& dir) {
 }
 
 void check_shards(const DatasetInfo& info) {
-  for (const auto& [name, split] : info.splits) {
-    int64_t tokens = 0;
-    for (const auto& shard : split.shards) {
-      tokens += shard_tokens((fs::path(info.dir) / shard).string());
-    }
-    if (tokens != split.tokens) {
-      throw Error((fs::path(info.dir) / "dataset.yaml").string() + ": the " + name + " split has " +
-                      std::to_string(split.tokens) + " tokens, its shards hold " + std::to_string(tokens) +
-                      " — prepare the dataset again",
-                  Exit::bad_input);
-    }
+  for (const auto& entry : info.splits) {
+    const ShardTokens opened(info, entry.first);  // checks headers, lengths and the split's total
   }
-}
-
-std::vector<uint16_t> load_split(const DatasetInfo& info, const std::string& split) {
-  std::vector<uint16_t> all;
-  for (const auto& shard : info.splits.at(split).shards) {
-    std::vector<uint16_t> part = read_shard((fs::path(info.dir) / shard).string(), info.vocab_size);
-    all.insert(all.end(), part.begin(), part.end());
-  }
-  return all;
 }
 
 }  // namespace sweep

@@ -35,7 +35,4 @@ void write_dataset_yaml(const DatasetInfo& info, const std::string& dir);
 // says (headers and file sizes only: milliseconds). Throws a bad-input Error naming the file.
 void check_shards(const DatasetInfo& info);
 
-// Every token of a split, its shards concatenated in order and validated.
-std::vector<uint16_t> load_split(const DatasetInfo& info, const std::string& split);
-
 }  // namespace sweep

@@ -7,9 +7,14 @@
 
 namespace sweep {
 
-BatchLoader::BatchLoader(const std::vector<uint16_t>& tokens, int64_t block_size, int64_t data_seed)
-    : m_tokens(tokens), m_block(block_size), m_seed(data_seed) {
-  m_windows = (static_cast<int64_t>(tokens.size()) - 1) / block_size;
+BatchLoader::BatchLoader(const Tokens& tokens, int64_t block_size, int64_t data_seed)
+    : m_tokens(tokens), m_block(block_size), m_seed(data_seed), m_window(static_cast<size_t>(block_size + 1)) {
+  m_windows = (tokens.size() - 1) / block_size;
+  if (m_windows >= (int64_t{1} << 32)) {
+    throw Error("the training split has " + std::to_string(tokens.size()) + " tokens, more than 2^32 windows of " +
+                    std::to_string(block_size) + " — use a larger block_size or a part of the split",
+                Exit::bad_input);
+  }
   if (m_windows < 1) {
     throw Error("the training split has " + std::to_string(tokens.size()) +
                     " tokens, fewer than one window of block_size+1 = " + std::to_string(block_size + 1),
@@ -27,7 +32,7 @@ int64_t BatchLoader::window_start(int64_t s) {
     std::mt19937_64 rng(seq);
     m_perm.resize(static_cast<size_t>(m_windows));
     for (int64_t i = 0; i < m_windows; ++i) {
-      m_perm[i] = i;
+      m_perm[i] = static_cast<uint32_t>(i);
     }
     for (int64_t i = m_windows; i > 1; --i) {
       int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i));
@@ -35,12 +40,13 @@ int64_t BatchLoader::window_start(int64_t s) {
     }
     m_epoch = epoch;
   }
-  return m_perm[s % m_windows] * m_block;
+  return static_cast<int64_t>(m_perm[s % m_windows]) * m_block;
 }
 
 void BatchLoader::fill(int64_t first, int64_t count, int64_t* x, int64_t* y) {
   for (int64_t b = 0; b < count; ++b) {
-    const uint16_t* w = m_tokens.data() + window_start(first + b);
+    m_tokens.read(window_start(first + b), m_block + 1, m_window.data());
+    const uint16_t* w = m_window.data();
     for (int64_t t = 0; t < m_block; ++t) {
       x[b * m_block + t] = w[t];
       y[b * m_block + t] = w[t + 1];

@@ -5,10 +5,11 @@
 
 namespace sweep {
 
-EvalLoss evaluate_loss(GPT& model, const std::vector<uint16_t>& tokens, int64_t limit, int64_t batch,
+EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t batch,
                        const std::string& precision, const torch::Device& device, bool per_window) {
   const int64_t T = model->config.block_size;
-  auto windows = eval_windows(static_cast<int64_t>(tokens.size()), T, limit);
+  auto windows = eval_windows(tokens.size(), T, limit);
+  std::vector<uint16_t> window(static_cast<size_t>(T + 1));
   const bool was_training = model->is_training();
   model->eval();
   torch::NoGradGuard no_grad;
@@ -27,7 +28,8 @@ EvalLoss evaluate_loss(GPT& model, const std::vector<uint16_t>& tokens, int64_t 
     auto* xp = x.data_ptr<int64_t>();
     auto* yp = y.data_ptr<int64_t>();
     for (int64_t b = 0; b < B; ++b) {
-      const uint16_t* w = tokens.data() + windows[i + b].first;
+      tokens.read(windows[i + b].first, len, window.data());
+      const uint16_t* w = window.data();
       for (int64_t t = 0; t < len - 1; ++t) {
         xp[b * (len - 1) + t] = w[t];
         yp[b * (len - 1) + t] = w[t + 1];

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/tokens.h"
 #include "train/model.h"
 
 namespace sweep {
@@ -23,7 +24,7 @@ struct EvalLoss {
 
 // limit <= 0: every token of `tokens`. Batches of `batch` windows, under `precision` autocast.
 // per_window also keeps each window's loss (the total is computed as without it, to the bit).
-EvalLoss evaluate_loss(GPT& model, const std::vector<uint16_t>& tokens, int64_t limit, int64_t batch,
+EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t batch,
                        const std::string& precision, const torch::Device& device, bool per_window = false);
 
 // The test loss in at most `most` blocks of consecutive windows (as equal as the windows allow):

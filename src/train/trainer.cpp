@@ -27,9 +27,9 @@ std::shared_ptr<const TrainData> load_train_data(const RunConfig& c) {
   DatasetInfo info = read_dataset(c.data.location());
   auto data = std::make_shared<TrainData>();
   data->vocab_size = info.vocab_size;
-  data->train = load_split(info, "train");
-  data->val = load_split(info, "val");
-  data->test = load_split(info, "test");
+  data->train = std::make_shared<ShardTokens>(info, "train");
+  data->val = std::make_shared<ShardTokens>(info, "val");
+  data->test = std::make_shared<ShardTokens>(info, "test");
   data->test_bytes = info.splits.at("test").bytes;
   return data;
 }
@@ -98,7 +98,7 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
 
   // ---- batch order and dropout from data_seed ----
   torch::manual_seed(dropout_seed(m_cfg.seeds.data, m_rank));
-  m_loader = std::make_unique<BatchLoader>(m_data->train, m_cfg.model.block_size, m_cfg.seeds.data);
+  m_loader = std::make_unique<BatchLoader>(*m_data->train, m_cfg.model.block_size, m_cfg.seeds.data);
 }
 
 std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t micro) {
@@ -178,7 +178,7 @@ StepStats Trainer::train_step() {
 
 double Trainer::evaluate(const std::string& split) {
   const bool test = split == "test";
-  return evaluate_loss(m_model, test ? m_data->test : m_data->val, test ? 0 : m_cfg.eval.val_tokens,
+  return evaluate_loss(m_model, test ? *m_data->test : *m_data->val, test ? 0 : m_cfg.eval.val_tokens,
                        m_cfg.train.micro_batch, m_cfg.train.precision, m_device)
       .mean();
 }
@@ -358,7 +358,7 @@ RunResult Trainer::run(const RunOptions& o) {
 
   // ---- the end: final validation, test over the whole split, a last checkpoint ----
   eval_val();
-  const EvalLoss test = evaluate_loss(m_model, m_data->test, 0, m_cfg.train.micro_batch, m_cfg.train.precision,
+  const EvalLoss test = evaluate_loss(m_model, *m_data->test, 0, m_cfg.train.micro_batch, m_cfg.train.precision,
                                       m_device, true);
   RunResult r;
   r.step = m_step;

@@ -22,12 +22,13 @@
 namespace sweep {
 
 struct TrainData {
-  std::vector<uint16_t> train, val, test;
+  std::shared_ptr<const Tokens> train, val, test;
   int64_t vocab_size = 0;
   int64_t test_bytes = 0;  // UTF-8 bytes of the test text; 0 = unknown (no bits per byte)
 };
 
-// Loads the dataset named by the config (every shard validated).
+// The dataset named by the config, its splits read from their shards window by window (headers
+// and lengths checked here; each token as it is read).
 std::shared_ptr<const TrainData> load_train_data(const RunConfig& c);
 
 struct StepStats {

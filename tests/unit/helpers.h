@@ -77,9 +77,9 @@ inline std::shared_ptr<TrainData> synthetic_data(int64_t vocab = 50, int64_t n =
     }
     return t;
   };
-  d->train = make(n);
-  d->val = make(2000);
-  d->test = make(1500);
+  d->train = std::make_shared<MemoryTokens>(make(n));
+  d->val = std::make_shared<MemoryTokens>(make(2000));
+  d->test = std::make_shared<MemoryTokens>(make(1500));
   d->test_bytes = 3000;
   return d;
 }

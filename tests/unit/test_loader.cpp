@@ -8,12 +8,12 @@ using namespace sweep;
 
 namespace {
 
-std::vector<uint16_t> ramp(int64_t n) {
+MemoryTokens ramp(int64_t n) {
   std::vector<uint16_t> t(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     t[i] = static_cast<uint16_t>(i % 60000);
   }
-  return t;
+  return MemoryTokens(std::move(t));
 }
 
 std::vector<int64_t> starts(BatchLoader& l, int64_t first, int64_t count) {

@@ -32,7 +32,7 @@ void write_corpus(const fs::path& dir, int n) {
 
 std::string split_text(const DatasetInfo& info, const std::string& split) {
   std::string out;
-  for (uint16_t t : load_split(info, split)) {
+  for (uint16_t t : ShardTokens(info, split).all()) {
     out += static_cast<char>(t);
   }
   return out;
@@ -130,6 +130,6 @@ TEST_CASE("prepare with a BPE tokenizer trained by SentencePiece") {
   CHECK(info.eot_token == 2);
   CHECK(fs::exists(dir.str("bpe/tokenizer.model")));
   CHECK(info.bytes_per_token("train") > 1.5);  // merges make tokens longer than a byte
-  const auto train = load_split(read_dataset(dir.str("bpe")), "train");
+  const auto train = ShardTokens(read_dataset(dir.str("bpe")), "train").all();
   CHECK(static_cast<int64_t>(train.size()) == info.splits.at("train").tokens);
 }

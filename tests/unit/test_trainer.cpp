@@ -228,8 +228,8 @@ TEST_CASE("the end event's test blocks add up to the test loss, and keeping them
   CHECK(tokens == 1499);
   CHECK(nats / static_cast<double>(tokens) == doctest::Approx(end["test_loss"].get<double>()).epsilon(1e-6));
   // With or without the windows, the total is the same to the bit; blocks pool consecutive windows.
-  const EvalLoss plain = evaluate_loss(t.model(), data->test, 0, 8, "fp32", torch::kCPU);
-  const EvalLoss kept = evaluate_loss(t.model(), data->test, 0, 8, "fp32", torch::kCPU, true);
+  const EvalLoss plain = evaluate_loss(t.model(), *data->test, 0, 8, "fp32", torch::kCPU);
+  const EvalLoss kept = evaluate_loss(t.model(), *data->test, 0, 8, "fp32", torch::kCPU, true);
   CHECK(plain.sum_nats == kept.sum_nats);
   CHECK(plain.window_nats.empty());
   const auto pooled = loss_blocks(kept, 10);
