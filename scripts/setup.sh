@@ -9,6 +9,7 @@ packages=(build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libcli11-dev doctest-dev nlohmann-json3-dev
   libfmt-dev                                   # LibTorch's c10d headers include fmt (libtorch-dev does not pull it in)
   libsentencepiece-dev zlib1g-dev libssl-dev
+  libicu-dev                                   # Unicode categories for GPT-2's tokenizer
   libsqlitecpp-dev libsqlite3-dev sqlite3      # the results database (sqlite3: the shell, for users and tests)
   libboost-math-dev                            # Student-t and non-central t distributions for the statistics
   gnuplot-nox                                  # the report's plots (SVG)

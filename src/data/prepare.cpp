@@ -4,8 +4,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
+#include "data/gpt2.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "util/error.h"
@@ -147,7 +149,7 @@ std::vector<std::string> read_documents(const std::string& input, bool strip_tag
   return docs;
 }
 
-DatasetInfo prepare_dataset(const PrepareOptions& o) {
+DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
   // ---- check the options before doing any work ----
   int64_t bpe_vocab = 0;
   if (o.tokenizer.rfind("bpe:", 0) == 0) {
@@ -160,9 +162,12 @@ DatasetInfo prepare_dataset(const PrepareOptions& o) {
       throw Error("--tokenizer " + o.tokenizer + ": the BPE vocabulary must be in [260, 65536], e.g. bpe:4096",
                   Exit::bad_input);
     }
-  } else if (o.tokenizer != "bytes") {
-    throw Error("--tokenizer " + o.tokenizer + ": expected bytes or bpe:<vocab> (e.g. bpe:4096)",
+  } else if (o.tokenizer != "bytes" && o.tokenizer != "gpt2") {
+    throw Error("--tokenizer " + o.tokenizer + ": expected bytes, bpe:<vocab> (e.g. bpe:4096) or gpt2",
                 Exit::bad_input);
+  }
+  if (!o.tokenizer_dir.empty() && o.tokenizer != "gpt2") {
+    throw Error("--tokenizer-dir is for --tokenizer gpt2 (GPT-2's encoder.json and vocab.bpe)", Exit::bad_input);
   }
   if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1) {
     throw Error("--val and --test must be fractions that leave documents for training", Exit::bad_input);
@@ -209,11 +214,23 @@ DatasetInfo prepare_dataset(const PrepareOptions& o) {
       tok = train_bpe_tokenizer(train_docs, bpe_vocab, (tmp / "tokenizer").string(), o.threads);
       info.tokenizer = "bpe";
       info.tokenizer_model = "tokenizer.model";
+    } else if (o.tokenizer == "gpt2") {
+      // The dataset keeps its own copy of the tables (decoding a sample needs them).
+      const Gpt2Files files = gpt2_tokenizer_files(o.tokenizer_dir);
+      tok = make_gpt2_tokenizer(files.encoder_json, files.vocab_bpe);
+      fs::copy_file(files.encoder_json, tmp / "encoder.json");
+      fs::copy_file(files.vocab_bpe, tmp / "vocab.bpe");
+      info.tokenizer = "gpt2";
+      info.tokenizer_model = "encoder.json";
     } else {
       tok = make_bytes_tokenizer();
       info.tokenizer = "bytes";
     }
+    const auto t0 = std::chrono::steady_clock::now();
     const Encoded encoded = tok->encode(docs);
+    if (encode_seconds != nullptr) {
+      *encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     info.vocab_size = encoded.vocab_size;
     info.eot_token = encoded.eot_token;
 

@@ -14,7 +14,8 @@ namespace sweep {
 
 struct PrepareOptions {
   std::string input;
-  std::string tokenizer = "bytes";  // bytes | bpe:<vocab>
+  std::string tokenizer = "bytes";  // bytes | bpe:<vocab> | gpt2
+  std::string tokenizer_dir;        // gpt2: where encoder.json and vocab.bpe are ("" = sweep's cache)
   std::string out;
   double val_fraction = 0.05;
   double test_fraction = 0.05;
@@ -28,6 +29,7 @@ struct PrepareOptions {
 std::vector<std::string> read_documents(const std::string& input, bool strip_tags);
 std::string strip_pos_tags(const std::string& text);
 
-DatasetInfo prepare_dataset(const PrepareOptions& options);
+// `encode_seconds`: set to the time the tokenizer took to encode every document.
+DatasetInfo prepare_dataset(const PrepareOptions& options, double* encode_seconds = nullptr);
 
 }  // namespace sweep

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "data/gpt2.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -117,13 +118,38 @@ class BpeTokenizer : public Tokenizer {
   std::string m_model;
 };
 
+class Gpt2Tokenizer : public Tokenizer {
+ public:
+  Gpt2Tokenizer(const std::string& encoder_json, const std::string& vocab_bpe) : m_bpe(encoder_json, vocab_bpe) {}
+  Encoded encode(const std::vector<std::string>& documents) const override {
+    Encoded out{Gpt2Bpe::k_vocab, Gpt2Bpe::k_eot, {}};
+    Gpt2Bpe::Cache cache;
+    for (const auto& doc : documents) {
+      out.documents.emplace_back();
+      m_bpe.encode(doc, out.documents.back(), cache);
+    }
+    return out;
+  }
+  std::string decode(const std::vector<int>& ids) const override { return m_bpe.decode(ids); }
+
+ private:
+  Gpt2Bpe m_bpe;
+};
+
 }  // namespace
+
+std::unique_ptr<Tokenizer> make_gpt2_tokenizer(const std::string& encoder_json, const std::string& vocab_bpe) {
+  return std::make_unique<Gpt2Tokenizer>(encoder_json, vocab_bpe);
+}
 
 std::unique_ptr<Tokenizer> make_bytes_tokenizer() { return std::make_unique<BytesTokenizer>(); }
 
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& kind, const std::string& dir, const std::string& model_file) {
   if (kind == "bpe") {
     return std::make_unique<BpeTokenizer>((fs::path(dir) / model_file).string());
+  }
+  if (kind == "gpt2") {  // encoder.json (model_file) and vocab.bpe, copied into the dataset
+    return make_gpt2_tokenizer((fs::path(dir) / model_file).string(), (fs::path(dir) / "vocab.bpe").string());
   }
   return make_bytes_tokenizer();
 }

@@ -1,6 +1,6 @@
 // Tokenizers for `sweep data prepare`: raw bytes (vocabulary 256, NUL as the document
-// separator — it never occurs in text, which is stripped of NULs) and SentencePiece BPE
-// trained on the training documents (byte fallback, so any text encodes). SentencePiece runs
+// separator — it never occurs in text, which is stripped of NULs), SentencePiece BPE
+// trained on the training documents (byte fallback, so any text encodes), and GPT-2's. SentencePiece runs
 // in the helper program sweep-sentencepiece (see sentencepiece_tool.cpp for why).
 #pragma once
 
@@ -26,7 +26,10 @@ class Tokenizer {
 };
 
 std::unique_ptr<Tokenizer> make_bytes_tokenizer();
-// The tokenizer of a prepared dataset: "bytes", or "bpe" with the SentencePiece model in `dir`.
+// GPT-2's byte-level BPE (see gpt2.h): vocabulary 50257, <|endoftext|> as the separator.
+std::unique_ptr<Tokenizer> make_gpt2_tokenizer(const std::string& encoder_json, const std::string& vocab_bpe);
+// The tokenizer of a prepared dataset: "bytes", "bpe" with the SentencePiece model in `dir`, or
+// "gpt2" with encoder.json and vocab.bpe there.
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& kind, const std::string& dir, const std::string& model_file);
 
 // Trains a BPE model of `vocab_size` pieces on `documents`; writes `model_prefix`.model.
