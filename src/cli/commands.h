@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/sweep_spec.h"
+#include "data/import.h"
 #include "data/prepare.h"
 #include "util/error.h"
 
@@ -25,8 +26,14 @@ struct TrainOptions {
 CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, const std::string& description);
 Exit run_train(const TrainOptions& o);
 
-CLI::App* setup_data(CLI::App& app, PrepareOptions& o);
-Exit run_data_prepare(const PrepareOptions& o);
+struct DataOptions {
+  PrepareOptions prepare;
+  ImportOptions import;
+  CLI::App* prepare_cmd = nullptr;
+  CLI::App* import_cmd = nullptr;
+};
+CLI::App* setup_data(CLI::App& app, DataOptions& o);
+Exit run_data(const DataOptions& o);
 
 struct BenchOptions {
   std::string config;

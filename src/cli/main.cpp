@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   BenchOptions bench;
   ExportOptions exporter;
   SampleCliOptions sample;
-  PrepareOptions prepare;
+  DataOptions data;
   SweepOptions sweep_options;
   ReportOptions report;
   CalibrateOptions calibrate;
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   CLI::App* calibrate_cmd = setup_calibrate(app, calibrate);
   CLI::App* train_cmd = setup_train(app, train, "train", "Train one run from a config file");
   CLI::App* worker_cmd = setup_train(app, worker, "worker", "Train one run for the scheduler (same as train)");
-  CLI::App* data_cmd = setup_data(app, prepare);
+  CLI::App* data_cmd = setup_data(app, data);
   CLI::App* bench_cmd = setup_bench(app, bench);
   CLI::App* export_cmd = setup_export(app, exporter);
   CLI::App* sample_cmd = setup_sample(app, sample);
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     } else if (*worker_cmd) {
       code = run_train(worker);
     } else if (*data_cmd) {
-      code = run_data_prepare(prepare);
+      code = run_data(data);
     } else if (*bench_cmd) {
       code = run_bench(bench);
     } else if (*export_cmd) {

@@ -25,6 +25,18 @@ namespace field = events::field;
 
 std::shared_ptr<const TrainData> load_train_data(const RunConfig& c) {
   DatasetInfo info = read_dataset(c.data.location());
+  // Splits too small for this model, named before any shard is opened.
+  const int64_t window = c.model.block_size + 1;
+  for (const auto& [split, least] : {std::pair{"train", window}, std::pair{"val", int64_t{2}}, std::pair{"test", int64_t{2}}}) {
+    if (info.splits.at(split).tokens < least) {
+      throw Error((fs::path(info.dir) / "dataset.yaml").string() + ": the " + split + " split has " +
+                      std::to_string(info.splits.at(split).tokens) + " tokens, fewer than " +
+                      (std::string(split) == "train" ? "one window of model.block_size+1 = " + std::to_string(window)
+                                                     : std::string("2 (one prediction)")) +
+                      " — use a smaller block_size or more data",
+                  Exit::bad_input);
+    }
+  }
   auto data = std::make_shared<TrainData>();
   data->vocab_size = info.vocab_size;
   data->train = std::make_shared<ShardTokens>(info, "train");

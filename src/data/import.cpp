@@ -1,0 +1,252 @@
+#include "data/import.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "data/gpt2.h"
+#include "data/shard.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace sweep {
+
+namespace {
+
+constexpr int64_t k_out_shard_tokens = 100'000'000;  // llm.c's shard size
+
+[[noreturn]] void bad(const std::string& what) { throw Error(what, Exit::bad_input); }
+
+int32_t header_version(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  int32_t head[2] = {0, 0};
+  in.read(reinterpret_cast<char*>(head), sizeof head);
+  return in && head[0] == k_shard_magic ? head[1] : -1;
+}
+
+// Reads a shard's tokens in blocks, in order: f(tokens, count, position of the first).
+template <class F>
+void scan_shard(const fs::path& path, int64_t count, F&& f) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(k_shard_header_ints * 4);
+  std::vector<uint16_t> block(1 << 20);
+  for (int64_t at = 0; at < count;) {
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(block.size()), count - at);
+    in.read(reinterpret_cast<char*>(block.data()), n * 2);
+    if (!in) {
+      throw io_error("read the token shard", path.string(), EIO);
+    }
+    f(block.data(), n, at);
+    at += n;
+  }
+}
+
+// Appends tokens to shards of at most k_out_shard_tokens under `dir`: NAME_000.bin, NAME_001.bin...
+struct ShardWriter {
+  fs::path dir;
+  std::string name;
+  SplitInfo* split;
+  std::vector<uint16_t> tokens;
+  void push(uint16_t t) {
+    tokens.push_back(t);
+    if (static_cast<int64_t>(tokens.size()) >= k_out_shard_tokens) {
+      flush();
+    }
+  }
+  void flush() {
+    const std::string file = name + "_" + std::to_string(1000 + split->shards.size()).substr(1) + ".bin";
+    write_shard((dir / file).string(), tokens);
+    split->shards.push_back("sweep-split/" + file);
+    split->tokens += static_cast<int64_t>(tokens.size());
+    tokens.clear();
+  }
+};
+
+}  // namespace
+
+bool carved_to_test(int64_t document, int64_t seed, double fraction) {
+  // splitmix64 of (seed, document): the same split on every machine and library.
+  uint64_t z = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(document) + 1;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53 < fraction;
+}
+
+DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const fs::path dir(o.dir);
+  if (!fs::is_directory(dir)) {
+    bad(o.dir + ": no such folder — name the folder holding llm.c's *_train*.bin and *_val*.bin shards");
+  }
+  if (fs::exists(dir / "dataset.yaml") && !o.force) {
+    bad((dir / "dataset.yaml").string() + " exists — pass --force to import again over it");
+  }
+  if (o.test_fraction <= 0 || o.test_fraction >= 1) {
+    bad("--test-fraction " + std::to_string(o.test_fraction) + ": a fraction of val's documents, in (0, 1)");
+  }
+
+  // ---- the shards, by llm.c's names ----
+  std::vector<std::string> train, val, test;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file() || name.size() < 4 || name.compare(name.size() - 4, 4, ".bin") != 0) {
+      continue;
+    }
+    if (std::find(o.test_shards.begin(), o.test_shards.end(), name) != o.test_shards.end()) {
+      test.push_back(name);
+    } else if (name.find("_train") != std::string::npos) {
+      train.push_back(name);
+    } else if (name.find("_val") != std::string::npos) {
+      val.push_back(name);
+    }
+  }
+  for (const auto& name : o.test_shards) {
+    if (std::find(test.begin(), test.end(), name) == test.end()) {
+      bad("--test " + name + ": no such shard in " + o.dir + " (give file names inside the folder)");
+    }
+  }
+  for (auto* names : {&train, &val, &test}) {
+    std::sort(names->begin(), names->end());
+  }
+  if (val.empty() && !test.empty()) {
+    bad("--test names every val shard of " + o.dir + " — leave at least one for the val split");
+  }
+  if (train.empty() || val.empty()) {
+    bad(o.dir + ": found " + std::to_string(train.size()) + " train and " + std::to_string(val.size()) +
+        " val shards — llm.c names them like fineweb_train_000001.bin and fineweb_val_000000.bin");
+  }
+
+  // ---- every header, one vocabulary: llm.c's version 1 is GPT-2's uint16 tokens ----
+  std::map<std::string, int64_t> counts;
+  std::string first_shard;
+  for (const auto* names : {&train, &val, &test}) {
+    for (const auto& name : *names) {
+      const fs::path path = dir / name;
+      const int32_t version = header_version(path);
+      if (version != -1 && version != k_shard_version) {
+        bad("token shard " + path.string() + ": version " + std::to_string(version) +
+            (version == 2 ? " (llm.c's uint32 tokens, e.g. LLaMA 3's)" : "") +
+            (first_shard.empty() ? std::string() : ", while " + first_shard + " is version 1 (GPT-2's uint16 tokens): the shards mix vocabularies")
+            + " — sweep imports GPT-2-tokenized shards (version 1)");
+      }
+      counts[name] = shard_tokens(path.string());  // magic, version and exact length
+      if (first_shard.empty()) {
+        first_shard = name;
+      }
+    }
+  }
+
+  const Gpt2Files files = gpt2_tokenizer_files(o.tokenizer_dir);
+  const Gpt2Bpe gpt2(files.encoder_json, files.vocab_bpe);
+  std::vector<int64_t> bytes_of(Gpt2Bpe::k_vocab);
+  for (int id = 0; id < Gpt2Bpe::k_vocab; ++id) {
+    bytes_of[static_cast<size_t>(id)] = id == Gpt2Bpe::k_eot ? 0 : static_cast<int64_t>(gpt2.token_bytes(id).size());
+  }
+  DatasetInfo info;
+  info.dir = o.dir;
+  info.tokenizer = "gpt2";
+  info.tokenizer_model = "encoder.json";
+  info.vocab_size = Gpt2Bpe::k_vocab;
+  info.eot_token = Gpt2Bpe::k_eot;
+  int64_t scanned = 0;
+  // Every token GPT-2's; the split's documents (<|endoftext|>s) and bytes counted. f sees each token.
+  auto scan = [&](const std::vector<std::string>& names, SplitInfo& split, auto&& f) {
+    for (const auto& name : names) {
+      scan_shard(dir / name, counts[name], [&](const uint16_t* t, int64_t n, int64_t at) {
+        for (int64_t i = 0; i < n; ++i) {
+          if (t[i] >= Gpt2Bpe::k_vocab) {
+            bad("token shard " + (dir / name).string() + ": token " + std::to_string(t[i]) + " at position " +
+                std::to_string(at + i) + " is outside GPT-2's vocabulary (50257) — the shards mix vocabularies or "
+                "are not GPT-2-tokenized");
+          }
+          split.bytes += bytes_of[t[i]];
+          split.documents += t[i] == Gpt2Bpe::k_eot;
+          f(t[i]);
+        }
+      });
+      scanned += counts[name];
+    }
+  };
+  SplitInfo& train_split = info.splits["train"];
+  train_split.shards = train;
+  scan(train, train_split, [](uint16_t) {});
+  for (const auto& name : train) {
+    train_split.tokens += counts[name];
+  }
+
+  // ---- val and test: named shards as they are, or val's documents carved into sweep-split/ ----
+  const fs::path out = dir / "sweep-split";
+  const fs::path tmp = dir / (".sweep-split.tmp." + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  try {
+    if (!test.empty()) {
+      for (const auto& [names, split] : {std::pair{&val, "val"}, std::pair{&test, "test"}}) {
+        SplitInfo& s = info.splits[split];
+        s.shards = *names;
+        scan(*names, s, [](uint16_t) {});
+        for (const auto& name : *names) {
+          s.tokens += counts[name];
+        }
+      }
+    } else {
+      fs::create_directories(tmp);
+      SplitInfo scanned_val;
+      ShardWriter to_val{tmp, "val", &info.splits["val"], {}}, to_test{tmp, "test", &info.splits["test"], {}};
+      int64_t document = -1;  // tokens before val's first <|endoftext|> belong to document 0
+      ShardWriter* current = &to_val;
+      scan(val, scanned_val, [&](uint16_t t) {
+        if (t == Gpt2Bpe::k_eot || document < 0) {
+          document += 1;
+          current = carved_to_test(document, o.seed, o.test_fraction) ? &to_test : &to_val;
+          current->split->documents += 1;
+        }
+        current->split->bytes += bytes_of[t];
+        current->push(t);
+      });
+      for (ShardWriter* w : {&to_val, &to_test}) {
+        if (w->split->documents == 0) {
+          bad(o.dir + ": val holds " + std::to_string(document + 1) + " document" + (document == 0 ? "" : "s") +
+              " (<|endoftext|> starts each): too few to carve a test split from — pass --test with shards of its own");
+        }
+        w->flush();
+      }
+      for (const char* split : {"val", "test"}) {
+        if (info.splits[split].tokens < 2) {  // not one prediction
+          bad(o.dir + ": the carved " + std::string(split) + " split has " + std::to_string(info.splits[split].tokens) +
+              " tokens — too few; pass --test with shards of its own");
+        }
+      }
+    }
+
+    // ---- into place: the carved shards, the tokenizer's tables, dataset.yaml last ----
+    if (!test.empty()) {
+      fs::remove_all(out);  // an earlier import's carved split is no longer named
+    } else {
+      const fs::path old = dir / (".sweep-split.old." + std::to_string(::getpid()));
+      if (fs::exists(out)) {
+        fs::rename(out, old);
+      }
+      fs::rename(tmp, out);
+      fs::remove_all(old);
+    }
+    write_file_atomic(dir / "encoder.json", read_file(files.encoder_json));
+    write_file_atomic(dir / "vocab.bpe", read_file(files.vocab_bpe));
+    write_dataset_yaml(info, o.dir);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+  if (stats != nullptr) {
+    stats->scanned_tokens = scanned;
+    stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return info;
+}
+
+}  // namespace sweep
