@@ -2,6 +2,7 @@
 // commands, thin wrappers over config (load_sweep), store and sched.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 
 #include "cli/commands.h"
@@ -13,7 +14,9 @@
 #include "sched/runner.h"
 #include "sched/slurm.h"
 #include "store/store.h"
+#include "train/score.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/process.h"
 #include "util/text.h"
 
@@ -119,12 +122,22 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   }
   std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
               spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
-  std::printf("%-32s %-10s %-16s %-10s %10s  %s\n", "variant", "seeds", "run", "state", "tokens",
+  std::printf("%-32s %-10s %-16s %-10s %10s %7s  %s\n", "variant", "seeds", "run", "state", "tokens", "epochs",
               "parameters (active per token)");
   double tokens_left = 0, rate_sum = 0;
   int rates = 0;
   std::map<std::string, int> counts;
+  std::map<std::string, int64_t> train_tokens;  // per dataset folder
+  int repeating = 0;
+  double most_epochs = 0;
   for (const auto& r : spec.runs) {
+    const std::string data = r.config.data.location();
+    if (!train_tokens.count(data)) {
+      train_tokens[data] = read_dataset(data).splits.at("train").tokens;
+    }
+    const double epochs = static_cast<double>(r.config.train.tokens) / static_cast<double>(std::max<int64_t>(1, train_tokens[data]));
+    repeating += epochs > 1.0;
+    most_epochs = std::max(most_epochs, epochs);
     const std::optional<RunRow> row = store ? store->run(r.run_id) : std::nullopt;
     const PlanState state = row ? plan_state(*row) : PlanState::pending;
     counts[to_string(state)]++;
@@ -140,8 +153,25 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     const ModelSize size = model_size(r.config.model);
     const std::string params = format_count(static_cast<double>(size.total)) +
                                (size.active != size.total ? " (" + format_count(static_cast<double>(size.active)) + ")" : "");
-    std::printf("%-32s %-10s %-16s %-10s %10s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(), to_string(state),
-                format_count(static_cast<double>(r.config.train.tokens)).c_str(), params.c_str());
+    std::printf("%-32s %-10s %-16s %-10s %10s %7.2f  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
+                to_string(state), format_count(static_cast<double>(r.config.train.tokens)).c_str(), epochs, params.c_str());
+  }
+  if (repeating > 0) {
+    std::printf("warning: %d of %zu runs train more tokens than their train split holds (up to %.2f epochs): they "
+                "see data again, and interventions that fight overfitting (dropout, weight decay) help more than in "
+                "the single-epoch studies of web-scale data\n",
+                repeating, spec.runs.size(), most_epochs);
+  }
+  for (const auto& ref : spec.references) {
+    std::optional<ReferenceScore> scored;
+    for (const auto& s : store ? store->references(spec.name) : std::vector<ReferenceScore>{}) {
+      if (s.name == ref.name) {
+        scored = s;
+      }
+    }
+    std::printf("reference %s (%s): %s\n", ref.name.c_str(), ref.model.c_str(),
+                scored ? ("test loss " + format_number("%.4f", scored->loss) + " when last scored").c_str()
+                       : "to be scored on the test split by sweep run, before the runs");
   }
   std::printf("%s; %s tokens left to train", join_counts(counts).c_str(), format_count(tokens_left).c_str());
   if (rates > 0) {
@@ -267,6 +297,50 @@ SeedDesign seed_design(const SweepOptions& o, const SweepSpec& spec, Store& stor
   return d;
 }
 
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  Sha256 sha;
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    sha.update(block.data(), static_cast<size_t>(in.gcount()));
+  }
+  return sha.hex();
+}
+
+// The sweep's reference models, each scored on the baseline's test split the way runs are (`sweep
+// eval`), before any run: a state dict that does not fit fails the command before hours of
+// training. A score is kept while the file's content and the dataset stay the same.
+void score_references(const SweepSpec& spec, Store& store) {
+  if (spec.references.empty()) {
+    return;
+  }
+  const RunConfig& base = spec.runs.front().config;  // the baseline's
+  const std::string data = fs::absolute(base.data.location()).lexically_normal().string();
+  const std::vector<ReferenceScore> scored = store.references(spec.name);
+  for (const auto& ref : spec.references) {
+    const std::string sha = file_sha256(ref.model);
+    const auto was = std::find_if(scored.begin(), scored.end(), [&](const ReferenceScore& s) { return s.name == ref.name; });
+    if (was != scored.end() && was->model_sha256 == sha && was->dataset == data) {
+      continue;
+    }
+    std::printf("scoring reference '%s' (%s) on the test split of %s\n", ref.name.c_str(), ref.model.c_str(), data.c_str());
+    std::fflush(stdout);
+    ScoreOptions so;
+    so.model = ref.model;
+    so.data = data;
+    so.config = ref.config;
+    so.n_head = ref.n_head;
+    so.batch = base.train.micro_batch;
+    const Score s = score_model(so);
+    store.record_reference(spec.name, {ref.name, ref.model, sha, data, s.loss,
+                                       s.bpb >= 0 ? std::optional<double>(s.bpb) : std::nullopt, s.tokens, s.parameters,
+                                       s.model.block_size});
+    std::printf("  %s: test loss %.4f%s over %lld tokens\n", ref.name.c_str(), s.loss,
+                s.bpb >= 0 ? format_number(", %.4f bits/byte", s.bpb).c_str() : "", static_cast<long long>(s.tokens));
+  }
+}
+
 Exit run_run(const SweepOptions& o, SweepSpec spec) {
   const bool slurm = o.executor == "slurm";
   check_until_decided(o, spec);
@@ -296,6 +370,7 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
       }
     }
   }
+  score_references(spec, store);
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
   const std::string worker = (executable_dir() / "sweep").string();
   std::unique_ptr<Executor> executor;

@@ -10,6 +10,7 @@
 #include "config/sweep_spec.h"
 #include "data/import.h"
 #include "data/prepare.h"
+#include "train/score.h"
 #include "util/error.h"
 
 namespace sweep {
@@ -116,5 +117,13 @@ struct SampleCliOptions {
 };
 CLI::App* setup_sample(CLI::App& app, SampleCliOptions& o);
 Exit run_sample(const SampleCliOptions& o);
+
+struct EvalCliOptions {
+  ScoreOptions score;
+  int threads = 0;
+  bool json = false;
+};
+CLI::App* setup_eval(CLI::App& app, EvalCliOptions& o);
+Exit run_eval(const EvalCliOptions& o);
 
 }  // namespace sweep

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   BenchOptions bench;
   ExportOptions exporter;
   SampleCliOptions sample;
+  EvalCliOptions eval;
   DataOptions data;
   SweepOptions sweep_options;
   ReportOptions report;
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd = setup_bench(app, bench);
   CLI::App* export_cmd = setup_export(app, exporter);
   CLI::App* sample_cmd = setup_sample(app, sample);
+  CLI::App* eval_cmd = setup_eval(app, eval);
 
   try {
     app.parse(argc, argv);
@@ -53,6 +55,8 @@ int main(int argc, char** argv) {
       code = run_export(exporter);
     } else if (*sample_cmd) {
       code = run_sample(sample);
+    } else if (*eval_cmd) {
+      code = run_eval(eval);
     } else if (*report_cmd) {
       code = run_report(report);
     } else if (*calibrate_cmd) {

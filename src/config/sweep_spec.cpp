@@ -294,6 +294,52 @@ bool is_safe_name(const std::string& name) {
   return name.find("..") == std::string::npos;
 }
 
+namespace {
+
+// references: {NAME: {model: FILE, config: RUN_CONFIG, n_head: N}}, files relative to the sweep file.
+std::vector<ReferenceModel> read_references(const YAML::Node& node, const std::string& path, Diagnostics& diags) {
+  std::vector<ReferenceModel> out;
+  if (!node.IsDefined() || node.IsNull()) {
+    return out;
+  }
+  if (!node.IsMap()) {
+    diags.error(node.Mark(), "'references' must be a map of name: {model: FILE}, e.g. references: {\"GPT-2 124M\": "
+                             "{model: gpt2-124M.pt}}");
+    return out;
+  }
+  MapReader dup_check(node, "references", diags);
+  const fs::path folder = fs::path(path).parent_path();
+  for (const auto& kv : node) {
+    ReferenceModel r;
+    r.name = kv.first.Scalar();
+    if (r.name.empty() || r.name.size() > 100 || r.name.find_first_of("\n\t") != std::string::npos) {
+      diags.error(kv.first.Mark(), "reference name '" + r.name + "': 1 to 100 characters on one line");
+    }
+    MapReader ref(kv.second, "references." + r.name, diags);
+    ref.require("model", "the state dict file to score, e.g. model: gpt2-124M.pt (see `sweep eval`)");
+    ref.read("model", r.model);
+    ref.read("config", r.config);
+    ref.read("n_head", r.n_head, 1, 4096);
+    ref.finish();
+    for (auto* file : {&r.model, &r.config}) {
+      if (file->empty()) {
+        continue;
+      }
+      const fs::path found = fs::path(*file).is_absolute() ? fs::path(*file) : folder / *file;
+      if (!fs::is_regular_file(found)) {
+        diags.error(kv.second[file == &r.model ? "model" : "config"].Mark(),
+                    "references." + r.name + "." + (file == &r.model ? "model" : "config") + ": no file " +
+                        found.string() + " (paths are relative to the sweep file)");
+      }
+      *file = found.string();
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string run_id_of(const RunConfig& config, int64_t repeat) {
   nlohmann::json j = config.identity_json();
   if (repeat > 0) {
@@ -331,6 +377,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       refuse_seeds(kv.first.Scalar(), kv.first.Mark(), diags);
     }
   }
+  spec.references = read_references(top.section("references"), path, diags);
   top.require("interventions", "a map of name: {dotted.key: value}, with the baseline as {}");
   const YAML::Node interventions = top.section("interventions");
   const YAML::Node combine = top.section("combine");

@@ -60,6 +60,15 @@ struct SeedDesign {
   std::vector<int64_t> looks(int64_t n) const;
 };
 
+// A model the study did not train, scored on the test split of the baseline's dataset (`sweep
+// eval`'s way) so the report can show it beside the baseline, e.g. GPT-2's published weights.
+struct ReferenceModel {
+  std::string name;
+  std::string model;   // the state dict file, as found from the sweep file's folder
+  std::string config;  // a run's config.yaml for the architecture ("" = GPT-2's, from the shapes)
+  int64_t n_head = 0;  // without config: 0 = width / 64
+};
+
 struct SweepSpec {
   std::string file;
   std::string text;  // the sweep file as written
@@ -69,6 +78,7 @@ struct SweepSpec {
   std::vector<Variant> variants;  // the baseline first
   std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
   SeedDesign design;
+  std::vector<ReferenceModel> references;
 };
 
 // The runs that take `variant` from its declared seeds to n seeds in all (none when n is not more

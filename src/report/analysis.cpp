@@ -399,6 +399,7 @@ Analysis analyze(const ReportInput& in) {
   a.design = in.design;
   a.min_effect_source = in.min_effect_source;
   a.notes = in.notes;
+  a.references = in.references;
   std::vector<double> detectable;  // per tested intervention: the effect its seeds detect
   const auto base = seed_values(base_it->runs);
   const std::vector<double> base_values = values_of(base);

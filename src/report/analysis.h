@@ -17,6 +17,7 @@
 #include "config/sweep_spec.h"
 #include "protocol/run_state.h"
 #include "report/stats.h"
+#include "store/store.h"
 
 namespace sweep {
 
@@ -50,6 +51,8 @@ struct VariantRuns {
   std::map<std::string, std::string> axes;          // grid/zip key -> its value (JSON text)
   double batch_sequences = 0;                       // micro_batch × grad_accum × ranks (0: unknown)
   std::string model;                                // the model section of its config (JSON): its parameter set
+  std::string dataset;                              // its config's data.dataset
+  int64_t train_tokens = 0;                         // its config's train.tokens
 };
 
 struct NoiseSource {
@@ -68,6 +71,7 @@ struct ReportInput {
   std::string min_effect_source;   // where min_effect comes from: "the sweep file", "--min-effect"
   bool power = true;               // seeds for 80% and detectable effects (the calibration skips them)
   std::vector<std::string> notes;  // what loading found that the reader must know
+  std::vector<ReferenceScore> references;  // models the sweep file names as references, as scored
 };
 
 // One observation per seed: the mean of a seed's finished runs (identical-seed repeats are one
@@ -185,6 +189,7 @@ struct Analysis {
   std::vector<TokensToTarget> targets;
   std::string code;                    // which code trained the sweep's runs (a sentence)
   std::vector<std::string> notes;      // things the reader must know (diverged runs, unpaired seeds...)
+  std::vector<ReferenceScore> references;  // scored on the test split: shown beside the baseline
 };
 
 Analysis analyze(const ReportInput& input);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
+#include "data/dataset.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -86,6 +88,8 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
         const RunConfig c = parse_run_config(YAML::Load(row.run.config_yaml), row.run.run_dir + "/config.yaml");
         out.batch_sequences = static_cast<double>(c.train.micro_batch * c.train.grad_accum * c.resources.ranks);
         out.model = c.to_json()["model"].dump();
+        out.dataset = c.data.dataset;
+        out.train_tokens = c.train.tokens;
       } catch (const std::exception&) {
         // an unreadable config leaves the batch and the parameter set unknown
       }
@@ -93,6 +97,41 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
     out.runs.push_back(report_run(store, row.run, metric));
   }
   return out;
+}
+
+// How many times the runs go through their train split (when the dataset is found from the sweep
+// file's folder): data seen again changes which interventions help.
+void epoch_note(ReportInput& in) {
+  double least = std::numeric_limits<double>::infinity(), most = 0;
+  std::string datasets;
+  for (const auto& v : in.variants) {
+    const std::string dir = v.dataset.empty() ? "" : find_dataset(v.dataset, in.file);
+    if (dir.empty() || v.train_tokens <= 0) {
+      continue;
+    }
+    int64_t split = 0;
+    try {
+      split = read_dataset(dir).splits.at("train").tokens;
+    } catch (const std::exception&) {
+      continue;  // a dataset that cannot be read says nothing about epochs
+    }
+    const double epochs = static_cast<double>(v.train_tokens) / static_cast<double>(std::max<int64_t>(1, split));
+    least = std::min(least, epochs);
+    most = std::max(most, epochs);
+    const std::string name = v.dataset + " (" + format_count(static_cast<double>(split)) + " train tokens)";
+    if (datasets.find(name) == std::string::npos) {
+      datasets += (datasets.empty() ? "" : ", ") + name;
+    }
+  }
+  if (most <= 0) {
+    return;
+  }
+  const std::string span = least == most ? format_number("%.2f", most) : format_number("%.2f", least) + " to " +
+                                                                           format_number("%.2f", most);
+  in.notes.push_back("epochs: each run trains " + span + " epochs of its train split, " + datasets +
+                     (most > 1.0 ? " — it sees data again, so interventions against overfitting (dropout, weight decay) "
+                                   "help more here than in single-epoch studies of web-scale data"
+                                 : " — single-epoch: no training token is seen twice"));
 }
 
 }  // namespace
@@ -125,6 +164,8 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   for (const auto& v : info->variants) {
     in.variants.push_back(variant_runs(store, rows, v, metric));
   }
+  in.references = store.references(sweep);
+  epoch_note(in);
   if (!noise_from.empty()) {
     const std::optional<SweepInfo> noise = store.sweep_info(noise_from);
     if (!noise) {

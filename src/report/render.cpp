@@ -470,6 +470,30 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
+// One line per reference model, beside the baseline's mean: "GPT-2 124M: test_loss 3.5000 (...)".
+std::vector<std::string> reference_lines(const Analysis& a) {
+  std::vector<std::string> out;
+  const auto base = std::find_if(a.variants.begin(), a.variants.end(), [](const VariantStats& v) { return v.is_baseline; });
+  for (const auto& r : a.references) {
+    const bool bpb = a.metric == "test_bpb";
+    std::string line = r.name + ": ";
+    if (bpb && !r.bpb) {
+      line += "test_bpb unknown (the dataset records no bytes), test_loss " + format_number("%.4f", r.loss);
+    } else {
+      line += (bpb ? "test_bpb " + format_number("%.4f", *r.bpb) : "test_loss " + format_number("%.4f", r.loss)) +
+              (!bpb && r.bpb ? format_number(" (%.4f bits/byte)", *r.bpb) : "");
+    }
+    if (base != a.variants.end() && base->summary.n > 0 && a.metric != "val_loss" && !(bpb && !r.bpb)) {
+      line += " against the baseline's " + format_number("%.4f", base->summary.mean);
+    }
+    line += "; " + format_count(static_cast<double>(r.parameters)) + " parameters, context " +
+            std::to_string(r.block_size) + ", scored on the same " + format_count(static_cast<double>(r.tokens)) +
+            " test tokens (" + r.model + ")";
+    out.push_back(line);
+  }
+  return out;
+}
+
 std::string render_text(const Analysis& a) {
   Rows rows;
   for (size_t i = 0; i < a.variants.size(); ++i) {
@@ -481,8 +505,11 @@ std::string render_text(const Analysis& a) {
   }
   std::ostringstream out;
   const std::string method = method_sentence(a);
-  out << headline(a) << "\n\n" << text_table(headers(a), rows) << (method.empty() ? "" : "\n" + method + "\n")
-      << "\nnoise:\n";
+  out << headline(a) << "\n\n" << text_table(headers(a), rows);
+  for (const auto& l : reference_lines(a)) {
+    out << "reference " << l << '\n';
+  }
+  out << (method.empty() ? "" : "\n" + method + "\n") << "\nnoise:\n";
   for (const auto& l : noise_lines(a)) {
     out << "  " << l << '\n';
   }
@@ -526,7 +553,11 @@ std::string render_markdown(const ReportInput& in, const Analysis& a, const std:
     rows.push_back(row);
   }
   const std::string method = method_sentence(a);
-  out << markdown_table(headers(a), rows) << (method.empty() ? "" : "\n" + method + "\n") << "\n## Noise\n\n";
+  out << markdown_table(headers(a), rows);
+  for (const auto& l : reference_lines(a)) {
+    out << "\nReference " << md_code(l) << '\n';
+  }
+  out << (method.empty() ? "" : "\n" + method + "\n") << "\n## Noise\n\n";
   for (const auto& l : noise_lines(a)) {
     out << "- " << l << '\n';
   }
@@ -615,7 +646,11 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
     out << "</tr>\n";
   }
   const std::string method = method_sentence(a);
-  out << "</tbody></table></div>\n" << (method.empty() ? "" : "<p>" + html_escape(method) + "</p>\n")
+  out << "</tbody></table></div>\n";
+  for (const auto& l : reference_lines(a)) {
+    out << "<p class=\"reference\">Reference " << html_escape(l) << "</p>\n";
+  }
+  out << (method.empty() ? "" : "<p>" + html_escape(method) + "</p>\n")
       << "<h2>Noise</h2>\n<ul>\n";
   for (const auto& l : noise_lines(a)) {
     out << "<li>" << html_escape(l) << "</li>\n";
@@ -676,6 +711,12 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   j["metric"] = a.metric;
   j["baseline"] = a.baseline;
   j["alpha"] = a.alpha;
+  j["references"] = nlohmann::ordered_json::array();
+  for (const auto& r : a.references) {
+    j["references"].push_back({{"name", r.name}, {"model", r.model}, {"test_loss", r.loss},
+                               {"test_bpb", optional_number(r.bpb)}, {"tokens", r.tokens},
+                               {"parameters", r.parameters}, {"block_size", r.block_size}});
+  }
   j["design"] = {{"min_effect", a.design.min_effect > 0 ? nlohmann::ordered_json(a.design.min_effect) : nlohmann::ordered_json(nullptr)},
                  {"min_effect_source", a.min_effect_source},
                  {"suggested_min_effect", number_or_null(a.suggested_min_effect)},

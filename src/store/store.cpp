@@ -122,6 +122,23 @@ const char* const k_migrations[] = {
     R"sql(
     ALTER TABLE metrics ADD COLUMN moe TEXT;  -- JSON {"load_max": [per layer], "entropy": [...], "aux_loss": x | null}
     )sql",
+    // 8: models a sweep names as references (references: in its file), scored on its test split
+    R"sql(
+    CREATE TABLE reference_scores (
+      sweep        TEXT NOT NULL,
+      name         TEXT NOT NULL,
+      model        TEXT NOT NULL,      -- the state dict file, as scored
+      model_sha256 TEXT NOT NULL,      -- its content: another file under the name is scored again
+      dataset      TEXT NOT NULL,      -- the folder whose test split it was scored on
+      loss         REAL NOT NULL,      -- mean test cross-entropy, nats/token
+      bpb          REAL,               -- bits per byte; NULL when the dataset has no byte counts
+      tokens       INTEGER NOT NULL,   -- predicted tokens
+      parameters   INTEGER NOT NULL,
+      block_size   INTEGER NOT NULL,   -- its context: the windows it was scored in
+      scored_at    REAL NOT NULL,
+      PRIMARY KEY (sweep, name)
+    );
+    )sql",
 };
 
 // A database error in one line naming the file; a full disk, a read-only folder or an I/O error
@@ -323,6 +340,21 @@ void Store::record_sweep(const SweepSpec& spec) try {
   SQLite::Statement clear_variants(*m_db, "DELETE FROM variants WHERE sweep = ?");
   clear_variants.bind(1, spec.name);
   clear_variants.exec();
+  SQLite::Statement kept_references(*m_db, "SELECT name FROM reference_scores WHERE sweep = ?");
+  kept_references.bind(1, spec.name);
+  std::vector<std::string> dropped;
+  while (kept_references.executeStep()) {
+    const std::string name = kept_references.getColumn(0).getString();
+    if (std::none_of(spec.references.begin(), spec.references.end(), [&](const ReferenceModel& r) { return r.name == name; })) {
+      dropped.push_back(name);
+    }
+  }
+  for (const auto& name : dropped) {  // a reference the file no longer names is not shown
+    SQLite::Statement drop(*m_db, "DELETE FROM reference_scores WHERE sweep = ? AND name = ?");
+    drop.bind(1, spec.name);
+    drop.bind(2, name);
+    drop.exec();
+  }
   SQLite::Statement clear_members(*m_db, "DELETE FROM sweep_runs WHERE sweep = ?");
   clear_members.bind(1, spec.name);
   clear_members.exec();
@@ -440,6 +472,46 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
     info.variants.push_back(variant);
   }
   return info;
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
+}
+
+void Store::record_reference(const std::string& sweep, const ReferenceScore& r) try {
+  SQLite::Statement q(*m_db,
+                      "INSERT OR REPLACE INTO reference_scores(sweep, name, model, model_sha256, dataset, loss, bpb, tokens, "
+                      "parameters, block_size, scored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  q.bind(1, sweep);
+  q.bind(2, r.name);
+  q.bind(3, r.model);
+  q.bind(4, r.model_sha256);
+  q.bind(5, r.dataset);
+  q.bind(6, r.loss);
+  if (r.bpb) {
+    q.bind(7, *r.bpb);
+  } else {
+    q.bind(7);
+  }
+  q.bind(8, r.tokens);
+  q.bind(9, r.parameters);
+  q.bind(10, r.block_size);
+  q.bind(11, now());
+  q.exec();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
+}
+
+std::vector<ReferenceScore> Store::references(const std::string& sweep) try {
+  SQLite::Statement q(*m_db,
+                      "SELECT name, model, model_sha256, dataset, loss, bpb, tokens, parameters, block_size FROM "
+                      "reference_scores WHERE sweep = ? ORDER BY loss");
+  q.bind(1, sweep);
+  std::vector<ReferenceScore> out;
+  while (q.executeStep()) {
+    out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getString(),
+                   q.getColumn(3).getString(), q.getColumn(4).getDouble(), opt_double(q.getColumn(5)),
+                   q.getColumn(6).getInt64(), q.getColumn(7).getInt64(), q.getColumn(8).getInt64()});
+  }
+  return out;
 } catch (const SQLite::Exception& e) {
   throw db_error(m_path, e);
 }

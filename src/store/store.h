@@ -76,9 +76,17 @@ struct MetricPoint {
   std::vector<double> moe_load_max;  // train steps of MoE models, per MoE layer: the busiest expert's load ÷ the mean
 };
 
+// A reference model's score on a sweep's test split (`references:` in the sweep file).
+struct ReferenceScore {
+  std::string name, model, model_sha256, dataset;
+  double loss = 0;
+  std::optional<double> bpb;
+  int64_t tokens = 0, parameters = 0, block_size = 0;
+};
+
 class Store {
  public:
-  static constexpr int k_schema_version = 7;
+  static constexpr int k_schema_version = 8;
 
   // read: for commands that only read (report, status, ls, plan) — a database in a folder this
   // process cannot write is opened read-only, as it is, instead of failing.
@@ -99,6 +107,9 @@ class Store {
   // The run's test loss in blocks (predicted tokens, summed nats); empty when its worker did not say.
   std::vector<std::pair<int64_t, double>> test_blocks(const std::string& run_id);
   std::vector<Segment> segments(const std::string& run_id);  // oldest first
+  // The sweep's reference models as last scored, best first; recording replaces the name's score.
+  std::vector<ReferenceScore> references(const std::string& sweep);
+  void record_reference(const std::string& sweep, const ReferenceScore& score);
 
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);
   void set_status(const std::string& run_id, RunState status, const std::string& error = "");

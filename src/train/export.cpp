@@ -29,13 +29,46 @@ void export_state_dict(GPT& model, const std::string& path) {
   write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 
-void import_state_dict(GPT& model, const std::string& path) {
-  const std::string raw = read_file(path);
-  c10::IValue value = torch::pickle_load(std::vector<char>(raw.begin(), raw.end()));
-  if (!value.isGenericDict()) {
-    throw Error(path + " is not a state dict (a dict of tensors)", Exit::bad_input);
+StateDict read_state_dict(const std::string& path) {
+  if (!fs::is_regular_file(path)) {
+    throw Error(path + ": no such file (a state dict, e.g. from `sweep export`)", Exit::bad_input);
   }
-  auto dict = value.toGenericDict();
+  const std::string raw = read_file(path);
+  c10::IValue value;
+  try {
+    value = torch::pickle_load(std::vector<char>(raw.begin(), raw.end()));
+  } catch (const std::exception&) {
+    value = c10::IValue();
+  }
+  if (value.isGenericDict()) {  // nanoGPT's checkpoint holds the state dict under "model"
+    const auto top = value.toGenericDict();
+    const auto it = top.find(c10::IValue(std::string("model")));
+    if (it != top.end() && it->value().isGenericDict()) {
+      value = it->value();
+    }
+  }
+  if (!value.isGenericDict()) {
+    throw Error(path + " is not a PyTorch state dict (a dict of tensors, as `sweep export` or torch.save writes)",
+                Exit::bad_input);
+  }
+  StateDict out;
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor()) {
+      continue;  // nanoGPT's checkpoint also holds optimizer state and arguments
+    }
+    std::string name = entry.key().toStringRef();
+    if (name.rfind("_orig_mod.", 0) == 0) {
+      name = name.substr(10);
+    }
+    out[name] = entry.value().toTensor();
+  }
+  if (out.empty()) {
+    throw Error(path + " holds no tensors — not a state dict", Exit::bad_input);
+  }
+  return out;
+}
+
+void import_state_dict(GPT& model, const StateDict& dict, const std::string& path) {
   torch::NoGradGuard no_grad;
   std::vector<std::pair<std::string, torch::Tensor>> wanted;
   for (auto& p : model->named_parameters()) {
@@ -49,7 +82,7 @@ void import_state_dict(GPT& model, const std::string& path) {
     if (it == dict.end()) {
       throw Error(path + " has no tensor '" + p.first + "'", Exit::bad_input);
     }
-    const at::Tensor t = it->value().toTensor();
+    const at::Tensor& t = it->second;
     if (t.sizes() != p.second.sizes()) {
       throw Error(path + ": '" + p.first + "' has shape " + c10::str(t.sizes()) + ", the model expects " +
                       c10::str(p.second.sizes()),
@@ -58,6 +91,8 @@ void import_state_dict(GPT& model, const std::string& path) {
     p.second.copy_(t);
   }
 }
+
+void import_state_dict(GPT& model, const std::string& path) { import_state_dict(model, read_state_dict(path), path); }
 
 GPT load_run_model(const std::string& run_dir, RunConfig* config_out) {
   const fs::path dir(run_dir);

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +20,15 @@ std::vector<std::pair<std::string, torch::Tensor>> nanogpt_state_dict(GPT& model
 
 void export_state_dict(GPT& model, const std::string& path);
 
-// Copies a state dict written by export_state_dict (or by Python) back into `model`.
+// A state dict file as name → tensor: what export_state_dict writes, or Python's torch.save of a
+// state dict, or nanoGPT's checkpoint (its "model" entry; torch.compile's "_orig_mod." prefixes
+// dropped). A file that is none of these is a one-line bad-input error.
+using StateDict = std::map<std::string, torch::Tensor>;
+StateDict read_state_dict(const std::string& path);
+
+// Copies a state dict back into `model`: every parameter and buffer by name, each of the model's
+// shape (errors name the file and the tensor). Tensors the model lacks are ignored.
+void import_state_dict(GPT& model, const StateDict& dict, const std::string& path);
 void import_state_dict(GPT& model, const std::string& path);
 
 // The model of a finished or stopped run: its config.yaml and the weights of its checkpoint.

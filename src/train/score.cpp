@@ -1,0 +1,108 @@
+#include "train/score.h"
+
+#include <cmath>
+
+#include "data/dataset.h"
+#include "data/tokens.h"
+#include "train/evaluate.h"
+#include "train/export.h"
+#include "train/precision.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace sweep {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) { throw Error(what, Exit::bad_input); }
+
+const torch::Tensor& need(const StateDict& dict, const std::string& name, int64_t dims, const std::string& path) {
+  const auto it = dict.find(name);
+  if (it == dict.end()) {
+    bad(path + " has no tensor '" + name + "' — not a GPT-2/nanoGPT state dict (for sweep's other families pass "
+               "--config with the run's config.yaml)");
+  }
+  if (it->second.dim() != dims) {
+    bad(path + ": '" + name + "' has shape " + c10::str(it->second.sizes()) + ", a " + std::to_string(dims) +
+        "-dimensional tensor expected");
+  }
+  return it->second;
+}
+
+ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::string& path) {
+  ModelConfig m;
+  const torch::Tensor& wte = need(dict, "transformer.wte.weight", 2, path);
+  const torch::Tensor& wpe = need(dict, "transformer.wpe.weight", 2, path);
+  m.vocab_size = wte.size(0);
+  m.pad_vocab_to = 1;  // the rows as they are (GPT-2's 50257, nanoGPT's padded 50304)
+  m.n_embd = wte.size(1);
+  m.block_size = wpe.size(0);
+  if (wpe.size(1) != m.n_embd) {
+    bad(path + ": 'transformer.wpe.weight' is " + c10::str(wpe.sizes()) + ", its width differs from wte's " +
+        std::to_string(m.n_embd));
+  }
+  m.n_layer = 0;
+  while (dict.count("transformer.h." + std::to_string(m.n_layer) + ".attn.c_attn.weight")) {
+    ++m.n_layer;
+  }
+  if (m.n_layer == 0) {
+    bad(path + " has no tensor 'transformer.h.0.attn.c_attn.weight' — not a GPT-2/nanoGPT state dict");
+  }
+  m.n_head = n_head > 0 ? n_head : m.n_embd / 64;
+  if (m.n_head < 1 || m.n_embd % m.n_head != 0) {
+    bad(path + ": width " + std::to_string(m.n_embd) + " is not a multiple of GPT-2's head width 64 — pass --n-head");
+  }
+  m.qkv_bias = dict.count("transformer.h.0.attn.c_attn.bias") > 0;
+  const torch::Tensor& fc = need(dict, "transformer.h.0.mlp.c_fc.weight", 2, path);
+  m.intermediate_size = fc.size(0) == 4 * m.n_embd ? 0 : fc.size(0);
+  const auto head = dict.find("lm_head.weight");
+  m.tie_weights = head == dict.end() || (head->second.sizes() == wte.sizes() && torch::equal(head->second, wte));
+  m.dropout = 0;
+  return m;
+}
+
+}  // namespace
+
+Score score_model(const ScoreOptions& o) {
+  if (o.split != "train" && o.split != "val" && o.split != "test") {
+    bad("--split " + o.split + ": expected train, val or test");
+  }
+  const DatasetInfo info = read_dataset(o.data);
+  const StateDict dict = read_state_dict(o.model);
+  Score score;
+  RunConfig run;  // the kernels a run evaluates with: the run's, or the default
+  if (o.config.empty()) {
+    score.model = infer_gpt2_config(dict, o.n_head, o.model);
+  } else {
+    run = load_run_config(o.config);
+    score.model = run.model;
+    score.model.dropout = 0;
+    if (score.model.vocab_size == 0) {
+      score.model.vocab_size = info.vocab_size;
+    }
+  }
+  if (score.model.padded_vocab() < info.vocab_size) {
+    bad(o.model + ": its vocabulary has " + std::to_string(score.model.padded_vocab()) + " tokens, the dataset " + o.data +
+        " has " + std::to_string(info.vocab_size) + " — score it on data of its own tokenizer");
+  }
+  configure_matmul_precision(o.precision);
+  GPT model(score.model, 0);
+  model->set_fused(run.train.fused);
+  import_state_dict(model, dict, o.model);
+  score.parameters = model->num_params();
+  const ShardTokens tokens(info, o.split);
+  if (tokens.size() < 2) {
+    bad((fs::path(o.data) / "dataset.yaml").string() + ": the " + o.split + " split has " + std::to_string(tokens.size()) +
+        " tokens — nothing to score");
+  }
+  const EvalLoss loss = evaluate_loss(model, tokens, o.tokens, o.batch, o.precision, torch::kCPU);
+  score.tokens = loss.count;
+  score.loss = loss.mean();
+  const int64_t bytes = info.splits.at(o.split).bytes;
+  if (bytes > 0 && (o.tokens <= 0 || o.tokens >= tokens.size())) {
+    score.bpb = loss.sum_nats / (std::log(2.0) * static_cast<double>(bytes));
+  }
+  return score;
+}
+
+}  // namespace sweep
