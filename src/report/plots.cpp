@@ -9,6 +9,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -148,7 +149,10 @@ Script seeds_script(const ReportInput& in, const Analysis& a) {
   Script s;
   std::ostringstream t, data;
   data.precision(10);
-  t << "set title " << quoted(metric_label(a.metric) + " of every seed (bar: the mean)") << "\nset ylabel "
+  const bool references = !a.references.empty() && (a.metric == "test_loss" || a.metric == "test_bpb");
+  t << "set title "
+    << quoted(metric_label(a.metric) + " of every seed (bar: the mean" + (references ? "; dashed: reference models" : "") + ")")
+    << "\nset ylabel "
     << quoted(metric_label(a.metric)) << "\nset xtics rotate by -30 (";
   std::string plot;
   int shown = 0;
@@ -178,7 +182,22 @@ Script seeds_script(const ReportInput& in, const Analysis& a) {
   if (shown == 0) {
     return s;
   }
-  t << ")\nset xrange [-0.6:" << shown - 0.4 << "]\nset key off\nplot " << plot << '\n';
+  t << ")\n";
+  // Reference models (references: in the sweep file) as dashed lines across, on the test metrics.
+  int block = 2 * shown;
+  for (const auto& r : a.references) {
+    const std::optional<double> y = a.metric == "test_loss" ? std::optional<double>(r.loss)
+                                    : a.metric == "test_bpb" ? r.bpb
+                                                             : std::nullopt;
+    if (!y) {
+      continue;
+    }
+    data << -0.6 << ' ' << *y << '\n' << shown - 0.4 << ' ' << *y << "\n\n\n";
+    plot += ", 'seeds.dat' index " + std::to_string(block++) + " using 1:2 with lines dt 2 lw 1.5 lc rgb '#555555' notitle";
+    t << "set label " << quoted(r.name + ": " + format_number("%.4f", *y)) << " at first -0.55, first " << *y
+      << " offset 0,0.7 font ',9' tc rgb '#555555'\n";
+  }
+  t << "set xrange [-0.6:" << shown - 0.4 << "]\nset key off\nplot " << plot << '\n';
   s.text = t.str();
   s.data.emplace_back("seeds.dat", data.str());
   return s;

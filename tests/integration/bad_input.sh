@@ -41,7 +41,7 @@ grep -q "data/bytes/val_000.bin: truncated" err.txt || fail "truncated shard: $(
 expect_rc 2 "$SWEEP" train 2> /dev/null
 expect_rc 2 "$SWEEP" frobnicate 2> /dev/null
 expect_rc 2 "$SWEEP" data prepare --input corpus --out d2 --tokenizer words 2> err.txt
-grep -q "expected bytes or bpe" err.txt || fail "bad tokenizer: $(cat err.txt)"
+grep -q "expected bytes, bpe:<vocab> (e.g. bpe:4096) or gpt2" err.txt || fail "bad tokenizer: $(cat err.txt)"
 [ ! -e d2 ] || fail "a failed prepare must write nothing"
 # a sweep whose names try to reach a shell or another folder: rejected, nothing run or written
 cat > evil.yaml <<'YAML'

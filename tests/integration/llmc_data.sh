@@ -107,6 +107,7 @@ grep -q "reference tiny export: test_loss $(printf %.4f "$eval_loss") .* against
   fail "the report shows no reference line: $(cat report.txt)"
 grep -q "epochs: each run trains 0.01 epochs of its train split, small (.* train tokens) — single-epoch" report.txt ||
   fail "the report states no epochs: $(cat report.txt)"
+grep -q "tiny export: $(printf %.4f "$eval_loss")" rep/seeds.svg || fail "the seeds plot has no reference line"
 /usr/bin/python3 -c 'import json,sys; r = json.load(open("rep/report.json"))["references"]; sys.exit(not (len(r) == 1 and r[0]["name"] == "tiny export" and abs(r[0]["test_loss"] - float(sys.argv[1])) < 1e-9))' "$eval_loss" ||
   fail "report.json has not the reference's score"
 

@@ -93,7 +93,7 @@ TEST_CASE("prepare refuses to overwrite a dataset without --force, and bad optio
   o.tokenizer = "bpe:12";
   CHECK_THROWS_WITH_AS(prepare_dataset(o), doctest::Contains("[260, 65536]"), Error);
   o.tokenizer = "words";
-  CHECK_THROWS_WITH_AS(prepare_dataset(o), doctest::Contains("expected bytes or bpe:<vocab>"), Error);
+  CHECK_THROWS_WITH_AS(prepare_dataset(o), doctest::Contains("expected bytes, bpe:<vocab> (e.g. bpe:4096) or gpt2"), Error);
   CHECK_FALSE(fs::exists(dir.str("other")));
 }
 

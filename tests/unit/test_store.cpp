@@ -303,6 +303,7 @@ TEST_CASE("migration 4 makes the run folders of a schema-3 database relative to 
     raw.exec("ALTER TABLE sweeps DROP COLUMN design");  // as schema 3 had them
     raw.exec("ALTER TABLE runs DROP COLUMN test_blocks");
     raw.exec("ALTER TABLE metrics DROP COLUMN moe");
+    raw.exec("DROP TABLE reference_scores");
     raw.exec("PRAGMA user_version = 3");
   }
   Store store(fixture.dir.str("sweep.db"));
@@ -365,4 +366,30 @@ TEST_CASE("an MoE model's per-step expert load, router entropy and aux loss are 
   CHECK(more[2].moe_load_max.empty());
   CHECK(more[3].moe_load_max.empty());
   CHECK(raw.execAndGet("SELECT moe IS NULL FROM metrics WHERE step = 3 AND split = 'train'").getInt() == 1);
+}
+
+TEST_CASE("reference scores: best first, replaced by name, dropped when the sweep file no longer names them") {
+  RecordedRun fixture;
+  Store& store = fixture.store;
+  const std::string sweep = fixture.spec.name;
+  fixture.spec.references = {{"gpt2", "a.pt", "", 0}, {"small", "b.pt", "", 2}};
+  store.record_sweep(fixture.spec);
+  store.record_reference(sweep, {"gpt2", "a.pt", "aa", "/data", 3.5, 1.1, 1000, 124000000, 1024});
+  store.record_reference(sweep, {"small", "b.pt", "bb", "/data", 4.0, std::nullopt, 1000, 3000, 64});
+  auto refs = store.references(sweep);
+  REQUIRE(refs.size() == 2);
+  CHECK(refs[0].name == "gpt2");
+  CHECK(refs[0].bpb == 1.1);
+  CHECK_FALSE(refs[1].bpb.has_value());
+  store.record_reference(sweep, {"gpt2", "a.pt", "cc", "/data", 4.5, 1.3, 1000, 124000000, 1024});  // scored again
+  refs = store.references(sweep);
+  REQUIRE(refs.size() == 2);
+  CHECK(refs[0].name == "small");
+  CHECK(refs[1].model_sha256 == "cc");
+  fixture.spec.references = {{"small", "b.pt", "", 2}};
+  store.record_sweep(fixture.spec);
+  refs = store.references(sweep);
+  REQUIRE(refs.size() == 1);
+  CHECK(refs[0].name == "small");
+  CHECK(store.references("another sweep").empty());
 }
