@@ -158,16 +158,19 @@ void reset_peak_rss() {
   std::ofstream("/proc/self/clear_refs") << "5";
 }
 
-double peak_rss_mib() {
+// A memory line of /proc/self/status ("VmHWM:", "VmRSS:"), in MiB.
+double status_mib(const std::string& key) {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      return std::stod(line.substr(6)) / 1024.0;  // kB
+    if (line.rfind(key, 0) == 0) {
+      return std::stod(line.substr(key.size())) / 1024.0;  // kB
     }
   }
   return 0;
 }
+
+double peak_rss_mib() { return status_mib("VmHWM:"); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -554,21 +557,6 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
   return results;
 }
 
-namespace {
-
-double rss_mib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::stod(line.substr(6)) / 1024.0;  // kB
-    }
-  }
-  return 0;
-}
-
-}  // namespace
-
 void bench_loader(const RunConfig& config, double gib, const std::string& dir, double step_tokens_per_s,
                   std::ostream& out) {
   const int64_t vocab = config.model.vocab_size > 0 ? config.model.vocab_size : 50257;
@@ -625,7 +613,7 @@ void bench_loader(const RunConfig& config, double gib, const std::string& dir, d
         }
       }
     }
-    const double before = rss_mib();
+    const double before = status_mib("VmRSS:");
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t first_step = step;
     double seconds = 0;
@@ -638,7 +626,7 @@ void bench_loader(const RunConfig& config, double gib, const std::string& dir, d
     std::snprintf(line, sizeof line, "%-10s %7lld %9lld %13.0f %17s %16.0f %15.0f\n", warm ? "warm" : "cold",
                   static_cast<long long>(step - first_step), static_cast<long long>((step - first_step) * B), tok_s,
                   step_tokens_per_s > 0 ? (std::to_string(static_cast<int64_t>(tok_s / step_tokens_per_s)) + "×").c_str() : "-",
-                  before, rss_mib());
+                  before, status_mib("VmRSS:"));
     out << line;
   }
 }

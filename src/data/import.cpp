@@ -224,9 +224,7 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
     }
 
     // ---- into place: the carved shards, the tokenizer's tables, dataset.yaml last ----
-    if (!test.empty()) {
-      fs::remove_all(out);  // an earlier import's carved split is no longer named
-    } else {
+    if (test.empty()) {
       const fs::path old = dir / (".sweep-split.old." + std::to_string(::getpid()));
       if (fs::exists(out)) {
         fs::rename(out, old);
@@ -237,6 +235,9 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
     write_file_atomic(dir / "encoder.json", read_file(files.encoder_json));
     write_file_atomic(dir / "vocab.bpe", read_file(files.vocab_bpe));
     write_dataset_yaml(info, o.dir);
+    if (!test.empty()) {
+      fs::remove_all(out);  // an earlier import's carved split, which dataset.yaml no longer names
+    }
   } catch (...) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);

@@ -52,6 +52,10 @@ ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::
   if (m.n_head < 1 || m.n_embd % m.n_head != 0) {
     bad(path + ": width " + std::to_string(m.n_embd) + " is not a multiple of GPT-2's head width 64 — pass --n-head");
   }
+  if (!dict.count("transformer.h.0.mlp.c_fc.bias") || !dict.count("transformer.h.0.ln_1.bias")) {
+    bad(path + " has no linear or LayerNorm biases (nanoGPT's bias=False): sweep's gpt2 family has them, as GPT-2 "
+               "does — such a model cannot be scored");
+  }
   m.qkv_bias = dict.count("transformer.h.0.attn.c_attn.bias") > 0;
   const torch::Tensor& fc = need(dict, "transformer.h.0.mlp.c_fc.weight", 2, path);
   m.intermediate_size = fc.size(0) == 4 * m.n_embd ? 0 : fc.size(0);

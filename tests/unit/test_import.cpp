@@ -16,12 +16,6 @@ using namespace sweep;
 
 namespace {
 
-const Gpt2Bpe& gpt2() {
-  static const Gpt2Files files = gpt2_tokenizer_files();
-  static const Gpt2Bpe bpe(files.encoder_json, files.vocab_bpe);
-  return bpe;
-}
-
 // llm.c's fineweb.py layout: each document <|endoftext|> + its GPT-2 tokens, shards filled to a
 // fixed size (documents cut across shards), named fineweb_{val,train}_%06d.bin, val first.
 struct LlmcFolder {
@@ -39,7 +33,7 @@ struct LlmcFolder {
       }
       docs.push_back(text);
       stream.push_back(Gpt2Bpe::k_eot);
-      for (const int id : gpt2().encode(text)) {
+      for (const int id : test::gpt2().encode(text)) {
         stream.push_back(static_cast<uint16_t>(id));
       }
       if (d + 1 == val_docs) {
