@@ -604,14 +604,21 @@ void bench_loader(const RunConfig& config, double gib, const std::string& dir, d
   out << "page cache   steps   windows      tokens/s   × training step   RSS before MiB   RSS after MiB\n";
   int64_t step = 0;
   for (const bool warm : {false, true}) {
-    if (!warm) {  // the shards' pages out of the page cache: every window from the disk
-      for (const auto& name : split.shards) {
-        const int fd = ::open((root / name).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-          ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-          ::close(fd);
-        }
+    // cold: the shards' pages out of the page cache, every window from the disk; warm: every
+    // page read in first, every window from memory.
+    std::vector<char> block(1 << 20);
+    for (const auto& name : split.shards) {
+      const int fd = ::open((root / name).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        continue;
       }
+      if (warm) {
+        while (::read(fd, block.data(), block.size()) > 0) {
+        }
+      } else {
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      }
+      ::close(fd);
     }
     const double before = status_mib("VmRSS:");
     const auto t0 = std::chrono::steady_clock::now();
