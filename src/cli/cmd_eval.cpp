@@ -47,8 +47,8 @@ Exit run_eval(const EvalCliOptions& o) {
   if (s.bpb >= 0) {
     std::printf(", %.4f bits/byte", s.bpb);
   }
-  std::printf(" over %lld tokens in windows of %lld; %s, %lld layers × %lld heads × %lld wide, %lld parameters\n",
-              static_cast<long long>(s.tokens), static_cast<long long>(s.model.block_size + 1),
+  std::printf(" over %lld tokens, context %lld; %s, %lld layers × %lld heads × %lld wide, %lld parameters\n",
+              static_cast<long long>(s.tokens), static_cast<long long>(s.model.block_size),
               s.model.family.c_str(), static_cast<long long>(s.model.n_layer), static_cast<long long>(s.model.n_head),
               static_cast<long long>(s.model.n_embd), static_cast<long long>(s.parameters));
   return Exit::ok;

@@ -308,16 +308,19 @@ std::string file_sha256(const std::string& path) {
   return sha.hex();
 }
 
-// The sweep's reference models, each scored on the baseline's test split the way runs are (`sweep
-// eval`), before any run: a state dict that does not fit fails the command before hours of
-// training. A score is kept while the file's content and the dataset stay the same.
-void score_references(const SweepSpec& spec, Store& store) {
+// The sweep's reference models that need a score, each scored on the baseline's test split the way
+// runs are (`sweep eval`), before anything is written: a state dict that does not fit fails the
+// command before hours of training, with nothing written. A score is kept while the file's content
+// and the dataset stay the same. Returns the new scores, for the caller to record.
+std::vector<ReferenceScore> score_references(const SweepSpec& spec, const std::string& db) {
+  std::vector<ReferenceScore> fresh;
   if (spec.references.empty()) {
-    return;
+    return fresh;
   }
   const RunConfig& base = spec.runs.front().config;  // the baseline's
   const std::string data = fs::absolute(base.data.location()).lexically_normal().string();
-  const std::vector<ReferenceScore> scored = store.references(spec.name);
+  const std::vector<ReferenceScore> scored =
+      fs::exists(db) ? Store(db, Store::Access::read).references(spec.name) : std::vector<ReferenceScore>{};
   for (const auto& ref : spec.references) {
     const std::string sha = file_sha256(ref.model);
     const auto was = std::find_if(scored.begin(), scored.end(), [&](const ReferenceScore& s) { return s.name == ref.name; });
@@ -332,13 +335,20 @@ void score_references(const SweepSpec& spec, Store& store) {
     so.config = ref.config;
     so.n_head = ref.n_head;
     so.batch = base.train.micro_batch;
-    const Score s = score_model(so);
-    store.record_reference(spec.name, {ref.name, ref.model, sha, data, s.loss,
-                                       s.bpb >= 0 ? std::optional<double>(s.bpb) : std::nullopt, s.tokens, s.parameters,
-                                       s.model.block_size});
+    Score s;
+    try {
+      s = score_model(so);
+    } catch (const Error& e) {  // named where the sweep file names the reference
+      throw Error(spec.file + ": references." + ref.name + ": " + e.what() +
+                      (ref.config.empty() ? " (in a sweep file: n_head: or config: beside model:)" : ""),
+                  e.code());
+    }
+    fresh.push_back({ref.name, ref.model, sha, data, s.loss, s.bpb >= 0 ? std::optional<double>(s.bpb) : std::nullopt,
+                     s.tokens, s.parameters, s.model.block_size});
     std::printf("  %s: test loss %.4f%s over %lld tokens\n", ref.name.c_str(), s.loss,
                 s.bpb >= 0 ? format_number(", %.4f bits/byte", s.bpb).c_str() : "", static_cast<long long>(s.tokens));
   }
+  return fresh;
 }
 
 Exit run_run(const SweepOptions& o, SweepSpec spec) {
@@ -352,6 +362,7 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
     throw Error("--executor slurm: sbatch not found — run on a Slurm login node (Debian: slurm-client)",
                 Exit::bad_input);
   }
+  const std::vector<ReferenceScore> references = score_references(spec, db_path(o.results));
   fs::create_directories(fs::path(o.results) / "sweeps");
   // The folder's lock before anything is written in it: a second `sweep run` changes nothing.
   auto lock = std::make_unique<ResultsLock>(o.results);
@@ -370,7 +381,9 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
       }
     }
   }
-  score_references(spec, store);
+  for (const auto& r : references) {
+    store.record_reference(spec.name, r);
+  }
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
   const std::string worker = (executable_dir() / "sweep").string();
   std::unique_ptr<Executor> executor;

@@ -82,7 +82,7 @@ DatasetInfo read_dataset(const std::string& dir) {
 
 void write_dataset_yaml(const DatasetInfo& info, const std::string& dir) {
   YAML::Emitter out;
-  out << YAML::Comment("written by `sweep data prepare`; token shards are llm.c format (uint16)");
+  out << YAML::Comment("written by `sweep data prepare` or `sweep data import`; token shards are llm.c format (uint16)");
   out << YAML::BeginMap;
   out << YAML::Key << "tokenizer" << YAML::Value << info.tokenizer;
   out << YAML::Key << "tokenizer_model" << YAML::Value << info.tokenizer_model;

@@ -12,6 +12,7 @@
 #include "data/shard.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -48,6 +49,7 @@ void scan_shard(const fs::path& path, int64_t count, F&& f) {
 // Appends tokens to shards of at most k_out_shard_tokens under `dir`: NAME_000.bin, NAME_001.bin...
 struct ShardWriter {
   fs::path dir;
+  std::string folder;  // its name inside the dataset folder
   std::string name;
   SplitInfo* split;
   std::vector<uint16_t> tokens;
@@ -60,7 +62,7 @@ struct ShardWriter {
   void flush() {
     const std::string file = name + "_" + std::to_string(1000 + split->shards.size()).substr(1) + ".bin";
     write_shard((dir / file).string(), tokens);
-    split->shards.push_back("sweep-split/" + file);
+    split->shards.push_back(folder + "/" + file);
     split->tokens += static_cast<int64_t>(tokens.size());
     tokens.clear();
   }
@@ -85,6 +87,22 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   }
   if (fs::exists(dir / "dataset.yaml") && !o.force) {
     bad((dir / "dataset.yaml").string() + " exists — pass --force to import again over it");
+  }
+  // One import of a folder at a time; what a killed one left (its unfinished folder) goes.
+  std::string holder;
+  const auto lock = FileLock::try_lock(dir / ".sweep-import.lock", &holder);
+  if (!lock) {
+    bad("another `sweep data import` (pid " + holder + ") is writing " + o.dir + " — wait for it");
+  }
+  std::vector<fs::path> unfinished;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind(".sweep-import-", 0) == 0) {
+      unfinished.push_back(entry.path());
+    }
+  }
+  for (const auto& path : unfinished) {
+    fs::remove_all(path);
   }
   if (o.test_fraction <= 0 || o.test_fraction >= 1) {
     bad("--test-fraction " + std::to_string(o.test_fraction) + ": a fraction of val's documents, in (0, 1)");
@@ -150,7 +168,16 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   DatasetInfo info;
   info.dir = o.dir;
   info.tokenizer = "gpt2";
-  info.tokenizer_model = "encoder.json";
+  // Everything the import writes but dataset.yaml lives in a folder of its own, named afresh each
+  // time: dataset.yaml (renamed into place last) names either the old folder or the new one, so a
+  // kill at any point leaves a consistent dataset, and the user's files in DIR are never touched.
+  const std::string folder =
+      "sweep-import-" +
+      std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count()) +
+      "-" + std::to_string(::getpid());
+  info.tokenizer_model = folder + "/encoder.json";
   info.vocab_size = Gpt2Bpe::k_vocab;
   info.eot_token = Gpt2Bpe::k_eot;
   int64_t scanned = 0;
@@ -179,10 +206,9 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
     train_split.tokens += counts[name];
   }
 
-  // ---- val and test: named shards as they are, or val's documents carved into sweep-split/ ----
-  const fs::path out = dir / "sweep-split";
-  const fs::path tmp = dir / (".sweep-split.tmp." + std::to_string(::getpid()));
-  fs::remove_all(tmp);
+  // ---- val and test: named shards as they are, or val's documents carved into the folder ----
+  const fs::path tmp = dir / ("." + folder);
+  fs::create_directories(tmp);
   try {
     if (!test.empty()) {
       for (const auto& [names, split] : {std::pair{&val, "val"}, std::pair{&test, "test"}}) {
@@ -194,9 +220,9 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
         }
       }
     } else {
-      fs::create_directories(tmp);
       SplitInfo scanned_val;
-      ShardWriter to_val{tmp, "val", &info.splits["val"], {}}, to_test{tmp, "test", &info.splits["test"], {}};
+      ShardWriter to_val{tmp, folder, "val", &info.splits["val"], {}};
+      ShardWriter to_test{tmp, folder, "test", &info.splits["test"], {}};
       int64_t document = -1;  // tokens before val's first <|endoftext|> belong to document 0
       ShardWriter* current = &to_val;
       scan(val, scanned_val, [&](uint16_t t) {
@@ -210,8 +236,10 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
       });
       for (ShardWriter* w : {&to_val, &to_test}) {
         if (w->split->documents == 0) {
-          bad(o.dir + ": val holds " + std::to_string(document + 1) + " document" + (document == 0 ? "" : "s") +
-              " (<|endoftext|> starts each): too few to carve a test split from — pass --test with shards of its own");
+          bad(o.dir + ": val's " + std::to_string(document + 1) + " document" + (document == 0 ? "" : "s") +
+              " (<|endoftext|> starts each) left the " + w->name + " split empty at --test-fraction " +
+              format_number("%g", o.test_fraction) + " and --seed " + std::to_string(o.seed) +
+              " — change them, or pass --test with shards of its own");
         }
         w->flush();
       }
@@ -223,20 +251,20 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
       }
     }
 
-    // ---- into place: the carved shards, the tokenizer's tables, dataset.yaml last ----
-    if (test.empty()) {
-      const fs::path old = dir / (".sweep-split.old." + std::to_string(::getpid()));
-      if (fs::exists(out)) {
-        fs::rename(out, old);
-      }
-      fs::rename(tmp, out);
-      fs::remove_all(old);
-    }
-    write_file_atomic(dir / "encoder.json", read_file(files.encoder_json));
-    write_file_atomic(dir / "vocab.bpe", read_file(files.vocab_bpe));
+    // ---- into place: the folder, then dataset.yaml; then the folders it no longer names ----
+    write_file_atomic(tmp / "encoder.json", read_file(files.encoder_json));
+    write_file_atomic(tmp / "vocab.bpe", read_file(files.vocab_bpe));
+    fs::rename(tmp, dir / folder);
     write_dataset_yaml(info, o.dir);
-    if (!test.empty()) {
-      fs::remove_all(out);  // an earlier import's carved split, which dataset.yaml no longer names
+    std::vector<fs::path> earlier;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory() && name.rfind("sweep-import-", 0) == 0 && name != folder) {
+        earlier.push_back(entry.path());
+      }
+    }
+    for (const auto& path : earlier) {
+      fs::remove_all(path);
     }
   } catch (...) {
     std::error_code ignored;

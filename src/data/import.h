@@ -2,8 +2,11 @@
 // shards named *_train*.bin and *_val*.bin in DIR, GPT-2 tokens (header version 1, uint16), each
 // document starting with <|endoftext|>. Writes DIR/dataset.yaml, the train split being llm.c's
 // train shards where they lie. llm.c ships no test split; one is carved from val by a seeded rule
-// (each val document goes to test when a hash of (seed, its index) falls under the fraction)
-// into DIR/sweep-split/, or named shards (--test) are the test split. Every token is checked to be
+// (each val document goes to test when a hash of (seed, its index) falls under the fraction),
+// or named shards (--test) are the test split. Besides dataset.yaml the import writes only a folder
+// of its own, DIR/sweep-import-<microseconds>-<pid>/ (the carved shards, GPT-2's tables), named afresh
+// each time and renamed into place before dataset.yaml, which is written last; one import of a
+// folder at a time (a lock file), and an earlier import's folder removed only after. Every token is checked to be
 // GPT-2's and counted as GPT-2's bytes, so bits per byte are exact. Nothing is written before
 // every shard has been checked; the carved shards and dataset.yaml appear whole or not at all.
 #pragma once

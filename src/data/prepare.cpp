@@ -172,8 +172,29 @@ DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
   if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1) {
     throw Error("--val and --test must be fractions that leave documents for training", Exit::bad_input);
   }
-  if (fs::exists(fs::path(o.out) / "dataset.yaml") && !o.force) {
-    throw Error(o.out + " already holds a dataset — pass --force to replace it", Exit::bad_input);
+  // The output replaces a folder only when it is a dataset this command wrote (with --force):
+  // never a folder of the user's files, nor an imported llm.c folder.
+  if (fs::exists(o.out)) {
+    if (!fs::is_directory(o.out)) {
+      throw Error("--out " + o.out + " is a file — name a folder", Exit::bad_input);
+    }
+    const bool dataset = fs::exists(fs::path(o.out) / "dataset.yaml");
+    for (const auto& entry : fs::directory_iterator(o.out)) {
+      const std::string name = entry.path().filename().string();
+      const bool ours = entry.is_regular_file() &&
+                        (name == "dataset.yaml" || name == "tokenizer.model" || name == "encoder.json" ||
+                         name == "vocab.bpe" ||
+                         ((name.rfind("train_", 0) == 0 || name.rfind("val_", 0) == 0 || name.rfind("test_", 0) == 0) &&
+                          ends_with(name, ".bin")));
+      if (!ours || !dataset) {
+        throw Error("--out " + o.out + " holds " + name + ", which `sweep data prepare` did not write — name an "
+                        "empty or new folder (it replaces only a dataset it prepared, with --force)",
+                    Exit::bad_input);
+      }
+    }
+    if (dataset && !o.force) {
+      throw Error(o.out + " already holds a dataset — pass --force to replace it", Exit::bad_input);
+    }
   }
 
   // ---- documents, split by document ----

@@ -149,7 +149,8 @@ std::unique_ptr<Tokenizer> open_tokenizer(const std::string& kind, const std::st
     return std::make_unique<BpeTokenizer>((fs::path(dir) / model_file).string());
   }
   if (kind == "gpt2") {  // encoder.json (model_file) and vocab.bpe, copied into the dataset
-    return make_gpt2_tokenizer((fs::path(dir) / model_file).string(), (fs::path(dir) / "vocab.bpe").string());
+    const fs::path encoder = fs::path(dir) / model_file;
+    return make_gpt2_tokenizer(encoder.string(), (encoder.parent_path() / "vocab.bpe").string());
   }
   return make_bytes_tokenizer();
 }

@@ -29,7 +29,7 @@ std::unique_ptr<Tokenizer> make_bytes_tokenizer();
 // GPT-2's byte-level BPE (see gpt2.h): vocabulary 50257, <|endoftext|> as the separator.
 std::unique_ptr<Tokenizer> make_gpt2_tokenizer(const std::string& encoder_json, const std::string& vocab_bpe);
 // The tokenizer of a prepared dataset: "bytes", "bpe" with the SentencePiece model in `dir`, or
-// "gpt2" with encoder.json and vocab.bpe there.
+// "gpt2" with encoder.json (model_file, a path inside `dir`) and vocab.bpe beside it.
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& kind, const std::string& dir, const std::string& model_file);
 
 // Trains a BPE model of `vocab_size` pieces on `documents`; writes `model_prefix`.model.

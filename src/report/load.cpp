@@ -103,6 +103,7 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
 // file's folder): data seen again changes which interventions help.
 void epoch_note(ReportInput& in) {
   double least = std::numeric_limits<double>::infinity(), most = 0;
+  int repeating = 0, counted = 0;
   std::string datasets;
   for (const auto& v : in.variants) {
     const std::string dir = v.dataset.empty() ? "" : find_dataset(v.dataset, in.file);
@@ -116,6 +117,8 @@ void epoch_note(ReportInput& in) {
       continue;  // a dataset that cannot be read says nothing about epochs
     }
     const double epochs = static_cast<double>(v.train_tokens) / static_cast<double>(std::max<int64_t>(1, split));
+    repeating += epochs > 1.0;
+    ++counted;
     least = std::min(least, epochs);
     most = std::max(most, epochs);
     const std::string name = v.dataset + " (" + format_count(static_cast<double>(split)) + " train tokens)";
@@ -129,8 +132,9 @@ void epoch_note(ReportInput& in) {
   const std::string span = least == most ? format_number("%.2f", most) : format_number("%.2f", least) + " to " +
                                                                            format_number("%.2f", most);
   in.notes.push_back("epochs: each run trains " + span + " epochs of its train split, " + datasets +
-                     (most > 1.0 ? " — it sees data again, so interventions against overfitting (dropout, weight decay) "
-                                   "help more here than in single-epoch studies of web-scale data"
+                     (most > 1.0 ? " — " + (repeating == counted ? std::string("every variant") : std::to_string(repeating) + " of " + std::to_string(counted) + " variants") +
+                                       " sees data again, so interventions against overfitting (dropout, weight decay) "
+                                       "help more there than in single-epoch studies of web-scale data"
                                  : " — single-epoch: no training token is seen twice"));
 }
 

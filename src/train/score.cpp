@@ -50,7 +50,9 @@ ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::
   }
   m.n_head = n_head > 0 ? n_head : m.n_embd / 64;
   if (m.n_head < 1 || m.n_embd % m.n_head != 0) {
-    bad(path + ": width " + std::to_string(m.n_embd) + " is not a multiple of GPT-2's head width 64 — pass --n-head");
+    bad(path + ": width " + std::to_string(m.n_embd) +
+        (n_head > 0 ? " is not divisible into " + std::to_string(n_head) + " heads — pass a head count that divides it"
+                    : " is not a multiple of GPT-2's head width 64 — pass its head count (--n-head)"));
   }
   if (!dict.count("transformer.h.0.mlp.c_fc.bias") || !dict.count("transformer.h.0.ln_1.bias")) {
     bad(path + " has no linear or LayerNorm biases (nanoGPT's bias=False): sweep's gpt2 family has them, as GPT-2 "

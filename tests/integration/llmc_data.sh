@@ -37,7 +37,7 @@ for d in small large; do
   "$SWEEP" data import $d > import-$d.txt || fail "import $d: $(cat import-$d.txt)"
 done
 grep -q "imported small: gpt2 tokenizer, vocab 50257" import-small.txt || fail "import says: $(cat import-small.txt)"
-[ -f small/dataset.yaml ] && [ -f small/sweep-split/test_000.bin ] && [ -f small/sweep-split/val_000.bin ] ||
+[ -f small/dataset.yaml ] && [ -f small/sweep-import-*/test_000.bin ] && [ -f small/sweep-import-*/val_000.bin ] ||
   fail "import wrote no dataset.yaml or carved split: $(ls -R small)"
 grep -q "tokenizer: gpt2" small/dataset.yaml && grep -q "vocab_size: 50257" small/dataset.yaml || fail "$(cat small/dataset.yaml)"
 grep -A6 "train:" small/dataset.yaml | grep -q "fineweb_train_000001.bin" || fail "train shards not where they lie"
@@ -114,13 +114,18 @@ grep -q "tiny export: $(printf %.4f "$eval_loss")" rep/seeds.svg || fail "the se
 # Bad input: one line, exit 2, nothing written.
 "$SWEEP" export runs/small --out other.pt > /dev/null
 expect_rc 2 "$SWEEP" eval small.pt --data small 2> err.txt  # 32 wide: no 64-wide GPT-2 heads
-[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "pass --n-head" err.txt || fail "eval without heads: $(cat err.txt)"
+[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "pass its head count (--n-head)" err.txt || fail "eval without heads: $(cat err.txt)"
 sed 's/n_embd: 32/n_embd: 64/' small.yaml > wide.yaml
 "$SWEEP" train wide.yaml --run-dir runs/wide > /dev/null
 "$SWEEP" export runs/wide --out wide.pt > /dev/null
 expect_rc 2 "$SWEEP" eval wide.pt --data small --config runs/small/config.yaml 2> err.txt
 [ "$(wc -l < err.txt)" -eq 1 ] && grep -q "has shape \[50304, 64\], the model expects \[50304, 32\]" err.txt ||
   fail "a misshaped tensor: $(cat err.txt)"
+sed '/tiny export/s/, n_head: 2//' study.yaml > headless.yaml  # a reference that cannot be scored: before anything is written
+expect_rc 2 "$SWEEP" run headless.yaml --results res2 2> err.txt
+[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "headless.yaml: references.tiny export: small.pt: width 32" err.txt ||
+  fail "a reference that does not load: $(cat err.txt)"
+[ -e res2 ] && fail "a refused reference left a results folder"
 head -c 5000 /dev/urandom > junk.pt
 expect_rc 2 "$SWEEP" eval junk.pt --data small --n-head 2 2> err.txt
 grep -q "junk.pt is not a PyTorch state dict" err.txt || fail "a file that is no state dict: $(cat err.txt)"

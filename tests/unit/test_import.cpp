@@ -68,6 +68,7 @@ std::string import_error(const ImportOptions& o) {
 TEST_CASE("llm.c's shards import as they are: train in place, test carved from val by the seeded rule") {
   test::TempDir dir;
   const LlmcFolder folder(dir, 200, 60, 1000);
+  write_file_atomic(dir.str("encoder.json"), "the user's own");
   ImportOptions o;
   o.dir = dir.str();
   const DatasetInfo info = import_llmc(o);
@@ -99,14 +100,29 @@ TEST_CASE("llm.c's shards import as they are: train in place, test carved from v
   // Bytes are GPT-2's bytes of the tokens: exactly the documents' text.
   CHECK(read.splits.at("val").bytes + read.splits.at("test").bytes == folder.val_bytes);
   CHECK(read.splits.at("train").documents == 140);
-  CHECK(fs::exists(dir.str("encoder.json")));
-  // Again over it: refused without --force; another seed carves another test split.
+  // GPT-2's tables in the import's own folder; the user's files in DIR untouched.
+  CHECK(read.tokenizer_model.rfind("sweep-import-", 0) == 0);
+  CHECK(fs::exists(fs::path(dir.str()) / read.tokenizer_model));
+  CHECK(read_file(dir.str("encoder.json")) == "the user's own");
+  // Again over it: refused without --force; another seed carves another test split, in a new
+  // folder, and the earlier one goes once dataset.yaml names the new one.
   CHECK(import_error(o).find("exists — pass --force") != std::string::npos);
   const std::vector<uint16_t> seed_1234 = ShardTokens(read, "test").all();
   o.force = true;
   o.seed = 7;
   import_llmc(o);
-  CHECK(ShardTokens(read_dataset(dir.str()), "test").all() != seed_1234);
+  const DatasetInfo again = read_dataset(dir.str());
+  CHECK(ShardTokens(again, "test").all() != seed_1234);
+  int folders = 0;
+  for (const auto& e : fs::directory_iterator(dir.path)) {
+    folders += e.is_directory();
+  }
+  CHECK(folders == 1);
+  CHECK(fs::exists(fs::path(dir.str()) / again.tokenizer_model));
+  // One import of a folder at a time.
+  const auto held = FileLock::try_lock(dir.path / ".sweep-import.lock");
+  REQUIRE(held);
+  CHECK(import_error(o).find("another `sweep data import` (pid") != std::string::npos);
 }
 
 TEST_CASE("--test names the test shards, and bad llm.c folders are refused with nothing written") {
@@ -119,7 +135,11 @@ TEST_CASE("--test names the test shards, and bad llm.c folders are refused with 
   const DatasetInfo info = import_llmc(o);
   CHECK(info.splits.at("test").shards == std::vector<std::string>{"fineweb_val_000001.bin"});
   CHECK(info.splits.at("val").shards == std::vector<std::string>{"fineweb_val_000000.bin"});
-  CHECK(!fs::exists(dir.str("sweep-split")));
+  for (const auto& e : fs::directory_iterator(dir.path)) {  // the shards, dataset.yaml, the lock, its folder
+    const std::string name = e.path().filename().string();
+    CHECK((name.rfind("fineweb_", 0) == 0 || name == "dataset.yaml" || name == ".sweep-import.lock" ||
+           name.rfind("sweep-import-", 0) == 0));
+  }
   fs::remove(dir.str("dataset.yaml"));
   o.test_shards = {"nope.bin"};
   CHECK(import_error(o).find("--test nope.bin: no such shard") != std::string::npos);
@@ -152,13 +172,11 @@ TEST_CASE("--test names the test shards, and bad llm.c folders are refused with 
     write_shard(one.str("x_train.bin"), {50256, 1, 2, 3});
     write_shard(one.str("x_val.bin"), {50256, 4, 5, 6});
     o.dir = one.str();
-    CHECK(import_error(o).find("val holds 1 document") != std::string::npos);
+    CHECK(import_error(o).find("val's 1 document (<|endoftext|> starts each) left the") != std::string::npos);
     CHECK(!fs::exists(one.str("dataset.yaml")));
-    CHECK(!fs::exists(one.str("sweep-split")));
-    CHECK(fs::directory_iterator(one.path) != fs::directory_iterator());
     int left = 0;
     for (const auto& e : fs::directory_iterator(one.path)) {
-      left += e.path().filename().string()[0] == '.';  // no temporary folder left behind
+      left += e.is_directory();  // no folder left behind, finished or not
     }
     CHECK(left == 0);
   }

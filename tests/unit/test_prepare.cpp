@@ -133,3 +133,23 @@ TEST_CASE("prepare with a BPE tokenizer trained by SentencePiece") {
   const auto train = ShardTokens(read_dataset(dir.str("bpe")), "train").all();
   CHECK(static_cast<int64_t>(train.size()) == info.splits.at("train").tokens);
 }
+
+TEST_CASE("prepare never replaces a folder it did not write, --force or not") {
+  test::TempDir dir;
+  write_corpus(dir.path / "docs", 10);
+  write_file_atomic(dir.path / "mine" / "notes.txt", "the user's");
+  PrepareOptions o;
+  o.input = dir.str("docs");
+  o.out = dir.str("mine");
+  CHECK_THROWS_WITH_AS(prepare_dataset(o), doctest::Contains("holds notes.txt, which `sweep data prepare` did not write"),
+                       Error);
+  o.force = true;
+  CHECK_THROWS_AS(prepare_dataset(o), Error);
+  CHECK(read_file(dir.path / "mine" / "notes.txt") == "the user's");
+  // An imported llm.c folder (dataset.yaml beside llm.c's shards) is not prepare's either.
+  o.out = dir.str("ok");
+  prepare_dataset(o);
+  write_file_atomic(dir.path / "ok" / "fineweb_train_000001.bin", "x");
+  CHECK_THROWS_WITH_AS(prepare_dataset(o), doctest::Contains("holds fineweb_train_000001.bin"), Error);
+  CHECK(fs::exists(dir.path / "ok" / "fineweb_train_000001.bin"));
+}
