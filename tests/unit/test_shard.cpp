@@ -14,13 +14,7 @@ using namespace sweep;
 namespace {
 
 std::string error_of(const std::string& path, int64_t vocab) {
-  try {
-    read_shard(path, vocab);
-  } catch (const Error& e) {
-    CHECK(e.code() == Exit::bad_input);
-    return e.what();
-  }
-  return "";
+  return test::bad_input_message([&] { read_shard(path, vocab); });
 }
 
 }  // namespace
