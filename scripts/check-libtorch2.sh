@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 headers=build/libtorch2
 tools/libtorch2-headers.sh "$headers"
 
-inc=(-Isrc -I. -Ibuild/generated -I"$headers/shim" -I"$headers/usr/include" -I"$headers/usr/include/torch/csrc/api/include")
-mapfile -t sources < <(git ls-files 'src/*.cpp' 'kernels/*.cpp' ':!kernels/cpu/ops.cpp' 2>/dev/null ||
-  find src kernels -name '*.cpp' ! -path kernels/cpu/ops.cpp)
+inc=(-Isrc -I. -Itests/unit -Ibuild/generated -I"$headers/shim" -I"$headers/usr/include" -I"$headers/usr/include/torch/csrc/api/include")
+# Every source of the libraries, the binary and the GPU tests (new files too, before they are committed).
+mapfile -t sources < <(git ls-files --cached --others --exclude-standard 'src/*.cpp' 'kernels/*.cpp' 'tests/gpu/*.cpp' \
+    ':!kernels/cpu/ops.cpp' 2>/dev/null || find src kernels tests/gpu -name '*.cpp' ! -path kernels/cpu/ops.cpp)
 check() {  # $1 = label, rest = extra flags
   local label=$1; shift
   printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
@@ -26,8 +27,9 @@ for isa in "AVX2 -mavx2 -mfma -mf16c" "AVX512 -mavx512f -mavx512bw -mavx512vl -m
 done
 cuda=/usr/local/cuda
 if [ -d "$cuda/include" ]; then
-  check cuda -DUSE_CUDA -DUSE_C10D_NCCL -I"$cuda/include"
-  for cu in $(git ls-files 'kernels/*.cu' 'src/*.cu' 2>/dev/null); do
+  # as CMake configures a build against a CUDA LibTorch (build_options.h: SWEEP_WITH_CUDA, SWEEP_WITH_NCCL)
+  check cuda -DUSE_CUDA -DUSE_C10D_NCCL -DSWEEP_WITH_CUDA -DSWEEP_WITH_NCCL -I"$cuda/include"
+  for cu in $(git ls-files --cached --others --exclude-standard 'kernels/*.cu' 'src/*.cu' 2>/dev/null); do
     "$cuda/bin/nvcc" -std=c++17 -arch=sm_90 -c "$cu" -o /dev/null
   done
 else

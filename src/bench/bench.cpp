@@ -18,6 +18,7 @@
 #include <random>
 #include <tuple>
 
+#include "bench/nanogpt.h"
 #include "kernels/attention.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
@@ -50,6 +51,19 @@ RunConfig bench_reference_config() {
   c.train.grad_clip = 1.0;
   c.train.tokens = 1'000'000'000;
   c.eval.every = 0;
+  return c;
+}
+
+RunConfig bench_gpt2_small_config() {
+  RunConfig c = bench_reference_config();
+  c.model.n_layer = 12;
+  c.model.n_head = 12;
+  c.model.n_embd = 768;
+  c.model.block_size = 1024;
+  c.model.vocab_size = 50257;
+  c.model.pad_vocab_to = 64;  // 50304
+  c.model.tie_weights = true;
+  c.train.precision = "bf16";
   return c;
 }
 
@@ -434,18 +448,23 @@ double measure_weight_matmuls(const RunConfig& c, bool fused) {
   return median(times) * static_cast<double>(c.train.grad_accum);
 }
 
-std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& settings, std::ostream& out) {
+std::shared_ptr<TrainData> bench_data(const RunConfig& config) {
   // Synthetic tokens: throughput does not depend on their values.
   auto data = std::make_shared<TrainData>();
-  data->vocab_size = base.model.vocab_size > 0 ? base.model.vocab_size : 256;
+  data->vocab_size = config.model.vocab_size > 0 ? config.model.vocab_size : 256;
   std::mt19937 rng(1234);
-  const int64_t n_tokens = std::max<int64_t>(1 << 20, base.tokens_per_step() * 4);
+  const int64_t n_tokens = std::max<int64_t>(1 << 20, config.tokens_per_step() * 4);
   std::vector<uint16_t> tokens(static_cast<size_t>(n_tokens));
   for (auto& t : tokens) {
     t = static_cast<uint16_t>(rng() % static_cast<uint32_t>(data->vocab_size));
   }
   data->val = data->test = std::make_shared<MemoryTokens>(std::vector<uint16_t>(tokens.begin(), tokens.begin() + 4096));
   data->train = std::make_shared<MemoryTokens>(std::move(tokens));
+  return data;
+}
+
+std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& settings, std::ostream& out) {
+  const auto data = bench_data(base);
 
   char line[320];
   const ModelConfig& m = base.model;
@@ -545,6 +564,30 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       std::snprintf(line, sizeof line, "  fused / reference: %.2f× tokens/s (%.0f / %.0f)\n",
                     fused.tokens_per_s / reference.tokens_per_s, fused.tokens_per_s, reference.tokens_per_s);
       out << line;
+    }
+    if (!settings.nanogpt.empty()) {
+      RunConfig c = base;
+      c.model.vocab_size = data->vocab_size;
+      const BenchResult& ours = results.back();  // the last path measured (fused, by default)
+      for (const bool compile : {false, true}) {
+        NanoGptRun run;
+        run.python = settings.python;
+        run.model_py = settings.nanogpt;
+        run.precision = precision;
+        run.compile = compile;
+        run.steps = settings.steps;
+        run.warmup = settings.warmup;
+        run.threads = at::get_num_threads();
+        const NanoGptResult r = run_nanogpt(c, run);
+        if (!r.error.empty()) {
+          out << "  " << nanogpt_label(r, compile) << ": no figure — " << r.error << "\n";
+          continue;
+        }
+        std::snprintf(line, sizeof line, "  %s: %.0f tokens/s, %.1f ms a step (median of %lld); sweep %s / nanoGPT: %.2f×\n",
+                      nanogpt_label(r, compile).c_str(), r.tokens_per_s, r.step_ms, static_cast<long long>(settings.steps),
+                      ours.fused ? "fused" : "reference", ours.tokens_per_s / r.tokens_per_s);
+        out << line << std::flush;
+      }
     }
     if (settings.ops) {
       RunConfig c = base;

@@ -6,16 +6,26 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "config/run_config.h"
+#include "train/trainer.h"
 
 namespace sweep {
 
 // 4 layers, 4 heads, 256 wide, block 256, micro-batch 16, vocab 256, dropout 0, clip 1.0.
 RunConfig bench_reference_config();
+
+// GPT-2 small as nanoGPT trains it: 12 layers × 12 heads × 768 wide, block 1024, vocabulary
+// 50257 padded to 50304, tied embedding and head, micro-batch 16, bf16, dropout 0, clip 1.0.
+RunConfig bench_gpt2_small_config();
+
+// Random tokens below the config's vocabulary (256 when it has none) for the bench's runs:
+// throughput does not depend on their values.
+std::shared_ptr<TrainData> bench_data(const RunConfig& config);
 
 struct BenchResult {
   std::string precision;
@@ -44,6 +54,8 @@ struct BenchSettings {
   int64_t warmup = 3;
   bool ops = true;       // each fused op against its reference
   bool profile = false;  // the top ops of a step
+  std::string nanogpt;   // nanoGPT's model.py: its step beside sweep's, torch.compile off and on ("" = none)
+  std::string python = "python3";
 };
 
 std::vector<BenchResult> run_bench(const RunConfig& config, const BenchSettings& settings, std::ostream& out);

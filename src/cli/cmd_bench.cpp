@@ -1,12 +1,16 @@
 // `sweep bench`: training-step throughput and MFU on the reference config (or a given one).
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "config/run_config.h"
 #include "data/dataset.h"
 #include "bench/bench.h"
+#include "bench/gpu_bench.h"
+#include "bench/nanogpt.h"
+#include "train/device.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -19,10 +23,18 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--steps", o.steps, "Timed steps (the median is reported)")->capture_default_str()->check(
       CLI::PositiveNumber);
   cmd->add_option("--warmup", o.warmup, "Untimed warm-up steps")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--precision", o.precisions, "Precisions to measure")
+  cmd->add_option("--precision", o.precisions, "Precisions to measure (default: fp32,bf16 on cpu; bf16,tf32 on cuda)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+      ->each([&o](const std::string&) { o.precisions_given = true; });
+  cmd->add_option("--device", o.device, "cpu, or a CUDA device (cuda, cuda:N)")->capture_default_str();
+  cmd->add_option("--model", o.models,
+                  "Models to measure: reference (4 × 4 × 256, block 256), gpt2-small (124M, block 1024); default: "
+                  "reference on cpu, both on cuda")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"reference", "gpt2-small"}));
+  cmd->add_option("--nanogpt", o.nanogpt, "nanoGPT's model.py: time its step beside sweep's (torch.compile off and on)");
+  cmd->add_option("--python", o.python, "The Python that has torch, for --nanogpt")->capture_default_str();
   cmd->add_option("--threads", o.threads, "Threads (default: the config's, else all cores)");
   cmd->add_option("--path", o.paths, "Which ops to time the step with: the reference LibTorch ops, the fused kernels")
       ->delimiter(',')
@@ -39,8 +51,27 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
   return cmd;
 }
 
+namespace {
+
+RunConfig bench_model(const std::string& name) { return name == "gpt2-small" ? bench_gpt2_small_config() : bench_reference_config(); }
+
+}  // namespace
+
 Exit run_bench(const BenchOptions& o) {
-  RunConfig cfg = bench_reference_config();
+  const bool cuda = o.device.rfind("cuda", 0) == 0;
+  if (!cuda && o.device != "cpu") {
+    throw Error("--device " + o.device + ": expected cpu, cuda or cuda:N", Exit::bad_input);
+  }
+  if (!o.config.empty() && !o.models.empty()) {
+    throw Error("--config and --model both name what to measure: give one", Exit::bad_input);
+  }
+  if (!cuda && std::find(o.precisions.begin(), o.precisions.end(), "tf32") != o.precisions.end()) {
+    throw Error("--precision tf32 is a CUDA precision: use fp32 or bf16 on cpu (or --device cuda)", Exit::bad_input);
+  }
+  if (!o.nanogpt.empty()) {
+    check_nanogpt(o.nanogpt, o.python);
+  }
+  RunConfig cfg = bench_model(o.models.empty() ? "reference" : o.models.front());
   if (!o.config.empty()) {
     cfg = load_run_config(o.config);
     const std::string dataset = find_dataset(cfg.data.dataset, o.config);
@@ -52,6 +83,35 @@ Exit run_bench(const BenchOptions& o) {
     cfg.model.vocab_size = o.vocab;
   }
   at::set_num_threads(o.threads > 0 ? o.threads : cfg.threads());
+  if (cuda) {
+    check_device(o.device, "--device " + o.device);
+    GpuBenchSettings gpu;
+    gpu.device = o.device.find(':') == std::string::npos ? "cuda:0" : o.device;
+    if (o.precisions_given) {
+      gpu.precisions = o.precisions;
+    }
+    gpu.steps = o.steps;
+    gpu.warmup = o.warmup;
+    gpu.nanogpt = o.nanogpt;
+    gpu.python = o.python;
+    std::vector<std::pair<std::string, RunConfig>> models;
+    if (!o.config.empty()) {
+      models.emplace_back(o.config, cfg);
+    } else {
+      for (const std::string& name : o.models.empty() ? std::vector<std::string>{"reference", "gpt2-small"} : o.models) {
+        RunConfig m = bench_model(name);
+        if (o.vocab > 0) {
+          m.model.vocab_size = o.vocab;
+        }
+        models.emplace_back(name, m);
+      }
+    }
+    run_gpu_bench(models, gpu, std::cout);
+    return Exit::ok;
+  }
+  if (o.models.size() > 1) {
+    throw Error("--model: one model at a time on cpu", Exit::bad_input);
+  }
   keep_freed_memory();
   BenchSettings settings;
   settings.precisions = o.precisions;
@@ -63,6 +123,8 @@ Exit run_bench(const BenchOptions& o) {
   settings.warmup = o.warmup;
   settings.ops = !o.no_ops;
   settings.profile = o.profile;
+  settings.nanogpt = o.nanogpt;
+  settings.python = o.python;
   const std::vector<BenchResult> results = sweep::run_bench(cfg, settings, std::cout);
   if (o.data_gib > 0) {
     double fastest = 0;

@@ -12,8 +12,10 @@
 #include "sched/lifecycle.h"
 #include "sched/local.h"
 #include "sched/runner.h"
+#include "sched/slots.h"
 #include "sched/slurm.h"
 #include "store/store.h"
+#include "train/device.h"
 #include "train/score.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -356,6 +358,9 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   check_until_decided(o, spec);
   if (!slurm) {
     check_fits(spec, o.devices);  // before anything is written
+    for (const Slot& slot : parse_devices(o.devices, 1)) {
+      check_device(slot.label, "--devices " + o.devices);  // a GPU this machine has, with a CUDA build
+    }
   } else if (const std::string bad = slurm_option_problem(o, spec); !bad.empty()) {
     throw Error(bad, Exit::bad_input);
   } else if (!find_program("sbatch")) {

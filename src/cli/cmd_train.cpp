@@ -11,6 +11,7 @@
 #include "parallel/parallel.h"
 #include "parallel/launch.h"
 #include "protocol/events.h"
+#include "train/device.h"
 #include "train/trainer.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -90,6 +91,19 @@ Exit run_train(const TrainOptions& o) {
                     "relative to " + o.config + " (or --data DIR)",
                 Exit::bad_input);
   }
+  // ---- the device: usable here, and a GPU for each rank (checked once, before ranks start) ----
+  const Backend backend = backend_from_string(cfg.resources.backend);
+  check_device(cfg.resources.device, o.config + ": resources.device " + cfg.resources.device);
+  if (cfg.resources.ranks > 1 && cfg.resources.device.rfind("cuda", 0) == 0) {
+    DistEnv here = env;
+    if (env.world == 1) {  // the launcher: the ranks it is about to start
+      here.local_world = cfg.resources.ranks;
+    }
+    const torch::Device gpu = rank_device(here, cuda_device_count(), backend);
+    if (env.world > 1) {
+      cfg.resources.device = gpu.str();
+    }
+  }
   if (cfg.resources.ranks > 1 && env.world == 1) {
     // Not a rank yet: start the ranks here, as torchrun would (bad input was reported once above).
     return static_cast<Exit>(launch_local(rank_argv(o), static_cast<int>(cfg.resources.ranks),
@@ -100,9 +114,6 @@ Exit run_train(const TrainOptions& o) {
                     "resources.ranks = " + std::to_string(cfg.resources.ranks) + " — set resources.ranks=" +
                     std::to_string(env.world) + " (it scales the global batch)",
                 Exit::bad_input);
-  }
-  if (env.world > 1 && cfg.resources.device.rfind("cuda", 0) == 0) {
-    cfg.resources.device = "cuda:" + std::to_string(env.local_rank);  // one GPU per local rank
   }
   auto data = load_train_data(cfg);
   if (cfg.model.vocab_size == 0) {
@@ -163,7 +174,7 @@ Exit run_train(const TrainOptions& o) {
   try {
     std::unique_ptr<Communicator> comm;
     if (env.world > 1) {
-      comm = connect(env, cfg.resources.device, dist_timeout());
+      comm = connect(env, cfg.resources.device, backend, dist_timeout());
       events.note(std::to_string(env.world) + " data-parallel ranks (" + env.source + "), rendezvous at " +
                   env.master_addr + ":" + std::to_string(env.port));
     }

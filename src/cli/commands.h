@@ -48,6 +48,11 @@ struct BenchOptions {
   bool profile = false;
   double data_gib = 0;     // also measure the loader on this many GiB of generated shards
   std::string data_dir;  // where they are written (default: the temp dir)
+  std::string device = "cpu";
+  std::vector<std::string> models;  // reference | gpt2-small; default: reference (cpu), both (cuda)
+  std::string nanogpt;              // nanoGPT's model.py, timed beside sweep
+  std::string python = "python3";
+  bool precisions_given = false;
 };
 CLI::App* setup_bench(CLI::App& app, BenchOptions& o);
 Exit run_bench(const BenchOptions& o);
@@ -117,6 +122,9 @@ struct SampleCliOptions {
 };
 CLI::App* setup_sample(CLI::App& app, SampleCliOptions& o);
 Exit run_sample(const SampleCliOptions& o);
+
+CLI::App* setup_devices(CLI::App& app);
+Exit run_devices();
 
 struct EvalCliOptions {
   ScoreOptions score;

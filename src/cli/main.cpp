@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   CLI::App* export_cmd = setup_export(app, exporter);
   CLI::App* sample_cmd = setup_sample(app, sample);
   CLI::App* eval_cmd = setup_eval(app, eval);
+  CLI::App* devices_cmd = setup_devices(app);
 
   try {
     app.parse(argc, argv);
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
       code = run_sample(sample);
     } else if (*eval_cmd) {
       code = run_eval(eval);
+    } else if (*devices_cmd) {
+      code = run_devices();
     } else if (*report_cmd) {
       code = run_report(report);
     } else if (*calibrate_cmd) {

@@ -121,6 +121,7 @@ void read_resources(MapReader r, ResourceConfig& res) {
                             "'resources.device' must be cpu, cuda or cuda:N, got '" + d + "'");
     }
   }
+  r.read_choice("backend", res.backend, {"auto", "nccl", "gloo"});
   r.finish();
 }
 
@@ -215,6 +216,10 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
   if (c.train.precision == "tf32" && c.resources.device == "cpu") {
     diags.error("train.precision", at("train", "precision"),
                 "'train.precision: tf32' needs a CUDA device — use fp32 or bf16 on cpu");
+  }
+  if (c.resources.backend == "nccl" && c.resources.device == "cpu") {
+    diags.error("resources.backend", at("resources", "backend"),
+                "'resources.backend: nccl' needs resources.device: cuda — use gloo (or auto) on cpu");
   }
 }
 
@@ -401,7 +406,8 @@ nlohmann::json RunConfig::to_json() const {
   j["resources"] = {{"threads", resources.threads == 0 ? nlohmann::ordered_json("auto")
                                                        : nlohmann::ordered_json(resources.threads)},
                     {"device", resources.device},
-                    {"ranks", resources.ranks}};
+                    {"ranks", resources.ranks},
+                    {"backend", resources.backend}};
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 

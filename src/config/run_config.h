@@ -124,6 +124,7 @@ struct ResourceConfig {
   int64_t threads = 0;          // 0 = auto: every core given to the run (per rank)
   std::string device = "cpu";   // cpu | cuda | cuda:N
   int64_t ranks = 1;            // data-parallel processes; the global batch is micro × accum × ranks
+  std::string backend = "auto";  // auto | nccl | gloo: the ranks' process group (auto: NCCL on CUDA, Gloo on cpu)
 };
 
 struct RunConfig {

@@ -59,34 +59,73 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const DistEnv& env) {
 template <typename Group>
 class GroupCommunicator : public Communicator {
  public:
+  // on: where the group's collectives need their tensors (a GPU for NCCL); nullopt: anywhere.
   GroupCommunicator(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<Group> group, int64_t rank,
-                    int64_t world)
-      : m_store(std::move(store)), m_group(std::move(group)), m_rank(rank), m_world(world) {}
+                    int64_t world, std::optional<torch::Device> on)
+      : m_store(std::move(store)), m_group(std::move(group)), m_rank(rank), m_world(world), m_on(on) {}
   int64_t rank() const override { return m_rank; }
   int64_t world() const override { return m_world; }
 
   void all_reduce_sum(torch::Tensor& t) override {
-    std::vector<at::Tensor> one{t};  // c10d: one tensor per device, so one at a time
+    std::vector<at::Tensor> one{there(t)};  // c10d: one tensor per device, so one at a time
     m_group->allreduce(one)->wait();
+    if (!one[0].is_same(t)) {
+      t.copy_(one[0]);
+    }
   }
 
   std::vector<torch::Tensor> all_gather(const torch::Tensor& t) override {
+    std::vector<at::Tensor> in{there(t).contiguous()};
     std::vector<std::vector<at::Tensor>> out(1);
     for (int64_t r = 0; r < m_world; ++r) {
-      out[0].push_back(torch::empty_like(t));
+      out[0].push_back(torch::empty_like(in[0]));
     }
-    std::vector<at::Tensor> in{t.contiguous()};
     m_group->allgather(out, in)->wait();
+    for (auto& gathered : out[0]) {
+      gathered = gathered.to(t.device());
+    }
     return out[0];
   }
 
  private:
+  torch::Tensor there(const torch::Tensor& t) const { return m_on && t.device() != *m_on ? t.to(*m_on) : t; }
+
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<Group> m_group;
   int64_t m_rank, m_world;
+  std::optional<torch::Device> m_on;
 };
 
 }  // namespace
+
+Backend backend_from_string(const std::string& name) {
+  if (name == "auto") {
+    return Backend::automatic;
+  }
+  if (name == "nccl") {
+    return Backend::nccl;
+  }
+  if (name == "gloo") {
+    return Backend::gloo;
+  }
+  throw Error("unknown data-parallel backend '" + name + "' — use auto, nccl or gloo", Exit::bad_input);
+}
+
+torch::Device rank_device(const DistEnv& env, int64_t visible_gpus, Backend backend) {
+  if (visible_gpus < 1) {
+    throw Error("rank " + std::to_string(env.rank) + " was asked to train on CUDA but sees no GPU — check "
+                "CUDA_VISIBLE_DEVICES, or train on cpu",
+                Exit::bad_input);
+  }
+  if (env.local_world > visible_gpus && backend != Backend::gloo) {
+    throw Error(std::to_string(env.local_world) + " ranks on this machine but " + std::to_string(visible_gpus) +
+                    " visible GPU" + (visible_gpus == 1 ? "" : "s") +
+                    ": NCCL needs a GPU of its own for each rank — give each rank a GPU, or set "
+                    "resources.backend: gloo to let ranks share one",
+                Exit::bad_input);
+  }
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % visible_gpus)};
+}
 
 std::string first_host(const std::string& nodelist) {
   const size_t comma = nodelist.find(',');
@@ -143,8 +182,15 @@ DistEnv dist_env() {
   });
 }
 
-std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& device,
+std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& device, Backend backend,
                                       std::chrono::milliseconds timeout) {
+  if (backend == Backend::automatic) {
+    backend = device.is_cuda() ? Backend::nccl : Backend::gloo;
+  }
+  if (backend == Backend::nccl && !device.is_cuda()) {
+    throw Error("the NCCL backend needs CUDA tensors: set resources.device: cuda, or resources.backend: gloo",
+                Exit::bad_input);
+  }
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<uint16_t>(env.port);
   store_options.isServer = env.rank == 0;
@@ -158,15 +204,17 @@ std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& d
     throw Error("rank " + std::to_string(env.rank) + " could not meet the others at " + env.master_addr + ":" +
                 std::to_string(env.port) + ": " + e.what());
   }
-  if (device.is_cuda()) {
+  if (backend == Backend::nccl) {
 #ifdef USE_C10D_NCCL
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
     auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, static_cast<int>(env.rank),
                                                               static_cast<int>(env.world), options);
-    return std::make_unique<GroupCommunicator<c10d::ProcessGroupNCCL>>(store, group, env.rank, env.world);
+    return std::make_unique<GroupCommunicator<c10d::ProcessGroupNCCL>>(store, group, env.rank, env.world, device);
 #else
-    throw Error("data parallel on CUDA needs a LibTorch built with NCCL", Exit::bad_input);
+    throw Error("this LibTorch has no NCCL: set resources.backend: gloo (CUDA tensors through the host), or build "
+                "against a CUDA PyTorch (scripts/setup.sh --torch cuda)",
+                Exit::bad_input);
 #endif
   }
   auto options = c10d::ProcessGroupGloo::Options::create();
@@ -174,7 +222,7 @@ std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& d
   options->devices.push_back(gloo_device(env));
   auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(env.rank),
                                                             static_cast<int>(env.world), options);
-  return std::make_unique<GroupCommunicator<c10d::ProcessGroupGloo>>(store, group, env.rank, env.world);
+  return std::make_unique<GroupCommunicator<c10d::ProcessGroupGloo>>(store, group, env.rank, env.world, std::nullopt);
 }
 
 void average_gradients(Communicator& comm, const std::vector<torch::Tensor>& params, int64_t bucket_bytes) {

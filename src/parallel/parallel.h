@@ -45,10 +45,22 @@ class Communicator {
   virtual std::vector<torch::Tensor> all_gather(const torch::Tensor& t) = 0;
 };
 
+// The process group a run's ranks meet in: NCCL (CUDA tensors, one GPU per rank), Gloo (CPU
+// tensors, or CUDA tensors copied through the host: ranks may share a GPU), or auto (NCCL on
+// CUDA, Gloo on the CPU).
+enum class Backend { automatic, nccl, gloo };
+Backend backend_from_string(const std::string& name);  // auto | nccl | gloo; throws on others
+
 // Joins the process group of `env` (rank 0 hosts the TCPStore). A rank that does not arrive, or
-// dies, makes every collective fail within `timeout` instead of hanging.
-std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& device,
+// dies, makes every collective fail within `timeout` instead of hanging. Tensors given to the
+// communicator may live on the CPU or on `device`: what NCCL needs on the GPU is moved there
+// and back.
+std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& device, Backend backend,
                                       std::chrono::milliseconds timeout);
+
+// The GPU of a rank (`cuda:k` for local rank k; ranks beyond the visible GPUs share them in turn,
+// which only Gloo allows): an error naming the fix when NCCL would get two ranks on one GPU.
+torch::Device rank_device(const DistEnv& env, int64_t visible_gpus, Backend backend);
 
 // Averages gradients across ranks: flattened into buckets of at most `bucket_bytes`, one
 // all-reduce per bucket, divided by the world size, copied back.

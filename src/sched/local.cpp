@@ -111,11 +111,11 @@ std::optional<int64_t> LocalExecutor::start(const PlannedRun& run, const RunRow&
   so.argv = worker_argv(m_binary, row.run_dir, run.config.data.dir, first.threads,
                         first.cuda_visible.empty() ? "" : "cuda:0");
   if (!first.cuda_visible.empty()) {
-    std::string visible;
+    std::vector<const Slot*> slots;
     for (size_t s : given) {
-      visible += (visible.empty() ? "" : ",") + m_slots[s].cuda_visible;
+      slots.push_back(&m_slots[s]);
     }
-    so.env["CUDA_VISIBLE_DEVICES"] = visible;  // rank k uses cuda:k of these
+    so.env["CUDA_VISIBLE_DEVICES"] = visible_devices(slots);  // rank k uses cuda:(k mod their number)
   }
   so.stderr_file = (fs::path(row.run_dir) / "worker.log").string();
   // Every attempt appends to worker.log: only what this one writes says how it ended.

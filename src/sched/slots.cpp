@@ -22,7 +22,7 @@ static int positive(const std::string& text, const std::string& spec) {
   return v;
 }
 
-std::vector<Slot> parse_devices(const std::string& spec, int cores) {
+std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* visible) {
   std::vector<Slot> slots;
   if (spec == "cpu") {
     slots.push_back({"cpu:0", std::max(1, cores), "", false});
@@ -38,16 +38,39 @@ std::vector<Slot> parse_devices(const std::string& spec, int cores) {
     }
   } else if (spec.rfind("cuda:", 0) == 0) {
     const auto ids = split(spec.substr(5), ',');
+    const std::vector<std::string> inherited = visible != nullptr ? split(visible, ',') : std::vector<std::string>{};
     for (const auto& id : ids) {
-      if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+      if (id.empty() || id.size() > 4 || id.find_first_not_of("0123456789") != std::string::npos) {
         throw Error("--devices " + spec + ": '" + id + "' is not a GPU index (example: cuda:0,1)", Exit::bad_input);
       }
-      slots.push_back({"cuda:" + id, std::max(1, cores / static_cast<int>(ids.size())), id, false});
+      const size_t index = std::stoul(id);
+      if (visible != nullptr && index >= inherited.size()) {
+        throw Error("--devices " + spec + ": cuda:" + id + " is not among the " +
+                        (inherited.size() == 1 ? std::string("1 GPU") : std::to_string(inherited.size()) + " GPUs") +
+                        " CUDA_VISIBLE_DEVICES=" + visible + " leaves this process — count from 0 within them",
+                    Exit::bad_input);
+      }
+      slots.push_back({"cuda:" + id, std::max(1, cores / static_cast<int>(ids.size())),
+                       visible != nullptr ? trim(inherited[index]) : id, false});
     }
   } else {
     throw Error("--devices " + spec + ": expected cpu, cpu:NxT or cuda:I,J,...", Exit::bad_input);
   }
   return slots;
+}
+
+std::string visible_devices(const std::vector<const Slot*>& slots) {
+  std::vector<std::string> ids;
+  for (const Slot* s : slots) {
+    if (std::find(ids.begin(), ids.end(), s->cuda_visible) == ids.end()) {
+      ids.push_back(s->cuda_visible);
+    }
+  }
+  std::string out;
+  for (const auto& id : ids) {
+    out += (out.empty() ? "" : ",") + id;
+  }
+  return out;
 }
 
 }  // namespace sweep

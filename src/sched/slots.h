@@ -1,7 +1,8 @@
 // Device slots of the local executor, from --devices: `cpu` (one slot, every core), `cpu:NxT`
-// (N slots of T threads), `cuda:0,1,2,3` (one slot per GPU, CUDA_VISIBLE_DEVICES set per run).
+// (N slots of T threads), `cuda:0,1,2,3` (one slot per listed GPU, CUDA_VISIBLE_DEVICES set per run).
 #pragma once
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,13 @@ struct Slot {
   bool busy = false;
 };
 
-std::vector<Slot> parse_devices(const std::string& spec, int cores);
+// `visible`: the scheduler's own CUDA_VISIBLE_DEVICES (nullptr when unset): GPU indices in `spec`
+// count within it, as LibTorch's do (cuda:0 of CUDA_VISIBLE_DEVICES=2,3 is GPU 2), and each
+// slot's CUDA_VISIBLE_DEVICES names the GPU it means. The same GPU may be listed more than once
+// (cuda:0,0: two slots sharing GPU 0).
+std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"));
+
+// The distinct GPUs of some slots, in order: a run's CUDA_VISIBLE_DEVICES.
+std::string visible_devices(const std::vector<const Slot*>& slots);
 
 }  // namespace sweep

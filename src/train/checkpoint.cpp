@@ -183,6 +183,7 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
   root.write("config_json", c10::IValue(meta.config_json));
   // Rank 0's state under the single-process name, so that checkpoints of any world size load alike.
   root.write("rng_state", rng_states.empty() ? rng_state(device) : rng_states[0]);
+  root.write("rng_device", c10::IValue(c10::DeviceTypeName(device.type(), /*lower_case=*/true)));
   for (size_t r = 1; r < rng_states.size(); ++r) {
     root.write("rng_state_rank" + std::to_string(r), rng_states[r]);
   }
@@ -265,9 +266,16 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
                     " — it was written by fewer ranks; resume with the ranks that wrote it",
                 Exit::bad_input);
   }
-  at::Generator& gen = rng_for(device);
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state.to(torch::kCPU));
+  c10::IValue written_on;
+  if (root.try_read("rng_device", written_on)) {  // absent: written before the tag, on a CPU
+    meta.rng_device = written_on.toStringRef();
+  }
+  meta.rng_restored = meta.rng_device == c10::DeviceTypeName(device.type(), /*lower_case=*/true);
+  if (meta.rng_restored) {
+    at::Generator& gen = rng_for(device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state.to(torch::kCPU));
+  }
   return meta;
 }
 

@@ -20,6 +20,11 @@ struct CheckpointMeta {
   int64_t step = 0;            // optimizer steps completed
   int64_t tokens_per_step = 0;  // the loader position is step × this
   std::string config_json;      // the canonical config of the run, checked on resume
+  // Filled by load_checkpoint: the device type whose generator wrote the dropout RNG state
+  // ("cpu", "cuda"), and whether it was restored. A CPU generator's state means nothing to a
+  // GPU's (nor the other way): a checkpoint moved between them resumes everything but that stream.
+  std::string rng_device = "cpu";
+  bool rng_restored = true;
 };
 
 // Where the checkpoint `path` replaced is kept: ckpt.pt → ckpt.prev.pt.
@@ -47,7 +52,8 @@ class CheckpointDamaged : public Error {
   std::string m_problem;
 };
 
-// Restores everything saved, with `rank`'s RNG state; returns the metadata. Throws
+// Restores everything saved, with `rank`'s RNG state when it was written on a device of this
+// type (see CheckpointMeta::rng_restored); returns the metadata. Throws
 // CheckpointDamaged, before changing anything, when the file is damaged; Error when it holds no
 // state for `rank`.
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,

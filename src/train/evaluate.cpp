@@ -14,6 +14,10 @@ EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t 
   model->eval();
   torch::NoGradGuard no_grad;
   EvalLoss total;
+  // Sums kept on the device and read once at the end (a read per batch would wait for each).
+  const auto f64 = torch::TensorOptions().dtype(torch::kDouble).device(device);
+  torch::Tensor sum_nats = torch::zeros({}, f64);
+  std::vector<torch::Tensor> window_nats;  // (B) per batch
   // Windows of one length go through together; only the last window can be shorter.
   size_t i = 0;
   while (i < windows.size()) {
@@ -23,8 +27,9 @@ EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t 
       ++j;
     }
     const int64_t B = static_cast<int64_t>(j - i);
-    auto x = torch::empty({B, len - 1}, torch::kLong);  // (B, t)
-    auto y = torch::empty({B, len - 1}, torch::kLong);  // (B, t)
+    const auto host = torch::TensorOptions().dtype(torch::kLong).pinned_memory(device.is_cuda());
+    auto x = torch::empty({B, len - 1}, host);  // (B, t)
+    auto y = torch::empty({B, len - 1}, host);  // (B, t)
     auto* xp = x.data_ptr<int64_t>();
     auto* yp = y.data_ptr<int64_t>();
     for (int64_t b = 0; b < B; ++b) {
@@ -38,28 +43,29 @@ EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t 
     torch::Tensor logits;
     {
       AutocastScope autocast(precision, device.type());
-      logits = model->forward(x.to(device));  // (B, t, V)
+      logits = model->forward(x.to(device, /*non_blocking=*/true));  // (B, t, V)
     }
     const auto flat_logits = logits.reshape({-1, logits.size(-1)}).to(torch::kFloat);
-    const auto flat_targets = y.to(device).reshape({-1});
+    const auto flat_targets = y.to(device, /*non_blocking=*/true).reshape({-1});
     auto nll = torch::nn::functional::cross_entropy(flat_logits, flat_targets,
                                                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    total.sum_nats += nll.item<double>();
+    sum_nats += nll.to(torch::kDouble);
     total.count += B * (len - 1);
     if (per_window) {
-      const auto rows = torch::nn::functional::cross_entropy(
-                            flat_logits, flat_targets,
-                            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
-                            .reshape({B, len - 1})
-                            .to(torch::kDouble)
-                            .sum(1)
-                            .cpu();
-      for (int64_t b = 0; b < B; ++b) {
-        total.window_nats.push_back(rows[b].item<double>());
-        total.window_tokens.push_back(len - 1);
-      }
+      window_nats.push_back(torch::nn::functional::cross_entropy(
+                                flat_logits, flat_targets,
+                                torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+                                .reshape({B, len - 1})
+                                .to(torch::kDouble)
+                                .sum(1));
+      total.window_tokens.insert(total.window_tokens.end(), static_cast<size_t>(B), len - 1);
     }
     i = j;
+  }
+  total.sum_nats = sum_nats.item<double>();
+  if (!window_nats.empty()) {
+    const auto rows = torch::cat(window_nats).cpu();
+    total.window_nats.assign(rows.data_ptr<double>(), rows.data_ptr<double>() + rows.numel());
   }
   if (was_training) {
     model->train();

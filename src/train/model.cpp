@@ -142,8 +142,9 @@ torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset, double theta) {
   const int64_t T = x.size(1), d = x.size(3), half = d / 2;
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(x.device());
   // θ_i = theta^(−2i/d), angle (offset + t)·θ_i, computed in double then rounded once
-  const auto inv = torch::pow(theta, -torch::arange(0, half, torch::kDouble) * 2.0 / static_cast<double>(d));
-  const auto angle = torch::outer(torch::arange(offset, offset + T, torch::kDouble), inv);  // (T, d/2)
+  const auto f64 = torch::TensorOptions().dtype(torch::kDouble).device(x.device());  // no host-to-device copy
+  const auto inv = torch::pow(theta, -torch::arange(0, half, f64) * 2.0 / static_cast<double>(d));
+  const auto angle = torch::outer(torch::arange(offset, offset + T, f64), inv);  // (T, d/2)
   const auto cos = angle.cos().to(f32).view({1, T, 1, half}), sin = angle.sin().to(f32).view({1, T, 1, half});
   const auto x32 = x.to(torch::kFloat);
   const auto x1 = x32.narrow(3, 0, half), x2 = x32.narrow(3, half, half);
@@ -300,23 +301,24 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   // Each expert's rows padded to a multiple of k_expert_rows with a zero row (index N, weight
   // 0, dropped at the end): the matmuls then come in few shapes, which oneDNN's primitive
   // cache keeps (a new shape each step costs a kernel compilation: 4× slower, measured).
-  const auto host_counts = counts.cpu();
-  const int64_t* n = host_counts.data_ptr<int64_t>();
+  // The counts and the order, read on the host in one copy (on a GPU: this layer's one sync).
+  const auto host = torch::cat({counts, order}).cpu();
+  const int64_t* n = host.data_ptr<int64_t>();
   std::vector<int64_t> padded(static_cast<size_t>(E));
   int64_t rows = 0;
   for (int64_t e = 0; e < E; ++e) {
     padded[e] = (n[e] + k_expert_rows - 1) / k_expert_rows * k_expert_rows;
     rows += padded[e];
   }
-  auto slots = torch::full({rows}, N * K, torch::kLong);  // a (token, slot) pair per row; N·K: padding
+  // a (token, slot) pair per row; N·K: padding (page-locked on a GPU, copied without waiting)
+  auto slots = torch::full({rows}, N * K, torch::TensorOptions().dtype(torch::kLong).pinned_memory(x.is_cuda()));
   {
-    const auto host_order = order.cpu();
-    const int64_t* o = host_order.data_ptr<int64_t>();
+    const int64_t* o = n + E;
     int64_t* out = slots.data_ptr<int64_t>();
     for (int64_t e = 0, from = 0, to = 0; e < E; from += n[e], to += padded[e], ++e) {
       std::copy(o + from, o + from + n[e], out + to);
     }
-    slots = slots.to(x.device());
+    slots = slots.to(x.device(), /*non_blocking=*/true);
   }
   const auto token = torch::div(slots, K, "floor");  // N for padding
   const auto weight = torch::cat({scores.gather(1, chosen).reshape({-1}), torch::zeros({1}, scores.options())})
@@ -349,8 +351,9 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
     }
     torch::NoGradGuard no_grad;
     const auto entropy = -(scores * scores.clamp_min(1e-30).log()).sum();
-    const auto extra = torch::stack({entropy.to(torch::kDouble), torch::full({}, static_cast<double>(N), torch::kDouble).to(x.device()),
-                                     aux_loss.defined() ? aux_loss.detach().to(torch::kDouble) : torch::zeros({}, torch::kDouble).to(x.device())});
+    const auto f64 = torch::TensorOptions().dtype(torch::kDouble).device(x.device());
+    const auto extra = torch::stack({entropy.to(torch::kDouble), torch::full({}, static_cast<double>(N), f64),
+                                     aux_loss.defined() ? aux_loss.detach().to(torch::kDouble) : torch::zeros({}, f64)});
     const auto now = torch::cat({counts.to(torch::kDouble), extra});
     step_stats = step_stats.defined() ? step_stats + now : now;
   }

@@ -26,9 +26,10 @@ AutocastScope::~AutocastScope() {
 }
 
 void configure_matmul_precision(const std::string& precision) {
-  bool tf32 = precision == "tf32";
-  at::globalContext().setAllowTF32CuBLAS(tf32);
-  at::globalContext().setAllowTF32CuDNN(tf32);
+  // The one switch that means the same from LibTorch 1.12 to 2.x ("high": TF32 tensor cores for
+  // fp32 matmuls on CUDA; allow_tf32 warns that it is deprecated from 2.9). No convolutions here:
+  // cuDNN's own TF32 switch does not matter.
+  at::globalContext().setFloat32MatmulPrecision(precision == "tf32" ? "high" : "highest");
 }
 
 }  // namespace sweep

@@ -25,7 +25,7 @@ class AutocastScope {
   int m_prev_dtype = 0;
 };
 
-// Turns TF32 matmuls/convolutions on (precision tf32) or off (anything else). CUDA only.
+// Turns TF32 matmuls on (precision tf32) or off (anything else). CUDA only.
 void configure_matmul_precision(const std::string& precision);
 
 }  // namespace sweep

@@ -118,10 +118,13 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t mic
   // This rank's slice of the step's global sequences: the same global order for any
   // (world, accum) split of one batch.
   const int64_t first = step * B * m_cfg.train.grad_accum * world + (micro * world + m_rank) * B;
-  auto x = torch::empty({B, m_cfg.model.block_size}, torch::kLong);  // (B, T)
-  auto y = torch::empty({B, m_cfg.model.block_size}, torch::kLong);  // (B, T)
+  // On a GPU the batch is filled in page-locked memory and copied without waiting: a copy from
+  // pageable memory would synchronise the host with the device on every micro-batch.
+  const auto host = torch::TensorOptions().dtype(torch::kLong).pinned_memory(m_device.is_cuda());
+  auto x = torch::empty({B, m_cfg.model.block_size}, host);  // (B, T)
+  auto y = torch::empty({B, m_cfg.model.block_size}, host);  // (B, T)
   m_loader->fill(first, B, x.data_ptr<int64_t>(), y.data_ptr<int64_t>());
-  return {x.to(m_device), y.to(m_device)};
+  return {x.to(m_device, /*non_blocking=*/true), y.to(m_device, /*non_blocking=*/true)};
 }
 
 StepStats Trainer::train_step() {
@@ -131,8 +134,9 @@ StepStats Trainer::train_step() {
   s.step = m_step;
   m_model->train();
 
-  // ---- gradient accumulation: loss / grad_accum, one backward per micro-batch ----
-  double loss_sum = 0;
+  // ---- gradient accumulation: loss / grad_accum, one backward per micro-batch; the losses are
+  // summed on the device, read once a step ----
+  torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(m_device));
   for (int64_t micro = 0; micro < accum; ++micro) {
     auto [x, y] = batch(m_step, micro);
     torch::Tensor loss, objective;
@@ -143,9 +147,9 @@ StepStats Trainer::train_step() {
       objective = aux.defined() ? loss + aux : loss;
     }
     (objective / static_cast<double>(accum)).backward();
-    loss_sum += loss.item<double>();
+    loss_sum += loss.detach().to(torch::kDouble);
   }
-  s.loss = loss_sum / static_cast<double>(accum);
+  loss_sum /= static_cast<double>(accum);
   // A parameter no micro-batch reached (an expert that got no token) has a zero gradient, on
   // every rank and every LibTorch: AdamW steps it (momentum, weight decay) like the rest.
   for (auto& p : m_params) {
@@ -160,16 +164,19 @@ StepStats Trainer::train_step() {
   // any rank makes the average non-finite on every rank, so all of them end as diverged. ----
   if (m_comm != nullptr && m_comm->world() > 1) {
     average_gradients(*m_comm, m_params);
-    torch::Tensor shared = torch::tensor({s.loss, stop_requested() ? 1.0 : 0.0}, torch::kDouble);
+    torch::Tensor shared = torch::cat({loss_sum, torch::full({1}, stop_requested() ? 1.0 : 0.0, loss_sum.options())});
     if (moe_stats.defined()) {
       shared = torch::cat({shared, moe_stats});
     }
     m_comm->all_reduce_sum(shared);
-    s.loss = shared[0].item<double>() / static_cast<double>(m_comm->world());
-    m_stop = shared[1].item<double>() > 0;
+    const torch::Tensor host = shared.cpu();  // the step's one read of the loss
+    s.loss = host[0].item<double>() / static_cast<double>(m_comm->world());
+    m_stop = host[1].item<double>() > 0;
     if (moe_stats.defined()) {
       moe_stats = shared.narrow(0, 2, moe_stats.numel());
     }
+  } else {
+    s.loss = loss_sum.item<double>();  // the step's one read of the loss
   }
 
   // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
@@ -207,7 +214,7 @@ void Trainer::save(const std::string& path) {
   save_checkpoint(path, m_model, *m_opt, meta, m_device, rng_states);
 }
 
-void Trainer::load(const std::string& path) {
+std::string Trainer::load(const std::string& path) {
   CheckpointMeta meta = load_checkpoint(path, m_model, *m_opt, m_device, m_rank);
   if (meta.config_json != m_cfg.identity_json().dump()) {
     throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
@@ -220,6 +227,14 @@ void Trainer::load(const std::string& path) {
                 Exit::bad_input);
   }
   m_step = meta.step;
+  if (meta.rng_restored) {
+    return "";
+  }
+  // A stream of another device type's generator cannot go on here: a new one, the same for the
+  // same (data_seed, rank, step), so that the resumed run is still a function of its seeds.
+  torch::manual_seed(dropout_seed(m_cfg.seeds.data, m_rank) ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(m_step + 1)));
+  return "the dropout stream was written on " + meta.rng_device + ", this run is on " + m_device.str() +
+         ": it goes on from a new seed of (data_seed, rank, step), not where it stopped";
 }
 
 std::pair<bool, std::string> Trainer::resume(const std::string& path) {
@@ -232,9 +247,13 @@ std::pair<bool, std::string> Trainer::resume(const std::string& path) {
       problem = candidate == path && fs::exists(previous) ? std::optional<std::string>("missing") : std::nullopt;
     } else {
       try {
-        load(candidate);  // checks it whole first, and changes nothing when it is not
-        return {true, problems.empty() ? "" : problems + " — resumed from " + candidate + " at step " +
-                                                  std::to_string(m_step)};
+        const std::string inexact = load(candidate);  // checks it whole first, and changes nothing when it is not
+        std::string note = problems.empty() ? "" : problems + " — resumed from " + candidate + " at step " +
+                                                       std::to_string(m_step);
+        if (!inexact.empty()) {
+          note += (note.empty() ? "" : "; ") + inexact;
+        }
+        return {true, note};
       } catch (const CheckpointDamaged& e) {
         problem = e.problem();
       }

@@ -73,7 +73,9 @@ class Trainer {
   RunResult run(const RunOptions& options);
 
   void save(const std::string& path);
-  void load(const std::string& path);  // that file, or an Error (nothing changed when it is damaged)
+  // That file, or an Error (nothing changed when it is damaged). Returns a note when something
+  // could not be resumed exactly (a dropout stream written on another device type), else "".
+  std::string load(const std::string& path);
   // Continues from the run's checkpoint `path` when it is whole, else from the previous one, else
   // from step 0 (a damaged file is set aside as NAME.damaged by rank 0): never from a damaged
   // one. Returns whether a checkpoint was loaded, and what was wrong ("" when nothing was).

@@ -237,3 +237,36 @@ TEST_CASE("a checkpoint from before checksums (a bare LibTorch archive) still re
   CHECK(b.step() == 1);
   CHECK(torch::equal(test::flat_params(b.model()), test::flat_params(a.model())));
 }
+
+TEST_CASE("a checkpoint whose dropout stream is another device's resumes the rest exactly, the stream from the seeds") {
+  test::TempDir dir;
+  auto data = test::synthetic_data();
+  const RunConfig c = resumable_config();
+  Trainer a(c, data);
+  a.train_step();
+  a.train_step();
+  // As a GPU run writes it: a CUDA generator's state (seed and offset, 16 bytes), tagged cuda.
+  const std::string path = dir.str("ckpt.pt");
+  save_checkpoint(path, a.model(), a.optimizer(), {a.step(), c.tokens_per_step(), c.identity_json().dump()},
+                  torch::Device(torch::kCUDA, 0), {torch::zeros({16}, torch::kUInt8)});
+  auto resumed_curve = [&](std::string& note) {
+    Trainer t(c, data);
+    note = t.load(path);
+    CHECK(t.step() == 2);
+    CHECK(torch::equal(test::flat_params(t.model()), test::flat_params(a.model())));
+    std::vector<double> losses;
+    for (int i = 0; i < 3; ++i) {
+      losses.push_back(t.train_step().loss);
+    }
+    return losses;
+  };
+  std::string note, again;
+  const auto first = resumed_curve(note);
+  CHECK(note.find("the dropout stream was written on cuda, this run is on cpu") != std::string::npos);
+  CHECK(resumed_curve(again) == first);  // the new stream is a function of (data_seed, rank, step)
+  CHECK(again == note);
+  // a checkpoint of this device type restores its stream: no note
+  a.save(path);
+  Trainer same(c, data);
+  CHECK(same.load(path).empty());
+}

@@ -1,11 +1,13 @@
 // The sweep runner's pure rules (sched/lifecycle.h), table by table: plan states, what a
 // `sweep run` must (re)start, how an ended worker is classified, and the worker's command line
-// as the local executor runs it and as the Slurm script writes it.
+// as the local executor runs it and as the Slurm script writes it, and the executor's device slots.
 #include <doctest/doctest.h>
 
 #include <map>
 
+#include "helpers.h"
 #include "sched/lifecycle.h"
+#include "sched/slots.h"
 #include "sched/slurm.h"
 #include "util/error.h"
 
@@ -208,5 +210,34 @@ TEST_CASE("worker_argv: one command line, for a local child and for the Slurm sc
   CHECK(script.find("if [ \"$rc\" -eq 75 ] && [ \"${SLURM_RESTART_COUNT:-0}\" -lt 10 ]; then") != std::string::npos);
   o.gpus_per_rank = 1;
   CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.device=cuda' >") !=
+        std::string::npos);
+}
+
+TEST_CASE("--devices: slots, GPUs counted within the scheduler's CUDA_VISIBLE_DEVICES, shared GPUs") {
+  const auto cpu = parse_devices("cpu:2x3", 8, nullptr);
+  REQUIRE(cpu.size() == 2);
+  CHECK(cpu[1].label == "cpu:1");
+  CHECK(cpu[1].threads == 3);
+  CHECK(cpu[1].cuda_visible.empty());
+  const auto gpus = parse_devices("cuda:0,1", 16, nullptr);
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[1].cuda_visible == "1");
+  CHECK(gpus[1].threads == 8);
+  // cuda:0 of CUDA_VISIBLE_DEVICES=2,3 is GPU 2: the worker's CUDA_VISIBLE_DEVICES must say 2
+  const auto within = parse_devices("cuda:1,0", 16, "2, 3");
+  CHECK(within[0].cuda_visible == "3");
+  CHECK(within[0].label == "cuda:1");
+  CHECK(within[1].cuda_visible == "2");
+  const std::string beyond = test::bad_input_message([] { parse_devices("cuda:0,2", 16, "2,3"); });
+  CHECK(beyond.find("cuda:2 is not among the 2 GPUs CUDA_VISIBLE_DEVICES=2,3") != std::string::npos);
+  // two slots on one GPU; a run given both sees the GPU once (its ranks share it)
+  const auto shared = parse_devices("cuda:0,0", 2, nullptr);
+  REQUIRE(shared.size() == 2);
+  CHECK(visible_devices({&shared[0], &shared[1]}) == "0");
+  const auto four = parse_devices("cuda:1,0,1,2", 4, nullptr);
+  CHECK(visible_devices({&four[0], &four[1], &four[2], &four[3]}) == "1,0,2");
+  CHECK(test::bad_input_message([] { parse_devices("cuda:x", 2, nullptr); }).find("'x' is not a GPU index") !=
+        std::string::npos);
+  CHECK(test::bad_input_message([] { parse_devices("gpu:0", 2, nullptr); }).find("expected cpu, cpu:NxT or cuda:I,J") !=
         std::string::npos);
 }

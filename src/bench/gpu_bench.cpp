@@ -1,0 +1,154 @@
+#include "bench/gpu_bench.h"
+
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "bench/bench.h"
+#include "build_options.h"
+#include "train/device.h"
+#include "train/precision.h"
+#include "train/trainer.h"
+#include "util/text.h"
+#ifdef SWEEP_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace sweep {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The peak tensor memory on the device since the last reset (0 where it cannot be read).
+double peak_tensor_mib(const torch::Device& device, bool reset) {
+#ifdef SWEEP_WITH_CUDA
+  namespace alloc = c10::cuda::CUDACachingAllocator;
+  if (reset) {
+    alloc::resetPeakStats(device.index());
+    return 0;
+  }
+  return static_cast<double>(alloc::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 20);
+#else
+  (void)device;
+  (void)reset;
+  return 0;
+#endif
+}
+
+}  // namespace
+
+double measure_cuda_matmul_peak(const std::string& precision, const torch::Device& device, int64_t n) {
+  configure_matmul_precision(precision);
+  const auto options = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
+  torch::NoGradGuard no_grad;
+  const auto a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
+  auto c = torch::mm(a, b);
+  torch::cuda::synchronize();
+  double best = 1e30;
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < 5; ++k) {
+      torch::mm_out(c, a, b);
+    }
+    torch::cuda::synchronize();
+    best = std::min(best, seconds_since(t0) / 5);
+  }
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best;
+}
+
+void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models, const GpuBenchSettings& settings,
+                   std::ostream& out) {
+  const torch::Device device(settings.device);
+  const BuildDevices b = build_devices();
+  const CudaDevice& gpu = b.cuda.at(static_cast<size_t>(device.has_index() ? device.index() : 0));
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "sweep bench on %s: %s, %.0f GiB, compute capability %d.%d; LibTorch %s, CUDA %s; %lld steps after %lld "
+                "warm-up, timed back to back (the step's own waits: its loss and gradient norm)\n",
+                settings.device.c_str(), gpu.name.c_str(), gpu.memory_gib, gpu.major, gpu.minor, b.libtorch.c_str(),
+                b.cuda_version.c_str(), static_cast<long long>(settings.steps), static_cast<long long>(settings.warmup));
+  out << line;
+  std::map<std::string, double> peaks;
+  for (const auto& precision : settings.precisions) {
+    peaks[precision] = measure_cuda_matmul_peak(precision, device);
+    std::snprintf(line, sizeof line, "matmul peak %-5s (8192³, best of 10): %.1f TFLOP/s\n", precision.c_str(),
+                  peaks[precision] / 1e12);
+    out << line << std::flush;
+  }
+  for (const auto& [name, base] : models) {
+    const auto data = bench_data(base);
+    const ModelConfig m = base.model.resolved();
+    RunConfig shape = base;
+    shape.model.vocab_size = data->vocab_size;
+    const ModelSize size = model_size(shape.model);
+    std::snprintf(line, sizeof line,
+                  "\n%s: %lld layers × %lld heads × %lld wide, block %lld, micro-batch %lld × accum %lld, vocab %lld "
+                  "(padded %lld), %s parameters, %.1f MFLOP per token\n",
+                  name.c_str(), static_cast<long long>(m.n_layer), static_cast<long long>(m.n_head),
+                  static_cast<long long>(m.n_embd), static_cast<long long>(m.block_size),
+                  static_cast<long long>(base.train.micro_batch), static_cast<long long>(base.train.grad_accum),
+                  static_cast<long long>(data->vocab_size), static_cast<long long>(shape.model.padded_vocab()),
+                  format_count(static_cast<double>(size.total)).c_str(), size.flops_per_token / 1e6);
+    out << line;
+    out << "precision  who                                     tokens/s    step ms   model TFLOP/s    MFU   peak tensors MiB\n";
+    auto row = [&](const std::string& precision, const std::string& who, double tokens_per_s, double step_ms,
+                   double mib) {
+      const double achieved = tokens_per_s * size.flops_per_token;
+      std::snprintf(line, sizeof line, "%-9s  %-38s %10.0f %10.1f %15.1f %5.1f%% %18.0f\n", precision.c_str(),
+                    who.c_str(), tokens_per_s, step_ms, achieved / 1e12, 100.0 * achieved / peaks[precision], mib);
+      out << line << std::flush;
+    };
+    for (const auto& precision : settings.precisions) {
+      RunConfig c = shape;
+      c.train.precision = precision;
+      c.resources.device = settings.device;
+      double sweep_tokens_per_s = 0;
+      {
+        Trainer trainer(c, data);
+        for (int64_t i = 0; i < settings.warmup; ++i) {
+          trainer.train_step();
+        }
+        torch::cuda::synchronize();
+        peak_tensor_mib(device, true);
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < settings.steps; ++i) {
+          trainer.train_step();
+        }
+        torch::cuda::synchronize();
+        const double step_s = seconds_since(t0) / static_cast<double>(settings.steps);
+        sweep_tokens_per_s = static_cast<double>(c.tokens_per_step()) / step_s;
+        row(precision, "sweep (" + trainer.model()->attention(device) + " attention)", sweep_tokens_per_s, 1e3 * step_s,
+            peak_tensor_mib(device, false));
+      }
+      if (settings.nanogpt.empty()) {
+        continue;
+      }
+      for (const bool compile : {false, true}) {
+        NanoGptRun run;
+        run.python = settings.python;
+        run.model_py = settings.nanogpt;
+        run.device = settings.device;
+        run.precision = precision;
+        run.compile = compile;
+        run.steps = settings.steps;
+        run.warmup = std::max<int64_t>(settings.warmup, compile ? 3 : 1);  // compile in the warm-up
+        const NanoGptResult r = run_nanogpt(c, run);
+        if (!r.error.empty()) {
+          out << "  " << nanogpt_label(r, compile) << ": no figure — " << r.error << "\n";
+          continue;
+        }
+        row(precision, nanogpt_label(r, compile), r.tokens_per_s, r.step_ms, r.peak_mib.value_or(0));
+        std::snprintf(line, sizeof line, "  sweep / nanoGPT (compile %s): %.2f×\n", compile ? "on" : "off",
+                      sweep_tokens_per_s / r.tokens_per_s);
+        out << line << std::flush;
+      }
+    }
+  }
+}
+
+}  // namespace sweep

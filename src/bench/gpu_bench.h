@@ -1,0 +1,36 @@
+// `sweep bench --device cuda`: the training step on a CUDA device — tokens/s, the step's time,
+// model FLOP/s and MFU against the peak measured in the same run with a large matmul at the
+// step's precision (bf16; TF32 for tf32; fp32 without TF32), the peak tensor memory — for each
+// model and precision, with nanoGPT's step beside it (torch.compile off and on) when its
+// model.py is given.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/nanogpt.h"
+#include "config/run_config.h"
+
+namespace sweep {
+
+struct GpuBenchSettings {
+  std::string device = "cuda";
+  std::vector<std::string> precisions{"bf16", "tf32"};
+  int64_t steps = 20;
+  int64_t warmup = 3;
+  std::string nanogpt;  // nanoGPT's model.py ("" = no comparison)
+  std::string python = "python3";
+};
+
+// models: (name, config) pairs, e.g. ("reference", bench_reference_config()).
+void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models, const GpuBenchSettings& settings,
+                   std::ostream& out);
+
+// Best-of-N FLOP/s of an n×n×n CUDA matmul at `precision` (bf16 | tf32 | fp32).
+double measure_cuda_matmul_peak(const std::string& precision, const torch::Device& device, int64_t n = 8192);
+
+}  // namespace sweep

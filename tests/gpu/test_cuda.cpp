@@ -1,0 +1,267 @@
+// On a CUDA device, what the CPU tests prove on the CPU: a run trains and its loss falls (fp32,
+// tf32, bf16) and follows the CPU's curve; accumulation equals the bigger batch; resume is exact;
+// scaled-dot-product attention equals the manual one; checkpoints move between CPU and GPU;
+// the step reads the device only for its loss and gradient norm; data parallel over Gloo on CUDA
+// tensors (two ranks sharing the GPU) equals accumulation, and NCCL runs with one rank.
+#include <doctest/doctest.h>
+
+#include "build_options.h"
+#include "kernels/attention.h"
+#include "parallel_helpers.h"
+#include "train/checkpoint.h"
+#include "train/compat.h"
+#include "train/evaluate.h"
+#ifdef SWEEP_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/Exception.h>
+#endif
+
+using namespace sweep;
+
+namespace {
+
+RunConfig on_gpu(RunConfig c, const std::string& precision = "fp32") {
+  c.resources.device = "cuda:0";
+  c.train.precision = precision;
+  return c;
+}
+
+std::vector<double> losses(Trainer& t, int steps) {
+  std::vector<double> out;
+  for (int i = 0; i < steps; ++i) {
+    out.push_back(t.train_step().loss);
+  }
+  return out;
+}
+
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
+  }
+  return worst;
+}
+
+std::vector<RunConfig> families() {
+  return {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias")};
+}
+
+}  // namespace
+
+TEST_CASE("cuda: training makes the loss fall in fp32, tf32 and bf16, each family") {
+  auto data = test::synthetic_data();
+  for (const RunConfig& family : families()) {
+    for (const std::string precision : {"fp32", "tf32", "bf16"}) {
+      CAPTURE(family.model.family);
+      CAPTURE(precision);
+      Trainer t(on_gpu(family, precision), data);
+      REQUIRE(t.model()->parameters().front().is_cuda());
+      CHECK(t.model()->attention(t.device()) == (compat::k_has_sdpa ? "sdpa" : "manual"));
+      const double val_before = t.evaluate("val");
+      const auto l = losses(t, 20);
+      CHECK(l.back() < l.front() - 0.5);
+      CHECK(t.evaluate("val") < val_before - 0.5);
+    }
+  }
+}
+
+TEST_CASE("cuda: fp32 follows the CPU's curve from the same weights and batches, and evaluates alike") {
+  auto data = test::synthetic_data();
+  for (const RunConfig& family : families()) {
+    CAPTURE(family.model.family);
+    Trainer cpu(family, data), gpu(on_gpu(family), data);
+    CHECK(torch::equal(test::flat_params(cpu.model()), test::flat_params(gpu.model()).cpu()));
+    const auto a = losses(cpu, 8), b = losses(gpu, 8);
+    CHECK(max_relative_difference(b, a) < 1e-4);
+    const EvalLoss ec = evaluate_loss(cpu.model(), *data->test, 0, 8, "fp32", torch::kCPU, true);
+    const EvalLoss eg = evaluate_loss(gpu.model(), *data->test, 0, 8, "fp32", gpu.device(), true);
+    CHECK(eg.mean() == doctest::Approx(ec.mean()).epsilon(1e-4));
+    CHECK(eg.window_nats.size() == ec.window_nats.size());
+    CHECK(eg.window_tokens == ec.window_tokens);
+  }
+}
+
+TEST_CASE("cuda: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1 (fp32, each family)") {
+  auto data = test::synthetic_data();
+  for (const RunConfig& family : families()) {
+    CAPTURE(family.model.family);
+    CAPTURE(family.model.balance);
+    RunConfig big = on_gpu(family);
+    big.train.micro_batch = 16;
+    big.train.grad_clip = 1.0;
+    RunConfig small = big;
+    small.train.micro_batch = 4;
+    small.train.grad_accum = 4;
+    Trainer a(big, data), b(small, data);
+    for (int step = 0; step < 6; ++step) {
+      const StepStats sa = a.train_step(), sb = b.train_step();
+      CAPTURE(step);
+      CHECK(sb.loss == doctest::Approx(sa.loss).epsilon(1e-5));
+      CHECK(sb.grad_norm == doctest::Approx(sa.grad_norm).epsilon(1e-5));
+      CHECK(sa.moe.load_max == sb.moe.load_max);
+    }
+    // cuBLAS picks other kernels for other batch shapes: sums in another order, so 1e-5 of the
+    // weights' norm, and no weight more than 5e-5 apart (the CPU test: 1e-6 for GELU models)
+    const auto pa = test::flat_params(a.model()), pb = test::flat_params(b.model());
+    CHECK((pa - pb).norm().item<double>() / pa.norm().item<double>() < 1e-5);
+    CHECK((pa - pb).abs().max().item<double>() < 5e-5);
+  }
+}
+
+TEST_CASE("cuda: 3 steps, a checkpoint, 3 more == 6 steps straight (deterministic algorithms, dropout on)") {
+  // warn_only: an op without a deterministic CUDA kernel warns instead of failing the test; the
+  // comparison below says whether the result was exact.
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  auto data = test::synthetic_data();
+  for (const RunConfig& family : families()) {
+    CAPTURE(family.model.family);
+    CAPTURE(family.model.balance);
+    test::TempDir dir;
+    RunConfig c = on_gpu(family);
+    c.model.dropout = 0.1;  // the CUDA generator's state must be resumed too
+    c.train.grad_clip = 1.0;
+    Trainer straight(c, data);
+    const auto want = losses(straight, 6);
+    std::vector<double> got;
+    {
+      Trainer first(c, data);
+      got = losses(first, 3);
+      first.save(dir.str("ckpt.pt"));
+    }
+    Trainer second(c, data);
+    CHECK(second.load(dir.str("ckpt.pt")).empty());  // a CUDA stream resumed on CUDA: no note
+    const auto rest = losses(second, 3);
+    got.insert(got.end(), rest.begin(), rest.end());
+    const auto pa = test::flat_params(straight.model()), pb = test::flat_params(second.model());
+    WARN_MESSAGE(got == want, "resumed on CUDA: not bitwise (max relative loss difference ",
+                 max_relative_difference(got, want), ")");
+    WARN_MESSAGE(torch::equal(pa, pb), "resumed on CUDA: weights not bitwise equal");
+    CHECK(max_relative_difference(got, want) < 1e-6);
+    CHECK((pa - pb).abs().max().item<double>() < 1e-6);
+  }
+  at::globalContext().setDeterministicAlgorithms(false, false);
+}
+
+TEST_CASE("cuda: scaled-dot-product attention equals the manual attention, forward and backward (fp32, bf16)") {
+  torch::manual_seed(3);
+  const int64_t B = 2, T = 96, H = 4, hs = 32, C = H * hs;
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    CAPTURE(dtype);
+    const double tol = dtype == torch::kFloat ? 1e-5 : 3e-2;
+    const auto qkv = torch::randn({B, T, 3 * C}, torch::TensorOptions().device(torch::kCUDA).dtype(dtype)).requires_grad_(true);
+    const auto grad = torch::randn({B, T, C}, qkv.options());
+    const auto manual = kernels::causal_attention_reference(qkv, H);
+    manual.backward(grad);
+    const auto manual_grad = qkv.grad().clone();
+    qkv.mutable_grad() = torch::Tensor();
+    if (!compat::k_has_sdpa) {
+      MESSAGE("this LibTorch has no scaled_dot_product_attention: the manual attention is the one used");
+      continue;
+    }
+    const auto parts = qkv.split(C, 2);
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, hs}).transpose(1, 2); };  // (B, H, T, hs)
+    const auto sdpa = compat::sdpa_causal(heads(parts[0]), heads(parts[1]), heads(parts[2]), 0.0)
+                          .transpose(1, 2)
+                          .reshape({B, T, C});
+    sdpa.backward(grad);
+    CHECK((sdpa - manual).abs().max().item<double>() < tol);
+    CHECK((qkv.grad() - manual_grad).abs().max().item<double>() < tol * 4);
+  }
+}
+
+TEST_CASE("cuda: a checkpoint written on the GPU resumes on the CPU, and one written on the CPU on the GPU") {
+  auto data = test::synthetic_data();
+  for (const RunConfig& family : families()) {
+    CAPTURE(family.model.family);
+    const RunConfig cpu = family, gpu = on_gpu(family);
+    for (const bool from_gpu : {true, false}) {
+      CAPTURE(from_gpu);
+      test::TempDir dir;
+      Trainer writer(from_gpu ? gpu : cpu, data);
+      losses(writer, 3);
+      writer.save(dir.str("ckpt.pt"));
+      Trainer reader(from_gpu ? cpu : gpu, data);
+      const std::string note = reader.load(dir.str("ckpt.pt"));
+      CHECK(note.find(from_gpu ? "written on cuda" : "written on cpu") != std::string::npos);
+      CHECK(reader.step() == 3);
+      CHECK(torch::equal(test::flat_params(reader.model()).cpu(), test::flat_params(writer.model()).cpu()));
+      // the AdamW moments came along: the next steps follow the writer's (dropout is off)
+      CHECK(max_relative_difference(losses(reader, 3), losses(writer, 3)) < 1e-4);
+    }
+  }
+}
+
+#ifdef SWEEP_WITH_CUDA
+namespace {
+
+// Counts the warnings of CUDA's sync debug mode ("called a synchronizing CUDA operation").
+struct SyncCounter : c10::WarningHandler {
+  int syncs = 0;
+  void process(const c10::Warning& warning) override {
+    if (warning.msg().find("synchronizing") != std::string::npos) {
+      ++syncs;
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cuda: a training step reads the device twice (its loss and its gradient norm), whatever the accumulation") {
+  auto data = test::synthetic_data();
+  RunConfig c = on_gpu(test::tiny_config(), "bf16");
+  c.model.dropout = 0.1;
+  c.train.grad_accum = 4;
+  c.train.grad_clip = 1.0;
+  Trainer t(c, data);
+  t.train_step();  // the first step's allocations and handles
+  SyncCounter counter;
+  {
+    c10::WarningUtils::WarningHandlerGuard guard(&counter);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_WARN);
+    losses(t, 3);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  }
+  CHECK(counter.syncs == 2 * 3);
+  // MoE layers read their routing (the counts per expert and the order) on the host: one more
+  // read per MoE layer and micro-batch, and one for the step's load statistics
+  RunConfig moe = on_gpu(test::tiny_deepseek_config("bias"), "bf16");
+  moe.train.grad_accum = 2;
+  Trainer m(moe, data);
+  m.train_step();
+  SyncCounter moe_counter;
+  {
+    c10::WarningUtils::WarningHandlerGuard guard(&moe_counter);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_WARN);
+    m.train_step();
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  }
+  const int moe_layers = static_cast<int>(m.model()->moe_layers().size());
+  MESSAGE("deepseek step with ", moe_layers, " MoE layer(s), accumulation 2: ", moe_counter.syncs, " reads");
+  CHECK(moe_counter.syncs <= 2 + 2 * moe_layers + 1);
+}
+#endif
+
+TEST_CASE("cuda: data parallel over Gloo on CUDA tensors, two ranks sharing the GPU, equals accumulation 2") {
+  test::check_data_parallel_equals_accumulation(2, 1, on_gpu(test::tiny_config()));
+  test::check_data_parallel_equals_accumulation(2, 1, on_gpu(test::tiny_deepseek_config("bias")));
+}
+
+#ifdef SWEEP_WITH_NCCL
+TEST_CASE("cuda: NCCL with one rank — collectives on GPU tensors, and CPU tensors moved there and back") {
+  auto comms = test::connect_local(1, std::chrono::seconds(60), torch::Device(torch::kCUDA, 0), Backend::nccl);
+  Communicator& comm = *comms[0];
+  auto on_gpu_tensor = torch::arange(6, torch::TensorOptions().dtype(torch::kDouble).device(torch::kCUDA));
+  const auto expected = on_gpu_tensor.clone();
+  comm.all_reduce_sum(on_gpu_tensor);
+  CHECK(torch::equal(on_gpu_tensor, expected));
+  auto on_cpu = torch::arange(4, torch::kDouble);
+  comm.all_reduce_sum(on_cpu);
+  CHECK(on_cpu.is_cpu());
+  CHECK(torch::equal(on_cpu, torch::arange(4, torch::kDouble)));
+  const auto gathered = comm.all_gather(torch::arange(3, torch::kUInt8));
+  REQUIRE(gathered.size() == 1);
+  CHECK(gathered[0].is_cpu());
+  CHECK(torch::equal(gathered[0], torch::arange(3, torch::kUInt8)));
+}
+#endif
