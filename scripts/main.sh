@@ -5,7 +5,7 @@
 # report.json, SVG plots). Idempotent: finished runs are never trained again; interrupted ones resume.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --target sweep  # only what the main job runs: not the tests
 scripts/brown.sh
 ./build/sweep run experiments/quick.yaml --devices cpu:2x1
 ./build/sweep report quick

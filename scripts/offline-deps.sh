@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Downloads, on a Debian 12 machine, the .deb files of everything sweep's build needs besides
+# LibTorch and the build tools, into DIR (default .gpu-kit/, which git ignores): for a machine
+# with no package registry — a GPU box with a Python PyTorch, CMake, Ninja and a compiler — where
+#   scripts/setup.sh --torch cuda --deps DIR     (or scripts/test-gpu.sh --deps DIR)
+# unpacks them into the build's own prefix instead of installing them. About 40 MiB.
+# Nothing is installed here. Idempotent: files already in DIR are not fetched again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-.gpu-kit}
+# headers, CMake files and libraries of the build (scripts/setup.sh's list, less LibTorch and
+# the tools), then the shared libraries they load at run time (and those load in turn)
+packages=(libyaml-cpp-dev libcli11-dev doctest-dev nlohmann-json3-dev libfmt-dev libsentencepiece-dev
+  zlib1g-dev libssl-dev libicu-dev libsqlitecpp-dev libsqlite3-dev libboost-math1.74-dev libboost1.74-dev
+  libgloo-dev libdnnl-dev libsleef-dev
+  libyaml-cpp0.7 libfmt9 libsentencepiece0 libicu72 libsqlite3-0 libboost-math1.74.0 libssl3 zlib1g
+  libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200 libdnnl2 ocl-icd-libopencl1 libsleef3)
+mkdir -p "$dir"
+missing=()
+for p in "${packages[@]}"; do
+  compgen -G "$dir/${p}_*.deb" >/dev/null || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  (cd "$dir" && { apt-get download "${missing[@]}" >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null && apt-get download "${missing[@]}" >/dev/null; }; })
+fi
+echo "offline-deps: $(ls "$dir"/*.deb | wc -l) packages, $(du -sh "$dir" | cut -f1) in $dir"
