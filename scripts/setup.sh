@@ -55,19 +55,46 @@ if [ "$torch" = debian ]; then
 else
   py=${PYTHON:-python3}
   command -v "$py" >/dev/null || die "--torch $torch: no $py on PATH — activate the Python environment that has PyTorch, or set PYTHON"
-  info=$("$py" -c 'import torch, torch.utils; print(torch.utils.cmake_prefix_path); print(torch.__version__); print(torch.version.cuda or "")' 2>&1) ||
-    die "--torch $torch: $py cannot import torch ($(tail -1 <<< "$info")) — activate the environment that has PyTorch (pip install torch), or set PYTHON"
-  { read -r torch_prefix; read -r torch_version; read -r torch_cuda || true; } <<< "$info"  # no CUDA: an empty last line
+  # What the torch has, one line each (its warnings on stderr kept apart): its CMake prefix,
+  # version, CUDA, the NCCL it was built with, and that NCCL's headers (pip's nvidia-nccl wheel).
+  py_err=$(mktemp)
+  info=$("$py" - 2> "$py_err" <<'PY'
+import os, torch, torch.utils
+print(torch.utils.cmake_prefix_path)
+print(torch.__version__)
+print(torch.version.cuda or "")
+try:
+    v = torch.cuda.nccl.version()
+    print(".".join(map(str, v)) if isinstance(v, tuple) else "%d.%d.%d" % (v // 1000, v // 100 % 10, v % 100))
+except Exception:
+    print("")
+try:
+    import nvidia.nccl
+    print(next((os.path.join(p, "include") for p in nvidia.nccl.__path__ if os.path.exists(os.path.join(p, "include", "nccl.h"))), ""))
+except Exception:
+    print("")
+PY
+) || die "--torch $torch: $py cannot import torch ($(grep -v '^ ' "$py_err" | tail -1)) — activate the environment that has PyTorch (pip install torch), or set PYTHON"
+  rm -f "$py_err"
+  # (empty lines: no CUDA, no NCCL)
+  { read -r torch_prefix; read -r torch_version; read -r torch_cuda; read -r torch_nccl; read -r nccl_include; } <<< "$info" || true
   torch_dir=$torch_prefix/Torch
   if [ "$torch" = cuda ] && [ -z "$torch_cuda" ]; then
     die "--torch cuda: the torch $torch_version of $py has no CUDA (torch.version.cuda is None) — install a CUDA build of PyTorch (pytorch.org), or build for the CPU with --torch python"
   fi
   [ -f "$torch_dir/TorchConfig.cmake" ] ||
     die "--torch $torch: the torch $torch_version of $py has no $torch_dir/TorchConfig.cmake (a distribution's torch without its C++ files?) — use a PyTorch wheel from pytorch.org or pip"
-  echo "setup: LibTorch $torch_version from $py${torch_cuda:+, CUDA $torch_cuda} ($torch_dir)"
-  # The CUDA toolkit TorchConfig looks for: nvcc on PATH, else the usual place.
-  if [ -n "$torch_cuda" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
-    cmake_args+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+  echo "setup: LibTorch $torch_version from $py${torch_cuda:+, CUDA $torch_cuda}${torch_nccl:+, NCCL $torch_nccl} ($torch_dir)"
+  if [ -n "$torch_cuda" ]; then
+    # PyTorch's CMake config needs the CUDA toolkit its torch was built with: nvcc on PATH, else the usual place.
+    nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true)
+    [ -n "$nvcc" ] || die "--torch $torch: no CUDA toolkit (nvcc) — PyTorch's CMake config needs CUDA $torch_cuda's: install it, or put its bin/ on PATH"
+    nvcc_version=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+    [ "${nvcc_version%%.*}" = "${torch_cuda%%.*}" ] ||
+      die "--torch $torch: $nvcc is CUDA $nvcc_version, the torch was built with CUDA $torch_cuda — put CUDA ${torch_cuda%%.*}'s nvcc on PATH"
+    cmake_args+=("-DCUDAToolkit_ROOT=$(dirname "$(dirname "$nvcc")")")
+    # NCCL's headers as the torch was built with them (their version decides c10d's class layouts)
+    cmake_args+=("-DSWEEP_TORCH_NCCL_VERSION=$torch_nccl" ${nccl_include:+"-DSWEEP_NCCL_INCLUDE_DIR=$nccl_include"})
   fi
 fi
 if [ -n "$deps" ]; then
@@ -92,7 +119,8 @@ while pos < len(data):
     name, size = data[pos:pos + 16].decode().strip().rstrip("/"), int(data[pos + 48:pos + 58])
     if name.startswith("data.tar"):
         with tarfile.open(fileobj=io.BytesIO(data[pos + 60:pos + 60 + size])) as t:
-            t.extractall(dest)
+            # a package's own symlinks (Python 3.14's default filter refuses some)
+            t.extractall(dest, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
     pos += 60 + size + size % 2
 PY
       fi
@@ -105,8 +133,10 @@ PY
   # The unpacked libraries are found at run time through the binary's RPATH (also by the
   # libraries they load in turn: an RPATH, not a RUNPATH), so no LD_LIBRARY_PATH is needed.
   cmake_args+=("-DCMAKE_BUILD_RPATH=$libdir;$prefix/usr/lib" "-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags"
-    # Debian's multiarch headers (OpenSSL's opensslconf.h), which the compiler finds only under /usr
-    "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$prefix/usr/include/x86_64-linux-gnu")
+    # Debian's multiarch folders: headers (OpenSSL's opensslconf.h) the compiler finds only under
+    # /usr, and libraries and CMake files CMake looks for there only on a Debian-like system
+    "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$prefix/usr/include/x86_64-linux-gnu"
+    -DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu)
   for tool in cmake ninja g++; do
     command -v "$tool" >/dev/null || die "$tool is missing: --deps brings libraries only, not the build tools"
   done

@@ -42,7 +42,7 @@ print("headers shipped with torch:", {d: os.path.isdir(os.path.join(inc, d)) for
 PY
 
 step "build against the Python's LibTorch (scripts/setup.sh --torch cuda${deps:+ --deps $deps})"
-scripts/setup.sh --torch cuda ${deps:+--deps "$deps"} --build-dir "$build" --target sweep gpu_tests \
+scripts/setup.sh --torch cuda ${deps:+--deps "$deps"} --build-dir "$build" --target sweep --target gpu_tests \
   -DSWEEP_TEST_HOOKS=OFF
 devices=$("$build/sweep" devices) && echo "$devices"
 grep -q '^cuda:0:' <<< "$devices" ||

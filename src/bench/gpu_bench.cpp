@@ -48,14 +48,14 @@ double measure_cuda_matmul_peak(const std::string& precision, const torch::Devic
   torch::NoGradGuard no_grad;
   const auto a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
   auto c = torch::mm(a, b);
-  torch::cuda::synchronize();
+  torch::cuda::synchronize(device.index());
   double best = 1e30;
   for (int i = 0; i < 10; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < 5; ++k) {
       torch::mm_out(c, a, b);
     }
-    torch::cuda::synchronize();
+    torch::cuda::synchronize(device.index());
     best = std::min(best, seconds_since(t0) / 5);
   }
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best;
@@ -113,13 +113,13 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
         for (int64_t i = 0; i < settings.warmup; ++i) {
           trainer.train_step();
         }
-        torch::cuda::synchronize();
+        torch::cuda::synchronize(device.index());
         peak_tensor_mib(device, true);
         const auto t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < settings.steps; ++i) {
           trainer.train_step();
         }
-        torch::cuda::synchronize();
+        torch::cuda::synchronize(device.index());
         const double step_s = seconds_since(t0) / static_cast<double>(settings.steps);
         sweep_tokens_per_s = static_cast<double>(c.tokens_per_step()) / step_s;
         row(precision, "sweep (" + trainer.model()->attention(device) + " attention)", sweep_tokens_per_s, 1e3 * step_s,

@@ -104,6 +104,7 @@ Exit run_train(const TrainOptions& o) {
       cfg.resources.device = gpu.str();
     }
   }
+  make_current(torch::Device(cfg.resources.device));  // before NCCL starts: its contexts on this rank's GPU
   if (cfg.resources.ranks > 1 && env.world == 1) {
     // Not a rank yet: start the ranks here, as torchrun would (bad input was reported once above).
     return static_cast<Exit>(launch_local(rank_argv(o), static_cast<int>(cfg.resources.ranks),

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <type_traits>
 
 #include "build_options.h"
 // c10d declares its Gloo and NCCL groups only under these macros (set here, not on the command
@@ -63,6 +64,15 @@ class GroupCommunicator : public Communicator {
   GroupCommunicator(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<Group> group, int64_t rank,
                     int64_t world, std::optional<torch::Device> on)
       : m_store(std::move(store)), m_group(std::move(group)), m_rank(rank), m_world(world), m_on(on) {}
+  ~GroupCommunicator() override {
+#ifdef USE_C10D_NCCL
+    if constexpr (std::is_same_v<Group, c10d::ProcessGroupNCCL>) {
+      m_group->shutdown();  // its communicators closed in order, not aborted by the destructor
+    }
+#endif
+  }
+  GroupCommunicator(const GroupCommunicator&) = delete;
+  GroupCommunicator& operator=(const GroupCommunicator&) = delete;
   int64_t rank() const override { return m_rank; }
   int64_t world() const override { return m_world; }
 
@@ -111,13 +121,25 @@ Backend backend_from_string(const std::string& name) {
   throw Error("unknown data-parallel backend '" + name + "' — use auto, nccl or gloo", Exit::bad_input);
 }
 
+Backend resolve_backend(Backend backend, const torch::Device& device) {
+  if (backend != Backend::automatic) {
+    return backend;
+  }
+#ifdef USE_C10D_NCCL
+  return device.is_cuda() ? Backend::nccl : Backend::gloo;
+#else
+  (void)device;
+  return Backend::gloo;
+#endif
+}
+
 torch::Device rank_device(const DistEnv& env, int64_t visible_gpus, Backend backend) {
   if (visible_gpus < 1) {
     throw Error("rank " + std::to_string(env.rank) + " was asked to train on CUDA but sees no GPU — check "
                 "CUDA_VISIBLE_DEVICES, or train on cpu",
                 Exit::bad_input);
   }
-  if (env.local_world > visible_gpus && backend != Backend::gloo) {
+  if (env.local_world > visible_gpus && resolve_backend(backend, torch::kCUDA) == Backend::nccl) {
     throw Error(std::to_string(env.local_world) + " ranks on this machine but " + std::to_string(visible_gpus) +
                     " visible GPU" + (visible_gpus == 1 ? "" : "s") +
                     ": NCCL needs a GPU of its own for each rank — give each rank a GPU, or set "
@@ -184,9 +206,7 @@ DistEnv dist_env() {
 
 std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& device, Backend backend,
                                       std::chrono::milliseconds timeout) {
-  if (backend == Backend::automatic) {
-    backend = device.is_cuda() ? Backend::nccl : Backend::gloo;
-  }
+  backend = resolve_backend(backend, device);
   if (backend == Backend::nccl && !device.is_cuda()) {
     throw Error("the NCCL backend needs CUDA tensors: set resources.device: cuda, or resources.backend: gloo",
                 Exit::bad_input);

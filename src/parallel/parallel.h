@@ -51,6 +51,9 @@ class Communicator {
 enum class Backend { automatic, nccl, gloo };
 Backend backend_from_string(const std::string& name);  // auto | nccl | gloo; throws on others
 
+// What `backend` means on `device`: auto is NCCL on CUDA where this build has it, else Gloo.
+Backend resolve_backend(Backend backend, const torch::Device& device);
+
 // Joins the process group of `env` (rank 0 hosts the TCPStore). A rank that does not arrive, or
 // dies, makes every collective fail within `timeout` instead of hanging. Tensors given to the
 // communicator may live on the CPU or on `device`: what NCCL needs on the GPU is moved there
@@ -59,7 +62,8 @@ std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& d
                                       std::chrono::milliseconds timeout);
 
 // The GPU of a rank (`cuda:k` for local rank k; ranks beyond the visible GPUs share them in turn,
-// which only Gloo allows): an error naming the fix when NCCL would get two ranks on one GPU.
+// which only Gloo allows): an error naming the fix when NCCL (given, or auto resolved to it)
+// would get two ranks on one GPU.
 torch::Device rank_device(const DistEnv& env, int64_t visible_gpus, Backend backend);
 
 // Averages gradients across ranks: flattened into buckets of at most `bucket_bytes`, one

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -41,14 +42,39 @@ void stop_group(pid_t pgid, std::chrono::seconds grace) {
 
 }  // namespace
 
+namespace {
+
+// Whether a run's ranks each need a GPU of their own: NCCL refuses two ranks on one GPU, and
+// `auto` is NCCL on GPUs (Gloo alone lets ranks share one).
+bool needs_distinct_gpus(const RunConfig& c, const std::vector<Slot>& slots) {
+  return c.resources.ranks > 1 && !slots.empty() && !slots.front().cuda_visible.empty() &&
+         c.resources.backend != "gloo";
+}
+
+}  // namespace
+
 void check_fits(const SweepSpec& spec, const std::string& devices) {
-  const size_t slots = parse_devices(devices, available_cores()).size();
+  const std::vector<Slot> parsed = parse_devices(devices, available_cores());
+  const size_t slots = parsed.size();
+  std::vector<const Slot*> all;
+  for (const Slot& s : parsed) {
+    all.push_back(&s);
+  }
+  const size_t gpus = split(visible_devices(all), ',').size();
   for (const auto& r : spec.runs) {
-    if (r.config.resources.ranks > static_cast<int64_t>(slots)) {
-      throw Error("variant " + r.variant + " asks for resources.ranks = " + std::to_string(r.config.resources.ranks) +
+    const int64_t ranks = r.config.resources.ranks;
+    if (ranks > static_cast<int64_t>(slots)) {
+      throw Error("variant " + r.variant + " asks for resources.ranks = " + std::to_string(ranks) +
                       " but --devices " + devices + " gives " + std::to_string(slots) + " slot" +
-                      (slots == 1 ? "" : "s") + " — give it more slots (e.g. --devices cpu:" +
-                      std::to_string(r.config.resources.ranks) + "x1) or fewer ranks",
+                      (slots == 1 ? "" : "s") + " — give it more slots (e.g. --devices cpu:" + std::to_string(ranks) +
+                      "x1) or fewer ranks",
+                  Exit::bad_input);
+    }
+    if (needs_distinct_gpus(r.config, parsed) && ranks > static_cast<int64_t>(gpus)) {
+      throw Error("variant " + r.variant + " asks for resources.ranks = " + std::to_string(ranks) + " on NCCL (resources.backend: " +
+                      r.config.resources.backend + ") but --devices " + devices + " lists " + std::to_string(gpus) +
+                      " distinct GPU" + (gpus == 1 ? "" : "s") +
+                      " — NCCL needs a GPU a rank: list more GPUs, or set resources.backend: gloo to share them",
                   Exit::bad_input);
     }
   }
@@ -90,10 +116,14 @@ std::optional<std::string> LocalExecutor::adopt(const RunRow& row, const Planned
   return std::nullopt;
 }
 
-std::vector<size_t> LocalExecutor::free_slots(int64_t ranks) const {
+std::vector<size_t> LocalExecutor::free_slots(const RunConfig& run) const {
+  const bool distinct = needs_distinct_gpus(run, m_slots);
   std::vector<size_t> free;
-  for (size_t s = 0; s < m_slots.size() && free.size() < static_cast<size_t>(ranks); ++s) {
-    if (!m_slots[s].busy) {
+  for (size_t s = 0; s < m_slots.size() && free.size() < static_cast<size_t>(run.resources.ranks); ++s) {
+    const bool gpu_taken = distinct && std::any_of(free.begin(), free.end(), [&](size_t f) {
+                             return m_slots[f].cuda_visible == m_slots[s].cuda_visible;
+                           });
+    if (!m_slots[s].busy && !gpu_taken) {
       free.push_back(s);
     }
   }
@@ -101,11 +131,11 @@ std::vector<size_t> LocalExecutor::free_slots(int64_t ranks) const {
 }
 
 bool LocalExecutor::can_start(const PlannedRun& run) const {
-  return free_slots(run.config.resources.ranks).size() == static_cast<size_t>(run.config.resources.ranks);
+  return free_slots(run.config).size() == static_cast<size_t>(run.config.resources.ranks);
 }
 
 std::optional<int64_t> LocalExecutor::start(const PlannedRun& run, const RunRow& row, std::string& where) {
-  const std::vector<size_t> given = free_slots(run.config.resources.ranks);
+  const std::vector<size_t> given = free_slots(run.config);
   const Slot& first = m_slots[given.front()];  // ranks share its thread count; GPUs are listed together
   SpawnOptions so;
   so.argv = worker_argv(m_binary, row.run_dir, run.config.data.dir, first.threads,

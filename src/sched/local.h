@@ -12,7 +12,8 @@
 
 namespace sweep {
 
-// Refuses (bad input) a sweep with a run that needs more slots (resources.ranks) than --devices gives.
+// Refuses (bad input) a sweep with a run that needs more slots (resources.ranks) than --devices
+// gives, or, on GPUs over NCCL, more distinct GPUs than it lists.
 void check_fits(const SweepSpec& spec, const std::string& devices);
 
 class LocalExecutor : public Executor {
@@ -39,7 +40,8 @@ class LocalExecutor : public Executor {
   };
   // The complete lines the worker wrote on stdout since the last call.
   std::vector<std::string> read_lines(Worker& w);
-  std::vector<size_t> free_slots(int64_t ranks) const;
+  // Free slots for a run's ranks (a GPU each where its backend needs one); fewer when not enough.
+  std::vector<size_t> free_slots(const RunConfig& run) const;
 
   std::string m_devices;
   std::string m_binary;

@@ -21,13 +21,9 @@ namespace sweep {
 
 namespace {
 
-at::Generator& rng_for(const torch::Device& device) {
-  static at::Generator cpu = at::detail::getDefaultCPUGenerator();
-  if (device.is_cpu()) {
-    return cpu;
-  }
-  static at::Generator accel = at::globalContext().defaultGenerator(device);
-  return accel;
+// The device's default generator (a handle: its state is the process's own).
+at::Generator rng_for(const torch::Device& device) {
+  return device.is_cpu() ? at::detail::getDefaultCPUGenerator() : at::globalContext().defaultGenerator(device);
 }
 
 // A checkpoint file: this header line, then the LibTorch archive. The header holds the archive's
@@ -165,7 +161,7 @@ std::optional<std::string> checkpoint_problem(const std::string& path) {
 }
 
 torch::Tensor rng_state(const torch::Device& device) {
-  at::Generator& gen = rng_for(device);
+  at::Generator gen = rng_for(device);
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get_state();
 }
@@ -272,7 +268,7 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
   }
   meta.rng_restored = meta.rng_device == c10::DeviceTypeName(device.type(), /*lower_case=*/true);
   if (meta.rng_restored) {
-    at::Generator& gen = rng_for(device);
+    at::Generator gen = rng_for(device);
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(state.to(torch::kCPU));
   }

@@ -7,6 +7,7 @@
 #include "build_options.h"
 #ifdef SWEEP_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 #include "util/error.h"
@@ -36,6 +37,16 @@ BuildDevices build_devices() {
   b.nccl_built = true;
 #endif
   return b;
+}
+
+void make_current(const torch::Device& device) {
+#ifdef SWEEP_WITH_CUDA
+  if (device.is_cuda() && device.has_index()) {
+    c10::cuda::set_device(device.index());
+  }
+#else
+  (void)device;
+#endif
 }
 
 void check_device(const std::string& device, const std::string& what) {

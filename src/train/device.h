@@ -32,6 +32,10 @@ BuildDevices build_devices();
 // The number of CUDA devices visible to this process (0 on a CPU-only build).
 int64_t cuda_device_count();
 
+// Makes a CUDA device the current one of this thread (what LibTorch and NCCL use for work outside
+// a device guard: a rank's contexts then live on its own GPU); nothing for the CPU.
+void make_current(const torch::Device& device);
+
 // Throws Error(bad_input) when `device` (cpu | cuda | cuda:N) cannot be used here: `what` names
 // where it came from (e.g. "resources.device" or "--devices cuda:7").
 void check_device(const std::string& device, const std::string& what);

@@ -296,7 +296,8 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
     const auto flat_choice = chosen.reshape({-1});
     // (token, slot) pairs grouped by expert, in token order within an expert
     order = std::get<1>(flat_choice.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
-    counts = torch::bincount(flat_choice, {}, E);
+    // (bincount would read the choices' range on the host first: on a GPU, two more waits)
+    counts = torch::zeros({E}, flat_choice.options()).scatter_add_(0, flat_choice, torch::ones_like(flat_choice));
   }
   // Each expert's rows padded to a multiple of k_expert_rows with a zero row (index N, weight
   // 0, dropped at the end): the matmuls then come in few shapes, which oneDNN's primitive
@@ -486,19 +487,18 @@ torch::Tensor GPTImpl::aux_loss() const {
 
 torch::Tensor GPTImpl::take_moe_stats() {
   std::vector<torch::Tensor> parts;
+  const auto f64 = torch::TensorOptions().dtype(torch::kDouble).device(transformer->wte->weight.device());
   for (auto& layer : moe_layers()) {
-    parts.push_back(layer->step_stats.defined()
-                        ? layer->step_stats.cpu()
-                        : torch::zeros({config.n_routed_experts + 3}, torch::kDouble));
+    parts.push_back(layer->step_stats.defined() ? layer->step_stats : torch::zeros({config.n_routed_experts + 3}, f64));
     layer->step_stats = torch::Tensor();
   }
-  return parts.empty() ? torch::Tensor() : torch::cat(parts);
+  return parts.empty() ? torch::Tensor() : torch::cat(parts);  // on the model's device: read once, in end_moe_step
 }
 
 MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards, bool update_bias) {
   MoEStepStats s;
   const int64_t E = config.n_routed_experts;
-  const auto all = summed.to(torch::kCPU, torch::kDouble).contiguous();
+  const auto all = summed.to(torch::kCPU, torch::kDouble).contiguous();  // the step's one read of the loads
   const double* v = all.data_ptr<double>();
   bool any_aux = false;
   double aux = 0;
@@ -519,7 +519,7 @@ MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards
     if (update_bias && layers[l]->expert_bias.defined()) {
       // DeepSeek-V3: an overloaded expert's bias goes down by γ, an underloaded one's up by γ
       torch::NoGradGuard no_grad;
-      const auto loads = all.narrow(0, static_cast<int64_t>(l) * (E + 3), E);
+      const auto loads = summed.narrow(0, static_cast<int64_t>(l) * (E + 3), E);  // where the bias is: no copy back
       layers[l]->expert_bias.add_(((mean - loads).sign() * config.bias_update_speed).to(layers[l]->expert_bias.options()));
     }
   }

@@ -9,6 +9,7 @@
 #include "parallel/parallel.h"
 #include "protocol/events.h"
 #include "train/checkpoint.h"
+#include "train/device.h"
 #include "train/evaluate.h"
 #include "train/optim.h"
 #include "train/precision.h"
@@ -100,6 +101,7 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
                 Exit::bad_input);
   }
   configure_matmul_precision(m_cfg.train.precision);
+  make_current(m_device);
 
   // ---- weights from init_seed (each parameter by its name: see GPTImpl) ----
   m_model = GPT(m_cfg.model, m_cfg.seeds.init);

@@ -56,6 +56,8 @@ sed -i 's/dropout: 0.1/dropout: 0.0/; s/^train: {/train: {precision: fp32, /' ru
 "$SWEEP" train run.yaml --nproc 2 --set resources.backend=gloo --run-dir w2 > /dev/null 2> err.txt ||
   fail "2 ranks over Gloo on one GPU: $(cat err.txt)"
 "$SWEEP" train run.yaml --set train.grad_accum=2 --run-dir w1 > /dev/null 2>&1
+# (on the CPU the two are bitwise equal; CUDA's attention backward may sum with atomics, and
+# 100 steps compound that: 1e-4)
 python3 - <<'PY' || fail "2 ranks on one GPU differ from accumulation 2"
 import json
 def losses(d):
@@ -63,12 +65,15 @@ def losses(d):
 a, b = losses("w2"), losses("w1")
 assert len(a) == len(b) == 100, (len(a), len(b))
 worst = max(abs(x - y) / abs(y) for x, y in zip(a, b))
-assert worst < 1e-5, f"per-step losses differ by {worst:.2e} relative"
+assert worst < 1e-4, f"per-step losses differ by {worst:.2e} relative"
 print(f"2 ranks (Gloo, one GPU) = accumulation 2: worst relative loss difference {worst:.1e}")
 PY
-expect_rc 2 "$SWEEP" train run.yaml --nproc 2 --run-dir nccl 2> nccl.err
-grep -q "NCCL needs a GPU of its own for each rank" nccl.err || fail "NCCL, 2 ranks on 1 GPU: $(cat nccl.err)"
-[ ! -e nccl ] || fail "a refused run wrote its run directory"
+count_gpus=$(grep -c '^cuda:' <<< "$devices")
+if [ "$count_gpus" -eq 1 ] && grep -q ', NCCL$' <<< "$devices"; then
+  expect_rc 2 "$SWEEP" train run.yaml --nproc 2 --set resources.backend=nccl --run-dir nccl 2> nccl.err
+  grep -q "NCCL needs a GPU of its own for each rank" nccl.err || fail "NCCL, 2 ranks on 1 GPU: $(cat nccl.err)"
+  [ ! -e nccl ] || fail "a refused run wrote its run directory"
+fi
 
 # ---- sweeps: one GPU slot, then two slots on the same GPU; each ends with a report ----
 tiny_sweep s1.yaml ongpu 60 "no-dropout: {model.dropout: 0.0}"
@@ -85,9 +90,8 @@ sed 's/^sweep: ongpu/sweep: shared/; s/lr: 3e-3/lr: 2e-3/' s1.yaml > s2.yaml
 check_database
 
 # ---- a GPU that is not there: refused before anything is written ----
-count_gpus=$(grep -c '^cuda:' <<< "$devices")
 expect_rc 2 "$SWEEP" run s1.yaml --results none --devices "cuda:$count_gpus" 2> none.err
-grep -q "name one of them" none.err || fail "--devices cuda:$count_gpus: $(cat none.err)"
+grep -q "name one of them\|count from 0 within them" none.err || fail "--devices cuda:$count_gpus: $(cat none.err)"
 [ ! -e none ] || fail "a refused sweep wrote its results folder"
 
 # ---- the bench on the GPU ----

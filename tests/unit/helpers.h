@@ -118,6 +118,15 @@ struct TempDir {
   std::string str(const std::string& child = "") const { return (child.empty() ? path : path / child).string(); }
 };
 
+// The losses of the next `steps` training steps.
+inline std::vector<double> losses(Trainer& t, int steps) {
+  std::vector<double> out;
+  for (int i = 0; i < steps; ++i) {
+    out.push_back(t.train_step().loss);
+  }
+  return out;
+}
+
 // Every parameter of a model, flattened into one fp32 tensor.
 inline torch::Tensor flat_params(GPT& model) {
   std::vector<torch::Tensor> parts;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "parallel_helpers.h"
+#include "train/device.h"
 #include "train/checkpoint.h"
 
 using namespace sweep;
@@ -132,7 +133,12 @@ TEST_CASE("backends: names, and a GPU for each rank (ranks share GPUs only throu
   const std::string nccl = test::bad_input_message([&] { rank_device(env, 2, Backend::nccl); });
   CHECK(nccl.find("4 ranks on this machine but 2 visible GPUs") != std::string::npos);
   CHECK(nccl.find("resources.backend: gloo") != std::string::npos);
-  CHECK(test::bad_input_message([&] { rank_device(env, 2, Backend::automatic); }) == nccl);
+  // auto is NCCL on CUDA where this build has NCCL, Gloo (sharing allowed) where it has not
+  const bool nccl_built = build_devices().nccl_built;
+  CHECK(resolve_backend(Backend::automatic, torch::kCUDA) == (nccl_built ? Backend::nccl : Backend::gloo));
+  CHECK(resolve_backend(Backend::automatic, torch::kCPU) == Backend::gloo);
+  CHECK(resolve_backend(Backend::nccl, torch::kCPU) == Backend::nccl);
+  CHECK(test::bad_input_message([&] { rank_device(env, 2, Backend::automatic); }) == (nccl_built ? nccl : ""));
   CHECK(test::bad_input_message([&] { rank_device(env, 0, Backend::gloo); }).find("sees no GPU") != std::string::npos);
   // NCCL on CPU tensors: refused before any rendezvous
   CHECK(test::bad_input_message([] {

@@ -7,6 +7,7 @@
 
 #include "helpers.h"
 #include "sched/lifecycle.h"
+#include "sched/local.h"
 #include "sched/slots.h"
 #include "sched/slurm.h"
 #include "util/error.h"
@@ -240,4 +241,21 @@ TEST_CASE("--devices: slots, GPUs counted within the scheduler's CUDA_VISIBLE_DE
         std::string::npos);
   CHECK(test::bad_input_message([] { parse_devices("gpu:0", 2, nullptr); }).find("expected cpu, cpu:NxT or cuda:I,J") !=
         std::string::npos);
+}
+
+TEST_CASE("check_fits: a run needs its ranks in slots, and on GPUs over NCCL a distinct GPU a rank") {
+  SweepSpec spec;
+  PlannedRun two;
+  two.variant = "two-ranks";
+  two.config.resources.ranks = 2;
+  spec.runs.push_back(two);
+  CHECK_NOTHROW(check_fits(spec, "cpu:2x1"));
+  CHECK(test::bad_input_message([&] { check_fits(spec, "cpu"); }).find("gives 1 slot") != std::string::npos);
+  CHECK_NOTHROW(check_fits(spec, "cuda:0,1"));
+  const std::string shared = test::bad_input_message([&] { check_fits(spec, "cuda:0,0"); });
+  CHECK(shared.find("variant two-ranks asks for resources.ranks = 2 on NCCL (resources.backend: auto) but --devices "
+                    "cuda:0,0 lists 1 distinct GPU") != std::string::npos);
+  CHECK(shared.find("resources.backend: gloo") != std::string::npos);
+  spec.runs[0].config.resources.backend = "gloo";
+  CHECK_NOTHROW(check_fits(spec, "cuda:0,0"));
 }

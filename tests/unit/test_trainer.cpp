@@ -13,14 +13,6 @@ using namespace sweep;
 
 namespace {
 
-std::vector<double> losses(Trainer& t, int steps) {
-  std::vector<double> out;
-  for (int i = 0; i < steps; ++i) {
-    out.push_back(t.train_step().loss);
-  }
-  return out;
-}
-
 std::vector<nlohmann::json> read_events(const std::string& path) {
   std::vector<nlohmann::json> out;
   for (const auto& line : split(read_file(path), '\n')) {
@@ -125,9 +117,9 @@ TEST_CASE("the same seeds give a bitwise-identical curve") {
   // One trainer after the other: dropout draws from the process's default generator, which
   // each trainer seeds from data_seed (a worker process runs one run).
   Trainer a(c, data);
-  const auto curve_a = losses(a, 8);
+  const auto curve_a = test::losses(a, 8);
   Trainer b(c, data);
-  CHECK(losses(b, 8) == curve_a);
+  CHECK(test::losses(b, 8) == curve_a);
   CHECK(torch::equal(test::flat_params(a.model()), test::flat_params(b.model())));
 }
 
@@ -151,7 +143,7 @@ TEST_CASE("training makes the loss fall on learnable data") {
   auto data = test::synthetic_data();
   Trainer t(test::tiny_config(), data);
   const double val_before = t.evaluate("val");
-  const auto l = losses(t, 20);
+  const auto l = test::losses(t, 20);
   CHECK(l.back() < l.front() - 0.5);
   CHECK(t.evaluate("val") < val_before - 0.5);
 }
@@ -164,7 +156,7 @@ TEST_CASE("golden: the first 5 losses of a tiny fixed run") {
   auto data = test::synthetic_data();
   Trainer t(test::tiny_config(), data);
   const std::vector<double> golden{4.175962, 4.066483, 4.017405, 3.970524, 3.901818};
-  const auto l = losses(t, 5);
+  const auto l = test::losses(t, 5);
   for (size_t i = 0; i < golden.size(); ++i) {
     CAPTURE(i);
     CHECK(l[i] == doctest::Approx(golden[i]).epsilon(1e-4));
