@@ -7,6 +7,7 @@
 
 #include "build_options.h"
 #include "kernels/attention.h"
+#include "equivalences.h"
 #include "parallel_helpers.h"
 #include "train/checkpoint.h"
 #include "train/compat.h"
@@ -35,15 +36,11 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
   return worst;
 }
 
-std::vector<RunConfig> families() {
-  return {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias")};
-}
-
 }  // namespace
 
 TEST_CASE("cuda: training makes the loss fall in fp32, tf32 and bf16, each family") {
   auto data = test::synthetic_data();
-  for (const RunConfig& family : families()) {
+  for (const RunConfig& family : test::families()) {
     for (const std::string precision : {"fp32", "tf32", "bf16"}) {
       CAPTURE(family.model.family);
       CAPTURE(precision);
@@ -57,7 +54,7 @@ TEST_CASE("cuda: training makes the loss fall in fp32, tf32 and bf16, each famil
 
 TEST_CASE("cuda: fp32 follows the CPU's curve from the same weights and batches, and evaluates alike") {
   auto data = test::synthetic_data();
-  for (const RunConfig& family : families()) {
+  for (const RunConfig& family : test::families()) {
     CAPTURE(family.model.family);
     Trainer cpu(family, data), gpu(on_gpu(family), data);
     CHECK(torch::equal(test::flat_params(cpu.model()), test::flat_params(gpu.model()).cpu()));
@@ -72,29 +69,10 @@ TEST_CASE("cuda: fp32 follows the CPU's curve from the same weights and batches,
 }
 
 TEST_CASE("cuda: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1 (fp32, each family)") {
-  auto data = test::synthetic_data();
-  for (const RunConfig& family : families()) {
-    CAPTURE(family.model.family);
-    CAPTURE(family.model.balance);
-    RunConfig big = on_gpu(family);
-    big.train.micro_batch = 16;
-    big.train.grad_clip = 1.0;
-    RunConfig small = big;
-    small.train.micro_batch = 4;
-    small.train.grad_accum = 4;
-    Trainer a(big, data), b(small, data);
-    for (int step = 0; step < 6; ++step) {
-      const StepStats sa = a.train_step(), sb = b.train_step();
-      CAPTURE(step);
-      CHECK(sb.loss == doctest::Approx(sa.loss).epsilon(1e-5));
-      CHECK(sb.grad_norm == doctest::Approx(sa.grad_norm).epsilon(1e-5));
-      CHECK(sa.moe.load_max == sb.moe.load_max);
-    }
-    // cuBLAS picks other kernels for other batch shapes: sums in another order, so 1e-5 of the
-    // weights' norm, and no weight more than 5e-5 apart (the CPU test: 1e-6 for GELU models)
-    const auto pa = test::flat_params(a.model()), pb = test::flat_params(b.model());
-    CHECK((pa - pb).norm().item<double>() / pa.norm().item<double>() < 1e-5);
-    CHECK((pa - pb).abs().max().item<double>() < 5e-5);
+  for (const RunConfig& family : test::families()) {
+    // cuBLAS picks other kernels for other batch shapes, summing in another order: every weight
+    // within 5e-5 (the CPU test: 1e-6 for GELU models)
+    test::check_accumulation(on_gpu(family), 5e-5);
   }
 }
 
@@ -103,7 +81,7 @@ TEST_CASE("cuda: 3 steps, a checkpoint, 3 more == 6 steps straight (deterministi
   // comparison below says whether the result was exact.
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
   auto data = test::synthetic_data();
-  for (const RunConfig& family : families()) {
+  for (const RunConfig& family : test::families()) {
     CAPTURE(family.model.family);
     CAPTURE(family.model.balance);
     test::TempDir dir;
@@ -161,7 +139,7 @@ TEST_CASE("cuda: scaled-dot-product attention equals the manual attention, forwa
 
 TEST_CASE("cuda: a checkpoint written on the GPU resumes on the CPU, and one written on the CPU on the GPU") {
   auto data = test::synthetic_data();
-  for (const RunConfig& family : families()) {
+  for (const RunConfig& family : test::families()) {
     CAPTURE(family.model.family);
     const RunConfig cpu = family, gpu = on_gpu(family);
     for (const bool from_gpu : {true, false}) {

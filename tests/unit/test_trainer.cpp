@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "helpers.h"
+#include "equivalences.h"
 #include "train/evaluate.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -25,68 +25,18 @@ std::vector<nlohmann::json> read_events(const std::string& path) {
 
 }  // namespace
 
-// The configs each equivalence is proven on: GPT-2, and DeepSeek-V2-style with each balancing
-// (the aux loss is per sequence and the bias moves on the whole step's load, so both are exact).
-std::vector<RunConfig> families() {
-  std::vector<RunConfig> out{test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias")};
-  out.back().model.norm = "layernorm";  // LayerNorm on MLA's latent (bf16 under autocast)
-  return out;
-}
-
-// The MoE statistics of two steps agree (the same routing: integer loads equal).
-void check_same_moe(const StepStats& a, const StepStats& b) {
-  CHECK(a.moe.load_max == b.moe.load_max);
-  REQUIRE(a.moe.entropy.size() == b.moe.entropy.size());
-  for (size_t i = 0; i < a.moe.entropy.size(); ++i) {
-    CHECK(a.moe.entropy[i] == doctest::Approx(b.moe.entropy[i]).epsilon(1e-5));
-  }
-  CHECK(std::isnan(a.moe.aux_loss) == std::isnan(b.moe.aux_loss));
-  if (!std::isnan(a.moe.aux_loss)) {
-    CHECK(a.moe.aux_loss == doctest::Approx(b.moe.aux_loss).epsilon(1e-5));
-  }
-}
-
 TEST_CASE("accumulation: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1 (each family)") {
-  for (const RunConfig& family : families()) {
-  CAPTURE(family.model.family);
-  CAPTURE(family.model.balance);
-  auto data = test::synthetic_data();
-  RunConfig big = family;
-  big.train.micro_batch = 16;
-  big.train.grad_clip = 1.0;  // the clip sees the accumulated gradient: it must match too
-  RunConfig small = big;
-  small.train.micro_batch = 4;
-  small.train.grad_accum = 4;
-  REQUIRE(big.tokens_per_step() == small.tokens_per_step());
-  Trainer a(big, data), b(small, data);
-  for (int step = 0; step < 6; ++step) {
-    const StepStats sa = a.train_step(), sb = b.train_step();
-    CAPTURE(step);
-    CHECK(sb.loss == doctest::Approx(sa.loss).epsilon(1e-5));
-    CHECK(sb.grad_norm == doctest::Approx(sa.grad_norm).epsilon(1e-5));
-    check_same_moe(sa, sb);
-  }
-  // Final weights: relative error of the whole parameter vector < 1e-5, and no element off by
-  // more than 1e-6 (weights are ~0.02; SwiGLU below). Elementwise rtol is meaningless for the few weights
-  // whose gradient is ~0: Adam's m/sqrt(v) turns float rounding of the sum order into O(lr·1e-4).
-  const auto pa = test::flat_params(a.model()), pb = test::flat_params(b.model());
-  CHECK((pa - pb).norm().item<double>() / pa.norm().item<double>() < 1e-5);
-  // SwiGLU's gate products leave more weights with gradients near 0 than GELU does (seen: the
-  // dense layer's gate_proj, up_proj, down_proj at 1e-6 to 1e-5 after 6 steps of lr 3e-3).
-  CHECK((pa - pb).abs().max().item<double>() < (family.model.mlp_activation == "swiglu" ? 5e-5 : 1e-6));
-  for (size_t l = 0; l < a.model()->moe_layers().size(); ++l) {  // the balancing biases moved alike
-    const auto& ba = a.model()->moe_layers()[l]->expert_bias;
-    if (ba.defined()) {
-      CHECK(torch::equal(ba, b.model()->moe_layers()[l]->expert_bias));
-      CHECK(ba.abs().sum().item<double>() > 0);
-    }
-  }
+  for (const RunConfig& family : test::families()) {
+    // no weight more than 1e-6 apart (weights are ~0.02); SwiGLU's gate products leave more
+    // weights with gradients near 0 than GELU does (seen: the dense layer's gate_proj, up_proj,
+    // down_proj at 1e-6 to 1e-5 after 6 steps of lr 3e-3)
+    test::check_accumulation(family, family.model.mlp_activation == "swiglu" ? 5e-5 : 1e-6);
   }
 }
 
 TEST_CASE("the fused kernels and the reference ops train the same curve (fp32 1e-5, bf16 1e-2), each family") {
   auto data = test::synthetic_data();
-  for (const RunConfig& family : families())
+  for (const RunConfig& family : test::families())
   for (const std::string precision : {"fp32", "bf16"}) {
     CAPTURE(family.model.family);
     CAPTURE(family.model.balance);
