@@ -21,8 +21,8 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--config", o.config, "Run config to measure instead of the reference config")
       ->check(CLI::ExistingFile);
   cmd->add_option("--steps", o.steps, "Timed steps (the median is reported)")->capture_default_str()->check(
-      CLI::PositiveNumber);
-  cmd->add_option("--warmup", o.warmup, "Untimed warm-up steps")->capture_default_str()->check(CLI::NonNegativeNumber);
+      at_least(0, true));
+  cmd->add_option("--warmup", o.warmup, "Untimed warm-up steps")->capture_default_str()->check(at_least(0));
   cmd->add_option("--precision", o.precisions, "Precisions to measure (default: fp32,bf16 on cpu; bf16,tf32 on cuda)")
       ->delimiter(',')
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))

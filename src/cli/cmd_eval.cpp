@@ -24,7 +24,7 @@ CLI::App* setup_eval(CLI::App& app, EvalCliOptions& o) {
   cmd->add_option("--precision", s.precision, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   cmd->add_option("--batch", s.batch, "Windows per forward pass")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--tokens", s.tokens, "Score only the split's first N tokens (no bits per byte then)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   cmd->add_option("--threads", o.threads, "Threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--json", o.json, "Print the score as one JSON object (loss, bpb, tokens, parameters, block_size)");
   return cmd;

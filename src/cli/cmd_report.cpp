@@ -82,10 +82,10 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("sweep", o.sweep, "Take σ, ρ, δ, the seeds and the interventions from this sweep's results");
   cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
   cmd->add_option("--sigma", o.sigma, "Seed-to-seed standard deviation of one variant's metric")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(0, true));
   cmd->add_option("--rho", o.rho, "Correlation of a variant's and the baseline's metric at one seed")
       ->check(CLI::Range(-0.99, 0.9999));
-  cmd->add_option("--min-effect", o.min_effect, "The smallest effect of interest δ")->check(CLI::PositiveNumber);
+  cmd->add_option("--min-effect", o.min_effect, "The smallest effect of interest δ")->check(at_least(0, true));
   cmd->add_option("--seeds", o.seeds, "Declared seeds (default: the sweep's, else 3)")->check(CLI::Range(2, 1000));
   cmd->add_option("--max-seeds", o.max_seeds, "--until-decided's cap (default: the sweep's, else 4 × seeds)")
       ->check(CLI::Range(2, 1000));

@@ -24,7 +24,7 @@ CLI::App* setup_sample(CLI::App& app, SampleCliOptions& o) {
       ->check(CLI::Range(0, 1 << 22))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the draws: the same seed gives the same text")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--data", o.data_dir, "The dataset's folder (default: the run config's data.dataset, looked up from the run directory upwards)");
   return cmd;

@@ -1,6 +1,7 @@
 // `sweep run`, `sweep plan`, `sweep status`, `sweep ls`, `sweep ingest`: the sweep engine's
 // commands, thin wrappers over config (load_sweep), store and sched.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -66,6 +67,10 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
       ->check(CLI::Range(1, 100000000))
       ->capture_default_str();
   run->add_flag("--retry-failed", o.retry_failed, "Run again the runs that ended failed or out of memory");
+  run->add_option("--stall-timeout", o.stall_timeout,
+                  "Seconds without an event after which a worker is killed as stuck and retried from its checkpoint "
+                  "(0 = never; default: each run's resources.stall_timeout, 600)")
+      ->check(at_least(0));
   run->add_flag("--until-decided", o.until_decided,
                 "After the declared seeds, add seeds to the interventions still undecided (and the baseline) until "
                 "each is better, worse or equivalent within the file's min_effect, or --max-seeds is reached");
@@ -355,6 +360,11 @@ std::vector<ReferenceScore> score_references(const SweepSpec& spec, const std::s
 
 Exit run_run(const SweepOptions& o, SweepSpec spec) {
   const bool slurm = o.executor == "slurm";
+  if (o.stall_timeout > 999999) {  // resources.stall_timeout's range, which the workers check
+    throw Error("--stall-timeout " + format_number("%g", o.stall_timeout) +
+                    ": at most 999999 seconds (0 turns the watchdog off)",
+                Exit::bad_input);
+  }
   check_until_decided(o, spec);
   if (!slurm) {
     check_fits(spec, o.devices);  // before anything is written
@@ -400,15 +410,17 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
     so.gpus_per_rank = o.gpus_per_rank;
     so.max_parallel = o.max_parallel;
     so.max_preemptions = o.max_preemptions;
+    so.stall_timeout = o.stall_timeout;
     executor = std::make_unique<SlurmExecutor>(so, fs::absolute(fs::path(o.results) / spec.name / "slurm").string(),
                                                "sweep-" + spec.name);
   } else {
-    executor = std::make_unique<LocalExecutor>(o.devices, worker);
+    executor = std::make_unique<LocalExecutor>(o.devices, worker, o.stall_timeout);
   }
   RunnerOptions ro;
   ro.retries = o.retries;
   ro.max_preemptions = o.max_preemptions;
   ro.retry_failed = o.retry_failed;
+  ro.stall_timeout = o.stall_timeout;
   if (spec.design.sequential()) {
     ro.next_round = [&store](const SweepSpec& current, std::string& why) {
       return next_seed_round(store, current, why);
@@ -442,9 +454,11 @@ Exit run_status(Store& store, std::string name) {
     throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
   }
   const bool jobs = std::any_of(rows.begin(), rows.end(), [](const SweepRunRow& r) { return !r.run.job.empty(); });
-  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s  %-30s %s%s\n", name.c_str(), "variant", "seeds",
-              "run", "state", "step", "loss", "test", "attempts", "code (latest start)", jobs ? "slurm task         " : "",
-              "error");
+  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s %11s  %-30s %s%s\n", name.c_str(), "variant",
+              "seeds", "run", "state", "step", "loss", "test", "attempts", "last event", "code (latest start)",
+              jobs ? "slurm task         " : "", "error");
+  const double unix_now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (const auto& r : rows) {
     const std::string seeds = std::to_string(r.run.init_seed) + "/" + std::to_string(r.run.data_seed);
     const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
@@ -455,9 +469,14 @@ Exit run_status(Store& store, std::string name) {
     // Which code trained it: the commit and numerics version of its latest start.
     const std::vector<Segment> segments = store.segments(r.run.run_id);
     const std::string code = segments.empty() ? "-" : segments.back().code_label();
-    std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
-                r.run.run_id.c_str(), to_string(plan_state(r.run)), step.c_str(), loss, test,
-                static_cast<long long>(r.run.attempts), code.c_str(),
+    // How long ago a running run's worker last sent an event (the watchdog's measure).
+    const PlanState state = plan_state(r.run);
+    const std::string heard = state == PlanState::running && !segments.empty()
+                                  ? format_duration(std::max(0.0, unix_now - segments.back().last_event)) + " ago"
+                                  : "-";
+    std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld %11s  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
+                r.run.run_id.c_str(), to_string(state), step.c_str(), loss, test,
+                static_cast<long long>(r.run.attempts), heard.c_str(), code.c_str(),
                 jobs ? (job + std::string(19 - std::min<size_t>(19, job.size()), ' ')).c_str() : "",
                 first_line(r.run.error).c_str());
   }

@@ -12,8 +12,31 @@
 #include "data/prepare.h"
 #include "train/score.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace sweep {
+
+// A number at least `min` (above it when `strictly`), checked with a message a person reads:
+// CLI11's NonNegativeNumber and PositiveNumber print their upper bound, the largest double, in
+// 309 digits. "nan" is no number here.
+inline CLI::Validator at_least(double min, bool strictly = false) {
+  const std::string bound = format_number("%g", min);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        size_t used = 0;
+        double v = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !(strictly ? v > min : v >= min)) {
+          return "'" + text + "' is not a number " + (strictly ? "above " : "of at least ") + bound;
+        }
+        return "";
+      },
+      (strictly ? "> " : ">= ") + bound);
+}
 
 struct TrainOptions {
   std::string config;
@@ -63,6 +86,7 @@ struct SweepOptions {
   std::string devices = "cpu";
   int retries = 1;
   int max_preemptions = 10;
+  double stall_timeout = -1;  // < 0: each run's resources.stall_timeout
   int64_t max_variants = static_cast<int64_t>(k_default_max_variants);
   bool retry_failed = false;
   std::string sweep;

@@ -122,6 +122,7 @@ void read_resources(MapReader r, ResourceConfig& res) {
     }
   }
   r.read_choice("backend", res.backend, {"auto", "nccl", "gloo"});
+  r.read("stall_timeout", res.stall_timeout, 0, 999999);
   r.finish();
 }
 
@@ -407,7 +408,8 @@ nlohmann::json RunConfig::to_json() const {
                                                        : nlohmann::ordered_json(resources.threads)},
                     {"device", resources.device},
                     {"ranks", resources.ranks},
-                    {"backend", resources.backend}};
+                    {"backend", resources.backend},
+                    {"stall_timeout", resources.stall_timeout}};
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,11 @@ struct ResourceConfig {
   std::string device = "cpu";   // cpu | cuda | cuda:N
   int64_t ranks = 1;            // data-parallel processes; the global batch is micro × accum × ranks
   std::string backend = "auto";  // auto | nccl | gloo: the ranks' process group (auto: NCCL on CUDA, Gloo on cpu)
+  // Seconds without an event from the worker after which the scheduler kills it as stuck and
+  // retries it from its checkpoint (0 = never). The worker sends heartbeats in long phases.
+  double stall_timeout = 600;
+  // How often a busy worker says it is alive: a quarter of the stall timeout, at most 30 s.
+  double heartbeat_seconds() const { return stall_timeout > 0 ? std::min(30.0, stall_timeout / 4) : 30.0; }
 };
 
 struct RunConfig {

@@ -19,6 +19,10 @@ constexpr const char* train = "train";            // one optimizer step
 constexpr const char* eval = "eval";              // a validation or test evaluation
 constexpr const char* checkpoint = "checkpoint";  // a checkpoint was written
 constexpr const char* end = "end";                // the worker stopped: how ("status") and why ("reason")
+// still working in a long phase without other events ("phase": eval | test | checkpoint), at most
+// one every heartbeat interval (resources.stall_timeout / 4, at most 30 s): the scheduler's
+// watchdog kills a worker it hears nothing from for the stall timeout
+constexpr const char* heartbeat = "heartbeat";
 
 namespace field {
 // Every event.
@@ -49,6 +53,7 @@ constexpr const char* lr = "lr";
 constexpr const char* grad_norm = "grad_norm";
 constexpr const char* tokens_per_s = "tokens_per_s";
 constexpr const char* split = "split";  // eval: "val" or "test"
+constexpr const char* phase = "phase";  // heartbeat: what the worker is busy with
 // train, MoE models only: {"load_max": [per MoE layer], "entropy": [...], "aux_loss": x | null} over the
 // step's global batch (every micro-batch, every rank): the busiest expert's tokens ÷ the mean per
 // expert, the mean router entropy per token (nats), the auxiliary loss (mean over micro-batches)

@@ -62,6 +62,9 @@ class Executor {
   virtual Observed submit() { return {}; }
   // Waits a little (a local poll, a batch system's polling interval) and reports.
   virtual Observed poll() = 0;
+  // Kills a run's worker at once (its process group; a batch task is cancelled): the watchdog's,
+  // for a worker that sent no event for its stall timeout. A later poll reports it ended.
+  virtual void kill(const std::string& run_id) = 0;
   // The user asked to stop, for the `times`th time: ask the workers to checkpoint and stop (1),
   // or kill them (2 and more). Every watched worker is reported ended by later polls. Returns
   // the line to show.

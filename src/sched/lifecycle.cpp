@@ -62,6 +62,15 @@ ToDo runs_to_do(const std::vector<const PlannedRun*>& runs,
 
 Outcome classify_end(const EndFacts& f) {
   const std::string stopped_by_user = "stopped with the sweep; `sweep run` again resumes it";
+  if (!f.stalled.empty() && !finished(f.recorded)) {  // killed by the watchdog: a crash, never out of memory
+    if (f.stopping) {
+      return {RunState::interrupted, Then::stopped, stopped_by_user};
+    }
+    const bool retry = f.attempts <= f.retries;
+    return {RunState::failed, retry ? Then::retry : Then::give_up,
+            "stalled: " + f.stalled + " — killed" +
+                (retry ? "; retried from its checkpoint" : "; it resumes from its checkpoint with --retry-failed")};
+  }
   if (!f.exit_code) {  // a batch task: its events say how it ended
     if (finished(f.recorded)) {
       return {f.recorded, Then::finished, f.recorded_error};
@@ -117,13 +126,16 @@ Outcome classify_end(const EndFacts& f) {
 }
 
 std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, const std::string& data_dir,
-                                     int64_t threads, const std::string& device) {
+                                     int64_t threads, const std::string& device, double stall_timeout) {
   std::vector<std::string> argv{binary,    "worker", run_dir + "/config.yaml",
                                 "--run-dir", run_dir,  "--data",
                                 data_dir,    "--resume", "--events",
                                 "--set",     "resources.threads=" + std::to_string(threads)};
   if (!device.empty()) {
     argv.insert(argv.end(), {"--set", "resources.device=" + device});
+  }
+  if (stall_timeout >= 0) {
+    argv.insert(argv.end(), {"--set", "resources.stall_timeout=" + format_number("%g", stall_timeout)});
   }
   return argv;
 }

@@ -46,6 +46,7 @@ struct EndFacts {
   int max_preemptions = 10;             // then it is failed (--max-preemptions)
   std::string detail;                   // what ended, when the exit code is unknown ("Slurm task 12_3 ended …")
   std::string log_tail;                 // the last lines of the worker's log
+  std::string stalled;                  // the watchdog killed it: what it last heard, how long ago ("" = not)
 };
 
 // What the runner does next with the run.
@@ -69,7 +70,8 @@ Outcome classify_end(const EndFacts& facts);
 // The worker's command line for a run directory (which holds config.yaml) and the folder where
 // its dataset is on this machine. `device` "" keeps the config's. The Slurm script passes
 // "${run_dir}" and "${data_dir}", its variables.
+// `stall_timeout` < 0 keeps the config's (the worker's heartbeats follow it).
 std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, const std::string& data_dir,
-                                     int64_t threads, const std::string& device);
+                                     int64_t threads, const std::string& device, double stall_timeout = -1);
 
 }  // namespace sweep

@@ -80,8 +80,11 @@ void check_fits(const SweepSpec& spec, const std::string& devices) {
   }
 }
 
-LocalExecutor::LocalExecutor(const std::string& devices, std::string worker_binary)
-    : m_devices(devices), m_binary(std::move(worker_binary)), m_slots(parse_devices(devices, available_cores())) {}
+LocalExecutor::LocalExecutor(const std::string& devices, std::string worker_binary, double stall_timeout)
+    : m_devices(devices),
+      m_binary(std::move(worker_binary)),
+      m_stall_timeout(stall_timeout),
+      m_slots(parse_devices(devices, available_cores())) {}
 
 // Workers are left only after an exception in the runner: all are asked to checkpoint at once,
 // given 10 s together, then killed; never left behind.
@@ -139,7 +142,8 @@ std::optional<int64_t> LocalExecutor::start(const PlannedRun& run, const RunRow&
   const Slot& first = m_slots[given.front()];  // ranks share its thread count; GPUs are listed together
   SpawnOptions so;
   so.argv = worker_argv(m_binary, row.run_dir, run.config.data.dir, first.threads,
-                        first.cuda_visible.empty() ? "" : "cuda:0");
+                        first.cuda_visible.empty() ? "" : "cuda:0",
+                        m_stall_timeout >= 0 ? m_stall_timeout : run.config.resources.stall_timeout);
   if (!first.cuda_visible.empty()) {
     std::vector<const Slot*> slots;
     for (size_t s : given) {
@@ -224,6 +228,14 @@ Observed LocalExecutor::poll() {
     m_workers.erase(m_workers.begin() + static_cast<long>(i));
   }
   return seen;
+}
+
+void LocalExecutor::kill(const std::string& run_id) {
+  for (const auto& w : m_workers) {
+    if (w.run_id == run_id) {
+      ::kill(-w.child.pid, SIGKILL);  // a stopped (SIGSTOP) or deadlocked worker handles nothing gentler
+    }
+  }
 }
 
 std::string LocalExecutor::stop(int times) {

@@ -18,7 +18,8 @@ void check_fits(const SweepSpec& spec, const std::string& devices);
 
 class LocalExecutor : public Executor {
  public:
-  LocalExecutor(const std::string& devices, std::string worker_binary);
+  // stall_timeout: sweep run --stall-timeout, given to every worker (< 0: each run's own)
+  LocalExecutor(const std::string& devices, std::string worker_binary, double stall_timeout = -1);
   ~LocalExecutor() override;
 
   std::string describe() const override;
@@ -26,6 +27,7 @@ class LocalExecutor : public Executor {
   bool can_start(const PlannedRun& run) const override;
   std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override;
   Observed poll() override;
+  void kill(const std::string& run_id) override;
   std::string stop(int times) override;
 
  private:
@@ -45,6 +47,7 @@ class LocalExecutor : public Executor {
 
   std::string m_devices;
   std::string m_binary;
+  double m_stall_timeout;
   std::vector<Slot> m_slots;
   std::vector<Worker> m_workers;
 };

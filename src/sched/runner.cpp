@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
+#include "sched/slurm.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -133,7 +136,9 @@ void SweepRunner::recover() {
     const auto it = planned.find(row.run_id);
     const PlannedRun* run = it == planned.end() ? nullptr : it->second;
     if (const std::optional<std::string> where = m_executor->adopt(row, run)) {
-      m_watched[row.run_id] = {run, now()};
+      // the watchdog's clock runs from now for a running worker, from its start for a queued task
+      const bool queued = !row.job.empty() && row.job_state != k_slurm_running;
+      m_watched[row.run_id] = {run, now(), queued ? std::nullopt : std::optional<double>(now())};
       say("following " + variant + " (" + row.run_id + "): " + *where);
       continue;
     }
@@ -172,7 +177,7 @@ void SweepRunner::launch(const PlannedRun& run) {
   }
   std::string where;
   const std::optional<int64_t> pid = m_executor->start(run, row, where);
-  m_watched[run.run_id] = {&run, now()};
+  m_watched[run.run_id] = {&run, now(), pid ? std::optional<double>(now()) : std::nullopt};
   if (pid) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted);
@@ -183,6 +188,17 @@ void SweepRunner::launch(const PlannedRun& run) {
 void SweepRunner::apply(Observed seen) {
   for (const auto& [run_id, lines] : seen.events) {
     m_store.ingest(run_id, lines);
+    const auto w = m_watched.find(run_id);
+    if (w != m_watched.end() && !lines.empty()) {  // heard from: what, for the watchdog's message
+      w->second.heard = now();
+      try {
+        const auto ev = nlohmann::json::parse(lines.back());
+        w->second.last_event = ev.value("event", std::string("an event")) +
+                               (ev.contains("step") ? ", step " + ev["step"].dump() : std::string());
+      } catch (const nlohmann::json::exception&) {
+        w->second.last_event = "a line that is no event";
+      }
+    }
   }
   for (const auto& j : seen.jobs) {
     m_store.set_job(j.run_id, j.job, j.state);
@@ -199,11 +215,13 @@ void SweepRunner::apply(Observed seen) {
   for (const auto& [run_id, where] : seen.running) {
     if (!finished(m_store.run(run_id)->status)) {
       m_watched.at(run_id).started = now();  // a queued worker's time starts when it runs
+      m_watched.at(run_id).heard = now();
       m_store.set_status(run_id, RunState::running);
       say("running " + describe(run_id) + " as " + where);
     }
   }
   for (const auto& run_id : seen.requeued) {
+    m_watched.at(run_id).heard.reset();  // back in the queue: silent until it runs again
     const RunRow row = *m_store.run(run_id);
     if (row.status == RunState::preempted) {
       say("requeued " + m_watched.at(run_id).run->variant + " (" + run_id +
@@ -234,6 +252,10 @@ void SweepRunner::finish(const WorkerEnd& end) {
   facts.max_preemptions = m_options.max_preemptions;
   facts.detail = end.detail;
   facts.log_tail = end.log_tail;
+  if (const auto stalled = m_stalled.find(end.run_id); stalled != m_stalled.end()) {
+    facts.stalled = stalled->second;
+    m_stalled.erase(stalled);
+  }
   const Outcome outcome = classify_end(facts);
   m_store.set_status(end.run_id, outcome.state, outcome.error);
   m_watched.erase(end.run_id);
@@ -258,12 +280,13 @@ void SweepRunner::finish(const WorkerEnd& end) {
       break;
     case Then::retry:
       m_queue.push_back(watched.run);
-      say("crash " + what + ": " + code + ", retrying from its checkpoint (attempt " + std::to_string(row.attempts + 1) +
-          ")");
+      say((facts.stalled.empty() ? "crash " + what + ": " + code : "stall " + what + ": " + facts.stalled + ", killed") +
+          ", retrying from its checkpoint (attempt " + std::to_string(row.attempts + 1) + ")");
       break;
     case Then::give_up:
       ++m_failed;
-      say(outcome.state == RunState::oom ? "oom   " + what + ": " + code + " (not retried)"
+      say(!facts.stalled.empty()             ? "fail  " + what + ": " + outcome.error
+          : outcome.state == RunState::oom ? "oom   " + what + ": " + code + " (not retried)"
           : end.exit_code                ? "fail  " + what + ": " + code + " — log: " + end.log
                                          : "fail  " + what + ": " + end.detail);
       break;
@@ -279,6 +302,18 @@ void SweepRunner::finish(const WorkerEnd& end) {
            : *end.exit_code == static_cast<int>(Exit::preempted) ? " (checkpointed)"
                                                                  : " (stopped while starting)"));
       break;
+  }
+}
+
+void SweepRunner::check_stalls() {
+  for (auto& [run_id, w] : m_watched) {
+    const double timeout = m_options.stall_timeout >= 0 ? m_options.stall_timeout : w.run->config.resources.stall_timeout;
+    if (timeout <= 0 || !w.heard || m_stalled.count(run_id) || now() - *w.heard <= timeout) {
+      continue;
+    }
+    m_stalled[run_id] = "no event for " + format_duration(now() - *w.heard) + " (stall timeout " +
+                        format_number("%g", timeout) + " s; the last: " + w.last_event + ")";
+    m_executor->kill(run_id);
   }
 }
 
@@ -394,6 +429,7 @@ Exit SweepRunner::run() {
       }
       apply(m_executor->submit());
       apply(m_executor->poll());
+      check_stalls();
       draw();
     }
   } catch (...) {

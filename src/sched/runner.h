@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/sweep_spec.h"
@@ -42,6 +43,9 @@ struct RunnerOptions {
   int retries = 1;            // crashes retried per run, from its checkpoint
   int max_preemptions = 10;   // requeues after SIGTERM per run and `sweep run`, then it is failed
   bool retry_failed = false;  // run again the runs that ended failed or out of memory
+  // The watchdog: seconds without an event after which a running worker is killed and its run
+  // retried from its checkpoint. < 0: each run's resources.stall_timeout; 0: never.
+  double stall_timeout = -1;
   // --until-decided: asked, with the sweep's runs so far, when they have all ended and none
   // failed: the runs to add (the sweep is recorded with them; none: it is over), and a line that
   // says why. Unset: the sweep's runs are the file's.
@@ -62,7 +66,9 @@ class SweepRunner {
  private:
   struct Watched {
     const PlannedRun* run;
-    double started;  // steady seconds
+    double started;                // steady seconds
+    std::optional<double> heard;   // when its worker last sent an event (or started); none while queued
+    std::string last_event = "its start";  // what that event was ("train, step 120")
   };
   bool stopping() const;  // Ctrl-C, or a halt: nothing more starts
   void plan(const std::vector<const PlannedRun*>& runs);  // queues what is not finished, counts the rest
@@ -72,6 +78,7 @@ class SweepRunner {
   void launch(const PlannedRun& run);
   void apply(Observed seen);
   void finish(const WorkerEnd& end);
+  void check_stalls();  // the watchdog: kills the workers silent for longer than their stall timeout
   void draw();
   void clear_block();
   void say(const std::string& line);
@@ -87,6 +94,7 @@ class SweepRunner {
   std::deque<const PlannedRun*> m_queue;
   std::map<std::string, Watched> m_watched;  // runs with a worker started or adopted
   std::map<std::string, int> m_preemptions;  // requeues after SIGTERM, per run
+  std::map<std::string, std::string> m_stalled;  // runs the watchdog killed: what it last heard, how long ago
   std::string m_halt;                        // why the sweep stops (a worker could not write its files)
   int m_done = 0, m_failed = 0, m_finished_before = 0, m_failed_before = 0;
   size_t m_total = 0;  // distinct runs planned

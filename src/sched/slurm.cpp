@@ -109,7 +109,8 @@ std::string sbatch_script(const std::string& job_name, const std::string& runs_f
        "$SLURM_JOB_NODELIST: $run_dir, restart ${SLURM_RESTART_COUNT:-0}\"\n";
   s += "srun --kill-on-bad-exit=1";
   for (const auto& word :
-       worker_argv(o.worker_binary, "${run_dir}", "${data_dir}", threads, o.gpus_per_rank > 0 ? "cuda" : "")) {
+       worker_argv(o.worker_binary, "${run_dir}", "${data_dir}", threads, o.gpus_per_rank > 0 ? "cuda" : "",
+                   o.stall_timeout)) {
     s += " " + sh_word(word);
   }
   s += " > /dev/null 2>> \"$run_dir/worker.log\"\nrc=$?\n";
@@ -143,7 +144,7 @@ std::optional<std::string> SlurmExecutor::adopt(const RunRow& row, const Planned
   t.run_dir = row.run_dir;
   t.job = row.job;
   t.state = row.job_state;  // the next poll reports it when Slurm says otherwise
-  t.seen_running = it->second == "RUNNING";
+  t.seen_running = it->second == k_slurm_running;
   m_tasks.push_back(t);
   return "Slurm task " + row.job + " is " + it->second;
 }
@@ -264,7 +265,7 @@ Observed SlurmExecutor::poll() {
     if (t.state != it->second) {
       t.state = it->second;
       seen.jobs.push_back({t.run_id, t.job, t.state});
-      if (t.state == "RUNNING") {
+      if (t.state == k_slurm_running) {
         t.seen_running = true;
         seen.running.emplace_back(t.run_id, "Slurm task " + t.job);
       } else if (t.state == "PENDING" && t.seen_running) {
@@ -284,6 +285,14 @@ Observed SlurmExecutor::poll() {
     ++i;
   }
   return seen;
+}
+
+void SlurmExecutor::kill(const std::string& run_id) {
+  for (const auto& t : m_tasks) {
+    if (t.run_id == run_id && !t.job.empty()) {
+      slurm_command({"scancel", t.job});  // the task leaves the queue; poll reports it ended
+    }
+  }
 }
 
 std::string SlurmExecutor::stop(int times) {

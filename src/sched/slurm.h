@@ -15,6 +15,9 @@
 
 namespace sweep {
 
+// squeue's state of a task that runs (runs.job_state holds squeue's states as they are).
+constexpr const char* k_slurm_running = "RUNNING";
+
 struct SlurmOptions {
   std::string worker_binary;  // the sweep executable (must be reachable from the compute nodes)
   std::string partition;      // "" = the cluster's default
@@ -23,6 +26,7 @@ struct SlurmOptions {
   int max_parallel = 0;       // array throttle (%K); 0 = no limit
   int max_preemptions = 10;   // requeues of a task stopped by SIGTERM (SLURM_RESTART_COUNT), then it ends
   double poll_seconds = 2.0;
+  double stall_timeout = -1;  // sweep run --stall-timeout (< 0: each run's resources.stall_timeout)
 };
 
 // The sbatch script of one array: task i runs the run directory on line i+1 of `runs_file`.
@@ -40,6 +44,7 @@ class SlurmExecutor : public Executor {
   std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override;
   Observed submit() override;
   Observed poll() override;
+  void kill(const std::string& run_id) override;
   std::string stop(int times) override;
 
  private:

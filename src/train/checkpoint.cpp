@@ -168,7 +168,7 @@ torch::Tensor rng_state(const torch::Device& device) {
 
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                      const CheckpointMeta& meta, const torch::Device& device,
-                     const std::vector<torch::Tensor>& rng_states) {
+                     const std::vector<torch::Tensor>& rng_states, const std::function<void()>& alive) {
   torch::serialize::OutputArchive root, model_archive, optim_archive;
   model->save(model_archive);
   opt.save(optim_archive);
@@ -196,6 +196,9 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
       }
       hash.update(data, size);
       at += static_cast<off_t>(size);
+      if (alive) {
+        alive();
+      }
       return size;
     });
     const std::string header = std::string(k_magic) + hash.hex() + "\n";

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +38,10 @@ std::optional<std::string> checkpoint_problem(const std::string& path);
 
 // rng_states: every rank's dropout RNG state in rank order (data parallel: rank 0 writes the
 // one checkpoint for all); empty = this process's own.
+// `alive` is called as the file is written, every chunk (a worker's heartbeat).
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                      const CheckpointMeta& meta, const torch::Device& device,
-                     const std::vector<torch::Tensor>& rng_states = {});
+                     const std::vector<torch::Tensor>& rng_states = {}, const std::function<void()>& alive = {});
 
 // A checkpoint file that fails checkpoint_problem: thrown before anything was loaded from it.
 class CheckpointDamaged : public Error {

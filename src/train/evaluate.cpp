@@ -6,7 +6,8 @@
 namespace sweep {
 
 EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t batch,
-                       const std::string& precision, const torch::Device& device, bool per_window) {
+                       const std::string& precision, const torch::Device& device, bool per_window,
+                       const std::function<void()>& alive) {
   const int64_t T = model->config.block_size;
   auto windows = eval_windows(tokens.size(), T, limit);
   std::vector<uint16_t> window(static_cast<size_t>(T + 1));
@@ -59,6 +60,9 @@ EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t 
                                 .to(torch::kDouble)
                                 .sum(1));
       total.window_tokens.insert(total.window_tokens.end(), static_cast<size_t>(B), len - 1);
+    }
+    if (alive) {
+      alive();
     }
     i = j;
   }

@@ -2,6 +2,8 @@
 // the whole test split. Deterministic: eval mode (no dropout), fixed order, no RNG.
 #pragma once
 
+#include <functional>
+
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -24,8 +26,10 @@ struct EvalLoss {
 
 // limit <= 0: every token of `tokens`. Batches of `batch` windows, under `precision` autocast.
 // per_window also keeps each window's loss (the total is computed as without it, to the bit).
+// `alive` is called after every batch (a worker's heartbeat).
 EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t batch,
-                       const std::string& precision, const torch::Device& device, bool per_window = false);
+                       const std::string& precision, const torch::Device& device, bool per_window = false,
+                       const std::function<void()>& alive = {});
 
 // The test loss in at most `most` blocks of consecutive windows (as equal as the windows allow):
 // (predicted tokens, summed nats) per block — what the test set's sampling error is estimated from.

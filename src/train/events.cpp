@@ -74,12 +74,20 @@ void EventSink::emit(const std::string& type, nlohmann::json fields) {
     ev[key] = value;
   }
   const std::string line = ev.dump() + "\n";
+  m_last_emit = std::chrono::steady_clock::now();
   if (m_json_stdout) {  // first: a scheduler still hears of it when the file cannot be written
     std::fputs(line.c_str(), stdout);
     std::fflush(stdout);
   }
   if (m_file != nullptr) {
     put_line(m_file, line, m_events_path);
+  }
+}
+
+void EventSink::alive(int64_t step, const char* phase) {
+  if (m_heartbeat > 0 &&
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - m_last_emit).count() >= m_heartbeat) {
+    emit(events::heartbeat, {{events::field::step, step}, {events::field::phase, phase}});
   }
 }
 

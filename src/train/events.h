@@ -4,6 +4,7 @@
 // On a terminal (not events mode) a one-line live progress display replaces the JSON.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,6 +26,10 @@ class EventSink {
 
   // Adds the event's type and time (unix seconds), writes the line and flushes it.
   void emit(const std::string& type, nlohmann::json fields);
+  // Called often during a long phase: a heartbeat event (step, phase) when no event went out for
+  // `interval` seconds (set_heartbeat; 0 = never).
+  void alive(int64_t step, const char* phase);
+  void set_heartbeat(double interval) { m_heartbeat = interval; }
   // Rewrites the live progress line (no-op unless progress is on).
   void progress(const std::string& line);
   // A human-readable line: appended to the log, and shown on the terminal (stderr in events mode).
@@ -38,6 +43,8 @@ class EventSink {
   bool m_progress;
   bool m_notes;
   bool m_progress_shown = false;
+  double m_heartbeat = 0;
+  std::chrono::steady_clock::time_point m_last_emit = std::chrono::steady_clock::now();
 };
 
 }  // namespace sweep

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "build_options.h"
 #include "data/dataset.h"
@@ -82,6 +83,23 @@ void fault_hook(const std::string& run_dir, int64_t step) {
   (void)run_dir;
   (void)step;
 #endif
+}
+
+// For the watchdog's tests (test builds only): "slow_eval_ms:N" in the run directory's
+// `test-fault` makes every validation batch take N ms more. 0 otherwise.
+int64_t slow_eval_ms(const std::string& run_dir) {
+#ifdef SWEEP_TEST_HOOKS
+  const fs::path fault = fs::path(run_dir) / "test-fault";
+  if (!run_dir.empty() && fs::exists(fault)) {
+    const std::string what = trim(read_file(fault));
+    if (what.rfind("slow_eval_ms:", 0) == 0) {
+      return std::stoll(what.substr(13));
+    }
+  }
+#else
+  (void)run_dir;
+#endif
+  return 0;
 }
 
 }  // namespace
@@ -197,14 +215,14 @@ StepStats Trainer::train_step() {
   return s;
 }
 
-double Trainer::evaluate(const std::string& split) {
+double Trainer::evaluate(const std::string& split, const std::function<void()>& alive) {
   const bool test = split == "test";
   return evaluate_loss(m_model, test ? *m_data->test : *m_data->val, test ? 0 : m_cfg.eval.val_tokens,
-                       m_cfg.train.micro_batch, m_cfg.train.precision, m_device)
+                       m_cfg.train.micro_batch, m_cfg.train.precision, m_device, false, alive)
       .mean();
 }
 
-void Trainer::save(const std::string& path) {
+void Trainer::save(const std::string& path, const std::function<void()>& alive) {
   CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.identity_json().dump()};
   std::vector<torch::Tensor> rng_states;
   if (m_comm != nullptr && m_comm->world() > 1) {
@@ -213,7 +231,7 @@ void Trainer::save(const std::string& path) {
       return;
     }
   }
-  save_checkpoint(path, m_model, *m_opt, meta, m_device, rng_states);
+  save_checkpoint(path, m_model, *m_opt, meta, m_device, rng_states, alive);
 }
 
 std::string Trainer::load(const std::string& path) {
@@ -308,8 +326,19 @@ RunResult Trainer::run(const RunOptions& o) {
           std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
           (m_cfg.train.fused ? ", fused kernels" : ", reference ops"));
 
+  // ---- heartbeats: long phases (evaluations, checkpoint writes) tell the scheduler they live ----
+  ev.set_heartbeat(m_cfg.resources.heartbeat_seconds());
+  const int64_t slow_ms = slow_eval_ms(o.run_dir);
+  auto alive = [&](const char* phase) {
+    return [&, phase]() {
+      ev.alive(m_step, phase);
+      if (slow_ms > 0 && std::string(phase) == "eval") {
+        std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+      }
+    };
+  };
   auto eval_val = [&]() {
-    const double val = evaluate("val");
+    const double val = evaluate("val", alive("eval"));
     ev.emit(events::eval, {{field::split, events::val_split},
                            {field::step, m_step},
                            {field::tokens, m_step * tps},
@@ -320,7 +349,7 @@ RunResult Trainer::run(const RunOptions& o) {
     if (ckpt.empty()) {
       return;
     }
-    save(ckpt);
+    save(ckpt, alive("checkpoint"));
     ev.emit(events::checkpoint, {{field::step, m_step}});
   };
   // The end event of a run that stops early (preempted, diverged), and its result.
@@ -392,7 +421,7 @@ RunResult Trainer::run(const RunOptions& o) {
   // ---- the end: final validation, test over the whole split, a last checkpoint ----
   eval_val();
   const EvalLoss test = evaluate_loss(m_model, *m_data->test, 0, m_cfg.train.micro_batch, m_cfg.train.precision,
-                                      m_device, true);
+                                      m_device, true, alive("test"));
   RunResult r;
   r.step = m_step;
   r.test_loss = test.mean();

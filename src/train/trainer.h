@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -69,10 +70,11 @@ class Trainer {
   StepStats train_step();  // one optimizer step; does not step on a non-finite loss or norm
   // The (inputs, targets) of one micro-batch of this rank, each (micro_batch, block_size).
   std::pair<torch::Tensor, torch::Tensor> batch(int64_t step, int64_t micro);
-  double evaluate(const std::string& split);  // "val": the fixed slice; "test": the whole split
+  // "val": the fixed slice; "test": the whole split. `alive`: called after every batch.
+  double evaluate(const std::string& split, const std::function<void()>& alive = {});
   RunResult run(const RunOptions& options);
 
-  void save(const std::string& path);
+  void save(const std::string& path, const std::function<void()>& alive = {});
   // That file, or an Error (nothing changed when it is damaged). Returns a note when something
   // could not be resumed exactly (a dropout stream written on another device type), else "".
   std::string load(const std::string& path);

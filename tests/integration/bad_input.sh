@@ -79,4 +79,13 @@ grep -q "a Slurm time limit is minutes" err.txt || fail "a time with a command: 
 expect_rc 2 "$SWEEP" run ok.yaml --results slurm-results --executor slurm --time forever 2> /dev/null
 expect_rc 2 "$SWEEP" run ok.yaml --results slurm-results --retries -5 2> /dev/null
 [ ! -e slurm-results ] || fail "refused Slurm options must write nothing"
+
+# number options: one readable line (CLI11's own check printed the largest double, 309 digits)
+expect_rc 2 "$SWEEP" bench --steps 0 2> err.txt
+[ "$(sed -n 1p err.txt)" = "--steps: '0' is not a number above 0" ] || fail "--steps 0: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run ok.yaml --results stall-results --stall-timeout nan 2> err.txt
+[ "$(sed -n 1p err.txt)" = "--stall-timeout: 'nan' is not a number of at least 0" ] || fail "--stall-timeout nan: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run ok.yaml --results stall-results --stall-timeout 1e7 2> err.txt
+grep -q "^sweep: --stall-timeout 1e+07: at most 999999 seconds" err.txt || fail "--stall-timeout 1e7: $(cat err.txt)"
+[ ! -e stall-results ] || fail "a refused --stall-timeout must write nothing"
 echo "bad_input: ok"

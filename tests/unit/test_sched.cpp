@@ -212,6 +212,38 @@ TEST_CASE("worker_argv: one command line, for a local child and for the Slurm sc
   o.gpus_per_rank = 1;
   CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.device=cuda' >") !=
         std::string::npos);
+  // --stall-timeout reaches the workers, whose heartbeats follow it
+  CHECK(worker_argv("/opt/sweep", "/r/abc", "/d/bytes", 1, "", 2.5).back() == "resources.stall_timeout=2.5");
+  o.stall_timeout = 120;
+  CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.stall_timeout=120' >") !=
+        std::string::npos);
+}
+
+TEST_CASE("classify_end: a worker the watchdog killed is retried like a crash, never taken for out of memory") {
+  EndFacts f;
+  f.exit_code = 128 + 9;  // SIGKILL, as the watchdog sends it
+  f.out_of_memory = true;  // an unexplained SIGKILL would count as one
+  f.attempts = 1;
+  f.retries = 1;
+  f.stalled = "no event for 0m05s (stall timeout 2 s; the last: train, step 40)";
+  Outcome o = classify_end(f);
+  CHECK(o.state == RunState::failed);
+  CHECK(o.then == Then::retry);
+  CHECK(o.error == "stalled: no event for 0m05s (stall timeout 2 s; the last: train, step 40) — killed; retried from "
+                   "its checkpoint");
+  f.attempts = 2;  // retries spent
+  o = classify_end(f);
+  CHECK(o.then == Then::give_up);
+  CHECK(o.error.find("it resumes from its checkpoint with --retry-failed") != std::string::npos);
+  f.exit_code.reset();  // a Slurm task the watchdog cancelled
+  f.attempts = 1;
+  CHECK(classify_end(f).then == Then::retry);
+  f.stopping = true;  // while the sweep stops: left for the next `sweep run`
+  CHECK(classify_end(f).then == Then::stopped);
+  f.stopping = false;
+  f.recorded = RunState::done;  // it finished as the kill came: done it is
+  f.exit_code = 0;
+  CHECK(classify_end(f).then == Then::finished);
 }
 
 TEST_CASE("--devices: slots, GPUs counted within the scheduler's CUDA_VISIBLE_DEVICES, shared GPUs") {

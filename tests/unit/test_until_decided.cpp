@@ -63,6 +63,7 @@ class DrawnExecutor : public Executor {
     m_running.clear();
     return seen;
   }
+  void kill(const std::string&) override {}  // its workers end within a poll: never stalled
   std::string stop(int) override { return "stopping"; }
 
  private:
