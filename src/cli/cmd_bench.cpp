@@ -46,7 +46,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_flag("--profile", o.profile, "Print each timed step's top ops by self time");
   cmd->add_option("--data-gib", o.data_gib,
                   "Also time the data loader alone on this many GiB of generated shards, against the training step")
-      ->check(CLI::Range(0.001, 1024.0));
+      ->check(between(0.001, 1024));
   cmd->add_option("--data-dir", o.data_dir, "Where --data-gib writes its shards (removed after; default: the temp dir)");
   return cmd;
 }

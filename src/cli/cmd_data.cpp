@@ -22,8 +22,8 @@ CLI::App* setup_data(CLI::App& app, DataOptions& d) {
   prep->add_option("--tokenizer-dir", o.tokenizer_dir,
                    "gpt2: a folder with encoder.json and vocab.bpe (default: fetched once into ~/.cache/sweep)");
   prep->add_option("--out", o.out, "Output folder")->required();
-  prep->add_option("--val", o.val_fraction, "Fraction of documents for validation")->capture_default_str();
-  prep->add_option("--test", o.test_fraction, "Fraction of documents for test")->capture_default_str();
+  prep->add_option("--val", o.val_fraction, "Fraction of documents for validation")->check(between(0, 1))->capture_default_str();
+  prep->add_option("--test", o.test_fraction, "Fraction of documents for test")->check(between(0, 1))->capture_default_str();
   prep->add_option("--seed", o.seed, "Seed of the document split")->capture_default_str();
   prep->add_flag("--strip-tags", o.strip_tags, "Turn word/TAG tokens into word (POS-tagged corpora such as Brown)");
   prep->add_flag("--force", o.force, "Replace an existing dataset in --out");
@@ -38,6 +38,7 @@ CLI::App* setup_data(CLI::App& app, DataOptions& d) {
   imp->add_option("--test", i.test_shards, "Shards (file names in the folder) that are the test split, instead of "
                                            "carving one from val");
   imp->add_option("--test-fraction", i.test_fraction, "Fraction of val's documents carved into the test split")
+      ->check(between(0, 1))
       ->capture_default_str();
   imp->add_option("--seed", i.seed, "Seed of the carving (which val documents go to test)")->capture_default_str();
   imp->add_option("--tokenizer-dir", i.tokenizer_dir,

@@ -19,7 +19,10 @@ CLI::App* setup_eval(CLI::App& app, EvalCliOptions& o) {
   cmd->add_option("--config", s.config,
                   "A run's config.yaml for the architecture (default: GPT-2's, read from the tensors' names and shapes)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--n-head", s.n_head, "Attention heads, without --config (default: width / 64, as every GPT-2)")
+  cmd->add_flag("--ignore-extra", s.ignore_extra, "Score it although the file holds tensors the model does not have");
+  cmd->add_option("--n-head", s.n_head,
+                  "Attention heads, without --config (default: a nanoGPT checkpoint's model_args, or 64-wide heads "
+                  "for GPT-2's published shapes)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--precision", s.precision, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   cmd->add_option("--batch", s.batch, "Windows per forward pass")->check(CLI::Range(1, 4096))->capture_default_str();

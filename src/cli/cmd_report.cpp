@@ -84,16 +84,16 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("--sigma", o.sigma, "Seed-to-seed standard deviation of one variant's metric")
       ->check(at_least(0, true));
   cmd->add_option("--rho", o.rho, "Correlation of a variant's and the baseline's metric at one seed")
-      ->check(CLI::Range(-0.99, 0.9999));
+      ->check(between(-0.99, 0.9999));
   cmd->add_option("--min-effect", o.min_effect, "The smallest effect of interest δ")->check(at_least(0, true));
   cmd->add_option("--seeds", o.seeds, "Declared seeds (default: the sweep's, else 3)")->check(CLI::Range(2, 1000));
   cmd->add_option("--max-seeds", o.max_seeds, "--until-decided's cap (default: the sweep's, else 4 × seeds)")
       ->check(CLI::Range(2, 1000));
   cmd->add_option("--interventions", o.interventions, "Interventions per study (default: the sweep's, else 1)")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--effects", o.effects, "True improvements, in multiples of δ")->delimiter(',')->capture_default_str();
+  cmd->add_option("--effects", o.effects, "True improvements, in multiples of δ, comma-separated")->capture_default_str();
   cmd->add_option("--replicates", o.replicates, "Studies per effect")->check(CLI::Range(1, 1000000))->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Random seed of the studies")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Random seed of the studies")->check(unsigned_integer())->capture_default_str();
   cmd->add_option("--spending", o.spending, "--until-decided's alpha spending, to compare (sweep run uses pocock)")
       ->check(CLI::IsMember({"pocock", "obrien-fleming"}))
       ->capture_default_str();
@@ -121,7 +121,16 @@ Exit run_calibrate(const CalibrateOptions& o) {
   setup.seeds = o.seeds > 0 ? o.seeds : setup.seeds;
   setup.max_seeds = o.max_seeds > 0 ? o.max_seeds : o.seeds > 0 ? std::max(setup.max_seeds, o.seeds) : setup.max_seeds;
   setup.interventions = o.interventions > 0 ? o.interventions : setup.interventions;
-  setup.effects = o.effects;
+  // each value of the list a number: CLI11's own splitting dropped an empty one ("1,,2")
+  setup.effects.clear();
+  for (const std::string& value : split(o.effects, ',')) {
+    const auto v = validate::number(trim(value));
+    if (!v || !std::isfinite(*v)) {
+      throw Error("--effects " + o.effects + ": '" + value + "' is not a finite number — list multiples of δ, e.g. 0,0.5,1,2",
+                  Exit::bad_input);
+    }
+    setup.effects.push_back(*v);
+  }
   setup.replicates = o.replicates;
   setup.seed = o.seed;
   setup.spending = o.spending;

@@ -18,13 +18,13 @@ CLI::App* setup_sample(CLI::App& app, SampleCliOptions& o) {
   cmd->add_option("--prompt", o.prompt, "Text to continue (default: the start of a document)");
   cmd->add_option("--tokens", o.tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--temperature", o.temperature, "Softmax temperature; 0 = always the most likely token")
-      ->check(CLI::Range(0.0, 100.0))
+      ->check(between(0, 100))
       ->capture_default_str();
   cmd->add_option("--top-k", o.top_k, "Draw among the k most likely tokens (0 = all)")
       ->check(CLI::Range(0, 1 << 22))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the draws: the same seed gives the same text")
-      ->check(at_least(0))
+      ->check(unsigned_integer())
       ->capture_default_str();
   cmd->add_option("--data", o.data_dir, "The dataset's folder (default: the run config's data.dataset, looked up from the run directory upwards)");
   return cmd;

@@ -2,6 +2,7 @@
 // commands, thin wrappers over config (load_sweep), store and sched.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -341,6 +342,7 @@ std::vector<ReferenceScore> score_references(const SweepSpec& spec, const std::s
     so.data = data;
     so.config = ref.config;
     so.n_head = ref.n_head;
+    so.ignore_extra = ref.ignore_extra;
     so.batch = base.train.micro_batch;
     Score s;
     try {
@@ -532,6 +534,12 @@ Exit run_ingest(const SweepOptions& o) {
   for (const auto& d : run_dirs) {
     const std::string id = d.filename().string();
     store.ensure_run(id, read_file(d / "config.yaml"), d.string());
+    // The run's folder is the one ingested (a saved sweep recorded its runs under this results
+    // folder, where they are not): `sweep run` resumes it there, from its checkpoint. A folder of
+    // the run already here keeps it.
+    if (!fs::exists(fs::path(store.run(id)->run_dir) / "config.yaml")) {
+      store.set_run_dir(id, fs::absolute(d).string());
+    }
     reingest_run_dir(store, id, d.string());
   }
   std::printf("ingested %zu run director%s into %s\n", run_dirs.size(), run_dirs.size() == 1 ? "y" : "ies",

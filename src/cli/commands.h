@@ -11,32 +11,10 @@
 #include "data/import.h"
 #include "data/prepare.h"
 #include "train/score.h"
+#include "cli/validators.h"
 #include "util/error.h"
-#include "util/text.h"
 
 namespace sweep {
-
-// A number at least `min` (above it when `strictly`), checked with a message a person reads:
-// CLI11's NonNegativeNumber and PositiveNumber print their upper bound, the largest double, in
-// 309 digits. "nan" is no number here.
-inline CLI::Validator at_least(double min, bool strictly = false) {
-  const std::string bound = format_number("%g", min);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        size_t used = 0;
-        double v = 0;
-        try {
-          v = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || !(strictly ? v > min : v >= min)) {
-          return "'" + text + "' is not a number " + (strictly ? "above " : "of at least ") + bound;
-        }
-        return "";
-      },
-      (strictly ? "> " : ">= ") + bound);
-}
 
 struct TrainOptions {
   std::string config;
@@ -122,7 +100,7 @@ struct CalibrateOptions {
   double sigma = 0, rho = 2, min_effect = 0;  // not given: 0, 2 (ρ), 0
   int64_t seeds = 0, max_seeds = 0, interventions = 0, replicates = 1000;
   uint64_t seed = 1;
-  std::vector<double> effects{0, 0.5, 1, 2};
+  std::string effects = "0,0.5,1,2";  // a list of numbers, read by run_calibrate (an empty one refused)
   std::string spending = "pocock";
 };
 CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o);

@@ -494,6 +494,10 @@ void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
   }
   for (const auto& o : overrides) {
     std::vector<std::string> parts = split(o.path, '.');
+    if (std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return trim(p).empty(); })) {
+      throw InputErrors({{o.origin.file, o.origin.line, o.origin.col,
+                          "'" + o.path + "' is not a key path — names joined by single dots, e.g. train.lr"}});
+    }
     // Walk by reset() so each step rebinds the handle instead of assigning through it.
     YAML::Node node;
     node.reset(root);

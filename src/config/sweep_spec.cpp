@@ -296,7 +296,7 @@ bool is_safe_name(const std::string& name) {
 
 namespace {
 
-// references: {NAME: {model: FILE, config: RUN_CONFIG, n_head: N}}, files relative to the sweep file.
+// references: {NAME: {model: FILE, config: RUN_CONFIG, n_head: N, ignore_extra: BOOL}}, files relative to the sweep file.
 std::vector<ReferenceModel> read_references(const YAML::Node& node, const std::string& path, Diagnostics& diags) {
   std::vector<ReferenceModel> out;
   if (!node.IsDefined() || node.IsNull()) {
@@ -312,14 +312,19 @@ std::vector<ReferenceModel> read_references(const YAML::Node& node, const std::s
   for (const auto& kv : node) {
     ReferenceModel r;
     r.name = kv.first.Scalar();
-    if (r.name.empty() || r.name.size() > 100 || r.name.find_first_of("\n\t") != std::string::npos) {
-      diags.error(kv.first.Mark(), "reference name '" + r.name + "': 1 to 100 characters on one line");
+    // A display name ("GPT-2 124M") that reaches terminals, Markdown and HTML: printable UTF-8
+    // without markup (a table's |, <, >, `), 1 to 100 characters.
+    if (r.name.empty() || r.name.size() > 100 || invalid_utf8_at(r.name) != std::string::npos ||
+        printable(r.name, false) != r.name || r.name.find_first_of("<>|`\\") != std::string::npos) {
+      diags.error(kv.first.Mark(), "reference name '" + printable(r.name, false) +
+                                       "': 1 to 100 printable characters on one line, without < > | ` or \\");
     }
     MapReader ref(kv.second, "references." + r.name, diags);
     ref.require("model", "the state dict file to score, e.g. model: gpt2-124M.pt (see `sweep eval`)");
     ref.read("model", r.model);
     ref.read("config", r.config);
     ref.read("n_head", r.n_head, 1, 4096);
+    ref.read("ignore_extra", r.ignore_extra);
     ref.finish();
     for (auto* file : {&r.model, &r.config}) {
       if (file->empty()) {

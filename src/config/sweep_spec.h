@@ -66,7 +66,8 @@ struct ReferenceModel {
   std::string name;
   std::string model;   // the state dict file, as found from the sweep file's folder
   std::string config;  // a run's config.yaml for the architecture ("" = GPT-2's, from the shapes)
-  int64_t n_head = 0;  // without config: 0 = width / 64
+  int64_t n_head = 0;  // without config: 0 = the file's model_args, or GPT-2's published shapes' 64-wide heads
+  bool ignore_extra = false;  // score it although it holds tensors the model does not have
 };
 
 struct SweepSpec {

@@ -73,7 +73,8 @@ void remove_folders(const fs::path& dir, const std::string& prefix, const std::s
   std::vector<fs::path> found;  // collected first: removing while iterating a directory is unspecified
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && name.rfind(prefix, 0) == 0 && name != keep) {
+    std::error_code ec;  // a link that loops is none of these folders
+    if (name.rfind(prefix, 0) == 0 && name != keep && entry.is_directory(ec)) {
       found.push_back(entry.path());
     }
   }
@@ -102,22 +103,31 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   if (fs::exists(dir / "dataset.yaml") && !o.force) {
     bad((dir / "dataset.yaml").string() + " exists — pass --force to import again over it");
   }
-  // One import of a folder at a time; what a killed one left (its unfinished folder) goes.
+  if (!(o.test_fraction > 0 && o.test_fraction < 1)) {  // nan too
+    bad("--test-fraction " + std::to_string(o.test_fraction) + ": a fraction of val's documents, in (0, 1)");
+  }
+  // One import of a folder at a time (its lock file goes with it); what a killed one left (its
+  // unfinished folder) goes.
   std::string holder;
-  const auto lock = FileLock::try_lock(dir / ".sweep-import.lock", &holder);
+  const auto lock = FileLock::try_lock(dir / ".sweep-import.lock", &holder, /*remove=*/true);
   if (!lock) {
     bad("another `sweep data import` (pid " + holder + ") is writing " + o.dir + " — wait for it");
   }
   remove_folders(dir, ".sweep-import-");
-  if (o.test_fraction <= 0 || o.test_fraction >= 1) {
-    bad("--test-fraction " + std::to_string(o.test_fraction) + ": a fraction of val's documents, in (0, 1)");
-  }
 
   // ---- the shards, by llm.c's names ----
   std::vector<std::string> train, val, test;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file() || name.size() < 4 || name.compare(name.size() - 4, 4, ".bin") != 0) {
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".bin") != 0) {
+      continue;
+    }
+    std::error_code ec;
+    const bool regular = entry.is_regular_file(ec);
+    if (ec) {  // a link that loops or leads nowhere: the folder's content, not the disk, is wrong
+      bad(entry.path().string() + ": " + ec.message() + " — a shard must be a file (or a link to one)");
+    }
+    if (!regular) {
       continue;
     }
     if (std::find(o.test_shards.begin(), o.test_shards.end(), name) != o.test_shards.end()) {
@@ -161,6 +171,17 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
       if (first_shard.empty()) {
         first_shard = name;
       }
+    }
+  }
+  for (const auto& [split, names] : {std::pair<const char*, const std::vector<std::string>*>{"train", &train},
+                                     {"val", &val}}) {
+    int64_t tokens = 0;
+    for (const auto& name : *names) {
+      tokens += counts[name];
+    }
+    if (tokens == 0) {
+      bad(o.dir + ": its " + split + " shards hold no token — nothing to " +
+          (std::string(split) == "train" ? "train on" : "validate on"));
     }
   }
 

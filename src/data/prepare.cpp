@@ -140,6 +140,10 @@ std::vector<std::string> read_documents(const std::string& input, bool strip_tag
     for (auto& doc : split_paragraphs(text)) {
       docs.push_back(strip_tags ? strip_pos_tags(doc) : doc);
     }
+  } else if (fs::exists(input)) {  // a device, a pipe, a socket: no documents to read
+    throw Error("--input " + input + ": neither a file nor a folder of documents — give a .txt or .txt.gz file, or a "
+                "folder of them",
+                Exit::bad_input);
   } else {
     throw Error("--input " + input + ": no such file or directory", Exit::bad_input);
   }
@@ -169,7 +173,7 @@ DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
   if (!o.tokenizer_dir.empty() && o.tokenizer != "gpt2") {
     throw Error("--tokenizer-dir is for --tokenizer gpt2 (GPT-2's encoder.json and vocab.bpe)", Exit::bad_input);
   }
-  if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1) {
+  if (!(o.val_fraction >= 0 && o.test_fraction >= 0 && o.val_fraction + o.test_fraction < 1)) {  // NaN too
     throw Error("--val and --test must be fractions that leave documents for training", Exit::bad_input);
   }
   // The output replaces a folder only when it is a dataset this command wrote (with --force):

@@ -66,7 +66,7 @@ Outcome classify_end(const EndFacts& f) {
     if (f.stopping) {
       return {RunState::interrupted, Then::stopped, stopped_by_user};
     }
-    const bool retry = f.attempts <= f.retries;
+    const bool retry = f.crashes < f.retries;
     return {RunState::failed, retry ? Then::retry : Then::give_up,
             "stalled: " + f.stalled + " — killed" +
                 (retry ? "; retried from its checkpoint" : "; it resumes from its checkpoint with --retry-failed")};
@@ -121,7 +121,7 @@ Outcome classify_end(const EndFacts& f) {
   const std::string reason = code == 0                ? "exited 0 without an end event"
                              : code == 128 + SIGKILL ? "killed by SIGKILL (no out-of-memory kill recorded)"
                                                      : "exit " + std::to_string(code) + "\n" + f.log_tail;
-  const bool retry = code != static_cast<int>(Exit::bad_input) && f.attempts <= f.retries && !f.stopping;
+  const bool retry = code != static_cast<int>(Exit::bad_input) && f.crashes < f.retries && !f.stopping;
   return {RunState::failed, retry ? Then::retry : Then::give_up, reason};
 }
 

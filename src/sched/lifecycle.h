@@ -40,7 +40,8 @@ struct EndFacts {
   std::string recorded_error;           // and the reason its events gave (a divergence's)
   bool stopping = false;                // the sweep is stopping (Ctrl-C, or a halt)
   bool out_of_memory = false;           // by the log, the kernel's OOM-kill count, or an unexplained SIGKILL
-  int64_t attempts = 0;                 // the run's attempts so far, this one included
+  int crashes = 0;                      // the run's crashes retried so far by this `sweep run` (not its
+                                        // out-of-memory ends, preemptions or earlier sweeps' attempts)
   int retries = 0;                      // crashes retried per run (--retries)
   int preemptions = 0;                  // the run's requeues after SIGTERM so far
   int max_preemptions = 10;             // then it is failed (--max-preemptions)

@@ -181,7 +181,9 @@ void SweepRunner::launch(const PlannedRun& run) {
   if (pid) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted);
-    say("start " + describe(run.run_id) + " on " + where + (row.status == RunState::pending ? "" : ", resuming"));
+    // "resuming" only where there is something to resume from
+    const bool checkpoint = fs::exists(dir / "checkpoint" / "ckpt.pt") || fs::exists(dir / "checkpoint" / "ckpt.prev.pt");
+    say("start " + describe(run.run_id) + " on " + where + (checkpoint ? ", resuming" : ""));
   }
 }
 
@@ -246,7 +248,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
   facts.recorded_error = row.error;
   facts.stopping = stopping();
   facts.out_of_memory = end.out_of_memory;
-  facts.attempts = row.attempts;
+  facts.crashes = m_crashes[end.run_id];
   facts.retries = m_options.retries;
   facts.preemptions = m_preemptions[end.run_id];
   facts.max_preemptions = m_options.max_preemptions;
@@ -279,6 +281,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
       say("preempted " + what + " at step " + std::to_string(row.steps) + ": re-queued");
       break;
     case Then::retry:
+      ++m_crashes[end.run_id];
       m_queue.push_back(watched.run);
       say((facts.stalled.empty() ? "crash " + what + ": " + code : "stall " + what + ": " + facts.stalled + ", killed") +
           ", retrying from its checkpoint (attempt " + std::to_string(row.attempts + 1) + ")");

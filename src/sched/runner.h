@@ -40,7 +40,7 @@ class ResultsLock {
 void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
 
 struct RunnerOptions {
-  int retries = 1;            // crashes retried per run, from its checkpoint
+  int retries = 1;            // crashes retried per run and `sweep run`, from its checkpoint
   int max_preemptions = 10;   // requeues after SIGTERM per run and `sweep run`, then it is failed
   bool retry_failed = false;  // run again the runs that ended failed or out of memory
   // The watchdog: seconds without an event after which a running worker is killed and its run
@@ -94,6 +94,7 @@ class SweepRunner {
   std::deque<const PlannedRun*> m_queue;
   std::map<std::string, Watched> m_watched;  // runs with a worker started or adopted
   std::map<std::string, int> m_preemptions;  // requeues after SIGTERM, per run
+  std::map<std::string, int> m_crashes;      // crashes retried, per run (--retries)
   std::map<std::string, std::string> m_stalled;  // runs the watchdog killed: what it last heard, how long ago
   std::string m_halt;                        // why the sweep stops (a worker could not write its files)
   int m_done = 0, m_failed = 0, m_finished_before = 0, m_failed_before = 0;

@@ -152,6 +152,10 @@ Error db_error(const std::string& path, const SQLite::Exception& e) {
                      " — free space or fix the folder, then run again: nothing finished is lost",
                  Exit::io_error);
   }
+  if (code == SQLITE_CONSTRAINT) {  // a value the schema refuses: sweep's own mistake, the database is whole
+    return Error("database " + path + ": " + e.what() + " — sweep tried to store a value its schema refuses; "
+                 "nothing of it was written and the database is whole (this is a bug in sweep: please report it)");
+  }
   // Anything else is a database that is not what this sweep wrote: the run folders hold it all.
   return Error("database " + path + ": " + e.what() + " — the database is damaged: move it aside and rebuild it "
                "from the run folders with `sweep ingest " + fs::path(path).parent_path().string() + "`");
@@ -614,6 +618,13 @@ void Store::set_status(const std::string& run_id, RunState status, const std::st
   throw db_error(m_path, e);
 }
 
+std::string Store::stored_dir(const std::string& run_dir) const {
+  // Relative to the results folder when inside it (the folder then moves as a whole), else absolute.
+  const fs::path dir = fs::absolute(run_dir).lexically_normal();
+  const fs::path inside = dir.lexically_relative(m_root);
+  return !inside.empty() && *inside.begin() != ".." ? inside.string() : dir.string();
+}
+
 void Store::ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir) try {
   SQLite::Statement q(*m_db,
                       "INSERT INTO runs(run_id, config, init_seed, data_seed, status, run_dir, updated_at) "
@@ -621,11 +632,18 @@ void Store::ensure_run(const std::string& run_id, const std::string& config_yaml
   q.bind(1, run_id);
   q.bind(2, config_yaml);
   q.bind(3, to_string(RunState::pending));
-  // Relative to the results folder when inside it (the folder then moves as a whole), else absolute.
-  const fs::path dir = fs::absolute(run_dir).lexically_normal();
-  const fs::path inside = dir.lexically_relative(m_root);
-  q.bind(4, !inside.empty() && *inside.begin() != ".." ? inside.string() : dir.string());
+  q.bind(4, stored_dir(run_dir));
   q.bind(5, now());
+  q.exec();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
+}
+
+void Store::set_run_dir(const std::string& run_id, const std::string& run_dir) try {
+  SQLite::Statement q(*m_db, "UPDATE runs SET run_dir = ?, updated_at = ? WHERE run_id = ?");
+  q.bind(1, stored_dir(run_dir));
+  q.bind(2, now());
+  q.bind(3, run_id);
   q.exec();
 } catch (const SQLite::Exception& e) {
   throw db_error(m_path, e);
@@ -690,8 +708,9 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     // state of another type. Skipped, like a line that is no JSON.
     const bool placed = step >= 0 && (type == events::start || total_steps <= 0 || step <= total_steps);
     const std::string split = field_or<std::string>(ev, field::split, "");
+    const bool has_tokens = ev.contains(field::tokens) && ev[field::tokens].is_number_integer();
     if (!placed || ((type == events::train || type == events::eval) && !loss_ok(ev)) ||
-        (type == events::train && step < 1) ||
+        (type == events::train && (step < 1 || !has_tokens)) ||
         (type == events::eval && split != events::val_split && split != events::test_split) ||
         (type == events::end && ev.contains(field::status) && !ev[field::status].is_string())) {
       continue;
@@ -737,10 +756,12 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       put_train.bind(3, field_or<int64_t>(ev, field::tokens, 0));
       bind_opt(put_train, 4, loss);
       put_train.bind(5, loss_status);
-      put_train.bind(6, field_or<double>(ev, field::lr, 0.0));
+      // a number or NULL, never a 0 that was not said
+      auto maybe = [&](const char* key) { return ev.contains(key) ? number(ev[key]).first : std::nullopt; };
+      bind_opt(put_train, 6, maybe(field::lr));
       bind_opt(put_train, 7, norm);
       put_train.bind(8, norm_status);
-      put_train.bind(9, field_or<double>(ev, field::tokens_per_s, 0.0));
+      bind_opt(put_train, 9, maybe(field::tokens_per_s));
       if (ev.contains(field::moe) && ev[field::moe].is_object()) {
         put_train.bind(10, ev[field::moe].dump());
       } else {

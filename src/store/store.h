@@ -116,6 +116,8 @@ class Store {
   void set_job(const std::string& run_id, const std::string& job, const std::string& state);
   // Registers a run found on disk (sweep ingest) that the database does not know yet.
   void ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir);
+  // Where the run's files are (sweep ingest of a folder elsewhere: its runs train on there).
+  void set_run_dir(const std::string& run_id, const std::string& run_dir);
 
   // Applies worker events (JSON lines) to the database in one transaction.
   void ingest(const std::string& run_id, const std::vector<std::string>& lines);
@@ -126,6 +128,7 @@ class Store {
 
  private:
   void migrate();
+  std::string stored_dir(const std::string& run_dir) const;  // relative to m_root when inside it
   std::string m_path;
   std::filesystem::path m_root;  // the results folder: the database's folder, absolute
   std::unique_ptr<SQLite::Database> m_db;

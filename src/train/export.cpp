@@ -1,8 +1,13 @@
 #include "train/export.h"
 
+#include <cstring>
+#include <set>
+
+#include "torchfile/torch_file.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -29,46 +34,53 @@ void export_state_dict(GPT& model, const std::string& path) {
   write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 
-StateDict read_state_dict(const std::string& path) {
+namespace {
+
+torch::ScalarType scalar_type(const std::string& dtype) {
+  static const std::map<std::string, torch::ScalarType> types{
+      {"float32", torch::kFloat},  {"float64", torch::kDouble}, {"float16", torch::kHalf}, {"bfloat16", torch::kBFloat16},
+      {"int64", torch::kLong},     {"int32", torch::kInt},      {"int16", torch::kShort}, {"int8", torch::kChar},
+      {"uint8", torch::kByte},     {"bool", torch::kBool}};
+  return types.at(dtype);
+}
+
+// A checked view of a storage's bytes as a tensor of its own (the bytes copied, the view made
+// contiguous): read_torch_file has checked that the view lies inside the storage.
+torch::Tensor to_tensor(const RawTensor& raw) {
+  const auto type = scalar_type(raw.dtype);
+  auto storage = torch::empty({static_cast<int64_t>(raw.storage->size() / raw.element_size)}, torch::TensorOptions().dtype(type));
+  std::memcpy(storage.data_ptr(), raw.storage->data(), raw.storage->size());
+  return storage.as_strided(raw.sizes, raw.strides, raw.offset).clone();
+}
+
+}  // namespace
+
+StateDict read_state_dict(const std::string& path, std::map<std::string, int64_t>* model_args) {
   if (!fs::is_regular_file(path)) {
     throw Error(path + ": no such file (a state dict, e.g. from `sweep export`)", Exit::bad_input);
   }
-  const std::string raw = read_file(path);
-  c10::IValue value;
-  try {
-    value = torch::pickle_load(std::vector<char>(raw.begin(), raw.end()));
-  } catch (const std::exception&) {
-    value = c10::IValue();
-  }
-  if (value.isGenericDict()) {  // nanoGPT's checkpoint holds the state dict under "model"
-    const auto top = value.toGenericDict();
-    const auto it = top.find(c10::IValue(std::string("model")));
-    if (it != top.end() && it->value().isGenericDict()) {
-      value = it->value();
-    }
-  }
-  if (!value.isGenericDict()) {
-    throw Error(path + " is not a PyTorch state dict (a dict of tensors, as `sweep export` or torch.save writes)",
-                Exit::bad_input);
-  }
+  const TorchFile file = read_torch_file(path);
   StateDict out;
-  for (const auto& entry : value.toGenericDict()) {
-    if (!entry.key().isString() || !entry.value().isTensor()) {
-      continue;  // nanoGPT's checkpoint also holds optimizer state and arguments
+  for (const auto& [name, raw] : file.tensors) {
+    torch::Tensor t = to_tensor(raw);
+    if (t.is_floating_point()) {
+      const int64_t bad = t.numel() - torch::isfinite(t).sum().item<int64_t>();
+      if (bad > 0) {
+        throw Error(path + ": tensor '" + name + "' holds " + std::to_string(bad) + " non-finite value" +
+                        (bad == 1 ? "" : "s") + " (NaN or ±inf) — the weights of a diverged run? A score of them "
+                        "would mean nothing",
+                    Exit::bad_input);
+      }
     }
-    std::string name = entry.key().toStringRef();
-    if (name.rfind("_orig_mod.", 0) == 0) {
-      name = name.substr(10);
-    }
-    out[name] = entry.value().toTensor();
+    out[name] = t;
   }
-  if (out.empty()) {
-    throw Error(path + " holds no tensors — not a state dict", Exit::bad_input);
+  if (model_args != nullptr) {
+    *model_args = file.model_args;
   }
   return out;
 }
 
-void import_state_dict(GPT& model, const StateDict& dict, const std::string& path) {
+void import_state_dict(GPT& model, const StateDict& dict, const std::string& path, bool ignore_extra) {
   torch::NoGradGuard no_grad;
   std::vector<std::pair<std::string, torch::Tensor>> wanted;
   for (auto& p : model->named_parameters()) {
@@ -77,6 +89,7 @@ void import_state_dict(GPT& model, const StateDict& dict, const std::string& pat
   for (auto& b : model->named_buffers()) {
     wanted.emplace_back(b.key(), b.value());
   }
+  std::set<std::string> used;
   for (auto& p : wanted) {
     auto it = dict.find(p.first);
     if (it == dict.end()) {
@@ -89,6 +102,25 @@ void import_state_dict(GPT& model, const StateDict& dict, const std::string& pat
                   Exit::bad_input);
     }
     p.second.copy_(t);
+    used.insert(p.first);
+  }
+  // What the model does not have: refused (a layer more, another architecture), but for what
+  // nanoGPT's and GPT-2's files carry beside the weights — attention masks, a tied head.
+  std::vector<std::string> extra;
+  const auto wte = dict.find("transformer.wte.weight");
+  for (const auto& [name, t] : dict) {
+    const bool mask = ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias");
+    const bool tied_head = name == "lm_head.weight" && model->config.tie_weights && wte != dict.end() &&
+                           t.sizes() == wte->second.sizes() && torch::equal(t, wte->second);
+    if (!used.count(name) && !mask && !tied_head) {
+      extra.push_back(name);
+    }
+  }
+  if (!extra.empty() && !ignore_extra) {
+    throw Error(path + " holds tensor '" + extra.front() + "', which the model does not have (" +
+                    std::to_string(extra.size()) + " such) — a model of another architecture? Give its config, or "
+                    "--ignore-extra to score the model without them",
+                Exit::bad_input);
   }
 }
 

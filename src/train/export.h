@@ -22,13 +22,17 @@ void export_state_dict(GPT& model, const std::string& path);
 
 // A state dict file as name → tensor: what export_state_dict writes, or Python's torch.save of a
 // state dict, or nanoGPT's checkpoint (its "model" entry; torch.compile's "_orig_mod." prefixes
-// dropped). A file that is none of these is a one-line bad-input error.
+// dropped), read by torchfile/torch_file.h (nothing executed, every tensor checked against its
+// storage). A file that is none of these, or holds a non-finite weight, is a one-line bad-input
+// error. `model_args`: a nanoGPT checkpoint's integer model_args (n_head, ...), when it has them.
 using StateDict = std::map<std::string, torch::Tensor>;
-StateDict read_state_dict(const std::string& path);
+StateDict read_state_dict(const std::string& path, std::map<std::string, int64_t>* model_args = nullptr);
 
 // Copies a state dict back into `model`: every parameter and buffer by name, each of the model's
-// shape (errors name the file and the tensor). Tensors the model lacks are ignored.
-void import_state_dict(GPT& model, const StateDict& dict, const std::string& path);
+// shape (errors name the file and the tensor). A tensor the model lacks is refused unless
+// `ignore_extra`, but for nanoGPT's attention masks (.attn.bias) and a head equal to the tied
+// embedding.
+void import_state_dict(GPT& model, const StateDict& dict, const std::string& path, bool ignore_extra = false);
 void import_state_dict(GPT& model, const std::string& path);
 
 // The model of a finished or stopped run: its config.yaml and the weights of its checkpoint.

@@ -29,7 +29,16 @@ const torch::Tensor& need(const StateDict& dict, const std::string& name, int64_
   return it->second;
 }
 
-ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::string& path) {
+// Whether the shapes are one of the published GPT-2 models' (small, medium, large, XL; the
+// vocabulary as published or padded as nanoGPT pads it): their heads are 64 wide.
+bool published_gpt2(const ModelConfig& m) {
+  const bool shape = (m.n_layer == 12 && m.n_embd == 768) || (m.n_layer == 24 && m.n_embd == 1024) ||
+                     (m.n_layer == 36 && m.n_embd == 1280) || (m.n_layer == 48 && m.n_embd == 1600);
+  return shape && m.block_size == 1024 && (m.vocab_size == 50257 || m.vocab_size == 50304);
+}
+
+ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::map<std::string, int64_t>& model_args,
+                              const std::string& path) {
   ModelConfig m;
   const torch::Tensor& wte = need(dict, "transformer.wte.weight", 2, path);
   const torch::Tensor& wpe = need(dict, "transformer.wpe.weight", 2, path);
@@ -37,6 +46,10 @@ ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::
   m.pad_vocab_to = 1;  // the rows as they are (GPT-2's 50257, nanoGPT's padded 50304)
   m.n_embd = wte.size(1);
   m.block_size = wpe.size(0);
+  if (m.vocab_size < 1 || m.n_embd < 1 || m.block_size < 1) {  // a model of no size (a zero-row position table hung)
+    bad(path + ": 'transformer.wte.weight' is " + c10::str(wte.sizes()) + " and 'transformer.wpe.weight' " +
+        c10::str(wpe.sizes()) + " — a vocabulary, width and context of at least 1 each are needed");
+  }
   if (wpe.size(1) != m.n_embd) {
     bad(path + ": 'transformer.wpe.weight' is " + c10::str(wpe.sizes()) + ", its width differs from wte's " +
         std::to_string(m.n_embd));
@@ -48,11 +61,23 @@ ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::
   if (m.n_layer == 0) {
     bad(path + " has no tensor 'transformer.h.0.attn.c_attn.weight' — not a GPT-2/nanoGPT state dict");
   }
-  m.n_head = n_head > 0 ? n_head : m.n_embd / 64;
+  // The head count is in no tensor's shape: given, in a nanoGPT checkpoint's model_args, or
+  // GPT-2's 64-wide heads for the published GPT-2 shapes; never guessed otherwise.
+  const auto args_heads = model_args.find("n_head");
+  if (n_head > 0) {
+    m.n_head = n_head;
+  } else if (args_heads != model_args.end()) {
+    m.n_head = args_heads->second;
+  } else if (published_gpt2(m)) {
+    m.n_head = m.n_embd / 64;
+  } else {
+    bad(path + ": its head count is in none of its tensors (" + std::to_string(m.n_layer) + " layers, width " +
+        std::to_string(m.n_embd) + ": no published GPT-2 shape) — pass it: --n-head N (a sweep export: the run's "
+        "model.n_head), or the run's config (--config)");
+  }
   if (m.n_head < 1 || m.n_embd % m.n_head != 0) {
-    bad(path + ": width " + std::to_string(m.n_embd) +
-        (n_head > 0 ? " is not divisible into " + std::to_string(n_head) + " heads — pass a head count that divides it"
-                    : " is not a multiple of GPT-2's head width 64 — pass its head count (--n-head)"));
+    bad(path + ": width " + std::to_string(m.n_embd) + " is not divisible into " + std::to_string(m.n_head) +
+        " heads — pass a head count that divides it (--n-head)");
   }
   if (!dict.count("transformer.h.0.mlp.c_fc.bias") || !dict.count("transformer.h.0.ln_1.bias")) {
     bad(path + " has no linear or LayerNorm biases (nanoGPT's bias=False): sweep's gpt2 family has them, as GPT-2 "
@@ -74,11 +99,12 @@ Score score_model(const ScoreOptions& o) {
     bad("--split " + o.split + ": expected train, val or test");
   }
   const DatasetInfo info = read_dataset(o.data);
-  const StateDict dict = read_state_dict(o.model);
+  std::map<std::string, int64_t> model_args;
+  const StateDict dict = read_state_dict(o.model, &model_args);
   Score score;
   RunConfig run;  // the kernels a run evaluates with: the run's, or the default
   if (o.config.empty()) {
-    score.model = infer_gpt2_config(dict, o.n_head, o.model);
+    score.model = infer_gpt2_config(dict, o.n_head, model_args, o.model);
   } else {
     run = load_run_config(o.config);
     score.model = run.model;
@@ -94,7 +120,7 @@ Score score_model(const ScoreOptions& o) {
   configure_matmul_precision(o.precision);
   GPT model(score.model, 0);
   model->set_fused(run.train.fused);
-  import_state_dict(model, dict, o.model);
+  import_state_dict(model, dict, o.model, o.ignore_extra);
   score.parameters = model->num_params();
   const ShardTokens tokens(info, o.split);
   if (tokens.size() < 2) {
@@ -104,6 +130,10 @@ Score score_model(const ScoreOptions& o) {
   const EvalLoss loss = evaluate_loss(model, tokens, o.tokens, o.batch, o.precision, torch::kCPU);
   score.tokens = loss.count;
   score.loss = loss.mean();
+  if (!std::isfinite(score.loss)) {  // finite weights that overflow: a number that would mean nothing
+    bad(o.model + ": its loss on the " + o.split + " split is " + (std::isnan(score.loss) ? "NaN" : "infinite") +
+        " — its weights overflow on this data; nothing to score");
+  }
   const int64_t bytes = info.splits.at(o.split).bytes;
   if (bytes > 0 && (o.tokens <= 0 || o.tokens >= tokens.size())) {
     score.bpb = loss.sum_nats / (std::log(2.0) * static_cast<double>(bytes));

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -83,28 +84,43 @@ void remove_stale_temporaries(const fs::path& dir) {
   }
 }
 
-std::unique_ptr<FileLock> FileLock::try_lock(const fs::path& path, std::string* holder) {
-  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw io_error("open the lock", path.string(), errno);
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (holder != nullptr) {
-      char buf[32] = {};
-      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-      *holder = trim(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
+std::unique_ptr<FileLock> FileLock::try_lock(const fs::path& path, std::string* holder, bool remove) {
+  while (true) {
+    const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      throw io_error("open the lock", path.string(), errno);
     }
-    ::close(fd);
-    return nullptr;
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (holder != nullptr) {
+        char buf[32] = {};
+        const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+        *holder = trim(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
+      }
+      ::close(fd);
+      return nullptr;
+    }
+    // A lock file that goes on release may have gone between the open and the lock: the file
+    // locked must still be the one at `path`, else it locks nothing anyone else sees.
+    struct stat held = {}, now = {};
+    if (remove && (::fstat(fd, &held) != 0 || ::stat(path.c_str(), &now) != 0 || held.st_ino != now.st_ino ||
+                   held.st_dev != now.st_dev)) {
+      ::close(fd);
+      continue;
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+      // The lock holds without the pid: it only makes the message of a refused process better.
+    }
+    return std::unique_ptr<FileLock>(new FileLock(fd, remove ? path : fs::path()));
   }
-  const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-    // The lock holds without the pid: it only makes the message of a refused process better.
-  }
-  return std::unique_ptr<FileLock>(new FileLock(fd));
 }
 
-FileLock::~FileLock() { ::close(m_fd); }
+FileLock::~FileLock() {
+  if (!m_remove.empty()) {
+    ::unlink(m_remove.c_str());  // while still held: whoever opens the path now makes a new file
+  }
+  ::close(m_fd);
+}
 
 std::string tail_lines(const fs::path& path, size_t lines, uintmax_t from) {
   if (!fs::exists(path)) {

@@ -31,14 +31,17 @@ void remove_stale_temporaries(const fs::path& dir);
 class FileLock {
  public:
   // The lock, or nullptr when another process holds it (`holder`: its pid, as it wrote it).
-  static std::unique_ptr<FileLock> try_lock(const fs::path& path, std::string* holder = nullptr);
+  // `remove`: the lock file goes when the lock is released (a lock in a folder of the user's); the
+  // file locked is checked to be the one at `path` still, so that the removal races with no one.
+  static std::unique_ptr<FileLock> try_lock(const fs::path& path, std::string* holder = nullptr, bool remove = false);
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
  private:
-  explicit FileLock(int fd) : m_fd(fd) {}
+  FileLock(int fd, fs::path remove) : m_fd(fd), m_remove(std::move(remove)) {}
   int m_fd;
+  fs::path m_remove;  // "" = kept
 };
 
 // The last `lines` non-empty-ended lines of a text file ("" when it does not exist).

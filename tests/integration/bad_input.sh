@@ -88,4 +88,16 @@ expect_rc 2 "$SWEEP" run ok.yaml --results stall-results --stall-timeout nan 2> 
 expect_rc 2 "$SWEEP" run ok.yaml --results stall-results --stall-timeout 1e7 2> err.txt
 grep -q "^sweep: --stall-timeout 1e+07: at most 999999 seconds" err.txt || fail "--stall-timeout 1e7: $(cat err.txt)"
 [ ! -e stall-results ] || fail "a refused --stall-timeout must write nothing"
+expect_rc 2 "$SWEEP" sample nowhere --seed 99999999999999999999 2> err.txt  # not saturated to 2^64 - 1
+[ "$(sed -n 1p err.txt)" = "--seed: '99999999999999999999' is not a whole number from 0 to 18446744073709551615" ] ||
+  fail "--seed 1e20: $(cat err.txt)"
+expect_rc 2 "$SWEEP" data prepare --input corpus --val nan --out nan-data 2> err.txt
+[ "$(sed -n 1p err.txt)" = "--val: 'nan' is not a number from 0 to 1" ] || fail "--val nan: $(cat err.txt)"
+expect_rc 2 "$SWEEP" data prepare --input /dev/null --out null-data 2> err.txt
+grep -q "^sweep: --input /dev/null: neither a file nor a folder of documents" err.txt || fail "--input /dev/null: $(cat err.txt)"
+[ ! -e nan-data ] && [ ! -e null-data ] || fail "a refused prepare must write nothing"
+tiny_config run.yaml 10
+expect_rc 2 "$SWEEP" train run.yaml --set train..lr=1 2> err.txt
+[ "$(sed -n 1p err.txt)" = "--set train..lr=1: 'train..lr' is not a key path — names joined by single dots, e.g. train.lr" ] ||
+  fail "--set train..lr: $(cat err.txt)"
 echo "bad_input: ok"

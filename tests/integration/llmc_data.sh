@@ -113,22 +113,26 @@ grep -q "tiny export: $(printf %.4f "$eval_loss")" rep/seeds.svg || fail "the se
 
 # Bad input: one line, exit 2, nothing written.
 "$SWEEP" export runs/small --out other.pt > /dev/null
-expect_rc 2 "$SWEEP" eval small.pt --data small 2> err.txt  # 32 wide: no 64-wide GPT-2 heads
-[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "pass its head count (--n-head)" err.txt || fail "eval without heads: $(cat err.txt)"
+expect_rc 2 "$SWEEP" eval small.pt --data small 2> err.txt  # no head count in a tensor: never guessed
+[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "its head count is in none of its tensors .* pass it: --n-head N" err.txt ||
+  fail "eval without heads: $(cat err.txt)"
 sed 's/n_embd: 32/n_embd: 64/' small.yaml > wide.yaml
 "$SWEEP" train wide.yaml --run-dir runs/wide > /dev/null
 "$SWEEP" export runs/wide --out wide.pt > /dev/null
+# 64 wide with 2 heads: once scored silently as one 64-wide GPT-2 head, a wrong loss
+expect_rc 2 "$SWEEP" eval wide.pt --data small 2> err.txt
+grep -q "wide.pt: its head count is in none of its tensors (2 layers, width 64" err.txt || fail "64 wide, 2 heads: $(cat err.txt)"
 expect_rc 2 "$SWEEP" eval wide.pt --data small --config runs/small/config.yaml 2> err.txt
 [ "$(wc -l < err.txt)" -eq 1 ] && grep -q "has shape \[50304, 64\], the model expects \[50304, 32\]" err.txt ||
   fail "a misshaped tensor: $(cat err.txt)"
 sed '/tiny export/s/, n_head: 2//' study.yaml > headless.yaml  # a reference that cannot be scored: before anything is written
 expect_rc 2 "$SWEEP" run headless.yaml --results res2 2> err.txt
-[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "headless.yaml: references.tiny export: small.pt: width 32" err.txt ||
+[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "headless.yaml: references.tiny export: small.pt: its head count is in none of its tensors" err.txt ||
   fail "a reference that does not load: $(cat err.txt)"
 [ -e res2 ] && fail "a refused reference left a results folder"
 head -c 5000 /dev/urandom > junk.pt
 expect_rc 2 "$SWEEP" eval junk.pt --data small --n-head 2 2> err.txt
-grep -q "junk.pt is not a PyTorch state dict" err.txt || fail "a file that is no state dict: $(cat err.txt)"
+grep -q "junk.pt: not a zip archive" err.txt || fail "a file that is no state dict: $(cat err.txt)"
 cp -r small lying && printf 'xx' >> lying/fineweb_train_000002.bin && rm lying/dataset.yaml
 expect_rc 2 "$SWEEP" data import lying 2> err.txt
 [ "$(wc -l < err.txt)" -eq 1 ] && grep -q "fineweb_train_000002.bin: has trailing bytes" err.txt || fail "lying header: $(cat err.txt)"

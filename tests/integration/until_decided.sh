@@ -145,5 +145,9 @@ outcome() {  # the sweep's runs with their test losses, and the verdicts
 check_database
 # calibrate refuses effects that are not finite multiples of δ
 expect_rc 2 "$SWEEP" calibrate --sigma 0.01 --rho 0.5 --min-effect 0.01 --effects 1e999 --replicates 2 2> err.txt
-grep -q -- "--effects must list finite multiples" err.txt || fail "calibrate --effects 1e999: $(cat err.txt)"
+grep -q -- "--effects 1e999: '1e999' is not a finite number" err.txt || fail "calibrate --effects 1e999: $(cat err.txt)"
+expect_rc 2 "$SWEEP" calibrate --sigma 0.01 --rho 0.5 --min-effect 0.01 --effects 1,,2 --replicates 2 2> err.txt
+grep -q -- "--effects 1,,2: '' is not a finite number" err.txt || fail "calibrate --effects 1,,2: $(cat err.txt)"
+expect_rc 2 "$SWEEP" calibrate --sigma 0.01 --rho nan --min-effect 0.01 --replicates 2 2> err.txt
+grep -q -- "--rho: 'nan' is not a number from -0.99 to 0.9999" err.txt || fail "calibrate --rho nan: $(cat err.txt)"
 echo "until_decided: ok"

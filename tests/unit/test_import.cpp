@@ -129,10 +129,9 @@ TEST_CASE("--test names the test shards, and bad llm.c folders are refused with 
   const DatasetInfo info = import_llmc(o);
   CHECK(info.splits.at("test").shards == std::vector<std::string>{"fineweb_val_000001.bin"});
   CHECK(info.splits.at("val").shards == std::vector<std::string>{"fineweb_val_000000.bin"});
-  for (const auto& e : fs::directory_iterator(dir.path)) {  // the shards, dataset.yaml, the lock, its folder
+  for (const auto& e : fs::directory_iterator(dir.path)) {  // the shards, dataset.yaml, its folder: no lock left
     const std::string name = e.path().filename().string();
-    CHECK((name.rfind("fineweb_", 0) == 0 || name == "dataset.yaml" || name == ".sweep-import.lock" ||
-           name.rfind("sweep-import-", 0) == 0));
+    CHECK((name.rfind("fineweb_", 0) == 0 || name == "dataset.yaml" || name.rfind("sweep-import-", 0) == 0));
   }
   fs::remove(dir.str("dataset.yaml"));
   o.test_shards = {"nope.bin"};
@@ -173,6 +172,23 @@ TEST_CASE("--test names the test shards, and bad llm.c folders are refused with 
       left += e.is_directory();  // no folder left behind, finished or not
     }
     CHECK(left == 0);
+  }
+  // A train split of no token; a link that loops among the shards (bad input, not a disk's error)
+  {
+    test::TempDir empty_train;
+    write_shard(empty_train.str("x_train.bin"), {});
+    write_shard(empty_train.str("x_val.bin"), {50256, 4, 5, 6, 50256, 7});
+    o.dir = empty_train.str();
+    CHECK(import_error(o).find("its train shards hold no token — nothing to train on") != std::string::npos);
+    fs::remove(empty_train.str("x_train.bin"));
+    fs::create_symlink(empty_train.str("x_train.bin"), empty_train.str("loop_train.bin"));
+    fs::create_symlink(empty_train.str("loop_train.bin"), empty_train.str("x_train.bin"));
+    CHECK(import_error(o).find("loop_train.bin: Too many levels of symbolic links — a shard must be a file") !=
+          std::string::npos);
+    for (const auto& e : fs::directory_iterator(empty_train.path)) {  // refused: nothing written, no lock left
+      const std::string name = e.path().filename().string();
+      CHECK((name == "x_val.bin" || name == "x_train.bin" || name == "loop_train.bin"));
+    }
   }
   o.dir = dir.str("none");
   CHECK(import_error(o).find("no such folder") != std::string::npos);

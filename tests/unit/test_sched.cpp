@@ -104,26 +104,26 @@ TEST_CASE("classify_end: how an ended worker's run goes on") {
     std::optional<int> exit_code;
     RunState recorded;
     bool stopping, oom;
-    int64_t attempts;
+    int crashes;  // retried before
     RunState state;
     Then then;
   };
   const std::vector<Row> table{
-      {"done", ok, RunState::done, false, false, 1, RunState::done, Then::finished},
-      {"exit 0 without an end event", ok, RunState::running, false, false, 1, RunState::failed, Then::retry},
-      {"diverged", diverged, RunState::diverged, false, false, 1, RunState::diverged, Then::finished},
-      {"preempted by SIGTERM", preempted, RunState::preempted, false, false, 1, RunState::preempted, Then::requeue},
-      {"SIGTERM while starting", 128 + 15, RunState::running, false, false, 1, RunState::preempted, Then::requeue},
-      {"checkpointed after Ctrl-C", preempted, RunState::preempted, true, false, 1, RunState::interrupted, Then::stopped},
-      {"SIGINT while starting", 128 + 2, RunState::running, true, false, 1, RunState::interrupted, Then::stopped},
-      {"crash, first attempt", 1, RunState::running, false, false, 1, RunState::failed, Then::retry},
-      {"crash, retries spent", 1, RunState::running, false, false, 2, RunState::failed, Then::give_up},
-      {"crash after Ctrl-C", 1, RunState::running, true, false, 1, RunState::failed, Then::give_up},
-      {"bad input is never retried", bad_input, RunState::failed, false, false, 1, RunState::failed, Then::give_up},
-      {"SIGKILL, no OOM kill recorded", 128 + 9, RunState::running, false, false, 1, RunState::failed, Then::retry},
-      {"out of memory", 128 + 9, RunState::running, false, true, 1, RunState::oom, Then::give_up},
-      {"killed by the second Ctrl-C", 128 + 9, RunState::running, true, true, 1, RunState::interrupted, Then::stopped},
-      {"its files could not be written", 74, RunState::interrupted, false, false, 1, RunState::interrupted,
+      {"done", ok, RunState::done, false, false, 0, RunState::done, Then::finished},
+      {"exit 0 without an end event", ok, RunState::running, false, false, 0, RunState::failed, Then::retry},
+      {"diverged", diverged, RunState::diverged, false, false, 0, RunState::diverged, Then::finished},
+      {"preempted by SIGTERM", preempted, RunState::preempted, false, false, 0, RunState::preempted, Then::requeue},
+      {"SIGTERM while starting", 128 + 15, RunState::running, false, false, 0, RunState::preempted, Then::requeue},
+      {"checkpointed after Ctrl-C", preempted, RunState::preempted, true, false, 0, RunState::interrupted, Then::stopped},
+      {"SIGINT while starting", 128 + 2, RunState::running, true, false, 0, RunState::interrupted, Then::stopped},
+      {"crash, first attempt", 1, RunState::running, false, false, 0, RunState::failed, Then::retry},
+      {"crash, retries spent", 1, RunState::running, false, false, 1, RunState::failed, Then::give_up},
+      {"crash after Ctrl-C", 1, RunState::running, true, false, 0, RunState::failed, Then::give_up},
+      {"bad input is never retried", bad_input, RunState::failed, false, false, 0, RunState::failed, Then::give_up},
+      {"SIGKILL, no OOM kill recorded", 128 + 9, RunState::running, false, false, 0, RunState::failed, Then::retry},
+      {"out of memory", 128 + 9, RunState::running, false, true, 0, RunState::oom, Then::give_up},
+      {"killed by the second Ctrl-C", 128 + 9, RunState::running, true, true, 0, RunState::interrupted, Then::stopped},
+      {"its files could not be written", 74, RunState::interrupted, false, false, 0, RunState::interrupted,
        Then::halt},
       {"batch task: done", std::nullopt, RunState::done, false, false, 0, RunState::done, Then::finished},
       {"batch task: diverged", std::nullopt, RunState::diverged, false, false, 0, RunState::diverged, Then::finished},
@@ -139,7 +139,7 @@ TEST_CASE("classify_end: how an ended worker's run goes on") {
     f.recorded = r.recorded;
     f.stopping = r.stopping;
     f.out_of_memory = r.oom;
-    f.attempts = r.attempts;
+    f.crashes = r.crashes;
     f.retries = 1;
     f.detail = "Slurm task 12_3 ended without a result";
     f.log_tail = "the log's last line\n";
@@ -174,7 +174,7 @@ TEST_CASE("classify_end: preemptions are requeued up to --max-preemptions, then 
 TEST_CASE("classify_end: the error recorded says why, with the log's tail") {
   EndFacts f;
   f.exit_code = 1;
-  f.attempts = 9;
+  f.crashes = 9;
   f.log_tail = "Error: boom\n";
   CHECK(classify_end(f).error == "exit 1\nError: boom\n");
   f.exit_code = 128 + 9;
@@ -223,7 +223,7 @@ TEST_CASE("classify_end: a worker the watchdog killed is retried like a crash, n
   EndFacts f;
   f.exit_code = 128 + 9;  // SIGKILL, as the watchdog sends it
   f.out_of_memory = true;  // an unexplained SIGKILL would count as one
-  f.attempts = 1;
+  f.crashes = 0;
   f.retries = 1;
   f.stalled = "no event for 0m05s (stall timeout 2 s; the last: train, step 40)";
   Outcome o = classify_end(f);
@@ -231,12 +231,12 @@ TEST_CASE("classify_end: a worker the watchdog killed is retried like a crash, n
   CHECK(o.then == Then::retry);
   CHECK(o.error == "stalled: no event for 0m05s (stall timeout 2 s; the last: train, step 40) — killed; retried from "
                    "its checkpoint");
-  f.attempts = 2;  // retries spent
+  f.crashes = 1;  // retries spent
   o = classify_end(f);
   CHECK(o.then == Then::give_up);
   CHECK(o.error.find("it resumes from its checkpoint with --retry-failed") != std::string::npos);
   f.exit_code.reset();  // a Slurm task the watchdog cancelled
-  f.attempts = 1;
+  f.crashes = 0;
   CHECK(classify_end(f).then == Then::retry);
   f.stopping = true;  // while the sweep stops: left for the next `sweep run`
   CHECK(classify_end(f).then == Then::stopped);

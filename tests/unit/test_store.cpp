@@ -243,13 +243,23 @@ TEST_CASE("events with fields of the wrong type, or that are no object, are skip
                                   R"({"event":"eval","split":"bogus","step":1,"loss":1.0})",
                                   R"({"event":"end","status":["done"],"reason":1,"time":13})",
                                   R"({"event":"end","status":"newer-state","reason":"a newer sweep","time":13})"}));
-  store.ingest(id, {R"({"event":"train","step":2,"tokens":200,"loss":2.5,"lr":0.001,"grad_norm":1.0,"tokens_per_s":100,"time":14})"});
+  store.ingest(id, {R"({"event":"train","step":2,"tokens":200,"loss":2.5,"lr":0.001,"grad_norm":1.0,"tokens_per_s":100,"time":14})",
+                    R"({"event":"train","step":3,"tokens":300,"loss":2.4,"time":15})"});  // no lr, grad norm, speed
   const RunRow row = *store.run(id);
-  CHECK(row.steps == 2);        // the good line after the bad ones counts
-  CHECK(row.tokens == 200);
+  CHECK(row.steps == 3);        // the good lines after the bad ones count
+  CHECK(row.tokens == 300);
   CHECK(row.status == RunState::failed);        // a state this version does not know; one of another type is skipped
   CHECK(store.metrics(id, "val").size() == 1);  // the split that was no string skipped, the good one kept
-  CHECK(store.metric_rows(id) == 3);            // train steps 1 and 2, the val row: no step -5, 0 or "seven"
+  // train steps 2 and 3, the val row: no step -5, 0 or "seven", and no step 1, whose tokens were no number
+  CHECK(store.metric_rows(id) == 3);
+  {
+    SQLite::Database raw(fixture.dir.str("sweep.db"));
+    CHECK(raw.execAndGet("SELECT COUNT(*) FROM metrics WHERE split = 'train' AND step = 1").getInt() == 0);
+    // what the event did not say is NULL, not a 0 it did not say
+    CHECK(raw.execAndGet("SELECT lr IS NULL AND grad_norm IS NULL AND tokens_per_s IS NULL AND grad_norm_status = "
+                         "'missing' FROM metrics WHERE step = 3")
+              .getInt() == 1);
+  }
   // A step past the run's total (its start said 6) is no step of it.
   store.ingest(id, {R"({"event":"start","step":0,"total_steps":6,"time":20})",
                     R"({"event":"train","step":7,"tokens":700,"loss":2.0})"});
