@@ -362,9 +362,9 @@ std::vector<ReferenceScore> score_references(const SweepSpec& spec, const std::s
 
 Exit run_run(const SweepOptions& o, SweepSpec spec) {
   const bool slurm = o.executor == "slurm";
-  if (o.stall_timeout > 999999) {  // resources.stall_timeout's range, which the workers check
+  if (o.stall_timeout > 999999 || (o.stall_timeout > 0 && o.stall_timeout < 1)) {  // resources.stall_timeout's rules
     throw Error("--stall-timeout " + format_number("%g", o.stall_timeout) +
-                    ": at most 999999 seconds (0 turns the watchdog off)",
+                    ": from 1 to 999999 seconds (0 turns the watchdog off)",
                 Exit::bad_input);
   }
   check_until_decided(o, spec);

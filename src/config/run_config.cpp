@@ -218,6 +218,10 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
     diags.error("train.precision", at("train", "precision"),
                 "'train.precision: tf32' needs a CUDA device — use fp32 or bf16 on cpu");
   }
+  if (c.resources.stall_timeout > 0 && c.resources.stall_timeout < 1) {
+    diags.error("resources.stall_timeout", at("resources", "stall_timeout"),
+                "'resources.stall_timeout' is less than a second — at least 1, or 0 to turn the watchdog off");
+  }
   if (c.resources.backend == "nccl" && c.resources.device == "cpu") {
     diags.error("resources.backend", at("resources", "backend"),
                 "'resources.backend: nccl' needs resources.device: cuda — use gloo (or auto) on cpu");

@@ -19,7 +19,7 @@ constexpr const char* train = "train";            // one optimizer step
 constexpr const char* eval = "eval";              // a validation or test evaluation
 constexpr const char* checkpoint = "checkpoint";  // a checkpoint was written
 constexpr const char* end = "end";                // the worker stopped: how ("status") and why ("reason")
-// still working in a long phase without other events ("phase": eval | test | checkpoint), at most
+// still working in a long phase without other events ("phase": train | eval | test | checkpoint), at most
 // one every heartbeat interval (resources.stall_timeout / 4, at most 30 s): the scheduler's
 // watchdog kills a worker it hears nothing from for the stall timeout
 constexpr const char* heartbeat = "heartbeat";

@@ -136,9 +136,8 @@ void SweepRunner::recover() {
     const auto it = planned.find(row.run_id);
     const PlannedRun* run = it == planned.end() ? nullptr : it->second;
     if (const std::optional<std::string> where = m_executor->adopt(row, run)) {
-      // the watchdog's clock runs from now for a running worker, from its start for a queued task
-      const bool queued = !row.job.empty() && row.job_state != k_slurm_running;
-      m_watched[row.run_id] = {run, now(), queued ? std::nullopt : std::optional<double>(now())};
+      // the watchdog's clock: a batch task's from when the executor says it runs (its first poll)
+      m_watched[row.run_id] = {run, now(), row.job.empty() ? std::optional<double>(now()) : std::nullopt};
       say("following " + variant + " (" + row.run_id + "): " + *where);
       continue;
     }
@@ -191,7 +190,8 @@ void SweepRunner::apply(Observed seen) {
   for (const auto& [run_id, lines] : seen.events) {
     m_store.ingest(run_id, lines);
     const auto w = m_watched.find(run_id);
-    if (w != m_watched.end() && !lines.empty()) {  // heard from: what, for the watchdog's message
+    // heard from, while it runs (a queued batch task's folder holds an earlier attempt's lines)
+    if (w != m_watched.end() && w->second.heard && !lines.empty()) {
       w->second.heard = now();
       try {
         const auto ev = nlohmann::json::parse(lines.back());
@@ -204,6 +204,10 @@ void SweepRunner::apply(Observed seen) {
   }
   for (const auto& j : seen.jobs) {
     m_store.set_job(j.run_id, j.job, j.state);
+    const auto w = m_watched.find(j.run_id);
+    if (w != m_watched.end() && j.state != k_slurm_running) {  // queued, suspended, completing: not silent
+      w->second.heard.reset();
+    }
   }
   for (const auto& run_id : seen.queued) {
     const RunState state = m_store.run(run_id)->status;
@@ -257,6 +261,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
   if (const auto stalled = m_stalled.find(end.run_id); stalled != m_stalled.end()) {
     facts.stalled = stalled->second;
     m_stalled.erase(stalled);
+    m_killed_at.erase(end.run_id);
   }
   const Outcome outcome = classify_end(facts);
   m_store.set_status(end.run_id, outcome.state, outcome.error);
@@ -311,11 +316,16 @@ void SweepRunner::finish(const WorkerEnd& end) {
 void SweepRunner::check_stalls() {
   for (auto& [run_id, w] : m_watched) {
     const double timeout = m_options.stall_timeout >= 0 ? m_options.stall_timeout : w.run->config.resources.stall_timeout;
-    if (timeout <= 0 || !w.heard || m_stalled.count(run_id) || now() - *w.heard <= timeout) {
+    if (timeout <= 0 || !w.heard || now() - *w.heard <= timeout) {
       continue;
     }
-    m_stalled[run_id] = "no event for " + format_duration(now() - *w.heard) + " (stall timeout " +
-                        format_number("%g", timeout) + " s; the last: " + w.last_event + ")";
+    if (!m_stalled.count(run_id)) {
+      m_stalled[run_id] = "no event for " + format_duration(now() - *w.heard) + " (stall timeout " +
+                          format_number("%g", timeout) + " s; the last: " + w.last_event + ")";
+    } else if (now() - m_killed_at[run_id] < 30) {
+      continue;  // killed already: again every 30 s while it is still there (a cancel that did not take)
+    }
+    m_killed_at[run_id] = now();
     m_executor->kill(run_id);
   }
 }

@@ -96,6 +96,7 @@ class SweepRunner {
   std::map<std::string, int> m_preemptions;  // requeues after SIGTERM, per run
   std::map<std::string, int> m_crashes;      // crashes retried, per run (--retries)
   std::map<std::string, std::string> m_stalled;  // runs the watchdog killed: what it last heard, how long ago
+  std::map<std::string, double> m_killed_at;     // and when it last sent the kill
   std::string m_halt;                        // why the sweep stops (a worker could not write its files)
   int m_done = 0, m_failed = 0, m_finished_before = 0, m_failed_before = 0;
   size_t m_total = 0;  // distinct runs planned

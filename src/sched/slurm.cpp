@@ -143,7 +143,7 @@ std::optional<std::string> SlurmExecutor::adopt(const RunRow& row, const Planned
   t.run_id = run->run_id;
   t.run_dir = row.run_dir;
   t.job = row.job;
-  t.state = row.job_state;  // the next poll reports it when Slurm says otherwise
+  t.state = "";  // the next poll reports Slurm's state as it is now: "running" starts the watchdog's clock
   t.seen_running = it->second == k_slurm_running;
   m_tasks.push_back(t);
   return "Slurm task " + row.job + " is " + it->second;
@@ -290,7 +290,11 @@ Observed SlurmExecutor::poll() {
 void SlurmExecutor::kill(const std::string& run_id) {
   for (const auto& t : m_tasks) {
     if (t.run_id == run_id && !t.job.empty()) {
-      slurm_command({"scancel", t.job});  // the task leaves the queue; poll reports it ended
+      const Captured c = slurm_command({"scancel", t.job});  // the task leaves the queue; poll reports it ended
+      if (c.code != 0) {
+        std::fprintf(stderr, "sweep: scancel %s failed (%s); tried again in 30 s\n", t.job.c_str(),
+                     trim(c.output).c_str());
+      }
     }
   }
 }

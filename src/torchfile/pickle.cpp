@@ -172,7 +172,12 @@ class Unpickler {
     return out;
   }
 
-  void push(PyRef v) { m_stack.push_back(std::move(v)); }
+  void push(PyRef v) {
+    if (++m_pushed > k_max_values) {  // each costs some 300 bytes: a bound on memory, far above any state dict's
+      bad("more than " + std::to_string(k_max_values) + " values");
+    }
+    m_stack.push_back(std::move(v));
+  }
   PyRef pop() {
     if (m_stack.empty() || (!m_marks.empty() && m_stack.size() <= m_marks.back())) {
       bad("an opcode takes a value the stack does not hold");
@@ -346,9 +351,11 @@ class Unpickler {
     return v;
   }
 
+  static constexpr uint64_t k_max_values = 4'000'000;
   const std::string& m_b;
   std::string m_where;
   size_t m_at = 0;
+  uint64_t m_pushed = 0;
   std::vector<PyRef> m_stack;
   std::vector<size_t> m_marks;
   std::map<uint64_t, PyRef> m_memo;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 
 #include "torchfile/pickle.h"
 #include "torchfile/zip.h"
@@ -29,9 +30,12 @@ bool storage_dtype(const std::string& type, std::string& dtype, size_t& size) {
 
 }  // namespace
 
-int64_t RawTensor::numel() const {
+int64_t RawTensor::numel() const {  // read_torch_file has bounded the product
   int64_t n = 1;
   for (const int64_t s : sizes) {
+    if (s == 0) {
+      return 0;
+    }
     n *= s;
   }
   return n;
@@ -59,7 +63,13 @@ TorchFile read_torch_file(const std::string& path) {
                   Exit::bad_input);
     }
   }
-  const PyRef top = read_pickle(zip.read(*zip.find(prefix + "/data.pkl")), path + ": data.pkl");
+  const ZipEntry& pickle = *zip.find(prefix + "/data.pkl");
+  if (pickle.size > k_max_pickle_bytes) {  // a state dict's is kilobytes; its values cost ~300 bytes a byte
+    throw Error(path + ": data.pkl has " + std::to_string(pickle.size) + " bytes, more than any state dict's (" +
+                    std::to_string(k_max_pickle_bytes) + ") — not a state dict",
+                Exit::bad_input);
+  }
+  const PyRef top = read_pickle(zip.read(pickle), path + ": data.pkl");
   PyRef dict = top;
   TorchFile out;
   if (const PyRef model = dict_get(top, "model"); model && model->kind == PyValue::Kind::dict) {
@@ -77,7 +87,13 @@ TorchFile read_torch_file(const std::string& path) {
                 Exit::bad_input);
   }
   std::map<std::string, std::pair<std::string, std::shared_ptr<const std::string>>> storages;  // key → (type, bytes)
+  std::set<std::string> names;
   for (const auto& [key, value] : dict->entries) {
+    if (key->kind == PyValue::Kind::string && value->kind == PyValue::Kind::opaque && value->text.rfind("torch", 0) == 0) {
+      throw Error(path + ": '" + key->text + "' is made by " + value->text + ", which sweep does not read (a plain "
+                  "tensor's _rebuild_tensor_v2 only) — save the state dict's tensors as plain tensors",
+                  Exit::bad_input);
+    }
     if (key->kind != PyValue::Kind::string || value->kind != PyValue::Kind::tensor) {
       ++out.other_entries;  // nanoGPT's checkpoint also holds optimizer state and arguments
       continue;
@@ -85,6 +101,9 @@ TorchFile read_torch_file(const std::string& path) {
     std::string name = key->text;
     if (name.rfind("_orig_mod.", 0) == 0) {  // torch.compile's module
       name = name.substr(10);
+    }
+    if (!names.insert(name).second) {  // a name twice (or x and _orig_mod.x): which one is meant?
+      throw Error(path + ": tensor '" + name + "' is in the state dict twice — damaged or crafted", Exit::bad_input);
     }
     const TensorRef& ref = value->tensor;
     const std::string what = path + ": tensor '" + name + "'";
@@ -113,7 +132,7 @@ TorchFile read_torch_file(const std::string& path) {
         static_cast<uint64_t>(ref.storage.numel) != bytes->size() / t.element_size) {
       throw Error(what + ": its storage '" + ref.storage.key + "' holds " + std::to_string(bytes->size()) + " bytes, " +
                       ref.storage.type + " of " + std::to_string(ref.storage.numel) + " elements needs " +
-                      std::to_string(ref.storage.numel * static_cast<int64_t>(t.element_size)) + " — damaged or crafted",
+                      std::to_string(t.element_size) + " bytes each — damaged or crafted",
                   Exit::bad_input);
     }
     // its view: inside the storage
@@ -123,28 +142,29 @@ TorchFile read_torch_file(const std::string& path) {
                   Exit::bad_input);
     }
     bool empty = false;
+    __int128 span = 1;  // the product of the sizes, zeros counted as ones: what LibTorch multiplies
     for (size_t d = 0; d < ref.sizes.size(); ++d) {
       if (ref.sizes[d] < 0 || ref.strides[d] < 0) {
         throw Error(what + " has a negative size or stride — damaged or crafted", Exit::bad_input);
       }
       empty = empty || ref.sizes[d] == 0;
+      span = std::min<__int128>(span * std::max<int64_t>(ref.sizes[d], 1), static_cast<__int128>(INT64_MAX) + 1);
     }
     if (ref.offset < 0) {
       throw Error(what + " has a negative storage offset — damaged or crafted", Exit::bad_input);
     }
+    if (span > INT64_MAX || (!empty && span > ref.storage.numel)) {
+      // No more elements than its storage has (a view that repeats elements, stride 0, could
+      // otherwise ask for terabytes from a small file); an empty one no larger than LibTorch counts.
+      throw Error(what + " has more elements than its storage '" + ref.storage.key + "' (" +
+                      std::to_string(ref.storage.numel) + ") — damaged or crafted",
+                  Exit::bad_input);
+    }
     if (!empty) {
-      // the last element it reaches, and its number of elements, in 128 bits: no product of
-      // crafted numbers overflows. No more elements than its storage has (a view that repeats
-      // elements, stride 0, could otherwise ask for terabytes from a small file).
-      __int128 last = ref.offset, elements = 1;
-      for (size_t d = 0; d < ref.sizes.size(); ++d) {
+      // the last element it reaches, in 128 bits (every size is below the storage's elements now)
+      __int128 last = ref.offset;
+      for (size_t d = 0; d < ref.sizes.size() && last < ref.storage.numel; ++d) {
         last += static_cast<__int128>(ref.sizes[d] - 1) * ref.strides[d];
-        elements = std::min<__int128>(elements * ref.sizes[d], static_cast<__int128>(INT64_MAX));
-      }
-      if (elements > ref.storage.numel) {
-        throw Error(what + " has " + std::to_string(static_cast<long long>(elements)) + " elements, its storage '" +
-                        ref.storage.key + "' " + std::to_string(ref.storage.numel) + " — damaged or crafted",
-                    Exit::bad_input);
       }
       if (last >= ref.storage.numel) {
         throw Error(what + " reaches element " + std::to_string(static_cast<long long>(std::min<__int128>(last, INT64_MAX))) +

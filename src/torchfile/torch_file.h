@@ -29,6 +29,9 @@ struct TorchFile {
   size_t other_entries = 0;  // the state dict's entries that are no tensors (left out)
 };
 
+// The largest data.pkl read (a state dict's is kilobytes, a checkpoint's with optimizer state a few MB).
+constexpr uint64_t k_max_pickle_bytes = 64 << 20;
+
 // Error (bad input) naming the file, the entry or tensor, and what is wrong.
 TorchFile read_torch_file(const std::string& path);
 

@@ -52,9 +52,9 @@ uint32_t crc32(const void* data, size_t size, uint32_t crc) {
 }
 
 ZipReader::ZipReader(const std::string& path) : m_path(path) {
-  m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  m_fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st = {};
-  if (m_fd < 0 || ::fstat(m_fd, &st) != 0) {
+  if (m_fd.fd < 0 || ::fstat(m_fd.fd, &st) != 0) {
     throw Error(path + ": cannot read it: " + std::strerror(errno), Exit::bad_input);
   }
   if (!S_ISREG(st.st_mode)) {
@@ -145,6 +145,7 @@ ZipReader::ZipReader(const std::string& path) : m_path(path) {
     if (u32(header, 0) != k_local_sig) {
       throw Error(path + ": entry '" + e.name + "' has no header where the directory says — damaged", Exit::bad_input);
     }
+    e.header_offset = local;
     e.data_offset = local + 30 + u16(header, 26) + u16(header, 28);
     e.size = size;
     if (e.data_offset > m_size || e.size > m_size - e.data_offset) {
@@ -152,24 +153,37 @@ ZipReader::ZipReader(const std::string& path) : m_path(path) {
                       "file — cut short",
                   Exit::bad_input);
     }
+    if (!m_by_name.emplace(e.name, m_entries.size()).second) {
+      throw Error(path + ": two entries named '" + e.name + "' — damaged or crafted", Exit::bad_input);
+    }
     m_entries.push_back(std::move(e));
     at += 46 + static_cast<size_t>(name_len) + extra_len + comment_len;
   }
+  // Each entry's header and bytes apart from every other's.
+  std::vector<const ZipEntry*> by_offset;
+  for (const auto& e : m_entries) {
+    by_offset.push_back(&e);
+  }
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const ZipEntry* a, const ZipEntry* b) { return a->header_offset < b->header_offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    if (by_offset[i - 1]->data_offset + by_offset[i - 1]->size > by_offset[i]->header_offset) {
+      throw Error(path + ": entries '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
+                      "' overlap — damaged or crafted",
+                  Exit::bad_input);
+    }
+  }
 }
 
-ZipReader::~ZipReader() {
-  if (m_fd >= 0) {
-    ::close(m_fd);
+ZipReader::Fd::~Fd() {
+  if (fd >= 0) {
+    ::close(fd);
   }
 }
 
 const ZipEntry* ZipReader::find(const std::string& name) const {
-  for (const auto& e : m_entries) {
-    if (e.name == name) {
-      return &e;
-    }
-  }
-  return nullptr;
+  const auto it = m_by_name.find(name);
+  return it == m_by_name.end() ? nullptr : &m_entries[it->second];
 }
 
 std::string ZipReader::read(const ZipEntry& entry) const {
@@ -189,7 +203,7 @@ std::string ZipReader::pread_exact(uint64_t offset, uint64_t size, const std::st
   std::string out(size, '\0');
   uint64_t done = 0;
   while (done < size) {
-    const ssize_t n = ::pread(m_fd, out.data() + done, size - done, static_cast<off_t>(offset + done));
+    const ssize_t n = ::pread(m_fd.fd, out.data() + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) {
       continue;
     }

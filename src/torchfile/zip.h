@@ -6,22 +6,25 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace sweep {
 
 struct ZipEntry {
   std::string name;
-  uint64_t data_offset = 0;  // of the entry's bytes in the file
+  uint64_t header_offset = 0;  // of its local header
+  uint64_t data_offset = 0;    // of the entry's bytes in the file
   uint64_t size = 0;
   uint32_t crc = 0;
 };
 
 class ZipReader {
  public:
-  // Reads the central directory of `path`; throws Error (bad input) naming the file and what is wrong.
+  // Reads the central directory of `path`; throws Error (bad input) naming the file and what is wrong:
+// among others two entries of one name, or entries whose bytes overlap (a small file that reads as
+// many large ones), which no zip writer makes.
   explicit ZipReader(const std::string& path);
-  ~ZipReader();
   ZipReader(const ZipReader&) = delete;
   ZipReader& operator=(const ZipReader&) = delete;
 
@@ -32,10 +35,15 @@ class ZipReader {
   const std::string& path() const { return m_path; }
 
  private:
+  struct Fd {  // closed however the constructor ends
+    int fd = -1;
+    ~Fd();
+  };
   std::string m_path;
-  int m_fd = -1;
+  Fd m_fd;
   uint64_t m_size = 0;
   std::vector<ZipEntry> m_entries;
+  std::unordered_map<std::string, size_t> m_by_name;
   std::string pread_exact(uint64_t offset, uint64_t size, const std::string& what) const;
 };
 

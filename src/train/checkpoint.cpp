@@ -197,7 +197,10 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
       hash.update(data, size);
       at += static_cast<off_t>(size);
       if (alive) {
-        alive();
+        try {
+          alive();  // a heartbeat that cannot be written (the disk the checkpoint fills) must not throw here
+        } catch (const std::exception&) {
+        }
       }
       return size;
     });

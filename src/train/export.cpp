@@ -44,15 +44,6 @@ torch::ScalarType scalar_type(const std::string& dtype) {
   return types.at(dtype);
 }
 
-// A checked view of a storage's bytes as a tensor of its own (the bytes copied, the view made
-// contiguous): read_torch_file has checked that the view lies inside the storage.
-torch::Tensor to_tensor(const RawTensor& raw) {
-  const auto type = scalar_type(raw.dtype);
-  auto storage = torch::empty({static_cast<int64_t>(raw.storage->size() / raw.element_size)}, torch::TensorOptions().dtype(type));
-  std::memcpy(storage.data_ptr(), raw.storage->data(), raw.storage->size());
-  return storage.as_strided(raw.sizes, raw.strides, raw.offset).clone();
-}
-
 }  // namespace
 
 StateDict read_state_dict(const std::string& path, std::map<std::string, int64_t>* model_args) {
@@ -60,24 +51,46 @@ StateDict read_state_dict(const std::string& path, std::map<std::string, int64_t
     throw Error(path + ": no such file (a state dict, e.g. from `sweep export`)", Exit::bad_input);
   }
   const TorchFile file = read_torch_file(path);
+  // One tensor per storage, its bytes copied once; each entry a view of it (read_torch_file has
+  // checked that every view lies inside its storage): memory stays the file's, however many
+  // views it holds.
+  std::map<const std::string*, torch::Tensor> storages;
   StateDict out;
   for (const auto& [name, raw] : file.tensors) {
-    torch::Tensor t = to_tensor(raw);
-    if (t.is_floating_point()) {
-      const int64_t bad = t.numel() - torch::isfinite(t).sum().item<int64_t>();
-      if (bad > 0) {
-        throw Error(path + ": tensor '" + name + "' holds " + std::to_string(bad) + " non-finite value" +
-                        (bad == 1 ? "" : "s") + " (NaN or ±inf) — the weights of a diverged run? A score of them "
-                        "would mean nothing",
-                    Exit::bad_input);
+    torch::Tensor& storage = storages[raw.storage.get()];
+    if (!storage.defined()) {
+      const int64_t n = static_cast<int64_t>(raw.storage->size() / raw.element_size);
+      storage = torch::empty({n}, torch::TensorOptions().dtype(scalar_type(raw.dtype)));
+      if (n > 0) {
+        std::memcpy(storage.data_ptr(), raw.storage->data(), raw.storage->size());
+      }
+      if (storage.is_floating_point()) {
+        const int64_t bad = n - torch::isfinite(storage).sum().item<int64_t>();
+        if (bad > 0) {
+          throw Error(path + ": tensor '" + name + "' holds " + std::to_string(bad) + " non-finite value" +
+                          (bad == 1 ? "" : "s") + " (NaN or ±inf) in its storage — the weights of a diverged run? A "
+                          "score of them would mean nothing",
+                      Exit::bad_input);
+        }
       }
     }
-    out[name] = t;
+    out[name] = storage.as_strided(raw.sizes, raw.strides, raw.offset);
   }
   if (model_args != nullptr) {
     *model_args = file.model_args;
   }
   return out;
+}
+
+int64_t stored_elements(const StateDict& dict) {
+  std::set<const void*> seen;
+  int64_t total = 0;
+  for (const auto& [name, t] : dict) {
+    if (seen.insert(t.storage().unsafeGetStorageImpl()).second) {
+      total += static_cast<int64_t>(t.storage().nbytes() / t.element_size());
+    }
+  }
+  return total;
 }
 
 void import_state_dict(GPT& model, const StateDict& dict, const std::string& path, bool ignore_extra) {
@@ -96,6 +109,11 @@ void import_state_dict(GPT& model, const StateDict& dict, const std::string& pat
       throw Error(path + " has no tensor '" + p.first + "'", Exit::bad_input);
     }
     const at::Tensor& t = it->second;
+    if (!t.is_floating_point()) {  // integers or bools copied into weights would be read as numbers they are not
+      throw Error(path + ": '" + p.first + "' holds " + std::string(c10::toString(t.scalar_type())) +
+                      " values; the model's weights are floating point",
+                  Exit::bad_input);
+    }
     if (t.sizes() != p.second.sizes()) {
       throw Error(path + ": '" + p.first + "' has shape " + c10::str(t.sizes()) + ", the model expects " +
                       c10::str(p.second.sizes()),

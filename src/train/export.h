@@ -28,6 +28,9 @@ void export_state_dict(GPT& model, const std::string& path);
 using StateDict = std::map<std::string, torch::Tensor>;
 StateDict read_state_dict(const std::string& path, std::map<std::string, int64_t>* model_args = nullptr);
 
+// The elements of the storages a state dict's tensors view (each storage once).
+int64_t stored_elements(const StateDict& dict);
+
 // Copies a state dict back into `model`: every parameter and buffer by name, each of the model's
 // shape (errors name the file and the tensor). A tensor the model lacks is refused unless
 // `ignore_extra`, but for nanoGPT's attention masks (.attn.bias) and a head equal to the tied

@@ -113,6 +113,17 @@ Score score_model(const ScoreOptions& o) {
       score.model.vocab_size = info.vocab_size;
     }
   }
+  // Before the model is built: the shapes read from the file must describe what the file holds
+  // (a crafted 1 MB file could ask for a model of 10^11 parameters), within contexts sweep scores.
+  if (score.model.block_size > k_max_score_context) {
+    bad(o.model + ": a context of " + std::to_string(score.model.block_size) + " tokens — sweep scores models of "
+        "contexts up to " + std::to_string(k_max_score_context));
+  }
+  const ModelConfig built = score.model.resolved();
+  if (model_size(built).total > stored_elements(dict)) {
+    bad(o.model + ": its tensors' shapes describe a model of " + std::to_string(model_size(built).total) +
+        " parameters, the file holds " + std::to_string(stored_elements(dict)) + " values — damaged or crafted");
+  }
   if (score.model.padded_vocab() < info.vocab_size) {
     bad(o.model + ": its vocabulary has " + std::to_string(score.model.padded_vocab()) + " tokens, the dataset " + o.data +
         " has " + std::to_string(info.vocab_size) + " — score it on data of its own tokenizer");

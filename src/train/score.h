@@ -34,6 +34,9 @@ struct Score {
   double bpb = -1;     // bits per byte; -1 when the dataset does not record the split's bytes
 };
 
+// The longest context a model may have to be scored (a window is one forward pass).
+constexpr int64_t k_max_score_context = 131072;
+
 Score score_model(const ScoreOptions& options);
 
 }  // namespace sweep

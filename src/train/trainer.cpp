@@ -168,6 +168,9 @@ StepStats Trainer::train_step() {
     }
     (objective / static_cast<double>(accum)).backward();
     loss_sum += loss.detach().to(torch::kDouble);
+    if (m_alive) {
+      m_alive();  // a long step of many micro-batches is not a stuck one
+    }
   }
   loss_sum /= static_cast<double>(accum);
   // A parameter no micro-batch reached (an expert that got no token) has a zero gradient, on
@@ -337,6 +340,11 @@ RunResult Trainer::run(const RunOptions& o) {
       }
     };
   };
+  m_alive = alive("train");
+  struct Forget {  // the heartbeat refers to this call's sink: gone with it
+    std::function<void()>& f;
+    ~Forget() { f = nullptr; }
+  } forget{m_alive};
   auto eval_val = [&]() {
     const double val = evaluate("val", alive("eval"));
     ev.emit(events::eval, {{field::split, events::val_split},

@@ -101,6 +101,7 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> m_opt;
   std::unique_ptr<BatchLoader> m_loader;
   int64_t m_step = 0;
+  std::function<void()> m_alive;  // during run(): a heartbeat, after every micro-batch
 };
 
 }  // namespace sweep

@@ -86,7 +86,9 @@ expect_rc 2 "$SWEEP" bench --steps 0 2> err.txt
 expect_rc 2 "$SWEEP" run ok.yaml --results stall-results --stall-timeout nan 2> err.txt
 [ "$(sed -n 1p err.txt)" = "--stall-timeout: 'nan' is not a number of at least 0" ] || fail "--stall-timeout nan: $(cat err.txt)"
 expect_rc 2 "$SWEEP" run ok.yaml --results stall-results --stall-timeout 1e7 2> err.txt
-grep -q "^sweep: --stall-timeout 1e+07: at most 999999 seconds" err.txt || fail "--stall-timeout 1e7: $(cat err.txt)"
+grep -q "^sweep: --stall-timeout 1e+07: from 1 to 999999 seconds" err.txt || fail "--stall-timeout 1e7: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run ok.yaml --results stall-results --stall-timeout 0.001 2> err.txt
+grep -q "^sweep: --stall-timeout 0.001: from 1 to 999999 seconds" err.txt || fail "--stall-timeout 0.001: $(cat err.txt)"
 [ ! -e stall-results ] || fail "a refused --stall-timeout must write nothing"
 expect_rc 2 "$SWEEP" sample nowhere --seed 99999999999999999999 2> err.txt  # not saturated to 2^64 - 1
 [ "$(sed -n 1p err.txt)" = "--seed: '99999999999999999999' is not a whole number from 0 to 18446744073709551615" ] ||

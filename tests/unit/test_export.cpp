@@ -143,6 +143,16 @@ TEST_CASE("eval refuses what it cannot score honestly: non-finite weights, extra
   o.ignore_extra = true;
   CHECK(score_model(o).loss == doctest::Approx(loss).epsilon(1e-12));
   o.ignore_extra = false;
+  // shapes that describe a model far bigger than the file (a crafted file asked for 10^11 parameters):
+  // refused before the model is built
+  auto layers = sd;
+  for (int l = 2; l < 200; ++l) {
+    layers.emplace_back("transformer.h." + std::to_string(l) + ".attn.c_attn.weight", torch::zeros({1}));
+  }
+  save_dict(dir.str("layers.pt"), layers);
+  o.model = dir.str("layers.pt");
+  CHECK(test::bad_input_message([&] { score_model(o); }).find("its tensors' shapes describe a model of") !=
+        std::string::npos);
   // a position table of zero rows (it hung): refused, as are a width and a vocabulary of 0
   auto empty = sd;
   for (auto& [name, tensor] : empty) {

@@ -102,17 +102,18 @@ TEST_CASE("torchfile: each crafted defect is refused, naming the file, the tenso
         std::string::npos);
   CHECK(refusal(with([](auto& t) { t[1].offset = 5; })).find("tensor 'col' reaches element 8 of its storage '0', "
                                                               "which has 6") != std::string::npos);
-  CHECK(refusal(with([](auto& t) { t[0].sizes = {3, 3}; })).find("tensor 'w' has 9 elements, its storage '0' 6") !=
+  CHECK(refusal(with([](auto& t) { t[0].sizes = {3, 3}; })).find("tensor 'w' has more elements than its storage '0' (6)") !=
         std::string::npos);
   CHECK(refusal(with([](auto& t) { t[0].strides = {4, 1}; })).find("tensor 'w' reaches element 6") != std::string::npos);
   // another type over the same bytes: the storage's length gives it away, or the other tensor
   CHECK(refusal(with([](auto& t) { t[2].storage_type = "FloatStorage"; })).find("its storage '1' holds 4 bytes, "
-                                                                                "FloatStorage of 2 elements needs 8") !=
+                                                                                "FloatStorage of 2 elements needs 4 "
+                                                                                "bytes each") !=
         std::string::npos);
   CHECK(refusal(with([](auto& t) { t[1].storage_type = "IntStorage"; })).find("reads storage '0' as IntStorage, another "
                                                                              "tensor as FloatStorage") != std::string::npos);
-  CHECK(refusal(with([](auto& t) { t[0].numel = 1000; })).find("holds 24 bytes, FloatStorage of 1000 elements") !=
-        std::string::npos);
+  CHECK(refusal(with([](auto& t) { t[0].numel = 1000; })).find("holds 24 bytes, FloatStorage of 1000 elements needs 4 "
+                                                               "bytes each") != std::string::npos);
   CHECK(refusal(with([](auto& t) { t[1].strides = {-3}; })).find("negative size or stride") != std::string::npos);
   CHECK(refusal(with([](auto& t) { t[1].offset = -1; })).find("negative storage offset") != std::string::npos);
   CHECK(refusal(with([](auto& t) { t[0].strides = {3}; })).find("2 sizes and 1 strides") != std::string::npos);
@@ -120,8 +121,19 @@ TEST_CASE("torchfile: each crafted defect is refused, naming the file, the tenso
   CHECK(refusal(with([](auto& t) {
           t[1].sizes = {int64_t{1} << 40, int64_t{1} << 40};
           t[1].strides = {0, 0};
-        })).find("its storage '0' 6") != std::string::npos);
+        })).find("has more elements than its storage '0' (6)") != std::string::npos);
+  // an empty view whose other sizes multiply past 64 bits (LibTorch would throw on it)
+  CHECK(refusal(with([](auto& t) {
+          t[1].sizes = {int64_t{1} << 32, int64_t{1} << 32, 0};
+          t[1].strides = {0, 0, 0};
+        })).find("has more elements than its storage '0'") != std::string::npos);
+  // a storage of 2^62 elements by its persistent id (a 64-bit integer): no overflow in the message
+  CHECK(refusal(with([](auto& t) { t[0].numel = int64_t{1} << 62; })).find("FloatStorage of 4611686018427387904 elements") !=
+        std::string::npos);
   CHECK(refusal(with([](auto& t) { t[0].key = "9"; })).find("its storage '9' is not in the file") != std::string::npos);
+  // a name twice: which one is meant?
+  CHECK(refusal(with([](auto& t) { t[1].name = "w"; })).find("tensor 'w' is in the state dict twice") !=
+        std::string::npos);
   CHECK(refusal(with([](auto& t) { t[0].storage_type = "ComplexFloatStorage"; })).find("which sweep does not read") !=
         std::string::npos);
   // the container
@@ -130,6 +142,26 @@ TEST_CASE("torchfile: each crafted defect is refused, naming the file, the tenso
   CHECK(refusal(file.substr(0, file.size() - 5)).find("not a zip archive") != std::string::npos);
   CHECK(refusal("just text").find("not a zip archive") != std::string::npos);
   CHECK(refusal(test::zip_of({{"x/other.txt", "hi"}})).find("a zip without data.pkl") != std::string::npos);
+  // two entries of one name; two entries over the same bytes (a small file read as many big ones)
+  CHECK(refusal(test::zip_of({{"a/data.pkl", "x"}, {"a/data.pkl", "y"}})).find("two entries named 'a/data.pkl'") !=
+        std::string::npos);
+  {
+    std::string overlapping = test::zip_of({{"a/data/0", std::string(64, 'x')}, {"a/data/1", std::string(64, 'x')}});
+    const size_t second = overlapping.find("PK\x01\x02", overlapping.find("PK\x01\x02") + 4);
+    overlapping.replace(second + 42, 4, std::string(4, '\0'));  // its local header: the first entry's
+    CHECK(refusal(overlapping).find("entries 'a/data/0' and 'a/data/1' overlap") != std::string::npos);
+  }
+  // a tensor in a wrapper sweep does not read: refused by name, not dropped
+  {
+    test::PickleWriter w;
+    w.global("collections", "OrderedDict").op(')').op('R').op('(');
+    w.str("w").tensor(good_tensors()[0]);
+    w.str("odd").global("torch._tensor", "_rebuild_from_type_v2").op(')').op('R');
+    w.op('u').op('.');
+    CHECK(refusal(test::torch_file_bytes(w.bytes(), {{"0", test::float_bytes({0, 1, 2, 3, 4, 5})}}))
+              .find("'odd' is made by torch._tensor _rebuild_from_type_v2, which sweep does not read") !=
+          std::string::npos);
+  }
   // the pickle: cut, an opcode PyTorch never writes, a memo read before it was written, no dict
   const std::string pickle = test::state_dict_pickle(good_tensors());
   auto pickled = [](const std::string& p) { return test::torch_file_bytes(p, {{"0", test::float_bytes({0, 1, 2, 3, 4, 5})}}); };
@@ -210,6 +242,8 @@ TEST_CASE("torchfile: fuzzed files â€” byte flips, cuts, edited pickle fields â€
       ++read;
     } catch (const Error& e) {
       CHECK(e.code() == Exit::bad_input);
+      // refused for what is in it, never because the test ran out of something (descriptors)
+      CHECK(std::string(e.what()).find("cannot read it") == std::string::npos);
     }
     ++cases;
   }

@@ -1,0 +1,120 @@
+// The watchdog on the real runner and database, with an executor that plays a batch system: a
+// queued task whose folder holds an earlier attempt's lines, and that stays queued longer than the
+// stall timeout, is never killed (silence counts only while it runs); once it runs and goes silent
+// it is killed — once, and again only if the kill did not take — and retried, and the retry ends
+// done. (The SIGSTOP of a real worker is integration.stall.)
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "config/sweep_spec.h"
+#include "helpers.h"
+#include "sched/runner.h"
+#include "sched/slurm.h"
+#include "store/store.h"
+
+using namespace sweep;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the executor saw: it outlives the executor, which the runner owns.
+struct Seen {
+  int starts = 0, kills = 0;
+  Clock::time_point first_start, killed;
+  std::string run_id;
+};
+
+class QueueExecutor : public Executor {
+ public:
+  explicit QueueExecutor(Seen& seen) : m_seen(seen) {}
+
+  std::string describe() const override { return "a queue"; }
+  std::optional<std::string> adopt(const RunRow&, const PlannedRun*) override { return std::nullopt; }
+  bool can_start(const PlannedRun&) const override { return true; }
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow&, std::string& where) override {
+    where = "the queue";
+    m_seen.run_id = run.run_id;
+    if (++m_seen.starts == 1) {
+      m_seen.first_start = Clock::now();
+    }
+    // the first attempt waits in the queue longer than the stall timeout
+    m_runs_at = Clock::now() + std::chrono::milliseconds(m_seen.starts == 1 ? 2500 : 0);
+    m_running = false;
+    m_ended = false;
+    return std::nullopt;  // queued
+  }
+  Observed poll() override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    Observed seen;
+    const std::string& run_id = m_seen.run_id;
+    if (run_id.empty() || m_ended) {
+      return seen;
+    }
+    if (m_seen.kills > 0 && m_seen.starts == 1) {  // the first attempt was cancelled: it leaves the queue
+      seen.jobs.push_back({run_id, "1_0", "CANCELLED"});
+      seen.ended.push_back(WorkerEnd{run_id, std::nullopt, false, "", "", "Slurm task 1_0 was cancelled"});
+      m_ended = true;
+      return seen;
+    }
+    if (!m_running && Clock::now() < m_runs_at) {
+      // queued: Slurm's state, and the run folder's lines of an earlier attempt, read again
+      seen.jobs.push_back({run_id, "1_0", "PENDING"});
+      seen.events.push_back({run_id, {R"({"event":"train","step":5,"tokens":80,"loss":3.0})"}});
+      return seen;
+    }
+    if (!m_running) {
+      m_running = true;
+      seen.jobs.push_back({run_id, "1_0", k_slurm_running});
+      seen.running.emplace_back(run_id, "Slurm task 1_0");
+      if (m_seen.starts == 2) {  // the retry trains to the end at once
+        seen.events.push_back({run_id,
+                               {R"({"event":"start","step":0,"total_steps":1,"numerics":2})",
+                                R"({"event":"end","status":"done","step":1,"test_loss":2.5})"}});
+        seen.ended.push_back(WorkerEnd{run_id, std::nullopt, false, "", "", "Slurm task 1_0 ended"});
+        m_ended = true;
+      }
+      return seen;
+    }
+    return seen;  // running, and silent: stuck
+  }
+  void kill(const std::string& id) override {
+    CHECK(id == m_seen.run_id);
+    CHECK(m_running);  // never while queued
+    ++m_seen.kills;
+    m_seen.killed = Clock::now();
+  }
+  std::string stop(int) override { return "stopping"; }
+
+ private:
+  Seen& m_seen;
+  Clock::time_point m_runs_at;
+  bool m_running = false, m_ended = false;
+};
+
+}  // namespace
+
+TEST_CASE("watchdog: a queued task is never killed, a running one silent for the timeout is, once, then retried") {
+  test::TempDir dir;
+  write_file_atomic(dir.path / "s.yaml",
+                    "sweep: s\nbaseline: base\nseeds: [1]\nbase: {data: {dataset: data}, train: {tokens: 8192}}\n"
+                    "interventions:\n  base: {}\n");
+  const SweepSpec spec = load_sweep(dir.str("s.yaml"));
+  Seen seen;
+  Store store(dir.str("sweep.db"));
+  RunnerOptions o;
+  o.stall_timeout = 1;  // the queue holds the first attempt 2.5 s: longer
+  CHECK(SweepRunner(spec, store, std::make_unique<ResultsLock>(dir.str()), std::make_unique<QueueExecutor>(seen), o)
+            .run() == Exit::ok);
+  CHECK(seen.starts == 2);  // the stalled attempt, and its retry
+  CHECK(seen.kills == 1);   // once: the cancel took
+  // killed about a timeout after it began to run, not after it was queued
+  const double after_queued = std::chrono::duration<double>(seen.killed - seen.first_start).count();
+  CHECK(after_queued > 3.4);
+  CHECK(after_queued < 5.0);
+  const RunRow row = *store.run(seen.run_id);
+  CHECK(row.status == RunState::done);
+  CHECK(row.test_loss == doctest::Approx(2.5));
+}
