@@ -329,7 +329,7 @@ RunResult Trainer::run(const RunOptions& o) {
           std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
           (m_cfg.train.fused ? ", fused kernels" : ", reference ops"));
 
-  // ---- heartbeats: long phases (evaluations, checkpoint writes) tell the scheduler they live ----
+  // ---- heartbeats: long phases (micro-batches, evaluations, checkpoint writes) tell the scheduler they live ----
   ev.set_heartbeat(m_cfg.resources.heartbeat_seconds());
   const int64_t slow_ms = slow_eval_ms(o.run_dir);
   auto alive = [&](const char* phase) {
