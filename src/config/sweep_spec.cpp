@@ -138,6 +138,7 @@ void check_name(const std::string& name, const YAML::Node& at, const std::string
 struct Combo {
   std::vector<Override> overrides;
   std::vector<Origin> values_at;
+  std::string rung;  // a ladder's rung: names the variant instead of the axis values
 };
 
 // "the sweep expands to more than N variants (...) — ...", for an expansion past --max-variants.
@@ -230,6 +231,72 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
     }
     combos = next;
   }
+  return combos;
+}
+
+// Reads `scale:` into the ladder and one point per rung, and the rung keys into `axes` (one
+// dimension). The tokens a `tokens_per_param` ladder trains are set later, once the baseline's
+// parameters at each rung are known (they depend on the dataset's vocabulary).
+std::vector<Combo> read_scale(const YAML::Node& node, const std::string& file, std::vector<SweepAxis>& axes,
+                              std::optional<Ladder>& ladder, Diagnostics& diags) {
+  std::vector<Combo> combos;
+  Ladder l;
+  MapReader r(node, "scale", diags);
+  r.require("rungs", "3 or more named rungs, smallest first, e.g. rungs: {small: {model.n_layer: 2, "
+                     "model.n_embd: 128}, ...}");
+  const YAML::Node rungs = r.section("rungs");
+  r.read("tokens_per_param", l.tokens_per_param, 0, 1e6, true);
+  r.read("beyond", l.beyond, 1, 1e12);
+  const YAML::Node target = r.section("target");
+  r.finish();
+  SweepAxis dimension{"scale", {}};
+  if (rungs.IsDefined() && (!rungs.IsMap() || rungs.size() < 3)) {
+    diags.error(rungs.Mark(), "'scale.rungs' must be a map of 3 or more named rungs (a trend needs 3), smallest "
+                              "first, e.g. {small: {model.n_layer: 2}, medium: {model.n_layer: 4}, large: {model.n_layer: 8}}");
+  } else if (rungs.IsDefined()) {
+    MapReader dup_check(rungs, "scale.rungs", diags);
+    for (const auto& kv : rungs) {
+      const std::string name = kv.first.Scalar();
+      check_name(name, kv.first, "rung", diags);
+      Combo c;
+      c.rung = name;
+      c.overrides = read_overrides(kv.second, file, "rung '" + name + "'", diags);
+      if (c.overrides.empty()) {
+        diags.error(kv.first.Mark(), "rung '" + name + "' sets no key — a rung is a model size, e.g. "
+                                     "{model.n_layer: 4, model.n_head: 4, model.n_embd: 256}");
+      }
+      for (const auto& o : c.overrides) {
+        if (o.path == "train.tokens" && l.tokens_per_param > 0) {
+          diags.error(o.origin, "rung '" + name + "' sets train.tokens, and scale.tokens_per_param sets every "
+                                "rung's tokens — keep one of them");
+        }
+        if (std::find(dimension.keys.begin(), dimension.keys.end(), o.path) == dimension.keys.end()) {
+          dimension.keys.push_back(o.path);
+        }
+        c.values_at.push_back(origin_of(file, o.value));
+      }
+      l.rungs.push_back(name);
+      combos.push_back(c);
+    }
+  }
+  if (l.tokens_per_param > 0) {
+    dimension.keys.push_back("train.tokens");
+  }
+  if (target.IsDefined() && !target.IsNull()) {
+    MapReader t(target, "scale.target", diags);
+    int64_t params = 0;
+    double flops = 0;
+    t.read_size("params", params, 1);
+    t.read("flops", flops, 0, 1e40, true);
+    t.finish();
+    if ((params > 0) == (flops > 0)) {
+      diags.error(target.Mark(), "'scale.target' names one size to extrapolate to: {params: 124M} or {flops: 1e18}");
+    }
+    l.target_unit = params > 0 ? "params" : "flops";
+    l.target = params > 0 ? static_cast<double>(params) : flops;
+  }
+  axes.push_back(dimension);
+  ladder = l;
   return combos;
 }
 
@@ -343,7 +410,61 @@ std::vector<ReferenceModel> read_references(const YAML::Node& node, const std::s
   return out;
 }
 
+// A ladder's rung `rung` as its baseline `c` (vocabulary filled in) has it: larger than the rung
+// before (`previous`, the baseline one rung down), its tokens under `tokens_per_param`, and —
+// at the smallest rung — below the target.
+void check_rung(const YAML::Node& root, const std::string& path, const Ladder& ladder, size_t rung, const RunConfig& c,
+                const RunConfig* previous, std::vector<int64_t>& rung_tokens, std::vector<Diagnostic>& problems) {
+  const YAML::Node scale = root["scale"];
+  const ModelSize size = model_size(c.model);
+  const YAML::Node keys = scale["rungs"][ladder.rungs[rung]];
+  if (previous) {
+    const int64_t before = model_size(previous->model).total;
+    if (size.total <= before) {
+      problems.push_back(at(origin_of(path, keys), "rung '" + ladder.rungs[rung] + "' has " +
+                                                       format_count(static_cast<double>(size.total)) +
+                                                       " parameters, no more than rung '" + ladder.rungs[rung - 1] +
+                                                       "''s " + format_count(static_cast<double>(before)) +
+                                                       " — list the rungs smallest first, each larger than the one before"));
+    }
+  }
+  const int64_t tokens = ladder.tokens_per_param > 0
+                             ? std::llround(ladder.tokens_per_param * static_cast<double>(size.total))
+                             : c.train.tokens;
+  rung_tokens.push_back(tokens);
+  if (rung == 0 && !ladder.target_unit.empty()) {
+    const double smallest = ladder.target_unit == "params" ? static_cast<double>(size.total)
+                                                           : size.flops_per_token * static_cast<double>(tokens);
+    if (ladder.target <= smallest) {
+      problems.push_back(at(origin_of(path, scale["target"]),
+                            "scale.target (" + format_count(ladder.target) + " " + ladder.target_unit +
+                                ") is not above the smallest rung's " + format_count(smallest) +
+                                " — a target is where the trend is extrapolated to, beyond the ladder's start"));
+    }
+  }
+}
+
 }  // namespace
+
+nlohmann::json Ladder::to_json() const {
+  nlohmann::json j{{"rungs", rungs}, {"tokens_per_param", tokens_per_param}, {"beyond", beyond}};
+  if (!target_unit.empty()) {
+    j["target"] = {{target_unit, target}};
+  }
+  return j;
+}
+
+Ladder Ladder::from_json(const nlohmann::json& j) {
+  Ladder l;
+  l.rungs = j.at("rungs").get<std::vector<std::string>>();
+  l.tokens_per_param = j.value("tokens_per_param", 0.0);
+  l.beyond = j.value("beyond", 10.0);
+  if (j.contains("target")) {
+    l.target_unit = j["target"].begin().key();
+    l.target = j["target"].begin().value().get<double>();
+  }
+  return l;
+}
 
 std::string run_id_of(const RunConfig& config, int64_t repeat) {
   nlohmann::json j = config.identity_json();
@@ -386,8 +507,17 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
   top.require("interventions", "a map of name: {dotted.key: value}, with the baseline as {}");
   const YAML::Node interventions = top.section("interventions");
   const YAML::Node combine = top.section("combine");
-  const std::vector<Combo> combos =
+  std::vector<Combo> combos =
       read_axes(top.section("grid"), top.section("zip"), path, spec.axes, max_variants, diags);
+  if (const YAML::Node scale = top.section("scale"); scale.IsDefined() && !scale.IsNull()) {
+    if (!spec.axes.empty()) {
+      diags.error(scale.Mark(), "a sweep has a scale ladder or grid/zip axes, not both: crossing them would compare "
+                                "every grid point at every rung — run the grid as its own sweep at one size, or one "
+                                "ladder per grid value");
+    } else {
+      combos = read_scale(scale, path, spec.axes, spec.ladder, diags);
+    }
+  }
   top.finish();
   if (!spec.name.empty()) {
     check_name(spec.name, root["sweep"], "sweep", diags);
@@ -474,7 +604,11 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       const bool on_axis = std::any_of(spec.axes.begin(), spec.axes.end(), [&](const SweepAxis& a) {
         return std::find(a.keys.begin(), a.keys.end(), o.path) != a.keys.end();
       });
-      if (on_axis && v.parts.empty()) {  // a combination repeats its parts' overrides: reported there
+      if (on_axis && v.parts.empty() && spec.ladder) {
+        diags.error(o.origin, "intervention '" + v.name + "' sets '" + o.path +
+                                  "', which the scale ladder's rungs set: an intervention must be the same change at "
+                                  "every rung — drop the key from the intervention, or from the rungs");
+      } else if (on_axis && v.parts.empty()) {  // a combination repeats its parts' overrides: reported there
         diags.error(o.origin,
                     "intervention '" + v.name + "' sets '" + o.path +
                         "', which a grid/zip axis also varies: the axis would replace it at every point — "
@@ -546,7 +680,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       }
       const nlohmann::json mine = config->to_json();
       std::string suffix, point;
-      for (size_t k = 0; k < c.overrides.size(); ++k) {
+      for (size_t k = 0; !c.rung.empty() ? false : k < c.overrides.size(); ++k) {
         const std::string& key = c.overrides[k].path;
         const std::string written = labels.at(key) + "=" + scalar_text(c.overrides[k].value);
         full.axes[key] = value_at(mine, key);
@@ -557,6 +691,11 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       }
       at_own_config = at_own_config || (own && suffix.empty());
       full.name = suffix.empty() ? v.name : v.name == spec.baseline ? suffix.substr(1) : v.name + suffix;
+      if (!c.rung.empty()) {  // a ladder: every variant, the baseline's too, is named by its rung
+        full.axes = {{"scale", c.rung}};
+        point = c.rung;
+        full.name = v.name + "+" + c.rung;
+      }
       const Origin where = !c.values_at.empty()    ? c.values_at.front()
                            : !v.overrides.empty() ? v.overrides.front().origin
                                                   : Origin{path, 0, 0};
@@ -587,7 +726,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       spec.variants.push_back(full);
       configs.push_back(*config);
     }
-    if (has_axes && own && all_resolved && v.name == spec.baseline && !at_own_config) {
+    if (has_axes && !spec.ladder && own && all_resolved && v.name == spec.baseline && !at_own_config) {
       std::string base_values;
       for (const auto& a : spec.axes) {
         for (const auto& key : a.keys) {
@@ -602,12 +741,15 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
   if (!problems.empty()) {
     throw InputErrors(problems);
   }
-  // The bare baseline leads (its grid point need not be the first).
+  // The bare baseline leads (its grid point need not be the first). A ladder's baseline rungs
+  // lead already, smallest first.
   const auto bare = std::find_if(spec.variants.begin(), spec.variants.end(),
                                  [&](const Variant& v) { return v.name == spec.baseline; });
-  const auto lead = bare - spec.variants.begin();
-  std::rotate(spec.variants.begin(), bare, bare + 1);
-  std::rotate(configs.begin(), configs.begin() + lead, configs.begin() + lead + 1);
+  if (bare != spec.variants.end()) {
+    const auto lead = bare - spec.variants.begin();
+    std::rotate(spec.variants.begin(), bare, bare + 1);
+    std::rotate(configs.begin(), configs.begin() + lead, configs.begin() + lead + 1);
+  }
 
   // ---- expand: variants × seeds × repeats ----
   std::map<std::string, int64_t> vocab_cache;  // dataset -> vocab size
@@ -625,6 +767,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
     }
     return Origin{path, 0, 0};
   };
+  std::vector<int64_t> rung_tokens;  // a tokens_per_param ladder: each rung's, from its baseline
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     RunConfig c = configs[i];
     c.data.dir = find_dataset(c.data.dataset, path);
@@ -649,6 +792,22 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
           problems.push_back(problem);  // base's key: once, not once per variant
         }
       }
+    }
+    if (spec.ladder) {
+      const size_t rung = i % spec.ladder->rungs.size();  // variants come intervention by intervention, rung by rung
+      if (i < spec.ladder->rungs.size()) {  // the baseline's rungs come first
+        check_rung(root, path, *spec.ladder, rung, c, i == 0 ? nullptr : &configs[i - 1], rung_tokens, problems);
+      }
+      if (spec.ladder->tokens_per_param > 0 && rung < rung_tokens.size()) {
+        c.train.tokens = rung_tokens[rung];
+        if (c.total_steps() < 1) {
+          problems.push_back(at(origin_of(path, root["scale"]["tokens_per_param"]),
+                                "scale.tokens_per_param gives variant '" + spec.variants[i].name + "' " +
+                                    std::to_string(c.train.tokens) + " tokens, less than one optimizer step of " +
+                                    std::to_string(c.tokens_per_step()) + " — raise tokens_per_param"));
+        }
+      }
+      configs[i].model.vocab_size = c.model.vocab_size;  // the next rung's check compares sizes with it
     }
     for (const auto& [init, data] : seeds.pairs) {
       for (int64_t r = 0; r < seeds.repeat; ++r) {

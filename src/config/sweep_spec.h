@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,26 @@ struct Variant {
   nlohmann::ordered_json axes = nlohmann::ordered_json::object();  // grid/zip key -> its resolved value
 };
 
-// One dimension of `grid` (a key) or of `zip` (keys that vary together).
+// One dimension of `grid` (a key), of `zip` (keys that vary together) or `scale` (the keys its
+// rungs set, train.tokens among them when the ladder derives it).
 struct SweepAxis {
-  std::string kind;               // grid | zip
+  std::string kind;               // grid | zip | scale
   std::vector<std::string> keys;  // dotted keys
+};
+
+// `scale:` — a ladder of model sizes. Every intervention runs at every rung (the rung's keys over
+// base, then the intervention's), with the sweep's seeds, and is compared with the baseline at
+// its own rung; the report follows each improvement across the rungs. A variant at a rung is
+// named `<intervention>+<rung>` (the baseline's too); its axes hold {"scale": rung}.
+struct Ladder {
+  std::vector<std::string> rungs;  // names, smallest first
+  double tokens_per_param = 0;     // > 0: each rung trains round(ratio × its baseline's parameters) tokens
+  std::string target_unit;         // "" (none), "params" or "flops" (training FLOPs)
+  double target = 0;               // where the report extrapolates each trend
+  double beyond = 10;              // the report flags a target more than this factor past the largest rung
+
+  nlohmann::json to_json() const;
+  static Ladder from_json(const nlohmann::json& j);
 };
 
 struct PlannedRun {
@@ -75,7 +92,8 @@ struct SweepSpec {
   std::string text;  // the sweep file as written
   std::string name;
   std::string baseline;
-  std::vector<SweepAxis> axes;    // grid keys in the file's order, then the zip (one dimension)
+  std::vector<SweepAxis> axes;    // grid keys in the file's order, then the zip (one dimension); or the scale
+  std::optional<Ladder> ladder;   // `scale:`
   std::vector<Variant> variants;  // the baseline first
   std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
   SeedDesign design;

@@ -316,6 +316,9 @@ void Store::record_sweep(const SweepSpec& spec) try {
   nlohmann::json axes = nlohmann::json::array();
   for (const auto& a : spec.axes) {
     axes.push_back({{"kind", a.kind}, {"keys", a.keys}});
+    if (a.kind == "scale" && spec.ladder) {
+      axes.back()["ladder"] = spec.ladder->to_json();
+    }
   }
   sweep.bind(1, spec.name);
   sweep.bind(2, spec.file);
@@ -452,7 +455,7 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
     return std::nullopt;
   }
   SweepInfo info{q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getString(),
-                 q.getColumn(3).getString(), {}, {}, {}};
+                 q.getColumn(3).getString(), {}, {}, {}, {}};
   const nlohmann::json design = nlohmann::json::parse(q.getColumn(5).getString());
   info.design.first = design.value("first", int64_t{0});
   info.design.max_seeds = design.value("max_seeds", int64_t{0});
@@ -463,6 +466,9 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   info.design.variant_runs = design.value("variant_runs", std::map<std::string, std::string>{});
   for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {
     info.axes.push_back({a.at("kind").get<std::string>(), a.at("keys").get<std::vector<std::string>>()});
+    if (a.contains("ladder")) {
+      info.ladder = Ladder::from_json(a["ladder"]);
+    }
   }
   SQLite::Statement v(*m_db, "SELECT name, intervention, parts, axes FROM variants WHERE sweep = ? ORDER BY position");
   v.bind(1, sweep);

@@ -50,6 +50,7 @@ struct SweepSummary {
 struct SweepInfo {
   std::string name, file, spec, baseline;
   std::vector<SweepAxis> axes;
+  std::optional<Ladder> ladder;   // a scale ladder's rungs and target
   std::vector<Variant> variants;  // in the sweep file's order, baseline first (without overrides)
   SeedDesign design;              // as last run (before schema 5: first = 0, a fixed design)
 };

@@ -137,8 +137,37 @@ TEST_CASE("every sweep file in experiments/ is valid") {
     INFO(entry.path().string());
     const SweepSpec s = load_sweep(entry.path().string());
     CHECK(s.runs.size() >= 2);
-    CHECK(s.variants.front().name == s.baseline);
+    CHECK(s.variants.front().name == (s.ladder ? s.baseline + "+" + s.ladder->rungs[0] : s.baseline));
     ++files;
   }
-  CHECK(files == 6);
+  CHECK(files == 7);
+}
+
+TEST_CASE("a scale ladder: every intervention at every rung, named by its rung, tokens per parameter") {
+  const SweepSpec s = load_sweep(k_sweep_dir + "/ladder.yaml");
+  REQUIRE(s.ladder);
+  CHECK(s.ladder->rungs == std::vector<std::string>{"s", "m", "l"});
+  CHECK(s.ladder->target_unit == "params");
+  CHECK(s.ladder->target == 1e6);
+  REQUIRE(s.axes.size() == 1);
+  CHECK(s.axes[0].kind == "scale");
+  CHECK(s.axes[0].keys == std::vector<std::string>{"model.n_layer", "model.n_embd", "train.tokens"});
+  std::vector<std::string> names;
+  for (const auto& v : s.variants) {
+    names.push_back(v.name);
+  }
+  CHECK(names == std::vector<std::string>{"base+s", "base+m", "base+l", "clip+s", "clip+m", "clip+l"});
+  CHECK(s.variants[4].axes.dump() == R"({"scale":"m"})");
+  CHECK(s.variants[4].intervention == "clip");
+  REQUIRE(s.runs.size() == 12);
+  // tokens: 2 per parameter of the rung's baseline, the same for every variant at the rung
+  for (const auto& r : s.runs) {
+    const std::string rung = r.variant.substr(r.variant.find('+') + 1);
+    const int64_t layers = rung == "s" ? 1 : rung == "m" ? 2 : 3;
+    CHECK(r.config.model.n_layer == layers);
+    CHECK(r.config.model.n_embd == 16 * layers);
+    CHECK(r.config.train.tokens == 2 * model_size(r.config.model).total);
+    CHECK(r.config.train.grad_clip == (r.variant.rfind("clip", 0) == 0 ? 1.0 : 0.0));
+  }
+  CHECK(Ladder::from_json(s.ladder->to_json()).to_json() == s.ladder->to_json());
 }
