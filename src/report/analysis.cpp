@@ -378,6 +378,9 @@ std::map<SeedKey, double> seed_values(const std::vector<ReportRun>& runs) {
 }
 
 Analysis analyze(const ReportInput& in) {
+  if (in.ladder) {
+    return analyze_ladder(in);
+  }
   const auto base_it = std::find_if(in.variants.begin(), in.variants.end(),
                                     [&](const VariantRuns& v) { return v.name == in.baseline; });
   if (base_it == in.variants.end()) {
@@ -601,6 +604,32 @@ Analysis analyze(const ReportInput& in) {
 std::map<std::string, int64_t> next_round(const Analysis& a) {
   std::map<std::string, int64_t> out;
   if (!a.design.sequential()) {
+    return out;
+  }
+  if (a.ladder) {
+    // Each rung as a study of its own; and an intervention whose trend is undecided while its
+    // rungs are decided gets `first` more seeds at every rung (each rung's precision narrows the line).
+    for (size_t k = 0; k < a.rungs.size(); ++k) {
+      const Analysis& rung = a.rungs[k];
+      for (const auto& [name, n] : next_round(rung)) {
+        out[name] = n;
+      }
+      for (const auto& t : a.ladder->trends) {
+        const auto v = std::find_if(rung.variants.begin(), rung.variants.end(),
+                                    [&](const VariantStats& s) { return s.name == t.rung_variants[k]; });
+        if (t.verdict != "undecided" || v == rung.variants.end() || v->halted || out.count(v->name) ||
+            v->seeds_planned >= a.design.max_seeds) {
+          continue;
+        }
+        const int64_t n = std::min(v->seeds_planned + a.design.first, a.design.max_seeds);
+        out[v->name] = n;
+        const auto base = std::find_if(rung.variants.begin(), rung.variants.end(),
+                                       [](const VariantStats& s) { return s.is_baseline; });
+        if (base != rung.variants.end() && n > base->seeds_planned) {
+          out[base->name] = std::max(out[base->name], n);
+        }
+      }
+    }
     return out;
   }
   int64_t most = 0;

@@ -50,6 +50,7 @@ struct VariantRuns {
   std::vector<std::string> parts;                   // a combination's interventions
   std::map<std::string, std::string> axes;          // grid/zip key -> its value (JSON text)
   double batch_sequences = 0;                       // micro_batch × grad_accum × ranks (0: unknown)
+  double params = 0, flops_per_token = 0;           // its model's parameters, training FLOPs per token (0: unknown)
   std::string model;                                // the model section of its config (JSON): its parameter set
   std::string dataset;                              // its config's data.dataset
   int64_t train_tokens = 0;                         // its config's train.tokens
@@ -64,6 +65,7 @@ struct ReportInput {
   std::string sweep, baseline, metric;
   std::string file, spec;             // the sweep file's path and text as it was run
   std::vector<SweepAxis> axes;        // grid/zip dimensions
+  std::optional<Ladder> ladder;       // a scale ladder: each rung judged on its own, then the trends
   std::vector<VariantRuns> variants;  // in the sweep file's order
   std::optional<NoiseSource> noise_from;
   double alpha = 0.05;
@@ -175,6 +177,43 @@ struct TokensToTarget {
   Summary saving;                  // over the seeds that reached it; its CI only when all did
 };
 
+// A scale ladder's rung, as its baseline has it.
+struct RungInfo {
+  std::string name;
+  double params = 0, tokens = 0, flops = 0;  // parameters, training tokens, training FLOPs (flops/token × tokens)
+};
+
+// How one intervention's improvement changes across a ladder's rungs: an ordinary least squares
+// line through every seed's paired improvement against x = log10(its rung's training FLOPs).
+struct Trend {
+  std::string intervention;
+  int position = 0;
+  std::vector<std::string> rung_variants;  // its variant at each rung ("" where it has none)
+  int64_t pairs = 0, rungs = 0;            // the seeds paired with the baseline, over the rungs that have them
+  double mean = 0;                          // the fitted improvement at the pairs' mean x
+  double slope = 0, slope_low = 0, slope_high = 0;  // change of the improvement per 10× training FLOPs, 95% CI
+  double df = 0, p = 0, p_holm = 0;         // the intervention × scale interaction: slope ≠ 0 (t-test, Holm)
+  double change = 0;                        // slope × the ladder's span in decades: the change across it
+  double p_holds = 0, p_holds_holm = 0;     // TOST: the change lies within ±min_effect (NaN: no min_effect)
+  double low_end = 0, low_end_lo = 0, low_end_hi = 0;     // the line at the smallest rung, 95% CI
+  double high_end = 0, high_end_lo = 0, high_end_hi = 0;  // ... at the largest
+  double crossover = 0, crossover_low = 0, crossover_high = 0;  // FLOPs where the line crosses 0 (Fieller CI; NaN: none/unbounded)
+  double tau = 0;                           // the rungs' scatter about the line beyond seed noise
+  double at_target = 0, target_low = 0, target_high = 0;  // extrapolated improvement, 95% prediction interval
+  std::string verdict;  // holds, grows, shrinks, flips sign, undecided, no result
+  std::string why;      // the verdict's reason, in words
+};
+
+struct LadderSummary {
+  Ladder ladder;
+  std::vector<RungInfo> rungs;
+  double target_flops = 0;   // the target in training FLOPs (NaN: none)
+  double target_factor = 0;  // the target ÷ the largest rung, in the target's unit
+  bool far = false;          // target_factor > ladder.beyond
+  std::string target_rule;   // how a params target became FLOPs
+  std::vector<Trend> trends;  // in the sweep file's order
+};
+
 struct Analysis {
   std::string sweep, baseline, metric;
   double alpha = 0.05;
@@ -190,9 +229,27 @@ struct Analysis {
   std::string code;                    // which code trained the sweep's runs (a sentence)
   std::vector<std::string> notes;      // things the reader must know (diverged runs, unpaired seeds...)
   std::vector<ReferenceScore> references;  // scored on the test split: shown beside the baseline
+  // A scale ladder: each rung's own analysis (variants judged against the baseline at the rung),
+  // and the trends across them. `variants` then holds every rung's variants, rung by rung.
+  std::vector<Analysis> rungs;
+  std::optional<LadderSummary> ladder;
 };
 
 Analysis analyze(const ReportInput& input);
+
+// A ladder's analysis (report/ladder.cpp): each rung as a study of its own, then the trends.
+Analysis analyze_ladder(const ReportInput& input);
+// The variants of one rung as a study of their own: the ladder's input, its baseline the rung's.
+ReportInput rung_input(const ReportInput& input, const std::string& rung);
+// The line through paired improvements d[r] (baseline − variant, one per seed) at x[r] =
+// log10(rung r's training FLOPs): everything but the Holm-adjusted p-values and the verdict.
+// `x_target` NaN: no extrapolation.
+Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<double>>& d, double min_effect,
+                double x_target, double level = 0.95);
+// The verdict from the Holm-adjusted p-values: flips sign, grows or shrinks when the slope differs
+// from 0 (flips when the line's 95% CIs at the two ends exclude 0 on opposite sides); holds when
+// the change across the ladder is shown within ±min_effect; else undecided.
+void judge_trend(Trend& t, double alpha, double min_effect);
 
 // --until-decided: the seeds each variant should have for the next round — the interventions
 // still undecided below the cap get `first` more (at most max_seeds), the baseline as many as the

@@ -87,6 +87,9 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
       try {
         const RunConfig c = parse_run_config(YAML::Load(row.run.config_yaml), row.run.run_dir + "/config.yaml");
         out.batch_sequences = static_cast<double>(c.train.micro_batch * c.train.grad_accum * c.resources.ranks);
+        const ModelSize size = model_size(c.model);
+        out.params = static_cast<double>(size.total);
+        out.flops_per_token = size.flops_per_token;
         out.model = c.to_json()["model"].dump();
         out.dataset = c.data.dataset;
         out.train_tokens = c.train.tokens;
@@ -156,6 +159,7 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   in.file = info->file;
   in.spec = info->spec;
   in.axes = info->axes;
+  in.ladder = info->ladder;
   in.design = info->design;
   in.min_effect_source = in.design.min_effect > 0 ? "the sweep file" : "";
   if (metric == "test_bpb" && in.design.min_effect > 0) {  // the file's margin is in nats per token

@@ -422,23 +422,102 @@ Script response_script(const Analysis& a) {
   return s;
 }
 
+// A ladder: every intervention's improvement at each rung (95% CI bars) against the rung's
+// training FLOPs on a log axis, its fitted line (dashed on to the target, with the prediction
+// interval there), 0 dashed, and ±δ shaded when declared.
+Script ladder_script(const Analysis& a) {
+  Script s;
+  if (!a.ladder || a.ladder->trends.empty()) {
+    return s;
+  }
+  const LadderSummary& l = *a.ladder;
+  std::ostringstream t, data;
+  t.precision(10);
+  data.precision(10);
+  t << "set title " << quoted("Improvement over the baseline at each rung (95% CI) and its trend in log compute" +
+                              std::string(a.design.min_effect > 0 ? " (shaded: ±δ)" : ""))
+    << "\nset xlabel 'training FLOPs of the rung (log scale)'\nset ylabel "
+    << quoted("improvement in " + metric_label(a.metric) + ", > 0 = better") << "\nset logscale x\nset format x '%.0e'\n"
+    << "set xzeroaxis lt 1 dt 2 lc rgb '#444444'\n";
+  if (a.design.min_effect > 0) {
+    t << "set object 1 rect from graph 0, first " << -a.design.min_effect << " to graph 1, first " << a.design.min_effect
+      << " fc rgb '#888888' fs transparent solid 0.15 noborder behind\n";
+  }
+  const bool target = std::isfinite(l.target_flops);
+  if (target) {
+    t << "set arrow 1 from " << l.target_flops << ", graph 0 to " << l.target_flops
+      << ", graph 1 nohead lc rgb '#888888' dt 3\nset label 1 " << quoted("target") << " at " << l.target_flops
+      << ", graph 0.97 right offset -0.5,0 tc rgb '#555555'\n";
+  }
+  std::string plot;
+  int block = 0;
+  const auto m = static_cast<double>(l.trends.size());
+  for (size_t i = 0; i < l.trends.size(); ++i) {
+    const Trend& tr = l.trends[i];
+    const std::string colour = quoted(palette_colour(static_cast<size_t>(tr.position)));
+    const double nudge = std::pow(10.0, 0.012 * (static_cast<double>(i) - (m - 1) / 2));  // bars side by side
+    bool any = false;
+    for (size_t k = 0; k < a.rungs.size(); ++k) {
+      for (const auto& v : a.rungs[k].variants) {
+        if (v.name == tr.rung_variants[k] && std::isfinite(v.improvement) && l.rungs[k].flops > 0) {
+          data << l.rungs[k].flops * nudge << ' ' << v.improvement << ' '
+               << (std::isfinite(v.ci_low) ? v.ci_low : v.improvement) << ' '
+               << (std::isfinite(v.ci_high) ? v.ci_high : v.improvement) << '\n';
+          any = true;
+        }
+      }
+    }
+    data << "\n\n";
+    if (!any) {
+      ++block;
+      continue;
+    }
+    plot += std::string(plot.empty() ? "" : ", ") + "'ladder.dat' index " + std::to_string(block++) +
+            " using 1:2:3:4 with yerrorbars pt 7 ps 1 lw 1.5 lc rgb " + colour + " title " +
+            quoted(tr.intervention + ": " + tr.verdict);
+    if (std::isfinite(tr.slope)) {
+      const double x0 = std::log10(l.rungs.front().flops), x1 = std::log10(l.rungs.back().flops);
+      // the fitted line through the rungs, then on to the target
+      auto at = [&](double x) { return tr.low_end + (tr.high_end - tr.low_end) * (x - x0) / (x1 - x0); };
+      data << l.rungs.front().flops << ' ' << tr.low_end << '\n' << l.rungs.back().flops << ' ' << tr.high_end << "\n\n\n";
+      plot += ", 'ladder.dat' index " + std::to_string(block++) + " using 1:2 with lines lw 2 lc rgb " + colour + " notitle";
+      if (target && std::isfinite(tr.at_target)) {
+        const double xt = std::log10(l.target_flops);
+        data << l.rungs.back().flops << ' ' << tr.high_end << '\n' << l.target_flops << ' ' << at(xt) << "\n\n\n";
+        data << l.target_flops * nudge << ' ' << tr.at_target << ' ' << tr.target_low << ' ' << tr.target_high
+             << "\n\n\n";
+        plot += ", 'ladder.dat' index " + std::to_string(block) + " using 1:2 with lines dt 2 lw 1 lc rgb " + colour +
+                " notitle, 'ladder.dat' index " + std::to_string(block + 1) +
+                " using 1:2:3:4 with yerrorbars pt 6 ps 1 lw 1 lc rgb " + colour + " notitle";
+        block += 2;
+      }
+    }
+  }
+  if (plot.empty()) {
+    return s;
+  }
+  t << "plot " << plot << '\n';
+  s.text = t.str();
+  s.data.emplace_back("ladder.dat", data.str());
+  return s;
+}
+
 }  // namespace
 
 std::string variant_colour(const VariantStats& v) {
   return v.is_baseline ? "#000000" : palette_colour(static_cast<size_t>(v.position));
 }
 
-std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs::path& work_dir, std::string& warning) {
-  const std::optional<std::string> gnuplot = find_program("gnuplot");
-  if (!gnuplot) {
-    warning = "gnuplot not found: the report has no plots (Debian: apt-get install gnuplot-nox)";
-    return {};
-  }
-  struct Wanted {
-    std::string file, title;
-    Script script;
-  };
-  const std::vector<Wanted> wanted{
+namespace {
+
+struct Wanted {
+  std::string file, title;
+  Script script;
+};
+
+// The plots of one study (a ladder's rung too), drawn where their script is not empty.
+std::vector<Wanted> study_plots(const ReportInput& in, const Analysis& a) {
+  return {
       {"curves.svg", "Validation loss vs tokens", curves_script(in, a)},
       {"forest.svg", "Improvement over the baseline", forest_script(a)},
       {"seeds.svg", "Every seed", seeds_script(in, a)},
@@ -449,6 +528,28 @@ std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs:
       {"grad_norm.svg", "Gradient norm", train_script(in, a, TrainMetric::grad_norm)},
       {"moe_load.svg", "MoE load balance: the busiest expert's tokens ÷ the mean", train_script(in, a, TrainMetric::moe_load)},
   };
+}
+
+}  // namespace
+
+std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs::path& work_dir, std::string& warning) {
+  const std::optional<std::string> gnuplot = find_program("gnuplot");
+  if (!gnuplot) {
+    warning = "gnuplot not found: the report has no plots (Debian: apt-get install gnuplot-nox)";
+    return {};
+  }
+  std::vector<Wanted> wanted;
+  if (a.ladder && !a.rungs.empty()) {
+    // A ladder: its trends, then the largest rung's plots as a study of its own.
+    const std::string rung = a.ladder->rungs.back().name;
+    wanted = study_plots(rung_input(in, rung), a.rungs.back());
+    for (auto& w : wanted) {
+      w.title = "Rung " + rung + ": " + w.title;
+    }
+    wanted.insert(wanted.begin(), {"ladder.svg", "Improvement against scale", ladder_script(a)});
+  } else {
+    wanted = study_plots(in, a);
+  }
   fs::create_directories(work_dir);
   std::vector<Plot> plots;
   try {

@@ -18,8 +18,9 @@ namespace sweep {
 std::string variant_colour(const VariantStats& v);
 
 // Every file draw_plots may write.
-inline const std::vector<std::string> k_plot_files{"curves.svg", "forest.svg", "seeds.svg",     "response.svg", "delta.svg",
-                                                   "target.svg", "train.svg",  "grad_norm.svg", "moe_load.svg"};
+inline const std::vector<std::string> k_plot_files{"ladder.svg", "curves.svg", "forest.svg",    "seeds.svg",
+                                                   "response.svg", "delta.svg", "target.svg", "train.svg",
+                                                   "grad_norm.svg", "moe_load.svg"};
 
 struct Plot {
   std::string file;   // e.g. "curves.svg"

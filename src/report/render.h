@@ -18,8 +18,6 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
 std::string render_csv(const ReportInput& in, const Analysis& a);
 std::string render_json(const ReportInput& in, const Analysis& a);
 
-std::string html_escape(const std::string& s);
-
 // Writes report.md, index.html, summary.csv, report.json and the plots into `dir`, each file
 // atomically. Returns the file names written.
 std::vector<std::string> write_report(const ReportInput& in, const Analysis& a, const std::vector<Plot>& plots,

@@ -79,6 +79,10 @@ Summary summarize(const std::vector<double>& x, double level) {
   return s;
 }
 
+Comparison t_estimate(double estimate, double se, double df, double level) {
+  return from_t(estimate, se, df, level, false);
+}
+
 Comparison one_sample(const std::vector<double>& d, double level) {
   const double n = static_cast<double>(d.size());
   return from_t(mean_of(d), std::sqrt(variance_of(d) / n), n - 1, level, true);
@@ -227,11 +231,15 @@ double test_set_se(const std::vector<LossBlocks>& plus, const std::vector<LossBl
 }
 
 std::vector<double> holm_adjust(const std::vector<double>& p) {
-  const size_t m = p.size();
-  std::vector<size_t> order(m);
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<size_t> order;  // the tests: NaN is no test, left NaN and not counted
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (!std::isnan(p[i])) {
+      order.push_back(i);
+    }
+  }
+  const size_t m = order.size();
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
-  std::vector<double> out(m, k_nan);
+  std::vector<double> out(p.size(), k_nan);
   double running = 0;
   for (size_t rank = 0; rank < m; ++rank) {
     const double adjusted = std::min(1.0, static_cast<double>(m - rank) * p[order[rank]]);

@@ -33,6 +33,10 @@ struct Comparison {
   bool paired = false;
 };
 
+// An estimate with its standard error and degrees of freedom as a t-test of "it is 0" and a t
+// interval at `level` (a regression slope, a fitted value).
+Comparison t_estimate(double estimate, double se, double df, double level = 0.95);
+
 // A one-sample t interval of the mean of `d` (the paired case: per-seed differences).
 Comparison one_sample(const std::vector<double>& d, double level = 0.95);
 
@@ -82,7 +86,8 @@ std::vector<double> t_boundaries(const std::vector<int64_t>& looks, int64_t n_ma
 using LossBlocks = std::vector<std::pair<int64_t, double>>;  // (predicted tokens, summed nats)
 double test_set_se(const std::vector<LossBlocks>& plus, const std::vector<LossBlocks>& minus = {});
 
-// Holm–Bonferroni adjusted p-values, in the input's order.
+// Holm–Bonferroni adjusted p-values, in the input's order; a NaN (no test) stays NaN and does
+// not count among the tests.
 std::vector<double> holm_adjust(const std::vector<double>& p);
 
 // Share of comparisons in which the variant's loss is lower (ties count one half): over the

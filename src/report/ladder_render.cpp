@@ -1,0 +1,300 @@
+#include "report/ladder_render.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "report/tables.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+std::string signed4(double v) { return std::isfinite(v) ? format_number("%+.4f", v) : "-"; }
+std::string interval(double lo, double hi) {
+  return std::isfinite(lo) && std::isfinite(hi) ? "[" + signed4(lo) + ", " + signed4(hi) + "]" : "-";
+}
+std::string flops(double v) { return std::isfinite(v) ? format_number("%.3g", v) : "-"; }
+
+const VariantStats* stats_named(const Analysis& rung, const std::string& name) {
+  for (const auto& v : rung.variants) {
+    if (v.name == name) {
+      return &v;
+    }
+  }
+  return nullptr;
+}
+
+std::string target_label(const LadderSummary& l) {
+  return l.ladder.target_unit == "params" ? format_count(l.ladder.target) + " params"
+                                          : format_number("%.3g", l.ladder.target) + " FLOPs";
+}
+
+std::vector<std::string> ladder_headers(const Analysis& a) {
+  std::vector<std::string> h{"intervention"};
+  for (const auto& r : a.ladder->rungs) {
+    h.push_back(r.name);
+  }
+  h.insert(h.end(), {"Δ per 10× FLOPs", "95% CI", "p (Holm)"});
+  if (a.design.min_effect > 0) {
+    h.push_back("p holds (Holm)");
+  }
+  h.push_back("trend");
+  if (!a.ladder->ladder.target_unit.empty()) {
+    h.insert(h.end(), {"at " + target_label(*a.ladder), "95% PI"});
+  }
+  return h;
+}
+
+Rows ladder_rows(const Analysis& a) {
+  Rows rows;
+  for (const auto& t : a.ladder->trends) {
+    std::vector<std::string> row{t.intervention};
+    for (size_t k = 0; k < a.rungs.size(); ++k) {
+      const VariantStats* v = stats_named(a.rungs[k], t.rung_variants[k]);
+      row.push_back(v ? signed4(v->improvement) + " " + verdict_text(*v) : "-");
+    }
+    row.insert(row.end(), {signed4(t.slope), interval(t.slope_low, t.slope_high), p_text(t.p_holm)});
+    if (a.design.min_effect > 0) {
+      row.push_back(p_text(t.p_holds_holm));
+    }
+    row.push_back(t.verdict);
+    if (!a.ladder->ladder.target_unit.empty()) {
+      row.insert(row.end(), {signed4(t.at_target), interval(t.target_low, t.target_high)});
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<std::string> rung_lines(const Analysis& a) {
+  std::vector<std::string> out;
+  const LadderSummary& l = *a.ladder;
+  for (const auto& r : l.rungs) {
+    out.push_back(r.name + ": " + format_count(r.params) + " parameters, " + format_count(r.tokens) +
+                  " tokens, " + flops(r.flops) + " training FLOPs");
+  }
+  if (l.ladder.tokens_per_param > 0) {
+    out.push_back("tokens: " + format_number("%g", l.ladder.tokens_per_param) +
+                  " per parameter of the rung's baseline, for every variant at the rung");
+  }
+  return out;
+}
+
+std::vector<std::string> trend_lines(const Analysis& a) {
+  std::vector<std::string> out;
+  for (const auto& t : a.ladder->trends) {
+    out.push_back(t.intervention + ": " + t.verdict + " — " + t.why);
+  }
+  return out;
+}
+
+std::string target_sentence(const Analysis& a) {
+  const LadderSummary& l = *a.ladder;
+  if (l.ladder.target_unit.empty()) {
+    return "";
+  }
+  std::string s = "target " + target_label(l) + ": " + format_number("%.3g", l.target_factor) +
+                  "× the largest rung" + (l.target_rule.empty() ? "" : "; " + l.target_rule);
+  if (l.far) {
+    s += ". FAR BEYOND THE LADDER (more than its " + format_number("%g", l.ladder.beyond) +
+         "×): the line is assumed to hold out there, which nothing measured here can check — read the interval as "
+         "what the ladder implies, not as a forecast";
+  } else if (l.target_factor > 1) {
+    s += " — an extrapolation within " + format_number("%g", l.ladder.beyond) + "× of the ladder";
+  }
+  return s + ".";
+}
+
+std::string ladder_method(const Analysis& a) {
+  const double delta = a.design.min_effect;
+  return "Each rung is judged as a study of its own (the tables below: its variants against the baseline at the "
+         "rung, paired by seed, Holm across its interventions); a rung cell is its improvement and verdict. The "
+         "trend: an ordinary least squares line through every seed's paired improvement (baseline − variant) "
+         "against log10 of the rung's training FLOPs (6 × matmul parameters per token + attention, × tokens); "
+         "Δ per 10× FLOPs is its slope with a t interval (pairs − 2 degrees of freedom), p tests the intervention × "
+         "scale interaction (slope ≠ 0), Holm across the interventions. Verdicts: flips sign when the slope differs "
+         "from 0 and the line's 95% intervals at the smallest and the largest rung exclude 0 on opposite sides (the "
+         "crossover: where the line is 0, with Fieller's interval); grows or shrinks when the slope differs from 0 "
+         "and the effect's size grows or shrinks toward the largest rung; " +
+         (delta > 0 ? "holds when two one-sided tests put the change across the ladder (slope × its span in "
+                      "decades) within ±δ = ±" + format_number("%g", delta) + " (Holm); "
+                    : std::string("holds needs a declared min_effect (none here); ")) +
+         "else undecided. The value at the target is the line extrapolated, its 95% prediction interval the line's "
+         "uncertainty there plus the rungs' own scatter about the line (τ).";
+}
+
+std::string rung_title(const RungInfo& r) {
+  return "rung " + r.name + " (" + format_count(r.params) + " parameters, " + format_count(r.tokens) + " tokens)";
+}
+
+}  // namespace
+
+std::string ladder_text(const Analysis& a) {
+  std::ostringstream out;
+  out << "sweep " << a.sweep << ": " << a.metric << " against the baseline at each rung of a scale ladder, "
+      << "improvement = mean(baseline) − mean(variant), positive = better\n\nrungs:\n";
+  for (const auto& l : rung_lines(a)) {
+    out << "  " << l << '\n';
+  }
+  out << '\n' << text_table(ladder_headers(a), ladder_rows(a));
+  for (const auto& l : trend_lines(a)) {
+    out << "  " << l << '\n';
+  }
+  if (const std::string t = target_sentence(a); !t.empty()) {
+    out << '\n' << t << '\n';
+  }
+  out << '\n' << ladder_method(a) << '\n';
+  for (size_t k = 0; k < a.rungs.size(); ++k) {
+    const Analysis& r = a.rungs[k];
+    Rows rows;
+    for (size_t i = 0; i < r.variants.size(); ++i) {
+      std::vector<std::string> row;
+      for (const auto& c : cells(r, r.variants[i], static_cast<int>(i + 1))) {
+        row.push_back(c.text);
+      }
+      rows.push_back(row);
+    }
+    out << '\n' << rung_title(a.ladder->rungs[k]) << ":\n" << text_table(headers(r), rows, "  ");
+    for (const auto& l : noise_lines(r)) {
+      out << "  " << l << '\n';
+    }
+  }
+  if (!a.rungs.empty()) {
+    out << '\n' << method_sentence(a.rungs.front()) << '\n';
+  }
+  out << '\n' << a.code << '\n';
+  if (!a.notes.empty()) {
+    out << "notes:\n";
+    for (const auto& n : a.notes) {
+      out << "  " << n << '\n';
+    }
+  }
+  return out.str();
+}
+
+std::string ladder_markdown(const Analysis& a) {
+  std::ostringstream out;
+  out << "Every intervention at every rung of a scale ladder, against the baseline at its rung; improvement = "
+         "mean(baseline) − mean(variant), positive = better.\n\n";
+  for (const auto& l : rung_lines(a)) {
+    out << "- " << md_code(l) << '\n';
+  }
+  Rows rows = ladder_rows(a);
+  for (auto& row : rows) {
+    row[0] = md_code(row[0]);
+  }
+  out << '\n' << markdown_table(ladder_headers(a), rows) << '\n';
+  for (const auto& l : trend_lines(a)) {
+    out << "- " << md_code(l) << '\n';
+  }
+  if (const std::string t = target_sentence(a); !t.empty()) {
+    out << '\n' << t << '\n';
+  }
+  out << '\n' << ladder_method(a) << '\n';
+  for (size_t k = 0; k < a.rungs.size(); ++k) {
+    const Analysis& r = a.rungs[k];
+    Rows rung_rows;
+    for (size_t i = 0; i < r.variants.size(); ++i) {
+      std::vector<std::string> row;
+      for (const auto& c : cells(r, r.variants[i], static_cast<int>(i + 1))) {
+        row.push_back(row.size() == 1 ? md_code(c.text) : c.text);
+      }
+      rung_rows.push_back(row);
+    }
+    out << "\n## " << md_code(rung_title(a.ladder->rungs[k])) << "\n\n" << markdown_table(headers(r), rung_rows) << '\n';
+    for (const auto& l : noise_lines(r)) {
+      out << "- " << l << '\n';
+    }
+  }
+  if (!a.rungs.empty()) {
+    out << '\n' << method_sentence(a.rungs.front()) << '\n';
+  }
+  return out.str();
+}
+
+std::string ladder_html(const Analysis& a) {
+  std::ostringstream out;
+  out << "<ul>\n";
+  for (const auto& l : rung_lines(a)) {
+    out << "<li>" << html_escape(l) << "</li>\n";
+  }
+  out << "</ul>\n" << html_table(ladder_headers(a), ladder_rows(a)) << "<ul>\n";
+  for (const auto& l : trend_lines(a)) {
+    out << "<li>" << html_escape(l) << "</li>\n";
+  }
+  out << "</ul>\n";
+  if (const std::string t = target_sentence(a); !t.empty()) {
+    out << "<p>" << html_escape(t) << "</p>\n";
+  }
+  out << "<p>" << html_escape(ladder_method(a)) << "</p>\n";
+  for (size_t k = 0; k < a.rungs.size(); ++k) {
+    const Analysis& r = a.rungs[k];
+    Rows rows;
+    for (size_t i = 0; i < r.variants.size(); ++i) {
+      std::vector<std::string> row;
+      for (const auto& c : cells(r, r.variants[i], static_cast<int>(i + 1))) {
+        row.push_back(c.text);
+      }
+      rows.push_back(row);
+    }
+    out << "<h2>" << html_escape(rung_title(a.ladder->rungs[k])) << "</h2>\n" << html_table(headers(r), rows) << "<ul>\n";
+    for (const auto& l : noise_lines(r)) {
+      out << "<li>" << html_escape(l) << "</li>\n";
+    }
+    out << "</ul>\n";
+  }
+  if (!a.rungs.empty()) {
+    out << "<p>" << html_escape(method_sentence(a.rungs.front())) << "</p>\n";
+  }
+  return out.str();
+}
+
+nlohmann::ordered_json ladder_json(const Analysis& a) {
+  const LadderSummary& l = *a.ladder;
+  nlohmann::ordered_json rungs = nlohmann::ordered_json::array();
+  for (const auto& r : l.rungs) {
+    rungs.push_back({{"name", r.name}, {"params", r.params}, {"tokens", r.tokens}, {"flops", number_or_null(r.flops)}});
+  }
+  nlohmann::ordered_json trends = nlohmann::ordered_json::array();
+  for (const auto& t : l.trends) {
+    trends.push_back({{"intervention", t.intervention},
+                      {"variants", t.rung_variants},
+                      {"pairs", t.pairs},
+                      {"rungs", t.rungs},
+                      {"slope_per_decade", number_or_null(t.slope)},
+                      {"slope_ci_low", number_or_null(t.slope_low)},
+                      {"slope_ci_high", number_or_null(t.slope_high)},
+                      {"df", number_or_null(t.df)},
+                      {"p", number_or_null(t.p)},
+                      {"p_holm", number_or_null(t.p_holm)},
+                      {"change", number_or_null(t.change)},
+                      {"p_holds", number_or_null(t.p_holds)},
+                      {"p_holds_holm", number_or_null(t.p_holds_holm)},
+                      {"smallest_rung", {number_or_null(t.low_end), number_or_null(t.low_end_lo), number_or_null(t.low_end_hi)}},
+                      {"largest_rung", {number_or_null(t.high_end), number_or_null(t.high_end_lo), number_or_null(t.high_end_hi)}},
+                      {"crossover_flops", number_or_null(t.crossover)},
+                      {"crossover_ci", {number_or_null(t.crossover_low), number_or_null(t.crossover_high)}},
+                      {"tau", number_or_null(t.tau)},
+                      {"at_target", number_or_null(t.at_target)},
+                      {"target_pi", {number_or_null(t.target_low), number_or_null(t.target_high)}},
+                      {"verdict", t.verdict},
+                      {"why", t.why}});
+  }
+  nlohmann::ordered_json target = nullptr;
+  if (!l.ladder.target_unit.empty()) {
+    target = {{"unit", l.ladder.target_unit},
+              {"value", l.ladder.target},
+              {"flops", number_or_null(l.target_flops)},
+              {"factor", number_or_null(l.target_factor)},
+              {"beyond", l.ladder.beyond},
+              {"far", l.far},
+              {"rule", l.target_rule}};
+  }
+  return {{"rungs", rungs},
+          {"tokens_per_param", l.ladder.tokens_per_param},
+          {"target", target},
+          {"trends", trends}};
+}
+
+}  // namespace sweep

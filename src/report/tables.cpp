@@ -1,0 +1,297 @@
+// The report's tables and their sentences, shared by every document: the ranked table's columns
+// and rows, the method and noise sentences, and tables as text, Markdown and HTML.
+#include "report/tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "util/text.h"
+
+namespace sweep {
+
+std::string p_text(double p) { return !std::isfinite(p) ? "-" : p < 1e-4 ? "<0.0001" : format_number("%.4f", p); }
+
+
+// The ranked table's columns: a sequential design (--until-decided) shows its looks instead of
+// Holm's p and the power figure; a smallest effect of interest adds the equivalence test's p.
+std::vector<std::string> headers(const Analysis& a) {
+  std::vector<std::string> h{"#", "variant", "n", "mean ± sd", "improvement", a.design.sequential() ? "RCI" : "95% CI",
+                             "test", "corr"};
+  if (!a.design.sequential()) {
+    h.push_back("p (Holm)");
+    if (a.design.min_effect > 0) {
+      h.push_back("p equiv (Holm)");
+    }
+  }
+  h.insert(h.end(), {"P(better)", "verdict"});
+  h.push_back(a.design.sequential() ? "stopped" : "seeds for 80%");
+  h.insert(h.end(), {"tokens", "tokens/s", "wall"});
+  return h;
+}
+
+// Columns of text, left-aligned; the others are numbers, right-aligned.
+bool left_aligned(const std::string& header) {
+  return header == "variant" || header == "intervention" || header == "trend" || header == "test" || header == "verdict" || header == "stopped" ||
+         header == "combination" || header == "parts";
+}
+
+std::string verdict_text(const VariantStats& v) { return v.verdict + (v.below_min_effect ? " (< δ)" : ""); }
+
+// A row of the ranked table, in the order of headers(a).
+std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
+  const std::string n = v.seeds == v.seeds_planned ? std::to_string(v.seeds)
+                                                   : std::to_string(v.seeds) + "/" + std::to_string(v.seeds_planned);
+  const std::string mean = v.summary.n == 0   ? "-"
+                           : v.summary.n == 1 ? format_number("%.4f", v.summary.mean)
+                                              : format_number("%.4f", v.summary.mean) + " ± " + format_number("%.4f", v.summary.sd);
+  const std::string ci = std::isfinite(v.ci_low) ? "[" + format_number("%+.4f", v.ci_low) + ", " + format_number("%+.4f", v.ci_high) + "]"
+                                                 : "-";
+  const double p = v.method == "band" ? std::nan("") : v.p_holm;
+  std::vector<Cell> row{
+      {std::to_string(rank), static_cast<double>(rank)},
+      {v.name, std::nan("")},
+      {n, static_cast<double>(v.finished)},
+      {mean, v.summary.mean},
+      {v.is_baseline ? "0" : format_number("%+.4f", v.improvement), v.improvement},
+      {ci, v.ci_low},
+      {v.method.empty() ? "-" : v.method, std::nan("")},
+      {format_number("%+.2f", v.correlation), v.correlation},
+  };
+  if (!a.design.sequential()) {
+    row.push_back({p_text(p), p});
+    if (a.design.min_effect > 0) {
+      row.push_back({p_text(v.p_equivalence_holm), v.p_equivalence_holm});
+    }
+  }
+  row.push_back({format_number("%.2f", v.prob_improvement), v.prob_improvement});
+  row.push_back({verdict_text(v), std::nan("")});
+  if (a.design.sequential()) {
+    row.push_back({v.stopped.empty() ? "-" : v.stopped, std::nan("")});
+  } else {
+    row.push_back({v.seeds_needed < 0 ? "-" : std::to_string(v.seeds_needed), static_cast<double>(v.seeds_needed)});
+  }
+  row.push_back({std::isfinite(v.tokens) ? format_count(v.tokens) : "-", v.tokens});
+  row.push_back({std::isfinite(v.tokens_per_s) ? format_count(v.tokens_per_s) : "-", v.tokens_per_s});
+  row.push_back({std::isfinite(v.wall_seconds) ? format_duration(v.wall_seconds) : "-", v.wall_seconds});
+  return row;
+}
+
+size_t display_width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) {
+    n += (c & 0xC0) != 0x80;  // count code points, not bytes
+  }
+  return n;
+}
+
+std::string method_sentence(const Analysis& a) {
+  size_t tested = 0, band = 0;
+  for (const auto& v : a.variants) {
+    tested += v.method == "paired" || v.method == "welch";
+    band += v.method == "band";
+  }
+  const double delta = a.design.min_effect;
+  const std::string m = std::to_string(std::max<size_t>(1, a.variants.size() - 1));
+  const std::string margin = delta > 0 ? "±δ = ±" + format_number("%g", delta) + " (the smallest effect of interest, from " +
+                                             a.min_effect_source + ")"
+                                       : "";
+  std::string s;
+  if (tested > 0 && a.design.sequential()) {
+    s += "Verdicts (--until-decided, up to " + std::to_string(a.design.max_seeds) + " seeds, a look every " +
+         std::to_string(a.design.first) + "): t-tests paired by seed (Welch where the seeds differ); at each look, "
+         "repeated confidence intervals (Jennison & Turnbull) from " +
+         std::string(a.design.spending == "pocock" ? "Pocock" : "O'Brien–Fleming") +
+         "-type alpha spending (Lan & DeMets) at alpha " + format_number("%g", a.alpha) + " / " + m +
+         " interventions, their t boundaries simulated for the look's seeds: better/worse when the two-sided "
+         "interval excludes 0, " +
+         (delta > 0 ? "equivalent when both one-sided tests at that level put the effect inside " + margin
+                    : std::string("equivalent never (no min_effect)")) +
+         "; the first look that decides stops the intervention's seeds, else undecided. RCI: the difference's "
+         "interval at its deciding (or last) look.";
+  } else if (tested > 0) {
+    s += "Verdicts: two-sided t-test (paired by seed where the baseline has the variant's seeds, Welch otherwise), "
+         "p adjusted by Holm across " + std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") +
+         ", better/worse when p < " + format_number("%g", a.alpha) +
+         (delta > 0 ? "; equivalent when the two one-sided tests (TOST) within " + margin +
+                          " give a Holm-adjusted p < " + format_number("%g", a.alpha) + " — the " + format_number("%g", 100 * (1 - 2 * a.alpha)) +
+                          "% interval inside ±δ; (< δ): better or worse, yet smaller than δ; else undecided."
+                    : "; else undecided — not shown to differ, which is not shown equal: declare a smallest effect "
+                      "of interest (min_effect) to test equivalence.") +
+         " Seeds for 80%: the seeds per variant a t-test at alpha / " + m +
+         " needs to detect the observed improvement with power 0.8.";
+  }
+  if (tested > 0 || band > 0) {
+    s += std::string(s.empty() ? "" : " ") + "n: seeds (identical-seed repeats count once). corr: the correlation of the variant's per-seed values "
+         "with the baseline's — high when the seeds' shared noise cancels in the paired test (3 or more seeds).";
+  }
+  if (band > 0) {
+    s += std::string(s.empty() ? "" : " ") +
+         "One seed: no t-test; better/worse when the improvement lies outside the noise band ±2·√2·σ" +
+         (std::isfinite(a.noise.sigma) ? " = ±" + format_number("%.4f", 2 * std::sqrt(2.0) * a.noise.sigma) : "") +
+         (delta > 0 ? ", equivalent when improvement ± band lies inside ±δ" : "") +
+         ", else undecided (the column 95% CI shows improvement ± band).";
+  }
+  return s;
+}
+
+std::vector<std::string> noise_lines(const Analysis& a) {
+  const NoiseSummary& n = a.noise;
+  std::vector<std::string> out{n.source + (std::isfinite(n.sigma) ? ": σ = " + format_number("%.4f", n.sigma) : "")};
+  const VarianceComponents& c = n.components;
+  if (std::isfinite(c.sigma_init) || std::isfinite(c.sigma_data)) {
+    out.push_back("variance components (" + std::to_string(c.n_init) + " init × " + std::to_string(c.n_data) +
+                  " data seeds): σ_init = " + format_number("%.4f", c.sigma_init) + ", σ_data = " + format_number("%.4f", c.sigma_data) +
+                  ", σ_interaction = " + format_number("%.4f", c.sigma_resid));
+  }
+  if (std::isfinite(c.sigma_repeat)) {
+    out.push_back("σ_repeat (identical seeds run " + std::to_string(c.repeats) +
+                  " times: nondeterminism) = " + format_number("%.4g", c.sigma_repeat));
+  }
+  if (std::isfinite(n.band)) {
+    out.push_back("noise band of an improvement with " + std::to_string(n.seeds) + " seed" +
+                  (n.seeds == 1 ? "" : "s") + " per variant: ±" + format_number("%.4f", n.band) + " (2·√2·σ/√seeds)");
+  }
+  if (std::isfinite(n.test_se)) {
+    out.push_back("test-set sampling: one run's " + a.metric + " has a standard error of ±" + format_number("%.4f", n.test_se) +
+                  " from its test split's " + std::to_string(n.test_blocks) +
+                  " blocks (the median over the baseline's runs) — more seeds do not shrink it: every seed is "
+                  "scored on the same test tokens");
+  }
+  if (std::isfinite(n.detectable)) {
+    out.push_back("smallest improvement " + std::to_string(n.seeds) +
+                  " seeds per variant detect with power 0.8 (unpaired, alpha " + format_number("%g", a.alpha) +
+                  "): " + format_number("%.4f", n.detectable));
+  }
+  return out;
+}
+
+std::string headline(const Analysis& a) {
+  return "sweep " + a.sweep + ": " + a.metric + " against the baseline '" + a.baseline +
+         "', ranked by improvement = mean(baseline) − mean(variant), positive = better";
+}
+
+// The longest run of backticks in `s`: a Markdown code span or fence around it needs more.
+size_t backtick_run(const std::string& s) {
+  size_t longest = 0, run = 0;
+  for (char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
+// `s` as Markdown inline code (in a table cell too), whatever backticks or pipes it holds.
+std::string md_code(const std::string& s) {
+  std::string t;
+  for (char c : s) {
+    t += c == '|' ? std::string("\\|") : c == '\n' ? std::string(" ") : std::string(1, c);
+  }
+  const std::string ticks(backtick_run(t) + 1, '`');
+  return t.find('`') == std::string::npos ? ticks + t + ticks : ticks + " " + t + " " + ticks;
+}
+
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json optional_number(const std::optional<double>& v) {
+  return v ? number_or_null(*v) : nlohmann::json(nullptr);
+}
+
+// A CSV cell. One a spreadsheet would run as a formula (= + - @ first) is led by a quote mark.
+std::string csv_field(const std::string& text) {
+  const std::string s = !text.empty() && std::string("=+-@\t\r").find(text[0]) != std::string::npos ? "'" + text : text;
+  if (s.find_first_of(",\"\n\r") == std::string::npos) {
+    return s;
+  }
+  std::string out = "\"";
+  for (char c : s) {
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+
+std::string csv_number(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? format_number("%.10g", *v) : "";
+}
+
+std::string text_table(const std::vector<std::string>& headers, const Rows& rows, const std::string& indent) {
+  std::vector<size_t> width(headers.size(), 0);
+  for (size_t c = 0; c < headers.size(); ++c) {
+    width[c] = display_width(headers[c]);
+    for (const auto& row : rows) {
+      width[c] = std::max(width[c], display_width(row[c]));
+    }
+  }
+  std::ostringstream out;
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string l;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - display_width(row[c]), ' ');
+      l += (c ? "  " : "") + (left_aligned(headers[c]) ? row[c] + pad : pad + row[c]);
+    }
+    out << indent << l.substr(0, l.find_last_not_of(' ') + 1) << '\n';
+  };
+  line(headers);
+  for (const auto& row : rows) {
+    line(row);
+  }
+  return out.str();
+}
+
+// Cells must already be Markdown (md_code for user strings).
+std::string markdown_table(const std::vector<std::string>& headers, const Rows& rows) {
+  std::ostringstream out;
+  for (const auto& h : headers) {
+    out << "| " << h << ' ';
+  }
+  out << "|\n";
+  for (const auto& h : headers) {
+    out << (left_aligned(h) ? "|:--" : "|--:");
+  }
+  out << "|\n";
+  for (const auto& row : rows) {
+    for (const auto& cell : row) {
+      out << "| " << cell << ' ';
+    }
+    out << "|\n";
+  }
+  return out.str();
+}
+
+std::string html_table(const std::vector<std::string>& headers, const Rows& rows) {
+  std::ostringstream out;
+  out << "<div class=\"wide\"><table><thead><tr>";
+  for (const auto& h : headers) {
+    out << "<th" << (left_aligned(h) ? " class=\"name\"" : "") << ">" << html_escape(h) << "</th>";
+  }
+  out << "</tr></thead>\n<tbody>\n";
+  for (const auto& row : rows) {
+    out << "<tr>";
+    for (size_t c = 0; c < row.size(); ++c) {
+      out << "<td" << (left_aligned(headers[c]) ? " class=\"name\"" : "") << ">" << html_escape(row[c]) << "</td>";
+    }
+    out << "</tr>\n";
+  }
+  out << "</tbody></table></div>\n";
+  return out.str();
+}
+
+// ---- responses: the metric along a numeric axis, and its best value ----
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace sweep

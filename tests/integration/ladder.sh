@@ -1,0 +1,83 @@
+# A scale ladder end to end: `sweep run` trains every intervention at every rung (tokens from
+# tokens_per_param), `sweep report` prints the per-rung table, the trend verdicts and the
+# extrapolation to the target, writes ladder.svg and report.json's ladder; `--until-decided`
+# adds seeds rung by rung; and a ladder that cannot be a ladder is refused before anything runs.
+source "$(dirname "$0")/lib.bash"
+prepare_bytes
+
+cat > ladder.yaml <<'YAML'
+sweep: lad
+baseline: base
+seeds: [1, 2]
+min_effect: 0.05
+base:
+  data: {dataset: data/bytes}
+  model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 32, dropout: 0.0}
+  train: {micro_batch: 4, tokens: 8K, lr: 3e-3, precision: fp32}
+  eval: {every: 0, val_tokens: 2K}
+scale:
+  rungs:
+    small: {model.n_embd: 16}
+    medium: {model.n_embd: 32}
+    large: {model.n_layer: 2, model.n_embd: 48}
+  tokens_per_param: 0.2
+  target: {params: 1M}
+interventions:
+  base: {}
+  clip: {train.grad_clip: 0.05}
+  wd: {train.weight_decay: 0.0}
+YAML
+"$SWEEP" plan ladder.yaml > plan.txt || fail "plan: $(cat plan.txt)"
+grep -q "^sweep lad (ladder.yaml): 9 variants, 18 runs" plan.txt || fail "plan: $(cat plan.txt)"
+"$SWEEP" run ladder.yaml --results res --devices cpu:2x1 > run.txt || fail "ladder sweep: $(cat run.txt)"
+"$SWEEP" report lad --results res --out rep > report.txt 2> err.txt || fail "ladder report: $(cat report.txt err.txt)"
+cat report.txt
+grep -qE "^intervention +small +medium +large +Δ per 10× FLOPs +95% CI +p \(Holm\) +p holds \(Holm\) +trend +at 1\.00M params +95% PI$" report.txt ||
+  fail "no ladder table"
+grep -qE "^clip +[+-][0-9.]+ [a-z]+ " report.txt || fail "no clip row"
+grep -qE "^  wd: (holds|grows|shrinks|flips sign|undecided) — " report.txt || fail "no trend verdict for wd"
+grep -q "^target 1.00M params: " report.txt || fail "no target sentence"
+for rung in small medium large; do
+  grep -q "^rung $rung (" report.txt || fail "no table for rung $rung"
+done
+[ -s rep/ladder.svg ] || fail "no ladder.svg"
+python3 - <<'PY' || fail "report.json's ladder is wrong"
+import json
+r = json.load(open("rep/report.json"))
+l = r["ladder"]
+assert [x["name"] for x in l["rungs"]] == ["small", "medium", "large"], l["rungs"]
+assert l["rungs"][0]["params"] < l["rungs"][1]["params"] < l["rungs"][2]["params"]
+assert all(x["tokens"] == round(0.2 * x["params"]) for x in l["rungs"]), l["rungs"]
+assert [t["intervention"] for t in l["trends"]] == ["clip", "wd"], l["trends"]
+for t in l["trends"]:
+    assert t["pairs"] == 6 and t["rungs"] == 3 and t["df"] == 4, t
+    assert t["verdict"] in ("holds", "grows", "shrinks", "flips sign", "undecided"), t
+    assert t["target_pi"][0] <= t["at_target"] <= t["target_pi"][1], t
+assert l["target"]["unit"] == "params" and l["target"]["far"] is False or l["target"]["factor"] > 10
+assert sorted({v["rung"] for v in r["variants"]}) == ["large", "medium", "small"]
+assert sum(v["baseline"] for v in r["variants"]) == 3
+print("ladder report.json: ok")
+PY
+
+# --until-decided on a ladder: undecided rungs get seeds, each rung's baseline with them
+"$SWEEP" run ladder.yaml --results res --devices cpu:2x1 --until-decided --max-seeds 4 > more.txt ||
+  fail "until-decided ladder: $(cat more.txt)"
+grep -q "until decided" more.txt || fail "no until-decided round: $(cat more.txt)"
+"$SWEEP" report lad --results res --out rep2 --format json > rep2.json || fail "report after until-decided"
+python3 - <<'PY' || fail "until-decided on a ladder: $(cat more.txt)"
+import json
+r = json.load(open("rep2.json"))
+seeds = {v["name"]: v["seeds"] for v in r["variants"]}
+for rung in ("small", "medium", "large"):
+    most = max(seeds[f"{i}+{rung}"] for i in ("clip", "wd"))
+    assert seeds[f"base+{rung}"] >= most, seeds
+assert max(seeds.values()) > 2, ("no seeds were added", seeds)
+print("until-decided ladder:", seeds)
+PY
+
+# refused before anything runs: a rung that is not larger than the one before
+sed 's/large: {model.n_layer: 2, model.n_embd: 48}/large: {model.n_embd: 24, model.n_layer: 1, model.n_head: 1}/; s/medium: {model.n_embd: 32}/medium: {model.n_embd: 40}/' ladder.yaml > shrinking.yaml
+expect_rc 2 "$SWEEP" run shrinking.yaml --results res2 --devices cpu:1x1 2> bad.txt
+grep -q "shrinking.yaml:.*rung 'large' has .* parameters, no more than rung 'medium'" bad.txt || fail "$(cat bad.txt)"
+[ ! -e res2/sweep.db ] || fail "a refused ladder left a database"
+echo "ladder: ok"
