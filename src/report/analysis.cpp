@@ -221,6 +221,12 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& 
   if (ns.n >= 2) {
     ns.source = "σ = standard deviation of " + in.metric + " over " + plural(ns.n, "seed") + " of " + whose +
                 (seed_runs.size() > values.size() ? " (identical-seed repeats averaged into one value per seed)" : "");
+  } else if (ns.n == 1 && seed_runs.size() > 1) {
+    ns.sigma = k_nan;
+    ns.source = "σ refused: " + whose + " runs one seed pair (init " + std::to_string(seed_runs.front().init) +
+                ", data " + std::to_string(seed_runs.front().data) + ") " + std::to_string(seed_runs.size()) +
+                " times — their spread is run-to-run nondeterminism (σ_repeat), not the seed-to-seed noise a verdict "
+                "must beat; take σ from a sweep that varies its seeds (experiments/noise.yaml)";
   } else {
     ns.sigma = k_nan;
     ns.source = "σ unknown: " + whose + " has " + plural(ns.n, "seed") + " with a finished run" +
@@ -238,8 +244,13 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& 
                             : std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
                                 return a.second < b.second;
                               })->first;
-  ns.band = ns.seeds > 0 ? 2.0 * std::sqrt(2.0) * ns.sigma / std::sqrt(static_cast<double>(ns.seeds)) : k_nan;
-  ns.detectable = in.power ? detectable_effect(ns.seeds, ns.sigma, false, in.alpha) : k_nan;
+  // The half-width of a one-seed comparison's interval at `seeds` per side: t for σ's degrees of freedom.
+  ns.band = ns.seeds > 0 && ns.n >= 2 ? t_quantile(1 - in.alpha, static_cast<double>(ns.n - 1)) * ns.sigma *
+                                            std::sqrt(2.0 / static_cast<double>(ns.seeds))
+                                      : k_nan;
+  // At the level a verdict applies, as the seeds-for-80% column: alpha split across the interventions.
+  ns.alpha = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
+  ns.detectable = in.power ? detectable_effect(ns.seeds, ns.sigma, false, ns.alpha) : k_nan;
   std::vector<double> test_se;
   for (const auto& r : source_runs) {
     if (const auto blocks = metric_blocks(r, in.metric)) {
@@ -498,19 +509,26 @@ Analysis analyze(const ReportInput& in) {
           tested.push_back(i);
         }
       } else {
-        // One seed on a side: no t-test; the improvement against the noise band of one run.
+        // One seed on a side: no t-test of its own. The improvement against σ from the noise
+        // source, a t-test with σ's degrees of freedom (its seeds − 1) — σ is estimated, not
+        // known — judged with Holm across the interventions below like every other test.
         s.method = "band";
         s.improvement = summarize(base_values).mean - s.summary.mean;
-        const double band = 2.0 * std::sqrt(2.0) * a.noise.sigma / std::sqrt(static_cast<double>(values.size()));
-        s.ci_low = s.improvement - band;
-        s.ci_high = s.improvement + band;
+        const double se = a.noise.sigma * std::sqrt(1.0 / static_cast<double>(base_values.size()) +
+                                                    1.0 / static_cast<double>(values.size()));
+        const Comparison c = t_estimate(s.improvement, se, static_cast<double>(a.noise.n - 1));
+        s.ci_low = c.ci_low;
+        s.ci_high = c.ci_high;
+        s.p = c.p;
+        s.seed_se = se;
         s.seeds_needed = in.power ? seeds_needed(s.improvement, a.noise.sigma, false, alpha_each) : -1;
-        const bool inside = in.design.min_effect > 0 && std::abs(s.improvement) + band < in.design.min_effect;
-        s.verdict = !std::isfinite(band)            ? "unknown"
-                    : std::abs(s.improvement) <= band ? (inside ? "equivalent" : "undecided")
-                    : s.improvement > 0              ? "better"
-                                                     : "worse";
-        s.below_min_effect = inside && (s.verdict == "better" || s.verdict == "worse");
+        if (in.design.min_effect > 0) {
+          s.p_equivalence = tost_p(c, in.design.min_effect);
+        }
+        s.verdict = std::isfinite(s.p) ? "undecided" : "unknown";
+        if (std::isfinite(s.p)) {
+          tested.push_back(i);
+        }
       }
       s.prob_improvement = probability_of_improvement(base_values, values, paired);
     }
@@ -553,6 +571,15 @@ Analysis analyze(const ReportInput& in) {
     const bool equivalent = s.p_equivalence_holm < in.alpha;  // false when NaN
     s.verdict = s.p_holm < in.alpha ? (s.improvement > 0 ? "better" : "worse") : equivalent ? "equivalent" : "undecided";
     s.below_min_effect = s.p_holm < in.alpha && equivalent;
+  }
+  // A variant with a diverged seed is judged by that first: its survivors alone are a biased
+  // sample (the seeds that trained badly are the ones missing), so it is never shown better,
+  // equivalent or worse on them.
+  for (auto& s : a.variants) {
+    if (s.diverged > 0 && s.finished > 0 && !s.is_baseline) {
+      s.verdict = "diverged " + std::to_string(s.diverged) + "/" + std::to_string(s.runs);
+      s.below_min_effect = false;
+    }
   }
   detectable.erase(std::remove_if(detectable.begin(), detectable.end(), [](double x) { return !std::isfinite(x); }),
                    detectable.end());

@@ -97,7 +97,7 @@ struct VariantStats {
   double prob_improvement = 0;   // share of seed pairs the variant wins
   int64_t seeds_needed = -1;     // for power 0.8 at the observed effect and alpha / interventions;
                                  // -1 when it cannot be said
-  std::string verdict;           // better, worse, equivalent, undecided, baseline, diverged, no result, unknown
+  std::string verdict;           // better, worse, equivalent, undecided, baseline, diverged, "diverged k/n", no result, unknown
   bool below_min_effect = false; // better or worse, and yet shown smaller than the smallest effect of interest
   double p_equivalence = 0, p_equivalence_holm = 0;  // TOST within ±min_effect (fixed design); NaN: no test
   std::vector<int64_t> looks;    // --until-decided: the seed counts it was analysed at
@@ -115,8 +115,9 @@ struct NoiseSummary {
   std::string source;        // a sentence: where σ comes from
   VarianceComponents components;  // of the source's runs (NaN fields when not measured)
   int64_t seeds = 0;         // seeds per variant in this sweep (the most common count)
-  double band = 0;           // ±2·√2·σ/√seeds: the noise band of an improvement
-  double detectable = 0;     // smallest effect detectable with `seeds` seeds (power 0.8), unpaired
+  double band = 0;           // ±t·σ·√(2/seeds), t for σ's n − 1 degrees of freedom: a one-seed comparison's 95% half-width
+  double alpha = 0.05;       // the level of `detectable` and of the seeds-for-80% column: alpha / interventions
+  double detectable = 0;     // smallest effect detectable with `seeds` seeds (power 0.8, at `alpha`), unpaired
   double test_se = 0;        // a baseline run's test-metric SE from the finite test set (median; NaN: unknown)
   int64_t test_blocks = 0;   // blocks of its test split
 };

@@ -100,6 +100,9 @@ Script curves_script(const ReportInput& in, const Analysis& a) {
     lines += quoted(file) + " using 1:2 with linespoints pt 7 ps 0.4 lw " + (v->is_baseline ? "3" : "1.5") + " lc rgb " + colour +
              " title " + quoted(v->name) + ", ";
   }
+  if (lines.empty()) {
+    return {};  // no run has a validation curve: no plot (gnuplot refuses an empty one)
+  }
   s.text += lines;
   return s;
 }
@@ -118,15 +121,24 @@ Script forest_script(const Analysis& a) {
   const auto n = static_cast<int>(shown.size());
   std::ostringstream t;
   t.precision(8);
-  t << "set title " << quoted("Improvement over " + a.baseline + " with 95% CI (shaded: the noise band)") << '\n';
+  // shaded: ±δ when the study declares a smallest effect of interest, else the noise band — each said
+  const bool delta = a.design.min_effect > 0;
+  const double shade = delta ? a.design.min_effect : a.noise.band;
+  const std::string shaded =
+      delta ? "±δ = ±" + format_number("%g", a.design.min_effect) + ", the smallest effect of interest"
+            : "±" + format_number("%.4f", a.noise.band) + ", the noise band of one unpaired comparison at " +
+                  std::to_string(a.noise.seeds) + " seeds";
+  t << "set title " << quoted("Improvement over " + a.baseline + " with 95% CI" +
+                              (std::isfinite(shade) ? " (shaded: " + shaded + ")" : ""))
+    << '\n';
   t << "set xlabel " << quoted("improvement in " + metric_label(a.metric) + ", > 0 = better") << '\n';
   t << "set yrange [" << n - 0.5 << ":-0.5]\nset ytics (";
   for (int i = 0; i < n; ++i) {
     t << (i ? ", " : "") << quoted(shown[static_cast<size_t>(i)]->name) << ' ' << i;
   }
   t << ")\nset grid noytics\n";
-  if (std::isfinite(a.noise.band)) {
-    t << "set object 1 rect from " << -a.noise.band << ", graph 0 to " << a.noise.band
+  if (std::isfinite(shade)) {
+    t << "set object 1 rect from " << -shade << ", graph 0 to " << shade
       << ", graph 1 fc rgb '#888888' fs transparent solid 0.2 noborder behind\n";
   }
   t << "set arrow 1 from 0, graph 0 to 0, graph 1 nohead lc rgb '#444444' dt 2\nset key off\nplot ";

@@ -45,9 +45,12 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
   const std::string mean = v.summary.n == 0   ? "-"
                            : v.summary.n == 1 ? format_number("%.4f", v.summary.mean)
                                               : format_number("%.4f", v.summary.mean) + " ± " + format_number("%.4f", v.summary.sd);
-  const std::string ci = std::isfinite(v.ci_low) ? "[" + format_number("%+.4f", v.ci_low) + ", " + format_number("%+.4f", v.ci_high) + "]"
+  // a one-seed comparison's interval comes from σ of other seeds: labelled so
+  const std::string ci = std::isfinite(v.ci_low) ? std::string(v.method == "band" ? "band " : "") + "[" +
+                                                       format_number("%+.4f", v.ci_low) + ", " +
+                                                       format_number("%+.4f", v.ci_high) + "]"
                                                  : "-";
-  const double p = v.method == "band" ? std::nan("") : v.p_holm;
+  const double p = v.p_holm;
   std::vector<Cell> row{
       {std::to_string(rank), static_cast<double>(rank)},
       {v.name, std::nan("")},
@@ -111,7 +114,7 @@ std::string method_sentence(const Analysis& a) {
          "interval at its deciding (or last) look.";
   } else if (tested > 0) {
     s += "Verdicts: two-sided t-test (paired by seed where the baseline has the variant's seeds, Welch otherwise), "
-         "p adjusted by Holm across " + std::to_string(tested) + " intervention" + (tested == 1 ? "" : "s") +
+         "p adjusted by Holm across " + std::to_string(tested + band) + " intervention" + (tested + band == 1 ? "" : "s") +
          ", better/worse when p < " + format_number("%g", a.alpha) +
          (delta > 0 ? "; equivalent when the two one-sided tests (TOST) within " + margin +
                           " give a Holm-adjusted p < " + format_number("%g", a.alpha) + " — the " + format_number("%g", 100 * (1 - 2 * a.alpha)) +
@@ -127,10 +130,14 @@ std::string method_sentence(const Analysis& a) {
   }
   if (band > 0) {
     s += std::string(s.empty() ? "" : " ") +
-         "One seed: no t-test; better/worse when the improvement lies outside the noise band ±2·√2·σ" +
-         (std::isfinite(a.noise.sigma) ? " = ±" + format_number("%.4f", 2 * std::sqrt(2.0) * a.noise.sigma) : "") +
-         (delta > 0 ? ", equivalent when improvement ± band lies inside ±δ" : "") +
-         ", else undecided (the column 95% CI shows improvement ± band).";
+         "One seed (test: band): no spread of its own, so the improvement is tested against σ, the noise of the "
+         "source below — a t-test with σ's " + std::to_string(std::max<int64_t>(0, a.noise.n - 1)) +
+         " degrees of freedom (σ is estimated, not known), standard error σ·√(1/n_baseline + 1/n_variant), in the "
+         "same Holm family; its 95% CI column reads \"band [low, high]\": that t interval." +
+         (tested == 0 ? std::string(" Better/worse when the Holm-adjusted p < ") + format_number("%g", a.alpha) +
+                            (delta > 0 ? "; equivalent when TOST within ±δ = ±" + format_number("%g", delta) + " gives a Holm-adjusted p < " + format_number("%g", a.alpha) : "") +
+                            "; else undecided."
+                      : "");
   }
   return s;
 }
@@ -150,7 +157,9 @@ std::vector<std::string> noise_lines(const Analysis& a) {
   }
   if (std::isfinite(n.band)) {
     out.push_back("noise band of an improvement with " + std::to_string(n.seeds) + " seed" +
-                  (n.seeds == 1 ? "" : "s") + " per variant: ±" + format_number("%.4f", n.band) + " (2·√2·σ/√seeds)");
+                  (n.seeds == 1 ? "" : "s") + " per variant: ±" + format_number("%.4f", n.band) +
+                  " (t·σ·√(2/seeds), t for σ's " + std::to_string(n.n - 1) + " degrees of freedom: the 95% half-width "
+                  "of one unpaired comparison)");
   }
   if (std::isfinite(n.test_se)) {
     out.push_back("test-set sampling: one run's " + a.metric + " has a standard error of ±" + format_number("%.4f", n.test_se) +
@@ -161,7 +170,8 @@ std::vector<std::string> noise_lines(const Analysis& a) {
   if (std::isfinite(n.detectable)) {
     out.push_back("smallest improvement " + std::to_string(n.seeds) +
                   " seeds per variant detect with power 0.8 (unpaired, alpha " + format_number("%g", a.alpha) +
-                  "): " + format_number("%.4f", n.detectable));
+                  (n.alpha < a.alpha ? " / " + std::to_string(std::lround(a.alpha / n.alpha)) + " interventions" : "") +
+                  ", as the seeds-for-80% column): " + format_number("%.4f", n.detectable));
   }
   return out;
 }
@@ -213,7 +223,7 @@ std::string csv_field(const std::string& text) {
 
 
 std::string csv_number(const std::optional<double>& v) {
-  return v && std::isfinite(*v) ? format_number("%.10g", *v) : "";
+  return v && std::isfinite(*v) ? format_number("%.17g", *v) : "";  // 17 digits: read back bit for bit
 }
 
 std::string text_table(const std::vector<std::string>& headers, const Rows& rows, const std::string& indent) {

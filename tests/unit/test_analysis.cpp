@@ -5,9 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
 
 #include "report/analysis.h"
 #include "report/curves.h"
+#include "report/plots.h"
 #include "report/render.h"
 
 using namespace sweep;
@@ -108,23 +114,67 @@ TEST_CASE("Holm: the verdict follows the adjusted p, not the raw one") {
   CHECK(find(a, "c").p_holm == doctest::Approx(0.06).epsilon(1e-4));
 }
 
-TEST_CASE("one seed per variant: the verdict comes from the noise band 2 sqrt 2 sigma") {
-  // σ from --noise-from: sd of {3.0, 3.1, 2.9} = 0.1, band = 0.2828.
-  ReportInput in = input({variant("baseline", {3.0}), variant("far", {2.6}), variant("near", {2.8})});
+TEST_CASE("one seed per variant: a t-test against σ with σ's degrees of freedom, Holm-adjusted") {
+  // σ from --noise-from: sd of {3.0, 3.1, 2.9} = 0.1 on 2 degrees of freedom; se = 0.1·√2.
+  ReportInput in = input({variant("baseline", {3.0}), variant("far", {2.0}), variant("near", {2.8})});
   in.noise_from = NoiseSource{"noise", variant("baseline", {3.0, 3.1, 2.9}).runs};
   const Analysis a = analyze(in);
   CHECK(a.noise.sigma == doctest::Approx(0.1));
-  CHECK(a.noise.band == doctest::Approx(2 * std::sqrt(2.0) * 0.1));
+  const double half = t_quantile(0.95, 2) * 0.1 * std::sqrt(2.0);  // 4.303 × 0.1414 = 0.6085
+  CHECK(a.noise.band == doctest::Approx(half));
   const VariantStats& far = find(a, "far");
   CHECK(far.method == "band");
-  CHECK(far.verdict == "better");  // 0.4 > 0.283
-  CHECK(far.ci_low == doctest::Approx(0.4 - 0.28284271));
-  CHECK(std::isnan(far.p_holm));
-  CHECK(find(a, "near").verdict == "undecided");  // 0.2 < 0.283
+  CHECK(far.ci_low == doctest::Approx(1.0 - half));
+  CHECK(far.p == doctest::Approx(0.0194).epsilon(0.01));     // t = 7.07 on 2 df
+  CHECK(far.p_holm == doctest::Approx(2 * far.p));           // Holm, 2 tests: the smaller p doubled
+  CHECK(far.verdict == "better");
+  const VariantStats& near = find(a, "near");
+  CHECK(near.verdict == "undecided");  // t = 1.41: p = 0.29
+  // 0.4 would have been "better" against 2·√2·σ = 0.28 as if σ were known; with σ from 3 seeds it is not
+  ReportInput was = input({variant("baseline", {3.0}), variant("x", {2.6})});
+  was.noise_from = in.noise_from;
+  CHECK(find(analyze(was), "x").verdict == "undecided");
   // Without any noise estimate the verdict is unknown, and the report says how to get one.
   const Analysis blind = analyze(input({variant("baseline", {3.0}), variant("far", {2.6})}));
   CHECK(find(blind, "far").verdict == "unknown");
   CHECK(blind.noise.source.find("--noise-from") != std::string::npos);
+  // A noise sweep that repeats one seed measures nondeterminism, not seed noise: refused, saying why.
+  ReportInput fixed = input({variant("baseline", {3.0}), variant("far", {2.0})});
+  NoiseSource repeats{"fixed", {}};
+  for (int k = 0; k < 3; ++k) {
+    ReportRun r = variant("baseline", {3.0 + 0.01 * k}).runs.front();
+    r.repeat = k;
+    repeats.runs.push_back(r);
+  }
+  fixed.noise_from = repeats;
+  const Analysis refused = analyze(fixed);
+  CHECK(std::isnan(refused.noise.sigma));
+  CHECK(refused.noise.source.find("σ refused") != std::string::npos);
+  CHECK(refused.noise.source.find("nondeterminism") != std::string::npos);
+  CHECK(find(refused, "far").verdict == "unknown");
+}
+
+TEST_CASE("one seed per variant: no more false verdicts than alpha per study, measured through the report") {
+  // 2000 simulated studies with no effect: 7 interventions and the baseline one seed each, σ from a
+  // 3-seed noise sweep. Studies with any better/worse verdict: at most alpha (+ Monte Carlo error).
+  std::mt19937_64 gen(11);
+  std::normal_distribution<double> normal(0, 0.01);
+  int false_studies = 0;
+  const int studies = 2000;
+  for (int k = 0; k < studies; ++k) {
+    std::vector<VariantRuns> vs{variant("baseline", {3.0 + normal(gen)})};
+    for (int i = 0; i < 7; ++i) {
+      vs.push_back(variant("i" + std::to_string(i), {3.0 + normal(gen)}));
+    }
+    ReportInput in = input(vs);
+    in.noise_from = NoiseSource{"noise", variant("baseline", {3.0 + normal(gen), 3.0 + normal(gen), 3.0 + normal(gen)}).runs};
+    const Analysis a = analyze(in);
+    false_studies += std::any_of(a.variants.begin(), a.variants.end(), [](const VariantStats& v) {
+      return v.verdict == "better" || v.verdict == "worse";
+    });
+  }
+  const double rate = static_cast<double>(false_studies) / studies;
+  CHECK(rate <= 0.05 + 2 * std::sqrt(0.05 * 0.95 / studies));
 }
 
 TEST_CASE("edge cases: zero variance, every run diverged, a baseline missing seeds") {
@@ -147,6 +197,7 @@ TEST_CASE("edge cases: zero variance, every run diverged, a baseline missing see
   CHECK(find(a, "more-seeds").method == "welch");
   CHECK(find(a, "half").method == "paired");  // seeds 1 and 3, paired with the baseline's 1 and 3
   CHECK(find(a, "half").finished == 2);
+  CHECK(find(a, "half").verdict == "diverged 1/3");  // better on its survivors, and yet not shown better
   bool noted = false;
   for (const auto& n : a.notes) {
     noted |= n.find("half: 1 of 3 runs diverged") != std::string::npos;
@@ -492,7 +543,7 @@ TEST_CASE("--until-decided: a look with a diverged seed stops the design there, 
   in.design.min_effect = 0.01;
   const Analysis a = analyze(in);
   const VariantStats& broken = find(a, "broken");
-  CHECK(broken.verdict == "undecided");
+  CHECK(broken.verdict == "diverged 1/6");  // never judged on its survivors
   CHECK(broken.halted);
   CHECK(broken.stopped.find("look 1 lacks a result for seed 3") != std::string::npos);
   CHECK(next_round(a).count("broken") == 0);  // no seeds for a design that stopped
@@ -502,4 +553,72 @@ TEST_CASE("--until-decided: a look with a diverged seed stops the design there, 
   ReportInput bpb = input({variant("baseline", {1.0, 1.1, 0.9}), variant("x", {1.0, 1.1, 0.9})});
   bpb.notes.push_back("the sweep file's min_effect (0.01) is in nats per token");
   CHECK(analyze(bpb).notes.front() == "the sweep file's min_effect (0.01) is in nats per token");
+}
+
+TEST_CASE("the noise section's detectable effect is at the level of the seeds-for-80% column") {
+  const Analysis a = analyze(input({
+      variant("baseline", {3.0, 3.1, 2.9}),
+      variant("a", {2.9, 3.0, 2.8}),
+      variant("b", {3.0, 3.1, 2.95}),
+      variant("c", {3.05, 3.1, 2.9}),
+      variant("d", {3.0, 3.05, 2.9}),
+  }));
+  CHECK(a.noise.alpha == doctest::Approx(0.05 / 4));
+  CHECK(a.noise.detectable == doctest::Approx(detectable_effect(3, a.noise.sigma, false, 0.05 / 4)));
+  CHECK(render_text(a).find("(unpaired, alpha 0.05 / 4 interventions, as the seeds-for-80% column)") !=
+        std::string::npos);
+}
+
+TEST_CASE("summary.csv's values read back bit for bit equal to report.json's") {
+  std::mt19937_64 gen(3);
+  std::uniform_real_distribution<double> u(2.0, 4.0);
+  ReportInput in = input({variant("baseline", {u(gen), u(gen), u(gen)}), variant("x", {u(gen), u(gen), u(gen)})});
+  for (auto& v : in.variants) {
+    for (auto& r : v.runs) {
+      r.tokens_per_s = u(gen) * 1e4 / 3;
+      r.wall_seconds = u(gen) / 7;
+    }
+  }
+  const Analysis a = analyze(in);
+  const nlohmann::json j = nlohmann::json::parse(render_json(in, a));
+  std::map<std::string, double> from_json;
+  for (const auto& v : j["variants"]) {
+    for (const auto& r : v["runs_detail"]) {
+      from_json[r["run_id"].get<std::string>()] = r["value"].get<double>();
+    }
+  }
+  std::istringstream csv(render_csv(in, a));
+  std::string line;
+  std::getline(csv, line);  // header: run_id is column 3, the metric's value column 8
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) {
+      f.push_back(cell);
+    }
+    const double value = std::strtod(f[7].c_str(), nullptr);
+    CHECK(value == from_json.at(f[2]));  // exact: not 10 significant digits
+    const double tps = std::strtod(f[12].c_str(), nullptr);
+    CHECK(std::isfinite(tps));
+    ++rows;
+  }
+  CHECK(rows == 6);
+}
+
+TEST_CASE("the forest plot shades ±δ when a smallest effect is declared, and says what any shading is") {
+  ReportInput in = input({variant("baseline", {3.0, 3.1, 2.9}), variant("x", {2.9, 3.0, 2.8})});
+  in.design.min_effect = 0.02;
+  in.min_effect_source = "the sweep file";
+  std::string warning;
+  const auto plots = draw_plots(in, analyze(in), std::filesystem::temp_directory_path() / "sweep-forest-test", warning);
+  INFO(warning);
+  const auto forest = std::find_if(plots.begin(), plots.end(), [](const Plot& p) { return p.file == "forest.svg"; });
+  REQUIRE(forest != plots.end());
+  CHECK(forest->svg.find("shaded: ±δ = ±0.02, the smallest effect of interest") != std::string::npos);
+  in.design.min_effect = 0;
+  const auto plain = draw_plots(in, analyze(in), std::filesystem::temp_directory_path() / "sweep-forest-test", warning);
+  const auto f2 = std::find_if(plain.begin(), plain.end(), [](const Plot& p) { return p.file == "forest.svg"; });
+  REQUIRE(f2 != plain.end());
+  CHECK(f2->svg.find("the noise band of one unpaired comparison at 3 seeds") != std::string::npos);
 }
