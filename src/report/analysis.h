@@ -37,6 +37,7 @@ struct ReportRun {
   struct TrainPoint {
     int64_t tokens = 0;
     double loss = 0, grad_norm = 0;  // NaN when not finite
+    double seconds = std::numeric_limits<double>::quiet_NaN();  // training time to the end of this step (NaN: unknown)
     double moe_load = std::numeric_limits<double>::quiet_NaN();  // MoE models: busiest expert ÷ mean load
   };
   std::vector<TrainPoint> train_curve;  // every optimizer step
@@ -170,12 +171,27 @@ struct DeltaCurve {
 
 // Tokens-to-target: the tokens an intervention needs to reach the baseline's final validation
 // loss (same seed; both curves interpolated linearly to the first crossing), as the share of the
-// baseline's tokens it saves — 1 − tokens(variant) / tokens(baseline): 0.18 = 18% fewer.
+// baseline's tokens it saves — 1 − tokens(variant) / tokens(baseline): 0.18 = 18% fewer. The same
+// in training FLOPs (tokens × the model's FLOPs per token) and in measured training time.
 struct TokensToTarget {
   std::string variant;
   int position = 0;
   int64_t seeds = 0, reached = 0;  // seeds compared; of them, those where the variant reaches it
   Summary saving;                  // over the seeds that reached it; its CI only when all did
+  int64_t flops_reached = 0, time_seeds = 0, time_reached = 0;  // time: seeds whose runs have their steps' speeds
+  Summary flops_saving, time_saving;
+};
+
+// An intervention against the baseline at equal compute: the final validation loss's improvement
+// (baseline − variant, paired by seed, 95% t CI over seeds) at equal tokens, at equal training
+// FLOPs and at equal measured training time — each at the smaller of the two runs' totals, the
+// curves interpolated linearly there.
+struct ComputeMatch {
+  std::string variant;
+  int position = 0;
+  double flops_ratio = 0;  // its FLOPs per token ÷ the baseline's
+  double time_ratio = 0;   // its training seconds per token ÷ the baseline's (mean over seeds; NaN: unknown)
+  Summary at_tokens, at_flops, at_time;
 };
 
 // A scale ladder's rung, as its baseline has it.
@@ -227,6 +243,7 @@ struct Analysis {
   std::vector<Additivity> additivity;
   std::vector<DeltaCurve> deltas;         // per intervention with paired validation curves
   std::vector<TokensToTarget> targets;
+  std::vector<ComputeMatch> matched;      // per intervention with paired validation curves
   std::string code;                    // which code trained the sweep's runs (a sentence)
   std::vector<std::string> notes;      // things the reader must know (diverged runs, unpaired seeds...)
   std::vector<ReferenceScore> references;  // scored on the test split: shown beside the baseline

@@ -8,56 +8,134 @@ namespace sweep {
 
 namespace {
 
-// A seed's validation curve, (tokens, loss) ascending: the mean over identical-seed repeats'
-// curves is not needed — repeats are identical here or averaged by seed_values for the metric;
-// the first finished run of the seed stands for it.
-std::map<SeedKey, const std::vector<std::pair<int64_t, double>>*> curves_by_seed(const std::vector<ReportRun>& runs) {
-  std::map<SeedKey, const std::vector<std::pair<int64_t, double>>*> out;
-  for (const auto& r : runs) {
-    if (r.value && r.val_curve.size() >= 2) {
-      out.emplace(SeedKey{r.init_seed, r.data_seed}, &r.val_curve);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-std::optional<double> interpolate(const std::vector<std::pair<int64_t, double>>& curve, double tokens) {
+// `curve` (x ascending) at x, linear between points; nullopt outside its range.
+template <class X>
+std::optional<double> value_at(const std::vector<std::pair<X, double>>& curve, double at) {
   for (size_t i = 0; i < curve.size(); ++i) {
     const auto x = static_cast<double>(curve[i].first);
-    if (x == tokens) {
+    if (x == at) {
       return curve[i].second;
     }
-    if (x > tokens) {
+    if (x > at) {
       if (i == 0) {
         return std::nullopt;
       }
       const auto x0 = static_cast<double>(curve[i - 1].first);
-      return curve[i - 1].second + (curve[i].second - curve[i - 1].second) * (tokens - x0) / (x - x0);
+      return curve[i - 1].second + (curve[i].second - curve[i - 1].second) * (at - x0) / (x - x0);
     }
   }
   return std::nullopt;
 }
 
-std::optional<double> tokens_to_reach(const std::vector<std::pair<int64_t, double>>& curve, double target) {
+// The first x at which `curve` reaches `target` or below, linear between points.
+template <class X>
+std::optional<double> first_reach(const std::vector<std::pair<X, double>>& curve, double target) {
   for (size_t i = 0; i < curve.size(); ++i) {
     if (curve[i].second <= target) {
       if (i == 0) {
         return static_cast<double>(curve[0].first);
       }
-      const auto [x0, y0] = curve[i - 1];
-      const auto [x1, y1] = curve[i];
-      return static_cast<double>(x0) + static_cast<double>(x1 - x0) * (y0 - target) / (y0 - y1);
+      const auto x0 = static_cast<double>(curve[i - 1].first), x1 = static_cast<double>(curve[i].first);
+      const double y0 = curve[i - 1].second, y1 = curve[i].second;
+      return x0 + (x1 - x0) * (y0 - target) / (y0 - y1);
     }
   }
   return std::nullopt;
 }
 
+
+
+// A seed's finished run with a validation curve: the first of its identical-seed repeats stands
+// for it (repeats are identical here, or averaged by seed_values for the metric).
+std::map<SeedKey, const ReportRun*> runs_by_seed(const std::vector<ReportRun>& runs) {
+  std::map<SeedKey, const ReportRun*> out;
+  for (const auto& r : runs) {
+    if (r.value && r.val_curve.size() >= 2) {
+      out.emplace(SeedKey{r.init_seed, r.data_seed}, &r);
+    }
+  }
+  return out;
+}
+
+using Curve = std::vector<std::pair<double, double>>;  // (x, validation loss), x ascending
+
+// The validation curve against tokens × `per_token` (1: tokens; FLOPs per token: training FLOPs).
+Curve scaled_curve(const ReportRun& r, double per_token) {
+  Curve out;
+  for (const auto& [tokens, loss] : r.val_curve) {
+    out.emplace_back(static_cast<double>(tokens) * per_token, loss);
+  }
+  return out;
+}
+
+// The validation curve against training seconds (each step's tokens over its own speed,
+// evaluations left out); empty when a step's speed is unknown.
+Curve time_curve(const ReportRun& r) {
+  std::map<int64_t, double> seconds{{0, 0.0}};
+  for (const auto& p : r.train_curve) {
+    seconds[p.tokens] = p.seconds;
+  }
+  Curve out;
+  for (const auto& [tokens, loss] : r.val_curve) {
+    const auto it = seconds.find(tokens);
+    if (it == seconds.end() || !std::isfinite(it->second)) {
+      return {};
+    }
+    out.emplace_back(it->second, loss);
+  }
+  return out;
+}
+
+// The improvement (base − mine) at the smaller of the two curves' ends, the other interpolated there.
+std::optional<double> at_equal(const Curve& base, const Curve& mine) {
+  if (base.size() < 2 || mine.size() < 2) {
+    return std::nullopt;
+  }
+  const double end = std::min(base.back().first, mine.back().first);
+  const auto b = value_at(base, end), m = value_at(mine, end);
+  if (!b || !m) {
+    return std::nullopt;
+  }
+  return *b - *m;
+}
+
+// 1 − x(variant) / x(baseline) to reach the baseline's final loss; nullopt when the variant never does.
+std::optional<double> saving_to_target(const Curve& base, const Curve& mine) {
+  if (base.size() < 2 || mine.size() < 2) {
+    return std::nullopt;
+  }
+  const double goal = base.back().second;
+  const std::optional<double> b = first_reach(base, goal), m = first_reach(mine, goal);
+  if (!b || !m || *b <= 0) {
+    return std::nullopt;
+  }
+  return 1 - *m / *b;
+}
+
+// Mean and CI over seeds that all reached it (else the mean alone).
+Summary savings_summary(const std::vector<double>& savings, int64_t seeds) {
+  Summary s = summarize(savings);
+  if (static_cast<int64_t>(savings.size()) < seeds) {
+    s.ci_low = s.ci_high = std::nan("");
+  }
+  return s;
+}
+
+}  // namespace
+
+
+std::optional<double> interpolate(const std::vector<std::pair<int64_t, double>>& curve, double tokens) {
+  return value_at(curve, tokens);
+}
+
+std::optional<double> tokens_to_reach(const std::vector<std::pair<int64_t, double>>& curve, double target) {
+  return first_reach(curve, target);
+}
+
 void analyze_curves(const ReportInput& in, Analysis& a) {
   const auto base_it = std::find_if(in.variants.begin(), in.variants.end(),
                                     [&](const VariantRuns& v) { return v.name == in.baseline; });
-  const auto base = curves_by_seed(base_it->runs);
+  const auto base = runs_by_seed(base_it->runs);
   size_t fewest = std::numeric_limits<size_t>::max();
   for (const auto& v : in.variants) {
     for (const auto& r : v.runs) {
@@ -83,36 +161,72 @@ void analyze_curves(const ReportInput& in, Analysis& a) {
     TokensToTarget target;
     target.variant = s.name;
     target.position = s.position;
-    std::vector<double> savings;
-    for (const auto& [seed, curve] : curves_by_seed(mine_it->runs)) {
+    ComputeMatch match;
+    match.variant = s.name;
+    match.position = s.position;
+    const bool flops_known = base_it->flops_per_token > 0 && mine_it->flops_per_token > 0;
+    match.flops_ratio = flops_known ? mine_it->flops_per_token / base_it->flops_per_token : std::nan("");
+    std::vector<double> savings, flops_savings, time_savings, at_tokens, at_flops, at_time, time_ratios;
+    for (const auto& [seed, run] : runs_by_seed(mine_it->runs)) {
       const auto b = base.find(seed);
       if (b == base.end()) {
         continue;
       }
-      for (const auto& [tokens, loss] : *curve) {
+      const auto& base_curve = b->second->val_curve;
+      const auto& curve = run->val_curve;
+      for (const auto& [tokens, loss] : curve) {
         if (tokens == 0) {
           continue;  // ln(vocab) on both sides
         }
-        if (const auto at = interpolate(*b->second, static_cast<double>(tokens))) {
+        if (const auto at = interpolate(base_curve, static_cast<double>(tokens))) {
           delta[tokens].push_back(*at - loss);
         }
       }
       ++target.seeds;
-      const double goal = b->second->back().second;
-      const std::optional<double> base_tokens = tokens_to_reach(*b->second, goal);
-      if (const auto t = tokens_to_reach(*curve, goal); t && base_tokens && *base_tokens > 0) {
-        ++target.reached;
-        savings.push_back(1 - *t / *base_tokens);
+      const Curve bc = scaled_curve(*b->second, 1), mc = scaled_curve(*run, 1);
+      if (const auto saved = saving_to_target(bc, mc)) {
+        savings.push_back(*saved);
+      }
+      if (const auto d = at_equal(bc, mc)) {
+        at_tokens.push_back(*d);
+      }
+      if (flops_known) {
+        const Curve bf = scaled_curve(*b->second, base_it->flops_per_token), mf = scaled_curve(*run, mine_it->flops_per_token);
+        if (const auto saved = saving_to_target(bf, mf)) {
+          flops_savings.push_back(*saved);
+        }
+        if (const auto d = at_equal(bf, mf)) {
+          at_flops.push_back(*d);
+        }
+      }
+      const Curve bt = time_curve(*b->second), mt = time_curve(*run);
+      if (!bt.empty() && !mt.empty()) {
+        ++target.time_seeds;
+        if (const auto saved = saving_to_target(bt, mt)) {
+          time_savings.push_back(*saved);
+        }
+        if (const auto d = at_equal(bt, mt)) {
+          at_time.push_back(*d);
+        }
+        time_ratios.push_back((mt.back().first / static_cast<double>(curve.back().first)) /
+                              (bt.back().first / static_cast<double>(base_curve.back().first)));
       }
     }
     if (target.seeds == 0) {
       continue;
     }
-    target.saving = summarize(savings);
-    if (target.reached < target.seeds) {
-      target.saving.ci_low = target.saving.ci_high = std::nan("");
-    }
+    target.reached = static_cast<int64_t>(savings.size());
+    target.saving = savings_summary(savings, target.seeds);
+    target.flops_reached = static_cast<int64_t>(flops_savings.size());
+    target.flops_saving = savings_summary(flops_savings, flops_known ? target.seeds : 0);
+    target.time_reached = static_cast<int64_t>(time_savings.size());
+    target.time_saving = savings_summary(time_savings, target.time_seeds);
     a.targets.push_back(target);
+    match.at_tokens = summarize(at_tokens);
+    match.at_flops = summarize(at_flops);
+    match.at_time = summarize(at_time);
+    match.time_ratio = time_ratios.empty() ? std::nan("") : summarize(time_ratios).mean;
+    a.matched.push_back(match);
     DeltaCurve curve;
     curve.variant = s.name;
     curve.position = s.position;

@@ -53,12 +53,17 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
   if (r.status == RunState::done) {
     rr.test_blocks = store.test_blocks(r.run_id);
   }
+  double seconds = 0;  // training time so far: each step's tokens over its own speed (evaluations left out)
+  int64_t before = 0;
   for (const auto& p : store.metrics(r.run_id, "train")) {
+    seconds += p.tokens_per_s && *p.tokens_per_s > 0 ? static_cast<double>(p.tokens - before) / *p.tokens_per_s
+                                                     : std::nan("");
+    before = p.tokens;
     const double moe_load = p.moe_load_max.empty()  // the mean over the MoE layers
                                 ? std::nan("")
                                 : std::accumulate(p.moe_load_max.begin(), p.moe_load_max.end(), 0.0) /
                                       static_cast<double>(p.moe_load_max.size());
-    rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan("")), moe_load});
+    rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan("")), seconds, moe_load});
   }
   if (r.status == RunState::done) {
     if (!rr.val_curve.empty()) {

@@ -154,27 +154,62 @@ const char* k_noise_sentence =
 
 // ---- where the effects happen: tokens to the baseline's final validation loss ----
 
-const std::vector<std::string> k_target_headers{"variant", "seeds reaching it", "tokens saved", "95% CI"};
+const std::vector<std::string> k_target_headers{"variant", "seeds reaching it", "tokens saved", "95% CI",
+                                                "FLOPs saved", "95% CI", "time saved", "95% CI"};
 
 std::string percent(double v) { return format_number("%+.1f%%", 100 * v); }
+std::string percent_ci(const Summary& s) {
+  return std::isfinite(s.ci_low) ? "[" + percent(s.ci_low) + ", " + percent(s.ci_high) + "]" : "-";
+}
 
 Rows target_rows(const Analysis& a) {
   Rows rows;
   for (const auto& t : a.targets) {
-    const Summary& s = t.saving;
     rows.push_back({t.variant, std::to_string(t.reached) + "/" + std::to_string(t.seeds),
-                    t.reached > 0 ? percent(s.mean) : "-",
-                    std::isfinite(s.ci_low) ? "[" + percent(s.ci_low) + ", " + percent(s.ci_high) + "]" : "-"});
+                    t.reached > 0 ? percent(t.saving.mean) : "-", percent_ci(t.saving),
+                    t.flops_reached > 0 ? percent(t.flops_saving.mean) : "-", percent_ci(t.flops_saving),
+                    t.time_reached > 0 ? percent(t.time_saving.mean) : "-", percent_ci(t.time_saving)});
   }
   return rows;
 }
+
+// ---- at equal compute: the improvement at equal tokens, training FLOPs and training time ----
+
+const std::vector<std::string> k_matched_headers{"variant", "FLOPs/token", "time/token", "at equal tokens", "95% CI",
+                                                 "at equal FLOPs", "95% CI", "at equal time", "95% CI"};
+
+Rows matched_rows(const Analysis& a) {
+  auto value = [](const Summary& s) { return s.n > 0 ? format_number("%+.4f", s.mean) : std::string("-"); };
+  auto ci = [](const Summary& s) {
+    return std::isfinite(s.ci_low) ? "[" + format_number("%+.4f", s.ci_low) + ", " + format_number("%+.4f", s.ci_high) + "]"
+                                   : std::string("-");
+  };
+  auto ratio = [](double r) { return std::isfinite(r) ? format_number("%.3g", r) + "×" : std::string("-"); };
+  Rows rows;
+  for (const auto& m : a.matched) {
+    rows.push_back({m.variant, ratio(m.flops_ratio), ratio(m.time_ratio), value(m.at_tokens), ci(m.at_tokens),
+                    value(m.at_flops), ci(m.at_flops), value(m.at_time), ci(m.at_time)});
+  }
+  return rows;
+}
+
+const char* k_matched_sentence =
+    "The final validation loss's improvement (baseline − variant, paired by seed, mean and 95% t interval over "
+    "seeds) at equal budgets: each pair compared at the smaller of the two runs' totals, the other's curve "
+    "interpolated linearly there. FLOPs: tokens × the model's training FLOPs per token (6 × the matmul "
+    "parameters a token goes through — active experts only — plus attention), from the config; an intervention "
+    "that costs more per token is judged where both spent the same. Time: each training step's tokens over its "
+    "measured speed, evaluations left out — machine-dependent and noisy (runs that share the cores slow each "
+    "other), so read it for its direction on this machine, not as a property of the method. FLOPs/token and "
+    "time/token: the variant's ÷ the baseline's.";
 
 const char* k_target_sentence =
     "Tokens saved: 1 − the tokens a variant needs to reach the baseline's final validation loss / the tokens the "
     "baseline needs (the same seed, both curves interpolated linearly to their first crossing); +18% = reaches the "
     "same loss with 18% fewer tokens, − = needs more. Mean and 95% t interval over seeds, the interval only when "
-    "every seed reaches it. The paired Δ-loss curves (baseline − variant at the same tokens and seed, mean and 95% "
-    "CI band) are in delta.svg.";
+    "every seed reaches it. FLOPs saved and time saved: the same with training FLOPs and measured training time "
+    "in place of tokens (see at equal compute). The paired Δ-loss curves (baseline − variant at the same tokens "
+    "and seed, mean and 95% CI band) are in delta.svg.";
 
 const char* k_additivity_sentence =
     "Improvements over the baseline. adds up: the CI of combined − sum contains 0; overlaps: less than the sum, "
@@ -240,8 +275,12 @@ std::string render_text(const Analysis& a) {
         << text_table(k_additivity_headers, additivity_rows(a), "  ") << "  " << k_additivity_sentence << '\n';
   }
   if (!a.targets.empty()) {
-    out << "\nwhere the effects happen — tokens to the baseline's final validation loss:\n"
+    out << "\nwhere the effects happen — tokens, FLOPs and time to the baseline's final validation loss:\n"
         << text_table(k_target_headers, target_rows(a), "  ") << "  " << k_target_sentence << '\n';
+  }
+  if (!a.matched.empty()) {
+    out << "\nat equal compute:\n" << text_table(k_matched_headers, matched_rows(a), "  ") << "  " << k_matched_sentence
+        << '\n';
   }
   out << '\n' << a.code << '\n';
   if (!a.notes.empty()) {
@@ -309,6 +348,13 @@ std::string study_markdown(const Analysis& a) {
     }
     out << "\n## Where the effects happen\n\n" << markdown_table(k_target_headers, md) << '\n' << k_target_sentence
         << '\n';
+  }
+  if (!a.matched.empty()) {
+    Rows md = matched_rows(a);
+    for (auto& row : md) {
+      row[0] = md_code(row[0]);
+    }
+    out << "\n## At equal compute\n\n" << markdown_table(k_matched_headers, md) << '\n' << k_matched_sentence << '\n';
   }
   return out.str();
 }
@@ -395,6 +441,10 @@ std::string study_html(const Analysis& a) {
   if (!a.targets.empty()) {
     out << "<h2>Where the effects happen</h2>\n" << html_table(k_target_headers, target_rows(a)) << "<p>"
         << html_escape(k_target_sentence) << "</p>\n";
+  }
+  if (!a.matched.empty()) {
+    out << "<h2>At equal compute</h2>\n" << html_table(k_matched_headers, matched_rows(a)) << "<p>"
+        << html_escape(k_matched_sentence) << "</p>\n";
   }
   return out.str();
 }
@@ -584,15 +634,33 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   }
   j["combinations"] = combinations;
   nlohmann::ordered_json targets = nlohmann::ordered_json::array();
+  auto summary_json = [](const Summary& s) {
+    return nlohmann::ordered_json{{"mean", number_or_null(s.n > 0 ? s.mean : std::nan(""))},
+                                  {"ci_low", number_or_null(s.ci_low)},
+                                  {"ci_high", number_or_null(s.ci_high)},
+                                  {"seeds", s.n}};
+  };
   for (const auto& t : a.targets) {
     targets.push_back({{"variant", t.variant},
                        {"seeds", t.seeds},
                        {"reached", t.reached},
                        {"saving", number_or_null(t.saving.mean)},
                        {"ci_low", number_or_null(t.saving.ci_low)},
-                       {"ci_high", number_or_null(t.saving.ci_high)}});
+                       {"ci_high", number_or_null(t.saving.ci_high)},
+                       {"flops_saving", summary_json(t.flops_saving)},
+                       {"time_saving", summary_json(t.time_saving)}});
   }
   j["tokens_to_target"] = targets;
+  nlohmann::ordered_json matched = nlohmann::ordered_json::array();
+  for (const auto& m : a.matched) {
+    matched.push_back({{"variant", m.variant},
+                       {"flops_per_token_ratio", number_or_null(m.flops_ratio)},
+                       {"time_per_token_ratio", number_or_null(m.time_ratio)},
+                       {"at_equal_tokens", summary_json(m.at_tokens)},
+                       {"at_equal_flops", summary_json(m.at_flops)},
+                       {"at_equal_time", summary_json(m.at_time)}});
+  }
+  j["compute_matched"] = matched;
   nlohmann::ordered_json deltas = nlohmann::ordered_json::array();
   for (const auto& d : a.deltas) {
     nlohmann::ordered_json points = nlohmann::ordered_json::array();

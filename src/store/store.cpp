@@ -528,13 +528,14 @@ std::vector<ReferenceScore> Store::references(const std::string& sweep) try {
 
 std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::string& split) try {
   SQLite::Statement q(*m_db,
-                      "SELECT step, tokens, loss, grad_norm, moe FROM metrics WHERE run_id = ? AND split = ? ORDER BY step");
+                      "SELECT step, tokens, loss, grad_norm, moe, tokens_per_s FROM metrics WHERE run_id = ? AND split = ? "
+                      "ORDER BY step");
   q.bind(1, run_id);
   q.bind(2, split);
   std::vector<MetricPoint> out;
   while (q.executeStep()) {
     MetricPoint p{q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2)),
-                  opt_double(q.getColumn(3)), {}};
+                  opt_double(q.getColumn(3)), opt_double(q.getColumn(5)), {}};
     if (!q.getColumn(4).isNull()) {  // every layer's number, or none when one is not a number
       const auto moe = nlohmann::json::parse(q.getColumn(4).getString(), nullptr, false);
       if (moe.is_object() && moe.contains("load_max") && moe["load_max"].is_array()) {

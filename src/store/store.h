@@ -74,6 +74,7 @@ struct MetricPoint {
   int64_t step = 0, tokens = 0;
   std::optional<double> loss;       // empty when not finite
   std::optional<double> grad_norm;  // train steps; empty when not finite or not recorded
+  std::optional<double> tokens_per_s;  // train steps: the step's own speed; empty when not recorded
   std::vector<double> moe_load_max;  // train steps of MoE models, per MoE layer: the busiest expert's load ÷ the mean
 };
 

@@ -622,3 +622,38 @@ TEST_CASE("the forest plot shades ±δ when a smallest effect is declared, and s
   REQUIRE(f2 != plain.end());
   CHECK(f2->svg.find("the noise band of one unpaired comparison at 3 seeds") != std::string::npos);
 }
+
+TEST_CASE("compute-matched: equal tokens, equal FLOPs and equal time on constructed curves") {
+  // The baseline: loss 5 − t/1000 at 10 FLOPs and 1/100 s a token; the variant learns 1.5× as fast
+  // per token at 20 FLOPs and 1/50 s a token.
+  auto with_curves = [](VariantRuns v, double slope, double flops_per_token, double tokens_per_s) {
+    v.flops_per_token = flops_per_token;
+    for (auto& r : v.runs) {
+      for (int64_t t = 0; t <= 1000; t += 100) {
+        r.val_curve.emplace_back(t, 5.0 - slope * static_cast<double>(t) / 1000);
+        if (t > 0) {
+          r.train_curve.push_back({t, 0.0, 0.0, static_cast<double>(t) / tokens_per_s});
+        }
+      }
+      r.value = r.test_loss = r.val_curve.back().second;
+    }
+    return v;
+  };
+  const Analysis a = analyze(input({with_curves(variant("baseline", {0, 0}), 1.0, 10, 100),
+                                    with_curves(variant("x", {0, 0}), 1.5, 20, 50)}));
+  REQUIRE(a.matched.size() == 1);
+  const ComputeMatch& m = a.matched.front();
+  CHECK(m.flops_ratio == doctest::Approx(2));
+  CHECK(m.time_ratio == doctest::Approx(2));
+  CHECK(m.at_tokens.mean == doctest::Approx(0.5));    // 4.0 against 3.5 at 1000 tokens
+  CHECK(m.at_flops.mean == doctest::Approx(-0.25));   // 10k FLOPs: 4.0 against the variant's 500 tokens, 4.25
+  CHECK(m.at_time.mean == doctest::Approx(-0.25));    // 10 s: the same
+  CHECK(m.at_flops.n == 2);
+  REQUIRE(a.targets.size() == 1);
+  const TokensToTarget& t = a.targets.front();
+  CHECK(t.saving.mean == doctest::Approx(1 - 666.6667 / 1000).epsilon(1e-4));   // 4.0 at 666.7 tokens
+  CHECK(t.flops_saving.mean == doctest::Approx(1 - 13333.33 / 10000).epsilon(1e-4));
+  CHECK(t.time_saving.mean == doctest::Approx(1 - 13.33333 / 10).epsilon(1e-4));
+  CHECK(t.time_reached == 2);
+  CHECK(render_text(a).find("at equal compute:") != std::string::npos);
+}
