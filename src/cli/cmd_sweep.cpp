@@ -139,11 +139,12 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   int repeating = 0;
   double most_epochs = 0;
   for (const auto& r : spec.runs) {
+    const bool own = r.config.trainer.has_value();  // a trainer of the user's: its tokens and size are its own
     const std::string data = r.config.data.location();
-    if (!train_tokens.count(data)) {
+    if (!own && !train_tokens.count(data)) {
       train_tokens[data] = read_dataset(data).splits.at("train").tokens;
     }
-    const double epochs = static_cast<double>(r.config.train.tokens) / static_cast<double>(std::max<int64_t>(1, train_tokens[data]));
+    const double epochs = own ? 0 : static_cast<double>(r.config.train.tokens) / static_cast<double>(std::max<int64_t>(1, train_tokens[data]));
     repeating += epochs > 1.0;
     most_epochs = std::max(most_epochs, epochs);
     const std::optional<RunRow> row = store ? store->run(r.run_id) : std::nullopt;
@@ -153,11 +154,17 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
       rate_sum += *row->tokens_per_s;
       ++rates;
     }
-    if (!finished(state) && !failed(state)) {
+    if (!finished(state) && !failed(state) && !own) {
       tokens_left += static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
     }
     const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
                               (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
+    if (own) {
+      std::printf("%-32s %-10s %-16s %-10s %10s %7s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
+                  to_string(state), "-", "-",
+                  ("trainer " + r.config.trainer->name + "@" + r.config.trainer->version()).c_str());
+      continue;
+    }
     const ModelSize size = model_size(r.config.model);
     const std::string params = format_count(static_cast<double>(size.total)) +
                                (size.active != size.total ? " (" + format_count(static_cast<double>(size.active)) + ")" : "");
@@ -180,6 +187,11 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     std::printf("reference %s (%s): %s\n", ref.name.c_str(), ref.model.c_str(),
                 scored ? ("test loss " + format_number("%.4f", scored->loss) + " when last scored").c_str()
                        : "to be scored on the test split by sweep run, before the runs");
+  }
+  if (spec.trainer) {
+    std::printf("%s; trained by %s's own command (sweep knows its tokens from its events only)\n",
+                join_counts(counts).c_str(), spec.trainer->trainer.name.c_str());
+    return Exit::ok;
   }
   std::printf("%s; %s tokens left to train", join_counts(counts).c_str(), format_count(tokens_left).c_str());
   if (rates > 0) {

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "config/run_config.h"
+#include "external/host.h"
 #include "parallel/parallel.h"
 #include "parallel/launch.h"
 #include "protocol/events.h"
@@ -84,6 +85,13 @@ Exit run_train(const TrainOptions& o) {
     overrides.push_back(parse_set_option(s));
   }
   RunConfig cfg = load_run_config(o.config, overrides);
+  if (cfg.trainer) {  // a user's own program trains this run: hosted, not trained here
+    if (o.run_dir.empty()) {
+      throw Error(o.config + " names a trainer of your own: run it with `sweep run` on its sweep file (or pass --run-dir)",
+                  Exit::bad_input);
+    }
+    return run_external(cfg, {o.run_dir, o.resume, o.events || !::isatty(STDOUT_FILENO)});
+  }
   cfg.data.dir = !o.data_dir.empty() ? o.data_dir : find_dataset(cfg.data.dataset, o.config);
   if (cfg.data.dir.empty()) {
     throw Error("no dataset '" + cfg.data.dataset + "' in " + fs::absolute(o.config).parent_path().string() +

@@ -380,7 +380,26 @@ static void add_architecture(nlohmann::ordered_json& j, const ModelConfig& given
   }
 }
 
+namespace {
+
+nlohmann::ordered_json resources_json(const ResourceConfig& resources) {
+  return {{"threads", resources.threads == 0 ? nlohmann::ordered_json("auto") : nlohmann::ordered_json(resources.threads)},
+          {"device", resources.device},
+          {"ranks", resources.ranks},
+          {"backend", resources.backend},
+          {"stall_timeout", resources.stall_timeout}};
+}
+
+}  // namespace
+
 nlohmann::json RunConfig::to_json() const {
+  if (trainer) {
+    const nlohmann::ordered_json j{{"trainer", trainer->to_json(false)},
+                                   {"config", values},
+                                   {"seeds", {{"init", seeds.init}, {"data", seeds.data}}},
+                                   {"resources", resources_json(resources)}};
+    return nlohmann::json::parse(j.dump());
+  }
   nlohmann::ordered_json j;
   j["model"] = {{"n_layer", model.n_layer},       {"n_head", model.n_head},
                 {"n_embd", model.n_embd},         {"block_size", model.block_size},
@@ -408,12 +427,7 @@ nlohmann::json RunConfig::to_json() const {
                {"val_tokens", eval.val_tokens},
                {"checkpoint_every", eval.checkpoint_every}};
   j["seeds"] = {{"init", seeds.init}, {"data", seeds.data}};
-  j["resources"] = {{"threads", resources.threads == 0 ? nlohmann::ordered_json("auto")
-                                                       : nlohmann::ordered_json(resources.threads)},
-                    {"device", resources.device},
-                    {"ranks", resources.ranks},
-                    {"backend", resources.backend},
-                    {"stall_timeout", resources.stall_timeout}};
+  j["resources"] = resources_json(resources);
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 
@@ -422,6 +436,10 @@ nlohmann::json RunConfig::identity_json() const {
   j.erase("resources");
   if (resources.ranks != 1) {  // absent at 1, so that one-process runs keep their ids
     j["ranks"] = resources.ranks;
+  }
+  if (trainer) {  // the command, its files' contents and the config: not where it runs, nor its name
+    j["trainer"] = trainer->to_json(true);
+    return j;
   }
   if (train.fused) {  // absent when on (the default): the fused path is the default path
     j["train"].erase("fused");
@@ -446,15 +464,25 @@ nlohmann::json RunConfig::identity_json() const {
   return j;
 }
 
-static void emit_json(YAML::Emitter& out, const nlohmann::json& j) {
+// `quote`: every string double-quoted, so that a user trainer's string "1e-3" reads back a string.
+static void emit_json(YAML::Emitter& out, const nlohmann::json& j, bool quote) {
   if (j.is_object()) {
     out << YAML::BeginMap;
     for (auto it = j.begin(); it != j.end(); ++it) {
       out << YAML::Key << it.key() << YAML::Value;
-      emit_json(out, it.value());
+      emit_json(out, it.value(), quote);
     }
     out << YAML::EndMap;
+  } else if (j.is_array() && quote) {
+    out << YAML::Flow << YAML::BeginSeq;
+    for (const auto& item : j) {
+      emit_json(out, item, quote);
+    }
+    out << YAML::EndSeq;
   } else if (j.is_string()) {
+    if (quote) {
+      out << YAML::DoubleQuoted;
+    }
     out << j.get<std::string>();
   } else if (j.is_boolean()) {
     out << j.get<bool>();
@@ -467,7 +495,7 @@ static void emit_json(YAML::Emitter& out, const nlohmann::json& j) {
 
 std::string RunConfig::to_yaml() const {
   YAML::Emitter out;
-  emit_json(out, to_json());
+  emit_json(out, to_json(), trainer.has_value());
   return std::string(out.c_str()) + "\n";
 }
 
@@ -518,9 +546,110 @@ void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
   }
 }
 
+namespace {
+
+// A YAML value of a run's config.yaml as JSON: a quoted scalar is a string, a plain one a number,
+// a boolean, null or a string (as config.yaml writes them).
+nlohmann::json json_of(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& kv : node) {
+      j[kv.first.Scalar()] = json_of(kv.second);
+    }
+    return j;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& item : node) {
+      j.push_back(json_of(item));
+    }
+    return j;
+  }
+  if (!node.IsScalar() || node.IsNull()) {
+    return nullptr;
+  }
+  const std::string text = node.Scalar();
+  if (node.Tag() != "!") {
+    if (text == "true" || text == "false") {
+      return text == "true";
+    }
+    try {
+      return node.as<int64_t>();
+    } catch (const YAML::Exception&) {
+    }
+    try {
+      return node.as<double>();
+    } catch (const YAML::Exception&) {
+    }
+  }
+  return text;
+}
+
+// A run's config.yaml written for a user's trainer: its trainer, config, seeds and resources.
+RunConfig parse_external_run(const YAML::Node& root, Diagnostics& diags) {
+  RunConfig c;
+  MapReader r(root, "", diags);
+  MapReader t(r.section("trainer"), "trainer", diags);
+  ExternalTrainer& trainer = c.trainer.emplace();
+  t.read("name", trainer.name);
+  t.read("dir", trainer.dir);
+  const YAML::Node command = t.section("command"), files = t.section("files");
+  t.finish();
+  for (const auto& part : command) {
+    trainer.command.push_back(part.Scalar());
+  }
+  for (const auto& kv : files) {
+    trainer.files[kv.first.Scalar()] = kv.second.Scalar();
+  }
+  if (trainer.command.empty()) {
+    diags.error(command.Mark(), "'trainer.command' must be a non-empty list");
+  }
+  c.values = json_of(r.section("config"));
+  if (!c.values.is_object()) {
+    c.values = nlohmann::json::object();
+  }
+  read_seeds(MapReader(r.section("seeds"), "seeds", diags), c.seeds);
+  read_resources(MapReader(r.section("resources"), "resources", diags), c.resources);
+  r.finish();
+  return c;
+}
+
+}  // namespace
+
+RunConfig parse_trainer_run(const YAML::Node& tree, const TrainerSpec& spec, const std::string& file,
+                            const std::map<std::string, Origin>& origins) {
+  Diagnostics diags(file, origins);
+  RunConfig c;
+  c.trainer = spec.trainer;
+  if (spec.stall_timeout > 0) {
+    c.resources.stall_timeout = spec.stall_timeout;  // the trainer's, unless resources.stall_timeout says otherwise
+  }
+  read_resources(MapReader(tree.IsMap() ? tree["resources"] : YAML::Node(), "resources", diags), c.resources);
+  std::vector<Diagnostic> problems;
+  try {
+    c.values = resolve_trainer_values(tree, spec, file, origins);
+  } catch (const InputErrors& e) {
+    problems = e.diagnostics();
+  }
+  try {
+    diags.throw_if_any();
+  } catch (const InputErrors& e) {
+    problems.insert(problems.begin(), e.diagnostics().begin(), e.diagnostics().end());
+  }
+  if (!problems.empty()) {
+    throw InputErrors(problems);
+  }
+  return c;
+}
+
 RunConfig parse_run_config(const YAML::Node& root, const std::string& file,
                            const std::map<std::string, Origin>& origins) {
   Diagnostics diags(file, origins);
+  if (root.IsMap() && root["trainer"].IsDefined()) {
+    RunConfig c = parse_external_run(root, diags);
+    diags.throw_if_any();
+    return c;
+  }
   RunConfig c;
   MapReader r(root, "", diags);
   read_model(MapReader(r.section("model"), "model", diags), c.model);

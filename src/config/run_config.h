@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "config/trainer.h"
 #include "config/yaml_reader.h"
 
 namespace sweep {
@@ -141,6 +142,11 @@ struct RunConfig {
   SeedConfig seeds;
   ResourceConfig resources;
 
+  // A user's own training program trains this run (`trainer:` in its sweep file): `values`, its
+  // resolved config, stands for model, data, train and eval, which are then unused.
+  std::optional<ExternalTrainer> trainer;
+  nlohmann::json values;
+
   int64_t world_size = 1;  // the ranks actually running (set by the trainer from its process group)
 
   int64_t tokens_per_step() const {
@@ -172,7 +178,13 @@ Override parse_set_option(const std::string& option);  // "train.lr=1e-3" from -
 void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
                      std::map<std::string, Origin>& origins);
 
+// A run of a user's trainer from a tree of its keys (base with overrides applied) and `resources`:
+// every key checked against the trainer's declarations (config/trainer.h). Throws InputErrors.
+RunConfig parse_trainer_run(const YAML::Node& tree, const TrainerSpec& spec, const std::string& file,
+                            const std::map<std::string, Origin>& origins = {});
+
 // Validates the tree into a RunConfig; every problem is collected, then thrown as InputErrors.
+// A tree with `trainer:` is a user trainer's run as config.yaml records it.
 RunConfig parse_run_config(const YAML::Node& root, const std::string& file,
                            const std::map<std::string, Origin>& origins = {});
 

@@ -504,6 +504,13 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
     }
   }
   spec.references = read_references(top.section("references"), path, diags);
+  if (const YAML::Node trainer = top.section("trainer"); trainer.IsDefined() && !trainer.IsNull()) {
+    spec.trainer = read_trainer(trainer, path, diags);
+    if (!spec.references.empty()) {
+      diags.error(root["references"].Mark(), "'references' are scored by sweep's own model families: not with a "
+                                             "trainer: of your own");
+    }
+  }
   top.require("interventions", "a map of name: {dotted.key: value}, with the baseline as {}");
   const YAML::Node interventions = top.section("interventions");
   const YAML::Node combine = top.section("combine");
@@ -519,6 +526,10 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
     }
   }
   top.finish();
+  if (spec.trainer && spec.ladder) {
+    diags.error(root["scale"].Mark(), "a scale ladder needs each rung's parameters and training FLOPs, which sweep "
+                                      "counts for its own model families only: not yet with a trainer: of your own");
+  }
   if (!spec.name.empty()) {
     check_name(spec.name, root["sweep"], "sweep", diags);
   }
@@ -646,7 +657,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
     std::map<std::string, Origin> origins;
     apply_overrides(tree, overrides, origins);
     try {
-      return parse_run_config(tree, path, origins);
+      return spec.trainer ? parse_trainer_run(tree, *spec.trainer, path, origins) : parse_run_config(tree, path, origins);
     } catch (const InputErrors& e) {
       errors = e.diagnostics();
       return std::nullopt;
@@ -680,21 +691,22 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       }
       const nlohmann::json mine = config->to_json();
       std::string suffix, point;
-      for (size_t k = 0; !c.rung.empty() ? false : k < c.overrides.size(); ++k) {
-        const std::string& key = c.overrides[k].path;
-        const std::string written = labels.at(key) + "=" + scalar_text(c.overrides[k].value);
-        full.axes[key] = value_at(mine, key);
-        point += (point.empty() ? "" : "+") + written;
-        if (!own || value_at(own_json, key) != value_at(mine, key)) {
-          suffix += "+" + written;
-        }
-      }
-      at_own_config = at_own_config || (own && suffix.empty());
-      full.name = suffix.empty() ? v.name : v.name == spec.baseline ? suffix.substr(1) : v.name + suffix;
       if (!c.rung.empty()) {  // a ladder: every variant, the baseline's too, is named by its rung
         full.axes = {{"scale", c.rung}};
         point = c.rung;
         full.name = v.name + "+" + c.rung;
+      } else {
+        for (size_t k = 0; k < c.overrides.size(); ++k) {
+          const std::string& key = c.overrides[k].path;
+          const std::string written = labels.at(key) + "=" + scalar_text(c.overrides[k].value);
+          full.axes[key] = value_at(mine, key);
+          point += (point.empty() ? "" : "+") + written;
+          if (!own || value_at(own_json, key) != value_at(mine, key)) {
+            suffix += "+" + written;
+          }
+        }
+        at_own_config = at_own_config || (own && suffix.empty());
+        full.name = suffix.empty() ? v.name : v.name == spec.baseline ? suffix.substr(1) : v.name + suffix;
       }
       const Origin where = !c.values_at.empty()    ? c.values_at.front()
                            : !v.overrides.empty() ? v.overrides.front().origin
@@ -770,8 +782,8 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
   std::vector<int64_t> rung_tokens;  // a tokens_per_param ladder: each rung's, from its baseline
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     RunConfig c = configs[i];
-    c.data.dir = find_dataset(c.data.dataset, path);
-    if (vocab_of) {
+    c.data.dir = spec.trainer ? "" : find_dataset(c.data.dataset, path);
+    if (vocab_of && !spec.trainer) {
       auto it = vocab_cache.find(c.data.dataset);
       if (it == vocab_cache.end()) {
         try {

@@ -94,6 +94,7 @@ struct SweepSpec {
   std::string baseline;
   std::vector<SweepAxis> axes;    // grid keys in the file's order, then the zip (one dimension); or the scale
   std::optional<Ladder> ladder;   // `scale:`
+  std::optional<TrainerSpec> trainer;  // `trainer:` a user's own program trains the runs (config/trainer.h)
   std::vector<Variant> variants;  // the baseline first
   std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
   SeedDesign design;

@@ -1,8 +1,5 @@
 #include "parallel/parallel.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -281,23 +278,5 @@ void average_gradients(Communicator& comm, const std::vector<torch::Tensor>& par
   }
 }
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) {
-    throw Error("cannot open a socket to find a free port");
-  }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw Error("cannot find a free port on 127.0.0.1");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 }  // namespace sweep

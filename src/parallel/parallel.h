@@ -70,7 +70,4 @@ torch::Device rank_device(const DistEnv& env, int64_t visible_gpus, Backend back
 // all-reduce per bucket, divided by the world size, copied back.
 void average_gradients(Communicator& comm, const std::vector<torch::Tensor>& params, int64_t bucket_bytes = 25 << 20);
 
-// A free TCP port on the loopback interface (for a local launch).
-int free_port();
-
 }  // namespace sweep

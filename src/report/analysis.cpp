@@ -265,7 +265,7 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& 
 // Seeds pair runs only when the two variants' shared parameters start from the same weights:
 // always since numerics 2 (weights by parameter name), before it only for equal parameter sets.
 bool pairing_is_real(const VariantRuns& base, const VariantRuns& v) {
-  if (base.model == v.model) {
+  if (base.model == v.model || !v.trainer.empty()) {  // a user's trainer: its seeds are its word
     return true;
   }
   auto oldest = [](const VariantRuns& x) {
@@ -613,6 +613,18 @@ Analysis analyze(const ReportInput& in) {
   if (combined_elsewhere > 0) {
     a.notes.push_back("combinations are checked against their parts at the baseline's grid point only: " +
                       plural(combined_elsewhere, "combination variant") + " at other points are not");
+  }
+  std::set<std::string> trainers;
+  for (const auto& v : in.variants) {
+    if (!v.trainer.empty()) {
+      trainers.insert(v.trainer);
+    }
+  }
+  if (!trainers.empty()) {
+    a.notes.push_back("trained by a trainer of your own (" + join(std::vector<std::string>(trainers.begin(), trainers.end()), ", ") +
+                      "): sweep did not verify its equivalences — accumulation against a bigger batch, data parallel "
+                      "against accumulation, a resumed run against an uninterrupted one, seeds that pair — which it "
+                      "proves for its own core only; the verdicts hold if the trainer does what its keys say");
   }
   a.responses = find_responses(in, a.notes);
   a.code = code_sentence(in, a.notes);

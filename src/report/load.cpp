@@ -84,20 +84,26 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
   for (const auto& [key, value] : v.axes.items()) {
     out.axes[key] = value.dump();
   }
+  bool parsed = false;  // its config read (from its first run)
   for (const auto& row : rows) {
     if (row.variant != v.name) {
       continue;
     }
-    if (out.model.empty()) {
+    if (!parsed) {
+      parsed = true;
       try {
         const RunConfig c = parse_run_config(YAML::Load(row.run.config_yaml), row.run.run_dir + "/config.yaml");
-        out.batch_sequences = static_cast<double>(c.train.micro_batch * c.train.grad_accum * c.resources.ranks);
-        const ModelSize size = model_size(c.model);
-        out.params = static_cast<double>(size.total);
-        out.flops_per_token = size.flops_per_token;
-        out.model = c.to_json()["model"].dump();
-        out.dataset = c.data.dataset;
-        out.train_tokens = c.train.tokens;
+        if (c.trainer) {  // its model, batch, size and data are the trainer's own: unknown here
+          out.trainer = c.trainer->name + "@" + c.trainer->version();
+        } else {
+          out.batch_sequences = static_cast<double>(c.train.micro_batch * c.train.grad_accum * c.resources.ranks);
+          const ModelSize size = model_size(c.model);
+          out.params = static_cast<double>(size.total);
+          out.flops_per_token = size.flops_per_token;
+          out.model = c.to_json()["model"].dump();
+          out.dataset = c.data.dataset;
+          out.train_tokens = c.train.tokens;
+        }
       } catch (const std::exception&) {
         // an unreadable config leaves the batch and the parameter set unknown
       }

@@ -66,6 +66,9 @@ struct Segment {
   int64_t numerics_version() const { return numerics.value_or(1); }
   // "<commit> numerics N", as reports and `sweep status` show the code that trained a run.
   std::string code_label() const {
+    if (code.rfind("trainer ", 0) == 0) {  // a user's trainer: its version is its code (no numerics of sweep's)
+      return code;
+    }
     return (code.empty() ? std::string("unknown commit") : code) + " numerics " + std::to_string(numerics_version());
   }
 };

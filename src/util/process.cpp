@@ -1,6 +1,9 @@
 #include "util/process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <malloc.h>
 #include <sched.h>
 #include <signal.h>
@@ -157,6 +160,9 @@ Child spawn(const SpawnOptions& o) {
   if (o.pipe_stdout) {
     posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
   }
+  if (!o.cwd.empty()) {
+    posix_spawn_file_actions_addchdir_np(&actions, o.cwd.c_str());
+  }
   if (!o.stderr_file.empty()) {
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, o.stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
@@ -211,6 +217,25 @@ Child spawn(const SpawnOptions& o) {
 }
 
 bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) {
+    throw Error("cannot open a socket to find a free port");
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw Error("cannot find a free port on 127.0.0.1");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
 
 long oom_kill_count() {
   for (const char* path : {"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"}) {

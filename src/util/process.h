@@ -46,6 +46,7 @@ struct SpawnOptions {
   std::string stderr_file;                 // appended to; "" = inherit
   bool own_process_group = true;           // pgid = pid, so the whole tree can be signalled
   bool pipe_stdout = true;                 // false: stdout inherited (Child::stdout_fd = -1)
+  std::string cwd;                         // the child's working directory; "" = this process's
 };
 
 struct Child {
@@ -59,6 +60,9 @@ Child spawn(const SpawnOptions& options);
 int exit_code_of(int wait_status);
 
 bool process_alive(pid_t pid);
+
+// A TCP port free on 127.0.0.1 now (for a rendezvous of ranks).
+int free_port();
 
 // How many processes the kernel's OOM killer has killed in this process's memory cgroup
 // (cgroup v2 memory.events or v1 memory.oom_control), or -1 when the count cannot be read.

@@ -6,6 +6,7 @@
 
 #include "helpers.h"
 #include "parallel/parallel.h"
+#include "util/process.h"
 
 namespace sweep::test {
 

@@ -1,0 +1,367 @@
+#include "config/trainer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "config/size.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/process.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+const std::vector<std::string> k_types{"int", "float", "bool", "string", "size", "choice"};
+
+// A scalar of the declared type, or an error message (and nullopt).
+std::optional<nlohmann::json> typed(const YAML::Node& node, const TrainerKey& key, std::string& why) {
+  if (!node.IsScalar()) {
+    why = "'" + key.name + "' must be a single " + key.type + " value";
+    return std::nullopt;
+  }
+  const std::string text = node.Scalar();
+  nlohmann::json value;
+  double number = std::nan("");
+  if (key.type == "int") {
+    try {
+      const auto v = node.as<int64_t>();
+      value = v;
+      number = static_cast<double>(v);
+    } catch (const YAML::Exception&) {
+      why = "'" + key.name + "' must be a whole number, got " + text;
+      return std::nullopt;
+    }
+  } else if (key.type == "float") {
+    try {
+      number = node.as<double>();
+    } catch (const YAML::Exception&) {
+    }
+    if (!std::isfinite(number)) {
+      why = "'" + key.name + "' must be a finite number, got " + text;
+      return std::nullopt;
+    }
+    value = number;
+  } else if (key.type == "size") {
+    const std::optional<int64_t> v = parse_size(text);
+    if (!v) {
+      why = "'" + key.name + "' must be a whole size such as 400K or 5M, got " + text;
+      return std::nullopt;
+    }
+    value = *v;
+    number = static_cast<double>(*v);
+  } else if (key.type == "bool") {
+    if (text != "true" && text != "false") {
+      why = "'" + key.name + "' must be true or false, got " + text;
+      return std::nullopt;
+    }
+    value = text == "true";
+  } else if (key.type == "choice") {
+    if (std::find(key.choices.begin(), key.choices.end(), text) == key.choices.end()) {
+      why = "'" + key.name + "' must be one of " + join(key.choices, ", ") + ", got " + text;
+      return std::nullopt;
+    }
+    value = text;
+  } else {
+    value = text;
+  }
+  if ((key.min && number < *key.min) || (key.max && number > *key.max)) {
+    why = "'" + key.name + "' must be " +
+          (key.min && key.max ? "between " + format_number("%g", *key.min) + " and " + format_number("%g", *key.max)
+           : key.min          ? "at least " + format_number("%g", *key.min)
+                              : "at most " + format_number("%g", *key.max)) +
+          ", got " + text;
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The type a bare default implies: `model.dropout: 0.1` is a float defaulting to 0.1.
+std::string implied_type(const YAML::Node& value) {
+  if (!value.IsScalar() || value.Tag() == "!") {
+    return "string";
+  }
+  const std::string text = value.Scalar();
+  if (text == "true" || text == "false") {
+    return "bool";
+  }
+  try {
+    (void)value.as<int64_t>();
+    return "int";
+  } catch (const YAML::Exception&) {
+  }
+  try {
+    (void)value.as<double>();
+    return "float";
+  } catch (const YAML::Exception&) {
+  }
+  return parse_size(text) ? "size" : "string";
+}
+
+TrainerKey read_key(const std::string& name, const YAML::Node& decl, Diagnostics& diags) {
+  TrainerKey key;
+  key.name = name;
+  auto take_default = [&](const YAML::Node& fallback) {
+    if (!fallback.IsDefined() || fallback.IsNull()) {
+      return;  // required: base or an intervention must set it
+    }
+    std::string why;
+    if (const auto v = typed(fallback, key, why)) {
+      key.fallback = *v;
+    } else {
+      diags.error(fallback.Mark(), "the default of " + why);
+    }
+  };
+  if (!decl.IsMap()) {  // the shorthand: a default, its type implied
+    key.type = implied_type(decl);
+    take_default(decl);
+    return key;
+  }
+  MapReader r(decl, "trainer.keys." + name, diags);
+  r.require("type", "one of " + join(k_types, ", "));
+  r.read_choice("type", key.type, k_types);
+  const YAML::Node fallback = r.section("default");
+  const YAML::Node choices = r.section("choices");
+  double min = std::nan(""), max = std::nan("");
+  r.read("min", min, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
+  r.read("max", max, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
+  r.finish();
+  if (std::isfinite(min)) {
+    key.min = min;
+  }
+  if (std::isfinite(max)) {
+    key.max = max;
+  }
+  if (key.type == "choice") {
+    if (!choices.IsDefined() || !choices.IsSequence() || choices.size() == 0) {
+      diags.error(choices.IsDefined() ? choices.Mark() : decl.Mark(),
+                  "key '" + name + "' of type choice lists its choices, e.g. choices: [constant, cosine]");
+    } else {
+      for (const auto& c : choices) {
+        key.choices.push_back(c.IsScalar() ? c.Scalar() : "");
+      }
+    }
+  } else if (choices.IsDefined()) {
+    diags.error(choices.Mark(), "key '" + name + "': choices belong to type choice");
+  }
+  if (key.type == "choice" && key.choices.empty()) {
+    return key;  // its default cannot be checked
+  }
+  take_default(fallback);
+  return key;
+}
+
+// Every leaf of a tree of nested maps, as (dotted path, node), in the file's order.
+void leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::pair<std::string, YAML::Node>>& out) {
+  if (!node.IsMap()) {
+    out.emplace_back(prefix, node);
+    return;
+  }
+  for (const auto& kv : node) {
+    leaves(kv.second, prefix.empty() ? kv.first.Scalar() : prefix + "." + kv.first.Scalar(), out);
+  }
+}
+
+// {a: {b: v}} for "a.b" = v.
+void set_dotted(nlohmann::json& values, const std::string& dotted, const nlohmann::json& v) {
+  nlohmann::json* node = &values;
+  const std::vector<std::string> parts = split(dotted, '.');
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    node = &(*node)[parts[i]];
+  }
+  (*node)[parts.back()] = v;
+}
+
+}  // namespace
+
+std::string ExternalTrainer::version() const {
+  return sha256_hex(to_json(true).dump()).substr(0, 12);
+}
+
+nlohmann::json ExternalTrainer::to_json(bool identity) const {
+  nlohmann::json j{{"command", command}, {"files", files}};
+  if (!identity) {
+    j["name"] = name;
+    j["dir"] = dir;
+  }
+  return j;
+}
+
+TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags) {
+  TrainerSpec spec;
+  ExternalTrainer& t = spec.trainer;
+  t.dir = fs::absolute(file).lexically_normal().parent_path().string();
+  MapReader r(node, "trainer", diags);
+  r.read("name", t.name);
+  r.require("command", "the program that trains one run, as a list: command: [python3, train.py, --config, \"{config_json}\"]");
+  const YAML::Node command = r.section("command");
+  const YAML::Node files = r.section("files");
+  const YAML::Node keys = r.section("keys");
+  r.read("stall_timeout", spec.stall_timeout, 1, 999999);
+  r.finish();
+  if (t.name.empty()) {
+    t.name = fs::path(file).stem().string();
+  }
+  if (files.IsDefined() && !files.IsNull()) {
+    if (!files.IsSequence()) {
+      diags.error(files.Mark(), "'trainer.files' must be a list of the files whose contents define the trainer, "
+                                "e.g. [train.py, model.py]");
+    } else {
+      for (const auto& f : files) {
+        const std::string name = f.IsScalar() ? f.Scalar() : "";
+        const fs::path at = fs::path(name).is_absolute() ? fs::path(name) : fs::path(t.dir) / name;
+        if (name.empty() || !fs::is_regular_file(at)) {
+          diags.error(f.Mark(), "'trainer.files': no file " + at.string() + " (paths are relative to the sweep file)");
+          continue;
+        }
+        if (t.files.count(name)) {
+          diags.error(f.Mark(), "'trainer.files' lists " + name + " twice");
+          continue;
+        }
+        t.files[name] = sha256_hex(read_file(at));
+      }
+    }
+  }
+  if (!keys.IsDefined() || !keys.IsMap() || keys.size() == 0) {
+    diags.error(keys.IsDefined() ? keys.Mark() : node.Mark(),
+                "'trainer.keys' declares the keys of the trainer's config, each with its default or type, e.g. "
+                "keys: {model.dropout: 0.1, train.schedule: {type: choice, choices: [constant, cosine], default: constant}}");
+  } else {
+    MapReader dup_check(keys, "trainer.keys", diags);
+    for (const auto& kv : keys) {
+      const std::string name = kv.first.Scalar();
+      const std::vector<std::string> parts = split(name, '.');
+      if (name.empty() || std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }) ||
+          parts.front() == "seeds" || parts.front() == "resources") {
+        diags.error(kv.first.Mark(), "trainer key '" + name + "': names joined by single dots, not under seeds or "
+                                     "resources (sweep sets those)");
+        continue;
+      }
+      for (const auto& other : spec.keys) {  // a.b and a.b.c cannot both be values
+        if (name.rfind(other.name + ".", 0) == 0 || other.name.rfind(name + ".", 0) == 0) {
+          diags.error(kv.first.Mark(), "trainer key '" + name + "' and '" + other.name + "': one is inside the other");
+        }
+      }
+      spec.keys.push_back(read_key(name, kv.second, diags));
+      spec.keys.back().at = {file, kv.first.Mark().line + 1, kv.first.Mark().column + 1};
+    }
+  }
+  if (command.IsDefined() && (!command.IsSequence() || command.size() == 0)) {
+    diags.error(command.Mark(), "'trainer.command' must be a non-empty list: the program and its arguments, e.g. "
+                                "[python3, train.py, --config, \"{config_json}\"]");
+  } else if (command.IsDefined()) {
+    for (const auto& part : command) {
+      const std::string text = part.IsScalar() ? part.Scalar() : "";
+      if (!part.IsScalar()) {
+        diags.error(part.Mark(), "'trainer.command': each part is one string");
+        continue;
+      }
+      // {name} placeholders: each must be one sweep fills in; {{ and }} are literal braces
+      for (size_t i = 0; i < text.size(); ++i) {
+        if (text.compare(i, 2, "{{") == 0 || text.compare(i, 2, "}}") == 0) {
+          ++i;
+        } else if (text[i] == '{') {
+          const size_t close = text.find('}', i);
+          const std::string name = close == std::string::npos ? text.substr(i + 1) : text.substr(i + 1, close - i - 1);
+          std::vector<std::string> known = k_trainer_placeholders;
+          for (const auto& k : spec.keys) {
+            known.push_back(k.name);
+          }
+          if (close == std::string::npos || std::find(known.begin(), known.end(), name) == known.end()) {
+            const std::string near = closest_match(name, known);
+            diags.error(part.Mark(), "'trainer.command': unknown placeholder {" + name + "}" +
+                                         (near.empty() ? "" : " — did you mean {" + near + "}?") + " (known: {" +
+                                         join(k_trainer_placeholders, "}, {") +
+                                         "} and each declared key, e.g. {" + (spec.keys.empty() ? std::string("train.lr") : spec.keys.front().name) +
+                                         "}; {{ and }} are literal braces)");
+          }
+          i = close == std::string::npos ? text.size() : close;
+        }
+      }
+      t.command.push_back(text);
+    }
+    // The program: a path (relative to the sweep file's folder) must be an executable file; a
+    // bare name must be on PATH.
+    if (!t.command.empty()) {
+      const std::string& program = t.command.front();
+      const bool path = program.find('/') != std::string::npos;
+      const fs::path found = path ? (fs::path(program).is_absolute() ? fs::path(program) : fs::path(t.dir) / program)
+                                  : fs::path(find_program(program).value_or(""));
+      if (found.empty() || !fs::is_regular_file(found) || ::access(found.c_str(), X_OK) != 0) {
+        diags.error(command[0].Mark(),
+                    "'trainer.command': " + program +
+                        (path ? " is not an executable file (paths are relative to the sweep file's folder " + t.dir + ")"
+                              : " is not found on PATH") +
+                        " — install it, or name the program by its path");
+      }
+    }
+  }
+  return spec;
+}
+
+nlohmann::json trainer_value(const nlohmann::json& values, const std::string& dotted) {
+  const nlohmann::json* node = &values;
+  for (const auto& part : split(dotted, '.')) {
+    if (!node->is_object() || !node->contains(part)) {
+      return nullptr;
+    }
+    node = &(*node)[part];
+  }
+  return *node;
+}
+
+nlohmann::json resolve_trainer_values(const YAML::Node& tree, const TrainerSpec& spec, const std::string& file,
+                                      const std::map<std::string, Origin>& origins) {
+  Diagnostics diags(file, origins);
+  std::vector<std::pair<std::string, YAML::Node>> given;
+  if (tree.IsDefined() && tree.IsMap()) {
+    for (const auto& kv : tree) {
+      const std::string top = kv.first.Scalar();
+      if (top != "resources" && top != "seeds") {  // the scheduler's, read as for every run
+        leaves(kv.second, top, given);
+      }
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& k : spec.keys) {
+    names.push_back(k.name);
+  }
+  nlohmann::json values = nlohmann::json::object();
+  std::vector<std::string> set;
+  for (const auto& [path, node] : given) {
+    const auto key = std::find_if(spec.keys.begin(), spec.keys.end(), [&](const TrainerKey& k) { return k.name == path; });
+    if (key == spec.keys.end()) {
+      const std::string near = closest_match(path, names);
+      diags.error(path, node, "unknown key '" + path + "': the trainer does not declare it" +
+                                  (near.empty() ? "" : " — did you mean '" + near + "'?") +
+                                  " (declare it under trainer.keys)");
+      continue;
+    }
+    std::string why;
+    if (const auto v = typed(node, *key, why)) {
+      set_dotted(values, path, *v);
+      set.push_back(path);
+    } else {
+      diags.error(path, node, why);
+    }
+  }
+  for (const auto& k : spec.keys) {
+    if (std::find(set.begin(), set.end(), k.name) != set.end()) {
+      continue;
+    }
+    if (k.fallback.is_null()) {
+      diags.error(k.at, "trainer key '" + k.name + "' has no default and nothing sets it — give it a default, or set it in base");
+    } else {
+      set_dotted(values, k.name, k.fallback);
+    }
+  }
+  diags.throw_if_any();
+  return values;
+}
+
+}  // namespace sweep

@@ -1,0 +1,68 @@
+// A user's own training program (`trainer:` in a sweep file): the command that trains one run,
+// the files whose contents are part of every run's identity, and the keys of its config, each
+// with a type and a default — so that a typo in an intervention is a file:line:col error before
+// anything runs, exactly as for the built-in keys. A run of such a trainer is a RunConfig whose
+// `trainer` is set: its `values` (the trainer's resolved keys) stand for model/data/train/eval.
+// Nothing here runs anything (src/external hosts the program).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/yaml_reader.h"
+
+namespace sweep {
+
+// One declared key of a trainer's config.
+struct TrainerKey {
+  std::string name;               // dotted: model.dropout
+  std::string type;               // int | float | bool | string | size | choice
+  nlohmann::json fallback;        // its default, resolved (null: required — base or an intervention sets it)
+  std::vector<std::string> choices;  // choice
+  std::optional<double> min, max;    // int, float, size
+  Origin at;                         // where it is declared
+};
+
+// What a run's config says about its trainer (and config.yaml's `trainer:` section).
+struct ExternalTrainer {
+  std::string name;                  // shown in reports and `sweep status` ("own-trainer")
+  std::vector<std::string> command;  // argv with {placeholders}, as written
+  std::string dir;                   // where it runs and its files are found: the sweep file's folder (not identity)
+  std::map<std::string, std::string> files;  // declared file (as written, relative to dir) -> SHA-256 of its contents
+  // The version of the trainer that trains a run: the first 12 hex digits of SHA-256 over the
+  // command and the files' hashes. Shown where the built-in core shows its commit.
+  std::string version() const;
+  nlohmann::json to_json(bool identity) const;  // identity: without name and dir
+};
+
+// The placeholders a trainer's command may hold; each is replaced by the run's value. A declared
+// key is a placeholder too: {train.lr} is the run's value of train.lr.
+inline const std::vector<std::string> k_trainer_placeholders{"config", "config_json", "run_dir", "checkpoint_dir",
+                                                             "init_seed", "data_seed"};
+
+struct TrainerSpec {
+  ExternalTrainer trainer;
+  std::vector<TrainerKey> keys;  // in declaration order
+  double stall_timeout = -1;     // trainer.stall_timeout (seconds; -1: resources.stall_timeout)
+};
+
+// Reads a sweep file's `trainer:` (file: the sweep file, whose folder the command and files are
+// relative to). Checks the command exists and is executable, every placeholder is known, every
+// file exists (and hashes it), and every key is well declared; problems go to `diags`.
+TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags);
+
+// The trainer's config from a tree of dotted keys (base with overrides applied): each key
+// checked against its declaration (unknown keys with "did you mean", wrong types, out of range,
+// a required key missing), defaults filled in. `origins` locates overrides. Throws InputErrors.
+nlohmann::json resolve_trainer_values(const YAML::Node& tree, const TrainerSpec& spec, const std::string& file,
+                                      const std::map<std::string, Origin>& origins);
+
+// A dotted key's value in nested values (null when absent).
+nlohmann::json trainer_value(const nlohmann::json& values, const std::string& dotted);
+
+}  // namespace sweep

@@ -1,0 +1,361 @@
+#include "external/host.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "protocol/events.h"
+#include "protocol/run_state.h"
+#include "util/fs.h"
+#include "util/process.h"
+#include "util/signals.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+namespace field = events::field;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool is_loss(const nlohmann::json& v) {
+  return v.is_number() || (v.is_string() && (v == "nan" || v == "inf" || v == "-inf"));
+}
+
+bool finite_number(const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); }
+
+bool whole(const nlohmann::json& v) { return v.is_number_integer() && v.get<int64_t>() >= 0; }
+
+// `{name}` placeholders replaced; {{ and }} are literal braces (the names were checked at load).
+std::string fill(const std::string& text, const std::map<std::string, std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 2, "{{") == 0 || text.compare(i, 2, "}}") == 0) {
+      out += text[i++];
+    } else if (text[i] == '{' && text.find('}', i) != std::string::npos) {
+      const size_t close = text.find('}', i);
+      const auto it = values.find(text.substr(i + 1, close - i - 1));
+      out += it != values.end() ? it->second : text.substr(i, close - i + 1);
+      i = close;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// The lines a child's stdout holds now (non-blocking), a partial last line kept in `buffer`; a
+// line longer than k_max_event_line is cut there (its rest is dropped up to its end).
+std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping) {
+  std::vector<std::string> lines;
+  char chunk[65536];
+  while (fd >= 0) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n <= 0) {
+      break;
+    }
+    buffer.append(chunk, static_cast<size_t>(n));
+    size_t start = 0, nl;
+    while ((nl = buffer.find('\n', start)) != std::string::npos) {
+      if (!skipping) {
+        lines.push_back(buffer.substr(start, nl - start));
+      }
+      skipping = false;
+      start = nl + 1;
+    }
+    buffer.erase(0, start);
+    if (buffer.size() > k_max_event_line) {
+      if (!skipping) {
+        lines.push_back(buffer.substr(0, k_max_event_line) + " [cut: a line longer than " +
+                        std::to_string(k_max_event_line) + " bytes]");
+      }
+      buffer.clear();
+      skipping = true;
+    }
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> accept_event(const std::string& line, const ExternalTrainer& trainer, std::string& why) {
+  why.clear();
+  nlohmann::json ev = nlohmann::json::parse(line, nullptr, false);
+  if (ev.is_discarded() || !ev.is_object() || !ev.contains(field::event)) {
+    return std::nullopt;  // the trainer's own output
+  }
+  const nlohmann::json& type = ev[field::event];
+  const std::vector<std::string> known{events::start, events::train, events::eval, events::checkpoint, events::heartbeat,
+                                       events::end};
+  if (!type.is_string() || std::find(known.begin(), known.end(), type.get<std::string>()) == known.end()) {
+    why = "\"event\" must be one of " + join(known, ", ");
+    return std::nullopt;
+  }
+  const std::string t = type.get<std::string>();
+  auto bad = [&](const std::string& message) {
+    why = t + " event: " + message;
+    return std::nullopt;
+  };
+  if (!ev.contains(field::time)) {
+    ev[field::time] = now_seconds();
+  } else if (!finite_number(ev[field::time])) {
+    return bad("\"time\" must be unix seconds (a number)");
+  }
+  if (t != events::end ? !(ev.contains(field::step) && whole(ev[field::step]))
+                       : ev.contains(field::step) && !whole(ev[field::step])) {
+    return bad("\"step\" must be a whole number ≥ 0 (optimizer steps taken)");
+  }
+  if (t == events::train ? !(ev.contains(field::tokens) && whole(ev[field::tokens]))
+                         : ev.contains(field::tokens) && !whole(ev[field::tokens])) {
+    return bad("\"tokens\" must be a whole number ≥ 0 (training tokens consumed)");
+  }
+  if (t == events::train && ev[field::step].get<int64_t>() < 1) {
+    return bad("\"step\" of a train event counts the step just taken: 1 or more");
+  }
+  if ((t == events::train || t == events::eval) && !(ev.contains(field::loss) && is_loss(ev[field::loss]))) {
+    return bad("\"loss\" must be a number, or \"nan\", \"inf\", \"-inf\"");
+  }
+  for (const char* optional : {field::lr, field::grad_norm, field::tokens_per_s}) {
+    if (ev.contains(optional) && !is_loss(ev[optional])) {
+      return bad(std::string("\"") + optional + "\" must be a number");
+    }
+  }
+  if (t == events::eval && !(ev.contains(field::split) && (ev[field::split] == events::val_split ||
+                                                           ev[field::split] == events::test_split))) {
+    return bad("\"split\" must be \"val\" or \"test\"");
+  }
+  if (t == events::start) {
+    for (const char* count : {field::total_steps, field::tokens_per_step, field::params}) {
+      if (ev.contains(count) && !whole(ev[count])) {
+        return bad(std::string("\"") + count + "\" must be a whole number ≥ 0");
+      }
+    }
+    ev[field::code] = "trainer " + trainer.name + "@" + trainer.version();  // what trained it, as sweep knows it
+    ev.erase(field::numerics);  // the built-in core's maths version: not this program's
+    if (!ev.contains(field::schema)) {
+      ev[field::schema] = events::k_events_version;
+    }
+  }
+  if (t == events::end) {
+    const std::optional<RunState> status =
+        ev.contains(field::status) && ev[field::status].is_string() ? parse_run_state(ev[field::status]) : std::nullopt;
+    if (!status || !(*status == RunState::done || *status == RunState::diverged || *status == RunState::failed ||
+                     *status == RunState::preempted)) {
+      return bad("\"status\" must be \"done\", \"diverged\", \"failed\" or \"preempted\"");
+    }
+    for (const char* metric : {field::test_loss, field::test_bpb}) {
+      if (ev.contains(metric) && !is_loss(ev[metric])) {
+        return bad(std::string("\"") + metric + "\" must be a number");
+      }
+    }
+    if (*status == RunState::done && !(ev.contains(field::test_loss) && finite_number(ev[field::test_loss]))) {
+      // A done run is one with a result: without a finite test loss it is not done.
+      const bool missing = !ev.contains(field::test_loss);
+      ev[field::status] = to_string(missing ? RunState::failed : RunState::diverged);
+      ev[field::reason] = missing ? "the trainer ended \"done\" without a test_loss (the contract: a done run reports "
+                                    "its test loss)"
+                                  : "non-finite test loss";
+    }
+  }
+  return ev;
+}
+
+Exit run_external(const RunConfig& cfg, const HostOptions& o) {
+  const ExternalTrainer& trainer = *cfg.trainer;
+  const fs::path dir(o.run_dir), checkpoints = dir / "checkpoint";
+  fs::create_directories(checkpoints);
+  std::string holder;
+  const std::unique_ptr<FileLock> lock = FileLock::try_lock(dir / ".lock", &holder);
+  if (!lock) {
+    throw Error("run directory " + o.run_dir + " is being trained by another process" +
+                    (holder.empty() ? "" : " (pid " + holder + ")") + " — two processes never train one run",
+                Exit::bad_input);
+  }
+  remove_stale_temporaries(dir);
+  if (!fs::exists(dir / "config.yaml")) {
+    write_file_atomic(dir / "config.yaml", cfg.to_yaml());
+  }
+  nlohmann::json config = cfg.values;  // the trainer's config, with the run's seeds
+  config["seeds"] = {{"init", cfg.seeds.init}, {"data", cfg.seeds.data}};
+  write_file_atomic(dir / "config.json", config.dump(2) + "\n");
+  const bool resume = o.resume && !fs::is_empty(checkpoints);
+
+  std::map<std::string, std::string> placeholders{
+      {"config", fs::absolute(dir / "config.yaml").string()}, {"config_json", fs::absolute(dir / "config.json").string()},
+      {"run_dir", fs::absolute(dir).string()},               {"checkpoint_dir", fs::absolute(checkpoints).string()},
+      {"init_seed", std::to_string(cfg.seeds.init)},          {"data_seed", std::to_string(cfg.seeds.data)}};
+  // every key of the trainer's config, {train.lr}: a string as it is, anything else as JSON writes it
+  std::function<void(const nlohmann::json&, const std::string&)> add_keys = [&](const nlohmann::json& node,
+                                                                                 const std::string& prefix) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
+      if (it->is_object()) {
+        add_keys(*it, name);
+      } else {
+        placeholders.emplace(name, it->is_string() ? it->get<std::string>() : it->dump());
+      }
+    }
+  };
+  add_keys(cfg.values, "");
+  std::vector<std::string> argv;
+  for (const auto& part : trainer.command) {
+    argv.push_back(fill(part, placeholders));
+  }
+  // The program: by its path from the trainer's folder, or found on PATH.
+  const std::string program = argv.front();
+  const std::optional<std::string> found =
+      program.find('/') != std::string::npos
+          ? std::optional<std::string>((fs::path(program).is_absolute() ? fs::path(program) : fs::path(trainer.dir) / program).string())
+          : find_program(program);
+  if (!found || ::access(found->c_str(), X_OK) != 0) {
+    throw Error("trainer " + trainer.name + ": cannot run " + program + " (from " + trainer.dir +
+                    ") — it is not an executable file here, or not on PATH",
+                Exit::bad_input);
+  }
+  argv.front() = *found;
+  const int threads = cfg.threads();
+  std::map<std::string, std::string> env{{"SWEEP_RUN_DIR", placeholders.at("run_dir")},
+                                         {"SWEEP_CONFIG", placeholders.at("config_json")},
+                                         {"SWEEP_CONFIG_YAML", placeholders.at("config")},
+                                         {"SWEEP_CHECKPOINT_DIR", placeholders.at("checkpoint_dir")},
+                                         {"SWEEP_RESUME", resume ? "1" : "0"},
+                                         {"SWEEP_INIT_SEED", placeholders.at("init_seed")},
+                                         {"SWEEP_DATA_SEED", placeholders.at("data_seed")},
+                                         {"SWEEP_THREADS", std::to_string(threads)},
+                                         {"OMP_NUM_THREADS", std::to_string(threads)},
+                                         {"SWEEP_DEVICE", cfg.resources.device},
+                                         {"SWEEP_STALL_TIMEOUT", format_number("%g", cfg.resources.stall_timeout)},
+                                         {"SWEEP_EVENTS_SCHEMA", std::to_string(events::k_events_version)}};
+  const int ranks = static_cast<int>(cfg.resources.ranks);
+  if (ranks > 1) {  // torchrun's variables: the trainer's own process group rendezvous here
+    env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(ranks);
+    env["MASTER_ADDR"] = "127.0.0.1";
+    env["MASTER_PORT"] = std::to_string(free_port());
+  }
+
+  install_stop_handlers();
+  std::ofstream events_file(dir / "events.jsonl", std::ios::app);
+  struct Rank {
+    Child child;
+    int code = -1;
+    std::string buffer;
+    bool skipping = false;
+  };
+  std::vector<Rank> children;
+  for (int r = 0; r < ranks; ++r) {
+    SpawnOptions so;
+    so.argv = argv;
+    so.env = env;
+    so.cwd = trainer.dir;
+    if (ranks > 1) {
+      so.env["RANK"] = so.env["LOCAL_RANK"] = std::to_string(r);
+    }
+    so.own_process_group = false;  // in the host's group: a signal to the group reaches the trainer
+    Rank rank;
+    rank.child = spawn(so);
+    children.push_back(std::move(rank));
+  }
+  std::optional<nlohmann::json> last_end;
+  int first_failure = -1;
+  bool forwarded = false;
+  std::chrono::steady_clock::time_point kill_at{};
+  // Rank 0's stdout holds the events; every other line goes to the log (stderr: worker.log).
+  auto drain = [&](size_t r) {
+    for (const auto& line : read_lines(children[r].child.stdout_fd, children[r].buffer, children[r].skipping)) {
+      std::string why;
+      const std::optional<nlohmann::json> ev = r == 0 ? accept_event(line, trainer, why) : std::nullopt;
+      if (!ev) {
+        std::fprintf(stderr, "%s%s%s\n", r > 0 ? ("[rank " + std::to_string(r) + "] ").c_str() : "",
+                     why.empty() ? "" : ("sweep: not an event (" + why + "): ").c_str(), line.c_str());
+        continue;
+      }
+      const std::string text = ev->dump();
+      events_file << text << '\n';
+      events_file.flush();
+      if (o.events) {
+        std::fprintf(stdout, "%s\n", text.c_str());
+        std::fflush(stdout);
+      }
+      if ((*ev)[field::event] == events::end) {
+        last_end = *ev;
+      }
+    }
+  };
+  size_t running = children.size();
+  while (running > 0) {
+    for (size_t r = 0; r < children.size(); ++r) {
+      drain(r);
+    }
+    if (stop_requested() && !forwarded) {  // a signal to the host alone reaches the trainer too
+      for (const auto& c : children) {
+        if (c.code < 0) {
+          ::kill(c.child.pid, stop_signal());
+        }
+      }
+      forwarded = true;
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (auto& c : children) {
+        if (c.child.pid == pid) {
+          c.code = exit_code_of(status);
+          --running;
+          if (c.code != 0 && first_failure < 0) {
+            first_failure = c.code;
+            for (const auto& other : children) {  // one rank is gone: the others cannot finish the run
+              if (other.code < 0) {
+                ::kill(other.child.pid, SIGTERM);
+              }
+            }
+            kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          }
+        }
+      }
+      continue;
+    }
+    if (pid < 0 && errno != EINTR && errno != ECHILD) {
+      break;
+    }
+    if (first_failure >= 0 && std::chrono::steady_clock::now() > kill_at) {
+      for (const auto& c : children) {
+        if (c.code < 0) {
+          ::kill(c.child.pid, SIGKILL);
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (size_t r = 0; r < children.size(); ++r) {
+    drain(r);  // what it wrote before it exited
+    ::close(children[r].child.stdout_fd);
+  }
+  const int code = first_failure >= 0 ? first_failure : children.front().code;
+  // How the run ended, by its last end event (stamped above) and the trainer's exit.
+  const std::string said = last_end ? (*last_end)[field::status].get<std::string>() : "";
+  if (said == to_string(RunState::diverged)) {
+    return Exit::diverged;
+  }
+  if (said == to_string(RunState::preempted) && (code == 0 || code == static_cast<int>(Exit::preempted))) {
+    return Exit::preempted;
+  }
+  if (said == to_string(RunState::failed) && code == 0) {
+    // a contract the trainer broke (a done without a test loss) fails the same way again: not retried
+    const std::string reason = (*last_end).value(field::reason, "");
+    std::fprintf(stderr, "sweep: %s\n", reason.c_str());  // the log's tail says why
+    return reason.rfind("the trainer ended", 0) == 0 ? Exit::bad_input : Exit::failed;
+  }
+  return static_cast<Exit>(code);
+}
+
+}  // namespace sweep

@@ -1,0 +1,49 @@
+#!/bin/bash
+# A trainer in another language than sweep's: it prints sweep's events (docs/reference.md,
+# "Events") for a known loss curve, as any program can. toy-trainer.sh EFFECT STEPS MODE
+#   the loss after step s of n: 3 − EFFECT + a seed's offset + (n − s)/n; the test loss its last.
+#   MODE: plain | garble (malformed events too) | stall (once) | crash (kill -9 of itself, once) |
+#         no-test (ends "done" without a test loss) | slow (0.3 s a step)
+set -u
+effect=$1 steps=$2 mode=$3
+offset=$(awk -v s="$SWEEP_INIT_SEED" 'BEGIN { printf "%.6f", (s * 7919 % 13) / 1000 }')
+ckpt="$SWEEP_CHECKPOINT_DIR/step"
+start=0
+if [ "$SWEEP_RESUME" = 1 ] && [ -f "$ckpt" ]; then start=$(cat "$ckpt"); fi
+stop=0
+trap 'stop=1' TERM INT
+loss_at() { awk -v e="$effect" -v o="$offset" -v s="$1" -v n="$steps" 'BEGIN { printf "%.6f", 3 - e + o + (n - s) / n }'; }
+resumed=false; [ "$start" -gt 0 ] && resumed=true
+echo "{\"event\":\"start\",\"step\":$start,\"tokens\":$((start * 64)),\"total_steps\":$steps,\"tokens_per_step\":64,\"params\":1000,\"resumed\":$resumed}"
+echo "the trainer's own output: not an event"
+for ((s = start + 1; s <= steps; s++)); do
+  if [ "$mode" = slow ]; then sleep 0.3; else sleep 0.02; fi
+  echo "{\"event\":\"train\",\"step\":$s,\"tokens\":$((s * 64)),\"loss\":$(loss_at "$s"),\"lr\":0.001,\"tokens_per_s\":3200}"
+  if [ "$mode" = garble ] && [ "$s" = 2 ]; then
+    echo '{"event":"train","step":"two","tokens":128,"loss":1}'
+    echo '{"event":"bogus","step":2}'
+    echo '{"event":"train","step":2,'
+  fi
+  if [ "$mode" = stall ] && [ "$s" = 3 ] && [ ! -f "$SWEEP_RUN_DIR/stalled" ]; then
+    touch "$SWEEP_RUN_DIR/stalled"
+    sleep 1000
+  fi
+  if [ "$mode" = crash ] && [ "$s" = 4 ] && [ ! -f "$SWEEP_RUN_DIR/crashed" ]; then
+    touch "$SWEEP_RUN_DIR/crashed"
+    kill -9 $$
+  fi
+  if [ $((s % 3)) = 0 ] || [ "$stop" = 1 ]; then
+    echo "$s" > "$ckpt"
+    echo "{\"event\":\"checkpoint\",\"step\":$s,\"tokens\":$((s * 64))}"
+    echo "{\"event\":\"eval\",\"split\":\"val\",\"step\":$s,\"tokens\":$((s * 64)),\"loss\":$(loss_at "$s")}"
+  fi
+  if [ "$stop" = 1 ]; then
+    echo "{\"event\":\"end\",\"status\":\"preempted\",\"step\":$s,\"reason\":\"SIGTERM\"}"
+    exit 75
+  fi
+done
+if [ "$mode" = no-test ]; then
+  echo "{\"event\":\"end\",\"status\":\"done\",\"step\":$steps}"
+  exit 0
+fi
+echo "{\"event\":\"end\",\"status\":\"done\",\"step\":$steps,\"tokens\":$((steps * 64)),\"test_loss\":$(loss_at "$steps")}"

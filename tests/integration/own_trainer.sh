@@ -1,0 +1,156 @@
+# A trainer of the user's own (tests/data/trainers/toy-trainer.sh, a bash script that prints
+# sweep's events from a known loss curve) run by `sweep run`: its keys checked before anything
+# runs, placeholders and SWEEP_* variables filled in, seeds paired, the report's numbers the
+# known ones; its run ids follow its file's contents; malformed events go to the log; SIGTERM
+# checkpoints and resumes; kill -9 of the trainer and of the scheduler, a stall and an end
+# without a test loss are classified as documented; two ranks get torchrun's variables.
+source "$(dirname "$0")/lib.bash"
+command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
+cp "$(dirname "$0")/../data/trainers/toy-trainer.sh" .
+
+own_sweep() {  # own_sweep FILE NAME [extra intervention lines...]
+  local file=$1 name=$2; shift 2
+  {
+    echo "sweep: $name"
+    echo "baseline: base"
+    echo "seeds: [1, 2, 3]"
+    echo "min_effect: 0.01"
+    echo "trainer:"
+    echo "  name: toy"
+    echo "  command: [./toy-trainer.sh, \"{train.effect}\", \"{train.steps}\", \"{train.mode}\"]"
+    echo "  files: [toy-trainer.sh]"
+    echo "  keys:"
+    echo "    train.effect: 0.0"
+    echo "    train.steps: {type: int, default: 12, min: 1}"
+    echo "    train.mode: {type: choice, choices: [plain, garble, stall, crash, no-test, slow], default: plain}"
+    echo "    model.width: {type: choice, choices: [narrow, wide], default: narrow}"
+    echo "base:"
+    echo "  train: {steps: 12}"
+    echo "interventions:"
+    echo "  base: {}"
+    for line in "$@"; do echo "  $line"; done
+  } > "$file"
+}
+
+# ---- the report: the known effects, paired by seed ----
+own_sweep a.yaml own "better: {train.effect: 0.05}" "same: {model.width: wide}"
+"$SWEEP" run a.yaml --results res --devices cpu:2x1 > run.txt || fail "own trainer: $(cat run.txt)"
+"$SWEEP" report own --results res --out rep --format json > rep.json 2> err.txt || fail "report: $(cat err.txt)"
+python3 - <<'PY' || fail "the report of the toy trainer: $(cat rep.json)"
+import json
+r = json.load(open("rep.json"))
+v = {x["name"]: x for x in r["variants"]}
+assert v["better"]["method"] == "paired" and abs(v["better"]["improvement"] - 0.05) < 1e-9, v["better"]
+assert v["better"]["verdict"] == "better", v["better"]
+assert abs(v["same"]["improvement"]) < 1e-12 and v["same"]["verdict"] == "equivalent", v["same"]
+# the base's seeds: 3 + (s·7919 mod 13)/1000
+for d in v["base"]["runs_detail"]:
+    s = d["init_seed"]
+    assert abs(d["value"] - (3 + (s * 7919 % 13) / 1000)) < 1e-9, d
+    assert d["code"] == [r["code"].split("trained by ")[1]], (d["code"], r["code"])
+assert r["code"].startswith("code: trained by trainer toy@"), r["code"]
+assert any("sweep did not verify its equivalences" in n for n in r["notes"]), r["notes"]
+print("own trainer report: ok")
+PY
+run=$(ls res/runs | sed -n 1p)
+for f in config.yaml config.json events.jsonl worker.log checkpoint; do
+  [ -e "res/runs/$run/$f" ] || fail "no $f in a run folder of an own trainer"
+done
+grep -q "the trainer's own output: not an event" "res/runs/$run/worker.log" || fail "plain output not in worker.log"
+python3 -c "import json; c = json.load(open('res/runs/$run/config.json')); assert c['model']['width'] in ('narrow', 'wide') and 'init' in c['seeds'], c" ||
+  fail "config.json: $(cat "res/runs/$run/config.json")"
+
+# ---- identity: the trainer's file changes, every run id changes; back, the same ids ----
+"$SWEEP" plan a.yaml --results res > plan1.txt
+echo "# a comment" >> toy-trainer.sh
+"$SWEEP" plan a.yaml --results res > plan2.txt
+[ "$(grep -c ' done ' plan1.txt)" -eq 9 ] || fail "plan: $(cat plan1.txt)"
+[ "$(grep -c ' pending ' plan2.txt)" -eq 9 ] || fail "a changed trainer file must change the run ids: $(cat plan2.txt)"
+sed -i '$ d' toy-trainer.sh
+"$SWEEP" plan a.yaml --results res > plan3.txt
+cmp -s plan1.txt plan3.txt || fail "the same file must give the same ids: $(diff plan1.txt plan3.txt)"
+
+# ---- bad input: an undeclared key, a wrong type, an unknown placeholder, a missing file ----
+own_sweep bad.yaml bad "typo: {train.efect: 0.1}" "wrong: {train.steps: many}"
+expect_rc 2 "$SWEEP" run bad.yaml --results res2 2> bad.txt
+grep -q "bad.yaml:18:10: unknown key 'train.efect': the trainer does not declare it — did you mean 'train.effect'?" bad.txt ||
+  fail "undeclared key: $(cat bad.txt)"
+grep -q "bad.yaml:19:11: 'train.steps' must be a whole number, got many" bad.txt || fail "wrong type: $(cat bad.txt)"
+sed 's/{train.mode}/{train.mood}/; s/files: \[toy-trainer.sh\]/files: [toy-trainer.sh, missing.py]/' a.yaml > bad2.yaml
+expect_rc 2 "$SWEEP" run bad2.yaml --results res2 2> bad2.txt
+grep -q "unknown placeholder {train.mood} — did you mean {train.mode}?" bad2.txt || fail "placeholder: $(cat bad2.txt)"
+grep -q "'trainer.files': no file .*missing.py" bad2.txt || fail "missing file: $(cat bad2.txt)"
+sed 's|\./toy-trainer.sh,|./no-such-trainer,|' a.yaml > bad3.yaml
+expect_rc 2 "$SWEEP" run bad3.yaml --results res2 2> bad3.txt
+grep -q "./no-such-trainer is not an executable file" bad3.txt || fail "a missing command: $(cat bad3.txt)"
+[ ! -e res2 ] || fail "refused sweeps left a results folder"
+
+# ---- malformed events go to the log, the run still counts; an end without a test loss fails, not retried ----
+own_sweep m.yaml messy "garbled: {train.mode: garble}" "no-test: {train.mode: no-test}"
+"$SWEEP" run m.yaml --results res --devices cpu:2x1 > m.txt && fail "a run without a test loss should fail the sweep: $(cat m.txt)"
+garbled=$(awk '$1 == "garbled" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
+grep -q 'sweep: not an event (train event: "step" must be a whole number' "res/runs/$garbled/worker.log" ||
+  fail "a malformed event is not in the log: $(cat "res/runs/$garbled/worker.log")"
+grep -q 'sweep: not an event ("event" must be one of' "res/runs/$garbled/worker.log" || fail "an unknown event type"
+[ "$(sql "SELECT status FROM runs WHERE run_id = '$garbled'")" = done ] || fail "the garbled run is not done"
+notest=$(awk '$1 == "no-test" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
+[ "$(sql "SELECT status, attempts FROM runs WHERE run_id = '$notest'")" = "failed|1" ] ||
+  fail "an end without a test loss: $(sql "SELECT status, attempts, error FROM runs WHERE run_id = '$notest'")"
+sql "SELECT error FROM runs WHERE run_id = '$notest'" | grep -q "without a test_loss" || fail "its error does not say why"
+
+# ---- SIGTERM: the trainer checkpoints, the run is re-queued and resumes from its checkpoint ----
+own_sweep p.yaml preempt "slow: {train.mode: slow}"
+"$SWEEP" run p.yaml --results res --devices cpu:2x1 > p.txt &
+sched=$!
+victim=$(awk '$1 == "slow" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan p.yaml --results res)")
+wait_for_train_events "res/runs/$victim/events.jsonl" 4
+kill -TERM "$(worker_pid "$victim")"
+wait "$sched" || fail "the sweep should finish after a preemption: $(cat p.txt)"
+grep -q "preempted slow seed 1/1 .* at step [0-9]*: re-queued" p.txt || fail "not re-queued: $(cat p.txt)"
+[ "$(grep -c '"resumed":true' "res/runs/$victim/events.jsonl")" -ge 1 ] || fail "the trainer did not resume"
+[ "$(sql "SELECT COUNT(*) FROM segments WHERE run_id = '$victim' AND step > 0")" -ge 1 ] || fail "no segment from a step > 0"
+[ "$(sql "SELECT status FROM runs WHERE run_id = '$victim'")" = done ] || fail "the preempted run did not finish"
+
+# ---- kill -9 of the trainer: a crash, retried; kill -9 of the scheduler: the same command resumes ----
+own_sweep k.yaml kills "crashy: {train.mode: crash}" "slow: {train.mode: slow}"
+"$SWEEP" run k.yaml --results res --devices cpu:2x1 > k1.txt &
+sched=$!
+slow=$(awk '$1 == "slow" && $2 == "2/2" {print $3}' <<< "$("$SWEEP" plan k.yaml --results res)")
+wait_for_train_events "res/runs/$slow/events.jsonl" 3
+kill -9 "$sched"
+wait "$sched" 2>/dev/null || true
+"$SWEEP" run k.yaml --results res --devices cpu:2x1 > k2.txt || fail "after kill -9 of the scheduler: $(cat k1.txt k2.txt)"
+grep -q "retrying from its checkpoint" k1.txt k2.txt || fail "the crashing trainer was not retried: $(cat k1.txt k2.txt)"
+[ "$(sql "SELECT COUNT(*) FROM runs r JOIN sweep_runs s ON s.run_id = r.run_id WHERE s.sweep = 'kills' AND r.status = 'done'")" -eq 9 ] ||
+  fail "not all done: $(sql "SELECT run_id, status, error FROM runs")"
+check_database
+
+# ---- a stall: killed by the watchdog, retried, finished ----
+own_sweep s.yaml stalls "stuck: {train.mode: stall}"
+"$SWEEP" run s.yaml --results res --devices cpu:2x1 --stall-timeout 2 > s.txt || fail "stalled trainer: $(cat s.txt)"
+grep -q "no event for .*stall timeout 2 s.*killed, retrying from its checkpoint" s.txt || fail "no stall: $(cat s.txt)"
+
+# ---- two ranks: torchrun's variables, rank 0's events ----
+cat > ranks.sh <<'SH'
+#!/bin/bash
+echo "rank $RANK of $WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT local $LOCAL_RANK" >&2
+[ "$RANK" = 0 ] || { echo "rank $RANK's stdout"; exit 0; }
+echo '{"event":"start","step":0,"total_steps":1}'
+echo '{"event":"train","step":1,"tokens":8,"loss":2.5}'
+echo "{\"event\":\"end\",\"status\":\"done\",\"step\":1,\"test_loss\":2.$SWEEP_INIT_SEED}"
+SH
+chmod +x ranks.sh
+cat > r.yaml <<'YAML'
+sweep: ranked
+baseline: base
+seeds: [1, 2]
+trainer: {command: [./ranks.sh], files: [ranks.sh], keys: {x: 1}}
+base: {resources: {ranks: 2}}
+interventions: {base: {}, other: {x: 2}}
+YAML
+"$SWEEP" run r.yaml --results res --devices cpu:2x1 > r.txt || fail "two ranks: $(cat r.txt)"
+one=$(awk '$1 == "base" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan r.yaml --results res)")
+grep -q "rank 1 of 2 at 127.0.0.1:[0-9]* local 1" "res/runs/$one/worker.log" || fail "rank 1's environment: $(cat "res/runs/$one/worker.log")"
+grep -q "\[rank 1\] rank 1's stdout" "res/runs/$one/worker.log" || fail "rank 1's stdout is not in the log"
+check_database
+echo "own_trainer: ok"
