@@ -1,0 +1,104 @@
+"""The Python client's own tests (CTest: clients.python): every event it writes is one that
+`sweep worker`'s own check accepts (run through the real binary when SWEEP is set), the config
+and seeds come from the SWEEP_* environment, and outside sweep it prints nothing."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep_events  # noqa: E402
+
+
+class ClientTest(unittest.TestCase):
+    def run_under_sweep(self, config):
+        folder = tempfile.mkdtemp()
+        path = os.path.join(folder, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(config, f)
+        env = {"SWEEP_RUN_DIR": folder, "SWEEP_CONFIG": path, "SWEEP_INIT_SEED": "3", "SWEEP_DATA_SEED": "4",
+               "SWEEP_CHECKPOINT_DIR": os.path.join(folder, "checkpoint"), "SWEEP_RESUME": "1",
+               "SWEEP_STALL_TIMEOUT": "8"}
+        with mock.patch.dict(os.environ, env):
+            out = io.StringIO()
+            return sweep_events.Run(stream=out), out
+
+    def test_config_seeds_and_environment(self):
+        run, _ = self.run_under_sweep({"model": {"dropout": 0.1}, "seeds": {"init": 3, "data": 4}})
+        self.assertEqual(run.get("model.dropout"), 0.1)
+        self.assertIsNone(run.get("model.width"))
+        self.assertEqual((run.init_seed, run.data_seed), (3, 4))
+        self.assertTrue(run.resume)
+        self.assertNotIn("seeds", run.config)
+        self.assertEqual(run.heartbeat_every, 2.0)
+
+    def test_events_are_json_lines_of_the_contract(self):
+        run, out = self.run_under_sweep({})
+        run.start(0, 0, total_steps=10, tokens_per_step=64, params=1000)
+        run.train(1, 64, 3.5, lr=1e-3, grad_norm=float("inf"))
+        run.eval(1, 64, "val", float("nan"))
+        run.checkpoint(1, 64)
+        run.heartbeat(1, force=True)
+        run.end(1, 64, test_loss=3.4)
+        lines = [json.loads(line) for line in out.getvalue().splitlines()]
+        self.assertEqual([e["event"] for e in lines], ["start", "train", "eval", "checkpoint", "heartbeat", "end"])
+        self.assertEqual(lines[0]["schema"], 1)
+        self.assertEqual(lines[1]["grad_norm"], "inf")
+        self.assertEqual(lines[2]["loss"], "nan")
+        self.assertEqual(lines[5]["test_loss"], 3.4)
+        self.assertNotIn("test_bpb", lines[5])  # absent, never null
+        sweep = os.environ.get("SWEEP")
+        if sweep:  # the binary's own check accepts every line (`sweep worker`'s, through a tiny sweep)
+            self.check_with_sweep(sweep, out.getvalue())
+
+    def check_with_sweep(self, sweep, text):
+        folder = tempfile.mkdtemp()
+        with open(os.path.join(folder, "events.txt"), "w", encoding="utf-8") as f:
+            f.write(text)
+        with open(os.path.join(folder, "s.yaml"), "w", encoding="utf-8") as f:
+            f.write("sweep: client\nbaseline: base\ntrainer: {command: [cat, events.txt], files: [events.txt], "
+                    "keys: {x: 1}}\nbase: {}\ninterventions: {base: {}}\n")
+        done = subprocess.run([sweep, "run", "s.yaml", "--results", "res"], cwd=folder, capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        run = os.listdir(os.path.join(folder, "res", "runs"))[0]
+        with open(os.path.join(folder, "res", "runs", run, "worker.log"), encoding="utf-8") as f:
+            self.assertNotIn("not an event", f.read())
+
+    def test_refuses_what_sweep_would_refuse(self):
+        run, _ = self.run_under_sweep({})
+        with self.assertRaises(ValueError):
+            run.train(0, 0, 1.0)  # a train event counts the step just taken
+        with self.assertRaises(ValueError):
+            run.end(5, test_loss=None)  # a done run reports its test loss
+        with self.assertRaises(ValueError):
+            run.end(5, test_loss=float("nan"))
+        with self.assertRaises(ValueError):
+            run.eval(1, 0, "train", 1.0)
+        with self.assertRaises(ValueError):
+            run.start(-1)
+
+    def test_preempted_exits_75_and_says_so(self):
+        run, out = self.run_under_sweep({})
+        with self.assertRaises(SystemExit) as stop:
+            run.preempted(7, 448)
+        self.assertEqual(stop.exception.code, sweep_events.EXIT_PREEMPTED)
+        self.assertEqual(json.loads(out.getvalue())["status"], "preempted")
+
+    def test_silent_outside_sweep(self):
+        with mock.patch.dict(os.environ, {}, clear=True):
+            out = io.StringIO()
+            run = sweep_events.Run(config={"train": {"lr": 0.1}}, stream=out)
+            run.start(0)
+            run.train(1, 8, 2.0)
+            self.assertEqual(out.getvalue(), "")
+            self.assertEqual(run.get("train.lr"), 0.1)
+            self.assertFalse(run.resume)
+
+
+if __name__ == "__main__":
+    unittest.main()
