@@ -76,7 +76,8 @@ struct SweepOptions {
   int max_parallel = 0;
   bool until_decided = false;
   int64_t max_seeds = 0;  // 0: 4 × the declared seeds
-  CLI::App *run = nullptr, *plan = nullptr, *status = nullptr, *ls = nullptr, *ingest = nullptr;
+  int64_t check_seeds = 3;  // sweep check: seeds, each trained twice
+  CLI::App *run = nullptr, *plan = nullptr, *status = nullptr, *ls = nullptr, *ingest = nullptr, *check = nullptr;
 };
 CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o);
 Exit run_sweep_command(const SweepOptions& o, const CLI::App* which);

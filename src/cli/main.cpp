@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       code = run_calibrate(calibrate);
     } else {
       for (const CLI::App* cmd : {sweep_options.run, sweep_options.plan, sweep_options.status, sweep_options.ls,
-                                  sweep_options.ingest}) {
+                                  sweep_options.ingest, sweep_options.check}) {
         if (*cmd) {
           code = run_sweep_command(sweep_options, cmd);
         }

@@ -22,7 +22,7 @@ own_sweep() {  # own_sweep FILE NAME [extra intervention lines...]
     echo "  keys:"
     echo "    train.effect: 0.0"
     echo "    train.steps: {type: int, default: 12, min: 1}"
-    echo "    train.mode: {type: choice, choices: [plain, garble, stall, crash, no-test, slow], default: plain}"
+    echo "    train.mode: {type: choice, choices: [plain, garble, stall, crash, no-test, slow, noisy], default: plain}"
     echo "    model.width: {type: choice, choices: [narrow, wide], default: narrow}"
     echo "base:"
     echo "  train: {steps: 12}"
@@ -129,6 +129,15 @@ check_database
 own_sweep s.yaml stalls "stuck: {train.mode: stall}"
 "$SWEEP" run s.yaml --results res --devices cpu:2x1 --stall-timeout 2 > s.txt || fail "stalled trainer: $(cat s.txt)"
 grep -q "no event for .*stall timeout 2 s.*killed, retrying from its checkpoint" s.txt || fail "no stall: $(cat s.txt)"
+
+# ---- sweep check: an A/A check of the trainer, deterministic or not ----
+"$SWEEP" check a.yaml --results res --devices cpu:2x1 > check.txt || fail "sweep check: $(cat check.txt)"
+grep -q "deterministic given its seeds: every repeat equals its twin to the last digit" check.txt || fail "$(cat check.txt)"
+[ "$(grep -c ' identical$' check.txt)" -eq 3 ] || fail "3 seeds, each identical twice: $(cat check.txt)"
+sed 's/  train: {steps: 12}/  train: {steps: 12, mode: noisy}/; s/sweep: own/sweep: noisy/' a.yaml > n.yaml
+"$SWEEP" check n.yaml --results res --devices cpu:2x1 --seeds 4 > ncheck.txt || fail "sweep check: $(cat ncheck.txt)"
+grep -q "not deterministic given its seeds: twins differ by up to .*σ_repeat = .* against σ_seed = .* (4 seeds)" ncheck.txt ||
+  fail "a noisy trainer: $(cat ncheck.txt)"
 
 # ---- two ranks: torchrun's variables, rank 0's events ----
 cat > ranks.sh <<'SH'

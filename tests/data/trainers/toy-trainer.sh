@@ -3,10 +3,13 @@
 # "Events") for a known loss curve, as any program can. toy-trainer.sh EFFECT STEPS MODE
 #   the loss after step s of n: 3 − EFFECT + a seed's offset + (n − s)/n; the test loss its last.
 #   MODE: plain | garble (malformed events too) | stall (once) | crash (kill -9 of itself, once) |
-#         no-test (ends "done" without a test loss) | slow (0.3 s a step)
+#         no-test (ends "done" without a test loss) | slow (0.3 s a step) | noisy (unseeded noise)
 set -u
 effect=$1 steps=$2 mode=$3
 offset=$(awk -v s="$SWEEP_INIT_SEED" 'BEGIN { printf "%.6f", (s * 7919 % 13) / 1000 }')
+if [ "$mode" = noisy ]; then  # noise the seeds do not decide, as GPU atomics or an unseeded loader add
+  offset=$(awk -v o="$offset" -v r="$RANDOM" 'BEGIN { printf "%.6f", o + (r % 1000) / 1000000 }')
+fi
 ckpt="$SWEEP_CHECKPOINT_DIR/step"
 start=0
 if [ "$SWEEP_RESUME" = 1 ] && [ -f "$ckpt" ]; then start=$(cat "$ckpt"); fi
