@@ -54,6 +54,11 @@ std::string fill(const std::string& text, const std::map<std::string, std::strin
   return out;
 }
 
+// A line longer than k_max_event_line, cut there: no event, a note in the log.
+std::string cut(const std::string& line) {
+  return line.substr(0, k_max_event_line) + " [cut: a line longer than " + std::to_string(k_max_event_line) + " bytes]";
+}
+
 // The lines a child's stdout holds now (non-blocking), a partial last line kept in `buffer`; a
 // line longer than k_max_event_line is cut there (its rest is dropped up to its end).
 std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping) {
@@ -68,7 +73,8 @@ std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping)
     size_t start = 0, nl;
     while ((nl = buffer.find('\n', start)) != std::string::npos) {
       if (!skipping) {
-        lines.push_back(buffer.substr(start, nl - start));
+        const std::string line = buffer.substr(start, nl - start);
+        lines.push_back(line.size() > k_max_event_line ? cut(line) : line);
       }
       skipping = false;
       start = nl + 1;
@@ -76,8 +82,7 @@ std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping)
     buffer.erase(0, start);
     if (buffer.size() > k_max_event_line) {
       if (!skipping) {
-        lines.push_back(buffer.substr(0, k_max_event_line) + " [cut: a line longer than " +
-                        std::to_string(k_max_event_line) + " bytes]");
+        lines.push_back(cut(buffer));
       }
       buffer.clear();
       skipping = true;

@@ -92,6 +92,8 @@ garbled=$(awk '$1 == "garbled" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan m
 grep -q 'sweep: not an event (train event: "step" must be a whole number' "res/runs/$garbled/worker.log" ||
   fail "a malformed event is not in the log: $(cat "res/runs/$garbled/worker.log")"
 grep -q 'sweep: not an event ("event" must be one of' "res/runs/$garbled/worker.log" || fail "an unknown event type"
+grep -q "\[cut: a line longer than 262144 bytes\]" "res/runs/$garbled/worker.log" || fail "a 300 KB line was not cut into the log"
+! grep -q '"pad"' "res/runs/$garbled/events.jsonl" || fail "an over-long line was taken for an event"
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$garbled'")" = done ] || fail "the garbled run is not done"
 notest=$(awk '$1 == "no-test" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
 [ "$(sql "SELECT status, attempts FROM runs WHERE run_id = '$notest'")" = "failed|1" ] ||

@@ -26,6 +26,7 @@ for ((s = start + 1; s <= steps; s++)); do
     echo '{"event":"train","step":"two","tokens":128,"loss":1}'
     echo '{"event":"bogus","step":2}'
     echo '{"event":"train","step":2,'
+    printf '{"event":"train","step":2,"tokens":128,"loss":1,"pad":"%s"}\n' "$(head -c 300000 /dev/zero | tr '\0' x)"
   fi
   if [ "$mode" = stall ] && [ "$s" = 3 ] && [ ! -f "$SWEEP_RUN_DIR/stalled" ]; then
     touch "$SWEEP_RUN_DIR/stalled"
