@@ -147,14 +147,7 @@ std::string ladder_text(const Analysis& a) {
   out << '\n' << ladder_method(a) << '\n';
   for (size_t k = 0; k < a.rungs.size(); ++k) {
     const Analysis& r = a.rungs[k];
-    Rows rows;
-    for (size_t i = 0; i < r.variants.size(); ++i) {
-      std::vector<std::string> row;
-      for (const auto& c : cells(r, r.variants[i], static_cast<int>(i + 1))) {
-        row.push_back(c.text);
-      }
-      rows.push_back(row);
-    }
+    const Rows rows = ranked_rows(r);
     out << '\n' << rung_title(a.ladder->rungs[k]) << ":\n" << text_table(headers(r), rows, "  ");
     for (const auto& l : noise_lines(r)) {
       out << "  " << l << '\n';
@@ -194,13 +187,9 @@ std::string ladder_markdown(const Analysis& a) {
   out << '\n' << ladder_method(a) << '\n';
   for (size_t k = 0; k < a.rungs.size(); ++k) {
     const Analysis& r = a.rungs[k];
-    Rows rung_rows;
-    for (size_t i = 0; i < r.variants.size(); ++i) {
-      std::vector<std::string> row;
-      for (const auto& c : cells(r, r.variants[i], static_cast<int>(i + 1))) {
-        row.push_back(row.size() == 1 ? md_code(c.text) : c.text);
-      }
-      rung_rows.push_back(row);
+    Rows rung_rows = ranked_rows(r);
+    for (auto& row : rung_rows) {
+      row[1] = md_code(row[1]);
     }
     out << "\n## " << md_code(rung_title(a.ladder->rungs[k])) << "\n\n" << markdown_table(headers(r), rung_rows) << '\n';
     for (const auto& l : noise_lines(r)) {
@@ -230,14 +219,7 @@ std::string ladder_html(const Analysis& a) {
   out << "<p>" << html_escape(ladder_method(a)) << "</p>\n";
   for (size_t k = 0; k < a.rungs.size(); ++k) {
     const Analysis& r = a.rungs[k];
-    Rows rows;
-    for (size_t i = 0; i < r.variants.size(); ++i) {
-      std::vector<std::string> row;
-      for (const auto& c : cells(r, r.variants[i], static_cast<int>(i + 1))) {
-        row.push_back(c.text);
-      }
-      rows.push_back(row);
-    }
+    const Rows rows = ranked_rows(r);
     out << "<h2>" << html_escape(rung_title(a.ladder->rungs[k])) << "</h2>\n" << html_table(headers(r), rows) << "<ul>\n";
     for (const auto& l : noise_lines(r)) {
       out << "<li>" << html_escape(l) << "</li>\n";

@@ -245,17 +245,9 @@ std::string render_text(const Analysis& a) {
   if (a.ladder) {
     return ladder_text(a);
   }
-  Rows rows;
-  for (size_t i = 0; i < a.variants.size(); ++i) {
-    std::vector<std::string> row;
-    for (const auto& c : cells(a, a.variants[i], static_cast<int>(i + 1))) {
-      row.push_back(c.text);
-    }
-    rows.push_back(row);
-  }
   std::ostringstream out;
   const std::string method = method_sentence(a);
-  out << headline(a) << "\n\n" << text_table(headers(a), rows);
+  out << headline(a) << "\n\n" << text_table(headers(a), ranked_rows(a));
   for (const auto& l : reference_lines(a)) {
     out << "reference " << l << '\n';
   }

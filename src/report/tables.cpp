@@ -80,6 +80,18 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
   return row;
 }
 
+Rows ranked_rows(const Analysis& a) {
+  Rows rows;
+  for (size_t i = 0; i < a.variants.size(); ++i) {
+    std::vector<std::string> row;
+    for (const auto& c : cells(a, a.variants[i], static_cast<int>(i + 1))) {
+      row.push_back(c.text);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 size_t display_width(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) {

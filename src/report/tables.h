@@ -12,8 +12,6 @@
 
 namespace sweep {
 
-using Rows = std::vector<std::vector<std::string>>;
-
 // A p-value as a table shows it: 4 decimals, "<0.0001", "-" for none.
 std::string p_text(double p);
 
@@ -28,6 +26,9 @@ struct Cell {
 std::vector<std::string> headers(const Analysis& a);
 // A row of the ranked table, in the order of headers(a).
 std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank);
+// The ranked table's rows as text, best first.
+using Rows = std::vector<std::vector<std::string>>;
+Rows ranked_rows(const Analysis& a);
 // Columns of text, left-aligned; the others are numbers, right-aligned.
 bool left_aligned(const std::string& header);
 std::string verdict_text(const VariantStats& v);
