@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <thread>
@@ -271,6 +272,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     children.push_back(std::move(rank));
   }
   std::optional<nlohmann::json> last_end;
+  bool write_failed = false;
   int first_failure = -1;
   bool forwarded = false;
   std::chrono::steady_clock::time_point kill_at{};
@@ -287,6 +289,15 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
       const std::string text = ev->dump();
       events_file << text << '\n';
       events_file.flush();
+      if (!events_file && !write_failed) {  // a full disk: the trainer is stopped, nothing of it is lost
+        write_failed = true;
+        std::fprintf(stderr, "sweep: cannot write %s: %s\n", (dir / "events.jsonl").c_str(), std::strerror(errno));
+        for (const auto& c : children) {
+          if (c.code < 0) {
+            ::kill(c.child.pid, SIGTERM);
+          }
+        }
+      }
       if (o.events) {
         std::fprintf(stdout, "%s\n", text.c_str());
         std::fflush(stdout);
@@ -344,6 +355,9 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   for (size_t r = 0; r < children.size(); ++r) {
     drain(r);  // what it wrote before it exited
     ::close(children[r].child.stdout_fd);
+  }
+  if (write_failed) {
+    return Exit::io_error;  // the run resumes from its checkpoint once there is room
   }
   const int code = first_failure >= 0 ? first_failure : children.front().code;
   // How the run ended, by its last end event (stamped above) and the trainer's exit.
