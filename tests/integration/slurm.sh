@@ -4,7 +4,7 @@
 # own ports) and stops it at the end. A 2-variant × 2-seed sweep, one variant with 2 ranks, runs
 # as sbatch array tasks; the database gets every curve; `sweep report` reads it; a task sent
 # `scancel --signal=TERM` checkpoints, is requeued and resumes to the uninterrupted result; Ctrl-C
-# cancels the tasks and a second `sweep run` resumes them.
+# cancels the tasks and a second `sweep run` resumes them. A trainer of your own runs as array tasks too.
 local_slurm=$(cd "$(dirname "$0")/../../scripts" && pwd)/local-slurm.sh  # before lib.bash changes directory
 source "$(dirname "$0")/lib.bash"
 for tool in munged slurmctld slurmd sbatch squeue scancel scontrol; do
@@ -41,6 +41,29 @@ grep -q "ENDED" <<< "$("$SWEEP" status onslurm --results res)" || fail "sweep st
 grep -q '"two-ranks"' rep.json || fail "the report lacks the 2-rank variant"
 grep -q "4 already finished, 0 to run" <<< "$("$SWEEP" run s.yaml --results res --executor slurm)" ||
   fail "a finished Slurm sweep ran again"
+
+# ---- a trainer of your own as Slurm array tasks: the host runs it in each task, events as for sweep's core ----
+cp "$SWEEP_TEST_DATA/trainers/toy-trainer.sh" .
+cat > own.yaml <<'YAML'
+sweep: ownslurm
+baseline: base
+seeds: [1, 2]
+trainer:
+  command: [./toy-trainer.sh, "{train.effect}", "6", plain]
+  files: [toy-trainer.sh]
+  keys: {train.effect: 0.0}
+base: {}
+interventions: {base: {}, better: {train.effect: 0.05}}
+YAML
+"$SWEEP" run own.yaml --results res --executor slurm --partition local --time 10:00 > own.txt 2>&1 ||
+  fail "a trainer of your own on Slurm: $(cat own.txt)"
+"$SWEEP" report ownslurm --results res --out rep-own --format json > rep-own.json 2>/dev/null || fail "its report"
+python3 -c "
+import json; v = {x['name']: x for x in json.load(open('rep-own.json'))['variants']}
+assert v['better']['method'] == 'paired' and abs(v['better']['improvement'] - 0.05) < 1e-9, v['better']" ||
+  fail "the own trainer's Slurm report: $(cat rep-own.json)"
+[ "$(sql "SELECT COUNT(*) FROM runs r JOIN sweep_runs s USING (run_id) WHERE s.sweep = 'ownslurm' AND r.job LIKE '%\_%' ESCAPE '\\'")" -eq 4 ] ||
+  fail "a Slurm task per run of the own trainer"
 
 # await_training SWEEP: sets task, run and dir to the sweep's running Slurm task, its run and its run directory
 # once that run has logged 100 training steps (task is empty after 30 s without).
