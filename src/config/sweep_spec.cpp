@@ -526,9 +526,10 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
     }
   }
   top.finish();
-  if (spec.trainer && spec.ladder) {
-    diags.error(root["scale"].Mark(), "a scale ladder needs each rung's parameters and training FLOPs, which sweep "
-                                      "counts for its own model families only: not yet with a trainer: of your own");
+  if (spec.trainer && spec.ladder && spec.ladder->tokens_per_param > 0) {
+    diags.error(root["scale"]["tokens_per_param"].Mark(),
+                "scale.tokens_per_param needs each rung's parameters before it runs, which sweep counts for its own "
+                "models only: with a trainer of your own, set each rung's tokens key in the rungs");
   }
   if (!spec.name.empty()) {
     check_name(spec.name, root["sweep"], "sweep", diags);
@@ -807,7 +808,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
     }
     if (spec.ladder) {
       const size_t rung = i % spec.ladder->rungs.size();  // variants come intervention by intervention, rung by rung
-      if (i < spec.ladder->rungs.size()) {  // the baseline's rungs come first
+      if (i < spec.ladder->rungs.size() && !spec.trainer) {  // the baseline's rungs come first; a trainer's sizes are its own
         check_rung(root, path, *spec.ladder, rung, c, i == 0 ? nullptr : &configs[i - 1], rung_tokens, problems);
       }
       if (spec.ladder->tokens_per_param > 0 && rung < rung_tokens.size()) {

@@ -250,6 +250,10 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   }
 
   install_stop_handlers();
+  // A scheduler that dies (kill -9) closes our stdout: we go on, writing events.jsonl only, until
+  // the next `sweep run` stops us (and, through us, the trainer) and resumes the run.
+  ::signal(SIGPIPE, SIG_IGN);
+  bool to_stdout = o.events;
   std::ofstream events_file(dir / "events.jsonl", std::ios::app);
   struct Rank {
     Child child;
@@ -298,9 +302,8 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
           }
         }
       }
-      if (o.events) {
-        std::fprintf(stdout, "%s\n", text.c_str());
-        std::fflush(stdout);
+      if (to_stdout && (std::fprintf(stdout, "%s\n", text.c_str()) < 0 || std::fflush(stdout) != 0)) {
+        to_stdout = false;  // the scheduler is gone: events.jsonl keeps the record
       }
       if ((*ev)[field::event] == events::end) {
         last_end = *ev;

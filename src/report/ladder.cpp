@@ -266,6 +266,17 @@ Analysis analyze_ladder(const ReportInput& in) {
   std::vector<double> x;  // log10 training FLOPs per rung
   for (const auto& r : summary.rungs) {
     x.push_back(r.flops > 0 ? std::log10(r.flops) : k_nan);
+    if (!(r.flops > 0)) {
+      a.notes.push_back("rung " + r.name + ": its training FLOPs are unknown — a trainer of your own says its size as "
+                        "`params` in its start event (sweep takes 6 × params × tokens); without it the rung has no "
+                        "place on the trend");
+    }
+  }
+  for (size_t k = 1; k < summary.rungs.size(); ++k) {
+    if (summary.rungs[k].flops > 0 && summary.rungs[k - 1].flops > 0 && summary.rungs[k].flops <= summary.rungs[k - 1].flops) {
+      a.notes.push_back("rung " + summary.rungs[k].name + " trained no more FLOPs than rung " + summary.rungs[k - 1].name +
+                        " (as its trainer reported them): the ladder does not grow there");
+    }
   }
   double x_target = k_nan;
   summary.target_flops = summary.target_factor = k_nan;
@@ -298,6 +309,12 @@ Analysis analyze_ladder(const ReportInput& in) {
     summary.target_factor = ladder.target / summary.rungs.back().params;
   }
   summary.target_flops = std::isfinite(x_target) ? std::pow(10.0, x_target) : k_nan;
+  if (std::isfinite(summary.target_factor) && summary.target_factor <= 1 && summary.rungs.front().flops > 0 &&
+      (ladder.target_unit == "flops" ? ladder.target <= summary.rungs.front().flops
+                                     : ladder.target <= summary.rungs.front().params)) {
+    a.notes.push_back("the target lies at or below the smallest rung: the value there is the line read back, not an "
+                      "extrapolation");
+  }
   summary.far = std::isfinite(summary.target_factor) && summary.target_factor > ladder.beyond;
 
   // ---- per intervention: its paired improvements at each rung, and the line through them ----

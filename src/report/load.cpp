@@ -1,12 +1,15 @@
 #include "report/load.h"
 
 #include <algorithm>
+#include <fstream>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
 #include "data/dataset.h"
+#include "protocol/events.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -74,6 +77,21 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
   return rr;
 }
 
+// The parameters a trainer of the user's said it has: its last start event's `params` in the run
+// folder's events.jsonl (0: not said).
+double params_said(const std::string& run_dir) {
+  std::ifstream in(fs::path(run_dir) / "events.jsonl");
+  double params = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json ev = nlohmann::json::parse(line, nullptr, false);
+    if (ev.is_object() && ev.value(events::field::event, "") == events::start && ev.contains(events::field::params) &&
+        ev[events::field::params].is_number_integer()) {
+      params = static_cast<double>(ev[events::field::params].get<int64_t>());
+    }
+  }
+  return params;
+}
+
 // A variant's runs, and what its config says about it: the global batch and the model section.
 VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, const Variant& v,
                          const std::string& metric) {
@@ -93,8 +111,10 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
       parsed = true;
       try {
         const RunConfig c = parse_run_config(YAML::Load(row.run.config_yaml), row.run.run_dir + "/config.yaml");
-        if (c.trainer) {  // its model, batch, size and data are the trainer's own: unknown here
+        if (c.trainer) {  // its model, batch and data are the trainer's own; its size as it says
           out.trainer = c.trainer->name + "@" + c.trainer->version();
+          out.params = params_said(row.run.run_dir);
+          out.flops_per_token = 6 * out.params;  // training FLOPs ≈ 6 × parameters per token
         } else {
           out.batch_sequences = static_cast<double>(c.train.micro_batch * c.train.grad_accum * c.resources.ranks);
           const ModelSize size = model_size(c.model);
@@ -109,6 +129,9 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
       }
     }
     out.runs.push_back(report_run(store, row.run, metric));
+    if (!out.trainer.empty()) {  // a trainer of the user's: its tokens as its runs trained them
+      out.train_tokens = std::max(out.train_tokens, row.run.tokens);
+    }
   }
   return out;
 }

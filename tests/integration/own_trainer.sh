@@ -141,6 +141,39 @@ sed 's/  train: {steps: 12}/  train: {steps: 12, mode: noisy}/; s/sweep: own/swe
 grep -q "not deterministic given its seeds: twins differ by up to .*σ_repeat = .* against σ_seed = .* (4 seeds)" ncheck.txt ||
   fail "a noisy trainer: $(cat ncheck.txt)"
 
+# ---- a ladder of a trainer of your own: rungs placed by the params it reports × the tokens it trained ----
+cat > l.yaml <<'YAML'
+sweep: ownladder
+baseline: base
+seeds: [1, 2, 3]
+min_effect: 0.01
+trainer:
+  command: [./toy-trainer.sh, "{train.effect}", "{train.steps}", plain, "{model.params}"]
+  files: [toy-trainer.sh]
+  keys: {train.effect: 0.0, train.steps: 12, model.params: 1000}
+scale:
+  rungs:
+    s: {model.params: 1000, train.steps: 6}
+    m: {model.params: 4000, train.steps: 12}
+    l: {model.params: 16000, train.steps: 24}
+  target: {flops: 1e10}
+base: {}
+interventions: {base: {}, better: {train.effect: 0.05}}
+YAML
+"$SWEEP" run l.yaml --results res --devices cpu:2x1 > l.txt || fail "a ladder of an own trainer: $(cat l.txt)"
+"$SWEEP" report ownladder --results res --out lrep --format json > lrep.json || fail "its report"
+python3 - <<'PY' || fail "the own trainer's ladder: $(cat lrep.json)"
+import json
+l = json.load(open("lrep.json"))["ladder"]
+assert [r["flops"] for r in l["rungs"]] == [6 * 1000 * 384, 6 * 4000 * 768, 6 * 16000 * 1536], l["rungs"]
+(t,) = l["trends"]
+assert t["verdict"] == "holds" and abs(t["at_target"] - 0.05) < 1e-9, t
+print("own trainer ladder: ok")
+PY
+sed 's/  target: {flops: 1e10}/  tokens_per_param: 1/' l.yaml > l2.yaml
+expect_rc 2 "$SWEEP" run l2.yaml --results res 2> l2.txt
+grep -q "l2.yaml:.*scale.tokens_per_param needs each rung's parameters before it runs" l2.txt || fail "$(cat l2.txt)"
+
 # ---- two ranks: torchrun's variables, rank 0's events ----
 cat > ranks.sh <<'SH'
 #!/bin/bash

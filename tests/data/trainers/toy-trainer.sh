@@ -1,11 +1,11 @@
 #!/bin/bash
 # A trainer in another language than sweep's: it prints sweep's events (docs/reference.md,
-# "Events") for a known loss curve, as any program can. toy-trainer.sh EFFECT STEPS MODE
+# "Events") for a known loss curve, as any program can. toy-trainer.sh EFFECT STEPS MODE [PARAMS]
 #   the loss after step s of n: 3 − EFFECT + a seed's offset + (n − s)/n; the test loss its last.
 #   MODE: plain | garble (malformed events too) | stall (once) | crash (kill -9 of itself, once) |
 #         no-test (ends "done" without a test loss) | slow (0.3 s a step) | noisy (unseeded noise)
 set -u
-effect=$1 steps=$2 mode=$3
+effect=$1 steps=$2 mode=$3 params=${4:-1000}
 offset=$(awk -v s="$SWEEP_INIT_SEED" 'BEGIN { printf "%.6f", (s * 7919 % 13) / 1000 }')
 if [ "$mode" = noisy ]; then  # noise the seeds do not decide, as GPU atomics or an unseeded loader add
   offset=$(awk -v o="$offset" -v r="$RANDOM" 'BEGIN { printf "%.6f", o + (r % 1000) / 1000000 }')
@@ -17,7 +17,7 @@ stop=0
 trap 'stop=1' TERM INT
 loss_at() { awk -v e="$effect" -v o="$offset" -v s="$1" -v n="$steps" 'BEGIN { printf "%.6f", 3 - e + o + (n - s) / n }'; }
 resumed=false; [ "$start" -gt 0 ] && resumed=true
-echo "{\"event\":\"start\",\"step\":$start,\"tokens\":$((start * 64)),\"total_steps\":$steps,\"tokens_per_step\":64,\"params\":1000,\"resumed\":$resumed}"
+echo "{\"event\":\"start\",\"step\":$start,\"tokens\":$((start * 64)),\"total_steps\":$steps,\"tokens_per_step\":64,\"params\":$params,\"resumed\":$resumed}"
 echo "the trainer's own output: not an event"
 for ((s = start + 1; s <= steps; s++)); do
   if [ "$mode" = slow ]; then sleep 0.3; else sleep 0.02; fi
