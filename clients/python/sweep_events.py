@@ -20,6 +20,7 @@ run.diverged(step, tokens, why) for a non-finite loss (exits 3).
 
 import json
 import math
+import operator
 import os
 import signal
 import sys
@@ -41,10 +42,19 @@ def _number(x):
     return x
 
 
-def _whole(name, x):
-    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+def _whole(name, x, optional=False):
+    """A count the contract wants whole and >= 0 (numpy integers too); None when optional and absent."""
+    if x is None and optional:
+        return None
+    try:
+        if isinstance(x, bool):
+            raise TypeError
+        value = operator.index(x)
+    except TypeError:
+        raise ValueError(f"{name} must be a whole number >= 0, got {x!r}") from None
+    if value < 0:
         raise ValueError(f"{name} must be a whole number >= 0, got {x!r}")
-    return x
+    return value
 
 
 class Run:
@@ -108,10 +118,13 @@ class Run:
         self.stream.flush()
         self._last = time.time()
 
-    def start(self, step=0, tokens=0, total_steps=None, tokens_per_step=None, params=None, **extra):
-        self.emit("start", schema=SCHEMA, step=_whole("step", step), tokens=_whole("tokens", tokens),
-                  total_steps=total_steps, tokens_per_step=tokens_per_step, params=params,
-                  resumed=step > 0, **extra)
+    def start(self, step=0, tokens=0, total_steps=None, tokens_per_step=None, params=None, resumed=None, **extra):
+        """`params`: the model's parameters — a scale ladder places the run at 6 × params × tokens."""
+        step = _whole("step", step)
+        self.emit("start", **extra, schema=SCHEMA, step=step, tokens=_whole("tokens", tokens),
+                  total_steps=_whole("total_steps", total_steps, True),
+                  tokens_per_step=_whole("tokens_per_step", tokens_per_step, True),
+                  params=_whole("params", params, True), resumed=bool(step > 0 if resumed is None else resumed))
 
     def train(self, step, tokens, loss, lr=None, grad_norm=None, tokens_per_s=None):
         if step < 1:
@@ -126,7 +139,7 @@ class Run:
         self.emit("eval", step=_whole("step", step), tokens=_whole("tokens", tokens), split=split, loss=_number(loss))
 
     def checkpoint(self, step, tokens=None):
-        self.emit("checkpoint", step=_whole("step", step), tokens=tokens)
+        self.emit("checkpoint", step=_whole("step", step), tokens=_whole("tokens", tokens, True))
 
     def heartbeat(self, step, phase="train", force=False):
         """Tells sweep's watchdog the run is alive; sent at most every quarter of its stall timeout."""
@@ -139,7 +152,8 @@ class Run:
             raise ValueError(f"status must be one of {STATES}, got {status!r}")
         if status == "done" and (test_loss is None or not math.isfinite(float(test_loss))):
             raise ValueError("a done run reports a finite test_loss")
-        self.emit("end", status=status, step=step, tokens=tokens, reason=reason,
+        self.emit("end", status=status, step=_whole("step", step, True), tokens=_whole("tokens", tokens, True),
+                  reason=None if reason is None else str(reason),
                   test_loss=None if test_loss is None else _number(test_loss),
                   test_bpb=None if test_bpb is None else _number(test_bpb))
 

@@ -81,6 +81,10 @@ class ClientTest(unittest.TestCase):
             run.eval(1, 0, "train", 1.0)
         with self.assertRaises(ValueError):
             run.start(-1)
+        with self.assertRaises(ValueError):
+            run.start(0, params=1.5)
+        with self.assertRaises(ValueError):
+            run.end(3, tokens=-1, test_loss=1.0)
 
     def test_preempted_exits_75_and_says_so(self):
         run, out = self.run_under_sweep({})

@@ -424,6 +424,9 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
     store.record_reference(spec.name, r);
   }
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
+  if (spec.trainer) {  // the saved copy's trainer paths are relative to the original's folder: `sweep ingest` needs it
+    write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".trainer-dir"), spec.trainer->trainer.dir + "\n");
+  }
   const std::string worker = (executable_dir() / "sweep").string();
   std::unique_ptr<Executor> executor;
   if (slurm) {
@@ -541,13 +544,18 @@ Exit run_ingest(const SweepOptions& o) {
   const fs::path sweeps = fs::path(o.dir) / "sweeps";
   if (results_folder && fs::exists(sweeps)) {
     for (const auto& f : fs::directory_iterator(sweeps)) {
+      if (f.path().extension() != ".yaml") {
+        continue;  // a sweep's .trainer-dir, beside its file
+      }
       try {
         const auto vocab = [&](const std::string& dataset, const std::string& dir) {
           const auto known = vocab_of_dataset.find(dataset);
           return known != vocab_of_dataset.end() ? known->second : usable_dataset_vocab(dataset, dir);
         };
         // A saved sweep ran once: however many variants it has, they were asked for.
-        store.record_sweep(load_sweep(f.path().string(), vocab, SIZE_MAX));
+        const fs::path trainer_dir = fs::path(f.path()).replace_extension(".trainer-dir");
+        store.record_sweep(load_sweep(f.path().string(), vocab, SIZE_MAX,
+                                      fs::exists(trainer_dir) ? trim(read_file(trainer_dir)) : ""));
       } catch (const Error& e) {
         problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));
       }

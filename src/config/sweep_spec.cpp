@@ -474,7 +474,8 @@ std::string run_id_of(const RunConfig& config, int64_t repeat) {
   return sha256_hex(j.dump()).substr(0, 16);
 }
 
-SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_t max_variants) {
+SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_t max_variants,
+                     const std::string& trainer_dir) {
   SweepSpec spec;
   spec.file = path;
   const YAML::Node root = load_yaml_file(path);
@@ -505,7 +506,7 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
   }
   spec.references = read_references(top.section("references"), path, diags);
   if (const YAML::Node trainer = top.section("trainer"); trainer.IsDefined() && !trainer.IsNull()) {
-    spec.trainer = read_trainer(trainer, path, diags);
+    spec.trainer = read_trainer(trainer, path, diags, trainer_dir);
     if (!spec.references.empty()) {
       diags.error(root["references"].Mark(), "'references' are scored by sweep's own model families: not with a "
                                              "trainer: of your own");

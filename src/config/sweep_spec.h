@@ -118,8 +118,10 @@ using VocabLookup = std::function<int64_t(const std::string& dataset, const std:
 // unless told otherwise (--max-variants): more is refused before the expansion is made.
 inline constexpr size_t k_default_max_variants = 10000;
 
+// `trainer_dir`: the folder a trainer's command and files are relative to, when not the file's
+// (`sweep ingest` reads the saved copy of a sweep file, beside its original folder's name).
 SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of = {},
-                     size_t max_variants = k_default_max_variants);
+                     size_t max_variants = k_default_max_variants, const std::string& trainer_dir = "");
 
 // A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON.
 std::string run_id_of(const RunConfig& config, int64_t repeat);

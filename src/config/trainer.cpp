@@ -137,6 +137,12 @@ TrainerKey read_key(const std::string& name, const YAML::Node& decl, Diagnostics
   if (std::isfinite(max)) {
     key.max = max;
   }
+  if ((key.min || key.max) && key.type != "int" && key.type != "float" && key.type != "size") {
+    diags.error(decl.Mark(), "key '" + name + "': min and max belong to int, float and size keys");
+  }
+  if (key.min && key.max && *key.min > *key.max) {
+    diags.error(decl.Mark(), "key '" + name + "': min is above max");
+  }
   if (key.type == "choice") {
     if (!choices.IsDefined() || !choices.IsSequence() || choices.size() == 0) {
       diags.error(choices.IsDefined() ? choices.Mark() : decl.Mark(),
@@ -157,13 +163,20 @@ TrainerKey read_key(const std::string& name, const YAML::Node& decl, Diagnostics
 }
 
 // Every leaf of a tree of nested maps, as (dotted path, node), in the file's order.
-void leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::pair<std::string, YAML::Node>>& out) {
+// A key with a dot in it is refused: written in base it would be a second name for a nested key.
+void leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::pair<std::string, YAML::Node>>& out,
+            Diagnostics& diags) {
   if (!node.IsMap()) {
     out.emplace_back(prefix, node);
     return;
   }
   for (const auto& kv : node) {
-    leaves(kv.second, prefix.empty() ? kv.first.Scalar() : prefix + "." + kv.first.Scalar(), out);
+    if (kv.first.Scalar().find('.') != std::string::npos) {
+      diags.error(kv.first.Mark(), "'" + kv.first.Scalar() + "': write the trainer's keys nested in base (" +
+                                       "train: {lr: 0.1}); dotted keys belong to interventions");
+      continue;
+    }
+    leaves(kv.second, prefix.empty() ? kv.first.Scalar() : prefix + "." + kv.first.Scalar(), out, diags);
   }
 }
 
@@ -179,6 +192,52 @@ void set_dotted(nlohmann::json& values, const std::string& dotted, const nlohman
 
 }  // namespace
 
+std::string fill_placeholders(const std::string& text, const std::map<std::string, std::string>& values,
+                              std::vector<std::string>* unknown) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 2, "{{") == 0 || text.compare(i, 2, "}}") == 0) {
+      out += text[i++];
+      continue;
+    }
+    if (text[i] != '{') {
+      out += text[i];
+      continue;
+    }
+    const size_t close = text.find('}', i);
+    if (close == std::string::npos) {  // an unclosed {: no placeholder
+      if (unknown) {
+        unknown->push_back(text.substr(i));
+      }
+      out += text.substr(i);
+      break;
+    }
+    const std::string name = text.substr(i + 1, close - i - 1);
+    const auto it = values.find(name);
+    if (it != values.end()) {
+      out += it->second;
+    } else {
+      if (unknown) {
+        unknown->push_back("{" + name + "}");
+      }
+      out += text.substr(i, close - i + 1);
+    }
+    i = close;
+  }
+  return out;
+}
+
+std::optional<std::string> find_trainer_program(const std::string& program, const std::string& dir) {
+  if (program.find('/') == std::string::npos) {
+    return find_program(program);
+  }
+  const fs::path at = fs::path(program).is_absolute() ? fs::path(program) : fs::path(dir) / program;
+  if (!fs::is_regular_file(at) || ::access(at.c_str(), X_OK) != 0) {
+    return std::nullopt;
+  }
+  return at.string();
+}
+
 std::string ExternalTrainer::version() const {
   return sha256_hex(to_json(true).dump()).substr(0, 12);
 }
@@ -192,22 +251,26 @@ nlohmann::json ExternalTrainer::to_json(bool identity) const {
   return j;
 }
 
-TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags) {
+TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags, const std::string& dir) {
   TrainerSpec spec;
   ExternalTrainer& t = spec.trainer;
-  t.dir = fs::absolute(file).lexically_normal().parent_path().string();
+  t.dir = dir.empty() ? fs::absolute(file).lexically_normal().parent_path().string() : dir;
   MapReader r(node, "trainer", diags);
   r.read("name", t.name);
   r.require("command", "the program that trains one run, as a list: command: [python3, train.py, --config, \"{config_json}\"]");
   const YAML::Node command = r.section("command");
   const YAML::Node files = r.section("files");
   const YAML::Node keys = r.section("keys");
-  r.read("stall_timeout", spec.stall_timeout, 1, 999999);
+  r.read("stall_timeout", spec.stall_timeout, 0, 999999);
   r.finish();
   if (t.name.empty()) {
     t.name = fs::path(file).stem().string();
   }
-  if (files.IsDefined() && !files.IsNull()) {
+  if (!files.IsDefined() || files.IsNull() || (files.IsSequence() && files.size() == 0)) {
+    diags.error(files.IsDefined() ? files.Mark() : node.Mark(),
+                "'trainer.files' lists the files whose contents define the trainer (e.g. [train.py, model.py]): they "
+                "are part of every run id — without them two different programs would share results");
+  } else {
     if (!files.IsSequence()) {
       diags.error(files.Mark(), "'trainer.files' must be a list of the files whose contents define the trainer, "
                                 "e.g. [train.py, model.py]");
@@ -237,9 +300,11 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
       const std::string name = kv.first.Scalar();
       const std::vector<std::string> parts = split(name, '.');
       if (name.empty() || std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }) ||
-          parts.front() == "seeds" || parts.front() == "resources") {
+          parts.front() == "seeds" || parts.front() == "resources" ||
+          std::find(k_trainer_placeholders.begin(), k_trainer_placeholders.end(), name) != k_trainer_placeholders.end()) {
         diags.error(kv.first.Mark(), "trainer key '" + name + "': names joined by single dots, not under seeds or "
-                                     "resources (sweep sets those)");
+                                     "resources (sweep sets those), nor a placeholder's name (" +
+                                     join(k_trainer_placeholders, ", ") + ")");
         continue;
       }
       for (const auto& other : spec.keys) {  // a.b and a.b.c cannot both be values
@@ -262,26 +327,30 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
         continue;
       }
       // {name} placeholders: each must be one sweep fills in; {{ and }} are literal braces
-      for (size_t i = 0; i < text.size(); ++i) {
-        if (text.compare(i, 2, "{{") == 0 || text.compare(i, 2, "}}") == 0) {
-          ++i;
-        } else if (text[i] == '{') {
-          const size_t close = text.find('}', i);
-          const std::string name = close == std::string::npos ? text.substr(i + 1) : text.substr(i + 1, close - i - 1);
-          std::vector<std::string> known = k_trainer_placeholders;
-          for (const auto& k : spec.keys) {
-            known.push_back(k.name);
-          }
-          if (close == std::string::npos || std::find(known.begin(), known.end(), name) == known.end()) {
-            const std::string near = closest_match(name, known);
-            diags.error(part.Mark(), "'trainer.command': unknown placeholder {" + name + "}" +
-                                         (near.empty() ? "" : " — did you mean {" + near + "}?") + " (known: {" +
-                                         join(k_trainer_placeholders, "}, {") +
-                                         "} and each declared key, e.g. {" + (spec.keys.empty() ? std::string("train.lr") : spec.keys.front().name) +
-                                         "}; {{ and }} are literal braces)");
-          }
-          i = close == std::string::npos ? text.size() : close;
+      std::map<std::string, std::string> known;
+      for (const auto& name : k_trainer_placeholders) {
+        known[name] = "";
+      }
+      for (const auto& k : spec.keys) {
+        known[k.name] = "";
+      }
+      std::vector<std::string> unknown;
+      fill_placeholders(text, known, &unknown);
+      for (const auto& u : unknown) {
+        if (u.front() != '{' || u.back() != '}') {
+          diags.error(part.Mark(), "'trainer.command': an unclosed { in '" + text + "' (write {{ for a literal brace)");
+          continue;
         }
+        std::vector<std::string> names;
+        for (const auto& [name, value] : known) {
+          names.push_back(name);
+        }
+        const std::string near = closest_match(u.substr(1, u.size() - 2), names);
+        diags.error(part.Mark(), "'trainer.command': unknown placeholder " + u +
+                                     (near.empty() ? "" : " — did you mean {" + near + "}?") + " (known: {" +
+                                     join(k_trainer_placeholders, "}, {") + "} and each declared key, e.g. {" +
+                                     (spec.keys.empty() ? std::string("train.lr") : spec.keys.front().name) +
+                                     "}; {{ and }} are literal braces)");
       }
       t.command.push_back(text);
     }
@@ -290,9 +359,7 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
     if (!t.command.empty()) {
       const std::string& program = t.command.front();
       const bool path = program.find('/') != std::string::npos;
-      const fs::path found = path ? (fs::path(program).is_absolute() ? fs::path(program) : fs::path(t.dir) / program)
-                                  : fs::path(find_program(program).value_or(""));
-      if (found.empty() || !fs::is_regular_file(found) || ::access(found.c_str(), X_OK) != 0) {
+      if (!find_trainer_program(program, t.dir)) {
         diags.error(command[0].Mark(),
                     "'trainer.command': " + program +
                         (path ? " is not an executable file (paths are relative to the sweep file's folder " + t.dir + ")"
@@ -304,16 +371,6 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
   return spec;
 }
 
-nlohmann::json trainer_value(const nlohmann::json& values, const std::string& dotted) {
-  const nlohmann::json* node = &values;
-  for (const auto& part : split(dotted, '.')) {
-    if (!node->is_object() || !node->contains(part)) {
-      return nullptr;
-    }
-    node = &(*node)[part];
-  }
-  return *node;
-}
 
 nlohmann::json resolve_trainer_values(const YAML::Node& tree, const TrainerSpec& spec, const std::string& file,
                                       const std::map<std::string, Origin>& origins) {
@@ -322,8 +379,11 @@ nlohmann::json resolve_trainer_values(const YAML::Node& tree, const TrainerSpec&
   if (tree.IsDefined() && tree.IsMap()) {
     for (const auto& kv : tree) {
       const std::string top = kv.first.Scalar();
-      if (top != "resources" && top != "seeds") {  // the scheduler's, read as for every run
-        leaves(kv.second, top, given);
+      if (top.find('.') != std::string::npos) {
+        diags.error(kv.first.Mark(), "'" + top + "': write the trainer's keys nested in base (train: {lr: 0.1}); "
+                                     "dotted keys belong to interventions");
+      } else if (top != "resources" && top != "seeds") {  // the scheduler's, read as for every run
+        leaves(kv.second, top, given, diags);
       }
     }
   }

@@ -54,7 +54,9 @@ struct TrainerSpec {
 // Reads a sweep file's `trainer:` (file: the sweep file, whose folder the command and files are
 // relative to). Checks the command exists and is executable, every placeholder is known, every
 // file exists (and hashes it), and every key is well declared; problems go to `diags`.
-TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags);
+// `dir`: the folder it is relative to, when not the file's (a saved copy of the sweep file).
+TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags,
+                         const std::string& dir = "");
 
 // The trainer's config from a tree of dotted keys (base with overrides applied): each key
 // checked against its declaration (unknown keys with "did you mean", wrong types, out of range,
@@ -62,7 +64,12 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
 nlohmann::json resolve_trainer_values(const YAML::Node& tree, const TrainerSpec& spec, const std::string& file,
                                       const std::map<std::string, Origin>& origins);
 
-// A dotted key's value in nested values (null when absent).
-nlohmann::json trainer_value(const nlohmann::json& values, const std::string& dotted);
+// `text` with its {placeholders} replaced by `values` ({{ and }} are literal braces); a name
+// `values` lacks, or an unclosed {, is kept as written and, with `unknown`, listed there.
+std::string fill_placeholders(const std::string& text, const std::map<std::string, std::string>& values,
+                              std::vector<std::string>* unknown = nullptr);
+
+// A trainer's program: by its path from `dir` (an executable file), or a name found on PATH.
+std::optional<std::string> find_trainer_program(const std::string& program, const std::string& dir);
 
 }  // namespace sweep

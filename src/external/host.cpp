@@ -15,6 +15,7 @@
 #include "protocol/events.h"
 #include "protocol/run_state.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/process.h"
 #include "util/signals.h"
 #include "util/text.h"
@@ -37,31 +38,40 @@ bool finite_number(const nlohmann::json& v) { return v.is_number() && std::isfin
 
 bool whole(const nlohmann::json& v) { return v.is_number_integer() && v.get<int64_t>() >= 0; }
 
-// `{name}` placeholders replaced; {{ and }} are literal braces (the names were checked at load).
-std::string fill(const std::string& text, const std::map<std::string, std::string>& values) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text.compare(i, 2, "{{") == 0 || text.compare(i, 2, "}}") == 0) {
-      out += text[i++];
-    } else if (text[i] == '{' && text.find('}', i) != std::string::npos) {
-      const size_t close = text.find('}', i);
-      const auto it = values.find(text.substr(i + 1, close - i - 1));
-      out += it != values.end() ? it->second : text.substr(i, close - i + 1);
-      i = close;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
+// The reason the host records for a trainer that ended "done" without a test loss.
+const char* const k_no_test_loss =
+    "the trainer ended \"done\" without a test_loss (the contract: a done run reports its test loss)";
 
 // A line longer than k_max_event_line, cut there: no event, a note in the log.
 std::string cut(const std::string& line) {
   return line.substr(0, k_max_event_line) + " [cut: a line longer than " + std::to_string(k_max_event_line) + " bytes]";
 }
 
-// The lines a child's stdout holds now (non-blocking), a partial last line kept in `buffer`; a
-// line longer than k_max_event_line is cut there (its rest is dropped up to its end).
+// The complete lines of `buffer` (a partial last line kept); a line longer than k_max_event_line
+// is cut there (its rest is dropped up to its end).
+std::vector<std::string> split_lines(std::string& buffer, bool& skipping) {
+  std::vector<std::string> lines;
+  size_t start = 0, nl;
+  while ((nl = buffer.find('\n', start)) != std::string::npos) {
+    if (!skipping) {
+      const std::string line = buffer.substr(start, nl - start);
+      lines.push_back(line.size() > k_max_event_line ? cut(line) : line);
+    }
+    skipping = false;
+    start = nl + 1;
+  }
+  buffer.erase(0, start);
+  if (buffer.size() > k_max_event_line) {
+    if (!skipping) {
+      lines.push_back(cut(buffer));
+    }
+    buffer.clear();
+    skipping = true;
+  }
+  return lines;
+}
+
+// The lines a child's stdout holds now (non-blocking).
 std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping) {
   std::vector<std::string> lines;
   char chunk[65536];
@@ -71,22 +81,8 @@ std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping)
       break;
     }
     buffer.append(chunk, static_cast<size_t>(n));
-    size_t start = 0, nl;
-    while ((nl = buffer.find('\n', start)) != std::string::npos) {
-      if (!skipping) {
-        const std::string line = buffer.substr(start, nl - start);
-        lines.push_back(line.size() > k_max_event_line ? cut(line) : line);
-      }
-      skipping = false;
-      start = nl + 1;
-    }
-    buffer.erase(0, start);
-    if (buffer.size() > k_max_event_line) {
-      if (!skipping) {
-        lines.push_back(cut(buffer));
-      }
-      buffer.clear();
-      skipping = true;
+    for (auto& line : split_lines(buffer, skipping)) {
+      lines.push_back(std::move(line));
     }
   }
   return lines;
@@ -142,13 +138,22 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
   }
   if (t == events::start) {
     for (const char* count : {field::total_steps, field::tokens_per_step, field::params}) {
-      if (ev.contains(count) && !whole(ev[count])) {
+      if (!ev.contains(count)) {
+        continue;
+      }
+      const nlohmann::json& v = ev[count];  // 1e9 is a whole number too
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
+          v.get<double>() != std::floor(v.get<double>()) || v.get<double>() > 9e18) {
         return bad(std::string("\"") + count + "\" must be a whole number ≥ 0");
       }
+      ev[count] = static_cast<int64_t>(v.get<double>());
+    }
+    if (ev.contains(field::resumed) && !ev[field::resumed].is_boolean()) {
+      return bad("\"resumed\" must be true or false");
     }
     ev[field::code] = "trainer " + trainer.name + "@" + trainer.version();  // what trained it, as sweep knows it
     ev.erase(field::numerics);  // the built-in core's maths version: not this program's
-    if (!ev.contains(field::schema)) {
+    if (!ev.contains(field::schema) || !ev[field::schema].is_number_integer()) {
       ev[field::schema] = events::k_events_version;
     }
   }
@@ -164,13 +169,14 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
         return bad(std::string("\"") + metric + "\" must be a number");
       }
     }
+    if (ev.contains(field::reason) && !ev[field::reason].is_string()) {
+      ev[field::reason] = ev[field::reason].dump();
+    }
     if (*status == RunState::done && !(ev.contains(field::test_loss) && finite_number(ev[field::test_loss]))) {
       // A done run is one with a result: without a finite test loss it is not done.
       const bool missing = !ev.contains(field::test_loss);
       ev[field::status] = to_string(missing ? RunState::failed : RunState::diverged);
-      ev[field::reason] = missing ? "the trainer ended \"done\" without a test_loss (the contract: a done run reports "
-                                    "its test loss)"
-                                  : "non-finite test loss";
+      ev[field::reason] = missing ? k_no_test_loss : "non-finite test loss";
     }
   }
   return ev;
@@ -178,6 +184,17 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
 
 Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   const ExternalTrainer& trainer = *cfg.trainer;
+  // The files the run's id was made from: a trainer edited since (a queued or retried run) would
+  // train under an id that no longer names it.
+  for (const auto& [file, sha] : trainer.files) {
+    const fs::path at = fs::path(file).is_absolute() ? fs::path(file) : fs::path(trainer.dir) / file;
+    std::error_code ec;
+    if (!fs::is_regular_file(at, ec) || sha256_hex(read_file(at)) != sha) {
+      throw Error("trainer " + trainer.name + ": " + at.string() + " has changed since this run was planned — `sweep "
+                      "run` the sweep file again: the new contents make new run ids",
+                  Exit::bad_input);
+    }
+  }
   const fs::path dir(o.run_dir), checkpoints = dir / "checkpoint";
   fs::create_directories(checkpoints);
   std::string holder;
@@ -215,15 +232,11 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   add_keys(cfg.values, "");
   std::vector<std::string> argv;
   for (const auto& part : trainer.command) {
-    argv.push_back(fill(part, placeholders));
+    argv.push_back(fill_placeholders(part, placeholders));
   }
-  // The program: by its path from the trainer's folder, or found on PATH.
   const std::string program = argv.front();
-  const std::optional<std::string> found =
-      program.find('/') != std::string::npos
-          ? std::optional<std::string>((fs::path(program).is_absolute() ? fs::path(program) : fs::path(trainer.dir) / program).string())
-          : find_program(program);
-  if (!found || ::access(found->c_str(), X_OK) != 0) {
+  const std::optional<std::string> found = find_trainer_program(program, trainer.dir);
+  if (!found) {
     throw Error("trainer " + trainer.name + ": cannot run " + program + " (from " + trainer.dir +
                     ") — it is not an executable file here, or not on PATH",
                 Exit::bad_input);
@@ -278,11 +291,18 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   std::optional<nlohmann::json> last_end;
   bool write_failed = false;
   int first_failure = -1;
-  bool forwarded = false;
+  bool stopping = false;
   std::chrono::steady_clock::time_point kill_at{};
   // Rank 0's stdout holds the events; every other line goes to the log (stderr: worker.log).
   auto drain = [&](size_t r) {
-    for (const auto& line : read_lines(children[r].child.stdout_fd, children[r].buffer, children[r].skipping)) {
+    std::vector<std::string> lines = read_lines(children[r].child.stdout_fd, children[r].buffer, children[r].skipping);
+    if (children[r].code >= 0 && !children[r].buffer.empty()) {  // it has exited: its last line, even without a break
+      children[r].buffer += '\n';
+      for (auto& line : split_lines(children[r].buffer, children[r].skipping)) {
+        lines.push_back(std::move(line));
+      }
+    }
+    for (const auto& line : lines) {
       std::string why;
       const std::optional<nlohmann::json> ev = r == 0 ? accept_event(line, trainer, why) : std::nullopt;
       if (!ev) {
@@ -315,13 +335,16 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     for (size_t r = 0; r < children.size(); ++r) {
       drain(r);
     }
-    if (stop_requested() && !forwarded) {  // a signal to the host alone reaches the trainer too
+    // A stop (SIGTERM, SIGINT) sent to the host alone is passed on; one sent to the run's process
+    // group (as the executors send it) reaches the trainer twice: the contract says to take a
+    // repeat as the same request (the Python client does).
+    if (stop_requested() && !stopping) {
+      stopping = true;
       for (const auto& c : children) {
         if (c.code < 0) {
           ::kill(c.child.pid, stop_signal());
         }
       }
-      forwarded = true;
     }
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -330,7 +353,9 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
         if (c.child.pid == pid) {
           c.code = exit_code_of(status);
           --running;
-          if (c.code != 0 && first_failure < 0) {
+          const bool stopped = c.code == static_cast<int>(Exit::preempted) || c.code == 128 + SIGTERM ||
+                               c.code == 128 + SIGINT;
+          if (c.code != 0 && first_failure < 0 && !(stopping && stopped)) {  // a stop: every rank checkpoints
             first_failure = c.code;
             for (const auto& other : children) {  // one rank is gone: the others cannot finish the run
               if (other.code < 0) {
@@ -356,7 +381,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   for (size_t r = 0; r < children.size(); ++r) {
-    drain(r);  // what it wrote before it exited
+    drain(r);  // what it wrote before it exited, its last line even without a line break
     ::close(children[r].child.stdout_fd);
   }
   if (write_failed) {
@@ -365,6 +390,12 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   const int code = first_failure >= 0 ? first_failure : children.front().code;
   // How the run ended, by its last end event (stamped above) and the trainer's exit.
   const std::string said = last_end ? (*last_end)[field::status].get<std::string>() : "";
+  if (said == to_string(RunState::done)) {  // its result is recorded: what follows it changes nothing
+    if (code != 0) {
+      std::fprintf(stderr, "sweep: the trainer exited %d after its end event \"done\": the run counts as done\n", code);
+    }
+    return Exit::ok;
+  }
   if (said == to_string(RunState::diverged)) {
     return Exit::diverged;
   }
@@ -375,7 +406,10 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     // a contract the trainer broke (a done without a test loss) fails the same way again: not retried
     const std::string reason = (*last_end).value(field::reason, "");
     std::fprintf(stderr, "sweep: %s\n", reason.c_str());  // the log's tail says why
-    return reason.rfind("the trainer ended", 0) == 0 ? Exit::bad_input : Exit::failed;
+    return reason == k_no_test_loss ? Exit::bad_input : Exit::failed;
+  }
+  if (code == static_cast<int>(Exit::bad_input) || code == static_cast<int>(Exit::io_error)) {
+    return Exit::failed;  // sweep's own meanings of 2 and 74: from the trainer, a crash (retried)
   }
   return static_cast<Exit>(code);
 }

@@ -113,8 +113,6 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
         const RunConfig c = parse_run_config(YAML::Load(row.run.config_yaml), row.run.run_dir + "/config.yaml");
         if (c.trainer) {  // its model, batch and data are the trainer's own; its size as it says
           out.trainer = c.trainer->name + "@" + c.trainer->version();
-          out.params = params_said(row.run.run_dir);
-          out.flops_per_token = 6 * out.params;  // training FLOPs ≈ 6 × parameters per token
         } else {
           out.batch_sequences = static_cast<double>(c.train.micro_batch * c.train.grad_accum * c.resources.ranks);
           const ModelSize size = model_size(c.model);
@@ -129,8 +127,12 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
       }
     }
     out.runs.push_back(report_run(store, row.run, metric));
-    if (!out.trainer.empty()) {  // a trainer of the user's: its tokens as its runs trained them
+    if (!out.trainer.empty()) {  // a trainer of the user's: its size as its runs say, its tokens as they trained them
       out.train_tokens = std::max(out.train_tokens, row.run.tokens);
+      if (out.params <= 0) {  // the first run that says it (a pending one has no start event yet)
+        out.params = params_said(row.run.run_dir);
+        out.flops_per_token = 6 * out.params;  // training FLOPs ≈ 6 × parameters per token
+      }
     }
   }
   return out;

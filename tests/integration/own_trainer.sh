@@ -60,6 +60,15 @@ grep -q "the trainer's own output: not an event" "res/runs/$run/worker.log" || f
 python3 -c "import json; c = json.load(open('res/runs/$run/config.json')); assert c['model']['width'] in ('narrow', 'wide') and 'init' in c['seeds'], c" ||
   fail "config.json: $(cat "res/runs/$run/config.json")"
 
+# ---- the database deleted: `sweep ingest` rebuilds it, the trainer's sweep included ----
+cp res/sweep.db saved.db
+rm res/sweep.db*
+"$SWEEP" ingest res > ingest.txt 2>&1 || fail "ingest of an own trainer's results: $(cat ingest.txt)"
+"$SWEEP" report own --results res --out rep2 --format json > rep2.json 2>/dev/null || fail "report after ingest: $(cat ingest.txt)"
+python3 -c "
+import json; v = {x['name']: x for x in json.load(open('rep2.json'))['variants']}
+assert abs(v['better']['improvement'] - 0.05) < 1e-9 and v['better']['verdict'] == 'better', v" || fail "after ingest"
+
 # ---- identity: the trainer's file changes, every run id changes; back, the same ids ----
 "$SWEEP" plan a.yaml --results res > plan1.txt
 echo "# a comment" >> toy-trainer.sh
@@ -69,6 +78,12 @@ echo "# a comment" >> toy-trainer.sh
 sed -i '$ d' toy-trainer.sh
 "$SWEEP" plan a.yaml --results res > plan3.txt
 cmp -s plan1.txt plan3.txt || fail "the same file must give the same ids: $(diff plan1.txt plan3.txt)"
+# a run planned before its trainer changed (queued, retried) refuses to train under its old id
+run1=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan1.txt)
+echo "# edited" >> toy-trainer.sh
+expect_rc 2 "$SWEEP" worker "res/runs/$run1/config.yaml" --run-dir "res/runs/$run1" --resume 2> edited.txt
+grep -q "toy-trainer.sh has changed since this run was planned" edited.txt || fail "$(cat edited.txt)"
+sed -i '$ d' toy-trainer.sh
 
 # ---- bad input: an undeclared key, a wrong type, an unknown placeholder, a missing file ----
 own_sweep bad.yaml bad "typo: {train.efect: 0.1}" "wrong: {train.steps: many}"
