@@ -247,6 +247,10 @@ Analysis analyze_ladder(const ReportInput& in) {
     }
     summary.rungs.push_back(info);
     a.variants.insert(a.variants.end(), r.variants.begin(), r.variants.end());
+    // where the effects happen and at equal compute, every rung's (report.json; the tables show the rungs' verdicts)
+    a.targets.insert(a.targets.end(), r.targets.begin(), r.targets.end());
+    a.matched.insert(a.matched.end(), r.matched.begin(), r.matched.end());
+    a.deltas.insert(a.deltas.end(), r.deltas.begin(), r.deltas.end());
     a.rungs.push_back(std::move(r));
   }
   merge_notes(a.rungs, ladder.rungs, a.notes);
