@@ -113,7 +113,7 @@ grep -q "\[cut: a line longer than 262144 bytes\]" "res/runs/$garbled/worker.log
 notest=$(awk '$1 == "no-test" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
 [ "$(sql "SELECT status, attempts FROM runs WHERE run_id = '$notest'")" = "failed|1" ] ||
   fail "an end without a test loss: $(sql "SELECT status, attempts, error FROM runs WHERE run_id = '$notest'")"
-sql "SELECT error FROM runs WHERE run_id = '$notest'" | grep -q "without a test_loss" || fail "its error does not say why"
+grep -q "without a test_loss" <<< "$(sql "SELECT error FROM runs WHERE run_id = '$notest'")" || fail "its error does not say why"
 
 # ---- SIGTERM: the trainer checkpoints, the run is re-queued and resumes from its checkpoint ----
 own_sweep p.yaml preempt "slow: {train.mode: slow}"

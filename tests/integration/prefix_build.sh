@@ -40,8 +40,9 @@ EOF
 unshare --mount --propagation private bash inside.sh > build.log 2>&1 || fail "the build from the prefix failed: $(tail -30 build.log)"
 bin=$work/build/sweep
 grep -q "yaml-cpp.*$work/build/deps" build/CMakeCache.txt || fail "yaml-cpp was not found in the prefix: $(grep yaml-cpp_DIR build/CMakeCache.txt)"
-ldd "$bin" | grep -q "libyaml-cpp.so.* => $work/build/deps/" || fail "the binary does not load the prefix's yaml-cpp: $(ldd "$bin")"
-ldd "$work/build/sweep-sentencepiece" | grep -q "libsentencepiece.so.* => $work/build/deps/" ||
+# grep the output as a string: `ldd | grep -q` under pipefail fails at random (lib.bash says why)
+grep -q "libyaml-cpp.so.* => $work/build/deps/" <<< "$(ldd "$bin")" || fail "the binary does not load the prefix's yaml-cpp: $(ldd "$bin")"
+grep -q "libsentencepiece.so.* => $work/build/deps/" <<< "$(ldd "$work/build/sweep-sentencepiece")" ||
   fail "sweep-sentencepiece does not load the prefix's SentencePiece: $(ldd "$work/build/sweep-sentencepiece")"
 
 make_corpus
