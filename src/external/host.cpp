@@ -12,6 +12,7 @@
 #include <functional>
 #include <thread>
 
+#include "protocol/event_values.h"
 #include "protocol/events.h"
 #include "protocol/run_state.h"
 #include "util/fs.h"
@@ -28,10 +29,6 @@ namespace field = events::field;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-bool is_loss(const nlohmann::json& v) {
-  return v.is_number() || (v.is_string() && (v == "nan" || v == "inf" || v == "-inf"));
 }
 
 bool finite_number(const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); }
@@ -124,11 +121,11 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
   if (t == events::train && ev[field::step].get<int64_t>() < 1) {
     return bad("\"step\" of a train event counts the step just taken: 1 or more");
   }
-  if ((t == events::train || t == events::eval) && !(ev.contains(field::loss) && is_loss(ev[field::loss]))) {
+  if ((t == events::train || t == events::eval) && !(ev.contains(field::loss) && events::is_loss_value(ev[field::loss]))) {
     return bad("\"loss\" must be a number, or \"nan\", \"inf\", \"-inf\"");
   }
   for (const char* optional : {field::lr, field::grad_norm, field::tokens_per_s}) {
-    if (ev.contains(optional) && !is_loss(ev[optional])) {
+    if (ev.contains(optional) && !events::is_loss_value(ev[optional])) {
       return bad(std::string("\"") + optional + "\" must be a number");
     }
   }
@@ -165,7 +162,7 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
       return bad("\"status\" must be \"done\", \"diverged\", \"failed\" or \"preempted\"");
     }
     for (const char* metric : {field::test_loss, field::test_bpb}) {
-      if (ev.contains(metric) && !is_loss(ev[metric])) {
+      if (ev.contains(metric) && !events::is_loss_value(ev[metric])) {
         return bad(std::string("\"") + metric + "\" must be a number");
       }
     }

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <nlohmann/json.hpp>
 
+#include "protocol/event_values.h"
 #include "protocol/events.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -690,10 +691,9 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       total_steps = q.getColumn(0).getInt64();
     }
   }
-  // A loss as a worker writes it: a number, or "nan", "inf", "-inf".
   auto loss_ok = [](const nlohmann::json& ev) {
     const auto it = ev.find(field::loss);
-    return it != ev.end() && (it->is_number() || (it->is_string() && (*it == "nan" || *it == "inf" || *it == "-inf")));
+    return it != ev.end() && events::is_loss_value(*it);
   };
   for (const auto& line : lines) {
     nlohmann::json ev;
