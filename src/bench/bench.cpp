@@ -19,11 +19,13 @@
 #include <tuple>
 
 #include "bench/nanogpt.h"
+#include "bench/tensor_memory.h"
 #include "kernels/attention.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
+#include "plan/memory.h"
 #include "train/compat.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -88,83 +90,6 @@ double measure_matmul_peak(const std::string& precision, bool fused, int64_t n) 
 }
 
 namespace {
-
-// ---- tensor memory: LibTorch's CPU allocator wrapped to count live bytes and their peak ----
-
-// The context of every DataPtr it hands out is the data pointer itself, as raw_allocate (oneDNN's
-// path) requires; the bookkeeping lives for the whole process, since tensors allocated while
-// counting (an optimizer's state) may be freed after counting stopped.
-class CountingAllocator final : public c10::Allocator {
- public:
-#if SWEEP_TORCH_AT_LEAST(2, 3)
-  c10::DataPtr allocate(size_t n) override {
-#else
-  c10::DataPtr allocate(size_t n) const override {
-#endif
-    c10::DataPtr inner = m_base->allocate(n);
-    void* p = inner.get();
-    Books& b = books();
-    std::lock_guard<std::mutex> lock(b.mutex);
-    b.live += static_cast<int64_t>(n);
-    b.peak = std::max(b.peak, b.live);
-    b.blocks.emplace(p, Block{std::move(inner), n});
-    return {p, p, &release, c10::Device(c10::kCPU)};
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return &release; }
-#if SWEEP_TORCH_AT_LEAST(2, 3)
-  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
-#endif
-
-  // Counts from now on, until the destructor puts the previous allocator back.
-  CountingAllocator() : m_base(c10::GetCPUAllocator()) {
-    std::lock_guard<std::mutex> lock(books().mutex);
-    books().peak = books().live;
-    m_start = books().live;
-    c10::SetCPUAllocator(this, k_priority);
-  }
-  ~CountingAllocator() override { c10::SetCPUAllocator(m_base, k_priority); }
-  CountingAllocator(const CountingAllocator&) = delete;
-  CountingAllocator& operator=(const CountingAllocator&) = delete;
-
-  // The peak of the bytes allocated through it and live at once since it was installed.
-  double peak_mib() const {
-    std::lock_guard<std::mutex> lock(books().mutex);
-    return static_cast<double>(books().peak - m_start) / (1 << 20);
-  }
-
- private:
-  struct Block {
-    c10::DataPtr inner;
-    size_t n;
-  };
-  struct Books {
-    std::mutex mutex;
-    int64_t live = 0, peak = 0;
-    std::map<void*, Block> blocks;
-  };
-  static Books& books() {
-    static auto* b = new Books;  // never destroyed: late frees still find it
-    return *b;
-  }
-  static void release(void* p) {
-    c10::DataPtr inner;
-    {
-      Books& b = books();
-      std::lock_guard<std::mutex> lock(b.mutex);
-      auto it = b.blocks.find(p);
-      if (it == b.blocks.end()) {
-        return;
-      }
-      b.live -= static_cast<int64_t>(it->second.n);
-      inner = std::move(it->second.inner);
-      b.blocks.erase(it);
-    }
-    // inner frees the memory here, outside the lock
-  }
-  static constexpr uint8_t k_priority = 200;
-  c10::Allocator* m_base;
-  int64_t m_start = 0;
-};
 
 // ---- peak resident memory: Linux's high-water mark, reset through clear_refs ----
 
@@ -504,10 +429,14 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       c.train.precision = precision;
       c.train.fused = fused;
       c.model.vocab_size = data->vocab_size;
+      // Tensor memory: what the trainer holds between steps (weights, gradients, AdamW's moments),
+      // then the peak the steps add (activations, temporaries)
+      auto counting = std::make_unique<CountingAllocator>();
       Trainer trainer(c, data);
-      for (int64_t i = 0; i < settings.warmup; ++i) {
-        trainer.train_step();
+      for (int64_t i = 0; i < std::max<int64_t>(settings.warmup, 1); ++i) {
+        trainer.train_step();  // one at least: the gradients and AdamW's moments exist after it
       }
+      const double persistent_mib = counting->live_mib();
       std::optional<at::CallbackHandle> profiling;
       if (settings.profile) {
         g_profile.clear();
@@ -515,14 +444,12 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       }
       reset_peak_rss();
       std::vector<double> times;
-      double step_tensors_mib = 0;
-      {
-        CountingAllocator counting;  // what the steps allocate: activations, gradients, temporaries
-        for (int64_t i = 0; i < settings.steps; ++i) {
-          times.push_back(trainer.train_step().seconds);
-        }
-        step_tensors_mib = counting.peak_mib();
+      counting->restart();
+      for (int64_t i = 0; i < settings.steps; ++i) {
+        times.push_back(trainer.train_step().seconds);
       }
+      const double step_tensors_mib = counting->peak_mib();
+      counting.reset();
       if (profiling) {
         at::removeCallback(*profiling);
       }
@@ -539,6 +466,20 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
                     fused ? "fused" : "reference", r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
                     r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
       out << line;
+      {
+        const MemoryPlan plan = plan_memory(c, Layout{}, step_path(c, compat::k_has_sdpa));
+        r.held_mib = persistent_mib;
+        r.step_mib = step_tensors_mib;
+        r.held_plan_mib = plan.persistent() / (1 << 20);
+        r.step_plan_mib = plan.step() / (1 << 20);
+        std::snprintf(line, sizeof line,
+                      "  tensor memory, planned / measured: %.1f / %.1f MiB held between steps, a step adds %.1f / %.1f "
+                      "MiB (%+.0f%%), peak %.1f / %.1f MiB (%+.0f%%)\n",
+                      r.held_plan_mib, r.held_mib, r.step_plan_mib, r.step_mib, 100.0 * (r.step_plan_mib / r.step_mib - 1),
+                      r.held_plan_mib + r.step_plan_mib, r.held_mib + r.step_mib,
+                      100.0 * ((r.held_plan_mib + r.step_plan_mib) / (r.held_mib + r.step_mib) - 1));
+        out << line;
+      }
       const double floor_s = measure_weight_matmuls(c, fused);
       std::snprintf(line, sizeof line, "  the step's weight matmuls alone: %.1f ms (%.0f%% of the step), a ceiling of %.0f tokens/s\n",
                     1e3 * floor_s, 100.0 * floor_s / (r.step_ms / 1e3), static_cast<double>(c.tokens_per_step()) / floor_s);

@@ -2,7 +2,8 @@
 // timed steps after warm-up) for fp32 and bf16 on a reference config, with the fused kernels
 // and with the reference ops: the FLOP/s achieved, the matmul peak measured on this machine for
 // that precision, their ratio (MFU), the step's peak RSS; each fused op against its reference at
-// the config's shapes; and, with `profile`, the step's top ops by self time.
+// the config's shapes; the tensor memory held and the peak a step adds, beside the memory plan's
+// figures (src/plan); and, with `profile`, the step's top ops by self time.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,9 @@ struct BenchResult {
   double flops_per_token = 0;
   double achieved_flops = 0;  // FLOP/s
   double peak_flops = 0;      // measured matmul FLOP/s at this precision
+  // Tensor memory (MiB): measured through a counting allocator, and the memory plan's figure
+  double held_mib = 0, held_plan_mib = 0;  // between steps: weights, gradients, AdamW's moments
+  double step_mib = 0, step_plan_mib = 0;  // the peak a step adds: activations, temporaries
 };
 
 // Best-of-N FLOP/s of an n×n×n matmul at `precision` (fp32 | bf16) on the current threads, with

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
+#include "plan/memory.h"
 #include "report/load.h"
 #include "sched/lifecycle.h"
 #include "sched/local.h"
@@ -17,6 +18,7 @@
 #include "sched/slots.h"
 #include "sched/slurm.h"
 #include "store/store.h"
+#include "train/compat.h"
 #include "train/device.h"
 #include "train/score.h"
 #include "util/fs.h"
@@ -92,6 +94,7 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   plan->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
   plan->add_option("--results", o.results, "Output root")->capture_default_str();
   plan->add_option("--max-variants", o.max_variants, "As for run")->check(CLI::Range(1, 100000000))->capture_default_str();
+  plan->add_flag("--memory", o.memory, "Also list what the activations of the run needing the most memory are made of");
   o.plan = plan;
 
   CLI::App* status = app.add_subcommand("status", "Runs of a sweep and their state (default: the latest sweep)");
@@ -133,6 +136,77 @@ std::string join_counts(const Map& counts) {
   return out;
 }
 
+// The memory plan of a run of sweep's core under its layout (resources.ranks, replicated).
+MemoryPlan run_memory(const RunConfig& c) {
+  return plan_memory(c, Layout{c.resources.ranks, 0, 1, 0}, step_path(c, compat::k_has_sdpa));
+}
+
+// What the plan says of the run that needs the most memory per device, and — with
+// resources.device_memory — whether it fits, and which layouts would.
+struct MemoryCheck {
+  std::vector<std::string> lines;  // the breakdown, the verdict, the layouts that fit
+  std::vector<std::string> too_big;  // "variant seed 1/1: 253.1 GiB of 80 GiB" for each run that does not fit
+};
+
+MemoryCheck check_memory(const SweepSpec& spec, bool items) {
+  MemoryCheck out;
+  const PlannedRun* largest = nullptr;
+  MemoryPlan most;
+  for (const auto& r : spec.runs) {
+    if (r.config.trainer) {
+      continue;  // a trainer of the user's: its memory is its own
+    }
+    const MemoryPlan p = run_memory(r.config);
+    if (!largest || p.total() > most.total()) {
+      largest = &r;
+      most = p;
+    }
+    const double device = r.config.resources.device_memory * (1024.0 * 1024 * 1024);
+    if (device > 0 && p.total() > device) {
+      out.too_big.push_back(r.variant + " seed " + std::to_string(r.config.seeds.init) + "/" +
+                            std::to_string(r.config.seeds.data) + ": " + format_bytes(p.total()));
+    }
+  }
+  if (!largest) {
+    return out;
+  }
+  const RunConfig& c = largest->config;
+  const MemoryPlan& p = most;
+  out.lines.push_back("memory per device (the plan, docs/guide.md#memory), the most of any run (" + largest->variant +
+                      ": " + c.resources.device + ", " + p.layout.describe() + " × " +
+                      std::to_string(c.model.block_size) + " tokens, " + c.train.precision + "):");
+  out.lines.push_back("  weights " + format_bytes(p.weights) + ", gradients " + format_bytes(p.gradients) +
+                      ", AdamW moments " + format_bytes(p.optimizer) + ", activations " + format_bytes(p.activations) +
+                      ", temporaries " + format_bytes(p.transient) +
+                      (p.communication > 0 ? ", collectives " + format_bytes(p.communication) : "") + ": " +
+                      format_bytes(p.total()));
+  if (items) {
+    out.lines.push_back("  activations of one micro-batch, kept for backward (all layers):");
+    for (const auto& item : p.activation_items) {
+      out.lines.push_back("    " + format_bytes(item.bytes) + "  " + item.what);
+    }
+  }
+  const double device = c.resources.device_memory * (1024.0 * 1024 * 1024);
+  if (device <= 0) {
+    return out;
+  }
+  if (p.total() <= device) {
+    out.lines.push_back("  fits resources.device_memory " + format_number("%g", c.resources.device_memory) + " GiB");
+    return out;
+  }
+  const std::vector<MemoryPlan> fit = layouts_that_fit(c, step_path(c, compat::k_has_sdpa), device);
+  std::string alternatives;
+  for (const auto& f : fit) {
+    alternatives += (alternatives.empty() ? "" : "; ") + f.layout.describe() + ": " + format_bytes(f.total()) +
+                    (f.layout.zero > 0 || f.layout.expert > 1 ? " (ZeRO and expert parallelism: not trainable yet)" : "");
+  }
+  out.lines.push_back("  does not fit resources.device_memory " + format_number("%g", c.resources.device_memory) +
+                      " GiB; " + (fit.empty() ? "no layout of up to 8× the ranks fits it — a smaller model, or a device "
+                                               "with more memory"
+                                             : "layouts that would: " + alternatives));
+  return out;
+}
+
 Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   std::unique_ptr<Store> store;
   if (fs::exists(db_path(o.results))) {  // plan writes nothing: no database, every run pending
@@ -140,8 +214,8 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   }
   std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
               spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
-  std::printf("%-32s %-10s %-16s %-10s %10s %7s  %s\n", "variant", "seeds", "run", "state", "tokens", "epochs",
-              "parameters (active per token)");
+  std::printf("%-32s %-10s %-16s %-10s %10s %7s %13s  %s\n", "variant", "seeds", "run", "state", "tokens", "epochs",
+              "memory/device", "parameters (active per token)");
   double tokens_left = 0, rate_sum = 0;
   int rates = 0;
   std::map<std::string, int> counts;
@@ -170,16 +244,17 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
                               (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
     if (own) {
-      std::printf("%-32s %-10s %-16s %-10s %10s %7s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
-                  to_string(state), "-", "-",
+      std::printf("%-32s %-10s %-16s %-10s %10s %7s %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
+                  to_string(state), "-", "-", "-",
                   ("trainer " + r.config.trainer->name + "@" + r.config.trainer->version()).c_str());
       continue;
     }
     const ModelSize size = model_size(r.config.model);
     const std::string params = format_count(static_cast<double>(size.total)) +
                                (size.active != size.total ? " (" + format_count(static_cast<double>(size.active)) + ")" : "");
-    std::printf("%-32s %-10s %-16s %-10s %10s %7.2f  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
-                to_string(state), format_count(static_cast<double>(r.config.train.tokens)).c_str(), epochs, params.c_str());
+    std::printf("%-32s %-10s %-16s %-10s %10s %7.2f %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
+                to_string(state), format_count(static_cast<double>(r.config.train.tokens)).c_str(), epochs,
+                format_bytes(run_memory(r.config).total()).c_str(), params.c_str());
   }
   if (repeating > 0) {
     std::printf("warning: %d of %zu runs train more tokens than their train split holds (up to %.2f epochs): they "
@@ -197,6 +272,9 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     std::printf("reference %s (%s): %s\n", ref.name.c_str(), ref.model.c_str(),
                 scored ? ("test loss " + format_number("%.4f", scored->loss) + " when last scored").c_str()
                        : "to be scored on the test split by sweep run, before the runs");
+  }
+  for (const auto& line : check_memory(spec, o.memory).lines) {
+    std::printf("%s\n", line.c_str());
   }
   if (spec.trainer) {
     std::printf("%s; trained by %s's own command (sweep knows its tokens from its events only)\n",
@@ -390,6 +468,23 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
                 Exit::bad_input);
   }
   check_until_decided(o, spec);
+  if (const MemoryCheck memory = check_memory(spec, false); !memory.too_big.empty()) {
+    // the plan within about 15% of what the step takes (docs/performance.md#memory): a run over
+    // its device's memory would run out of it, after its start had been paid for
+    std::string runs;
+    for (const auto& r : memory.too_big) {
+      runs += (runs.empty() ? "" : ", ") + r;
+    }
+    std::string plan;
+    for (const auto& line : memory.lines) {
+      plan += "\n" + line;
+    }
+    throw Error(spec.file + ": " + std::to_string(memory.too_big.size()) + " run(s) need more memory per device than " +
+                    "resources.device_memory (" + runs + ")" + plan +
+                    "\nchange the layout or the micro-batch (train.micro_batch, with train.grad_accum to keep the batch), "
+                    "or raise resources.device_memory if the device has more",
+                Exit::bad_input);
+  }
   if (!slurm) {
     check_fits(spec, o.devices);  // before anything is written
     for (const Slot& slot : parse_devices(o.devices, 1)) {

@@ -77,6 +77,7 @@ struct SweepOptions {
   bool until_decided = false;
   int64_t max_seeds = 0;  // 0: 4 × the declared seeds
   int64_t check_seeds = 3;  // sweep check: seeds, each trained twice
+  bool memory = false;      // sweep plan: the activations of the largest run, tensor by tensor
   CLI::App *run = nullptr, *plan = nullptr, *status = nullptr, *ls = nullptr, *ingest = nullptr, *check = nullptr;
 };
 CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o);

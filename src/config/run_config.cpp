@@ -123,6 +123,7 @@ void read_resources(MapReader r, ResourceConfig& res) {
   }
   r.read_choice("backend", res.backend, {"auto", "nccl", "gloo"});
   r.read("stall_timeout", res.stall_timeout, 0, 999999);
+  r.read("device_memory", res.device_memory, 0, 1e6);
   r.finish();
 }
 
@@ -387,7 +388,8 @@ nlohmann::ordered_json resources_json(const ResourceConfig& resources) {
           {"device", resources.device},
           {"ranks", resources.ranks},
           {"backend", resources.backend},
-          {"stall_timeout", resources.stall_timeout}};
+          {"stall_timeout", resources.stall_timeout},
+          {"device_memory", resources.device_memory}};
 }
 
 }  // namespace

@@ -130,6 +130,9 @@ struct ResourceConfig {
   // Seconds without an event from the worker after which the scheduler kills it as stuck and
   // retries it from its checkpoint (0 = never). The worker sends heartbeats in long phases.
   double stall_timeout = 600;
+  // GiB one device has for a run (0 = unknown): `sweep plan` and `sweep run` check the memory plan
+  // (src/plan) against it, and name the layouts that would fit a run that does not.
+  double device_memory = 0;
   // How often a busy worker says it is alive: a quarter of the stall timeout, at most 30 s.
   double heartbeat_seconds() const { return stall_timeout > 0 ? std::min(30.0, stall_timeout / 4) : 30.0; }
 };

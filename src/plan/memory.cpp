@@ -1,0 +1,416 @@
+#include "plan/memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace sweep {
+
+namespace {
+
+constexpr double k_f32 = 4, k_i64 = 8;
+constexpr double k_bucket = 25 << 20;  // parallel/'s gradient bucket (average_gradients)
+
+// The tensors one micro-batch's forward keeps for backward, each added once, by name; and the
+// largest temporary seen (what lives beside them only for a moment).
+struct Tally {
+  std::map<std::string, double> kept;
+  void keep(const std::string& what, double bytes) { kept[what] += bytes; }
+  double sum() const {
+    double s = 0;
+    for (const auto& [k, v] : kept) {
+      s += v;
+    }
+    return s;
+  }
+};
+
+// The accounting of one micro-batch of `c` (resolved) on `p`, N = B·T tokens. Mirrors the
+// forward of src/train/model.cpp: what each module makes, and which of it a backward keeps.
+struct Walk {
+  const ModelConfig& m;
+  const StepPath& p;
+  double B, T, N, C, cd;  // cd: the bytes of the compute dtype (bf16 under autocast)
+  Tally t;
+  double logits = 0;  // what the loss keeps of the logits (freed at the start of backward)
+
+  Walk(const ModelConfig& model, const StepPath& path, int64_t micro_batch)
+      : m(model), p(path), B(static_cast<double>(micro_batch)), T(static_cast<double>(model.block_size)),
+        N(B * T), C(static_cast<double>(model.n_embd)), cd(path.autocast ? 2 : 4) {}
+
+  bool fused_cpu() const { return p.fused && !p.cuda; }
+
+  // The input a linear layer keeps: the fp32 tensor itself without autocast (its producer's
+  // entry counts it); under autocast, its bf16 copy, one per consuming linear (autocast caches
+  // the casts of weights, not of activations). `width` features per token.
+  void linear_input(const std::string& what, double width, bool input_is_fp32) {
+    if (p.autocast && input_is_fp32) {
+      t.keep(what + ": bf16 copy of the input", N * width * 2);
+    }
+  }
+
+  // A norm over `width` features of an fp32 (or, for MLA's latent, compute-dtype) input it keeps.
+  // Returns nothing: its output is kept (fp32) only when a consumer keeps it without autocast.
+  void norm(const std::string& what, double width, bool input_fp32, int consumers_keep_fp32) {
+    if (m.norm == "rmsnorm") {
+      // x32 (the input itself when fp32), x32² (LibTorch 1.13's mean keeps its input: measured),
+      // x32·rsqrt (kept by ·weight), rsqrt (N)
+      if (!input_fp32) {
+        t.keep(what + ": fp32 copy of the input", N * width * k_f32);
+      }
+      t.keep(what + ": squared, normalised", 2 * N * width * k_f32 + N * k_f32);
+    } else {
+      t.keep(what + ": mean, rstd", 2 * N * k_f32);  // LayerNorm keeps its input (counted by its producer)
+      if (!input_fp32) {
+        t.keep(what + ": fp32 copy of the input", N * width * k_f32);
+      }
+    }
+    if (consumers_keep_fp32 > 0 && !p.autocast) {
+      t.keep(what + ": output", N * width * k_f32);
+    }
+  }
+
+  // Dropout on an (N, width) tensor of `bytes` per element: the CPU's noise tensor, CUDA's mask.
+  void dropout(const std::string& what, double width, double bytes) {
+    if (m.dropout > 0) {
+      t.keep(what + ": dropout " + (p.cuda ? "mask" : "noise"), N * width * (p.cuda ? 1 : bytes));
+    }
+  }
+
+  // Causal attention of (N, heads·dq) queries and keys over (N, heads·dv) values. Rotary
+  // positions add nothing kept on the fused path: the rotated q and k are packed again.
+  void attention(const std::string& what, double H, double dq, double dv) {
+    const double d = std::max(dq, dv);
+    if (p.attention == "fused") {
+      t.keep(what + ": packed q, k, v", N * 3 * H * d * cd);
+      t.keep(what + ": output", N * H * d * cd);
+      t.keep(what + ": log-sum-exp", N * H * k_f32);
+      if (d != dv) {
+        t.keep(what + ": output narrowed to the value width", N * H * dv * cd);
+      }
+    } else if (p.attention == "sdpa") {
+      t.keep(what + ": q, k, v", N * H * (2 * dq + dv) * cd);
+      t.keep(what + ": output", N * H * dv * cd);
+      t.keep(what + ": log-sum-exp", N * H * k_f32);
+      t.keep(what + ": output in token order", N * H * dv * cd);
+    } else {  // manual: the reference ops keep (B·H, T, T) scores
+      const double scores = B * H * T * T;
+      t.keep(what + ": q, k, v by head", N * H * (2 * d + d) * cd);
+      t.keep(what + ": softmax", scores * cd);
+      if (m.dropout > 0) {
+        t.keep(what + ": softmax after dropout, and its noise", 2 * scores * cd);
+      }
+      t.keep(what + ": output in token order", N * H * d * cd);
+    }
+  }
+
+  // A feed-forward of `hidden` units over `rows` tokens (its input kept by its first linears
+  // as linear_input says); `name` labels it.
+  void mlp(const std::string& name, double rows, double hidden) {
+    if (m.mlp_activation == "swiglu") {
+      // gate (kept by silu), silu(gate) and up (kept by the product), the product (kept by down)
+      t.keep(name + ": gate, silu, up, product", rows * hidden * 4 * cd);
+    } else {
+      // the pre-activation (kept by GELU or the fused bias-GELU) and GELU's output (kept by c_proj)
+      t.keep(name + ": pre-activation, GELU", rows * hidden * 2 * cd);
+    }
+  }
+
+  double layer_inputs() const { return m.mlp_activation == "swiglu" ? 2 : 1; }
+
+  void block(int64_t layer) {
+    // The residual stream: the layer's input (kept by ln_1) and after attention (kept by ln_2),
+    // fp32.
+    t.keep("residual stream (fp32)", 2 * N * C * k_f32);
+    const double H = static_cast<double>(m.n_head);
+    if (m.attention == "mla") {
+      const double r = static_cast<double>(m.kv_lora_rank), dr = static_cast<double>(m.qk_rope_head_dim),
+                   dn = static_cast<double>(m.qk_nope_head_dim), dv = static_cast<double>(m.v_head_dim),
+                   dq = dn + dr, qr = static_cast<double>(m.q_lora_rank);
+      norm("attention norm", C, true, 1);
+      // the query path (and its low-rank bottleneck) and kv_a_proj each take ln_1's output
+      linear_input("attention projections", C, true);
+      linear_input("attention projections (kv)", C, true);
+      if (qr > 0) {
+        t.keep("query bottleneck", N * qr * cd);
+        norm("query bottleneck norm", qr, !p.autocast, 1);
+        linear_input("query up-projection", qr, true);
+      }
+      // the compressed latent and rotary key (N, r + dr): its norm keeps it (fp32 path) or an
+      // fp32 copy of the latent (autocast)
+      if (!p.autocast) {
+        t.keep("latent and rotary key", N * (r + dr) * k_f32);
+      }
+      norm("latent norm", r, !p.autocast, 1);
+      linear_input("key/value up-projection", r, true);
+      attention("attention", H, dq, dv);
+    } else {
+      const double hs = C / H;
+      norm("attention norm", C, true, 1);
+      linear_input("attention qkv projection", C, true);
+      attention("attention", H, hs, hs);
+      if (m.position == "rope" && p.attention == "sdpa") {
+        t.keep("attention: rotated q, k", 2 * N * C * cd);  // sdpa keeps them beside the qkv v is a view of
+      }
+    }
+    dropout("attention output", C, cd);
+    // the feed-forward
+    norm("feed-forward norm", C, true, 1);
+    if (m.moe_layer(layer)) {
+      moe();
+    } else {
+      for (int i = 0; i < layer_inputs(); ++i) {
+        linear_input("feed-forward input", C, true);
+      }
+      mlp("feed-forward", N, static_cast<double>(m.intermediate_size));
+    }
+    dropout("feed-forward output", C, m.moe_layer(layer) ? k_f32 : cd);
+  }
+
+  void moe() {
+    const double E = static_cast<double>(m.n_routed_experts), K = static_cast<double>(m.moe_top_k),
+                 hidden = static_cast<double>(m.moe_intermediate_size);
+    // rows: N·K (token, slot) pairs, each expert's padded up to a multiple of 64 (32 on average)
+    const double rows = N * K + E * 32;
+    linear_input("router", C, true);
+    t.keep("router: scores (softmax, fp32)", N * E * k_f32);
+    t.keep("routing indices and weights", N * K * k_i64 + rows * (2 * k_i64 + k_f32));
+    // the tokens gathered by expert (fp32, from ln_2's output), each expert's bf16 copy
+    t.keep("experts: gathered tokens (fp32)", rows * C * k_f32);
+    if (p.autocast) {
+      t.keep("experts: bf16 copies of their tokens", rows * C * 2 * layer_inputs());
+    }
+    mlp("experts", rows, hidden);
+    t.keep("experts: outputs, weighted (fp32)", rows * C * k_f32 + (p.autocast ? rows * C * 2 : 0));
+    if (m.n_shared_experts > 0) {
+      for (int i = 0; i < layer_inputs(); ++i) {
+        linear_input("shared experts input", C, true);
+      }
+      mlp("shared experts", N, hidden * static_cast<double>(m.n_shared_experts));
+    }
+  }
+
+  void model() {
+    // embeddings: the token ids (int64, kept by the lookup), the first residual after dropout
+    t.keep("token ids", N * k_i64);
+    dropout("embeddings", C, k_f32);
+    for (int64_t l = 0; l < m.n_layer; ++l) {
+      block(l);
+    }
+    // the final norm's input (the last residual) and its output, kept by the head
+    t.keep("residual stream (fp32)", N * C * k_f32);
+    norm("final norm", C, true, 1);
+    linear_input("head", C, true);
+    const double V = static_cast<double>(m.padded_vocab());
+    logits = fused_cpu() ? N * V * cd : N * V * k_f32;
+    t.keep(fused_cpu() ? "logits (their gradient is written over them)" : "log-softmax of the logits (fp32)", logits);
+  }
+};
+
+// The largest buffers the step makes beside what the forward kept: bf16 copies of the weights
+// (autocast keeps one per matmul weight until backward); then whichever is larger of the
+// backward's first buffers (the head's and the loss's gradients, beside everything kept) and the
+// last layer's backward (its feed-forward's gradients, once the logits are freed).
+double step_transient(const ModelConfig& m, const StepPath& p, double N, const ModelSize& size, double expert_share,
+                      double logits_kept) {
+  const double V = static_cast<double>(m.padded_vocab()), C = static_cast<double>(m.n_embd);
+  const double cd = p.autocast ? 2 : 4;
+  double out = 0;
+  if (p.autocast) {
+    const double matmul = static_cast<double>(size.total - size.embedding) + (m.tie_weights ? V * C : 0);
+    out += matmul * 2 * expert_share;
+  }
+  // the loss and the head: the fused loss wrote dlogits over the logits already; the reference
+  // loss makes the gradient of its log-softmax output (nll_loss's, full size) and of its input
+  // beside the log-softmax it kept, all fp32. Then the head weight's gradient before it is added
+  // to .grad, and d(final norm output).
+  const double head = (p.fused && !p.cuda ? 0 : 2 * N * V * k_f32) + V * C * k_f32 + N * C * (cd + k_f32);
+  // the last layer's feed-forward: a gradient of its hidden activations more than the saved
+  // tensors each backward frees as it goes, and an MoE layer's routed tokens (the weighted
+  // outputs' and the gathered tokens' gradients, fp32)
+  double layer = 0;
+  if (m.moe_layer(m.n_layer - 1)) {
+    const double rows = N * static_cast<double>(m.moe_top_k) + static_cast<double>(m.n_routed_experts) * 32;
+    layer = rows * static_cast<double>(m.moe_intermediate_size) * cd + 2 * rows * C * k_f32;
+  } else {
+    layer = N * static_cast<double>(m.intermediate_size) * cd;
+  }
+  return out + std::max(head, layer + N * C * k_f32 - logits_kept);
+}
+
+// The parameters the routed experts hold (what expert parallelism partitions).
+double routed_expert_params(const ModelConfig& m) {
+  if (!m.moe()) {
+    return 0;
+  }
+  const double C = static_cast<double>(m.n_embd), h = static_cast<double>(m.moe_intermediate_size);
+  const double per_expert = (m.mlp_activation == "swiglu" ? 3 : 2) * C * h + (m.linear_bias() ? h + C : 0);
+  int64_t moe_layers = 0;
+  for (int64_t l = 0; l < m.n_layer; ++l) {
+    moe_layers += m.moe_layer(l) ? 1 : 0;
+  }
+  return per_expert * static_cast<double>(m.n_routed_experts * moe_layers);
+}
+
+// The largest layer's parameters (what ZeRO-3 gathers at once).
+double largest_layer_params(const ModelConfig& m, const ModelSize& size) {
+  const double V = static_cast<double>(m.padded_vocab()), C = static_cast<double>(m.n_embd);
+  const double blocks = static_cast<double>(size.total) - static_cast<double>(size.embedding) - (m.tie_weights ? 0 : V * C);
+  return std::max({blocks / static_cast<double>(std::max<int64_t>(m.n_layer, 1)), V * C});
+}
+
+}  // namespace
+
+std::string Layout::describe() const {
+  std::string s = std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+  if (zero > 0) {
+    s += ", ZeRO-" + std::to_string(zero);
+  }
+  if (expert > 1) {
+    s += ", experts over " + std::to_string(expert);
+  }
+  if (micro_batch > 0) {
+    s += ", micro-batch " + std::to_string(micro_batch);
+  }
+  if (grad_accum > 0) {
+    s += " × accumulation " + std::to_string(grad_accum);
+  }
+  return s;
+}
+
+StepPath step_path(const RunConfig& config, bool has_sdpa) {
+  StepPath p;
+  p.cuda = config.resources.device.rfind("cuda", 0) == 0;
+  p.fused = config.train.fused && !p.cuda;
+  p.autocast = config.train.precision == "bf16";
+  // CUDA builds are LibTorch 2.x (PyTorch's own): their attention is sdpa, whatever this build has
+  p.attention = p.fused ? "fused" : has_sdpa || p.cuda ? "sdpa" : "manual";
+  return p;
+}
+
+MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepPath& path) {
+  MemoryPlan plan;
+  plan.layout = given;
+  Layout& l = plan.layout;
+  l.ranks = std::max<int64_t>(l.ranks, 1);
+  l.expert = std::max<int64_t>(l.expert, 1);
+  if (l.micro_batch <= 0) {
+    l.micro_batch = config.train.micro_batch;
+  }
+  const ModelConfig m = config.model.resolved();
+  const ModelSize size = model_size(m);
+  const double P = static_cast<double>(size.total);
+  const double experts = routed_expert_params(m);
+  // Parameters on a rank before ZeRO: the dense part, and its share of the routed experts; ZeRO
+  // shards each over the ranks that hold a copy of it (all ranks for the dense part, ranks ÷
+  // expert for an expert).
+  const double dense = P - experts, mine_experts = experts / static_cast<double>(l.expert);
+  const double dense_ranks = static_cast<double>(l.ranks);
+  const double expert_ranks = std::max(1.0, static_cast<double>(l.ranks) / static_cast<double>(l.expert));
+  auto sharded = [&](bool shard) {
+    return shard ? dense / dense_ranks + mine_experts / expert_ranks : dense + mine_experts;
+  };
+  plan.weights = k_f32 * sharded(l.zero >= 3);
+  plan.gradients = k_f32 * sharded(l.zero >= 2);
+  plan.optimizer = 2 * k_f32 * sharded(l.zero >= 1);
+
+  Walk w(m, path, l.micro_batch);
+  w.model();
+  plan.activations = w.t.sum();
+  for (const auto& [what, bytes] : w.t.kept) {
+    plan.activation_items.push_back({what, bytes});
+  }
+  std::sort(plan.activation_items.begin(), plan.activation_items.end(),
+            [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
+  const double share = (dense + mine_experts) / P;  // the weights this rank computes with
+  plan.transient = step_transient(m, path, w.N, size, share, w.logits);
+
+  if (l.ranks > 1) {
+    const double cd = path.autocast ? 2 : 4;
+    const double layer = largest_layer_params(m, size);
+    if (l.zero == 0) {
+      plan.communication = std::min(k_bucket, k_f32 * (dense + mine_experts));  // one flattened bucket
+    } else {
+      // a bucket for the reduce(-scatter) of gradients, and the gather of updated (ZeRO-1/2) or
+      // in-use (ZeRO-3: the layer computed and the next, prefetched) weights
+      plan.communication = std::min(k_bucket, k_f32 * (dense + mine_experts)) * 2;
+      if (l.zero >= 3) {
+        // gathered for the step, freed after each layer: the layer computed and the next,
+        // prefetched (of the experts, this rank's)
+        plan.communication += 2 * k_f32 * layer * share;
+      } else {
+        plan.communication += std::min(k_bucket, k_f32 * (dense + mine_experts));
+      }
+    }
+    if (l.expert > 1 && m.moe()) {
+      // all-to-all: the tokens sent to other ranks' experts and received back, forward and backward
+      const double rows = w.N * static_cast<double>(m.moe_top_k);
+      plan.communication += 2 * rows * static_cast<double>(m.n_embd) * cd;
+    }
+  }
+  return plan;
+}
+
+std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath& path, double device_bytes,
+                                         size_t limit) {
+  std::vector<MemoryPlan> out;
+  const ModelConfig m = config.model.resolved();
+  const int64_t ranks = std::max<int64_t>(config.resources.ranks, 1);
+  std::vector<int64_t> rank_choices{ranks};
+  for (int64_t r = ranks * 2; r <= std::max<int64_t>(ranks * 8, 8) && r <= 1024; r *= 2) {
+    rank_choices.push_back(r);
+  }
+  const int64_t batch = config.train.micro_batch * config.train.grad_accum * ranks;  // sequences a step
+  std::vector<int64_t> micro;  // the micro-batches up to today's, largest first
+  for (int64_t b = config.train.micro_batch; b >= 1; --b) {
+    micro.push_back(b);
+  }
+  // In order of how much changes: ranks first kept, then ZeRO stage, experts, micro-batch.
+  for (const int64_t r : rank_choices) {
+    for (const int64_t b : micro) {
+      if (batch % (b * r) != 0) {
+        continue;  // this layout would train another batch
+      }
+      for (int64_t zero = 0; zero <= 3; ++zero) {
+        std::vector<int64_t> expert{1};
+        if (m.moe()) {
+          for (int64_t e = 2; e <= r; e *= 2) {
+            if (m.n_routed_experts % e == 0 && r % e == 0) {
+              expert.push_back(e);
+            }
+          }
+        }
+        for (const int64_t e : expert) {
+          if (r == 1 && zero > 0) {
+            continue;  // ZeRO over one rank changes nothing
+          }
+          Layout l{r, zero, e, b, batch / (b * r)};
+          MemoryPlan p = plan_memory(config, l, path);
+          if (p.total() <= device_bytes) {
+            out.push_back(p);
+            if (out.size() >= limit) {
+              return out;
+            }
+            break;  // the fewest expert ranks that fit at this stage
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string format_bytes(double bytes) {
+  char buf[32];
+  if (bytes >= 1024.0 * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  } else if (bytes >= 1024.0 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", bytes / (1024.0 * 1024));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f KiB", bytes / 1024.0);
+  }
+  return buf;
+}
+
+}  // namespace sweep

@@ -1,0 +1,75 @@
+// The memory plan: what one device holds while a run trains, from its config alone — no tensor
+// is made, so `sweep plan` states it for models this machine could not hold. Every figure is
+// counted from the tensors the training core makes (src/train/model.cpp, kernels/): the fp32
+// weights, their gradients and AdamW's two moments; per micro-batch, the tensors autograd keeps
+// for backward (each counted once, in the dtype the step's path makes it: fused CPU kernels,
+// LibTorch's ops, bf16 autocast) and the largest temporaries of the step; and the buffers of the
+// collectives. Checked against the peak tensor memory `sweep bench` measures
+// (docs/performance.md#memory). Pure: config in, bytes out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/run_config.h"
+
+namespace sweep {
+
+// How a run is laid out over its devices.
+struct Layout {
+  int64_t ranks = 1;   // data-parallel processes (resources.ranks)
+  int64_t zero = 0;    // ZeRO stage: 0 replicated; 1 optimizer state sharded; 2 + gradients; 3 + weights
+  int64_t expert = 1;  // expert-parallel ranks: the routed experts partitioned over them
+  int64_t micro_batch = 0;  // sequences per micro-batch; 0: the config's
+  int64_t grad_accum = 0;   // micro-batches per step (the memory does not depend on it); 0: not said
+
+  std::string describe() const;  // "8 ranks, ZeRO-1, experts over 8, micro-batch 4 × accumulation 2"
+};
+
+// Which ops the step runs (the training core decides; this says what it decided):
+// fused CPU kernels or LibTorch's ops, and which attention.
+struct StepPath {
+  bool cuda = false;
+  bool fused = false;       // kernels/ on the CPU
+  bool autocast = false;    // bf16
+  std::string attention;    // fused (kernels/, CPU) | sdpa (LibTorch >= 2.0) | manual (the reference ops)
+};
+// The path of `config` in a build whose LibTorch has (or lacks) scaled_dot_product_attention; a
+// CUDA run's is sdpa in any case (the CUDA builds sweep supports are LibTorch 2.x).
+StepPath step_path(const RunConfig& config, bool has_sdpa);
+
+struct MemoryItem {
+  std::string what;
+  double bytes = 0;
+};
+
+struct MemoryPlan {
+  Layout layout;
+  double weights = 0;        // fp32 parameters held (ZeRO-3: this rank's shard)
+  double gradients = 0;      // fp32 gradients held
+  double optimizer = 0;      // AdamW's moments held
+  double activations = 0;    // kept for backward by one micro-batch, at the end of its forward
+  double transient = 0;      // the step's largest temporaries beside them: bf16 weight copies, the
+                             // head's gradient, the backward's first buffers
+  double communication = 0;  // gradient buckets, gathered weights (ZeRO), all-to-all buffers
+  std::vector<MemoryItem> activation_items;  // what `activations` is made of, largest first
+
+  double persistent() const { return weights + gradients + optimizer; }
+  double step() const { return activations + transient + communication; }
+  double total() const { return persistent() + step(); }
+};
+
+MemoryPlan plan_memory(const RunConfig& config, const Layout& layout, const StepPath& path);
+
+// Layouts of `config` that would fit `device_bytes`, each training the config's global batch
+// (micro-batch × accumulation × ranks), smallest change first: a higher ZeRO stage over the same
+// ranks, expert parallelism (MoE models), a smaller micro-batch with more accumulation, then more
+// ranks. At most `limit`.
+std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath& path, double device_bytes,
+                                         size_t limit = 4);
+
+// "12.3 GiB", "512 MiB", "96 KiB"
+std::string format_bytes(double bytes);
+
+}  // namespace sweep
