@@ -85,6 +85,7 @@ void read_train(MapReader r, TrainConfig& t) {
   r.read("grad_clip", t.grad_clip, 0.0, k_inf);
   r.read_choice("precision", t.precision, {"fp32", "tf32", "bf16"});
   r.read("fused", t.fused);
+  r.read("activation_checkpointing", t.activation_checkpointing);
   r.finish();
 }
 
@@ -424,7 +425,8 @@ nlohmann::json RunConfig::to_json() const {
                 {"eps", train.eps},
                 {"grad_clip", train.grad_clip},
                 {"precision", train.precision},
-                {"fused", train.fused}};
+                {"fused", train.fused},
+                {"activation_checkpointing", train.activation_checkpointing}};
   j["eval"] = {{"every", eval.every},
                {"val_tokens", eval.val_tokens},
                {"checkpoint_every", eval.checkpoint_every}};
@@ -445,6 +447,9 @@ nlohmann::json RunConfig::identity_json() const {
   }
   if (train.fused) {  // absent when on (the default): the fused path is the default path
     j["train"].erase("fused");
+  }
+  if (!train.activation_checkpointing) {  // absent when off (the default): runs before it keep their ids
+    j["train"].erase("activation_checkpointing");
   }
   // GPT-2's architecture, as every run had before the switches existed: left out, so those runs keep their ids
   ModelConfig gpt2;

@@ -35,9 +35,12 @@ struct Walk {
   Tally t;
   double logits = 0;  // what the loss keeps of the logits (freed at the start of backward)
 
-  Walk(const ModelConfig& model, const StepPath& path, int64_t micro_batch)
+  bool recompute;          // activation checkpointing: a block keeps its input only, and runs again in backward
+  double largest_block = 0;  // what the block that keeps most keeps (what its rerun makes again)
+
+  Walk(const ModelConfig& model, const StepPath& path, int64_t micro_batch, bool checkpointing)
       : m(model), p(path), B(static_cast<double>(micro_batch)), T(static_cast<double>(model.block_size)),
-        N(B * T), C(static_cast<double>(model.n_embd)), cd(path.autocast ? 2 : 4) {}
+        N(B * T), C(static_cast<double>(model.n_embd)), cd(path.autocast ? 2 : 4), recompute(checkpointing) {}
 
   bool fused_cpu() const { return p.fused && !p.cuda; }
 
@@ -195,8 +198,15 @@ struct Walk {
     // embeddings: the token ids (int64, kept by the lookup), the first residual after dropout
     t.keep("token ids", N * k_i64);
     dropout("embeddings", C, k_f32);
+    const Tally before = t;
     for (int64_t l = 0; l < m.n_layer; ++l) {
+      const double at = t.sum();
       block(l);
+      largest_block = std::max(largest_block, t.sum() - at);
+    }
+    if (recompute) {  // each block's input (the residual before it), fp32
+      t = before;
+      t.keep("block inputs (activation checkpointing)", static_cast<double>(m.n_layer) * N * C * k_f32);
     }
     // the final norm's input (the last residual) and its output, kept by the head
     t.keep("residual stream (fp32)", N * C * k_f32);
@@ -211,9 +221,10 @@ struct Walk {
 // The largest buffers the step makes beside what the forward kept: bf16 copies of the weights
 // (autocast keeps one per matmul weight until backward); then whichever is larger of the
 // backward's first buffers (the head's and the loss's gradients, beside everything kept) and the
-// last layer's backward (its feed-forward's gradients, once the logits are freed).
+// last layer's backward (its feed-forward's gradients, and with activation checkpointing the
+// block's rerun `rerun`, once the logits are freed).
 double step_transient(const ModelConfig& m, const StepPath& p, double N, const ModelSize& size, double expert_share,
-                      double logits_kept) {
+                      double logits_kept, double rerun) {
   const double V = static_cast<double>(m.padded_vocab()), C = static_cast<double>(m.n_embd);
   const double cd = p.autocast ? 2 : 4;
   double out = 0;
@@ -236,7 +247,9 @@ double step_transient(const ModelConfig& m, const StepPath& p, double N, const M
   } else {
     layer = N * static_cast<double>(m.intermediate_size) * cd;
   }
-  return out + std::max(head, layer + N * C * k_f32 - logits_kept);
+  // (with activation checkpointing, the last layer's backward starts with its rerun: everything
+  // the block keeps, made again)
+  return out + std::max(head, rerun + layer + N * C * k_f32 - logits_kept);
 }
 
 // The parameters the routed experts hold (what expert parallelism partitions).
@@ -276,6 +289,9 @@ std::string Layout::describe() const {
   if (grad_accum > 0) {
     s += " × accumulation " + std::to_string(grad_accum);
   }
+  if (checkpointing) {
+    s += ", activation checkpointing";
+  }
   return s;
 }
 
@@ -293,6 +309,7 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   MemoryPlan plan;
   plan.layout = given;
   Layout& l = plan.layout;
+  l.checkpointing = config.train.activation_checkpointing;
   l.ranks = std::max<int64_t>(l.ranks, 1);
   l.expert = std::max<int64_t>(l.expert, 1);
   if (l.micro_batch <= 0) {
@@ -315,7 +332,7 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   plan.gradients = k_f32 * sharded(l.zero >= 2);
   plan.optimizer = 2 * k_f32 * sharded(l.zero >= 1);
 
-  Walk w(m, path, l.micro_batch);
+  Walk w(m, path, l.micro_batch, config.train.activation_checkpointing);
   w.model();
   plan.activations = w.t.sum();
   for (const auto& [what, bytes] : w.t.kept) {
@@ -324,7 +341,7 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   std::sort(plan.activation_items.begin(), plan.activation_items.end(),
             [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   const double share = (dense + mine_experts) / P;  // the weights this rank computes with
-  plan.transient = step_transient(m, path, w.N, size, share, w.logits);
+  plan.transient = step_transient(m, path, w.N, size, share, w.logits, w.recompute ? w.largest_block : 0);
 
   if (l.ranks > 1) {
     const double cd = path.autocast ? 2 : 4;
@@ -366,33 +383,36 @@ std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath
   for (int64_t b = config.train.micro_batch; b >= 1; --b) {
     micro.push_back(b);
   }
-  // In order of how much changes: ranks first kept, then ZeRO stage, experts, micro-batch.
+  std::vector<bool> recompute{config.train.activation_checkpointing};
+  if (!config.train.activation_checkpointing) {
+    recompute.push_back(true);
+  }
+  // In order of how much changes: the ranks kept, activation checkpointing as it is, the
+  // micro-batch, the ZeRO stage, the expert ranks; then checkpointing on; then more ranks.
   for (const int64_t r : rank_choices) {
-    for (const int64_t b : micro) {
-      if (batch % (b * r) != 0) {
-        continue;  // this layout would train another batch
-      }
-      for (int64_t zero = 0; zero <= 3; ++zero) {
-        std::vector<int64_t> expert{1};
-        if (m.moe()) {
-          for (int64_t e = 2; e <= r; e *= 2) {
+    for (const bool checkpointing : recompute) {
+      RunConfig c = config;
+      c.train.activation_checkpointing = checkpointing;
+      for (const int64_t b : micro) {
+        if (batch % (b * r) != 0) {
+          continue;  // this layout would train another batch
+        }
+        for (int64_t zero = 0; zero <= (r == 1 ? 0 : 3); ++zero) {  // ZeRO over one rank changes nothing
+          std::vector<int64_t> expert{1};
+          for (int64_t e = 2; m.moe() && e <= r; e *= 2) {
             if (m.n_routed_experts % e == 0 && r % e == 0) {
               expert.push_back(e);
             }
           }
-        }
-        for (const int64_t e : expert) {
-          if (r == 1 && zero > 0) {
-            continue;  // ZeRO over one rank changes nothing
-          }
-          Layout l{r, zero, e, b, batch / (b * r)};
-          MemoryPlan p = plan_memory(config, l, path);
-          if (p.total() <= device_bytes) {
-            out.push_back(p);
-            if (out.size() >= limit) {
-              return out;
+          for (const int64_t e : expert) {
+            const MemoryPlan p = plan_memory(c, Layout{r, zero, e, b, batch / (b * r)}, path);
+            if (p.total() <= device_bytes) {
+              out.push_back(p);
+              if (out.size() >= limit) {
+                return out;
+              }
+              break;  // the fewest expert ranks that fit at this stage
             }
-            break;  // the fewest expert ranks that fit at this stage
           }
         }
       }

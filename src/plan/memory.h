@@ -23,6 +23,7 @@ struct Layout {
   int64_t expert = 1;  // expert-parallel ranks: the routed experts partitioned over them
   int64_t micro_batch = 0;  // sequences per micro-batch; 0: the config's
   int64_t grad_accum = 0;   // micro-batches per step (the memory does not depend on it); 0: not said
+  bool checkpointing = false;  // train.activation_checkpointing (plan_memory takes it from the config)
 
   std::string describe() const;  // "8 ranks, ZeRO-1, experts over 8, micro-batch 4 × accumulation 2"
 };
@@ -64,8 +65,8 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& layout, const Step
 
 // Layouts of `config` that would fit `device_bytes`, each training the config's global batch
 // (micro-batch × accumulation × ranks), smallest change first: a higher ZeRO stage over the same
-// ranks, expert parallelism (MoE models), a smaller micro-batch with more accumulation, then more
-// ranks. At most `limit`.
+// ranks, expert parallelism (MoE models), a smaller micro-batch with more accumulation, activation
+// checkpointing, then more ranks. At most `limit`.
 std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath& path, double device_bytes,
                                          size_t limit = 4);
 

@@ -7,6 +7,7 @@
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 #include "train/compat.h"
+#include "train/recompute.h"
 #include "util/hash.h"
 #include "util/text.h"
 
@@ -350,6 +351,9 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
       }
       aux_loss = config.aux_loss_alpha * (f * scores.view({B, T, E}).mean(1)).sum(1).mean();
     }
+    if (recomputing) {
+      return out.view({B, T, C});  // the first forward counted this micro-batch's tokens
+    }
     torch::NoGradGuard no_grad;
     const auto entropy = -(scores * scores.clamp_min(1e-30).log()).sum();
     const auto f64 = torch::TensorOptions().dtype(torch::kDouble).device(x.device());
@@ -448,8 +452,11 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx, KVCache* cache) {
   if (cache != nullptr) {
     cache->layers.resize(static_cast<size_t>(config.n_layer));
   }
+  const bool recompute = activation_checkpointing && is_training() && cache == nullptr && torch::GradMode::is_enabled();
   for (size_t i = 0; i < transformer->h->size(); ++i) {
-    x = transformer->h[i]->as<Block>()->forward(x, cache != nullptr ? &cache->layers[i] : nullptr, offset);
+    BlockImpl& block = *transformer->h[i]->as<Block>();
+    x = recompute ? checkpointed_block(block, x)
+                  : block.forward(x, cache != nullptr ? &cache->layers[i] : nullptr, offset);
   }
   if (cache != nullptr) {
     cache->length += T;

@@ -136,6 +136,8 @@ struct MoEImpl : torch::nn::Module {
 
   // Set by a training forward (balance: aux_loss): this micro-batch's auxiliary loss.
   torch::Tensor aux_loss;
+  // Set while activation checkpointing runs the layer again in backward: its tokens are counted once.
+  bool recomputing = false;
   // Summed over the training forwards since the last take: tokens per expert (E), then the
   // router entropy summed over tokens, the tokens, and the aux loss summed over forwards (double).
   torch::Tensor step_stats;
@@ -202,6 +204,7 @@ struct GPTImpl : torch::nn::Module {
 
   ModelConfig config;  // resolved (every derived size filled in)
   bool fused = true;
+  bool activation_checkpointing = false;  // a training forward keeps each block's input only (recompute.h)
   Transformer transformer{nullptr};
   torch::nn::Linear lm_head{nullptr};  // absent when tie_weights
 };

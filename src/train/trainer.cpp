@@ -124,6 +124,7 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
   // ---- weights from init_seed (each parameter by its name: see GPTImpl) ----
   m_model = GPT(m_cfg.model, m_cfg.seeds.init);
   m_model->set_fused(m_cfg.train.fused);
+  m_model->activation_checkpointing = m_cfg.train.activation_checkpointing;
   m_model->to(m_device);
   m_params = m_model->parameters();
   m_opt = make_adamw(m_params, m_cfg.train);

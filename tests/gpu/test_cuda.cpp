@@ -76,6 +76,17 @@ TEST_CASE("cuda: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_acc
   }
 }
 
+TEST_CASE("cuda: activation checkpointing trains the same curve (deterministic algorithms, dropout on, each family)") {
+  // the rerun restores the CUDA generator for dropout; bitwise where the kernels are deterministic
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  for (const RunConfig& family : test::families()) {
+    for (const std::string precision : {"fp32", "bf16"}) {
+      test::check_recompute(on_gpu(family), precision);
+    }
+  }
+  at::globalContext().setDeterministicAlgorithms(false, false);
+}
+
 TEST_CASE("cuda: 3 steps, a checkpoint, 3 more == 6 steps straight (deterministic algorithms, dropout on)") {
   // warn_only: an op without a deterministic CUDA kernel warns instead of failing the test; the
   // comparison below says whether the result was exact.

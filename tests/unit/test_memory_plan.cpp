@@ -71,7 +71,7 @@ void check_against_measured(const RunConfig& c, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("memory plan: within 15% of the tensor memory training steps take, on three paths") {
+TEST_CASE("memory plan: within 15% of the tensor memory training steps take, on three paths and with checkpointing") {
   RunConfig a = small("gpt2");  // fp32, fused kernels, dropout (the noise tensors)
   a.model.dropout = 0.1;
   check_against_measured(a, "gpt2 fp32 fused, dropout 0.1");
@@ -89,6 +89,11 @@ TEST_CASE("memory plan: within 15% of the tensor memory training steps take, on 
   d.model.first_k_dense = 1;
   d.train.precision = "bf16";
   check_against_measured(d, "deepseek MoE + MLA bf16 fused");
+
+  d.train.activation_checkpointing = true;  // each block's input kept, the block run again in backward
+  check_against_measured(d, "the same, activation checkpointing");
+  a.train.activation_checkpointing = true;
+  check_against_measured(a, "gpt2 fp32 fused, dropout 0.1, activation checkpointing");
 }
 
 TEST_CASE("memory plan: ZeRO stages shard what they say, expert parallelism partitions the routed experts") {

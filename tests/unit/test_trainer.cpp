@@ -34,6 +34,14 @@ TEST_CASE("accumulation: micro_batch 4 × grad_accum 4 equals micro_batch 16 × 
   }
 }
 
+TEST_CASE("activation checkpointing trains the same curve, bitwise (each family, fp32 and bf16)") {
+  for (const RunConfig& family : test::families()) {
+    for (const std::string precision : {"fp32", "bf16"}) {
+      test::check_recompute(family, precision);
+    }
+  }
+}
+
 TEST_CASE("the fused kernels and the reference ops train the same curve (fp32 1e-5, bf16 1e-2), each family") {
   auto data = test::synthetic_data();
   for (const RunConfig& family : test::families())
