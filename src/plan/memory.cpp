@@ -12,8 +12,7 @@ namespace {
 constexpr double k_f32 = 4, k_i64 = 8;
 constexpr double k_bucket = 25 << 20;  // parallel/'s gradient bucket (average_gradients)
 
-// The tensors one micro-batch's forward keeps for backward, each added once, by name; and the
-// largest temporary seen (what lives beside them only for a moment).
+// The tensors one micro-batch's forward keeps for backward, summed by what they are.
 struct Tally {
   std::map<std::string, double> kept;
   void keep(const std::string& what, double bytes) { kept[what] += bytes; }
@@ -44,18 +43,19 @@ struct Walk {
 
   bool fused_cpu() const { return p.fused && !p.cuda; }
 
-  // The input a linear layer keeps: the fp32 tensor itself without autocast (its producer's
+  // The fp32 input a linear layer keeps: the tensor itself without autocast (its producer's
   // entry counts it); under autocast, its bf16 copy, one per consuming linear (autocast caches
   // the casts of weights, not of activations). `width` features per token.
-  void linear_input(const std::string& what, double width, bool input_is_fp32) {
-    if (p.autocast && input_is_fp32) {
+  void linear_input(const std::string& what, double width) {
+    if (p.autocast) {
       t.keep(what + ": bf16 copy of the input", N * width * 2);
     }
   }
 
   // A norm over `width` features of an fp32 (or, for MLA's latent, compute-dtype) input it keeps.
-  // Returns nothing: its output is kept (fp32) only when a consumer keeps it without autocast.
-  void norm(const std::string& what, double width, bool input_fp32, int consumers_keep_fp32) {
+  // Its fp32 output is kept by the linear layers after it without autocast (with it, their bf16
+  // copies are: linear_input).
+  void norm(const std::string& what, double width, bool input_fp32) {
     if (m.norm == "rmsnorm") {
       // x32 (the input itself when fp32), x32² (LibTorch 1.13's mean keeps its input: measured),
       // x32·rsqrt (kept by ·weight), rsqrt (N)
@@ -69,7 +69,7 @@ struct Walk {
         t.keep(what + ": fp32 copy of the input", N * width * k_f32);
       }
     }
-    if (consumers_keep_fp32 > 0 && !p.autocast) {
+    if (!p.autocast) {
       t.keep(what + ": output", N * width * k_f32);
     }
   }
@@ -131,27 +131,27 @@ struct Walk {
       const double r = static_cast<double>(m.kv_lora_rank), dr = static_cast<double>(m.qk_rope_head_dim),
                    dn = static_cast<double>(m.qk_nope_head_dim), dv = static_cast<double>(m.v_head_dim),
                    dq = dn + dr, qr = static_cast<double>(m.q_lora_rank);
-      norm("attention norm", C, true, 1);
+      norm("attention norm", C, true);
       // the query path (and its low-rank bottleneck) and kv_a_proj each take ln_1's output
-      linear_input("attention projections", C, true);
-      linear_input("attention projections (kv)", C, true);
+      linear_input("attention projections", C);
+      linear_input("attention projections (kv)", C);
       if (qr > 0) {
         t.keep("query bottleneck", N * qr * cd);
-        norm("query bottleneck norm", qr, !p.autocast, 1);
-        linear_input("query up-projection", qr, true);
+        norm("query bottleneck norm", qr, !p.autocast);
+        linear_input("query up-projection", qr);
       }
       // the compressed latent and rotary key (N, r + dr): its norm keeps it (fp32 path) or an
       // fp32 copy of the latent (autocast)
       if (!p.autocast) {
         t.keep("latent and rotary key", N * (r + dr) * k_f32);
       }
-      norm("latent norm", r, !p.autocast, 1);
-      linear_input("key/value up-projection", r, true);
+      norm("latent norm", r, !p.autocast);
+      linear_input("key/value up-projection", r);
       attention("attention", H, dq, dv);
     } else {
       const double hs = C / H;
-      norm("attention norm", C, true, 1);
-      linear_input("attention qkv projection", C, true);
+      norm("attention norm", C, true);
+      linear_input("attention qkv projection", C);
       attention("attention", H, hs, hs);
       if (m.position == "rope" && p.attention == "sdpa") {
         t.keep("attention: rotated q, k", 2 * N * C * cd);  // sdpa keeps them beside the qkv v is a view of
@@ -159,12 +159,12 @@ struct Walk {
     }
     dropout("attention output", C, cd);
     // the feed-forward
-    norm("feed-forward norm", C, true, 1);
+    norm("feed-forward norm", C, true);
     if (m.moe_layer(layer)) {
       moe();
     } else {
       for (int i = 0; i < layer_inputs(); ++i) {
-        linear_input("feed-forward input", C, true);
+        linear_input("feed-forward input", C);
       }
       mlp("feed-forward", N, static_cast<double>(m.intermediate_size));
     }
@@ -176,7 +176,7 @@ struct Walk {
                  hidden = static_cast<double>(m.moe_intermediate_size);
     // rows: N·K (token, slot) pairs, each expert's padded up to a multiple of 64 (32 on average)
     const double rows = N * K + E * 32;
-    linear_input("router", C, true);
+    linear_input("router", C);
     t.keep("router: scores (softmax, fp32)", N * E * k_f32);
     t.keep("routing indices and weights", N * K * k_i64 + rows * (2 * k_i64 + k_f32));
     // the tokens gathered by expert (fp32, from ln_2's output), each expert's bf16 copy
@@ -188,7 +188,7 @@ struct Walk {
     t.keep("experts: outputs, weighted (fp32)", rows * C * k_f32 + (p.autocast ? rows * C * 2 : 0));
     if (m.n_shared_experts > 0) {
       for (int i = 0; i < layer_inputs(); ++i) {
-        linear_input("shared experts input", C, true);
+        linear_input("shared experts input", C);
       }
       mlp("shared experts", N, hidden * static_cast<double>(m.n_shared_experts));
     }
@@ -210,8 +210,8 @@ struct Walk {
     }
     // the final norm's input (the last residual) and its output, kept by the head
     t.keep("residual stream (fp32)", N * C * k_f32);
-    norm("final norm", C, true, 1);
-    linear_input("head", C, true);
+    norm("final norm", C, true);
+    linear_input("head", C);
     const double V = static_cast<double>(m.padded_vocab());
     logits = fused_cpu() ? N * V * cd : N * V * k_f32;
     t.keep(fused_cpu() ? "logits (their gradient is written over them)" : "log-softmax of the logits (fp32)", logits);
