@@ -448,9 +448,9 @@ nlohmann::json RunConfig::identity_json() const {
   if (train.fused) {  // absent when on (the default): the fused path is the default path
     j["train"].erase("fused");
   }
-  if (!train.activation_checkpointing) {  // absent when off (the default): runs before it keep their ids
-    j["train"].erase("activation_checkpointing");
-  }
+  // How memory is spent, not what is computed (the same values, bitwise: tests/unit/equivalences.h),
+  // like resources: a run interrupted with it off resumes with it on.
+  j["train"].erase("activation_checkpointing");
   // GPT-2's architecture, as every run had before the switches existed: left out, so those runs keep their ids
   ModelConfig gpt2;
   gpt2.n_embd = model.n_embd;

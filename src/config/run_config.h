@@ -110,7 +110,7 @@ struct TrainConfig {
   std::string precision = "fp32";  // fp32 | tf32 | bf16
   bool fused = true;               // kernels/'s fused CPU ops; false = the reference LibTorch ops
   // Activation checkpointing: each block keeps only its input in forward and is run again in
-  // backward (the same values: dropout's generator state is restored); part of the run id only when on
+  // backward (the same values: dropout's generator state is restored); not part of the run id
   bool activation_checkpointing = false;
 };
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 namespace sweep {
 
@@ -11,6 +12,14 @@ namespace {
 
 constexpr double k_f32 = 4, k_i64 = 8;
 constexpr double k_bucket = 25 << 20;  // parallel/'s gradient bucket (average_gradients)
+// An MoE layer pads each expert's rows to a multiple of k_expert_rows (train/model.h): half of it
+// on average per expert.
+constexpr double k_expert_padding = 64 / 2.0;
+
+// The (token, slot) rows an MoE layer sends through its experts for N tokens.
+double expert_rows(const ModelConfig& m, double N) {
+  return N * static_cast<double>(m.moe_top_k) + static_cast<double>(m.n_routed_experts) * k_expert_padding;
+}
 
 // The tensors one micro-batch's forward keeps for backward, summed by what they are.
 struct Tally {
@@ -120,7 +129,7 @@ struct Walk {
     }
   }
 
-  double layer_inputs() const { return m.mlp_activation == "swiglu" ? 2 : 1; }
+  int layer_inputs() const { return m.mlp_activation == "swiglu" ? 2 : 1; }
 
   void block(int64_t layer) {
     // The residual stream: the layer's input (kept by ln_1) and after attention (kept by ln_2),
@@ -174,8 +183,7 @@ struct Walk {
   void moe() {
     const double E = static_cast<double>(m.n_routed_experts), K = static_cast<double>(m.moe_top_k),
                  hidden = static_cast<double>(m.moe_intermediate_size);
-    // rows: N·K (token, slot) pairs, each expert's padded up to a multiple of 64 (32 on average)
-    const double rows = N * K + E * 32;
+    const double rows = expert_rows(m, N);
     linear_input("router", C);
     t.keep("router: scores (softmax, fp32)", N * E * k_f32);
     t.keep("routing indices and weights", N * K * k_i64 + rows * (2 * k_i64 + k_f32));
@@ -227,10 +235,13 @@ double step_transient(const ModelConfig& m, const StepPath& p, double N, const M
                       double logits_kept, double rerun) {
   const double V = static_cast<double>(m.padded_vocab()), C = static_cast<double>(m.n_embd);
   const double cd = p.autocast ? 2 : 4;
-  double out = 0;
+  // autocast's bf16 copies: of every matmul weight until the forward ends (with checkpointing, the
+  // rerun's scope then holds one block's)
+  double copies = 0, rerun_copies = 0;
   if (p.autocast) {
     const double matmul = static_cast<double>(size.total - size.embedding) + (m.tie_weights ? V * C : 0);
-    out += matmul * 2 * expert_share;
+    copies = matmul * 2 * expert_share;
+    rerun_copies = rerun > 0 ? copies / static_cast<double>(std::max<int64_t>(m.n_layer, 1)) : copies;
   }
   // the loss and the head: the fused loss wrote dlogits over the logits already; the reference
   // loss makes the gradient of its log-softmax output (nll_loss's, full size) and of its input
@@ -242,14 +253,14 @@ double step_transient(const ModelConfig& m, const StepPath& p, double N, const M
   // outputs' and the gathered tokens' gradients, fp32)
   double layer = 0;
   if (m.moe_layer(m.n_layer - 1)) {
-    const double rows = N * static_cast<double>(m.moe_top_k) + static_cast<double>(m.n_routed_experts) * 32;
+    const double rows = expert_rows(m, N);
     layer = rows * static_cast<double>(m.moe_intermediate_size) * cd + 2 * rows * C * k_f32;
   } else {
     layer = N * static_cast<double>(m.intermediate_size) * cd;
   }
   // (with activation checkpointing, the last layer's backward starts with its rerun: everything
   // the block keeps, made again)
-  return out + std::max(head, rerun + layer + N * C * k_f32 - logits_kept);
+  return std::max(copies + head, rerun_copies + rerun + layer + N * C * k_f32 - logits_kept);
 }
 
 // The parameters the routed experts hold (what expert parallelism partitions).
@@ -374,48 +385,46 @@ std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath
   std::vector<MemoryPlan> out;
   const ModelConfig m = config.model.resolved();
   const int64_t ranks = std::max<int64_t>(config.resources.ranks, 1);
-  std::vector<int64_t> rank_choices{ranks};
-  for (int64_t r = ranks * 2; r <= std::max<int64_t>(ranks * 8, 8) && r <= 1024; r *= 2) {
-    rank_choices.push_back(r);
-  }
   const int64_t batch = config.train.micro_batch * config.train.grad_accum * ranks;  // sequences a step
-  std::vector<int64_t> micro;  // the micro-batches up to today's, largest first
-  for (int64_t b = config.train.micro_batch; b >= 1; --b) {
-    micro.push_back(b);
-  }
   std::vector<bool> recompute{config.train.activation_checkpointing};
   if (!config.train.activation_checkpointing) {
     recompute.push_back(true);
   }
-  // In order of how much changes: the ranks kept, activation checkpointing as it is, the
-  // micro-batch, the ZeRO stage, the expert ranks; then checkpointing on; then more ranks.
-  for (const int64_t r : rank_choices) {
+  // The first layout at `r` ranks that fits: checkpointing as it is before on, the largest
+  // micro-batch that keeps the global batch, and — where `sharded` — the lowest ZeRO stage, then
+  // the fewest expert ranks.
+  auto first_fit = [&](int64_t r, bool sharded) -> std::optional<MemoryPlan> {
     for (const bool checkpointing : recompute) {
       RunConfig c = config;
       c.train.activation_checkpointing = checkpointing;
-      for (const int64_t b : micro) {
+      for (int64_t b = config.train.micro_batch; b >= 1; --b) {
         if (batch % (b * r) != 0) {
           continue;  // this layout would train another batch
         }
-        for (int64_t zero = 0; zero <= (r == 1 ? 0 : 3); ++zero) {  // ZeRO over one rank changes nothing
-          std::vector<int64_t> expert{1};
-          for (int64_t e = 2; m.moe() && e <= r; e *= 2) {
-            if (m.n_routed_experts % e == 0 && r % e == 0) {
-              expert.push_back(e);
+        for (int64_t zero = 0; zero <= (sharded && r > 1 ? 3 : 0); ++zero) {
+          for (int64_t e = 1; e <= (sharded ? r : 1); e *= 2) {
+            if (e > 1 && (!m.moe() || m.n_routed_experts % e != 0 || r % e != 0)) {
+              continue;
             }
-          }
-          for (const int64_t e : expert) {
             const MemoryPlan p = plan_memory(c, Layout{r, zero, e, b, batch / (b * r)}, path);
             if (p.total() <= device_bytes) {
-              out.push_back(p);
-              if (out.size() >= limit) {
-                return out;
-              }
-              break;  // the fewest expert ranks that fit at this stage
+              return p;
             }
           }
         }
       }
+    }
+    return std::nullopt;
+  };
+  // What the core trains today first (its ranks replicated: only the micro-batch and
+  // checkpointing change what a device holds), then sharded layouts at these ranks and more.
+  if (auto p = first_fit(ranks, false)) {
+    out.push_back(*p);
+  }
+  for (int64_t r = ranks; r <= std::max<int64_t>(ranks * 8, 8) && r <= 1024 && out.size() < limit; r *= 2) {
+    const auto p = first_fit(r, true);
+    if (p && (p->layout.zero > 0 || p->layout.expert > 1)) {
+      out.push_back(*p);
     }
   }
   return out;

@@ -23,7 +23,7 @@ struct Layout {
   int64_t expert = 1;  // expert-parallel ranks: the routed experts partitioned over them
   int64_t micro_batch = 0;  // sequences per micro-batch; 0: the config's
   int64_t grad_accum = 0;   // micro-batches per step (the memory does not depend on it); 0: not said
-  bool checkpointing = false;  // train.activation_checkpointing (plan_memory takes it from the config)
+  bool checkpointing = false;  // set by plan_memory from the config's train.activation_checkpointing
 
   std::string describe() const;  // "8 ranks, ZeRO-1, experts over 8, micro-batch 4 × accumulation 2"
 };
@@ -64,9 +64,10 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const RunConfig& config, const Layout& layout, const StepPath& path);
 
 // Layouts of `config` that would fit `device_bytes`, each training the config's global batch
-// (micro-batch × accumulation × ranks), smallest change first: a higher ZeRO stage over the same
-// ranks, expert parallelism (MoE models), a smaller micro-batch with more accumulation, activation
-// checkpointing, then more ranks. At most `limit`.
+// (micro-batch × accumulation × ranks): first the smallest change the core trains today (a smaller
+// micro-batch with more accumulation, activation checkpointing; replicated ranks), then at these
+// ranks and at 2×, 4×, 8× of them the first sharded layout that fits (the lowest ZeRO stage, the
+// fewest expert ranks). At most `limit`.
 std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath& path, double device_bytes,
                                          size_t limit = 4);
 

@@ -31,6 +31,35 @@ std::pair<torch::Tensor, torch::Tensor> run_block(BlockImpl& block, const torch:
   return {y, aux};
 }
 
+// For its lifetime: the device's generator at the state the first forward drew from, and an MoE
+// layer marked as rerunning (its tokens were counted by the first forward).
+class Rerun {
+ public:
+  Rerun(const torch::Device& device, const torch::Tensor& first_forward, MoEImpl* moe)
+      : m_device(device), m_now(generator_state(device)), m_moe(moe) {
+    set_generator_state(device, first_forward);
+    if (m_moe) {
+      m_moe->recomputing = true;
+    }
+  }
+  ~Rerun() {
+    if (m_moe) {
+      m_moe->recomputing = false;
+    }
+    set_generator_state(m_device, m_now);
+  }
+  Rerun(const Rerun&) = delete;
+  Rerun& operator=(const Rerun&) = delete;
+
+ private:
+  torch::Device m_device;
+  torch::Tensor m_now;
+  MoEImpl* m_moe;
+};
+
+// A reentrant checkpoint: backward calls torch::autograd::backward on the rerun, which
+// accumulates the block's weight gradients into their .grad (as a plain backward does); a caller
+// of torch::autograd::grad would get no weight gradients from a checkpointed block.
 struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                                 BlockImpl* block) {
@@ -52,22 +81,15 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
     const torch::Tensor saved = ctx->get_saved_variables()[0];
     const torch::Device device = saved.device();
     const torch::Tensor x = saved.detach().requires_grad_(true);
-    // The rerun draws the first forward's dropout; the step's later draws go on from where they are.
-    const torch::Tensor now = generator_state(device);
-    set_generator_state(device, ctx->saved_data["rng"].toTensor());
     torch::Tensor y, aux;
     {
+      // The rerun draws the first forward's dropout; the step's later draws go on from where they
+      // are — and the generator and the MoE flag are put back even if the rerun throws.
+      Rerun rerun(device, ctx->saved_data["rng"].toTensor(), block->moe ? block->moe.get() : nullptr);
       torch::AutoGradMode grad_on(true);
       AutocastScope autocast(ctx->saved_data["autocast"].toBool() ? "bf16" : "fp32", device.type());
-      if (block->moe) {
-        block->moe->recomputing = true;  // its tokens were counted by the first forward
-      }
       std::tie(y, aux) = run_block(*block, x);
-      if (block->moe) {
-        block->moe->recomputing = false;
-      }
     }
-    set_generator_state(device, now);
     std::vector<torch::Tensor> outputs{y}, output_grads{grads[0]};
     if (aux.defined() && grads.size() > 1 && grads[1].defined()) {
       outputs.push_back(aux);
