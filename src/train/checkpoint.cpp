@@ -166,6 +166,12 @@ torch::Tensor rng_state(const torch::Device& device) {
   return gen.get_state();
 }
 
+void set_rng_state(const torch::Device& device, const torch::Tensor& state) {
+  at::Generator gen = rng_for(device);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state.to(torch::kCPU));
+}
+
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                      const CheckpointMeta& meta, const torch::Device& device,
                      const std::vector<torch::Tensor>& rng_states, const std::function<void()>& alive) {
@@ -274,9 +280,7 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
   }
   meta.rng_restored = meta.rng_device == c10::DeviceTypeName(device.type(), /*lower_case=*/true);
   if (meta.rng_restored) {
-    at::Generator gen = rng_for(device);
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(state.to(torch::kCPU));
+    set_rng_state(device, state);
   }
   return meta;
 }

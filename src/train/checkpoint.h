@@ -61,8 +61,9 @@ class CheckpointDamaged : public Error {
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                                const torch::Device& device, int64_t rank = 0);
 
-// This process's dropout RNG state on `device`.
+// This process's dropout RNG state on `device` (the device's default generator), and setting it.
 torch::Tensor rng_state(const torch::Device& device);
+void set_rng_state(const torch::Device& device, const torch::Tensor& state);
 
 // Only the model weights (for export and inspection).
 void load_checkpoint_weights(const std::string& path, GPT& model);

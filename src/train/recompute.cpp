@@ -1,28 +1,12 @@
 #include "train/recompute.h"
 
+#include "train/checkpoint.h"
 #include "train/compat.h"
 #include "train/precision.h"
 
 namespace sweep {
 
 namespace {
-
-// The default generator of `device`: dropout's (and the fused attention's mask seed's, on the CPU).
-at::Generator generator_of(const torch::Device& device) {
-  return device.is_cpu() ? at::detail::getDefaultCPUGenerator() : at::globalContext().defaultGenerator(device);
-}
-
-torch::Tensor generator_state(const torch::Device& device) {
-  at::Generator gen = generator_of(device);
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void set_generator_state(const torch::Device& device, const torch::Tensor& state) {
-  at::Generator gen = generator_of(device);
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
-}
 
 // The block's output and, for an MoE layer with an auxiliary loss, that loss (else undefined).
 std::pair<torch::Tensor, torch::Tensor> run_block(BlockImpl& block, const torch::Tensor& x) {
@@ -36,8 +20,8 @@ std::pair<torch::Tensor, torch::Tensor> run_block(BlockImpl& block, const torch:
 class Rerun {
  public:
   Rerun(const torch::Device& device, const torch::Tensor& first_forward, MoEImpl* moe)
-      : m_device(device), m_now(generator_state(device)), m_moe(moe) {
-    set_generator_state(device, first_forward);
+      : m_device(device), m_now(rng_state(device)), m_moe(moe) {
+    set_rng_state(device, first_forward);
     if (m_moe) {
       m_moe->recomputing = true;
     }
@@ -46,7 +30,7 @@ class Rerun {
     if (m_moe) {
       m_moe->recomputing = false;
     }
-    set_generator_state(m_device, m_now);
+    set_rng_state(m_device, m_now);
   }
   Rerun(const Rerun&) = delete;
   Rerun& operator=(const Rerun&) = delete;
@@ -65,7 +49,7 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
                                                 BlockImpl* block) {
     const torch::Device device = x.device();
     ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
-    ctx->saved_data["rng"] = generator_state(device);  // before the block's dropout draws
+    ctx->saved_data["rng"] = rng_state(device);  // before the block's dropout draws
     ctx->saved_data["autocast"] = compat::autocast_enabled(device.type());
     ctx->save_for_backward({x});
     auto [y, aux] = run_block(*block, x);  // autograd is off here: nothing is kept but x
