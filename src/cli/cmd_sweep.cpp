@@ -6,12 +6,11 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <set>
 
 #include "cli/commands.h"
+#include "cli/memory_check.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
-#include "plan/memory.h"
 #include "report/load.h"
 #include "sched/lifecycle.h"
 #include "sched/local.h"
@@ -19,7 +18,6 @@
 #include "sched/slots.h"
 #include "sched/slurm.h"
 #include "store/store.h"
-#include "train/compat.h"
 #include "train/device.h"
 #include "train/score.h"
 #include "util/fs.h"
@@ -134,85 +132,6 @@ std::string join_counts(const Map& counts) {
   for (const auto& [state, n] : counts) {
     out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + state;
   }
-  return out;
-}
-
-// The memory plan of a run of sweep's core under its layout (resources.ranks, replicated).
-MemoryPlan run_memory(const RunConfig& c) {
-  return plan_memory(c, Layout{c.resources.ranks, 0, 1, 0}, step_path(c, compat::k_has_sdpa));
-}
-
-// What the plan says of the run that needs the most memory per device (with
-// resources.device_memory: the one most over it), whether it fits, and which layouts would —
-// leaving 10% of the device to what the plan does not count. `done`: runs already finished,
-// which need no memory any more.
-struct MemoryCheck {
-  std::vector<std::string> lines;    // the breakdown, the verdict, the layouts that fit
-  std::vector<std::string> too_big;  // "variant seed 1/1: 253.1 GiB" for each run to train that does not fit
-};
-
-constexpr double k_gib = 1024.0 * 1024 * 1024;
-
-MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::string>& done = {}) {
-  MemoryCheck out;
-  const PlannedRun* largest = nullptr;
-  MemoryPlan most;
-  double worst = 0;  // the largest total ÷ device memory (or total, without one)
-  for (const auto& r : spec.runs) {
-    if (r.config.trainer || done.count(r.run_id)) {
-      continue;  // a trainer of the user's: its memory is its own; a finished run needs none
-    }
-    const MemoryPlan p = run_memory(r.config);
-    const double device = r.config.resources.device_memory * k_gib;
-    const double measure = device > 0 ? p.total() / device : p.total() / 1e30;
-    if (!largest || measure > worst) {
-      largest = &r;
-      most = p;
-      worst = measure;
-    }
-    if (device > 0 && p.total() > device) {
-      out.too_big.push_back(r.variant + " seed " + std::to_string(r.config.seeds.init) + "/" +
-                            std::to_string(r.config.seeds.data) + ": " + format_bytes(p.total()));
-    }
-  }
-  if (!largest) {
-    return out;
-  }
-  const RunConfig& c = largest->config;
-  const MemoryPlan& p = most;
-  out.lines.push_back("memory per device (the plan, docs/guide.md#memory), the most of any run (" + largest->variant +
-                      ": " + c.resources.device + ", " + p.layout.describe() + ", sequences of " +
-                      std::to_string(c.model.block_size) + " tokens, " + c.train.precision + "):");
-  out.lines.push_back("  weights " + format_bytes(p.weights) + ", gradients " + format_bytes(p.gradients) +
-                      ", AdamW moments " + format_bytes(p.optimizer) + ", activations " + format_bytes(p.activations) +
-                      ", temporaries " + format_bytes(p.transient) +
-                      (p.communication > 0 ? ", collectives " + format_bytes(p.communication) : "") + ": " +
-                      format_bytes(p.total()));
-  if (items) {
-    out.lines.push_back("  activations of one micro-batch, kept for backward (all layers):");
-    for (const auto& item : p.activation_items) {
-      out.lines.push_back("    " + format_bytes(item.bytes) + "  " + item.what);
-    }
-  }
-  const double device = c.resources.device_memory * k_gib;
-  if (device <= 0) {
-    return out;
-  }
-  const std::string gib = format_number("%g", c.resources.device_memory) + " GiB";
-  if (p.total() <= device) {
-    out.lines.push_back("  fits resources.device_memory " + gib);
-    return out;
-  }
-  const std::vector<MemoryPlan> fit = layouts_that_fit(c, step_path(c, compat::k_has_sdpa), 0.9 * device);
-  std::string alternatives;
-  for (const auto& f : fit) {
-    alternatives += (alternatives.empty() ? "" : "; ") + f.layout.describe() + ": " + format_bytes(f.total()) +
-                    (f.layout.zero > 0 || f.layout.expert > 1 ? " (ZeRO and expert parallelism: not trainable yet)" : "");
-  }
-  out.lines.push_back("  does not fit resources.device_memory " + gib + "; " +
-                      (fit.empty() ? "no layout of up to 8× the ranks fits 90% of it — a smaller model, or a device "
-                                     "with more memory"
-                                   : "layouts that would, with 10% to spare: " + alternatives));
   return out;
 }
 
@@ -477,32 +396,7 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
                 Exit::bad_input);
   }
   check_until_decided(o, spec);
-  std::set<std::string> done;  // runs finished already need no memory (a read: nothing is written yet)
-  if (fs::exists(db_path(o.results))) {
-    Store recorded(db_path(o.results), Store::Access::read);
-    for (const auto& r : spec.runs) {
-      if (const std::optional<RunRow> row = recorded.run(r.run_id); row && finished(plan_state(*row))) {
-        done.insert(r.run_id);
-      }
-    }
-  }
-  if (const MemoryCheck memory = check_memory(spec, false, done); !memory.too_big.empty()) {
-    // the plan is within about 15% of what a step takes (docs/performance.md#memory): a run over
-    // its device's memory would run out of it, after its start had been paid for
-    std::string runs;
-    for (const auto& r : memory.too_big) {
-      runs += (runs.empty() ? "" : ", ") + r;
-    }
-    std::string plan;
-    for (const auto& line : memory.lines) {
-      plan += "\n" + line;
-    }
-    throw Error(spec.file + ": " + std::to_string(memory.too_big.size()) + " run(s) need more memory per device than " +
-                    "resources.device_memory (" + runs + ")" + plan +
-                    "\nset train.micro_batch lower with train.grad_accum higher (the same batch), or "
-                    "train.activation_checkpointing: true; or raise resources.device_memory if the device has more",
-                Exit::bad_input);
-  }
+  refuse_over_memory(spec, db_path(o.results));  // before anything is written
   if (!slurm) {
     check_fits(spec, o.devices);  // before anything is written
     for (const Slot& slot : parse_devices(o.devices, 1)) {
