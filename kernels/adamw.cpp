@@ -26,11 +26,24 @@ typename Map::key_type state_key(const torch::Tensor& p) {
 
 }  // namespace
 
+torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& opt, const torch::Tensor& p) {
+  auto& states = opt.state();
+  using Map = std::remove_reference_t<decltype(states)>;
+  auto key = state_key<Map>(p);
+  auto it = states.find(key);
+  if (it == states.end()) {  // as AdamW::step: zero moments, step 0
+    auto state = std::make_unique<torch::optim::AdamWParamState>();
+    state->step(0);
+    state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    it = states.emplace(key, std::move(state)).first;
+  }
+  return static_cast<torch::optim::AdamWParamState&>(*it->second);
+}
+
 void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
   RECORD_USER_SCOPE("sweep::adamw");
   torch::NoGradGuard no_grad;
-  auto& states = opt.state();
-  using Map = std::remove_reference_t<decltype(states)>;
   std::vector<cpu::AdamWSegment> segments;
   for (auto& group : opt.param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
@@ -44,16 +57,7 @@ void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
       TORCH_CHECK(p.scalar_type() == torch::kFloat && grad.scalar_type() == torch::kFloat && p.device().is_cpu() &&
                       p.is_contiguous() && grad.is_contiguous(),
                   "adamw_step: contiguous fp32 CPU parameters and gradients expected");
-      auto key = state_key<Map>(p);
-      auto it = states.find(key);
-      if (it == states.end()) {  // as AdamW::step: zero moments, step 0
-        auto state = std::make_unique<torch::optim::AdamWParamState>();
-        state->step(0);
-        state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        it = states.emplace(key, std::move(state)).first;
-      }
-      auto& state = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      auto& state = adamw_state(opt, p);
       state.step(state.step() + 1);
       const auto step = static_cast<double>(state.step());
       const double bias_correction1 = 1 - std::pow(beta1, step), bias_correction2 = 1 - std::pow(beta2, step);

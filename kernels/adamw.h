@@ -11,6 +11,10 @@ namespace sweep::kernels {
 // by grad_scale (the clipping factor, 1 for none). CPU fp32 parameters; no amsgrad.
 void adamw_step(torch::optim::AdamW& opt, double grad_scale = 1.0);
 
+// p's state in `opt` (the key LibTorch itself uses), made as AdamW::step makes it (zero
+// moments, step 0) when it has none yet.
+torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& opt, const torch::Tensor& p);
+
 // The same with LibTorch's own ops: grads scaled in place, then opt.step().
 void adamw_step_reference(torch::optim::AdamW& opt, double grad_scale = 1.0);
 

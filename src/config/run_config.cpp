@@ -128,6 +128,11 @@ void read_resources(MapReader r, ResourceConfig& res) {
   r.finish();
 }
 
+void read_parallel(MapReader r, ParallelConfig& p) {
+  r.read("zero", p.zero, 0, 3);
+  r.finish();
+}
+
 std::string num(int64_t v) { return std::to_string(v); }
 
 // The model's cross-field checks, each reported at the key it names.
@@ -432,12 +437,14 @@ nlohmann::json RunConfig::to_json() const {
                {"checkpoint_every", eval.checkpoint_every}};
   j["seeds"] = {{"init", seeds.init}, {"data", seeds.data}};
   j["resources"] = resources_json(resources);
+  j["parallel"] = {{"zero", parallel.zero}};
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 
 nlohmann::json RunConfig::identity_json() const {
   nlohmann::json j = to_json();
   j.erase("resources");
+  j.erase("parallel");  // how the ranks hold the state, not what they compute (tests/unit/test_zero.cpp)
   if (resources.ranks != 1) {  // absent at 1, so that one-process runs keep their ids
     j["ranks"] = resources.ranks;
   }
@@ -665,6 +672,7 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& file,
   read_eval(MapReader(r.section("eval"), "eval", diags), c.eval);
   read_seeds(MapReader(r.section("seeds"), "seeds", diags), c.seeds);
   read_resources(MapReader(r.section("resources"), "resources", diags), c.resources);
+  read_parallel(MapReader(r.section("parallel"), "parallel", diags), c.parallel);
   r.finish();
   if (diags.empty()) {
     check_relations(root, diags, c);

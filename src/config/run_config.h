@@ -140,6 +140,12 @@ struct ResourceConfig {
   double heartbeat_seconds() const { return stall_timeout > 0 ? std::min(30.0, stall_timeout / 4) : 30.0; }
 };
 
+// How the ranks share the training state (src/train/zero.h): not part of the run id (the same
+// maths as plain data parallel), like resources.
+struct ParallelConfig {
+  int64_t zero = 0;  // ZeRO stage: 0 replicated; 1 optimizer state sharded; 2 + gradients; 3 + weights
+};
+
 struct RunConfig {
   ModelConfig model;
   DataConfig data;
@@ -147,6 +153,7 @@ struct RunConfig {
   EvalConfig eval;
   SeedConfig seeds;
   ResourceConfig resources;
+  ParallelConfig parallel;
 
   // A user's own training program trains this run (`trainer:` in its sweep file): `values`, its
   // resolved config, stands for model, data, train and eval, which are then unused.

@@ -94,6 +94,43 @@ class GroupCommunicator : public Communicator {
     return out[0];
   }
 
+  void reduce_scatter_sum(torch::Tensor& full, torch::Tensor& piece) override {
+    TORCH_CHECK(full.is_contiguous() && full.numel() == piece.numel() * m_world, "reduce_scatter_sum: full must hold world pieces");
+#ifdef USE_C10D_NCCL
+    if constexpr (std::is_same_v<Group, c10d::ProcessGroupNCCL>) {
+      torch::Tensor in = there(full), out = there(piece).contiguous();
+      m_group->_reduce_scatter_base(out, in)->wait();
+      if (!out.is_same(piece)) {
+        piece.copy_(out);
+      }
+      return;
+    }
+#endif
+    all_reduce_sum(full);
+    piece.copy_(full.narrow(0, m_rank * piece.numel(), piece.numel()));
+  }
+
+  void all_gather_into(const torch::Tensor& piece, torch::Tensor& full) override {
+    TORCH_CHECK(full.is_contiguous() && full.numel() == piece.numel() * m_world, "all_gather_into: full must hold world pieces");
+#ifdef USE_C10D_NCCL
+    if constexpr (std::is_same_v<Group, c10d::ProcessGroupNCCL>) {
+      torch::Tensor in = there(piece).contiguous(), out = there(full);
+      m_group->_allgather_base(out, in)->wait();
+      if (!out.is_same(full)) {
+        full.copy_(out);
+      }
+      return;
+    }
+#endif
+    // Gloo copies the gathered pieces into the outputs given: views of `full`.
+    std::vector<at::Tensor> in{piece.contiguous()};
+    std::vector<std::vector<at::Tensor>> out(1);
+    for (int64_t r = 0; r < m_world; ++r) {
+      out[0].push_back(full.narrow(0, r * piece.numel(), piece.numel()));
+    }
+    m_group->allgather(out, in)->wait();
+  }
+
  private:
   torch::Tensor there(const torch::Tensor& t) const { return m_on && t.device() != *m_on ? t.to(*m_on) : t; }
 

@@ -43,6 +43,13 @@ class Communicator {
   virtual void all_reduce_sum(torch::Tensor& t) = 0;
   // Every rank's copy of `t` (same shape and dtype on every rank), in rank order.
   virtual std::vector<torch::Tensor> all_gather(const torch::Tensor& t) = 0;
+  // ZeRO's collectives over rank-major buffers (`full` holds world() pieces of `piece`'s size,
+  // rank r's at r × piece.numel()). Sums every rank's `full` and leaves this rank's piece of the
+  // sum in `piece`: NCCL's reduce-scatter; Gloo (LibTorch 1.13 has none) all-reduces `full` in
+  // place and takes the piece — the same sums, twice the traffic, and `full` is overwritten.
+  virtual void reduce_scatter_sum(torch::Tensor& full, torch::Tensor& piece) = 0;
+  // Every rank's `piece` into `full`, in rank order.
+  virtual void all_gather_into(const torch::Tensor& piece, torch::Tensor& full) = 0;
 };
 
 // The process group a run's ranks meet in: NCCL (CUDA tensors, one GPU per rank), Gloo (CPU

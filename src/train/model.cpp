@@ -452,11 +452,24 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx, KVCache* cache) {
   if (cache != nullptr) {
     cache->layers.resize(static_cast<size_t>(config.n_layer));
   }
-  const bool recompute = activation_checkpointing && is_training() && cache == nullptr && torch::GradMode::is_enabled();
+  // Sharded weights freed after a block's forward cannot be kept for its backward: the block runs
+  // again there, as under activation checkpointing.
+  const bool grad = torch::GradMode::is_enabled();
+  const bool recompute = grad && cache == nullptr && ((activation_checkpointing && is_training()) || block_weights);
   for (size_t i = 0; i < transformer->h->size(); ++i) {
     BlockImpl& block = *transformer->h[i]->as<Block>();
-    x = recompute ? checkpointed_block(block, x)
-                  : block.forward(x, cache != nullptr ? &cache->layers[i] : nullptr, offset);
+    if (recompute) {
+      x = checkpointed_block(block, x, block_weights);
+      continue;
+    }
+    TORCH_CHECK(!grad || !block_weights, "a forward with autograd over sharded weights must be checkpointed");
+    if (block_weights) {
+      block_weights->gather(block);
+    }
+    x = block.forward(x, cache != nullptr ? &cache->layers[i] : nullptr, offset);
+    if (block_weights) {
+      block_weights->release(block);
+    }
   }
   if (cache != nullptr) {
     cache->length += T;

@@ -168,6 +168,16 @@ struct TransformerImpl : torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
+// Where a block's weights live when they are sharded over ranks (ZeRO-3, train/zero.h): the model
+// asks for them around each block's forward and its rerun in backward, and hands over their
+// gradients as soon as the block's backward is done. Collectives: every rank calls in one order.
+struct BlockWeights {
+  virtual ~BlockWeights() = default;
+  virtual void gather(torch::nn::Module& block) = 0;            // whole, from every rank's pieces
+  virtual void release(torch::nn::Module& block) = 0;           // their memory given back
+  virtual void reduce_gradients(torch::nn::Module& block) = 0;  // into the ranks' pieces, and freed
+};
+
 struct GPTImpl : torch::nn::Module {
   // GPT-2's initialisation, each weight from parameter_generator(init_seed, its name, its shape).
   GPTImpl(const ModelConfig& c, int64_t init_seed);
@@ -205,6 +215,8 @@ struct GPTImpl : torch::nn::Module {
   ModelConfig config;  // resolved (every derived size filled in)
   bool fused = true;
   bool activation_checkpointing = false;  // a training forward keeps each block's input only (recompute.h)
+  // ZeRO-3: the blocks' weights (not owned); a forward with autograd then always runs them checkpointed
+  BlockWeights* block_weights = nullptr;
   Transformer transformer{nullptr};
   torch::nn::Linear lm_head{nullptr};  // absent when tie_weights
 };

@@ -11,6 +11,11 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>
   for (const auto& p : params) {
     (p.dim() >= 2 ? decay : no_decay).push_back(p);
   }
+  return make_adamw(decay, no_decay, t);
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& decay,
+                                                const std::vector<torch::Tensor>& no_decay, const TrainConfig& t) {
   auto options = [&](double wd) {
     // Set every field: the C++ defaults (wd 0.01, betas 0.9/0.999) are not GPT's.
     return std::make_unique<torch::optim::AdamWOptions>(

@@ -12,6 +12,9 @@
 namespace sweep {
 
 std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params, const TrainConfig& t);
+// The same two groups given apart (ZeRO's pieces of weights are 1-D whatever their weight's shape).
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& decay,
+                                                const std::vector<torch::Tensor>& no_decay, const TrainConfig& t);
 
 void set_learning_rate(torch::optim::Optimizer& opt, double lr);
 

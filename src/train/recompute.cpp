@@ -41,17 +41,40 @@ class Rerun {
   MoEImpl* m_moe;
 };
 
+// For its lifetime: a block's sharded weights whole (nothing without sharded weights).
+class Gathered {
+ public:
+  Gathered(BlockWeights* weights, torch::nn::Module& block) : m_weights(weights), m_block(block) {
+    if (m_weights) {
+      m_weights->gather(m_block);
+    }
+  }
+  ~Gathered() {
+    if (m_weights) {
+      m_weights->release(m_block);
+    }
+  }
+  Gathered(const Gathered&) = delete;
+  Gathered& operator=(const Gathered&) = delete;
+
+ private:
+  BlockWeights* m_weights;
+  torch::nn::Module& m_block;
+};
+
 // A reentrant checkpoint: backward calls torch::autograd::backward on the rerun, which
 // accumulates the block's weight gradients into their .grad (as a plain backward does); a caller
 // of torch::autograd::grad would get no weight gradients from a checkpointed block.
 struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                                                BlockImpl* block) {
+                                                BlockImpl* block, BlockWeights* weights) {
     const torch::Device device = x.device();
     ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
+    ctx->saved_data["weights"] = reinterpret_cast<int64_t>(weights);
     ctx->saved_data["rng"] = rng_state(device);  // before the block's dropout draws
     ctx->saved_data["autocast"] = compat::autocast_enabled(device.type());
     ctx->save_for_backward({x});
+    Gathered gathered(weights, *block);
     auto [y, aux] = run_block(*block, x);  // autograd is off here: nothing is kept but x
     if (aux.defined()) {
       return {y, aux};
@@ -62,6 +85,8 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto* block = reinterpret_cast<BlockImpl*>(ctx->saved_data["block"].toInt());
+    auto* weights = reinterpret_cast<BlockWeights*>(ctx->saved_data["weights"].toInt());
+    Gathered gathered(weights, *block);
     const torch::Tensor saved = ctx->get_saved_variables()[0];
     const torch::Device device = saved.device();
     const torch::Tensor x = saved.detach().requires_grad_(true);
@@ -83,14 +108,17 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
     if (block->moe) {
       block->moe->aux_loss = torch::Tensor();  // the rerun's: spent, and it would hold its graph until the next step
     }
-    return {x.grad(), torch::Tensor()};
+    if (weights != nullptr) {
+      weights->reduce_gradients(*block);
+    }
+    return {x.grad(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-torch::Tensor checkpointed_block(BlockImpl& block, const torch::Tensor& x) {
-  const auto out = CheckpointedBlock::apply(x, &block);
+torch::Tensor checkpointed_block(BlockImpl& block, const torch::Tensor& x, BlockWeights* weights) {
+  const auto out = CheckpointedBlock::apply(x, &block, weights);
   if (block.moe) {
     block.moe->aux_loss = out.size() > 1 ? out[1] : torch::Tensor();
   }

@@ -13,7 +13,9 @@
 namespace sweep {
 
 // `block`'s forward of `x` (B, T, C), checkpointed. Sets the block's MoE aux_loss (when it has
-// one) to a tensor whose gradient reaches the router through the rerun.
-torch::Tensor checkpointed_block(BlockImpl& block, const torch::Tensor& x);
+// one) to a tensor whose gradient reaches the router through the rerun. With `weights` (ZeRO-3),
+// the block's weights are gathered for its forward and for the rerun, freed after each, and its
+// gradients handed to `weights` once its backward is done.
+torch::Tensor checkpointed_block(BlockImpl& block, const torch::Tensor& x, BlockWeights* weights = nullptr);
 
 }  // namespace sweep

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <unordered_set>
 
 #include "build_options.h"
 #include "data/dataset.h"
@@ -15,6 +16,7 @@
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/schedule.h"
+#include "train/zero.h"
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -127,11 +129,44 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
   m_model->activation_checkpointing = m_cfg.train.activation_checkpointing;
   m_model->to(m_device);
   m_params = m_model->parameters();
-  m_opt = make_adamw(m_params, m_cfg.train);
+  m_num_params = m_model->num_params();
+  if (m_cfg.parallel.zero > 0 && m_cfg.world_size > 1) {
+    // The weights outside the blocks (embeddings, head, final norm) are the ones a step keeps whole.
+    std::unordered_set<const void*> in_blocks;
+    for (const auto& p : m_model->transformer->h->parameters()) {
+      in_blocks.insert(p.unsafeGetTensorImpl());
+    }
+    std::vector<torch::Tensor> resident;
+    for (const auto& p : m_params) {
+      if (in_blocks.count(p.unsafeGetTensorImpl()) == 0) {
+        resident.push_back(p);
+      }
+    }
+    m_zero = std::make_unique<ZeroShards>(m_params, resident, m_cfg.train, *m_comm, m_cfg.parallel.zero);
+    if (m_cfg.parallel.zero == 3) {
+      m_model->block_weights = m_zero.get();
+    }
+  } else {
+    m_opt = make_adamw(m_params, m_cfg.train);
+  }
 
   // ---- batch order and dropout from data_seed ----
   torch::manual_seed(dropout_seed(m_cfg.seeds.data, m_rank));
   m_loader = std::make_unique<BatchLoader>(*m_data->train, m_cfg.model.block_size, m_cfg.seeds.data);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::gather_weights() {
+  if (m_zero) {
+    m_zero->gather_all();
+  }
+}
+
+void Trainer::release_weights() {
+  if (m_zero) {
+    m_zero->release_all();
+  }
 }
 
 std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t micro) {
@@ -158,6 +193,9 @@ StepStats Trainer::train_step() {
   // ---- gradient accumulation: loss / grad_accum, one backward per micro-batch; the losses are
   // summed on the device, read once a step ----
   torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(m_device));
+  if (m_zero) {
+    m_zero->gather_resident();  // ZeRO-3: the weights outside the blocks, whole for the step
+  }
   for (int64_t micro = 0; micro < accum; ++micro) {
     auto [x, y] = batch(m_step, micro);
     torch::Tensor loss, objective;
@@ -177,7 +215,7 @@ StepStats Trainer::train_step() {
   // A parameter no micro-batch reached (an expert that got no token) has a zero gradient, on
   // every rank and every LibTorch: AdamW steps it (momentum, weight decay) like the rest.
   for (auto& p : m_params) {
-    if (!p.grad().defined()) {
+    if (!m_zero && !p.grad().defined()) {  // ZeRO counts it zero as it reduces
       p.mutable_grad() = torch::zeros_like(p);
     }
   }
@@ -187,7 +225,11 @@ StepStats Trainer::train_step() {
   // the loss averaged and a stop agreed on in one more small all-reduce. A non-finite loss on
   // any rank makes the average non-finite on every rank, so all of them end as diverged. ----
   if (m_comm != nullptr && m_comm->world() > 1) {
-    average_gradients(*m_comm, m_params);
+    if (m_zero) {
+      m_zero->reduce_gradients();
+    } else {
+      average_gradients(*m_comm, m_params);
+    }
     torch::Tensor shared = torch::cat({loss_sum, torch::full({1}, stop_requested() ? 1.0 : 0.0, loss_sum.options())});
     if (moe_stats.defined()) {
       shared = torch::cat({shared, moe_stats});
@@ -204,26 +246,44 @@ StepStats Trainer::train_step() {
   }
 
   // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
-  s.grad_norm = grad_norm(m_params);
+  s.grad_norm = m_zero ? m_zero->grad_norm() : grad_norm(m_params);
   s.lr = learning_rate(m_cfg, m_step);
-  if (s.finite()) {
+  const double clip = clip_factor(s.grad_norm, m_cfg.train.grad_clip);  // folded into the step
+  if (s.finite() && m_zero) {
+    m_zero->step(s.lr, clip, m_cfg.train.fused);
+  } else if (s.finite()) {
     set_learning_rate(*m_opt, s.lr);
-    adamw_step(*m_opt, clip_factor(s.grad_norm, m_cfg.train.grad_clip), m_cfg.train.fused);  // clipping folded in
+    adamw_step(*m_opt, clip, m_cfg.train.fused);
   }
   if (moe_stats.defined()) {  // the balancing bias moves with the weights, after the step
     s.moe = m_model->end_moe_step(moe_stats, accum * m_cfg.world_size, s.finite());
   }
-  m_opt->zero_grad();
+  if (m_zero) {
+    m_zero->zero_grad();
+    m_zero->release_resident();
+  } else {
+    m_opt->zero_grad();
+  }
   ++m_step;
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }
 
 double Trainer::evaluate(const std::string& split, const std::function<void()>& alive) {
+  return evaluate_split(split, false, alive).mean();
+}
+
+EvalLoss Trainer::evaluate_split(const std::string& split, bool blocks, const std::function<void()>& alive) {
   const bool test = split == "test";
-  return evaluate_loss(m_model, test ? *m_data->test : *m_data->val, test ? 0 : m_cfg.eval.val_tokens,
-                       m_cfg.train.micro_batch, m_cfg.train.precision, m_device, false, alive)
-      .mean();
+  if (m_zero) {
+    m_zero->gather_resident();
+  }
+  EvalLoss loss = evaluate_loss(m_model, test ? *m_data->test : *m_data->val, test ? 0 : m_cfg.eval.val_tokens,
+                                m_cfg.train.micro_batch, m_cfg.train.precision, m_device, blocks, alive);
+  if (m_zero) {
+    m_zero->release_resident();
+  }
+  return loss;
 }
 
 void Trainer::save(const std::string& path, const std::function<void()>& alive) {
@@ -231,15 +291,29 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
   std::vector<torch::Tensor> rng_states;
   if (m_comm != nullptr && m_comm->world() > 1) {
     rng_states = m_comm->all_gather(rng_state(m_device));  // every rank takes part; rank 0 writes
-    if (m_rank != 0) {
-      return;
-    }
   }
-  save_checkpoint(path, m_model, *m_opt, meta, m_device, rng_states, alive);
+  if (!m_zero) {
+    if (m_rank == 0) {
+      save_checkpoint(path, m_model, *m_opt, meta, m_device, rng_states, alive);
+    }
+    return;
+  }
+  // Sharded: the same file as unsharded training writes, from every rank's pieces.
+  m_zero->gather_all();
+  const std::unique_ptr<torch::optim::AdamW> whole = m_zero->consolidated();
+  if (m_rank == 0) {
+    save_checkpoint(path, m_model, *whole, meta, m_device, rng_states, alive);
+  }
+  m_zero->release_all();
 }
 
 std::string Trainer::load(const std::string& path) {
-  CheckpointMeta meta = load_checkpoint(path, m_model, *m_opt, m_device, m_rank);
+  // Sharded: the whole state read as unsharded training reads it, then this rank's pieces kept.
+  std::unique_ptr<torch::optim::AdamW> whole = m_zero ? m_zero->whole_optimizer() : nullptr;
+  CheckpointMeta meta = load_checkpoint(path, m_model, m_zero ? *whole : *m_opt, m_device, m_rank);
+  if (m_zero) {
+    m_zero->load(*whole);
+  }
   if (meta.config_json != m_cfg.identity_json().dump()) {
     throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
                 Exit::bad_input);
@@ -311,7 +385,7 @@ RunResult Trainer::run(const RunOptions& o) {
                           {field::step, m_step},
                           {field::total_steps, total},
                           {field::tokens_per_step, tps},
-                          {field::params, m_model->num_params()},
+                          {field::params, m_num_params},
                           {field::active_params, active_params},
                           {field::threads, at::get_num_threads()},
                           {field::device, m_device.str()},
@@ -324,11 +398,17 @@ RunResult Trainer::run(const RunOptions& o) {
                           {field::numerics, k_numerics_version}});
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
           std::to_string(total) + " steps of " + format_count(static_cast<double>(tps)) + " tokens, " +
-          format_count(static_cast<double>(m_model->num_params())) + " parameters" +
+          format_count(static_cast<double>(m_num_params)) + " parameters" +
           (m_cfg.model.moe() ? " (" + format_count(static_cast<double>(active_params)) + " active)" : "") +
           ", " +
           std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
-          (m_cfg.train.fused ? ", fused kernels" : ", reference ops"));
+          (m_cfg.train.fused ? ", fused kernels" : ", reference ops") +
+          (m_zero ? ", ZeRO-" + std::to_string(m_cfg.parallel.zero) + " over " + std::to_string(m_cfg.world_size) + " ranks"
+                  : ""));
+  if (m_cfg.parallel.zero > 0 && !m_zero) {
+    ev.note("parallel.zero: " + std::to_string(m_cfg.parallel.zero) +
+            " with one rank: nothing to shard, the run trains unsharded (the same run)");
+  }
 
   // ---- heartbeats: long phases (micro-batches, evaluations, checkpoint writes) tell the scheduler they live ----
   ev.set_heartbeat(m_cfg.resources.heartbeat_seconds());
@@ -429,8 +509,7 @@ RunResult Trainer::run(const RunOptions& o) {
 
   // ---- the end: final validation, test over the whole split, a last checkpoint ----
   eval_val();
-  const EvalLoss test = evaluate_loss(m_model, *m_data->test, 0, m_cfg.train.micro_batch, m_cfg.train.precision,
-                                      m_device, true, alive("test"));
+  const EvalLoss test = evaluate_split("test", true, alive("test"));
   RunResult r;
   r.step = m_step;
   r.test_loss = test.mean();

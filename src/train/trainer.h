@@ -17,6 +17,7 @@
 #include "config/run_config.h"
 #include "data/loader.h"
 #include "protocol/run_state.h"
+#include "train/evaluate.h"
 #include "train/events.h"
 #include "train/model.h"
 
@@ -59,13 +60,17 @@ struct RunOptions {
 };
 
 class Communicator;
+class ZeroShards;
 
 class Trainer {
  public:
   // comm: the process group of a data-parallel run (world > 1), or null for one process. Every
   // rank trains its slice of each step's global batch; gradients and the logged loss are averaged
   // once per optimizer step; rank 0 writes events and checkpoints (with every rank's RNG).
+  // parallel.zero shards the training state over the ranks (train/zero.h); with one rank it is
+  // plain training.
   Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Communicator* comm = nullptr);
+  ~Trainer();
 
   StepStats train_step();  // one optimizer step; does not step on a non-finite loss or norm
   // The (inputs, targets) of one micro-batch of this rank, each (micro_batch, block_size).
@@ -84,12 +89,18 @@ class Trainer {
   std::pair<bool, std::string> resume(const std::string& path);
 
   GPT& model() { return m_model; }
-  torch::optim::Optimizer& optimizer() { return *m_opt; }
+  torch::optim::Optimizer& optimizer() { return *m_opt; }  // unsharded runs (ZeRO-0) only
+  // ZeRO-3: every weight of model() whole / back to this rank's pieces (collectives; tests).
+  void gather_weights();
+  void release_weights();
   const RunConfig& config() const { return m_cfg; }
   int64_t step() const { return m_step; }
   torch::Device device() const { return m_device; }
 
  private:
+  // A split's loss (stage 3 gathers the weights outside the blocks for it); `blocks`: as evaluate_loss.
+  EvalLoss evaluate_split(const std::string& split, bool blocks, const std::function<void()>& alive);
+
   RunConfig m_cfg;
   std::shared_ptr<const TrainData> m_data;
   Communicator* m_comm;
@@ -98,7 +109,9 @@ class Trainer {
   torch::Device m_device;
   GPT m_model{nullptr};
   std::vector<torch::Tensor> m_params;
-  std::unique_ptr<torch::optim::AdamW> m_opt;
+  int64_t m_num_params = 0;
+  std::unique_ptr<torch::optim::AdamW> m_opt;  // unsharded
+  std::unique_ptr<ZeroShards> m_zero;          // or sharded (ZeRO 1-3 over more than one rank)
   std::unique_ptr<BatchLoader> m_loader;
   int64_t m_step = 0;
   std::function<void()> m_alive;  // during run(): a heartbeat, after every micro-batch
