@@ -1,6 +1,8 @@
 // `sweep bench`: training-step throughput and MFU on the reference config (or a given one).
 #include <torch/torch.h>
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <iostream>
 
@@ -10,6 +12,7 @@
 #include "bench/bench.h"
 #include "bench/gpu_bench.h"
 #include "bench/nanogpt.h"
+#include "bench/ranks.h"
 #include "train/device.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -42,6 +45,12 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   cmd->add_option("--vocab", o.vocab, "Vocabulary size instead of the config's (e.g. 50304, GPT-2's padded)")
       ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--nproc", o.nproc,
+                  "Ranks (processes, Gloo on loopback): each ZeRO stage's tensor memory per rank and step time (cpu)")
+      ->check(at_least(1));
+  cmd->add_option("--zero", o.zero, "The ZeRO stages --nproc measures")->delimiter(',')->capture_default_str()->check(
+      CLI::Range(0, 3));
+  cmd->add_flag("--rank-child", o.rank_child)->group("");  // one rank of --nproc, started by it
   cmd->add_flag("--no-ops", o.no_ops, "Skip the per-op table (each fused op against its reference)");
   cmd->add_flag("--profile", o.profile, "Print each timed step's top ops by self time");
   cmd->add_option("--data-gib", o.data_gib,
@@ -54,6 +63,51 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
 namespace {
 
 RunConfig bench_model(const std::string& name) { return name == "gpt2-small" ? bench_gpt2_small_config() : bench_reference_config(); }
+
+// `--nproc N`: for each stage, N processes of this executable, each a rank (bench_rank).
+Exit bench_ranks(const BenchOptions& o, const RunConfig& cfg) {
+  if (o.config.empty()) {
+    throw Error("--nproc measures a --config (e.g. experiments/gpt2-small.yaml): give one", Exit::bad_input);
+  }
+  if (o.precisions.size() != 1 || o.paths.size() != 1) {
+    throw Error("--nproc measures one precision and one path: give --precision and --path once each", Exit::bad_input);
+  }
+  const int threads = std::max(1, (o.threads > 0 ? o.threads : available_cores()) / o.nproc);
+  std::cout << "sweep bench --nproc " << o.nproc << ": " << o.config << ", " << o.precisions[0] << ", "
+            << o.paths[0] << ", " << threads << " threads a rank, ranks over Gloo on loopback; tensor memory per "
+            << "rank (each rank its own process)" << std::endl;
+  for (const int64_t stage : o.zero) {
+    const int port = free_port();
+    std::vector<Child> children;
+    for (int r = 0; r < o.nproc; ++r) {
+      SpawnOptions s;
+      s.argv = {(executable_dir() / "sweep").string(), "bench", "--rank-child", "--config", o.config,
+                "--precision", o.precisions[0], "--path", o.paths[0], "--steps", std::to_string(o.steps),
+                "--warmup", std::to_string(o.warmup), "--threads", std::to_string(threads), "--zero",
+                std::to_string(stage)};
+      if (o.vocab > 0) {
+        s.argv.insert(s.argv.end(), {"--vocab", std::to_string(o.vocab)});
+      }
+      s.env = {{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(o.nproc)},
+               {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)}, {"MASTER_ADDR", "127.0.0.1"},
+               {"MASTER_PORT", std::to_string(port)}};
+      s.own_process_group = false;
+      s.pipe_stdout = false;
+      children.push_back(spawn(s));
+    }
+    int failed = 0;
+    for (const Child& child : children) {
+      int status = 0;
+      waitpid(child.pid, &status, 0);
+      failed += exit_code_of(status) != 0 ? 1 : 0;
+    }
+    if (failed > 0) {
+      throw Error("sweep bench --nproc: " + std::to_string(failed) + " rank(s) of ZeRO-" + std::to_string(stage) +
+                  " failed (their errors above)");
+    }
+  }
+  return Exit::ok;
+}
 
 }  // namespace
 
@@ -111,6 +165,16 @@ Exit run_bench(const BenchOptions& o) {
   }
   if (o.models.size() > 1) {
     throw Error("--model: one model at a time on cpu", Exit::bad_input);
+  }
+  if (o.rank_child) {
+    cfg.parallel.zero = o.zero.front();
+    cfg.train.precision = o.precisions.front();
+    cfg.train.fused = o.paths.front() == "fused";
+    bench_rank(cfg, o.steps, o.warmup, std::cout);
+    return Exit::ok;
+  }
+  if (o.nproc > 1) {
+    return bench_ranks(o, cfg);
   }
   keep_freed_memory();
   BenchSettings settings;

@@ -54,6 +54,9 @@ struct BenchOptions {
   std::string nanogpt;              // nanoGPT's model.py, timed beside sweep
   std::string python = "python3";
   bool precisions_given = false;
+  int nproc = 1;                        // > 1: per-rank memory and step time of each ZeRO stage
+  std::vector<int64_t> zero{0, 1, 2, 3};  // the stages --nproc measures
+  bool rank_child = false;              // this process is one rank of --nproc (internal)
 };
 CLI::App* setup_bench(CLI::App& app, BenchOptions& o);
 Exit run_bench(const BenchOptions& o);

@@ -18,7 +18,7 @@ constexpr double k_gib = 1024.0 * 1024 * 1024;
 }  // namespace
 
 MemoryPlan run_memory(const RunConfig& c) {
-  return plan_memory(c, Layout{c.resources.ranks, 0, 1, 0}, step_path(c, compat::k_has_sdpa));
+  return plan_memory(c, Layout{c.resources.ranks, c.parallel.zero, 1, 0}, step_path(c, compat::k_has_sdpa));
 }
 
 MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::string>& done) {
@@ -75,7 +75,7 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
   std::string alternatives;
   for (const auto& f : fit) {
     alternatives += (alternatives.empty() ? "" : "; ") + f.layout.describe() + ": " + format_bytes(f.total()) +
-                    (f.layout.zero > 0 || f.layout.expert > 1 ? " (ZeRO and expert parallelism: not trainable yet)" : "");
+                    (f.layout.expert > 1 ? " (expert parallelism: not trainable yet)" : "");
   }
   out.lines.push_back("  does not fit resources.device_memory " + gib + "; " +
                       (fit.empty() ? "no layout of up to 8× the ranks fits 90% of it — a smaller model, or a device "

@@ -277,11 +277,16 @@ double routed_expert_params(const ModelConfig& m) {
   return per_expert * static_cast<double>(m.n_routed_experts * moe_layers);
 }
 
-// The largest layer's parameters (what ZeRO-3 gathers at once).
-double largest_layer_params(const ModelConfig& m, const ModelSize& size) {
+// The weights outside the blocks (embeddings, an untied head, the final norm): ZeRO-3 keeps them
+// whole for a step (train/zero.h).
+double resident_params(const ModelConfig& m, const ModelSize& size) {
   const double V = static_cast<double>(m.padded_vocab()), C = static_cast<double>(m.n_embd);
-  const double blocks = static_cast<double>(size.total) - static_cast<double>(size.embedding) - (m.tie_weights ? 0 : V * C);
-  return std::max({blocks / static_cast<double>(std::max<int64_t>(m.n_layer, 1)), V * C});
+  return static_cast<double>(size.embedding) + (m.tie_weights ? 0 : V * C) + 2 * C;
+}
+
+// A block's parameters, the mean block (what ZeRO-3 gathers at once).
+double block_params(const ModelConfig& m, const ModelSize& size) {
+  return (static_cast<double>(size.total) - resident_params(m, size)) / static_cast<double>(std::max<int64_t>(m.n_layer, 1));
 }
 
 }  // namespace
@@ -320,8 +325,12 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   MemoryPlan plan;
   plan.layout = given;
   Layout& l = plan.layout;
-  l.checkpointing = config.train.activation_checkpointing;
   l.ranks = std::max<int64_t>(l.ranks, 1);
+  if (l.ranks == 1) {
+    l.zero = 0;  // nothing to shard: the run trains unsharded
+  }
+  // ZeRO-3 frees a block's weights after its forward: the block runs again in backward
+  l.checkpointing = config.train.activation_checkpointing || l.zero >= 3;
   l.expert = std::max<int64_t>(l.expert, 1);
   if (l.micro_batch <= 0) {
     l.micro_batch = config.train.micro_batch;
@@ -343,7 +352,7 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   plan.gradients = k_f32 * sharded(l.zero >= 2);
   plan.optimizer = 2 * k_f32 * sharded(l.zero >= 1);
 
-  Walk w(m, path, l.micro_batch, config.train.activation_checkpointing);
+  Walk w(m, path, l.micro_batch, l.checkpointing);
   w.model();
   plan.activations = w.t.sum();
   for (const auto& [what, bytes] : w.t.kept) {
@@ -353,19 +362,32 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
             [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   const double share = (dense + mine_experts) / P;  // the weights this rank computes with
   plan.transient = step_transient(m, path, w.N, size, share, w.logits, w.recompute ? w.largest_block : 0);
+  // Sharded gradients are whole for a while in backward: ZeRO-2's all of them until the step's
+  // reduce-scatter; ZeRO-3's those of the weights outside the blocks (whole for the step, like
+  // those weights) and of the block being rerun (with its gathered weights). They grow as the
+  // activations are freed, so the step's peak is the larger of the two (measured in
+  // docs/performance.md#zero), not their sum.
+  double whole_gradients = 0;
+  if (l.zero == 2) {
+    whole_gradients = k_f32 * (dense + mine_experts);
+  } else if (l.zero >= 3) {
+    whole_gradients = 2 * k_f32 * (resident_params(m, size) + block_params(m, size) * share);
+  }
+  plan.transient = std::max(plan.transient, whole_gradients - plan.activations);
 
   if (l.ranks > 1) {
     const double cd = path.autocast ? 2 : 4;
-    const double layer = largest_layer_params(m, size);
-    if (l.zero == 0) {
-      plan.communication = std::min(k_bucket, k_f32 * (dense + mine_experts));  // one flattened bucket
+    const double layer = block_params(m, size);
+    if (l.zero <= 1) {
+      // one flattened bucket (ZeRO-1's gathers of updated weights come after the all-reduce's
+      // bucket is freed, when the step's activations are gone: measured, they add nothing)
+      plan.communication = std::min(k_bucket, k_f32 * (dense + mine_experts));
     } else {
-      // a bucket for the reduce(-scatter) of gradients, and the gather of updated (ZeRO-1/2) or
-      // in-use (ZeRO-3: the layer computed and the next, prefetched) weights
+      // a bucket for the reduce-scatter of gradients, and the gather of updated (ZeRO-2) or
+      // in-use (ZeRO-3) weights
       plan.communication = std::min(k_bucket, k_f32 * (dense + mine_experts)) * 2;
       if (l.zero >= 3) {
-        // gathered for the step, freed after each layer: the layer computed and the next,
-        // prefetched (of the experts, this rank's)
+        // a block's rank-major buffers: its weights' gather and its gradients' reduce-scatter
         plan.communication += 2 * k_f32 * layer * share;
       } else {
         plan.communication += std::min(k_bucket, k_f32 * (dense + mine_experts));
@@ -391,8 +413,8 @@ std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath
     recompute.push_back(true);
   }
   // The first layout at `r` ranks that fits: checkpointing as it is before on, the largest
-  // micro-batch that keeps the global batch, and — where `sharded` — the lowest ZeRO stage, then
-  // the fewest expert ranks.
+  // micro-batch that keeps the global batch, and — where `sharded` — the fewest expert ranks (the
+  // core trains none yet), then the lowest ZeRO stage.
   auto first_fit = [&](int64_t r, bool sharded) -> std::optional<MemoryPlan> {
     for (const bool checkpointing : recompute) {
       RunConfig c = config;
@@ -401,11 +423,11 @@ std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath
         if (batch % (b * r) != 0) {
           continue;  // this layout would train another batch
         }
-        for (int64_t zero = 0; zero <= (sharded && r > 1 ? 3 : 0); ++zero) {
-          for (int64_t e = 1; e <= (sharded ? r : 1); e *= 2) {
-            if (e > 1 && (!m.moe() || m.n_routed_experts % e != 0 || r % e != 0)) {
-              continue;
-            }
+        for (int64_t e = 1; e <= (sharded ? r : 1); e *= 2) {
+          if (e > 1 && (!m.moe() || m.n_routed_experts % e != 0 || r % e != 0)) {
+            continue;
+          }
+          for (int64_t zero = 0; zero <= (sharded && r > 1 ? 3 : 0); ++zero) {
             const MemoryPlan p = plan_memory(c, Layout{r, zero, e, b, batch / (b * r)}, path);
             if (p.total() <= device_bytes) {
               return p;
