@@ -78,8 +78,11 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
                     (f.layout.expert > 1 ? " (expert parallelism: not trainable yet)" : "");
   }
   out.lines.push_back("  does not fit resources.device_memory " + gib + "; " +
-                      (fit.empty() ? "no layout of up to 8× the ranks fits 90% of it — a smaller model, or a device "
-                                     "with more memory"
+                      (fit.empty() ? "no layout of up to 8× the ranks fits 90% of it: each rank still computes whole "
+                                     "layers of a micro-batch (activations " + format_bytes(p.activations) +
+                                         ") — that needs tensor or sequence parallelism, which sweep does not have "
+                                         "(docs/architecture.md#beyond-zero): shorter sequences, a smaller model, or a "
+                                         "device with more memory"
                                    : "layouts that would, with 10% to spare: " + alternatives));
   return out;
 }

@@ -59,8 +59,9 @@ class GroupCommunicator : public Communicator {
  public:
   // on: where the group's collectives need their tensors (a GPU for NCCL); nullopt: anywhere.
   GroupCommunicator(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<Group> group, int64_t rank,
-                    int64_t world, std::optional<torch::Device> on)
-      : m_store(std::move(store)), m_group(std::move(group)), m_rank(rank), m_world(world), m_on(on) {}
+                    int64_t world, std::optional<torch::Device> on, std::chrono::milliseconds timeout)
+      : m_store(std::move(store)), m_group(std::move(group)), m_rank(rank), m_world(world), m_on(on),
+        m_timeout(timeout) {}
   ~GroupCommunicator() override {
 #ifdef USE_C10D_NCCL
     if constexpr (std::is_same_v<Group, c10d::ProcessGroupNCCL>) {
@@ -75,7 +76,7 @@ class GroupCommunicator : public Communicator {
 
   void all_reduce_sum(torch::Tensor& t) override {
     std::vector<at::Tensor> one{there(t)};  // c10d: one tensor per device, so one at a time
-    m_group->allreduce(one)->wait();
+    finish(m_group->allreduce(one), "all-reduce");
     if (!one[0].is_same(t)) {
       t.copy_(one[0]);
     }
@@ -87,7 +88,7 @@ class GroupCommunicator : public Communicator {
     for (int64_t r = 0; r < m_world; ++r) {
       out[0].push_back(torch::empty_like(in[0]));
     }
-    m_group->allgather(out, in)->wait();
+    finish(m_group->allgather(out, in), "all-gather");
     for (auto& gathered : out[0]) {
       gathered = gathered.to(t.device());
     }
@@ -99,7 +100,7 @@ class GroupCommunicator : public Communicator {
 #ifdef USE_C10D_NCCL
     if constexpr (std::is_same_v<Group, c10d::ProcessGroupNCCL>) {
       torch::Tensor in = there(full), out = there(piece).contiguous();
-      m_group->_reduce_scatter_base(out, in)->wait();
+      finish(m_group->_reduce_scatter_base(out, in), "reduce-scatter");
       if (!out.is_same(piece)) {
         piece.copy_(out);
       }
@@ -115,7 +116,7 @@ class GroupCommunicator : public Communicator {
 #ifdef USE_C10D_NCCL
     if constexpr (std::is_same_v<Group, c10d::ProcessGroupNCCL>) {
       torch::Tensor in = there(piece).contiguous(), out = there(full);
-      m_group->_allgather_base(out, in)->wait();
+      finish(m_group->_allgather_base(out, in), "all-gather");
       if (!out.is_same(full)) {
         full.copy_(out);
       }
@@ -128,16 +129,32 @@ class GroupCommunicator : public Communicator {
     for (int64_t r = 0; r < m_world; ++r) {
       out[0].push_back(full.narrow(0, r * piece.numel(), piece.numel()));
     }
-    m_group->allgather(out, in)->wait();
+    finish(m_group->allgather(out, in), "all-gather");
   }
 
  private:
+  // A collective's end; one that fails (a rank died, or stalled past the timeout) is an Error
+  // that says which rank saw it and what to do, not c10d's bare message.
+  template <typename Work>
+  void finish(const Work& work, const char* what) {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      const std::string why = e.what();
+      throw Error("rank " + std::to_string(m_rank) + " of " + std::to_string(m_world) + ": a " + what +
+                  " failed (another rank died, or did not join within the collective timeout of " +
+                  std::to_string(m_timeout.count() / 1000) + " s): " + why.substr(0, why.find('\n')) +
+                  " — the run resumes from its last checkpoint");
+    }
+  }
+
   torch::Tensor there(const torch::Tensor& t) const { return m_on && t.device() != *m_on ? t.to(*m_on) : t; }
 
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<Group> m_group;
   int64_t m_rank, m_world;
   std::optional<torch::Device> m_on;
+  std::chrono::milliseconds m_timeout;
 };
 
 }  // namespace
@@ -264,7 +281,8 @@ std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& d
     options->timeout = timeout;
     auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, static_cast<int>(env.rank),
                                                               static_cast<int>(env.world), options);
-    return std::make_unique<GroupCommunicator<c10d::ProcessGroupNCCL>>(store, group, env.rank, env.world, device);
+    return std::make_unique<GroupCommunicator<c10d::ProcessGroupNCCL>>(store, group, env.rank, env.world, device,
+                                                                         timeout);
 #else
     throw Error("this LibTorch has no NCCL: set resources.backend: gloo (CUDA tensors through the host), or build "
                 "against a CUDA PyTorch (scripts/setup.sh --torch cuda)",
@@ -276,7 +294,8 @@ std::unique_ptr<Communicator> connect(const DistEnv& env, const torch::Device& d
   options->devices.push_back(gloo_device(env));
   auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(env.rank),
                                                             static_cast<int>(env.world), options);
-  return std::make_unique<GroupCommunicator<c10d::ProcessGroupGloo>>(store, group, env.rank, env.world, std::nullopt);
+  return std::make_unique<GroupCommunicator<c10d::ProcessGroupGloo>>(store, group, env.rank, env.world, std::nullopt,
+                                                                   timeout);
 }
 
 void average_gradients(Communicator& comm, const std::vector<torch::Tensor>& params, int64_t bucket_bytes) {

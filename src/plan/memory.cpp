@@ -232,7 +232,7 @@ struct Walk {
 // last layer's backward (its feed-forward's gradients, and with activation checkpointing the
 // block's rerun `rerun`, once the logits are freed).
 double step_transient(const ModelConfig& m, const StepPath& p, double N, const ModelSize& size, double expert_share,
-                      double logits_kept, double rerun) {
+                      double logits_kept, double rerun, bool block_copies) {
   const double V = static_cast<double>(m.padded_vocab()), C = static_cast<double>(m.n_embd);
   const double cd = p.autocast ? 2 : 4;
   // autocast's bf16 copies: of every matmul weight until the forward ends (with checkpointing, the
@@ -242,6 +242,9 @@ double step_transient(const ModelConfig& m, const StepPath& p, double N, const M
     const double matmul = static_cast<double>(size.total - size.embedding) + (m.tie_weights ? V * C : 0);
     copies = matmul * 2 * expert_share;
     rerun_copies = rerun > 0 ? copies / static_cast<double>(std::max<int64_t>(m.n_layer, 1)) : copies;
+    if (block_copies) {  // ZeRO-3 clears them with each block's gathered weights
+      copies = rerun_copies;
+    }
   }
   // the loss and the head: the fused loss wrote dlogits over the logits already; the reference
   // loss makes the gradient of its log-softmax output (nll_loss's, full size) and of its input
@@ -361,7 +364,8 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   std::sort(plan.activation_items.begin(), plan.activation_items.end(),
             [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   const double share = (dense + mine_experts) / P;  // the weights this rank computes with
-  plan.transient = step_transient(m, path, w.N, size, share, w.logits, w.recompute ? w.largest_block : 0);
+  plan.transient =
+      step_transient(m, path, w.N, size, share, w.logits, w.recompute ? w.largest_block : 0, l.zero >= 3);
   // Sharded gradients are whole for a while in backward: ZeRO-2's all of them until the step's
   // reduce-scatter; ZeRO-3's those of the weights outside the blocks (whole for the step, like
   // those weights) and of the block being rerun (with its gathered weights). They grow as the

@@ -1,6 +1,6 @@
 #include "train/zero.h"
 
-#include <unordered_set>
+#include <ATen/autocast_mode.h>
 
 #include "kernels/adamw.h"
 #include "parallel/parallel.h"
@@ -212,6 +212,8 @@ void ZeroShards::gather_weights(const std::vector<size_t>& which) {
 
 void ZeroShards::release_weights(const std::vector<size_t>& which) {
   torch::NoGradGuard no_grad;
+  // autocast keeps its bf16 copy of every weight until the forward ends: these weights' go now
+  at::autocast::clear_cache();
   for (size_t i : which) {
     m_slots[i].param.set_data(torch::empty({0}, m_slots[i].param.options()));
   }
