@@ -18,7 +18,7 @@ constexpr double k_gib = 1024.0 * 1024 * 1024;
 }  // namespace
 
 MemoryPlan run_memory(const RunConfig& c) {
-  return plan_memory(c, Layout{c.resources.ranks, c.parallel.zero, 1, 0}, step_path(c, compat::k_has_sdpa));
+  return plan_memory(c, Layout{c.resources.ranks, c.parallel.zero, c.parallel.expert, 0}, step_path(c, compat::k_has_sdpa));
 }
 
 MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::string>& done) {
@@ -75,7 +75,9 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
   std::string alternatives;
   for (const auto& f : fit) {
     alternatives += (alternatives.empty() ? "" : "; ") + f.layout.describe() + ": " + format_bytes(f.total()) +
-                    (f.layout.expert > 1 ? " (expert parallelism: not trainable yet)" : "");
+                    (f.layout.expert > 1 && (f.layout.expert != f.layout.ranks || f.layout.zero > 0)
+                         ? " (experts over some of the ranks, or with ZeRO: not trainable yet)"
+                         : "");
   }
   out.lines.push_back("  does not fit resources.device_memory " + gib + "; " +
                       (fit.empty() ? "no layout of up to 8× the ranks fits 90% of it: each rank still computes whole "

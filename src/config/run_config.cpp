@@ -130,6 +130,7 @@ void read_resources(MapReader r, ResourceConfig& res) {
 
 void read_parallel(MapReader r, ParallelConfig& p) {
   r.read("zero", p.zero, 0, 3);
+  r.read("expert", p.expert, 1, 1024);
   r.finish();
 }
 
@@ -228,6 +229,30 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
   if (c.resources.stall_timeout > 0 && c.resources.stall_timeout < 1) {
     diags.error("resources.stall_timeout", at("resources", "stall_timeout"),
                 "'resources.stall_timeout' is less than a second — at least 1, or 0 to turn the watchdog off");
+  }
+  if (c.parallel.expert > 1) {
+    const std::string e = std::to_string(c.parallel.expert);
+    if (!c.model.moe()) {
+      diags.error("parallel.expert", at("parallel", "expert"),
+                  "'parallel.expert: " + e + "' partitions routed experts, and this model has none — set "
+                  "model.n_routed_experts, or remove parallel.expert");
+    } else if (c.model.n_routed_experts % c.parallel.expert != 0) {
+      diags.error("parallel.expert", at("parallel", "expert"),
+                  "'parallel.expert: " + e + "' does not divide model.n_routed_experts (" +
+                      std::to_string(c.model.n_routed_experts) + ") — use a divisor of it");
+    } else if (c.parallel.expert > c.resources.ranks) {
+      diags.error("parallel.expert", at("parallel", "expert"),
+                  "'parallel.expert: " + e + "' is more expert ranks than resources.ranks (" +
+                      std::to_string(c.resources.ranks) + ") — at most the ranks");
+    } else if (c.parallel.expert != c.resources.ranks) {
+      diags.error("parallel.expert", at("parallel", "expert"),
+                  "'parallel.expert: " + e + "' on " + std::to_string(c.resources.ranks) +
+                      " ranks: the experts are partitioned over every rank — set it to resources.ranks, or 1");
+    } else if (c.parallel.zero > 0) {
+      diags.error("parallel.expert", at("parallel", "expert"),
+                  "'parallel.expert' with 'parallel.zero: " + std::to_string(c.parallel.zero) +
+                      "': ZeRO over expert-parallel ranks is not built yet — use one of them");
+    }
   }
   if (c.resources.backend == "nccl" && c.resources.device == "cpu") {
     diags.error("resources.backend", at("resources", "backend"),
@@ -437,7 +462,7 @@ nlohmann::json RunConfig::to_json() const {
                {"checkpoint_every", eval.checkpoint_every}};
   j["seeds"] = {{"init", seeds.init}, {"data", seeds.data}};
   j["resources"] = resources_json(resources);
-  j["parallel"] = {{"zero", parallel.zero}};
+  j["parallel"] = {{"zero", parallel.zero}, {"expert", parallel.expert}};
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 

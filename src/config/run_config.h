@@ -144,6 +144,7 @@ struct ResourceConfig {
 // maths as plain data parallel), like resources.
 struct ParallelConfig {
   int64_t zero = 0;  // ZeRO stage: 0 replicated; 1 optimizer state sharded; 2 + gradients; 3 + weights
+  int64_t expert = 1;  // ranks the routed experts are partitioned over (1: none; else resources.ranks)
 };
 
 struct RunConfig {

@@ -132,6 +132,28 @@ class GroupCommunicator : public Communicator {
     finish(m_group->allgather(out, in), "all-gather");
   }
 
+  torch::Tensor all_to_all(const torch::Tensor& in, const std::vector<int64_t>& send,
+                           const std::vector<int64_t>& recv) override {
+    TORCH_CHECK(static_cast<int64_t>(send.size()) == m_world && static_cast<int64_t>(recv.size()) == m_world,
+                "all_to_all: a row count per rank");
+    int64_t rows = 0;
+    for (int64_t n : recv) {
+      rows += n;
+    }
+    std::vector<int64_t> out_shape = in.sizes().vec();
+    out_shape[0] = rows;
+    at::Tensor input = there(in).contiguous();
+    // Gloo (LibTorch 1.13 and 2.6) moves no bf16: those rows travel as fp32, exactly
+    const bool widen = std::is_same_v<Group, c10d::ProcessGroupGloo> && input.scalar_type() == at::kBFloat16;
+    if (widen) {
+      input = input.to(at::kFloat);
+    }
+    at::Tensor output = torch::empty(out_shape, input.options());
+    std::vector<int64_t> in_rows = send, out_rows = recv;
+    finish(m_group->alltoall_base(output, input, out_rows, in_rows), "all-to-all");
+    return output.to(in.device(), in.scalar_type());
+  }
+
  private:
   // A collective's end; one that fails (a rank died, or stalled past the timeout) is an Error
   // that says which rank saw it and what to do, not c10d's bare message.
@@ -141,7 +163,7 @@ class GroupCommunicator : public Communicator {
       work->wait();
     } catch (const std::exception& e) {
       const std::string why = e.what();
-      throw Error("rank " + std::to_string(m_rank) + " of " + std::to_string(m_world) + ": a " + what +
+      throw Error("rank " + std::to_string(m_rank) + " of " + std::to_string(m_world) + ": the " + what +
                   " failed (another rank died, or did not join within the collective timeout of " +
                   std::to_string(m_timeout.count() / 1000) + " s): " + why.substr(0, why.find('\n')) +
                   " — the run resumes from its last checkpoint");

@@ -50,6 +50,10 @@ class Communicator {
   virtual void reduce_scatter_sum(torch::Tensor& full, torch::Tensor& piece) = 0;
   // Every rank's `piece` into `full`, in rank order.
   virtual void all_gather_into(const torch::Tensor& piece, torch::Tensor& full) = 0;
+  // Expert parallelism's exchange: `in`'s rows cut into world() consecutive parts of send[r] rows,
+  // part r sent to rank r; returns the parts received, recv[r] rows from rank r, in rank order.
+  virtual torch::Tensor all_to_all(const torch::Tensor& in, const std::vector<int64_t>& send,
+                                   const std::vector<int64_t>& recv) = 0;
 };
 
 // The process group a run's ranks meet in: NCCL (CUDA tensors, one GPU per rank), Gloo (CPU

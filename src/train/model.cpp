@@ -7,6 +7,7 @@
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 #include "train/compat.h"
+#include "train/experts.h"
 #include "train/recompute.h"
 #include "util/hash.h"
 #include "util/text.h"
@@ -326,13 +327,19 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   const auto weight = torch::cat({scores.gather(1, chosen).reshape({-1}), torch::zeros({1}, scores.options())})
                           .index_select(0, slots);  // (rows)
   const auto grouped = torch::cat({flat, torch::zeros({1, C}, flat.options())}).index_select(0, token);  // (rows, C)
-  std::vector<torch::Tensor> outputs;
-  for (int64_t e = 0, start = 0; e < E; start += padded[e], ++e) {
-    if (padded[e] > 0) {  // an expert without tokens runs nothing (its gradient is zero)
-      outputs.push_back(experts[e]->as<MLP>()->forward(grouped.narrow(0, start, padded[e])));
+  torch::Tensor expert_out;  // (rows, C), in `grouped`'s order
+  if (expert_group != nullptr) {
+    expert_out = run_experts_parallel(*this, grouped, padded);
+  } else {
+    std::vector<torch::Tensor> outputs;
+    for (int64_t e = 0, start = 0; e < E; start += padded[e], ++e) {
+      if (padded[e] > 0) {  // an expert without tokens runs nothing (its gradient is zero)
+        outputs.push_back(experts[e]->as<MLP>()->forward(grouped.narrow(0, start, padded[e])));
+      }
     }
+    expert_out = torch::cat(outputs, 0);
   }
-  const auto routed = torch::cat(outputs, 0).to(torch::kFloat) * weight.unsqueeze(1);
+  const auto routed = expert_out.to(torch::kFloat) * weight.unsqueeze(1);
   auto out = torch::zeros({N + 1, C}, routed.options()).index_add(0, token, routed).narrow(0, 0, N);
   if (shared_experts) {
     out = out + shared_experts->forward(flat);

@@ -16,6 +16,8 @@
 
 namespace sweep {
 
+class Communicator;
+
 // The generator a parameter's initial values are drawn from: seeded by SHA-256 of (init seed,
 // parameter name, shape) alone, never by which other parameters the model has.
 at::Generator parameter_generator(int64_t init_seed, const std::string& name, at::IntArrayRef shape);
@@ -141,6 +143,10 @@ struct MoEImpl : torch::nn::Module {
   // Summed over the training forwards since the last take: tokens per expert (E), then the
   // router entropy summed over tokens, the tokens, and the aux loss summed over forwards (double).
   torch::Tensor step_stats;
+  // Expert parallelism (train/experts.h): this rank runs experts [first_expert, first_expert +
+  // local_experts) for the tokens of every rank; null: it runs all of them for its own.
+  Communicator* expert_group = nullptr;
+  int64_t first_expert = 0, local_experts = 0;
 };
 TORCH_MODULE(MoE);
 

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <array>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "build_options.h"
@@ -12,7 +14,9 @@
 #include "protocol/events.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
+#include "kernels/adamw.h"
 #include "train/evaluate.h"
+#include "train/experts.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/schedule.h"
@@ -130,6 +134,29 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
   m_model->to(m_device);
   m_params = m_model->parameters();
   m_num_params = m_model->num_params();
+  if (m_cfg.parallel.expert > 1 && m_cfg.world_size > 1) {
+    if (m_cfg.parallel.expert != m_cfg.world_size) {
+      throw Error("parallel.expert " + std::to_string(m_cfg.parallel.expert) + " on " +
+                      std::to_string(m_cfg.world_size) + " ranks: experts are partitioned over every rank — set "
+                      "parallel.expert to the ranks, or 1",
+                  Exit::bad_input);
+    }
+    m_experts = std::make_unique<ExpertPartition>(partition_experts(m_model, *m_comm));
+    std::unordered_set<const void*> remote, local;
+    for (size_t i = 0; i < m_experts->weights.size(); ++i) {
+      (m_experts->owner[i] == m_rank ? local : remote).insert(m_experts->weights[i].unsafeGetTensorImpl());
+    }
+    std::vector<torch::Tensor> kept;
+    for (const auto& p : m_params) {
+      if (remote.count(p.unsafeGetTensorImpl()) == 0) {
+        kept.push_back(p);
+        if (local.count(p.unsafeGetTensorImpl()) == 0) {
+          m_dense.push_back(p);
+        }
+      }
+    }
+    m_params = kept;
+  }
   if (m_cfg.parallel.zero > 0 && m_cfg.world_size > 1) {
     // The weights outside the blocks (embeddings, head, final norm) are the ones a step keeps whole.
     std::unordered_set<const void*> in_blocks;
@@ -160,12 +187,16 @@ Trainer::~Trainer() = default;
 void Trainer::gather_weights() {
   if (m_zero) {
     m_zero->gather_all();
+  } else if (m_experts) {
+    gather_experts();
   }
 }
 
 void Trainer::release_weights() {
   if (m_zero) {
     m_zero->release_all();
+  } else if (m_experts) {
+    keep_own_experts(*m_opt);
   }
 }
 
@@ -227,6 +258,8 @@ StepStats Trainer::train_step() {
   if (m_comm != nullptr && m_comm->world() > 1) {
     if (m_zero) {
       m_zero->reduce_gradients();
+    } else if (m_experts) {
+      reduce_expert_parallel();
     } else {
       average_gradients(*m_comm, m_params);
     }
@@ -246,7 +279,7 @@ StepStats Trainer::train_step() {
   }
 
   // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
-  s.grad_norm = m_zero ? m_zero->grad_norm() : grad_norm(m_params);
+  s.grad_norm = m_zero ? m_zero->grad_norm() : m_experts ? expert_parallel_grad_norm() : grad_norm(m_params);
   s.lr = learning_rate(m_cfg, m_step);
   const double clip = clip_factor(s.grad_norm, m_cfg.train.grad_clip);  // folded into the step
   if (s.finite() && m_zero) {
@@ -267,6 +300,95 @@ StepStats Trainer::train_step() {
   ++m_step;
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
+}
+
+void Trainer::reduce_expert_parallel() {
+  torch::NoGradGuard no_grad;
+  average_gradients(*m_comm, m_dense);
+  for (auto& p : m_experts->local) {
+    p.mutable_grad().div_(static_cast<double>(m_cfg.world_size));
+  }
+}
+
+double Trainer::expert_parallel_grad_norm() {
+  const double dense = grad_norm(m_dense), mine = grad_norm(m_experts->local);
+  torch::Tensor experts = torch::full({1}, mine * mine, torch::TensorOptions().dtype(torch::kDouble));
+  m_comm->all_reduce_sum(experts);
+  return std::sqrt(dense * dense + experts.item<double>());
+}
+
+std::unique_ptr<torch::optim::AdamW> Trainer::gather_experts() {
+  torch::NoGradGuard no_grad;
+  ExpertPartition& x = *m_experts;
+  const bool stepped = !m_opt->state().empty();  // every weight has a state after the first step
+  const int64_t steps = stepped ? kernels::adamw_state(*m_opt, m_dense.front()).step() : 0;
+  std::vector<std::array<torch::Tensor, 2>> moments(x.weights.size());
+  for (size_t i = 0; i < x.weights.size(); ++i) {  // every rank, every expert, one order
+    const bool mine = x.owner[i] == m_rank;
+    const torch::Tensor w = x.weights[i];
+    const torch::Tensor whole = from_owner(*m_comm, w, x.shapes[i], x.owner[i], w.options());
+    if (!mine) {
+      x.weights[i].set_data(whole);
+    }
+    for (int k = 0; k < 2 && stepped; ++k) {
+      torch::Tensor own;
+      if (mine) {
+        auto& state = kernels::adamw_state(*m_opt, w);
+        own = k == 0 ? state.exp_avg() : state.exp_avg_sq();
+      }
+      moments[i][k] = from_owner(*m_comm, own, x.shapes[i], x.owner[i], w.options());
+    }
+  }
+  auto whole = make_adamw(m_model->parameters(), m_cfg.train);  // every weight whole now
+  if (stepped) {
+    for (const auto& p : m_dense) {  // the dense weights' state as it is (shared, not copied)
+      auto& from = kernels::adamw_state(*m_opt, p);
+      auto& to = kernels::adamw_state(*whole, p);
+      to.step(from.step());
+      to.exp_avg(from.exp_avg());
+      to.exp_avg_sq(from.exp_avg_sq());
+    }
+    for (size_t i = 0; i < x.weights.size(); ++i) {
+      auto& to = kernels::adamw_state(*whole, x.weights[i]);
+      to.step(steps);
+      to.exp_avg(moments[i][0]);
+      to.exp_avg_sq(moments[i][1]);
+    }
+  }
+  return whole;
+}
+
+std::unique_ptr<torch::optim::AdamW> Trainer::whole_expert_optimizer() const {
+  std::unordered_map<const void*, size_t> expert;
+  for (size_t i = 0; i < m_experts->weights.size(); ++i) {
+    expert.emplace(m_experts->weights[i].unsafeGetTensorImpl(), i);
+  }
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& p : m_model->parameters()) {  // grouped by their shapes, not the freed weights'
+    const auto it = expert.find(p.unsafeGetTensorImpl());
+    const size_t dims = it == expert.end() ? static_cast<size_t>(p.dim()) : m_experts->shapes[it->second].size();
+    (dims >= 2 ? decay : no_decay).push_back(p);
+  }
+  return make_adamw(decay, no_decay, m_cfg.train);
+}
+
+void Trainer::keep_own_experts(torch::optim::AdamW& whole) {
+  torch::NoGradGuard no_grad;
+  ExpertPartition& x = *m_experts;
+  if (&whole != m_opt.get() && !whole.state().empty()) {
+    for (const auto& p : m_params) {
+      auto& from = kernels::adamw_state(whole, p);
+      auto& to = kernels::adamw_state(*m_opt, p);
+      to.step(from.step());
+      to.exp_avg(from.exp_avg());
+      to.exp_avg_sq(from.exp_avg_sq());
+    }
+  }
+  for (size_t i = 0; i < x.weights.size(); ++i) {
+    if (x.owner[i] != m_rank) {
+      x.weights[i].set_data(torch::empty({0}, x.weights[i].options()));
+    }
+  }
 }
 
 double Trainer::evaluate(const std::string& split, const std::function<void()>& alive) {
@@ -292,6 +414,14 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
   if (m_comm != nullptr && m_comm->world() > 1) {
     rng_states = m_comm->all_gather(rng_state(m_device));  // every rank takes part; rank 0 writes
   }
+  if (m_experts) {  // every expert whole for rank 0 to write, then back to this rank's
+    const std::unique_ptr<torch::optim::AdamW> whole = gather_experts();
+    if (m_rank == 0) {
+      save_checkpoint(path, m_model, *whole, meta, m_device, rng_states, alive);
+    }
+    keep_own_experts(*m_opt);
+    return;
+  }
   if (!m_zero) {
     if (m_rank == 0) {
       save_checkpoint(path, m_model, *m_opt, meta, m_device, rng_states, alive);
@@ -309,10 +439,14 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
 
 std::string Trainer::load(const std::string& path) {
   // Sharded: the whole state read as unsharded training reads it, then this rank's pieces kept.
-  std::unique_ptr<torch::optim::AdamW> whole = m_zero ? m_zero->whole_optimizer() : nullptr;
-  CheckpointMeta meta = load_checkpoint(path, m_model, m_zero ? *whole : *m_opt, m_device, m_rank);
+  std::unique_ptr<torch::optim::AdamW> whole = m_zero      ? m_zero->whole_optimizer()
+                                               : m_experts ? whole_expert_optimizer()
+                                                           : nullptr;
+  CheckpointMeta meta = load_checkpoint(path, m_model, whole ? *whole : *m_opt, m_device, m_rank);
   if (m_zero) {
     m_zero->load(*whole);
+  } else if (m_experts) {
+    keep_own_experts(*whole);
   }
   if (meta.config_json != m_cfg.identity_json().dump()) {
     throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
@@ -404,7 +538,8 @@ RunResult Trainer::run(const RunOptions& o) {
           std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
           (m_cfg.train.fused ? ", fused kernels" : ", reference ops") +
           (m_zero ? ", ZeRO-" + std::to_string(m_cfg.parallel.zero) + " over " + std::to_string(m_cfg.world_size) + " ranks"
-                  : ""));
+                  : "") +
+          (m_experts ? ", routed experts over " + std::to_string(m_cfg.world_size) + " ranks" : ""));
   if (m_cfg.parallel.zero > 0 && !m_zero) {
     ev.note("parallel.zero: " + std::to_string(m_cfg.parallel.zero) +
             " with one rank: nothing to shard, the run trains unsharded (the same run)");

@@ -104,4 +104,56 @@ inline void check_data_parallel_equals_accumulation(int world, int accum, RunCon
   }
 }
 
+// `f(rank)` on every rank at once (collectives need them all); the first error rethrown.
+template <typename F>
+void on_all(std::vector<std::unique_ptr<Trainer>>& ranks, F f) {
+  std::vector<std::exception_ptr> errors(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        f(*ranks[r]);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  for (auto& e : errors) {
+    if (e) {
+      std::rethrow_exception(e);
+    }
+  }
+}
+
+struct Group {
+  std::vector<std::unique_ptr<Communicator>> comms;
+  std::vector<std::unique_ptr<Trainer>> ranks;
+};
+
+inline Group start(const RunConfig& c, std::shared_ptr<TrainData> data, int world = 2) {
+  Group g;
+  g.comms = test::connect_local(world);
+  g.ranks.resize(g.comms.size());
+  // Stage 3 cuts the weights into pieces as it starts: every rank's constructor at once.
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < g.comms.size(); ++r) {
+    threads.emplace_back([&, r] { g.ranks[r] = std::make_unique<Trainer>(c, data, g.comms[r].get()); });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  return g;
+}
+
+// Rank r's whole weights (ZeRO-3 and expert parallelism gather them on every rank for the look).
+inline torch::Tensor weights(Group& g, size_t r = 0) {
+  on_all(g.ranks, [](Trainer& t) { t.gather_weights(); });
+  torch::Tensor w = test::flat_params(g.ranks[r]->model()).clone();
+  on_all(g.ranks, [](Trainer& t) { t.release_weights(); });
+  return w;
+}
+
 }  // namespace sweep::test

@@ -12,57 +12,9 @@ using namespace sweep;
 
 namespace {
 
-// `f(rank)` on every rank at once (collectives need them all); the first error rethrown.
-template <typename F>
-void on_all(std::vector<std::unique_ptr<Trainer>>& ranks, F f) {
-  std::vector<std::exception_ptr> errors(ranks.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        f(*ranks[r]);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) {
-    t.join();
-  }
-  for (auto& e : errors) {
-    if (e) {
-      std::rethrow_exception(e);
-    }
-  }
-}
-
-struct Group {
-  std::vector<std::unique_ptr<Communicator>> comms;
-  std::vector<std::unique_ptr<Trainer>> ranks;
-};
-
-Group start(const RunConfig& c, std::shared_ptr<TrainData> data, int world = 2) {
-  Group g;
-  g.comms = test::connect_local(world);
-  g.ranks.resize(g.comms.size());
-  // Stage 3 cuts the weights into pieces as it starts: every rank's constructor at once.
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < g.comms.size(); ++r) {
-    threads.emplace_back([&, r] { g.ranks[r] = std::make_unique<Trainer>(c, data, g.comms[r].get()); });
-  }
-  for (auto& t : threads) {
-    t.join();
-  }
-  return g;
-}
-
-// Rank r's whole weights (stage 3 gathers them on every rank for the look).
-torch::Tensor weights(Group& g, size_t r = 0) {
-  on_all(g.ranks, [](Trainer& t) { t.gather_weights(); });
-  torch::Tensor w = test::flat_params(g.ranks[r]->model()).clone();
-  on_all(g.ranks, [](Trainer& t) { t.release_weights(); });
-  return w;
-}
+using test::on_all;
+using test::start;
+using test::weights;
 
 double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
 
@@ -72,7 +24,7 @@ void check_zero_equals_data_parallel(int64_t stage, RunConfig c) {
   c.train.grad_clip = 1.0;  // the clip sees the norm summed piece by piece: it must match too
   RunConfig sharded = c;
   sharded.parallel.zero = stage;
-  Group plain = start(c, data), zero = start(sharded, data);
+  test::Group plain = start(c, data), zero = start(sharded, data);
   for (int step = 0; step < 6; ++step) {
     CAPTURE(step);
     const std::vector<StepStats> ref = test::step_all(plain.ranks), s = test::step_all(zero.ranks);
@@ -130,7 +82,7 @@ TEST_CASE("ZeRO: each stage resumes bitwise from its checkpoint, and at another 
     CAPTURE(stage);
     c.parallel.zero = stage;
     const std::string path = dir.str("zero" + std::to_string(stage) + ".pt");
-    Group first = start(c, data);
+    test::Group first = start(c, data);
     for (int step = 0; step < 3; ++step) {
       test::step_all(first.ranks);
     }
@@ -138,7 +90,7 @@ TEST_CASE("ZeRO: each stage resumes bitwise from its checkpoint, and at another 
     for (int step = 0; step < 3; ++step) {
       test::step_all(first.ranks);
     }
-    Group resumed = start(c, data);
+    test::Group resumed = start(c, data);
     on_all(resumed.ranks, [&](Trainer& t) { t.load(path); });
     for (int step = 0; step < 3; ++step) {
       test::step_all(resumed.ranks);
@@ -151,7 +103,7 @@ TEST_CASE("ZeRO: each stage resumes bitwise from its checkpoint, and at another 
     for (int64_t other = 0; other <= 3; ++other) {
       RunConfig o = c;
       o.parallel.zero = other;
-      Group moved = start(o, data);
+      test::Group moved = start(o, data);
       on_all(moved.ranks, [&](Trainer& t) { t.load(path); });
       for (int step = 0; step < 3; ++step) {
         test::step_all(moved.ranks);
