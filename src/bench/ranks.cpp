@@ -34,13 +34,14 @@ void bench_rank(const RunConfig& config, int64_t steps, int64_t warmup, std::ost
   counting.reset();
   std::sort(times.begin(), times.end());
   const MemoryPlan plan =
-      plan_memory(c, Layout{env.world, c.parallel.zero, 1, 0}, step_path(c, compat::k_has_sdpa));
+      plan_memory(c, Layout{env.world, c.parallel.zero, c.parallel.expert, 0}, step_path(c, compat::k_has_sdpa));
   const double mib = 1 << 20;
   char line[300];
   std::snprintf(line, sizeof line,
-                "ZeRO-%lld rank %lld/%lld: held %8.1f MiB (plan %8.1f), a step adds %8.1f MiB (plan %8.1f), peak %8.1f MiB "
+                "ZeRO-%lld%s rank %lld/%lld: held %8.1f MiB (plan %8.1f), a step adds %8.1f MiB (plan %8.1f), peak %8.1f MiB "
                 "(plan %8.1f, %+.0f%%), step %7.1f ms\n",
-                static_cast<long long>(c.parallel.zero), static_cast<long long>(env.rank),
+                static_cast<long long>(c.parallel.zero), c.parallel.expert > 1 ? " + experts" : "",
+                static_cast<long long>(env.rank),
                 static_cast<long long>(env.world), held, plan.persistent() / mib, step, plan.step() / mib, held + step,
                 plan.total() / mib, 100.0 * (plan.total() / mib / (held + step) - 1), 1e3 * times[times.size() / 2]);
   out << line << std::flush;

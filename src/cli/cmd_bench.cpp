@@ -3,6 +3,8 @@
 
 #include <sys/wait.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <iostream>
 
@@ -67,7 +69,13 @@ RunConfig bench_model(const std::string& name) { return name == "gpt2-small" ? b
 // `--nproc N`: for each stage, N processes of this executable, each a rank (bench_rank).
 Exit bench_ranks(const BenchOptions& o, const RunConfig& cfg) {
   if (o.config.empty()) {
-    throw Error("--nproc measures a --config (e.g. experiments/gpt2-small.yaml): give one", Exit::bad_input);
+    throw Error("--nproc measures a --config (e.g. experiments/train/gpt-46m.yaml): give one", Exit::bad_input);
+  }
+  if (cfg.parallel.expert > 1 && cfg.parallel.expert != o.nproc) {
+    throw Error(o.config + ": parallel.expert " + std::to_string(cfg.parallel.expert) + " with --nproc " +
+                    std::to_string(o.nproc) + ": the experts go over every rank — give --nproc " +
+                    std::to_string(cfg.parallel.expert),
+                Exit::bad_input);
   }
   if (o.precisions.size() != 1 || o.paths.size() != 1) {
     throw Error("--nproc measures one precision and one path: give --precision and --path once each", Exit::bad_input);
@@ -95,15 +103,22 @@ Exit bench_ranks(const BenchOptions& o, const RunConfig& cfg) {
       s.pipe_stdout = false;
       children.push_back(spawn(s));
     }
+    // The first rank to fail ends the others: they would wait for it until the collective timeout.
     int failed = 0;
-    for (const Child& child : children) {
+    for (size_t left = children.size(); left > 0; --left) {
       int status = 0;
-      waitpid(child.pid, &status, 0);
-      failed += exit_code_of(status) != 0 ? 1 : 0;
+      const pid_t pid = waitpid(-1, &status, 0);
+      if (pid > 0 && exit_code_of(status) != 0 && failed++ == 0) {
+        for (const Child& child : children) {
+          if (child.pid != pid) {
+            kill(child.pid, SIGTERM);
+          }
+        }
+      }
     }
     if (failed > 0) {
-      throw Error("sweep bench --nproc: " + std::to_string(failed) + " rank(s) of ZeRO-" + std::to_string(stage) +
-                  " failed (their errors above)");
+      throw Error("sweep bench --nproc: a rank of ZeRO-" + std::to_string(stage) +
+                  " failed (its error above), and the others were stopped");
     }
   }
   return Exit::ok;
@@ -137,6 +152,11 @@ Exit run_bench(const BenchOptions& o) {
     cfg.model.vocab_size = o.vocab;
   }
   at::set_num_threads(o.threads > 0 ? o.threads : cfg.threads());
+  if (cuda && o.nproc > 1) {
+    throw Error("--nproc measures ranks on the cpu (Gloo on loopback); on GPUs run `sweep train --nproc N` and read "
+                "its events",
+                Exit::bad_input);
+  }
   if (cuda) {
     check_device(o.device, "--device " + o.device);
     GpuBenchSettings gpu;

@@ -4,6 +4,7 @@
 
 #include "sched/lifecycle.h"
 #include "store/store.h"
+#include "config/size.h"
 #include "train/compat.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -14,6 +15,15 @@ namespace sweep {
 namespace {
 
 constexpr double k_gib = 1024.0 * 1024 * 1024;
+
+// A sharded run's checkpoint is the unsharded file, gathered whole on every rank first: the fp32
+// weights and AdamW's two moments beside what the rank holds (0 for an unsharded run).
+double checkpoint_gather(const RunConfig& c, const MemoryPlan& p) {
+  if (p.layout.ranks <= 1 || (p.layout.zero == 0 && p.layout.expert <= 1)) {
+    return 0;
+  }
+  return 12.0 * static_cast<double>(model_size(c.model.resolved()).total);
+}
 
 }  // namespace
 
@@ -38,9 +48,13 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
       most = p;
       worst = measure;
     }
+    const std::string name =
+        r.variant + " seed " + std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data);
     if (device > 0 && p.total() > device) {
-      out.too_big.push_back(r.variant + " seed " + std::to_string(r.config.seeds.init) + "/" +
-                            std::to_string(r.config.seeds.data) + ": " + format_bytes(p.total()));
+      out.too_big.push_back(name + ": " + format_bytes(p.total()));
+    } else if (device > 0 && p.persistent() + checkpoint_gather(r.config, p) > device) {
+      out.too_big.push_back(name + ": its checkpoints, " + format_bytes(p.persistent() + checkpoint_gather(r.config, p)));
+      out.checkpoints = true;
     }
   }
   if (!largest) {
@@ -69,15 +83,18 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
   const std::string gib = format_number("%g", c.resources.device_memory) + " GiB";
   if (p.total() <= device) {
     out.lines.push_back("  fits resources.device_memory " + gib);
+    const double whole = checkpoint_gather(c, p);
+    if (p.persistent() + whole > device) {
+      out.lines.push_back("  but not its checkpoints: they gather the whole state on every rank (" +
+                          format_bytes(whole) + " more), which this device does not hold — sweep writes no "
+                          "per-rank checkpoint shards yet (docs/guide.md#zero)");
+    }
     return out;
   }
   const std::vector<MemoryPlan> fit = layouts_that_fit(c, step_path(c, compat::k_has_sdpa), 0.9 * device);
   std::string alternatives;
   for (const auto& f : fit) {
-    alternatives += (alternatives.empty() ? "" : "; ") + f.layout.describe() + ": " + format_bytes(f.total()) +
-                    (f.layout.expert > 1 && (f.layout.expert != f.layout.ranks || f.layout.zero > 0)
-                         ? " (experts over some of the ranks, or with ZeRO: not trainable yet)"
-                         : "");
+    alternatives += (alternatives.empty() ? "" : "; ") + f.layout.describe() + ": " + format_bytes(f.total());
   }
   out.lines.push_back("  does not fit resources.device_memory " + gib + "; " +
                       (fit.empty() ? "no layout of up to 8× the ranks fits 90% of it: each rank still computes whole "
@@ -112,8 +129,12 @@ void refuse_over_memory(const SweepSpec& spec, const std::string& db) {
     }
     throw Error(spec.file + ": " + std::to_string(memory.too_big.size()) + " run(s) need more memory per device than " +
                     "resources.device_memory (" + runs + ")" + plan +
-                    "\nset train.micro_batch lower with train.grad_accum higher (the same batch), or "
-                    "train.activation_checkpointing: true; or raise resources.device_memory if the device has more",
+                    (memory.checkpoints
+                         ? "\na sharded run's checkpoints need per-rank shard files, which sweep does not write yet: "
+                           "a device with more memory (resources.device_memory), or a smaller model"
+                         : "\nset train.micro_batch lower with train.grad_accum higher (the same batch), or "
+                           "train.activation_checkpointing: true; or raise resources.device_memory if the device has "
+                           "more"),
                 Exit::bad_input);
   }
 }

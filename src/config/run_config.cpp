@@ -243,15 +243,12 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
     } else if (c.parallel.expert > c.resources.ranks) {
       diags.error("parallel.expert", at("parallel", "expert"),
                   "'parallel.expert: " + e + "' is more expert ranks than resources.ranks (" +
-                      std::to_string(c.resources.ranks) + ") — at most the ranks");
+                      std::to_string(c.resources.ranks) + ") — set resources.ranks: " + e +
+                      " (sweep train --nproc " + e + "), or fewer expert ranks");
     } else if (c.parallel.expert != c.resources.ranks) {
       diags.error("parallel.expert", at("parallel", "expert"),
                   "'parallel.expert: " + e + "' on " + std::to_string(c.resources.ranks) +
                       " ranks: the experts are partitioned over every rank — set it to resources.ranks, or 1");
-    } else if (c.parallel.zero > 0) {
-      diags.error("parallel.expert", at("parallel", "expert"),
-                  "'parallel.expert' with 'parallel.zero: " + std::to_string(c.parallel.zero) +
-                      "': ZeRO over expert-parallel ranks is not built yet — use one of them");
     }
   }
   if (c.resources.backend == "nccl" && c.resources.device == "cpu") {

@@ -166,7 +166,7 @@ class GroupCommunicator : public Communicator {
       throw Error("rank " + std::to_string(m_rank) + " of " + std::to_string(m_world) + ": the " + what +
                   " failed (another rank died, or did not join within the collective timeout of " +
                   std::to_string(m_timeout.count() / 1000) + " s): " + why.substr(0, why.find('\n')) +
-                  " — the run resumes from its last checkpoint");
+                  " — resume from the last checkpoint (sweep run does; sweep train: --resume)");
     }
   }
 

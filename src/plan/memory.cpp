@@ -369,15 +369,18 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   // Sharded gradients are whole for a while in backward: ZeRO-2's all of them until the step's
   // reduce-scatter; ZeRO-3's those of the weights outside the blocks (whole for the step, like
   // those weights) and of the block being rerun (with its gathered weights). They grow as the
-  // activations are freed, so the step's peak is the larger of the two (measured in
-  // docs/performance.md#zero), not their sum.
+  // activations are freed, so at accumulation 1 the step's peak is the larger of the two
+  // (measured in docs/performance.md#zero), not their sum.
   double whole_gradients = 0;
   if (l.zero == 2) {
     whole_gradients = k_f32 * (dense + mine_experts);
   } else if (l.zero >= 3) {
     whole_gradients = 2 * k_f32 * (resident_params(m, size) + block_params(m, size) * share);
   }
-  plan.transient = std::max(plan.transient, whole_gradients - plan.activations);
+  // With accumulation they stay whole from the first micro-batch's backward, beside the next
+  // micro-batch's activations: then they add up.
+  plan.transient = config.train.grad_accum > 1 ? plan.transient + whole_gradients
+                                               : std::max(plan.transient, whole_gradients - plan.activations);
 
   if (l.ranks > 1) {
     const double cd = path.autocast ? 2 : 4;
@@ -417,8 +420,8 @@ std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath
     recompute.push_back(true);
   }
   // The first layout at `r` ranks that fits: checkpointing as it is before on, the largest
-  // micro-batch that keeps the global batch, and — where `sharded` — the fewest expert ranks (the
-  // core trains none yet), then the lowest ZeRO stage.
+  // micro-batch that keeps the global batch, and — where `sharded` — the experts replicated, then
+  // over every rank, and the lowest ZeRO stage.
   auto first_fit = [&](int64_t r, bool sharded) -> std::optional<MemoryPlan> {
     for (const bool checkpointing : recompute) {
       RunConfig c = config;
@@ -427,8 +430,8 @@ std::vector<MemoryPlan> layouts_that_fit(const RunConfig& config, const StepPath
         if (batch % (b * r) != 0) {
           continue;  // this layout would train another batch
         }
-        for (int64_t e = 1; e <= (sharded ? r : 1); e *= 2) {
-          if (e > 1 && (!m.moe() || m.n_routed_experts % e != 0 || r % e != 0)) {
+        for (const int64_t e : {int64_t{1}, r}) {  // the experts over every rank, as the core trains them
+          if (e > 1 && (!sharded || !m.moe() || m.n_routed_experts % e != 0)) {
             continue;
           }
           for (int64_t zero = 0; zero <= (sharded && r > 1 ? 3 : 0); ++zero) {

@@ -81,9 +81,9 @@ torch::Tensor run_experts_parallel(MoEImpl& moe, const torch::Tensor& grouped, c
       }
     }
   }
-  const int64_t C = grouped.size(1);
-  const torch::Tensor returned =
-      back.empty() ? torch::zeros({0, C}, grouped.options()) : torch::cat(back, 0);
+  // A rank whose experts got no row still sends its (empty) part through the graph: both
+  // exchanges must be in every rank's backward, or the others would wait for it there.
+  const torch::Tensor returned = back.empty() ? received.narrow(0, 0, 0) : torch::cat(back, 0);
   return AllToAll::apply(returned, &comm, recv, send);
 }
 

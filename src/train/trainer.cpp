@@ -4,9 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
-#include <array>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "build_options.h"
 #include "data/dataset.h"
@@ -14,13 +11,11 @@
 #include "protocol/events.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
-#include "kernels/adamw.h"
 #include "train/evaluate.h"
-#include "train/experts.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/schedule.h"
-#include "train/zero.h"
+#include "train/state.h"
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -132,50 +127,8 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
   m_model->set_fused(m_cfg.train.fused);
   m_model->activation_checkpointing = m_cfg.train.activation_checkpointing;
   m_model->to(m_device);
-  m_params = m_model->parameters();
   m_num_params = m_model->num_params();
-  if (m_cfg.parallel.expert > 1 && m_cfg.world_size > 1) {
-    if (m_cfg.parallel.expert != m_cfg.world_size) {
-      throw Error("parallel.expert " + std::to_string(m_cfg.parallel.expert) + " on " +
-                      std::to_string(m_cfg.world_size) + " ranks: experts are partitioned over every rank — set "
-                      "parallel.expert to the ranks, or 1",
-                  Exit::bad_input);
-    }
-    m_experts = std::make_unique<ExpertPartition>(partition_experts(m_model, *m_comm));
-    std::unordered_set<const void*> remote, local;
-    for (size_t i = 0; i < m_experts->weights.size(); ++i) {
-      (m_experts->owner[i] == m_rank ? local : remote).insert(m_experts->weights[i].unsafeGetTensorImpl());
-    }
-    std::vector<torch::Tensor> kept;
-    for (const auto& p : m_params) {
-      if (remote.count(p.unsafeGetTensorImpl()) == 0) {
-        kept.push_back(p);
-        if (local.count(p.unsafeGetTensorImpl()) == 0) {
-          m_dense.push_back(p);
-        }
-      }
-    }
-    m_params = kept;
-  }
-  if (m_cfg.parallel.zero > 0 && m_cfg.world_size > 1) {
-    // The weights outside the blocks (embeddings, head, final norm) are the ones a step keeps whole.
-    std::unordered_set<const void*> in_blocks;
-    for (const auto& p : m_model->transformer->h->parameters()) {
-      in_blocks.insert(p.unsafeGetTensorImpl());
-    }
-    std::vector<torch::Tensor> resident;
-    for (const auto& p : m_params) {
-      if (in_blocks.count(p.unsafeGetTensorImpl()) == 0) {
-        resident.push_back(p);
-      }
-    }
-    m_zero = std::make_unique<ZeroShards>(m_params, resident, m_cfg.train, *m_comm, m_cfg.parallel.zero);
-    if (m_cfg.parallel.zero == 3) {
-      m_model->block_weights = m_zero.get();
-    }
-  } else {
-    m_opt = make_adamw(m_params, m_cfg.train);
-  }
+  m_state = std::make_unique<TrainState>(m_model, m_cfg, m_comm);
 
   // ---- batch order and dropout from data_seed ----
   torch::manual_seed(dropout_seed(m_cfg.seeds.data, m_rank));
@@ -184,21 +137,11 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
 
 Trainer::~Trainer() = default;
 
-void Trainer::gather_weights() {
-  if (m_zero) {
-    m_zero->gather_all();
-  } else if (m_experts) {
-    gather_experts();
-  }
-}
+torch::optim::Optimizer& Trainer::optimizer() { return m_state->optimizer(); }
 
-void Trainer::release_weights() {
-  if (m_zero) {
-    m_zero->release_all();
-  } else if (m_experts) {
-    keep_own_experts(*m_opt);
-  }
-}
+void Trainer::gather_weights() { m_state->whole(); }
+
+void Trainer::release_weights() { m_state->release(); }
 
 std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t micro) {
   const int64_t B = m_cfg.train.micro_batch, world = m_cfg.world_size;
@@ -224,9 +167,7 @@ StepStats Trainer::train_step() {
   // ---- gradient accumulation: loss / grad_accum, one backward per micro-batch; the losses are
   // summed on the device, read once a step ----
   torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(m_device));
-  if (m_zero) {
-    m_zero->gather_resident();  // ZeRO-3: the weights outside the blocks, whole for the step
-  }
+  m_state->begin_step();
   for (int64_t micro = 0; micro < accum; ++micro) {
     auto [x, y] = batch(m_step, micro);
     torch::Tensor loss, objective;
@@ -243,26 +184,12 @@ StepStats Trainer::train_step() {
     }
   }
   loss_sum /= static_cast<double>(accum);
-  // A parameter no micro-batch reached (an expert that got no token) has a zero gradient, on
-  // every rank and every LibTorch: AdamW steps it (momentum, weight decay) like the rest.
-  for (auto& p : m_params) {
-    if (!m_zero && !p.grad().defined()) {  // ZeRO counts it zero as it reduces
-      p.mutable_grad() = torch::zeros_like(p);
-    }
-  }
   torch::Tensor moe_stats = m_model->take_moe_stats();  // summed over this rank's micro-batches
-
   // ---- data parallel: one average of the gradients per optimizer step, never per micro-step;
   // the loss averaged and a stop agreed on in one more small all-reduce. A non-finite loss on
   // any rank makes the average non-finite on every rank, so all of them end as diverged. ----
+  m_state->reduce_gradients();
   if (m_comm != nullptr && m_comm->world() > 1) {
-    if (m_zero) {
-      m_zero->reduce_gradients();
-    } else if (m_experts) {
-      reduce_expert_parallel();
-    } else {
-      average_gradients(*m_comm, m_params);
-    }
     torch::Tensor shared = torch::cat({loss_sum, torch::full({1}, stop_requested() ? 1.0 : 0.0, loss_sum.options())});
     if (moe_stats.defined()) {
       shared = torch::cat({shared, moe_stats});
@@ -279,116 +206,18 @@ StepStats Trainer::train_step() {
   }
 
   // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
-  s.grad_norm = m_zero ? m_zero->grad_norm() : m_experts ? expert_parallel_grad_norm() : grad_norm(m_params);
+  s.grad_norm = m_state->grad_norm();
   s.lr = learning_rate(m_cfg, m_step);
-  const double clip = clip_factor(s.grad_norm, m_cfg.train.grad_clip);  // folded into the step
-  if (s.finite() && m_zero) {
-    m_zero->step(s.lr, clip, m_cfg.train.fused);
-  } else if (s.finite()) {
-    set_learning_rate(*m_opt, s.lr);
-    adamw_step(*m_opt, clip, m_cfg.train.fused);
+  if (s.finite()) {
+    m_state->step(s.lr, clip_factor(s.grad_norm, m_cfg.train.grad_clip), m_cfg.train.fused);  // clipping folded in
   }
   if (moe_stats.defined()) {  // the balancing bias moves with the weights, after the step
     s.moe = m_model->end_moe_step(moe_stats, accum * m_cfg.world_size, s.finite());
   }
-  if (m_zero) {
-    m_zero->zero_grad();
-    m_zero->release_resident();
-  } else {
-    m_opt->zero_grad();
-  }
+  m_state->end_step();
   ++m_step;
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
-}
-
-void Trainer::reduce_expert_parallel() {
-  torch::NoGradGuard no_grad;
-  average_gradients(*m_comm, m_dense);
-  for (auto& p : m_experts->local) {
-    p.mutable_grad().div_(static_cast<double>(m_cfg.world_size));
-  }
-}
-
-double Trainer::expert_parallel_grad_norm() {
-  const double dense = grad_norm(m_dense), mine = grad_norm(m_experts->local);
-  torch::Tensor experts = torch::full({1}, mine * mine, torch::TensorOptions().dtype(torch::kDouble));
-  m_comm->all_reduce_sum(experts);
-  return std::sqrt(dense * dense + experts.item<double>());
-}
-
-std::unique_ptr<torch::optim::AdamW> Trainer::gather_experts() {
-  torch::NoGradGuard no_grad;
-  ExpertPartition& x = *m_experts;
-  const bool stepped = !m_opt->state().empty();  // every weight has a state after the first step
-  const int64_t steps = stepped ? kernels::adamw_state(*m_opt, m_dense.front()).step() : 0;
-  std::vector<std::array<torch::Tensor, 2>> moments(x.weights.size());
-  for (size_t i = 0; i < x.weights.size(); ++i) {  // every rank, every expert, one order
-    const bool mine = x.owner[i] == m_rank;
-    const torch::Tensor w = x.weights[i];
-    const torch::Tensor whole = from_owner(*m_comm, w, x.shapes[i], x.owner[i], w.options());
-    if (!mine) {
-      x.weights[i].set_data(whole);
-    }
-    for (int k = 0; k < 2 && stepped; ++k) {
-      torch::Tensor own;
-      if (mine) {
-        auto& state = kernels::adamw_state(*m_opt, w);
-        own = k == 0 ? state.exp_avg() : state.exp_avg_sq();
-      }
-      moments[i][k] = from_owner(*m_comm, own, x.shapes[i], x.owner[i], w.options());
-    }
-  }
-  auto whole = make_adamw(m_model->parameters(), m_cfg.train);  // every weight whole now
-  if (stepped) {
-    for (const auto& p : m_dense) {  // the dense weights' state as it is (shared, not copied)
-      auto& from = kernels::adamw_state(*m_opt, p);
-      auto& to = kernels::adamw_state(*whole, p);
-      to.step(from.step());
-      to.exp_avg(from.exp_avg());
-      to.exp_avg_sq(from.exp_avg_sq());
-    }
-    for (size_t i = 0; i < x.weights.size(); ++i) {
-      auto& to = kernels::adamw_state(*whole, x.weights[i]);
-      to.step(steps);
-      to.exp_avg(moments[i][0]);
-      to.exp_avg_sq(moments[i][1]);
-    }
-  }
-  return whole;
-}
-
-std::unique_ptr<torch::optim::AdamW> Trainer::whole_expert_optimizer() const {
-  std::unordered_map<const void*, size_t> expert;
-  for (size_t i = 0; i < m_experts->weights.size(); ++i) {
-    expert.emplace(m_experts->weights[i].unsafeGetTensorImpl(), i);
-  }
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& p : m_model->parameters()) {  // grouped by their shapes, not the freed weights'
-    const auto it = expert.find(p.unsafeGetTensorImpl());
-    const size_t dims = it == expert.end() ? static_cast<size_t>(p.dim()) : m_experts->shapes[it->second].size();
-    (dims >= 2 ? decay : no_decay).push_back(p);
-  }
-  return make_adamw(decay, no_decay, m_cfg.train);
-}
-
-void Trainer::keep_own_experts(torch::optim::AdamW& whole) {
-  torch::NoGradGuard no_grad;
-  ExpertPartition& x = *m_experts;
-  if (&whole != m_opt.get() && !whole.state().empty()) {
-    for (const auto& p : m_params) {
-      auto& from = kernels::adamw_state(whole, p);
-      auto& to = kernels::adamw_state(*m_opt, p);
-      to.step(from.step());
-      to.exp_avg(from.exp_avg());
-      to.exp_avg_sq(from.exp_avg_sq());
-    }
-  }
-  for (size_t i = 0; i < x.weights.size(); ++i) {
-    if (x.owner[i] != m_rank) {
-      x.weights[i].set_data(torch::empty({0}, x.weights[i].options()));
-    }
-  }
 }
 
 double Trainer::evaluate(const std::string& split, const std::function<void()>& alive) {
@@ -397,14 +226,10 @@ double Trainer::evaluate(const std::string& split, const std::function<void()>& 
 
 EvalLoss Trainer::evaluate_split(const std::string& split, bool blocks, const std::function<void()>& alive) {
   const bool test = split == "test";
-  if (m_zero) {
-    m_zero->gather_resident();
-  }
+  m_state->begin_eval();
   EvalLoss loss = evaluate_loss(m_model, test ? *m_data->test : *m_data->val, test ? 0 : m_cfg.eval.val_tokens,
                                 m_cfg.train.micro_batch, m_cfg.train.precision, m_device, blocks, alive);
-  if (m_zero) {
-    m_zero->release_resident();
-  }
+  m_state->end_eval();
   return loss;
 }
 
@@ -414,39 +239,21 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
   if (m_comm != nullptr && m_comm->world() > 1) {
     rng_states = m_comm->all_gather(rng_state(m_device));  // every rank takes part; rank 0 writes
   }
-  if (m_experts) {  // every expert whole for rank 0 to write, then back to this rank's
-    const std::unique_ptr<torch::optim::AdamW> whole = gather_experts();
-    if (m_rank == 0) {
-      save_checkpoint(path, m_model, *whole, meta, m_device, rng_states, alive);
-    }
-    keep_own_experts(*m_opt);
-    return;
-  }
-  if (!m_zero) {
-    if (m_rank == 0) {
-      save_checkpoint(path, m_model, *m_opt, meta, m_device, rng_states, alive);
-    }
-    return;
-  }
-  // Sharded: the same file as unsharded training writes, from every rank's pieces.
-  m_zero->gather_all();
-  const std::unique_ptr<torch::optim::AdamW> whole = m_zero->consolidated();
+  // Sharded or not, one file as unsharded training writes it: the state gathered whole, rank 0 writes.
+  torch::optim::AdamW& whole = m_state->whole();
   if (m_rank == 0) {
-    save_checkpoint(path, m_model, *whole, meta, m_device, rng_states, alive);
+    save_checkpoint(path, m_model, whole, meta, m_device, rng_states, alive);
   }
-  m_zero->release_all();
+  m_state->release();
 }
 
 std::string Trainer::load(const std::string& path) {
   // Sharded: the whole state read as unsharded training reads it, then this rank's pieces kept.
-  std::unique_ptr<torch::optim::AdamW> whole = m_zero      ? m_zero->whole_optimizer()
-                                               : m_experts ? whole_expert_optimizer()
-                                                           : nullptr;
-  CheckpointMeta meta = load_checkpoint(path, m_model, whole ? *whole : *m_opt, m_device, m_rank);
-  if (m_zero) {
-    m_zero->load(*whole);
-  } else if (m_experts) {
-    keep_own_experts(*whole);
+  // Sharded: the whole state read as unsharded training reads it, then this rank's share kept.
+  const std::unique_ptr<torch::optim::AdamW> whole = m_state->sharded() ? m_state->for_load() : nullptr;
+  CheckpointMeta meta = load_checkpoint(path, m_model, whole ? *whole : m_state->optimizer(), m_device, m_rank);
+  if (whole) {
+    m_state->adopt(*whole);
   }
   if (meta.config_json != m_cfg.identity_json().dump()) {
     throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
@@ -536,11 +343,8 @@ RunResult Trainer::run(const RunOptions& o) {
           (m_cfg.model.moe() ? " (" + format_count(static_cast<double>(active_params)) + " active)" : "") +
           ", " +
           std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
-          (m_cfg.train.fused ? ", fused kernels" : ", reference ops") +
-          (m_zero ? ", ZeRO-" + std::to_string(m_cfg.parallel.zero) + " over " + std::to_string(m_cfg.world_size) + " ranks"
-                  : "") +
-          (m_experts ? ", routed experts over " + std::to_string(m_cfg.world_size) + " ranks" : ""));
-  if (m_cfg.parallel.zero > 0 && !m_zero) {
+          (m_cfg.train.fused ? ", fused kernels" : ", reference ops") + m_state->describe());
+  if (m_cfg.parallel.zero > 0 && m_cfg.world_size == 1) {
     ev.note("parallel.zero: " + std::to_string(m_cfg.parallel.zero) +
             " with one rank: nothing to shard, the run trains unsharded (the same run)");
   }

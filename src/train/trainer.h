@@ -60,8 +60,7 @@ struct RunOptions {
 };
 
 class Communicator;
-class ZeroShards;
-struct ExpertPartition;
+class TrainState;
 
 class Trainer {
  public:
@@ -90,7 +89,7 @@ class Trainer {
   std::pair<bool, std::string> resume(const std::string& path);
 
   GPT& model() { return m_model; }
-  torch::optim::Optimizer& optimizer() { return *m_opt; }  // unsharded runs (ZeRO-0) only
+  torch::optim::Optimizer& optimizer();  // unsharded runs only
   // ZeRO-3, expert parallelism: every weight of model() whole / back to this rank's pieces or
   // experts (collectives; tests).
   void gather_weights();
@@ -102,17 +101,6 @@ class Trainer {
  private:
   // A split's loss (stage 3 gathers the weights outside the blocks for it); `blocks`: as evaluate_loss.
   EvalLoss evaluate_split(const std::string& split, bool blocks, const std::function<void()>& alive);
-  // Expert parallelism: the dense gradients averaged, the experts' (summed over every rank's
-  // tokens) divided by the ranks; the global norm with each expert counted once.
-  void reduce_expert_parallel();
-  double expert_parallel_grad_norm();
-  // Expert parallelism, checkpoints: every expert whole on every rank, with its AdamW state in
-  // one AdamW over the whole model (collective), and back to this rank's experts.
-  std::unique_ptr<torch::optim::AdamW> gather_experts();
-  std::unique_ptr<torch::optim::AdamW> whole_expert_optimizer() const;  // no state, over every weight
-  // This rank's state from `whole` (nothing to copy when it is this rank's own optimizer), and
-  // the other ranks' experts freed.
-  void keep_own_experts(torch::optim::AdamW& whole);
 
   RunConfig m_cfg;
   std::shared_ptr<const TrainData> m_data;
@@ -121,14 +109,8 @@ class Trainer {
   bool m_stop = false;  // a stop every rank agreed on at the last step (data parallel)
   torch::Device m_device;
   GPT m_model{nullptr};
-  std::vector<torch::Tensor> m_params;
   int64_t m_num_params = 0;
-  std::unique_ptr<torch::optim::AdamW> m_opt;  // unsharded
-  std::unique_ptr<ZeroShards> m_zero;          // or sharded (ZeRO 1-3 over more than one rank)
-  // Expert parallelism: the experts this rank runs and the others'; m_params holds the dense
-  // weights and this rank's experts, m_dense the dense ones alone.
-  std::unique_ptr<ExpertPartition> m_experts;
-  std::vector<torch::Tensor> m_dense;
+  std::unique_ptr<TrainState> m_state;  // the optimizer, and how the ranks hold the state
   std::unique_ptr<BatchLoader> m_loader;
   int64_t m_step = 0;
   std::function<void()> m_alive;  // during run(): a heartbeat, after every micro-batch

@@ -243,11 +243,22 @@ void ZeroShards::release_all() {
   }
 }
 
-void ZeroShards::gather(torch::nn::Module& block) { gather_weights(slots_of(block.parameters())); }
+std::vector<size_t> ZeroShards::block_slots(torch::nn::Module& block) const {
+  std::vector<size_t> which;
+  for (const auto& p : block.parameters()) {
+    const auto it = m_index.find(key(p));
+    if (it != m_index.end()) {  // not an expert of expert parallelism's: those stay with their rank
+      which.push_back(it->second);
+    }
+  }
+  return which;
+}
 
-void ZeroShards::release(torch::nn::Module& block) { release_weights(slots_of(block.parameters())); }
+void ZeroShards::gather(torch::nn::Module& block) { gather_weights(block_slots(block)); }
 
-void ZeroShards::reduce_gradients(torch::nn::Module& block) { reduce_scatter(slots_of(block.parameters())); }
+void ZeroShards::release(torch::nn::Module& block) { release_weights(block_slots(block)); }
+
+void ZeroShards::reduce_gradients(torch::nn::Module& block) { reduce_scatter(block_slots(block)); }
 
 std::unique_ptr<torch::optim::AdamW> ZeroShards::whole_optimizer() const {
   std::vector<torch::Tensor> decay, no_decay;

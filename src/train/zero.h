@@ -10,9 +10,9 @@
 //      backward is done. The weights outside the blocks (embeddings, head, final norm) are gathered
 //      for a step or an evaluation.
 // A weight of n elements is cut into world pieces of ceil(n / world) (the last ones short or
-// empty); the collectives move rank-major buckets of pieces. The maths is plain data parallel's:
-// the same sums of the same gradients, AdamW element by element; only the gradient norm is summed
-// in another order (pieces, then ranks).
+// empty); the collectives move rank-major buckets of pieces. The maths is plain data parallel's up
+// to fp32 rounding: AdamW element by element, but the gradient norm summed piece by piece, and
+// stage 3 averaging each micro-batch's gradients as it reduces them.
 #pragma once
 
 #include <torch/torch.h>
@@ -30,7 +30,8 @@ class Communicator;
 
 class ZeroShards : public BlockWeights {
  public:
-  // `params`: the model's, every rank in the same order, whole (each rank's init is the same).
+  // `params`: the weights to shard (the model's, or its dense ones under expert parallelism),
+  // every rank in the same order, whole (each rank's init is the same).
   // Stage 3 keeps this rank's pieces and frees the weights; `resident` (the weights outside the
   // blocks) are then gathered by gather_resident().
   ZeroShards(std::vector<torch::Tensor> params, std::vector<torch::Tensor> resident, const TrainConfig& train,
@@ -93,6 +94,7 @@ class ZeroShards : public BlockWeights {
   // This rank's pieces of the weights (and of their gradients), and AdamW over them.
   void make_pieces();
   std::vector<size_t> slots_of(const std::vector<torch::Tensor>& params) const;
+  std::vector<size_t> block_slots(torch::nn::Module& block) const;  // the block's weights that are ZeRO's
   std::vector<size_t> all() const;
   std::vector<Bucket> buckets(const std::vector<size_t>& which) const;
   // Bucketed collectives over the slots `which`: each param's whole value from every rank's

@@ -3,7 +3,7 @@
 # parallel.expert, two processes over Gloo. The experts over 2 ranks train as plain data
 # parallel does (per-step losses within 1e-5 relative over 100 steps) and write a checkpoint
 # `sweep eval` scores as the run's own test loss. Stage 3
-# trains as plain data parallel does (per-step losses within 1e-6 relative); SIGTERM → both ranks
+# trains as plain data parallel does (per-step losses within 1e-5 relative over 200 steps); SIGTERM → both ranks
 # stop at one step and --resume finishes with the uninterrupted result; kill -9 of one rank → the
 # run fails, no rank is left behind, and --resume goes on from the last checkpoint to the
 # uninterrupted result; a rank that stalls (SIGSTOP) → the other fails within the collective

@@ -18,13 +18,14 @@ using test::weights;
 
 double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
 
-void check_zero_equals_data_parallel(int64_t stage, RunConfig c) {
+void check_zero_equals_data_parallel(int64_t stage, RunConfig c, int world = 2) {
   CAPTURE(stage);
+  CAPTURE(world);
   auto data = test::synthetic_data();
   c.train.grad_clip = 1.0;  // the clip sees the norm summed piece by piece: it must match too
   RunConfig sharded = c;
   sharded.parallel.zero = stage;
-  test::Group plain = start(c, data), zero = start(sharded, data);
+  test::Group plain = start(c, data, world), zero = start(sharded, data, world);
   for (int step = 0; step < 6; ++step) {
     CAPTURE(step);
     const std::vector<StepStats> ref = test::step_all(plain.ranks), s = test::step_all(zero.ranks);
@@ -59,6 +60,12 @@ void check_zero_equals_data_parallel(int64_t stage, RunConfig c) {
 TEST_CASE("ZeRO 1, 2 and 3 at 2 ranks train as plain data parallel at 2 ranks") {
   for (int64_t stage = 1; stage <= 3; ++stage) {
     check_zero_equals_data_parallel(stage, test::tiny_config());
+  }
+}
+
+TEST_CASE("ZeRO at 3 ranks: weights cut into uneven pieces (32 elements: 11, 11, 10)") {
+  for (int64_t stage = 1; stage <= 3; ++stage) {
+    check_zero_equals_data_parallel(stage, test::tiny_config(), 3);
   }
 }
 

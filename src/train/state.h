@@ -1,0 +1,75 @@
+// The training state of a run's weights and how its ranks hold it: AdamW over the whole model
+// (one process, or plain data parallel), ZeRO 1-3 over the ranks (train/zero.h), the routed
+// experts partitioned over the ranks (train/experts.h), or both — the dense weights under ZeRO,
+// each rank's experts under an AdamW of their own. The trainer asks it for the step's parts in
+// order; every call that is a collective is made by every rank.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config/run_config.h"
+#include "train/model.h"
+
+namespace sweep {
+
+class Communicator;
+class ZeroShards;
+struct ExpertPartition;
+
+class TrainState {
+ public:
+  // `comm`: the ranks (null or world 1: one process); the layout from config.parallel.
+  TrainState(GPT& model, const RunConfig& config, Communicator* comm);
+  ~TrainState();
+
+  bool sharded() const;  // ZeRO or experts over the ranks
+  // "" unsharded; else ", ZeRO-3 over 2 ranks, routed experts over 2 ranks" for the run's log.
+  std::string describe() const;
+
+  // A step: the weights it needs whole (ZeRO-3: those outside the blocks); after the last
+  // backward, the gradients averaged (world > 1) — a weight no micro-batch reached counts a
+  // zero gradient; the global gradient norm; AdamW on what this rank holds, with the gradients ×
+  // grad_scale; the gradients zeroed and what was gathered for the step freed.
+  void begin_step();
+  void reduce_gradients();
+  double grad_norm();
+  void step(double lr, double grad_scale, bool fused);
+  void end_step();
+  // An evaluation: the weights outside the blocks whole for it (ZeRO-3), freed after.
+  void begin_eval();
+  void end_eval();
+
+  // Checkpoints hold the state unsharded. whole(): an AdamW over every weight of the model, every
+  // weight whole (a collective; the optimizer itself when nothing is sharded). release() gives
+  // back what whole() gathered. for_load(): an AdamW over every weight with no state, to read a
+  // checkpoint into; adopt() keeps this rank's share of it and frees the rest.
+  torch::optim::AdamW& whole();
+  void release();
+  std::unique_ptr<torch::optim::AdamW> for_load() const;
+  void adopt(torch::optim::AdamW& loaded);
+
+  torch::optim::AdamW& optimizer();  // unsharded runs only
+
+ private:
+  // AdamW's two groups over `params`, by each weight's whole shape (held or not: m_dims).
+  std::unique_ptr<torch::optim::AdamW> grouped(const std::vector<torch::Tensor>& params) const;
+
+  GPT m_model;
+  TrainConfig m_train;
+  Communicator* m_comm;
+  int64_t m_rank = 0, m_world = 1;
+  std::vector<torch::Tensor> m_all;    // every weight of the model, in its order
+  std::unordered_map<const void*, int64_t> m_dims;  // each weight's dimensions, whole
+  std::vector<torch::Tensor> m_dense;  // every weight but the routed experts'
+  std::unique_ptr<ExpertPartition> m_experts;
+  std::unique_ptr<ZeroShards> m_zero;         // over the dense weights
+  std::unique_ptr<torch::optim::AdamW> m_opt;  // over what ZeRO does not hold: everything, or this rank's experts
+  std::unique_ptr<torch::optim::AdamW> m_whole;  // whole()'s, until release()
+};
+
+}  // namespace sweep
