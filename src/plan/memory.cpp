@@ -394,8 +394,8 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
       // in-use (ZeRO-3) weights
       plan.communication = std::min(k_bucket, k_f32 * (dense + mine_experts)) * 2;
       if (l.zero >= 3) {
-        // a block's rank-major buffers: its weights' gather and its gradients' reduce-scatter
-        plan.communication += 2 * k_f32 * layer * share;
+        // a block's rank-major buffer: its weights' gather, then its gradients' reduce-scatter
+        plan.communication += k_f32 * layer * share;
       } else {
         plan.communication += std::min(k_bucket, k_f32 * (dense + mine_experts));
       }
