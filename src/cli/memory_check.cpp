@@ -133,8 +133,8 @@ void refuse_over_memory(const SweepSpec& spec, const std::string& db) {
                          ? "\na sharded run's checkpoints need per-rank shard files, which sweep does not write yet: "
                            "a device with more memory (resources.device_memory), or a smaller model"
                          : "\nset train.micro_batch lower with train.grad_accum higher (the same batch), or "
-                           "train.activation_checkpointing: true; or raise resources.device_memory if the device has "
-                           "more"),
+                           "train.activation_checkpointing: true, or shard the state (parallel.zero, parallel.expert: "
+                           "the layouts above); or raise resources.device_memory if the device has more"),
                 Exit::bad_input);
   }
 }

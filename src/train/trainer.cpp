@@ -248,7 +248,6 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
 }
 
 std::string Trainer::load(const std::string& path) {
-  // Sharded: the whole state read as unsharded training reads it, then this rank's pieces kept.
   // Sharded: the whole state read as unsharded training reads it, then this rank's share kept.
   const std::unique_ptr<torch::optim::AdamW> whole = m_state->sharded() ? m_state->for_load() : nullptr;
   CheckpointMeta meta = load_checkpoint(path, m_model, whole ? *whole : m_state->optimizer(), m_device, m_rank);
