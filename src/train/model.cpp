@@ -470,13 +470,8 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx, KVCache* cache) {
       continue;
     }
     TORCH_CHECK(!grad || !block_weights, "a forward with autograd over sharded weights must be checkpointed");
-    if (block_weights) {
-      block_weights->gather(block);
-    }
+    GatheredBlock gathered(block_weights, block);
     x = block.forward(x, cache != nullptr ? &cache->layers[i] : nullptr, offset);
-    if (block_weights) {
-      block_weights->release(block);
-    }
   }
   if (cache != nullptr) {
     cache->length += T;

@@ -184,6 +184,28 @@ struct BlockWeights {
   virtual void reduce_gradients(torch::nn::Module& block) = 0;  // into the ranks' pieces, and freed
 };
 
+// For its lifetime: a block's sharded weights whole (nothing without sharded weights), given back
+// however the scope ends.
+class GatheredBlock {
+ public:
+  GatheredBlock(BlockWeights* weights, torch::nn::Module& block) : m_weights(weights), m_block(block) {
+    if (m_weights) {
+      m_weights->gather(m_block);
+    }
+  }
+  ~GatheredBlock() {
+    if (m_weights) {
+      m_weights->release(m_block);
+    }
+  }
+  GatheredBlock(const GatheredBlock&) = delete;
+  GatheredBlock& operator=(const GatheredBlock&) = delete;
+
+ private:
+  BlockWeights* m_weights;
+  torch::nn::Module& m_block;
+};
+
 struct GPTImpl : torch::nn::Module {
   // GPT-2's initialisation, each weight from parameter_generator(init_seed, its name, its shape).
   GPTImpl(const ModelConfig& c, int64_t init_seed);

@@ -41,27 +41,6 @@ class Rerun {
   MoEImpl* m_moe;
 };
 
-// For its lifetime: a block's sharded weights whole (nothing without sharded weights).
-class Gathered {
- public:
-  Gathered(BlockWeights* weights, torch::nn::Module& block) : m_weights(weights), m_block(block) {
-    if (m_weights) {
-      m_weights->gather(m_block);
-    }
-  }
-  ~Gathered() {
-    if (m_weights) {
-      m_weights->release(m_block);
-    }
-  }
-  Gathered(const Gathered&) = delete;
-  Gathered& operator=(const Gathered&) = delete;
-
- private:
-  BlockWeights* m_weights;
-  torch::nn::Module& m_block;
-};
-
 // A reentrant checkpoint: backward calls torch::autograd::backward on the rerun, which
 // accumulates the block's weight gradients into their .grad (as a plain backward does); a caller
 // of torch::autograd::grad would get no weight gradients from a checkpointed block.
@@ -74,7 +53,7 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
     ctx->saved_data["rng"] = rng_state(device);  // before the block's dropout draws
     ctx->saved_data["autocast"] = compat::autocast_enabled(device.type());
     ctx->save_for_backward({x});
-    Gathered gathered(weights, *block);
+    GatheredBlock gathered(weights, *block);
     auto [y, aux] = run_block(*block, x);  // autograd is off here: nothing is kept but x
     if (aux.defined()) {
       return {y, aux};
@@ -86,7 +65,7 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
                                                  torch::autograd::variable_list grads) {
     auto* block = reinterpret_cast<BlockImpl*>(ctx->saved_data["block"].toInt());
     auto* weights = reinterpret_cast<BlockWeights*>(ctx->saved_data["weights"].toInt());
-    Gathered gathered(weights, *block);
+    GatheredBlock gathered(weights, *block);
     const torch::Tensor saved = ctx->get_saved_variables()[0];
     const torch::Device device = saved.device();
     const torch::Tensor x = saved.detach().requires_grad_(true);
