@@ -287,11 +287,6 @@ double resident_params(const ModelConfig& m, const ModelSize& size) {
   return static_cast<double>(size.embedding) + (m.tie_weights ? 0 : V * C) + 2 * C;
 }
 
-// A block's parameters, the mean block (what ZeRO-3 gathers at once).
-double block_params(const ModelConfig& m, const ModelSize& size) {
-  return (static_cast<double>(size.total) - resident_params(m, size)) / static_cast<double>(std::max<int64_t>(m.n_layer, 1));
-}
-
 }  // namespace
 
 std::string Layout::describe() const {
@@ -371,11 +366,16 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   // those weights) and of the block being rerun (with its gathered weights). They grow as the
   // activations are freed, so at accumulation 1 the step's peak is the larger of the two
   // (measured in docs/performance.md#zero), not their sum.
+  // (Experts over the ranks are not ZeRO's: their weights and gradients are this rank's whole,
+  // counted above.)
+  const double zeros = l.expert > 1 ? dense : dense + mine_experts;  // the weights ZeRO shards
+  // a block's share of them, the mean block (what ZeRO-3 gathers at once)
+  const double zero_block = (zeros - resident_params(m, size)) / static_cast<double>(std::max<int64_t>(m.n_layer, 1));
   double whole_gradients = 0;
   if (l.zero == 2) {
-    whole_gradients = k_f32 * (dense + mine_experts);
+    whole_gradients = k_f32 * zeros;
   } else if (l.zero >= 3) {
-    whole_gradients = 2 * k_f32 * (resident_params(m, size) + block_params(m, size) * share);
+    whole_gradients = 2 * k_f32 * (resident_params(m, size) + zero_block);
   }
   // With accumulation they stay whole from the first micro-batch's backward, beside the next
   // micro-batch's activations: then they add up.
@@ -384,7 +384,6 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
 
   if (l.ranks > 1) {
     const double cd = path.autocast ? 2 : 4;
-    const double layer = block_params(m, size);
     if (l.zero <= 1) {
       // one flattened bucket (ZeRO-1's gathers of updated weights come after the all-reduce's
       // bucket is freed, when the step's activations are gone: measured, they add nothing)
@@ -395,7 +394,7 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
       plan.communication = std::min(k_bucket, k_f32 * (dense + mine_experts)) * 2;
       if (l.zero >= 3) {
         // a block's rank-major buffer: its weights' gather, then its gradients' reduce-scatter
-        plan.communication += k_f32 * layer * share;
+        plan.communication += k_f32 * zero_block;
       } else {
         plan.communication += std::min(k_bucket, k_f32 * (dense + mine_experts));
       }
