@@ -41,6 +41,16 @@ torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& opt, const torch
   return static_cast<torch::optim::AdamWParamState&>(*it->second);
 }
 
+void set_adamw_state(torch::optim::AdamW& opt, const torch::Tensor& p, int64_t step, torch::Tensor exp_avg,
+                     torch::Tensor exp_avg_sq) {
+  auto& states = opt.state();
+  auto state = std::make_unique<torch::optim::AdamWParamState>();
+  state->step(step);
+  state->exp_avg(std::move(exp_avg));
+  state->exp_avg_sq(std::move(exp_avg_sq));
+  states[state_key<std::remove_reference_t<decltype(states)>>(p)] = std::move(state);
+}
+
 void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
   RECORD_USER_SCOPE("sweep::adamw");
   torch::NoGradGuard no_grad;

@@ -14,6 +14,9 @@ void adamw_step(torch::optim::AdamW& opt, double grad_scale = 1.0);
 // p's state in `opt` (the key LibTorch itself uses), made as AdamW::step makes it (zero
 // moments, step 0) when it has none yet.
 torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& opt, const torch::Tensor& p);
+// p's state in `opt` set to this step count and these moments (taken, not copied), replacing any.
+void set_adamw_state(torch::optim::AdamW& opt, const torch::Tensor& p, int64_t step, torch::Tensor exp_avg,
+                     torch::Tensor exp_avg_sq);
 
 // The same with LibTorch's own ops: grads scaled in place, then opt.step().
 void adamw_step_reference(torch::optim::AdamW& opt, double grad_scale = 1.0);

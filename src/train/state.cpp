@@ -20,10 +20,7 @@ const void* key(const torch::Tensor& p) { return p.unsafeGetTensorImpl(); }
 // `to`'s state for p: `from`'s, shared (not copied).
 void share_state(torch::optim::AdamW& from, torch::optim::AdamW& to, const torch::Tensor& p) {
   auto& a = kernels::adamw_state(from, p);
-  auto& b = kernels::adamw_state(to, p);
-  b.step(a.step());
-  b.exp_avg(a.exp_avg());
-  b.exp_avg_sq(a.exp_avg_sq());
+  kernels::set_adamw_state(to, p, a.step(), a.exp_avg(), a.exp_avg_sq());
 }
 
 }  // namespace
@@ -190,42 +187,40 @@ torch::optim::AdamW& TrainState::whole() {
     return *m_opt;
   }
   torch::NoGradGuard no_grad;
-  std::unique_ptr<torch::optim::AdamW> dense;  // ZeRO's moments, gathered
+  m_whole = grouped(m_all);
   if (m_zero) {
     m_zero->gather_all();
-    dense = m_zero->consolidated();
+    m_zero->gather_state(*m_whole);
+  } else if (!m_opt->state().empty()) {
+    for (const auto& p : m_dense) {
+      share_state(*m_opt, *m_whole, p);
+    }
   }
-  torch::optim::AdamW& dense_from = m_zero ? *dense : *m_opt;
-  const bool stepped = !dense_from.state().empty();  // every weight has a state after the first step
-  const int64_t steps = stepped ? kernels::adamw_state(dense_from, m_dense.front()).step() : 0;
-  std::vector<std::array<torch::Tensor, 2>> moments(m_experts ? m_experts->weights.size() : 0);
-  for (size_t i = 0; i < moments.size(); ++i) {  // every rank, every expert, one order
-    ExpertPartition& x = *m_experts;
+  if (!m_experts) {
+    return *m_whole;
+  }
+  // Every weight has a state after the first step: the experts' step count is the dense weights'.
+  const bool stepped = !m_whole->state().empty();
+  const int64_t steps = stepped ? kernels::adamw_state(*m_whole, m_dense.front()).step() : 0;
+  ExpertPartition& x = *m_experts;
+  for (size_t i = 0; i < x.weights.size(); ++i) {  // every rank, every expert, one order
     const torch::Tensor w = x.weights[i];
     const bool mine = x.owner[i] == m_rank;
     const torch::Tensor whole = from_owner(*m_comm, w, x.shapes[i], x.owner[i], w.options());
     if (!mine) {
       x.weights[i].set_data(whole);
     }
-    for (int k = 0; k < 2 && stepped; ++k) {
-      torch::Tensor own;
-      if (mine) {
-        auto& state = kernels::adamw_state(*m_opt, w);
-        own = k == 0 ? state.exp_avg() : state.exp_avg_sq();
+    if (stepped) {
+      std::array<torch::Tensor, 2> moments;
+      for (size_t k = 0; k < 2; ++k) {
+        torch::Tensor own;
+        if (mine) {
+          auto& state = kernels::adamw_state(*m_opt, w);
+          own = k == 0 ? state.exp_avg() : state.exp_avg_sq();
+        }
+        moments[k] = from_owner(*m_comm, own, x.shapes[i], x.owner[i], w.options());
       }
-      moments[i][k] = from_owner(*m_comm, own, x.shapes[i], x.owner[i], w.options());
-    }
-  }
-  m_whole = grouped(m_all);
-  if (stepped) {
-    for (const auto& p : m_dense) {
-      share_state(dense_from, *m_whole, p);
-    }
-    for (size_t i = 0; i < moments.size(); ++i) {
-      auto& state = kernels::adamw_state(*m_whole, m_experts->weights[i]);
-      state.step(steps);
-      state.exp_avg(moments[i][0]);
-      state.exp_avg_sq(moments[i][1]);
+      kernels::set_adamw_state(*m_whole, w, steps, moments[0], moments[1]);
     }
   }
   return *m_whole;

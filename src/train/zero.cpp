@@ -2,6 +2,8 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <array>
+
 #include "kernels/adamw.h"
 #include "parallel/parallel.h"
 #include "train/optim.h"
@@ -260,50 +262,37 @@ void ZeroShards::release(torch::nn::Module& block) { release_weights(block_slots
 
 void ZeroShards::reduce_gradients(torch::nn::Module& block) { reduce_scatter(block_slots(block)); }
 
-std::unique_ptr<torch::optim::AdamW> ZeroShards::whole_optimizer() const {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const Slot& s : m_slots) {
-    (s.shape.size() >= 2 ? decay : no_decay).push_back(s.param);  // by the shape, not the freed weight's
-  }
-  return make_adamw(decay, no_decay, m_train);
-}
-
-std::unique_ptr<torch::optim::AdamW> ZeroShards::consolidated() {
+void ZeroShards::gather_state(torch::optim::AdamW& whole) {
   torch::NoGradGuard no_grad;
-  auto whole = whole_optimizer();
+  if (m_opt->state().empty()) {
+    return;  // before the first step AdamW holds no state
+  }
   // Every piece has stepped as often as every other (a weight no token reached steps on a zero
-  // gradient): one count, 0 before the first step, when AdamW holds no state yet.
+  // gradient): one count.
   int64_t steps = 0;
   for (const Slot& s : m_slots) {
-    if (s.weight.numel() > 0 && !m_opt->state().empty()) {
+    if (s.weight.numel() > 0) {
       steps = kernels::adamw_state(*m_opt, s.weight).step();
       break;
     }
   }
-  if (steps == 0) {
-    return whole;
+  std::vector<std::array<torch::Tensor, 2>> moments(m_slots.size());
+  for (size_t i = 0; i < m_slots.size(); ++i) {
+    moments[i] = {torch::empty(m_slots[i].shape, m_slots[i].param.options()),
+                  torch::empty(m_slots[i].shape, m_slots[i].param.options())};
   }
-  for (const Slot& s : m_slots) {
-    auto& state = kernels::adamw_state(*whole, s.param);
-    state.step(steps);
-    state.exp_avg(torch::empty(s.shape, s.param.options()));
-    state.exp_avg_sq(torch::empty(s.shape, s.param.options()));
+  for (size_t k = 0; k < 2; ++k) {
+    all_gather(
+        all(),
+        [&](const Slot& s) {
+          auto& state = kernels::adamw_state(*m_opt, s.weight);
+          return k == 0 ? state.exp_avg() : state.exp_avg_sq();
+        },
+        [&](const Slot& s) { return row(moments[static_cast<size_t>(&s - m_slots.data())][k]); });
   }
-  auto mine = [&](bool second) {
-    return [&, second](const Slot& s) {
-      auto& state = kernels::adamw_state(*m_opt, s.weight);
-      return second ? state.exp_avg_sq() : state.exp_avg();
-    };
-  };
-  auto whole_of = [&](bool second) {
-    return [&, second](const Slot& s) {
-      auto& state = kernels::adamw_state(*whole, s.param);
-      return row(second ? state.exp_avg_sq() : state.exp_avg());
-    };
-  };
-  all_gather(all(), mine(false), whole_of(false));
-  all_gather(all(), mine(true), whole_of(true));
-  return whole;
+  for (size_t i = 0; i < m_slots.size(); ++i) {
+    kernels::set_adamw_state(whole, m_slots[i].param, steps, moments[i][0], moments[i][1]);
+  }
 }
 
 void ZeroShards::load(torch::optim::AdamW& whole) {
@@ -316,10 +305,9 @@ void ZeroShards::load(torch::optim::AdamW& whole) {
         continue;
       }
       auto& from = kernels::adamw_state(whole, s.param);
-      auto& to = kernels::adamw_state(*m_opt, s.weight);
-      to.step(from.step());
-      to.exp_avg(row(from.exp_avg()).narrow(0, s.begin(m_rank), s.length(m_rank)).clone());
-      to.exp_avg_sq(row(from.exp_avg_sq()).narrow(0, s.begin(m_rank), s.length(m_rank)).clone());
+      kernels::set_adamw_state(*m_opt, s.weight, from.step(),
+                               row(from.exp_avg()).narrow(0, s.begin(m_rank), s.length(m_rank)).clone(),
+                               row(from.exp_avg_sq()).narrow(0, s.begin(m_rank), s.length(m_rank)).clone());
     }
   }
   release_all();

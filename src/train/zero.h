@@ -63,14 +63,11 @@ class ZeroShards : public BlockWeights {
   void release(torch::nn::Module& block) override;
   void reduce_gradients(torch::nn::Module& block) override;
 
-  // Checkpoints hold the optimizer unsharded, as plain data parallel writes it: this is a
-  // collective that gathers every rank's moments into one AdamW over the whole weights (which it
-  // only names: stage 3 gathers them first). load() keeps this rank's pieces of one, and
-  // (stage 3) of the whole weights loaded into the model, then frees them.
-  std::unique_ptr<torch::optim::AdamW> consolidated();
-  // An unsharded AdamW over the whole weights with no state: what load() takes after a
-  // checkpoint is read into it.
-  std::unique_ptr<torch::optim::AdamW> whole_optimizer() const;
+  // Checkpoints hold the optimizer unsharded, as plain data parallel writes it. gather_state():
+  // a collective that puts every rank's moments into `whole`'s state for these weights (none
+  // before the first step). load() keeps this rank's pieces of such an AdamW, and (stage 3) of
+  // the whole weights loaded into the model, then frees them.
+  void gather_state(torch::optim::AdamW& whole);
   void load(torch::optim::AdamW& whole);
 
  private:
