@@ -91,3 +91,52 @@ wait_for_train_events() {  # wait_for_train_events FILE COUNT
   done
   fail "$1 never reached $2 train events"
 }
+
+# A process that runs (a zombie waiting for its parent to reap it does not).
+alive() { [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+
+# signal_rank LAUNCHER RANK SIGNAL: sends SIGNAL to that rank of a `sweep train --nproc` launcher
+# (found by the RANK in its environment), waits for the launcher and sets $rc (its exit status)
+# and $elapsed (seconds since the signal). Fails if any of its ranks outlives it: the ranks are
+# these pids, not a command-line pattern another test's run could match.
+signal_rank() {
+  local launcher=$1 ranks target="" p start
+  ranks=$(pgrep -P "$launcher" || true)
+  for p in $ranks; do
+    grep -qx "RANK=$2" <<< "$(tr '\0' '\n' < "/proc/$p/environ")" && target=$p
+  done
+  [ -n "$target" ] || fail "rank $2 not found among the launcher's children"
+  start=$(date +%s)
+  kill -"$3" "$target"
+  set +e; wait "$launcher"; rc=$?; set -e
+  elapsed=$(( $(date +%s) - start ))
+  for p in $ranks; do
+    if alive "$p"; then
+      kill -9 "$p" 2>/dev/null || true
+      fail "rank pid $p outlived its launcher"
+    fi
+  done
+}
+
+# same_curve A B STEPS TOLERANCE [TEST_TOLERANCE]: run folders A and B trained STEPS steps each,
+# A's per-step training losses within TOLERANCE of B's (relative), its test loss within
+# TEST_TOLERANCE (default: TOLERANCE); prints the worst difference.
+same_curve() {
+  python3 - "$@" <<'PY'
+import json, sys
+a, b, steps, tol = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+test_tol = float(sys.argv[5]) if len(sys.argv) > 5 else tol
+def events(d):
+    return [json.loads(l) for l in open(d + "/events.jsonl")]
+ea, eb = events(a), events(b)
+la = [e["loss"] for e in ea if e["event"] == "train"]
+lb = [e["loss"] for e in eb if e["event"] == "train"]
+assert len(la) == len(lb) == steps, (len(la), len(lb))
+worst = max(abs(x - y) / abs(y) for x, y in zip(la, lb))
+assert worst < tol, f"per-step losses differ by {worst:.2e} relative"
+ta = [e["test_loss"] for e in ea if e["event"] == "end"][0]
+tb = [e["test_loss"] for e in eb if e["event"] == "end"][0]
+assert abs(ta - tb) / tb < test_tol, (ta, tb)
+print(f"{a} = {b}: {steps} steps, worst relative loss difference {worst:.1e}, test loss {ta:.7f} / {tb:.7f}")
+PY
+}
