@@ -34,6 +34,9 @@ inline std::vector<std::unique_ptr<Communicator>> connect_local(int world,
   return comms;
 }
 
+// |a − b| ÷ |b|: how far a sharded layout's figure is from plain data parallel's.
+inline double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
+
 // One optimizer step on every rank at once (collectives need them all), rank 0's stats back.
 inline std::vector<StepStats> step_all(std::vector<std::unique_ptr<Trainer>>& ranks) {
   std::vector<StepStats> stats(ranks.size());

@@ -10,8 +10,6 @@ using namespace sweep;
 
 namespace {
 
-double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
-
 void check_experts_equal_data_parallel(RunConfig c, int steps = 6, int64_t zero = 0) {
   CAPTURE(zero);
   auto data = test::synthetic_data();
@@ -24,13 +22,13 @@ void check_experts_equal_data_parallel(RunConfig c, int steps = 6, int64_t zero 
   for (int step = 0; step < steps; ++step) {
     CAPTURE(step);
     const std::vector<StepStats> ref = test::step_all(plain.ranks), s = test::step_all(split.ranks);
-    CHECK(relative(s[0].loss, ref[0].loss) <= 1e-6);
-    CHECK(relative(s[0].grad_norm, ref[0].grad_norm) <= 1e-6);
+    CHECK(test::relative(s[0].loss, ref[0].loss) <= 1e-6);
+    CHECK(test::relative(s[0].grad_norm, ref[0].grad_norm) <= 1e-6);
     CHECK(s[1].loss == s[0].loss);
     CHECK(s[1].grad_norm == s[0].grad_norm);
     CHECK(s[0].moe.load_max == ref[0].moe.load_max);  // routing saw the same tokens
     if (!std::isnan(ref[0].moe.aux_loss)) {
-      CHECK(relative(s[0].moe.aux_loss, ref[0].moe.aux_loss) <= 1e-6);
+      CHECK(test::relative(s[0].moe.aux_loss, ref[0].moe.aux_loss) <= 1e-6);
     }
   }
   // Between steps a rank holds half the routed experts' weights.
@@ -91,7 +89,7 @@ TEST_CASE("expert parallel: a rank whose experts get no token still takes part i
   }
   for (int step = 0; step < 2; ++step) {
     const std::vector<StepStats> ref = test::step_all(plain.ranks), s = test::step_all(split.ranks);
-    CHECK(relative(s[0].loss, ref[0].loss) <= 1e-6);
+    CHECK(test::relative(s[0].loss, ref[0].loss) <= 1e-6);
     CHECK(s[0].moe.load_max == ref[0].moe.load_max);
     CHECK(s[0].moe.load_max[0] == doctest::Approx(2.0));  // 2 of 4 experts take every token
   }
@@ -107,7 +105,7 @@ TEST_CASE("expert parallel: bf16 trains, close to plain data parallel") {
   test::Group plain = test::start(c, data), split = test::start(ep, data);
   for (int step = 0; step < 3; ++step) {
     const double a = test::step_all(plain.ranks)[0].loss, b = test::step_all(split.ranks)[0].loss;
-    CHECK(relative(b, a) <= 1e-2);
+    CHECK(test::relative(b, a) <= 1e-2);
   }
 }
 

@@ -16,8 +16,6 @@ using test::on_all;
 using test::start;
 using test::weights;
 
-double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
-
 void check_zero_equals_data_parallel(int64_t stage, RunConfig c, int world = 2) {
   CAPTURE(stage);
   CAPTURE(world);
@@ -29,13 +27,13 @@ void check_zero_equals_data_parallel(int64_t stage, RunConfig c, int world = 2) 
   for (int step = 0; step < 6; ++step) {
     CAPTURE(step);
     const std::vector<StepStats> ref = test::step_all(plain.ranks), s = test::step_all(zero.ranks);
-    CHECK(relative(s[0].loss, ref[0].loss) <= 1e-6);
-    CHECK(relative(s[0].grad_norm, ref[0].grad_norm) <= 1e-6);
+    CHECK(test::relative(s[0].loss, ref[0].loss) <= 1e-6);
+    CHECK(test::relative(s[0].grad_norm, ref[0].grad_norm) <= 1e-6);
     CHECK(s[1].loss == s[0].loss);
     CHECK(s[1].grad_norm == s[0].grad_norm);
     CHECK(s[0].moe.load_max == ref[0].moe.load_max);
     if (!std::isnan(ref[0].moe.aux_loss)) {
-      CHECK(relative(s[0].moe.aux_loss, ref[0].moe.aux_loss) <= 1e-6);
+      CHECK(test::relative(s[0].moe.aux_loss, ref[0].moe.aux_loss) <= 1e-6);
     }
   }
   // What each stage holds between steps: stage 2 no whole gradient, stage 3 no whole weight either.
@@ -85,7 +83,7 @@ TEST_CASE("ZeRO in bf16: the curve of plain data parallel within bf16's toleranc
     test::Group plain = start(c, data), zero = start(sharded, data);
     for (int step = 0; step < 5; ++step) {
       const double a = test::step_all(plain.ranks)[0].loss, b = test::step_all(zero.ranks)[0].loss;
-      CHECK(relative(b, a) <= (step == 0 ? 1e-6 : 1e-2));
+      CHECK(test::relative(b, a) <= (step == 0 ? 1e-6 : 1e-2));
     }
   }
 }
