@@ -145,7 +145,9 @@ Exit run_train(const TrainOptions& o) {
                     "for a new one",
                     Exit::bad_input);
       }
-      if (load_run_config(config_file.string()).identity_json() != cfg.identity_json()) {
+      // At other ranks (train.grad_accum keeping the batch of a step) it is the same run, resharded.
+      if (RunConfig::across_layouts(load_run_config(config_file.string()).identity_json()) !=
+          RunConfig::across_layouts(cfg.identity_json())) {
         throw Error("run directory " + run_dir + " holds a run with another config — use --run-dir for this one",
                     Exit::bad_input);
       }

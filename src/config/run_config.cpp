@@ -463,6 +463,14 @@ nlohmann::json RunConfig::to_json() const {
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 
+nlohmann::json RunConfig::across_layouts(nlohmann::json identity) {
+  identity.erase("ranks");
+  if (identity.contains("train") && identity["train"].is_object()) {
+    identity["train"].erase("grad_accum");
+  }
+  return identity;
+}
+
 nlohmann::json RunConfig::identity_json() const {
   nlohmann::json j = to_json();
   j.erase("resources");

@@ -174,8 +174,11 @@ struct RunConfig {
   nlohmann::json to_json() const;
   // What defines the run's result: to_json() without `resources` (threads and device are where
   // it runs, not what it computes) — except `ranks` when it is not 1, since it scales the global
-  // batch — plus the numerics version. Run ids hash it; a checkpoint only resumes the same identity.
+  // batch — plus the numerics version. Run ids hash it.
   nlohmann::json identity_json() const;
+  // An identity without what a checkpoint may be resumed across: the ranks and train.grad_accum
+  // (the batch of a step, micro_batch × block_size × grad_accum × ranks, is checked on its own).
+  static nlohmann::json across_layouts(nlohmann::json identity);
   std::string to_yaml() const;
 };
 

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "build_options.h"
+#include "train/shards.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -65,7 +66,9 @@ bool pwrite_all(int fd, const void* data, size_t size, off_t at) {
 bool is_bare_archive(const char* head, ssize_t n) { return n >= 2 && head[0] == 'P' && head[1] == 'K'; }
 
 // The archive of a checked checkpoint file (checkpoint_problem first), read in place.
-void open_archive(const std::string& path, torch::serialize::InputArchive& root, const torch::Device& device) {
+}  // namespace
+
+void open_checkpoint_archive(const std::string& path, torch::serialize::InputArchive& root, const torch::Device& device) {
   const Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   char head[2];
   const ssize_t n = f.fd < 0 ? -1 : ::pread(f.fd, head, sizeof head, 0);
@@ -90,6 +93,8 @@ void open_archive(const std::string& path, torch::serialize::InputArchive& root,
   }
 }
 
+namespace {
+
 // A fault for the tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON): `test-fault` in
 // the run directory holding "kill_in_save:N" kills the worker (SIGKILL) inside the save at step
 // N, between setting the latest checkpoint aside and putting the new one in its place.
@@ -108,6 +113,32 @@ void kill_in_save_hook(const std::string& path, int64_t step) {
 }
 
 }  // namespace
+
+void restore_rng(torch::serialize::InputArchive& root, const std::string& key, CheckpointMeta& meta,
+                 const torch::Device& device) {
+  c10::IValue written_on;
+  if (root.try_read("rng_device", written_on)) {  // absent: written before the tag, on a CPU
+    meta.rng_device = written_on.toStringRef();
+  }
+  torch::Tensor state;
+  if (!root.try_read(key, state)) {
+    meta.rng_device.clear();  // none for this rank: written by fewer ranks
+  }
+  meta.rng_restored = meta.rng_device == c10::DeviceTypeName(device.type(), /*lower_case=*/true);
+  if (meta.rng_restored) {
+    set_rng_state(device, state);
+  }
+}
+
+std::string checkpoint_sha256(const std::string& path) {
+  const Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  char head[k_header_size];
+  const ssize_t n = f.fd < 0 ? -1 : ::pread(f.fd, head, sizeof head, 0);
+  if (n != static_cast<ssize_t>(sizeof head) || std::memcmp(head, k_magic, k_magic_size) != 0) {
+    return "";
+  }
+  return std::string(head + k_magic_size, 64);
+}
 
 std::string previous_checkpoint(const std::string& path) {
   const fs::path p(path);
@@ -172,23 +203,9 @@ void set_rng_state(const torch::Device& device, const torch::Tensor& state) {
   gen.set_state(state.to(torch::kCPU));
 }
 
-void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
-                     const CheckpointMeta& meta, const torch::Device& device,
-                     const std::vector<torch::Tensor>& rng_states, const std::function<void()>& alive) {
-  torch::serialize::OutputArchive root, model_archive, optim_archive;
-  model->save(model_archive);
-  opt.save(optim_archive);
-  root.write("model", model_archive);
-  root.write("optimizer", optim_archive);
-  root.write("step", torch::tensor(meta.step, torch::kLong));
-  root.write("tokens_per_step", torch::tensor(meta.tokens_per_step, torch::kLong));
-  root.write("config_json", c10::IValue(meta.config_json));
-  // Rank 0's state under the single-process name, so that checkpoints of any world size load alike.
-  root.write("rng_state", rng_states.empty() ? rng_state(device) : rng_states[0]);
-  root.write("rng_device", c10::IValue(c10::DeviceTypeName(device.type(), /*lower_case=*/true)));
-  for (size_t r = 1; r < rng_states.size(); ++r) {
-    root.write("rng_state_rank" + std::to_string(r), rng_states[r]);
-  }
+std::string write_checkpoint_file(const std::string& path, torch::serialize::OutputArchive& root,
+                                  const std::function<void()>& alive, bool keep_previous, int64_t step) {
+  std::string sha;
   replace_file_atomic(path, [&](const fs::path& tmp) {
     const Fd f(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     int err = f.fd < 0 ? errno : 0;
@@ -210,7 +227,8 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
       }
       return size;
     });
-    const std::string header = std::string(k_magic) + hash.hex() + "\n";
+    sha = hash.hex();
+    const std::string header = std::string(k_magic) + sha + "\n";
     if (err == 0 && !pwrite_all(f.fd, header.data(), header.size(), 0)) {
       err = errno != 0 ? errno : EIO;
     }
@@ -220,13 +238,58 @@ void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimize
     if (const auto problem = checkpoint_problem(tmp.string())) {
       throw Error("checkpoint " + path + " did not read back whole (" + *problem + ") — the previous one is kept");
     }
+    if (!keep_previous) {
+      return;
+    }
     // The last whole checkpoint steps aside only now, and stays until the next one replaces it.
     std::error_code ec;
     if (fs::exists(path) && (fs::rename(path, previous_checkpoint(path), ec), ec)) {
       throw io_error("keep the previous checkpoint as", previous_checkpoint(path), ec.value());
     }
-    kill_in_save_hook(path, meta.step);
+    kill_in_save_hook(path, step);
   });
+  return sha;
+}
+
+void write_rng_device(torch::serialize::OutputArchive& root, const torch::Device& device) {
+  root.write("rng_device", c10::IValue(c10::DeviceTypeName(device.type(), /*lower_case=*/true)));
+}
+
+void write_checkpoint_meta(torch::serialize::OutputArchive& root, const CheckpointMeta& meta) {
+  root.write("step", torch::tensor(meta.step, torch::kLong));
+  root.write("tokens_per_step", torch::tensor(meta.tokens_per_step, torch::kLong));
+  root.write("config_json", c10::IValue(meta.config_json));
+}
+
+CheckpointMeta read_checkpoint_meta(torch::serialize::InputArchive& root) {
+  CheckpointMeta meta;
+  torch::Tensor t;
+  root.read("step", t);
+  meta.step = t.item<int64_t>();
+  root.read("tokens_per_step", t);
+  meta.tokens_per_step = t.item<int64_t>();
+  c10::IValue config;
+  root.read("config_json", config);
+  meta.config_json = config.toStringRef();
+  return meta;
+}
+
+void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
+                     const CheckpointMeta& meta, const torch::Device& device,
+                     const std::vector<torch::Tensor>& rng_states, const std::function<void()>& alive) {
+  torch::serialize::OutputArchive root, model_archive, optim_archive;
+  model->save(model_archive);
+  opt.save(optim_archive);
+  root.write("model", model_archive);
+  root.write("optimizer", optim_archive);
+  write_checkpoint_meta(root, meta);
+  // Rank 0's state under the single-process name, so that checkpoints of any world size load alike.
+  root.write("rng_state", rng_states.empty() ? rng_state(device) : rng_states[0]);
+  write_rng_device(root, device);
+  for (size_t r = 1; r < rng_states.size(); ++r) {
+    root.write("rng_state_rank" + std::to_string(r), rng_states[r]);
+  }
+  write_checkpoint_file(path, root, alive, /*keep_previous=*/true, meta.step);
 }
 
 namespace {
@@ -254,34 +317,12 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
     throw CheckpointDamaged(path, *problem);
   }
   torch::serialize::InputArchive root, optim_archive;
-  open_archive(path, root, device);
+  open_checkpoint_archive(path, root, device);
   load_model(root, model, path);
   root.read("optimizer", optim_archive);
   opt.load(optim_archive);
-  CheckpointMeta meta;
-  torch::Tensor t;
-  root.read("step", t);
-  meta.step = t.item<int64_t>();
-  root.read("tokens_per_step", t);
-  meta.tokens_per_step = t.item<int64_t>();
-  c10::IValue config;
-  root.read("config_json", config);
-  meta.config_json = config.toStringRef();
-  torch::Tensor state;
-  const std::string key = rank == 0 ? "rng_state" : "rng_state_rank" + std::to_string(rank);
-  if (!root.try_read(key, state)) {
-    throw Error("checkpoint " + path + " holds no RNG state for rank " + std::to_string(rank) +
-                    " — it was written by fewer ranks; resume with the ranks that wrote it",
-                Exit::bad_input);
-  }
-  c10::IValue written_on;
-  if (root.try_read("rng_device", written_on)) {  // absent: written before the tag, on a CPU
-    meta.rng_device = written_on.toStringRef();
-  }
-  meta.rng_restored = meta.rng_device == c10::DeviceTypeName(device.type(), /*lower_case=*/true);
-  if (meta.rng_restored) {
-    set_rng_state(device, state);
-  }
+  CheckpointMeta meta = read_checkpoint_meta(root);
+  restore_rng(root, rank == 0 ? "rng_state" : "rng_state_rank" + std::to_string(rank), meta, device);
   return meta;
 }
 
@@ -289,8 +330,12 @@ void load_checkpoint_weights(const std::string& path, GPT& model) {
   if (const auto problem = checkpoint_problem(path)) {
     throw CheckpointDamaged(path, *problem);
   }
+  if (const auto shards = ShardReader::open(path)) {  // a sharded run's: every weight assembled whole
+    shards->load_weights(model);
+    return;
+  }
   torch::serialize::InputArchive root;
-  open_archive(path, root, torch::kCPU);
+  open_checkpoint_archive(path, root, torch::kCPU);
   load_model(root, model, path);
 }
 

@@ -3,6 +3,7 @@
 // line with the SHA-256 of the LibTorch archive that follows. Written atomically (temp + fsync
 // + rename) and read back before it replaces anything; the checkpoint it replaces is kept as
 // previous_checkpoint(path), so that a damaged latest one has a whole one to fall back to.
+// A sharded run writes the same file format as one manifest and a file per rank (train/shards.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -22,7 +23,8 @@ struct CheckpointMeta {
   int64_t tokens_per_step = 0;  // the loader position is step × this
   std::string config_json;      // the canonical config of the run, checked on resume
   // Filled by load_checkpoint: the device type whose generator wrote the dropout RNG state
-  // ("cpu", "cuda"), and whether it was restored. A CPU generator's state means nothing to a
+  // ("cpu", "cuda"; "" when it holds none for this rank: written by fewer ranks), and whether it
+  // was restored. A CPU generator's state means nothing to a
   // GPU's (nor the other way): a checkpoint moved between them resumes everything but that stream.
   std::string rng_device = "cpu";
   bool rng_restored = true;
@@ -56,8 +58,7 @@ class CheckpointDamaged : public Error {
 
 // Restores everything saved, with `rank`'s RNG state when it was written on a device of this
 // type (see CheckpointMeta::rng_restored); returns the metadata. Throws
-// CheckpointDamaged, before changing anything, when the file is damaged; Error when it holds no
-// state for `rank`.
+// CheckpointDamaged, before changing anything, when the file is damaged.
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                                const torch::Device& device, int64_t rank = 0);
 
@@ -65,7 +66,25 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
 torch::Tensor rng_state(const torch::Device& device);
 void set_rng_state(const torch::Device& device, const torch::Tensor& state);
 
-// Only the model weights (for export and inspection).
+// Only the model weights (for export and inspection), of a checkpoint of one file or a sharded one.
 void load_checkpoint_weights(const std::string& path, GPT& model);
+
+// ---- the file format's parts, for sharded checkpoints ----
+// `root` written to `path` as a checkpoint file (atomically, read back whole before it replaces
+// anything); with `keep_previous` the file it replaces is kept as previous_checkpoint(path).
+// `step`: the step it holds (for the test builds' fault). Returns the archive's SHA-256 (hex).
+std::string write_checkpoint_file(const std::string& path, torch::serialize::OutputArchive& root,
+                                  const std::function<void()>& alive, bool keep_previous, int64_t step);
+// The archive of a checkpoint file that checkpoint_problem found whole.
+void open_checkpoint_archive(const std::string& path, torch::serialize::InputArchive& root, const torch::Device& device);
+// The SHA-256 a checkpoint file's header gives (hex); "" when it has none.
+std::string checkpoint_sha256(const std::string& path);
+void write_checkpoint_meta(torch::serialize::OutputArchive& root, const CheckpointMeta& meta);
+CheckpointMeta read_checkpoint_meta(torch::serialize::InputArchive& root);
+// The dropout RNG: the device type that wrote it; the state under `key` restored into `meta`'s
+// fields and this process's generator.
+void write_rng_device(torch::serialize::OutputArchive& root, const torch::Device& device);
+void restore_rng(torch::serialize::InputArchive& root, const std::string& key, CheckpointMeta& meta,
+                 const torch::Device& device);
 
 }  // namespace sweep

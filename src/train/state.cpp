@@ -29,9 +29,11 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     : m_model(model), m_train(config.train), m_comm(comm) {
   m_world = comm != nullptr ? comm->world() : 1;
   m_rank = comm != nullptr ? comm->rank() : 0;
-  m_all = model->parameters();
-  for (const auto& p : m_all) {
-    m_dims.emplace(key(p), p.dim());
+  for (const auto& item : model->named_parameters()) {
+    const torch::Tensor& p = item.value();
+    m_all.push_back(p);
+    m_names.push_back(item.key());
+    m_shapes.emplace(key(p), p.sizes().vec());
   }
   std::unordered_set<const void*> expert, remote;
   if (config.parallel.expert > 1 && m_world > 1) {
@@ -43,6 +45,7 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     m_experts = std::make_unique<ExpertPartition>(partition_experts(m_model, *comm));
     for (size_t i = 0; i < m_experts->weights.size(); ++i) {
       expert.insert(key(m_experts->weights[i]));
+      m_owner.emplace(key(m_experts->weights[i]), m_experts->owner[i]);
       if (m_experts->owner[i] != m_rank) {
         remote.insert(key(m_experts->weights[i]));
       }
@@ -177,56 +180,28 @@ void TrainState::end_eval() {
 std::unique_ptr<torch::optim::AdamW> TrainState::grouped(const std::vector<torch::Tensor>& params) const {
   std::vector<torch::Tensor> decay, no_decay;
   for (const auto& p : params) {  // by the weight's own shape, whether this rank holds it or not
-    (m_dims.at(key(p)) >= 2 ? decay : no_decay).push_back(p);
+    (m_shapes.at(key(p)).size() >= 2 ? decay : no_decay).push_back(p);
   }
   return make_adamw(decay, no_decay, m_train);
 }
 
-torch::optim::AdamW& TrainState::whole() {
-  if (!sharded()) {
-    return *m_opt;
-  }
+void TrainState::gather_weights() {
   torch::NoGradGuard no_grad;
-  m_whole = grouped(m_all);
   if (m_zero) {
     m_zero->gather_all();
-    m_zero->gather_state(*m_whole);
-  } else if (!m_opt->state().empty()) {
-    for (const auto& p : m_dense) {
-      share_state(*m_opt, *m_whole, p);
-    }
   }
-  if (!m_experts) {
-    return *m_whole;
-  }
-  // Every weight has a state after the first step: the experts' step count is the dense weights'.
-  const bool stepped = !m_whole->state().empty();
-  const int64_t steps = stepped ? kernels::adamw_state(*m_whole, m_dense.front()).step() : 0;
-  ExpertPartition& x = *m_experts;
-  for (size_t i = 0; i < x.weights.size(); ++i) {  // every rank, every expert, one order
-    const torch::Tensor w = x.weights[i];
-    const bool mine = x.owner[i] == m_rank;
-    const torch::Tensor whole = from_owner(*m_comm, w, x.shapes[i], x.owner[i], w.options());
-    if (!mine) {
-      x.weights[i].set_data(whole);
-    }
-    if (stepped) {
-      std::array<torch::Tensor, 2> moments;
-      for (size_t k = 0; k < 2; ++k) {
-        torch::Tensor own;
-        if (mine) {
-          auto& state = kernels::adamw_state(*m_opt, w);
-          own = k == 0 ? state.exp_avg() : state.exp_avg_sq();
-        }
-        moments[k] = from_owner(*m_comm, own, x.shapes[i], x.owner[i], w.options());
+  if (m_experts) {
+    ExpertPartition& x = *m_experts;
+    for (size_t i = 0; i < x.weights.size(); ++i) {  // every rank, every expert, one order
+      const torch::Tensor whole = from_owner(*m_comm, x.weights[i], x.shapes[i], x.owner[i], x.weights[i].options());
+      if (x.owner[i] != m_rank) {
+        x.weights[i].set_data(whole);
       }
-      kernels::set_adamw_state(*m_whole, w, steps, moments[0], moments[1]);
     }
   }
-  return *m_whole;
 }
 
-void TrainState::release() {
+void TrainState::release_weights() {
   if (m_zero) {
     m_zero->release_all();
   }
@@ -238,7 +213,115 @@ void TrainState::release() {
       }
     }
   }
-  m_whole.reset();
+}
+
+int64_t TrainState::adam_steps() {
+  if (m_zero) {
+    return m_zero->adam_steps();  // every weight steps together: the experts' count is the same
+  }
+  if (m_opt->state().empty()) {
+    return 0;  // before the first step
+  }
+  for (auto& group : m_opt->param_groups()) {
+    if (!group.params().empty()) {
+      return kernels::adamw_state(*m_opt, group.params().front()).step();
+    }
+  }
+  return 0;
+}
+
+std::vector<ShardEntry> TrainState::shard_entries() {
+  const bool moments = adam_steps() > 0;
+  std::vector<ShardEntry> out;
+  // `t` whole: rank r writes its r-th piece as ZeRO cuts it, or (`all`: an expert) all of it.
+  auto add = [&](const std::string& name, const torch::Tensor& t, const torch::Tensor& param, bool all) {
+    const int64_t n = t.numel(), piece = all ? n : (n + m_world - 1) / m_world;
+    const int64_t begin = all ? 0 : std::min(n, m_rank * piece), length = std::min(n, begin + piece) - begin;
+    if (length == 0) {
+      return;
+    }
+    ShardEntry e{name, begin, t.detach().view({-1}).narrow(0, begin, length), {}, {}};
+    if (moments && param.defined()) {
+      auto& state = kernels::adamw_state(*m_opt, param);
+      e.exp_avg = state.exp_avg().view({-1}).narrow(0, begin, length);
+      e.exp_avg_sq = state.exp_avg_sq().view({-1}).narrow(0, begin, length);
+    }
+    out.push_back(std::move(e));
+  };
+  for (size_t i = 0; i < m_all.size(); ++i) {
+    const torch::Tensor& p = m_all[i];
+    const auto owner = m_owner.find(key(p));
+    if (owner != m_owner.end() && owner->second != m_rank) {
+      continue;  // another rank's expert
+    }
+    if (m_zero && m_zero->holds(p)) {
+      ZeroShards::Piece piece = m_zero->piece(p);
+      if (piece.value.numel() > 0) {
+        out.push_back({m_names[i], piece.begin, piece.value.view({-1}), piece.exp_avg, piece.exp_avg_sq});
+      }
+    } else {
+      add(m_names[i], p, p, owner != m_owner.end());
+    }
+  }
+  for (const auto& b : m_model->named_buffers()) {  // the balancing biases: the same on every rank
+    add(b.key(), b.value(), torch::Tensor(), false);
+  }
+  return out;
+}
+
+std::vector<ShardRead> TrainState::shard_reads(int64_t adam_steps) {
+  if (m_zero) {
+    m_zero->clear_moments();
+  }
+  if (m_opt) {
+    m_opt->state().clear();
+  }
+  std::vector<ShardRead> out;
+  for (size_t i = 0; i < m_all.size(); ++i) {
+    const torch::Tensor p = m_all[i];
+    const auto owner = m_owner.find(key(p));
+    if (owner != m_owner.end() && owner->second != m_rank) {
+      continue;  // another rank's expert
+    }
+    const std::vector<int64_t>& shape = m_shapes.at(key(p));
+    const int64_t n = c10::multiply_integers(shape);
+    // The values: whole, where this rank holds the weight whole; else (ZeRO-3) its piece.
+    const bool zero = m_zero && m_zero->holds(p);
+    const ZeroShards::Piece piece = zero ? m_zero->piece(p) : ZeroShards::Piece{0, p, {}, {}};
+    const int64_t length = zero ? piece.value.numel() : n;
+    const bool own_piece = zero && m_zero->stage() == 3;
+    torch::Tensor to = own_piece ? piece.value : p.detach();
+    if (to.numel() > 0) {
+      out.push_back({m_names[i], n, own_piece ? piece.begin : 0, to.numel(), false,
+                     [to](const torch::Tensor& v, const torch::Tensor&) mutable {
+                       torch::NoGradGuard no_grad;
+                       to.view({-1}).copy_(v);
+                     }});
+    }
+    if (adam_steps == 0 || length == 0) {
+      continue;
+    }
+    // The moments of what this rank steps: its piece under ZeRO, else the whole weight.
+    ZeroShards* z = zero ? m_zero.get() : nullptr;
+    torch::optim::AdamW* opt = m_opt.get();
+    out.push_back({m_names[i], n, zero ? piece.begin : 0, length, true,
+                   [z, opt, p, shape, adam_steps](const torch::Tensor& m, const torch::Tensor& v) {
+                     if (z != nullptr) {
+                       z->set_moments(p, adam_steps, m.to(p.device()), v.to(p.device()));
+                     } else {
+                       kernels::set_adamw_state(*opt, p, adam_steps, m.view(shape).to(p.device()),
+                                                v.view(shape).to(p.device()));
+                     }
+                   }});
+  }
+  for (const auto& b : m_model->named_buffers()) {
+    torch::Tensor to = b.value();
+    out.push_back({b.key(), to.numel(), 0, to.numel(), false, [to](const torch::Tensor& v, const torch::Tensor&) mutable {
+                     torch::NoGradGuard no_grad;
+                     to.view({-1}).copy_(v);
+                   }});
+  }
+  return out;
 }
 
 std::unique_ptr<torch::optim::AdamW> TrainState::for_load() const { return grouped(m_all); }
@@ -257,7 +340,7 @@ void TrainState::adopt(torch::optim::AdamW& loaded) {
       }
     }
   }
-  release();  // the other ranks' experts
+  release_weights();  // the other ranks' experts
 }
 
 torch::optim::AdamW& TrainState::optimizer() {

@@ -14,6 +14,7 @@
 
 #include "config/run_config.h"
 #include "train/model.h"
+#include "train/shards.h"
 
 namespace sweep {
 
@@ -44,12 +45,23 @@ class TrainState {
   void begin_eval();
   void end_eval();
 
-  // Checkpoints hold the state unsharded. whole(): an AdamW over every weight of the model, every
-  // weight whole (a collective; the optimizer itself when nothing is sharded). release() gives
-  // back what whole() gathered. for_load(): an AdamW over every weight with no state, to read a
-  // checkpoint into; adopt() keeps this rank's share of it and frees the rest.
-  torch::optim::AdamW& whole();
-  void release();
+  // Every weight of the model whole on every rank (a collective; tests look at them), and back
+  // to what each rank holds.
+  void gather_weights();
+  void release_weights();
+
+  // Checkpoints. A sharded state is written as each rank holds it (train/shards.h):
+  // shard_entries() is this rank's piece of every weight but the routed experts' (the values,
+  // and AdamW's moments after the first step) and its experts whole; adam_steps() the steps
+  // AdamW has taken (0 before the first). shard_reads() is what this rank reads back of a sharded
+  // checkpoint written with `adam_steps` steps in any layout, and where each piece goes (the
+  // moments it holds are dropped first).
+  std::vector<ShardEntry> shard_entries();
+  int64_t adam_steps();
+  std::vector<ShardRead> shard_reads(int64_t adam_steps);
+  // A checkpoint of one file (unsharded training's) read into a sharded state: for_load() is an
+  // AdamW over every weight with no state, to read it into; adopt() keeps this rank's share of
+  // it and of the weights loaded into the model, and frees the rest.
   std::unique_ptr<torch::optim::AdamW> for_load() const;
   void adopt(torch::optim::AdamW& loaded);
 
@@ -64,12 +76,13 @@ class TrainState {
   Communicator* m_comm;
   int64_t m_rank = 0, m_world = 1;
   std::vector<torch::Tensor> m_all;    // every weight of the model, in its order
-  std::unordered_map<const void*, int64_t> m_dims;  // each weight's dimensions, whole
+  std::vector<std::string> m_names;    // their names in the model
+  std::unordered_map<const void*, std::vector<int64_t>> m_shapes;  // each weight's shape, whole
+  std::unordered_map<const void*, int64_t> m_owner;  // each routed expert's rank (expert parallelism)
   std::vector<torch::Tensor> m_dense;  // every weight but the routed experts'
   std::unique_ptr<ExpertPartition> m_experts;
   std::unique_ptr<ZeroShards> m_zero;         // over the dense weights
   std::unique_ptr<torch::optim::AdamW> m_opt;  // over what ZeRO does not hold: everything, or this rank's experts
-  std::unique_ptr<torch::optim::AdamW> m_whole;  // whole()'s, until release()
 };
 
 }  // namespace sweep

@@ -15,6 +15,7 @@
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/schedule.h"
+#include "train/shards.h"
 #include "train/state.h"
 #include "util/build_info.h"
 #include "util/error.h"
@@ -139,9 +140,9 @@ Trainer::~Trainer() = default;
 
 torch::optim::Optimizer& Trainer::optimizer() { return m_state->optimizer(); }
 
-void Trainer::gather_weights() { m_state->whole(); }
+void Trainer::gather_weights() { m_state->gather_weights(); }
 
-void Trainer::release_weights() { m_state->release(); }
+void Trainer::release_weights() { m_state->release_weights(); }
 
 std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t micro) {
   const int64_t B = m_cfg.train.micro_batch, world = m_cfg.world_size;
@@ -234,44 +235,78 @@ EvalLoss Trainer::evaluate_split(const std::string& split, bool blocks, const st
 }
 
 void Trainer::save(const std::string& path, const std::function<void()>& alive) {
-  CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.identity_json().dump()};
+  const CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.identity_json().dump()};
+  if (m_state->sharded()) {
+    // Each rank writes what it holds (train/shards.h). A shard's name has its step: the checkpoint
+    // of this step is there already when it was written or read at this step (a preemption just
+    // after a resume), and writing it again would replace the files it names.
+    if (m_checkpointed == std::make_pair(path, m_step)) {
+      return;
+    }
+    save_sharded_checkpoint(path, m_state->shard_entries(), m_state->adam_steps(), m_state->describe().substr(2), meta,
+                            m_device, *m_comm, alive);
+    m_checkpointed = {path, m_step};
+    return;
+  }
   std::vector<torch::Tensor> rng_states;
   if (m_comm != nullptr && m_comm->world() > 1) {
     rng_states = m_comm->all_gather(rng_state(m_device));  // every rank takes part; rank 0 writes
   }
-  // Sharded or not, one file as unsharded training writes it: the state gathered whole, rank 0 writes.
-  torch::optim::AdamW& whole = m_state->whole();
   if (m_rank == 0) {
-    save_checkpoint(path, m_model, whole, meta, m_device, rng_states, alive);
+    save_checkpoint(path, m_model, m_state->optimizer(), meta, m_device, rng_states, alive);
   }
-  m_state->release();
 }
 
-std::string Trainer::load(const std::string& path) {
-  // Sharded: the whole state read as unsharded training reads it, then this rank's share kept.
-  const std::unique_ptr<torch::optim::AdamW> whole = m_state->sharded() ? m_state->for_load() : nullptr;
-  CheckpointMeta meta = load_checkpoint(path, m_model, whole ? *whole : m_state->optimizer(), m_device, m_rank);
-  if (whole) {
-    m_state->adopt(*whole);
-  }
-  if (meta.config_json != m_cfg.identity_json().dump()) {
+void Trainer::check_same_run(const CheckpointMeta& meta, const std::string& path) const {
+  // The ranks and the accumulation may differ (a run resumed at other ranks: the checkpoint is
+  // resharded); the batch of a step may not.
+  if (RunConfig::across_layouts(nlohmann::json::parse(meta.config_json)) != RunConfig::across_layouts(m_cfg.identity_json())) {
     throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
                 Exit::bad_input);
   }
   if (meta.tokens_per_step != m_cfg.tokens_per_step()) {
     throw Error("checkpoint " + path + " was written with " + std::to_string(meta.tokens_per_step) +
                     " tokens per step, this run has " + std::to_string(m_cfg.tokens_per_step()) +
-                    " (micro_batch × block_size × grad_accum × ranks) — resume with the ranks that wrote it",
+                    " (micro_batch × block_size × grad_accum × ranks) — at other ranks, set train.grad_accum so "
+                    "that the product is the same",
                 Exit::bad_input);
   }
-  m_step = meta.step;
-  if (meta.rng_restored) {
-    return "";
+}
+
+std::string Trainer::load(const std::string& path) {
+  CheckpointMeta meta;
+  std::string note;
+  if (const auto shards = ShardReader::open(path)) {  // a sharded checkpoint: read into this layout
+    check_same_run(shards->meta(), path);
+    meta = shards->load(m_state->shard_reads(shards->adam_steps()), m_rank, m_device, m_comm);
+    const std::string here = m_state->sharded() ? m_state->describe().substr(2) : "unsharded";
+    if (shards->world() != m_cfg.world_size || shards->layout() != here) {
+      note = "the checkpoint was written with " + shards->layout() + "; resharded as it was read (" + here +
+             (m_cfg.world_size > 1 ? "" : ", one process") + ")";
+    }
+  } else {
+    // A checkpoint of one file: read as unsharded training reads it, then this rank's share kept.
+    const std::unique_ptr<torch::optim::AdamW> whole = m_state->sharded() ? m_state->for_load() : nullptr;
+    meta = load_checkpoint(path, m_model, whole ? *whole : m_state->optimizer(), m_device, m_rank);
+    if (whole) {
+      m_state->adopt(*whole);
+    }
+    check_same_run(meta, path);
   }
-  // A stream of another device type's generator cannot go on here: a new one, the same for the
-  // same (data_seed, rank, step), so that the resumed run is still a function of its seeds.
+  m_step = meta.step;
+  m_checkpointed = {path, m_step};
+  if (meta.rng_restored) {
+    return note;
+  }
+  // A stream of another device type's generator, or none for this rank, cannot go on here: a new
+  // one, the same for the same (data_seed, rank, step), so that the resumed run is still a
+  // function of its seeds.
   torch::manual_seed(dropout_seed(m_cfg.seeds.data, m_rank) ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(m_step + 1)));
-  return "the dropout stream was written on " + meta.rng_device + ", this run is on " + m_device.str() +
+  return (note.empty() ? "" : note + "; ") +
+         (meta.rng_device.empty() ? "the checkpoint holds no dropout stream for rank " + std::to_string(m_rank) +
+                                        " (it was written by fewer ranks)"
+                                  : "the dropout stream was written on " + meta.rng_device + ", this run is on " +
+                                        m_device.str()) +
          ": it goes on from a new seed of (data_seed, rank, step), not where it stopped";
 }
 

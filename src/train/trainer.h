@@ -17,6 +17,7 @@
 #include "config/run_config.h"
 #include "data/loader.h"
 #include "protocol/run_state.h"
+#include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/events.h"
 #include "train/model.h"
@@ -99,6 +100,9 @@ class Trainer {
   torch::Device device() const { return m_device; }
 
  private:
+  // An Error when a checkpoint's metadata is not this run's: another config, or another batch
+  // of a step (the ranks and the accumulation may differ: the checkpoint is resharded).
+  void check_same_run(const CheckpointMeta& meta, const std::string& path) const;
   // A split's loss (stage 3 gathers the weights outside the blocks for it); `blocks`: as evaluate_loss.
   EvalLoss evaluate_split(const std::string& split, bool blocks, const std::function<void()>& alive);
 
@@ -113,6 +117,7 @@ class Trainer {
   std::unique_ptr<TrainState> m_state;  // the optimizer, and how the ranks hold the state
   std::unique_ptr<BatchLoader> m_loader;
   int64_t m_step = 0;
+  std::pair<std::string, int64_t> m_checkpointed{"", -1};  // the checkpoint last written or read, and its step
   std::function<void()> m_alive;  // during run(): a heartbeat, after every micro-batch
 };
 

@@ -262,37 +262,36 @@ void ZeroShards::release(torch::nn::Module& block) { release_weights(block_slots
 
 void ZeroShards::reduce_gradients(torch::nn::Module& block) { reduce_scatter(block_slots(block)); }
 
-void ZeroShards::gather_state(torch::optim::AdamW& whole) {
-  torch::NoGradGuard no_grad;
-  if (m_opt->state().empty()) {
-    return;  // before the first step AdamW holds no state
+bool ZeroShards::holds(const torch::Tensor& param) const { return m_index.count(key(param)) > 0; }
+
+ZeroShards::Piece ZeroShards::piece(const torch::Tensor& param) {
+  const Slot& s = m_slots[m_index.at(key(param))];
+  Piece out{s.begin(m_rank), s.weight, {}, {}};
+  if (s.weight.numel() > 0 && !m_opt->state().empty()) {
+    auto& state = kernels::adamw_state(*m_opt, s.weight);
+    out.exp_avg = state.exp_avg();
+    out.exp_avg_sq = state.exp_avg_sq();
   }
+  return out;
+}
+
+void ZeroShards::set_moments(const torch::Tensor& param, int64_t steps, const torch::Tensor& exp_avg,
+                             const torch::Tensor& exp_avg_sq) {
+  const Slot& s = m_slots[m_index.at(key(param))];
+  kernels::set_adamw_state(*m_opt, s.weight, steps, exp_avg, exp_avg_sq);
+}
+
+void ZeroShards::clear_moments() { m_opt->state().clear(); }
+
+int64_t ZeroShards::adam_steps() {
   // Every piece has stepped as often as every other (a weight no token reached steps on a zero
   // gradient): one count.
-  int64_t steps = 0;
   for (const Slot& s : m_slots) {
-    if (s.weight.numel() > 0) {
-      steps = kernels::adamw_state(*m_opt, s.weight).step();
-      break;
+    if (s.weight.numel() > 0 && !m_opt->state().empty()) {
+      return kernels::adamw_state(*m_opt, s.weight).step();
     }
   }
-  std::vector<std::array<torch::Tensor, 2>> moments(m_slots.size());
-  for (size_t i = 0; i < m_slots.size(); ++i) {
-    moments[i] = {torch::empty(m_slots[i].shape, m_slots[i].param.options()),
-                  torch::empty(m_slots[i].shape, m_slots[i].param.options())};
-  }
-  for (size_t k = 0; k < 2; ++k) {
-    all_gather(
-        all(),
-        [&](const Slot& s) {
-          auto& state = kernels::adamw_state(*m_opt, s.weight);
-          return k == 0 ? state.exp_avg() : state.exp_avg_sq();
-        },
-        [&](const Slot& s) { return row(moments[static_cast<size_t>(&s - m_slots.data())][k]); });
-  }
-  for (size_t i = 0; i < m_slots.size(); ++i) {
-    kernels::set_adamw_state(whole, m_slots[i].param, steps, moments[i][0], moments[i][1]);
-  }
+  return 0;
 }
 
 void ZeroShards::load(torch::optim::AdamW& whole) {

@@ -63,11 +63,22 @@ class ZeroShards : public BlockWeights {
   void release(torch::nn::Module& block) override;
   void reduce_gradients(torch::nn::Module& block) override;
 
-  // Checkpoints hold the optimizer unsharded, as plain data parallel writes it. gather_state():
-  // a collective that puts every rank's moments into `whole`'s state for these weights (none
-  // before the first step). load() keeps this rank's pieces of such an AdamW, and (stage 3) of
-  // the whole weights loaded into the model, then frees them.
-  void gather_state(torch::optim::AdamW& whole);
+  // Sharded checkpoints (train/shards.h): this rank's piece of a weight of these (holds()):
+  // where it begins in the flattened weight, its values (stages 1, 2: a view of the whole
+  // weight; 3: its own storage) and AdamW's moments (undefined before the first step and for an
+  // empty piece); the moments set or dropped; the steps AdamW has taken (0 before the first).
+  struct Piece {
+    int64_t begin = 0;
+    torch::Tensor value, exp_avg, exp_avg_sq;
+  };
+  bool holds(const torch::Tensor& param) const;
+  Piece piece(const torch::Tensor& param);
+  void set_moments(const torch::Tensor& param, int64_t steps, const torch::Tensor& exp_avg,
+                   const torch::Tensor& exp_avg_sq);
+  void clear_moments();
+  int64_t adam_steps();
+  // A checkpoint of one file (the whole state: the weights loaded into the model, the moments
+  // in `whole`): this rank's pieces of it kept, and (stage 3) the whole weights freed.
   void load(torch::optim::AdamW& whole);
 
  private:

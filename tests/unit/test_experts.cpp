@@ -2,8 +2,8 @@
 // as threads): the routed experts partitioned over 2 ranks train as plain data parallel at 2
 // ranks — the same per-step loss and gradient norm within 1e-6, the same expert loads, aux loss
 // and balancing biases, under both balancings and with activation checkpointing; a run resumes
-// bitwise from its checkpoint, which is the unsharded file (so plain data parallel goes on from
-// it too); each rank holds only its experts.
+// bitwise from its checkpoint (a shard per rank), and plain data parallel goes on from it too;
+// each rank holds only its experts.
 #include "parallel_helpers.h"
 
 using namespace sweep;
@@ -109,7 +109,7 @@ TEST_CASE("expert parallel: bf16 trains, close to plain data parallel") {
   }
 }
 
-TEST_CASE("expert parallel: resumes bitwise, and its checkpoint is the unsharded file (with ZeRO-3 too)") {
+TEST_CASE("expert parallel: resumes bitwise, and plain data parallel goes on from its checkpoint (with ZeRO-3 too)") {
   for (int64_t zero : {0, 3}) {
     CAPTURE(zero);
     test::TempDir dir;

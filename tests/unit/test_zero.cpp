@@ -1,9 +1,9 @@
 // ZeRO 1, 2 and 3 (train/zero.h) over a real c10d process group (Gloo on loopback, ranks as
 // threads): each stage at 2 ranks trains as plain data parallel at 2 ranks (fp32, dropout 0: the
 // per-step loss and gradient norm within 1e-6 relative, the final weights close), MoE loads, aux
-// loss and balancing biases included; each stage resumes bitwise from its checkpoint; a
-// checkpoint is the same file whatever the stage, so a run resumes at another stage; a rank that
-// leaves mid-step makes the other fail, not hang.
+// loss and balancing biases included; each stage resumes bitwise from its checkpoint (a shard per
+// rank, train/shards.h), and at any other stage from it; a rank that leaves mid-step makes the
+// other fail, not hang. Checkpoints at other ranks: test_shards.cpp.
 #include <thread>
 
 #include "parallel_helpers.h"
@@ -130,8 +130,8 @@ TEST_CASE("ZeRO: each stage resumes bitwise from its checkpoint, and at another 
     CHECK(torch::equal(weights(resumed), weights(first)));
     CHECK(torch::equal(weights(resumed, 1), weights(first, 1)));
 
-    // The file is unsharded training's: plain data parallel and every other stage go on from it
-    // (the same maths; the norm summed in another order only).
+    // Plain data parallel and every other stage go on from it, reading what they hold from the
+    // shards (the same maths; the norm summed in another order only).
     for (int64_t other = 0; other <= 3; ++other) {
       RunConfig o = c;
       o.parallel.zero = other;

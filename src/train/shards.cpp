@@ -1,0 +1,317 @@
+#include "train/shards.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "parallel/parallel.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace sweep {
+
+namespace {
+
+using nlohmann::json;
+
+// A tensor's elements in storage of their own on the CPU: an archive writes a view's whole
+// storage, and a device tensor's is copied to the host anyway.
+torch::Tensor host_copy(const torch::Tensor& t) {
+  return t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
+}
+
+std::string shard_file(const std::string& path, int64_t step, int64_t rank, int64_t world) {
+  const fs::path p(path);
+  return p.stem().string() + ".step" + std::to_string(step) + ".rank" + std::to_string(rank) + "-of-" +
+         std::to_string(world) + p.extension().string();
+}
+
+// Every rank's `text`, in rank order (a collective).
+std::vector<std::string> all_gather_text(Communicator& comm, const std::string& text) {
+  torch::Tensor size = torch::full({1}, static_cast<int64_t>(text.size()), torch::kLong);
+  int64_t longest = 0;
+  for (const auto& s : comm.all_gather(size)) {
+    longest = std::max(longest, s.item<int64_t>());
+  }
+  torch::Tensor bytes = torch::zeros({longest + 1}, torch::kUInt8);  // never empty
+  std::copy(text.begin(), text.end(), bytes.data_ptr<uint8_t>());
+  bytes[longest] = static_cast<int64_t>(text.size() > 0 ? 1 : 0);
+  std::vector<std::string> out;
+  for (const auto& s : comm.all_gather(bytes)) {
+    const torch::Tensor b = s.to(torch::kCPU).contiguous();
+    const char* p = reinterpret_cast<const char*>(b.data_ptr<uint8_t>());
+    out.emplace_back(p, strnlen(p, static_cast<size_t>(longest)));
+  }
+  return out;
+}
+
+// How many ranks say `bad` (a collective).
+int64_t count_over_ranks(Communicator* comm, bool bad) {
+  torch::Tensor n = torch::full({1}, bad ? 1.0 : 0.0, torch::kDouble);
+  if (comm != nullptr && comm->world() > 1) {
+    comm->all_reduce_sum(n);
+  }
+  return static_cast<int64_t>(n.item<double>());
+}
+
+// The shards a manifest names (none when it is not a whole manifest: nothing is removed then).
+std::set<std::string> named_shards(const std::string& manifest) {
+  std::set<std::string> files;
+  try {
+    if (const auto reader = fs::exists(manifest) ? ShardReader::open(manifest) : nullptr) {
+      const std::vector<std::string> named = reader->files();
+      files.insert(named.begin(), named.end());
+    }
+  } catch (const std::exception&) {
+  }
+  return files;
+}
+
+// Removes the shards beside `path` that neither it nor the previous checkpoint name (those of
+// older checkpoints, and of saves that stopped before their manifest). Best effort: a shard left
+// behind costs disk only.
+void remove_unnamed_shards(const std::string& path) {
+  const fs::path p(path);
+  std::set<std::string> keep = named_shards(path);
+  const std::set<std::string> previous = named_shards(previous_checkpoint(path));
+  if (keep.empty()) {
+    return;  // the manifest just written cannot be read back: touch nothing
+  }
+  keep.insert(previous.begin(), previous.end());
+  const std::regex shard(std::regex_replace(p.stem().string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                         R"(\.step\d+\.rank\d+-of-\d+)" +
+                         std::regex_replace(p.extension().string(), std::regex(R"([.])"), R"(\.)"));
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(p.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, shard) && keep.count(name) == 0) {
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
+
+}  // namespace
+
+void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEntry>& entries, int64_t adam_steps,
+                             const std::string& layout, const CheckpointMeta& meta, const torch::Device& device,
+                             Communicator& comm, const std::function<void()>& alive) {
+  const int64_t rank = comm.rank(), world = comm.world();
+  const std::string file = shard_file(path, meta.step, rank, world);
+  json index = json::array();
+  std::string sha, error;
+  try {
+    torch::serialize::OutputArchive root;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const ShardEntry& e = entries[i];
+      index.push_back({e.name, e.begin, e.value.numel()});
+      root.write(std::to_string(i) + ".value", host_copy(e.value));
+      if (e.exp_avg.defined()) {  // a weight's, after the first step (a buffer has none)
+        root.write(std::to_string(i) + ".exp_avg", host_copy(e.exp_avg));
+        root.write(std::to_string(i) + ".exp_avg_sq", host_copy(e.exp_avg_sq));
+      }
+    }
+    write_checkpoint_meta(root, meta);
+    root.write("rng_state", rng_state(device));
+    write_rng_device(root, device);
+    sha = write_checkpoint_file((fs::path(path).parent_path() / file).string(), root, alive, /*keep_previous=*/false,
+                                meta.step);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  // Every rank learns every rank's shard (its file, checksum and index), or that one failed.
+  const std::vector<std::string> shards =
+      all_gather_text(comm, error.empty() ? json{{"file", file}, {"sha256", sha}, {"index", index}}.dump() : "");
+  for (int64_t r = 0; r < world; ++r) {
+    if (shards[static_cast<size_t>(r)].empty()) {
+      throw Error("checkpoint " + path + " at step " + std::to_string(meta.step) + " was not written: " +
+                  (r == rank ? error : "rank " + std::to_string(r) + " could not write its shard") +
+                  " — the previous checkpoint is kept");
+    }
+  }
+  if (rank == 0) {
+    try {
+      json manifest = {{"world", world}, {"adam_steps", adam_steps}, {"layout", layout}, {"shards", json::array()}};
+      for (const auto& s : shards) {
+        manifest["shards"].push_back(json::parse(s));
+      }
+      torch::serialize::OutputArchive root;
+      root.write("shards", c10::IValue(manifest.dump()));
+      write_checkpoint_meta(root, meta);
+      write_checkpoint_file(path, root, alive, /*keep_previous=*/true, meta.step);
+      error.clear();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (count_over_ranks(&comm, rank == 0 && !error.empty()) > 0) {
+    throw Error(rank == 0 ? error : "checkpoint " + path + " at step " + std::to_string(meta.step) +
+                                        ": rank 0 could not write its manifest — the previous checkpoint is kept");
+  }
+  if (rank == 0) {
+    remove_unnamed_shards(path);
+  }
+}
+
+std::unique_ptr<ShardReader> ShardReader::open(const std::string& path) {
+  if (const auto problem = checkpoint_problem(path)) {
+    throw CheckpointDamaged(path, *problem);
+  }
+  torch::serialize::InputArchive root;
+  open_checkpoint_archive(path, root, torch::kCPU);
+  c10::IValue text;
+  if (!root.try_read("shards", text)) {
+    return nullptr;
+  }
+  std::unique_ptr<ShardReader> r(new ShardReader());
+  r->m_path = path;
+  r->m_meta = read_checkpoint_meta(root);
+  try {
+    const json manifest = json::parse(text.toStringRef());
+    r->m_adam_steps = manifest.at("adam_steps").get<int64_t>();
+    r->m_layout = manifest.value("layout", std::string());
+    for (const auto& s : manifest.at("shards")) {
+      r->m_shards.push_back({s.at("file").get<std::string>(), s.at("sha256").get<std::string>(), nullptr});
+      const auto& index = s.at("index");
+      for (size_t e = 0; e < index.size(); ++e) {
+        r->m_index[index[e].at(0).get<std::string>()].push_back(
+            {r->m_shards.size() - 1, e, index[e].at(1).get<int64_t>(), index[e].at(2).get<int64_t>()});
+      }
+    }
+  } catch (const json::exception& e) {
+    throw CheckpointDamaged(path, std::string("its manifest does not read: ") + e.what());
+  }
+  for (auto& [name, pieces] : r->m_index) {
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
+  }
+  return r;
+}
+
+std::vector<ShardReader::Piece> ShardReader::pieces(const std::string& name, int64_t begin, int64_t length) const {
+  std::vector<Piece> out;
+  const auto it = m_index.find(name);
+  int64_t covered = begin;  // the pieces are in order of begin and do not overlap
+  if (it != m_index.end()) {
+    for (const Piece& p : it->second) {
+      if (p.begin < begin + length && p.begin + p.length > begin && p.length > 0) {
+        if (p.begin > covered) {
+          break;
+        }
+        out.push_back(p);
+        covered = std::max(covered, p.begin + p.length);
+      }
+    }
+  }
+  if (covered < begin + length) {
+    throw Error("checkpoint " + m_path + " does not hold elements " + std::to_string(covered) + "… of weight '" +
+                    name + "' — it was written for another model (another config.yaml)",
+                Exit::bad_input);
+  }
+  return out;
+}
+
+std::string ShardReader::problem(size_t shard) const {
+  const std::string file = (fs::path(m_path).parent_path() / m_shards[shard].file).string();
+  if (const auto problem = checkpoint_problem(file)) {
+    return "its shard " + m_shards[shard].file + ": " + *problem;
+  }
+  if (checkpoint_sha256(file) != m_shards[shard].sha256) {
+    return "its shard " + m_shards[shard].file + " is not the one it names (another checkpoint's, of the same step?)";
+  }
+  return "";
+}
+
+std::vector<std::string> ShardReader::files() const {
+  std::vector<std::string> out;
+  for (const Shard& s : m_shards) {
+    out.push_back(s.file);
+  }
+  return out;
+}
+
+torch::serialize::InputArchive& ShardReader::archive(size_t shard) {
+  Shard& s = m_shards[shard];
+  if (!s.archive) {
+    s.archive = std::make_unique<torch::serialize::InputArchive>();
+    open_checkpoint_archive((fs::path(m_path).parent_path() / s.file).string(), *s.archive, torch::kCPU);
+  }
+  return *s.archive;
+}
+
+torch::Tensor ShardReader::read(const std::string& name, int64_t begin, int64_t length, const char* kind) {
+  torch::Tensor out = torch::empty({length}, torch::kFloat);
+  for (const Piece& p : pieces(name, begin, length)) {
+    torch::Tensor t;
+    archive(p.shard).read(std::to_string(p.entry) + "." + kind, t);
+    const int64_t from = std::max(begin, p.begin), to = std::min(begin + length, p.begin + p.length);
+    out.narrow(0, from - begin, to - from).copy_(t.narrow(0, from - p.begin, to - from));
+  }
+  return out;
+}
+
+CheckpointMeta ShardReader::load(const std::vector<ShardRead>& reads, int64_t rank, const torch::Device& device,
+                                 Communicator* comm) {
+  // The shards this rank reads (and its own, for its dropout stream), checked before any is read.
+  std::set<size_t> needed;
+  for (const ShardRead& r : reads) {
+    const auto it = m_index.find(r.name);
+    if (it == m_index.end() || it->second.back().begin + it->second.back().length != r.numel) {
+      throw Error("checkpoint " + m_path + " holds weight '" + r.name + "' " +
+                      (it == m_index.end() ? "not at all" : "with another number of elements") +
+                      " — it was written for another model (another config.yaml)",
+                  Exit::bad_input);
+    }
+    for (const Piece& p : pieces(r.name, r.begin, r.length)) {
+      needed.insert(p.shard);
+    }
+  }
+  const bool own = rank >= 0 && rank < world();
+  if (own) {
+    needed.insert(static_cast<size_t>(rank));
+  }
+  std::string mine;
+  for (size_t s : needed) {
+    if (mine = problem(s); !mine.empty()) {
+      break;
+    }
+  }
+  if (count_over_ranks(comm, !mine.empty()) > 0) {
+    throw CheckpointDamaged(m_path, mine.empty() ? "a shard another rank reads is damaged" : mine);
+  }
+  for (const ShardRead& r : reads) {
+    if (r.moments) {
+      r.put(read(r.name, r.begin, r.length, "exp_avg"), read(r.name, r.begin, r.length, "exp_avg_sq"));
+    } else {
+      r.put(read(r.name, r.begin, r.length, "value"), torch::Tensor());
+    }
+  }
+  CheckpointMeta meta = m_meta;
+  if (own) {
+    restore_rng(archive(static_cast<size_t>(rank)), "rng_state", meta, device);
+  } else {
+    meta.rng_restored = false;
+    meta.rng_device.clear();
+  }
+  return meta;
+}
+
+void ShardReader::load_weights(GPT& model) {
+  torch::NoGradGuard no_grad;
+  std::vector<ShardRead> reads;
+  for (const auto& named : {model->named_parameters(), model->named_buffers()}) {
+    for (const auto& item : named) {
+      torch::Tensor w = item.value();
+      reads.push_back({item.key(), w.numel(), 0, w.numel(), false,
+                       [w](const torch::Tensor& v, const torch::Tensor&) mutable { w.view({-1}).copy_(v); }});
+    }
+  }
+  if (reads.size() != m_index.size()) {
+    throw Error("checkpoint " + m_path + " holds " + std::to_string(m_index.size()) + " tensors, the model " +
+                    std::to_string(reads.size()) + " — it was written for another model (another config.yaml)",
+                Exit::bad_input);
+  }
+  load(reads, -1, torch::kCPU, nullptr);
+}
+
+}  // namespace sweep
