@@ -16,15 +16,6 @@ namespace {
 
 constexpr double k_gib = 1024.0 * 1024 * 1024;
 
-// A sharded run's checkpoint is the unsharded file, gathered whole on every rank first: the fp32
-// weights and AdamW's two moments beside what the rank holds (0 for an unsharded run).
-double checkpoint_gather(const RunConfig& c, const MemoryPlan& p) {
-  if (p.layout.ranks <= 1 || (p.layout.zero == 0 && p.layout.expert <= 1)) {
-    return 0;
-  }
-  return 12.0 * static_cast<double>(model_size(c.model.resolved()).total);
-}
-
 }  // namespace
 
 MemoryPlan run_memory(const RunConfig& c) {
@@ -52,9 +43,6 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
         r.variant + " seed " + std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data);
     if (device > 0 && p.total() > device) {
       out.too_big.push_back(name + ": " + format_bytes(p.total()));
-    } else if (device > 0 && p.persistent() + checkpoint_gather(r.config, p) > device) {
-      out.too_big.push_back(name + ": its checkpoints, " + format_bytes(p.persistent() + checkpoint_gather(r.config, p)));
-      out.checkpoints = true;
     }
   }
   if (!largest) {
@@ -83,12 +71,6 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
   const std::string gib = format_number("%g", c.resources.device_memory) + " GiB";
   if (p.total() <= device) {
     out.lines.push_back("  fits resources.device_memory " + gib);
-    const double whole = checkpoint_gather(c, p);
-    if (p.persistent() + whole > device) {
-      out.lines.push_back("  but not its checkpoints: they gather the whole state on every rank (" +
-                          format_bytes(whole) + " more), which this device does not hold — sweep writes no "
-                          "per-rank checkpoint shards yet (docs/guide.md#zero)");
-    }
     return out;
   }
   const std::vector<MemoryPlan> fit = layouts_that_fit(c, step_path(c, compat::k_has_sdpa), 0.9 * device);
@@ -129,12 +111,9 @@ void refuse_over_memory(const SweepSpec& spec, const std::string& db) {
     }
     throw Error(spec.file + ": " + std::to_string(memory.too_big.size()) + " run(s) need more memory per device than " +
                     "resources.device_memory (" + runs + ")" + plan +
-                    (memory.checkpoints
-                         ? "\na sharded run's checkpoints need per-rank shard files, which sweep does not write yet: "
-                           "a device with more memory (resources.device_memory), or a smaller model"
-                         : "\nset train.micro_batch lower with train.grad_accum higher (the same batch), or "
-                           "train.activation_checkpointing: true, or shard the state (parallel.zero, parallel.expert: "
-                           "the layouts above); or raise resources.device_memory if the device has more"),
+                    "\nset train.micro_batch lower with train.grad_accum higher (the same batch), or "
+                    "train.activation_checkpointing: true, or shard the state (parallel.zero, parallel.expert: "
+                    "the layouts above); or raise resources.device_memory if the device has more",
                 Exit::bad_input);
   }
 }

@@ -21,7 +21,6 @@ MemoryPlan run_memory(const RunConfig& c);
 struct MemoryCheck {
   std::vector<std::string> lines;    // the breakdown, the verdict, the layouts that fit
   std::vector<std::string> too_big;  // "variant seed 1/1: 253.1 GiB" for each run to train that does not fit
-  bool checkpoints = false;          // some of them only because their checkpoints gather the whole state
 };
 
 MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::string>& done = {});

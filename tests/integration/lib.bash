@@ -129,13 +129,14 @@ test_tol = float(sys.argv[5]) if len(sys.argv) > 5 else tol
 def events(d):
     return [json.loads(l) for l in open(d + "/events.jsonl")]
 ea, eb = events(a), events(b)
-la = [e["loss"] for e in ea if e["event"] == "train"]
-lb = [e["loss"] for e in eb if e["event"] == "train"]
+# by step, the last event of each (a resumed run trains the steps since its checkpoint again)
+la = list({e["step"]: e["loss"] for e in ea if e["event"] == "train"}.values())
+lb = list({e["step"]: e["loss"] for e in eb if e["event"] == "train"}.values())
 assert len(la) == len(lb) == steps, (len(la), len(lb))
 worst = max(abs(x - y) / abs(y) for x, y in zip(la, lb))
 assert worst < tol, f"per-step losses differ by {worst:.2e} relative"
-ta = [e["test_loss"] for e in ea if e["event"] == "end"][0]
-tb = [e["test_loss"] for e in eb if e["event"] == "end"][0]
+ta = [e["test_loss"] for e in ea if e["event"] == "end" and "test_loss" in e][-1]  # not a preempted end's
+tb = [e["test_loss"] for e in eb if e["event"] == "end" and "test_loss" in e][-1]
 assert abs(ta - tb) / tb < test_tol, (ta, tb)
 print(f"{a} = {b}: {steps} steps, worst relative loss difference {worst:.1e}, test loss {ta:.7f} / {tb:.7f}")
 PY

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # ZeRO and expert parallelism for real: `sweep train --nproc 2` with parallel.zero or
 # parallel.expert, two processes over Gloo. The experts over 2 ranks train as plain data
-# parallel does (per-step losses within 1e-5 relative over 100 steps) and write a checkpoint
-# `sweep eval` scores as the run's own test loss. Stage 3
+# parallel does (per-step losses within 1e-5 relative over 100 steps) and write checkpoint shards
+# that `sweep export` assembles and `sweep eval` scores as the run's own test loss. Stage 3
 # trains as plain data parallel does (per-step losses within 1e-5 relative over 200 steps); SIGTERM → both ranks
-# stop at one step and --resume finishes with the uninterrupted result; kill -9 of one rank → the
+# stop at one step, each writes its shard, and --resume finishes with the uninterrupted result;
+# stopped at 2 ranks and resumed as one process with accumulation 2, the run ends on the
+# uninterrupted curve (1e-5 relative a step); kill -9 of one rank → the
 # run fails, no rank is left behind, and --resume goes on from the last checkpoint to the
 # uninterrupted result; a rank that stalls (SIGSTOP) → the other fails within the collective
 # timeout instead of waiting forever.
@@ -19,13 +21,15 @@ sed -i 's/dropout: 0.1/dropout: 0.0/; s/^train: {/train: {precision: fp32, /' ru
 grep -q 'ZeRO-3 over 2 ranks' z3/train.log || fail "the run log does not name its ZeRO stage: $(head -3 z3/train.log)"
 same_curve z3 plain 200 1e-5 1e-6 || fail "ZeRO-3 differs from plain data parallel"  # 1e-6 over 6 steps: test_zero.cpp
 
-# SIGTERM at ZeRO-2: one checkpoint (the unsharded file), both ranks stop; the resume is exact.
+# SIGTERM at ZeRO-2: both ranks stop at one step, each writes its shard; the resume is exact.
 "$SWEEP" train run.yaml --nproc 2 --set parallel.zero=2 --run-dir z2 > /dev/null 2>&1 &
 pid=$!
 wait_for_train_events z2/events.jsonl 50
 kill -TERM "$pid"
 set +e; wait "$pid"; rc=$?; set -e
 [ "$rc" -eq 75 ] || fail "SIGTERM: exit $rc, expected 75"
+ls z2/checkpoint/ckpt.step*.rank0-of-2.pt z2/checkpoint/ckpt.step*.rank1-of-2.pt > /dev/null ||
+  fail "no shard per rank: $(ls z2/checkpoint)"
 "$SWEEP" train run.yaml --nproc 2 --set parallel.zero=2 --run-dir z2 --resume > /dev/null 2>&1 || fail "ZeRO-2 resume"
 "$SWEEP" train run.yaml --nproc 2 --set parallel.zero=2 --run-dir z2straight > /dev/null 2>&1
 [ "$(test_loss z2)" = "$(test_loss z2straight)" ] ||
@@ -44,6 +48,18 @@ killed=$elapsed killed_rc=$rc
   fail "resume after a killed rank: $(cat resume.err)"
 [ "$(test_loss killed)" = "$(test_loss z3)" ] ||
   fail "resumed after kill -9: test loss $(test_loss killed), uninterrupted $(test_loss z3)"
+# Resharded: ZeRO-3 over 2 ranks stopped, resumed as one process with accumulation 2 (the same
+# batch of a step); it ends on the uninterrupted run's curve.
+"$SWEEP" train run.yaml --nproc 2 --set parallel.zero=3 --run-dir moved > /dev/null 2>&1 &
+pid=$!
+wait_for_train_events moved/events.jsonl 50
+kill -TERM "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 75 ] || fail "SIGTERM at ZeRO-3: exit $rc, expected 75"
+"$SWEEP" train run.yaml --set train.grad_accum=2 --run-dir moved --resume > /dev/null 2> moved.err ||
+  fail "resume of 2 ranks as one process: $(cat moved.err)"
+grep -q 'resharded as it was read' moved/train.log || fail "the log does not say the checkpoint was resharded"
+same_curve moved z3 200 1e-5 || fail "resharded to one process, the run left its curve"
 # SIGSTOP of rank 1: alive but silent. Rank 0 waits in a collective for SWEEP_DIST_TIMEOUT, then fails.
 SWEEP_DIST_TIMEOUT=10 "$SWEEP" train run.yaml --nproc 2 --set parallel.zero=3 --run-dir stalled > stalled.out 2> stalled.err &
 launcher=$!
@@ -69,7 +85,7 @@ YAML
   fail "deepseek --nproc 2, experts over 2: $(cat dsep.err)"
 grep -q 'routed experts over 2 ranks' dsep/train.log || fail "the run log does not say its experts are partitioned: $(head -3 dsep/train.log)"
 same_curve dsep dsplain 100 1e-5 || fail "expert parallel 2 differs from plain data parallel"
-# The checkpoint holds every expert: `sweep eval` on it scores the run's test loss.
+# The shards hold every expert: `sweep export` assembles them, and `sweep eval` scores the run's test loss.
 "$SWEEP" export dsep --out dsep.pt > /dev/null 2> export.err || fail "sweep export of the expert-parallel run: $(cat export.err)"
 "$SWEEP" eval dsep.pt --data data/bytes --config dsep/config.yaml > eval.txt 2> eval.err ||
   fail "sweep eval of the expert-parallel run: $(cat eval.err)"
