@@ -65,9 +65,9 @@ bool pwrite_all(int fd, const void* data, size_t size, off_t at) {
 // Files of LibTorch archives written before checkpoints had a header (a zip: "PK").
 bool is_bare_archive(const char* head, ssize_t n) { return n >= 2 && head[0] == 'P' && head[1] == 'K'; }
 
-// The archive of a checked checkpoint file (checkpoint_problem first), read in place.
 }  // namespace
 
+// The archive of a checked checkpoint file (checkpoint_problem first), read in place.
 void open_checkpoint_archive(const std::string& path, torch::serialize::InputArchive& root, const torch::Device& device) {
   const Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   char head[2];

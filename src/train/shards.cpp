@@ -94,6 +94,13 @@ void remove_unnamed_shards(const std::string& path) {
 
 }  // namespace
 
+ShardRead ShardRead::into(const std::string& name, int64_t numel, int64_t begin, torch::Tensor to) {
+  return {name, numel, begin, to.numel(), false, [to](const torch::Tensor& values, const torch::Tensor&) mutable {
+            torch::NoGradGuard no_grad;
+            to.view({-1}).copy_(values);
+          }};
+}
+
 void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEntry>& entries, int64_t adam_steps,
                              const std::string& layout, const CheckpointMeta& meta, const torch::Device& device,
                              Communicator& comm, const std::function<void()>& alive) {
@@ -172,11 +179,18 @@ std::unique_ptr<ShardReader> ShardReader::open(const std::string& path) {
     r->m_adam_steps = manifest.at("adam_steps").get<int64_t>();
     r->m_layout = manifest.value("layout", std::string());
     for (const auto& s : manifest.at("shards")) {
-      r->m_shards.push_back({s.at("file").get<std::string>(), s.at("sha256").get<std::string>(), nullptr});
+      const std::string file = s.at("file").get<std::string>();
+      if (file.empty() || file.find('/') != std::string::npos || file[0] == '.') {
+        throw CheckpointDamaged(path, "its manifest names a shard outside its folder: '" + file + "'");
+      }
+      r->m_shards.push_back({file, s.at("sha256").get<std::string>(), nullptr});
       const auto& index = s.at("index");
       for (size_t e = 0; e < index.size(); ++e) {
-        r->m_index[index[e].at(0).get<std::string>()].push_back(
-            {r->m_shards.size() - 1, e, index[e].at(1).get<int64_t>(), index[e].at(2).get<int64_t>()});
+        const Piece piece{r->m_shards.size() - 1, e, index[e].at(1).get<int64_t>(), index[e].at(2).get<int64_t>()};
+        if (piece.begin < 0 || piece.length < 0) {
+          throw CheckpointDamaged(path, "its manifest gives a shard a negative range");
+        }
+        r->m_index[index[e].at(0).get<std::string>()].push_back(piece);
       }
     }
   } catch (const json::exception& e) {
@@ -244,6 +258,11 @@ torch::Tensor ShardReader::read(const std::string& name, int64_t begin, int64_t 
   for (const Piece& p : pieces(name, begin, length)) {
     torch::Tensor t;
     archive(p.shard).read(std::to_string(p.entry) + "." + kind, t);
+    if (t.dim() != 1 || t.numel() != p.length || t.scalar_type() != torch::kFloat) {
+      throw Error("checkpoint " + m_path + ": shard " + m_shards[p.shard].file + " holds " + kind + " of '" + name +
+                      "' unlike its index says — it was not written by sweep",
+                  Exit::bad_input);
+    }
     const int64_t from = std::max(begin, p.begin), to = std::min(begin + length, p.begin + p.length);
     out.narrow(0, from - begin, to - from).copy_(t.narrow(0, from - p.begin, to - from));
   }
@@ -279,12 +298,17 @@ CheckpointMeta ShardReader::load(const std::vector<ShardRead>& reads, int64_t ra
   if (count_over_ranks(comm, !mine.empty()) > 0) {
     throw CheckpointDamaged(m_path, mine.empty() ? "a shard another rank reads is damaged" : mine);
   }
-  for (const ShardRead& r : reads) {
-    if (r.moments) {
-      r.put(read(r.name, r.begin, r.length, "exp_avg"), read(r.name, r.begin, r.length, "exp_avg_sq"));
-    } else {
-      r.put(read(r.name, r.begin, r.length, "value"), torch::Tensor());
+  try {
+    for (const ShardRead& r : reads) {
+      if (r.moments) {
+        r.put(read(r.name, r.begin, r.length, "exp_avg"), read(r.name, r.begin, r.length, "exp_avg_sq"));
+      } else {
+        r.put(read(r.name, r.begin, r.length, "value"), torch::Tensor());
+      }
     }
+  } catch (const c10::Error& e) {  // a record its index names is missing: not sweep's writing
+    const std::string why = e.what_without_backtrace();
+    throw Error("checkpoint " + m_path + " does not read (" + why.substr(0, why.find('\n')) + ")", Exit::bad_input);
   }
   CheckpointMeta meta = m_meta;
   if (own) {
@@ -301,9 +325,7 @@ void ShardReader::load_weights(GPT& model) {
   std::vector<ShardRead> reads;
   for (const auto& named : {model->named_parameters(), model->named_buffers()}) {
     for (const auto& item : named) {
-      torch::Tensor w = item.value();
-      reads.push_back({item.key(), w.numel(), 0, w.numel(), false,
-                       [w](const torch::Tensor& v, const torch::Tensor&) mutable { w.view({-1}).copy_(v); }});
+      reads.push_back(ShardRead::into(item.key(), item.value().numel(), 0, item.value()));
     }
   }
   if (reads.size() != m_index.size()) {

@@ -56,6 +56,8 @@ struct ShardRead {
   int64_t begin = 0, length = 0;
   bool moments = false;
   std::function<void(const torch::Tensor&, const torch::Tensor&)> put;
+  // The values of elements [begin, begin + to.numel()) of weight `name` (of `numel`) copied into `to`.
+  static ShardRead into(const std::string& name, int64_t numel, int64_t begin, torch::Tensor to);
 };
 
 class ShardReader {

@@ -1,6 +1,5 @@
 #include "train/state.h"
 
-#include <array>
 #include <cmath>
 #include <unordered_set>
 
@@ -292,11 +291,7 @@ std::vector<ShardRead> TrainState::shard_reads(int64_t adam_steps) {
     const bool own_piece = zero && m_zero->stage() == 3;
     torch::Tensor to = own_piece ? piece.value : p.detach();
     if (to.numel() > 0) {
-      out.push_back({m_names[i], n, own_piece ? piece.begin : 0, to.numel(), false,
-                     [to](const torch::Tensor& v, const torch::Tensor&) mutable {
-                       torch::NoGradGuard no_grad;
-                       to.view({-1}).copy_(v);
-                     }});
+      out.push_back(ShardRead::into(m_names[i], n, own_piece ? piece.begin : 0, to));
     }
     if (adam_steps == 0 || length == 0) {
       continue;
@@ -315,11 +310,7 @@ std::vector<ShardRead> TrainState::shard_reads(int64_t adam_steps) {
                    }});
   }
   for (const auto& b : m_model->named_buffers()) {
-    torch::Tensor to = b.value();
-    out.push_back({b.key(), to.numel(), 0, to.numel(), false, [to](const torch::Tensor& v, const torch::Tensor&) mutable {
-                     torch::NoGradGuard no_grad;
-                     to.view({-1}).copy_(v);
-                   }});
+    out.push_back(ShardRead::into(b.key(), b.value().numel(), 0, b.value()));
   }
   return out;
 }
