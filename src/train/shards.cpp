@@ -3,12 +3,18 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <optional>
+#include <random>
 #include <regex>
 #include <set>
 
+#include "build_options.h"
 #include "parallel/parallel.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -22,10 +28,28 @@ torch::Tensor host_copy(const torch::Tensor& t) {
   return t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
 }
 
-std::string shard_file(const std::string& path, int64_t step, int64_t rank, int64_t world) {
+// NAME.step<N>-<save>.rank<R>-of-<W>.pt: <save> is rank 0's random tag of this save, so that a
+// save never writes over a file another checkpoint names (two saves of one step: a resume from
+// the previous checkpoint that saves at its step again).
+std::string shard_file(const std::string& path, int64_t step, const std::string& save, int64_t rank, int64_t world) {
   const fs::path p(path);
-  return p.stem().string() + ".step" + std::to_string(step) + ".rank" + std::to_string(rank) + "-of-" +
+  return p.stem().string() + ".step" + std::to_string(step) + "-" + save + ".rank" + std::to_string(rank) + "-of-" +
          std::to_string(world) + p.extension().string();
+}
+
+// A fault for the tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON): `test-fault` in
+// the run directory holding "fail_shard:R" fails rank R's shard as a full disk would.
+void fail_shard_hook(const std::string& path, int64_t rank) {
+#ifdef SWEEP_TEST_HOOKS
+  const fs::path fault = fs::path(path).parent_path().parent_path() / "test-fault";
+  std::error_code ec;
+  if (fs::exists(fault, ec) && trim(read_file(fault)) == "fail_shard:" + std::to_string(rank)) {
+    throw io_error("write the checkpoint shard", path, ENOSPC);
+  }
+#else
+  (void)path;
+  (void)rank;
+#endif
 }
 
 // Every rank's `text`, in rank order (a collective).
@@ -47,48 +71,28 @@ std::vector<std::string> all_gather_text(Communicator& comm, const std::string& 
   return out;
 }
 
-// How many ranks say `bad` (a collective).
-int64_t count_over_ranks(Communicator* comm, bool bad) {
+// Whether any rank says `bad` (a collective).
+bool any_rank(Communicator& comm, bool bad) {
   torch::Tensor n = torch::full({1}, bad ? 1.0 : 0.0, torch::kDouble);
-  if (comm != nullptr && comm->world() > 1) {
-    comm->all_reduce_sum(n);
-  }
-  return static_cast<int64_t>(n.item<double>());
+  comm.all_reduce_sum(n);
+  return n.item<double>() > 0;
 }
 
-// The shards a manifest names (none when it is not a whole manifest: nothing is removed then).
-std::set<std::string> named_shards(const std::string& manifest) {
-  std::set<std::string> files;
+// The shards a checkpoint names (none for a checkpoint of one file); nothing when it is missing
+// or cannot be read whole.
+std::optional<std::set<std::string>> named_shards(const std::string& checkpoint) {
   try {
-    if (const auto reader = fs::exists(manifest) ? ShardReader::open(manifest) : nullptr) {
+    if (!fs::exists(checkpoint)) {
+      return std::nullopt;
+    }
+    std::set<std::string> files;
+    if (const auto reader = ShardReader::open(checkpoint)) {
       const std::vector<std::string> named = reader->files();
       files.insert(named.begin(), named.end());
     }
+    return files;
   } catch (const std::exception&) {
-  }
-  return files;
-}
-
-// Removes the shards beside `path` that neither it nor the previous checkpoint name (those of
-// older checkpoints, and of saves that stopped before their manifest). Best effort: a shard left
-// behind costs disk only.
-void remove_unnamed_shards(const std::string& path) {
-  const fs::path p(path);
-  std::set<std::string> keep = named_shards(path);
-  const std::set<std::string> previous = named_shards(previous_checkpoint(path));
-  if (keep.empty()) {
-    return;  // the manifest just written cannot be read back: touch nothing
-  }
-  keep.insert(previous.begin(), previous.end());
-  const std::regex shard(std::regex_replace(p.stem().string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                         R"(\.step\d+\.rank\d+-of-\d+)" +
-                         std::regex_replace(p.extension().string(), std::regex(R"([.])"), R"(\.)"));
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(p.parent_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, shard) && keep.count(name) == 0) {
-      fs::remove(entry.path(), ec);
-    }
+    return std::nullopt;
   }
 }
 
@@ -101,13 +105,41 @@ ShardRead ShardRead::into(const std::string& name, int64_t numel, int64_t begin,
           }};
 }
 
+void remove_unnamed_shards(const std::string& path) {
+  const fs::path p(path);
+  std::optional<std::set<std::string>> keep = named_shards(path);
+  if (!keep) {
+    return;  // the checkpoint just written cannot be read back: touch nothing
+  }
+  // those of the previous checkpoint, and of one a resume set aside as damaged (kept for a look)
+  for (const std::string& other : {previous_checkpoint(path), previous_checkpoint(path) + ".damaged", path + ".damaged"}) {
+    if (const auto named = named_shards(other)) {
+      keep->insert(named->begin(), named->end());
+    }
+  }
+  const std::regex shard(std::regex_replace(p.stem().string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                         R"(\.step\d+-[0-9a-f]+\.rank\d+-of-\d+)" +
+                         std::regex_replace(p.extension().string(), std::regex(R"([.])"), R"(\.)"));
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(p.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, shard) && keep->count(name) == 0) {
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
+
 void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEntry>& entries, int64_t adam_steps,
                              const std::string& layout, const CheckpointMeta& meta, const torch::Device& device,
                              Communicator& comm, const std::function<void()>& alive) {
   const int64_t rank = comm.rank(), world = comm.world();
-  const std::string file = shard_file(path, meta.step, rank, world);
+  char tag[9];
+  std::snprintf(tag, sizeof tag, "%08x", static_cast<unsigned>(std::random_device()()));
+  const std::string save = all_gather_text(comm, rank == 0 ? tag : "x")[0];
+  const std::string file = shard_file(path, meta.step, save, rank, world);
   json index = json::array();
   std::string sha, error;
+  Exit code = Exit::io_error;  // a shard that cannot be written: the disk, the folder (as a file of one)
   try {
     torch::serialize::OutputArchive root;
     for (size_t i = 0; i < entries.size(); ++i) {
@@ -119,13 +151,18 @@ void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEnt
         root.write(std::to_string(i) + ".exp_avg_sq", host_copy(e.exp_avg_sq));
       }
     }
+    fail_shard_hook(path, rank);
     write_checkpoint_meta(root, meta);
     root.write("rng_state", rng_state(device));
     write_rng_device(root, device);
     sha = write_checkpoint_file((fs::path(path).parent_path() / file).string(), root, alive, /*keep_previous=*/false,
                                 meta.step);
+  } catch (const Error& e) {
+    error = e.what();
+    code = e.code();
   } catch (const std::exception& e) {
     error = e.what();
+    code = Exit::failed;
   }
   // Every rank learns every rank's shard (its file, checksum and index), or that one failed.
   const std::vector<std::string> shards =
@@ -133,8 +170,9 @@ void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEnt
   for (int64_t r = 0; r < world; ++r) {
     if (shards[static_cast<size_t>(r)].empty()) {
       throw Error("checkpoint " + path + " at step " + std::to_string(meta.step) + " was not written: " +
-                  (r == rank ? error : "rank " + std::to_string(r) + " could not write its shard") +
-                  " — the previous checkpoint is kept");
+                      (r == rank ? error : "rank " + std::to_string(r) + " could not write its shard") +
+                      " — the previous checkpoint is kept",
+                  r == rank ? code : Exit::io_error);
     }
   }
   if (rank == 0) {
@@ -148,13 +186,19 @@ void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEnt
       write_checkpoint_meta(root, meta);
       write_checkpoint_file(path, root, alive, /*keep_previous=*/true, meta.step);
       error.clear();
+    } catch (const Error& e) {
+      error = e.what();
+      code = e.code();
     } catch (const std::exception& e) {
       error = e.what();
+      code = Exit::failed;
     }
   }
-  if (count_over_ranks(&comm, rank == 0 && !error.empty()) > 0) {
-    throw Error(rank == 0 ? error : "checkpoint " + path + " at step " + std::to_string(meta.step) +
-                                        ": rank 0 could not write its manifest — the previous checkpoint is kept");
+  if (any_rank(comm, rank == 0 && !error.empty())) {
+    throw Error(rank == 0 ? error
+                          : "checkpoint " + path + " at step " + std::to_string(meta.step) +
+                                ": rank 0 could not write its manifest — the previous checkpoint is kept",
+                rank == 0 ? code : Exit::io_error);
   }
   if (rank == 0) {
     remove_unnamed_shards(path);
@@ -196,6 +240,11 @@ std::unique_ptr<ShardReader> ShardReader::open(const std::string& path) {
   } catch (const json::exception& e) {
     throw CheckpointDamaged(path, std::string("its manifest does not read: ") + e.what());
   }
+  if (r->m_adam_steps < 0 || r->m_adam_steps > r->m_meta.step || r->m_shards.empty()) {
+    throw CheckpointDamaged(path, "its manifest is not one sweep writes (AdamW steps " + std::to_string(r->m_adam_steps) +
+                                      " at step " + std::to_string(r->m_meta.step) + ", " +
+                                      std::to_string(r->m_shards.size()) + " shards)");
+  }
   for (auto& [name, pieces] : r->m_index) {
     std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
   }
@@ -231,7 +280,8 @@ std::string ShardReader::problem(size_t shard) const {
     return "its shard " + m_shards[shard].file + ": " + *problem;
   }
   if (checkpoint_sha256(file) != m_shards[shard].sha256) {
-    return "its shard " + m_shards[shard].file + " is not the one it names (another checkpoint's, of the same step?)";
+    return "its shard " + m_shards[shard].file +
+           " is not the file it names (its SHA-256 differs: another step's or rank's shard put in its place?)";
   }
   return "";
 }
@@ -295,8 +345,14 @@ CheckpointMeta ShardReader::load(const std::vector<ShardRead>& reads, int64_t ra
       break;
     }
   }
-  if (count_over_ranks(comm, !mine.empty()) > 0) {
-    throw CheckpointDamaged(m_path, mine.empty() ? "a shard another rank reads is damaged" : mine);
+  if (comm != nullptr && comm->world() > 1) {  // every rank says what it found: all fall back together
+    for (const std::string& found : all_gather_text(*comm, mine)) {
+      if (!found.empty()) {
+        throw CheckpointDamaged(m_path, found);
+      }
+    }
+  } else if (!mine.empty()) {
+    throw CheckpointDamaged(m_path, mine);
   }
   try {
     for (const ShardRead& r : reads) {

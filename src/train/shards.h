@@ -1,7 +1,7 @@
 // Sharded checkpoints: a run whose ranks hold the training state sharded (ZeRO, expert
 // parallelism) writes it as each rank holds it, so that no rank ever gathers the whole state.
 //
-// Each rank writes its shard, NAME.step<N>.rank<R>-of-<W>.pt beside the checkpoint NAME.pt, in
+// Each rank writes its shard, NAME.step<N>-<save>.rank<R>-of-<W>.pt beside the checkpoint NAME.pt, in
 // the checkpoint file format (a header with the SHA-256 of what follows; atomic; read back whole):
 // its piece of every weight that is not a routed expert's — rank r holds the elements
 // [r·⌈n/W⌉, (r+1)·⌈n/W⌉) of the weight's n, flattened, as ZeRO cuts it — with AdamW's two moments
@@ -47,6 +47,12 @@ struct ShardEntry {
 void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEntry>& entries, int64_t adam_steps,
                              const std::string& layout, const CheckpointMeta& meta, const torch::Device& device,
                              Communicator& comm, const std::function<void()>& alive);
+
+// Removes the shards beside the checkpoint `path` that no checkpoint there names (it, the previous
+// one, one a resume set aside as damaged): those of older checkpoints, of saves that stopped
+// before their manifest, and of a sharded run since resumed unsharded. Nothing when `path` cannot
+// be read. Best effort: a shard left behind costs disk only.
+void remove_unnamed_shards(const std::string& path);
 
 // What a reader holds of a weight: elements [begin, begin + length) of weight `name`, its values
 // (put(values, {})) or its moments (put(exp_avg, exp_avg_sq)); 1-D tensors on the CPU.

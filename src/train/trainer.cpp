@@ -236,16 +236,9 @@ EvalLoss Trainer::evaluate_split(const std::string& split, bool blocks, const st
 
 void Trainer::save(const std::string& path, const std::function<void()>& alive) {
   const CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.identity_json().dump()};
-  if (m_state->sharded()) {
-    // Each rank writes what it holds (train/shards.h). A shard's name has its step: the checkpoint
-    // of this step is there already when it was written or read at this step (a preemption just
-    // after a resume), and writing it again would replace the files it names.
-    if (m_checkpointed == std::make_pair(path, m_step)) {
-      return;
-    }
+  if (m_state->sharded()) {  // each rank writes what it holds (train/shards.h)
     save_sharded_checkpoint(path, m_state->shard_entries(), m_state->adam_steps(), m_state->describe().substr(2), meta,
                             m_device, *m_comm, alive);
-    m_checkpointed = {path, m_step};
     return;
   }
   std::vector<torch::Tensor> rng_states;
@@ -254,6 +247,7 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
   }
   if (m_rank == 0) {
     save_checkpoint(path, m_model, m_state->optimizer(), meta, m_device, rng_states, alive);
+    remove_unnamed_shards(path);  // a sharded run's, once it is resumed unsharded and checkpointed twice
   }
 }
 
@@ -265,10 +259,15 @@ void Trainer::check_same_run(const CheckpointMeta& meta, const std::string& path
                 Exit::bad_input);
   }
   if (meta.tokens_per_step != m_cfg.tokens_per_step()) {
+    const int64_t per_accum = m_cfg.train.micro_batch * m_cfg.model.block_size * m_cfg.world_size;
+    const bool fits = meta.tokens_per_step % per_accum == 0;
     throw Error("checkpoint " + path + " was written with " + std::to_string(meta.tokens_per_step) +
                     " tokens per step, this run has " + std::to_string(m_cfg.tokens_per_step()) +
                     " (micro_batch × block_size × grad_accum × ranks) — at other ranks, set train.grad_accum so "
-                    "that the product is the same",
+                    "that the product is the same" +
+                    (fits ? " (--set train.grad_accum=" + std::to_string(meta.tokens_per_step / per_accum) + " at " +
+                                std::to_string(m_cfg.world_size) + " rank" + (m_cfg.world_size > 1 ? "s" : "") + ")"
+                          : ""),
                 Exit::bad_input);
   }
 }
@@ -294,7 +293,6 @@ std::string Trainer::load(const std::string& path) {
     check_same_run(meta, path);
   }
   m_step = meta.step;
-  m_checkpointed = {path, m_step};
   if (meta.rng_restored) {
     return note;
   }
@@ -437,7 +435,10 @@ RunResult Trainer::run(const RunOptions& o) {
     const bool stop = m_comm != nullptr && m_comm->world() > 1 ? m_stop : stop_requested();
     if (stop || (o.max_steps >= 0 && m_step >= o.max_steps)) {
       checkpoint();
-      std::string reason = stop ? "stopped by signal " + std::to_string(stop_signal()) : "step limit";
+      // every rank stops at the step any rank was signalled at: this one may have had no signal itself
+      std::string reason = !stop                ? "step limit"
+                           : stop_signal() != 0 ? "stopped by signal " + std::to_string(stop_signal())
+                                                : "stopped with another rank, which had a signal";
       ev.note("preempted at step " + std::to_string(m_step) + " (" + reason + "); resume with --resume");
       return stop_early(RunState::preempted, reason);
     }

@@ -117,7 +117,6 @@ class Trainer {
   std::unique_ptr<TrainState> m_state;  // the optimizer, and how the ranks hold the state
   std::unique_ptr<BatchLoader> m_loader;
   int64_t m_step = 0;
-  std::pair<std::string, int64_t> m_checkpointed{"", -1};  // the checkpoint last written or read, and its step
   std::function<void()> m_alive;  // during run(): a heartbeat, after every micro-batch
 };
 
