@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/attention_amx.h"
 #include "kernels/common.h"
 
 namespace sweep::kernels {
@@ -25,7 +26,11 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto s = args_of(qkv, n_head, dropout_p, static_cast<uint64_t>(seed));
     auto out = torch::empty({s.batch, s.seq, s.heads * s.head_size}, qkv.options());
     auto lse = torch::empty({s.batch, s.heads, s.seq}, qkv.options().dtype(torch::kFloat));
-    cpu::ops().attention_forward(s, dtype, qkv.data_ptr(), out.data_ptr(), lse.data_ptr<float>());
+    if (amx::takes(s, qkv.scalar_type())) {
+      amx::forward(s, qkv, out, lse);
+    } else {
+      cpu::ops().attention_forward(s, dtype, qkv.data_ptr(), out.data_ptr(), lse.data_ptr<float>());
+    }
     ctx->save_for_backward({qkv, out, lse});
     ctx->saved_data["n_head"] = n_head;
     ctx->saved_data["dropout"] = dropout_p;
@@ -41,6 +46,9 @@ struct CausalAttention : torch::autograd::Function<CausalAttention> {
     const auto s = args_of(qkv, ctx->saved_data["n_head"].toInt(), ctx->saved_data["dropout"].toDouble(),
                            static_cast<uint64_t>(ctx->saved_data["seed"].toInt()));
     const auto dout = grads[0].to(qkv.scalar_type()).contiguous();
+    if (amx::takes(s, qkv.scalar_type())) {
+      return {amx::backward(s, qkv, saved[1], dout, saved[2]), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
     auto dqkv = torch::empty_like(qkv);
     cpu::ops().attention_backward(s, cpu_dtype(qkv, "causal_attention"), qkv.data_ptr(), saved[1].data_ptr(),
                                   dout.data_ptr(), saved[2].data_ptr<float>(), dqkv.data_ptr());

@@ -489,7 +489,102 @@ void backward(const AttentionArgs& s, DType dt, const void* qkv, const void* out
   });
 }
 
+// A row's weights [0, n) from fp32 into bf16, zero from n to the row's end `cols`.
+inline void store_row(const float* src, int64_t n, int64_t cols, bf16* dst) {
+  from_float(src, dst, n);
+  std::fill(dst + n, dst + cols, bf16(0.f));
+}
+
 }  // namespace
+
+void softmax_rows(const AttentionArgs& s, int64_t bh0, int64_t heads, float* sc, float* lse, void* p_out) {
+  const int64_t T_ = s.seq;
+  const float sm_scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
+  auto* p = static_cast<bf16*>(p_out);
+  at::parallel_for(0, heads * T_, std::max<int64_t>(1, 4096 / T_), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t i = r % T_, n = i + 1;  // keys 0 .. i are visible
+      float* row = sc + r * T_;
+      const float m = max_of(row, n);  // of the raw scores: the scale is positive
+      // e = exp(scale · (x − m)), summed, in one pass; then e / sum, rounded to bf16, in another
+      const Vec vm(m), vs(sm_scale);
+      Vec acc(0.f);
+      int64_t j = 0;
+      for (; j + Vec::size() <= n; j += Vec::size()) {
+        const Vec e = exp_fast((Vec::loadu(row + j) - vm) * vs);
+        e.store(row + j);
+        acc = acc + e;
+      }
+      float sum = hsum(acc);
+      for (; j < n; ++j) {
+        row[j] = std::exp((row[j] - m) * sm_scale);
+        sum += row[j];
+      }
+      lse[r] = m * sm_scale + std::log(sum);
+      bf16* out = p + r * T_;
+      if (s.dropout > 0) {
+        scale(row, n, 1.f / sum);
+        apply_dropout(s, bh0 + r / T_, i, 0, row, row, n);
+        store_row(row, n, T_, out);
+        continue;
+      }
+      const Vec inv(1.f / sum);
+      j = 0;
+      for (; j + Vec::size() <= n; j += Vec::size()) {
+        store(out + j, Vec::loadu(row + j) * inv);
+      }
+      for (; j < n; ++j) {
+        out[j] = bf16(row[j] / sum);
+      }
+      std::fill(out + n, out + T_, bf16(0.f));
+    }
+  });
+}
+
+void score_grad_rows(const AttentionArgs& s, int64_t bh0, int64_t heads, float* sc, const float* dp, const float* lse,
+                     const float* d, void* pd_out, void* ds_out) {
+  const int64_t T_ = s.seq;
+  const float sm_scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
+  auto* pd = static_cast<bf16*>(pd_out);
+  auto* ds = static_cast<bf16*>(ds_out);
+  at::parallel_for(0, heads * T_, std::max<int64_t>(1, 4096 / T_), [&](int64_t begin, int64_t end) {
+    std::vector<float> dropped(s.dropout > 0 ? T_ : 0), grad(s.dropout > 0 ? T_ : 0);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t bh = bh0 + r / T_, i = r % T_, n = i + 1;
+      float* prob = sc + r * T_;
+      const float* g = dp + r * T_;
+      bf16* pd_row = pd + r * T_;
+      bf16* ds_row = ds + r * T_;
+      if (s.dropout > 0) {  // the output used P ∘ M: dV takes it, and dP arrives times M
+        scale(prob, n, sm_scale);
+        exp_sum(prob, n, lse[r]);  // P = exp(scale · s − lse)
+        apply_dropout(s, bh, i, 0, prob, dropped.data(), n);
+        store_row(dropped.data(), n, T_, pd_row);
+        apply_dropout(s, bh, i, 0, g, grad.data(), n);
+        for (int64_t j = 0; j < n; ++j) {
+          grad[j] = prob[j] * (grad[j] - d[r]) * sm_scale;
+        }
+        store_row(grad.data(), n, T_, ds_row);
+        continue;
+      }
+      // P = exp(scale · s − lse) and dS = scale · P ∘ (dP − D), both rounded to bf16, in one pass
+      const Vec vs(sm_scale), vl(lse[r]), vd(d[r]);
+      int64_t j = 0;
+      for (; j + Vec::size() <= n; j += Vec::size()) {
+        const Vec pv = exp_fast(Vec::loadu(prob + j) * vs - vl);
+        store(pd_row + j, pv);
+        store(ds_row + j, pv * (Vec::loadu(g + j) - vd) * vs);
+      }
+      for (; j < n; ++j) {
+        const float pv = std::exp(prob[j] * sm_scale - lse[r]);
+        pd_row[j] = bf16(pv);
+        ds_row[j] = bf16(pv * (g[j] - d[r]) * sm_scale);
+      }
+      std::fill(pd_row + n, pd_row + T_, bf16(0.f));
+      std::fill(ds_row + n, ds_row + T_, bf16(0.f));
+    }
+  });
+}
 
 void attention_forward(const AttentionArgs& s, DType dt, const void* qkv, void* out, float* lse) {
   forward<false>(s, dt, qkv, out, lse);

@@ -187,23 +187,42 @@ const Ops k_ops = {
 #define SWEEP_STR2(x) #x
 #define SWEEP_STR(x) SWEEP_STR2(x)
     SWEEP_STR(CPU_CAPABILITY),
+    false,
     attention_forward,
     attention_backward,
     bias_gelu_forward,
     bias_gelu_backward,
     cross_entropy_inplace,
     adamw,
+    softmax_rows,
+    score_grad_rows,
 };
 
 #if defined(CPU_CAPABILITY_AVX512)
 const Ops k_ops_bf16_dot = {
     "AVX512_BF16",
+    false,
     attention_forward_bf16_dot,
     attention_backward_bf16_dot,
     bias_gelu_forward,
     bias_gelu_backward,
     cross_entropy_inplace,
     adamw,
+    softmax_rows,
+    score_grad_rows,
+};
+
+const Ops k_ops_amx = {
+    "AMX",
+    true,
+    attention_forward_bf16_dot,  // fp32; and bf16 where kernels/attention_amx.cpp does not take it
+    attention_backward_bf16_dot,
+    bias_gelu_forward,
+    bias_gelu_backward,
+    cross_entropy_inplace,
+    adamw,
+    softmax_rows,
+    score_grad_rows,
 };
 #endif
 

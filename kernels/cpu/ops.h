@@ -51,6 +51,10 @@ struct AdamWSegment {  // one parameter tensor, every buffer fp32 and contiguous
 
 struct Ops {
   const char* isa;
+  // Whether this CPU multiplies bf16 matrices on AMX tiles (through oneDNN's matmul): bf16
+  // attention then takes kernels/attention_amx.cpp's path, whose products are batched over heads,
+  // with the two row kernels below between them.
+  bool amx = false;
   // Causal attention, flash-style: out (batch, seq, heads · head_size); lse (batch, heads, seq).
   void (*attention_forward)(const AttentionArgs&, DType, const void* qkv, void* out, float* lse);
   // dqkv (batch, seq, 3C) from dout (batch, seq, C) and the forward's out and lse.
@@ -68,10 +72,21 @@ struct Ops {
   // One AdamW step (PyTorch's formula) over every segment in one parallel pass; each gradient
   // is read times grad_scale (the clipping factor).
   void (*adamw)(const AdamWSegment* segments, int64_t count, float grad_scale);
+  // Attention on scores materialised for `heads` heads from head bh0 on (rows of seq keys, fp32;
+  // row r is query r % seq of head bh0 + r / seq). Forward: the raw scores s become the causal
+  // softmax of scale · s; lse (heads × seq) gets each row's log-sum-exp and p (bf16, the same
+  // shape as s) the weights after dropout, zero above the diagonal.
+  void (*softmax_rows)(const AttentionArgs&, int64_t bh0, int64_t heads, float* s, float* lse, void* p);
+  // Backward: from the raw scores s, the forward's lse, dp = dO Vᵀ and d = rowsum(dO ∘ O), the
+  // weights after dropout pd and the scores' gradient ds = scale · P ∘ (dp ∘ M − d) (both bf16,
+  // zero above the diagonal). s is overwritten.
+  void (*score_grad_rows)(const AttentionArgs&, int64_t bh0, int64_t heads, float* s, const float* dp,
+                          const float* lse, const float* d, void* pd, void* ds);
 };
 
 // The kernels for this CPU: AVX-512 when it has AVX-512 (F, BW, VL, DQ) — with bf16 dot products
-// where it has AVX512-BF16 — else AVX2.
+// where it has AVX512-BF16, and bf16 attention on AMX where oneDNN finds AMX usable — else AVX2.
+// SWEEP_CPU_ISA (AVX2, AVX512, AVX512_BF16, AMX) picks a lesser one, to test or time it.
 const Ops& ops();
 
 namespace AVX2 {
@@ -80,6 +95,7 @@ extern const Ops k_ops;
 namespace AVX512 {
 extern const Ops k_ops;
 extern const Ops k_ops_bf16_dot;  // k_ops with bf16 attention tiles on AVX512-BF16 dot products
+extern const Ops k_ops_amx;       // k_ops_bf16_dot with bf16 attention's products on AMX
 }
 
 }  // namespace sweep::kernels::cpu

@@ -195,5 +195,8 @@ void attention_backward(const AttentionArgs& s, DType dt, const void* qkv, const
 void attention_forward_bf16_dot(const AttentionArgs& s, DType dt, const void* qkv, void* out, float* lse);
 void attention_backward_bf16_dot(const AttentionArgs& s, DType dt, const void* qkv, const void* out,
                                  const void* dout, const float* lse, void* dqkv);
+void softmax_rows(const AttentionArgs& s, int64_t bh0, int64_t heads, float* sc, float* lse, void* p);
+void score_grad_rows(const AttentionArgs& s, int64_t bh0, int64_t heads, float* sc, const float* dp, const float* lse,
+                     const float* d, void* pd, void* ds);
 
 }  // namespace sweep::kernels::cpu::CPU_CAPABILITY

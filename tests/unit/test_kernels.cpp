@@ -2,6 +2,8 @@
 // shapes (odd sizes included: vector tails, partial tiles): forward and gradients, fp32 to a
 // relative error < 1e-5, bf16 < 1e-2 (against the reference in fp32 on the same bf16 inputs);
 // and the fp32 analytic gradients against fp64 central finite differences of the reference.
+// CTest runs this suite on the CPU's own path (AMX's bf16 attention where it has AMX) and again
+// on each lesser one it can run: AVX512_BF16, AVX2.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -74,12 +76,13 @@ TEST_CASE("the fused kernels run the widest instruction set this CPU has") {
   if (forced && *forced) {
     CHECK(isa == forced);
   } else if (__builtin_cpu_supports("avx512bf16")) {
-    CHECK(isa == "AVX512_BF16");
+    CHECK((isa == "AMX" || isa == "AVX512_BF16"));  // AMX where oneDNN finds it usable
   } else if (__builtin_cpu_supports("avx512f")) {
     CHECK(isa == "AVX512");
   } else {
     CHECK(isa == "AVX2");
   }
+  CHECK(kernels::cpu::ops().amx == (isa == "AMX"));
   MESSAGE("fused CPU kernels: " << isa);
 }
 
