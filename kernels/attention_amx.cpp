@@ -33,8 +33,9 @@ struct Matmul {
   dnnl_memory_desc_t a{}, b{}, c{}, scratch{};
 };
 
-// (heads, m, n, k, A transposed, B transposed, C fp32)
-using Shape = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool>;
+// A product's shape: m, n, k; A transposed, B transposed; the row strides of A, B and C as they
+// lie in memory; C in fp32 (else bf16).
+using Shape = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool>;
 
 const Matmul& matmul_for(const Shape& shape) {
   static std::mutex mutex;
@@ -44,13 +45,13 @@ const Matmul& matmul_for(const Shape& shape) {
   if (found != made.end()) {
     return found->second;
   }
-  const auto [g, m, n, k, ta, tb, c_f32] = shape;
+  const auto [m, n, k, ta, tb, lda, ldb, ldc, c_f32] = shape;
   Matmul mm;
-  dnnl_dims_t da = {g, m, k}, db = {g, k, n}, dc = {g, m, n};
-  dnnl_dims_t sa = {m * k, ta ? 1 : k, ta ? m : 1}, sb = {k * n, tb ? 1 : n, tb ? k : 1}, sc = {m * n, n, 1};
-  ok(dnnl_memory_desc_init_by_strides(&mm.a, 3, da, dnnl_bf16, sa), "memory desc");
-  ok(dnnl_memory_desc_init_by_strides(&mm.b, 3, db, dnnl_bf16, sb), "memory desc");
-  ok(dnnl_memory_desc_init_by_strides(&mm.c, 3, dc, c_f32 ? dnnl_f32 : dnnl_bf16, sc), "memory desc");
+  dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n};
+  dnnl_dims_t sa = {ta ? 1 : lda, ta ? lda : 1}, sb = {tb ? 1 : ldb, tb ? ldb : 1}, sc = {ldc, 1};
+  ok(dnnl_memory_desc_init_by_strides(&mm.a, 2, da, dnnl_bf16, sa), "memory desc");
+  ok(dnnl_memory_desc_init_by_strides(&mm.b, 2, db, dnnl_bf16, sb), "memory desc");
+  ok(dnnl_memory_desc_init_by_strides(&mm.c, 2, dc, c_f32 ? dnnl_f32 : dnnl_bf16, sc), "memory desc");
   dnnl_matmul_desc_t desc;
   ok(dnnl_matmul_desc_init(&desc, &mm.a, &mm.b, nullptr, &mm.c), "matmul desc");
   dnnl_primitive_attr_t attr = nullptr;
@@ -75,11 +76,13 @@ struct ThreadState {
   ~ThreadState() { dnnl_stream_destroy(stream); }
 };
 
-// C = op(A) · op(B) for dense row-major matrices: A m × k (k × m when ta), B k × n (n × k when
-// tb), C m × n in fp32 or bf16. Called from inside a parallel region, it runs on this thread.
-void product(int64_t m, int64_t n, int64_t k, const void* a, bool ta, const void* b, bool tb, void* c, bool c_f32) {
+// C = op(A) · op(B) for row-major matrices with row strides lda, ldb, ldc: A m × k (k × m when
+// ta), B k × n (n × k when tb), C m × n in fp32 or bf16. Called from inside a parallel region, it
+// runs on this thread.
+void product(int64_t m, int64_t n, int64_t k, const void* a, bool ta, int64_t lda, const void* b, bool tb,
+             int64_t ldb, void* c, int64_t ldc, bool c_f32) {
   thread_local ThreadState here;
-  const Matmul& mm = matmul_for({1, m, n, k, ta, tb, c_f32});
+  const Matmul& mm = matmul_for({m, n, k, ta, tb, lda, ldb, ldc, c_f32});
   here.scratch.resize(std::max<size_t>(dnnl_memory_desc_get_size(&mm.scratch), 1));
   dnnl_memory_t ma = nullptr, mb = nullptr, mc = nullptr, ms = nullptr;
   ok(dnnl_memory_create(&ma, &mm.a, engine(), const_cast<void*>(a)), "memory");
@@ -101,6 +104,10 @@ void product(int64_t m, int64_t n, int64_t k, const void* a, bool ta, const void
 torch::Tensor split_heads(const cpu::AttentionArgs& s, const torch::Tensor& qkv) {
   return qkv.view({s.batch, s.seq, 3, s.heads, s.head_size}).permute({2, 0, 3, 1, 4}).contiguous();
 }
+
+// Query rows a product takes at a time: the rows below see fewer keys, so the products skip the
+// scores above the diagonal block by block.
+constexpr int64_t k_rows = 256;
 
 // Head bh of a (…, batch · heads, seq, head_size) tensor t of dense heads.
 template <typename P>
@@ -129,9 +136,16 @@ void forward(const cpu::AttentionArgs& s, const torch::Tensor& qkv, torch::Tenso
     std::vector<float> scores(T * T);
     std::vector<bf16> p(T * T);
     for (int64_t bh = begin; bh < end; ++bh) {
-      product(T, T, hs, head(q, bh, s), false, head(k, bh, s), true, scores.data(), true);  // Q Kᵀ
+      const bf16 *qh = head(q, bh, s), *kh = head(k, bh, s), *vh = head(v, bh, s);
+      for (int64_t i0 = 0; i0 < T; i0 += k_rows) {  // Q Kᵀ: query rows i0 .. i1 see keys 0 .. i1
+        const int64_t i1 = std::min(T, i0 + k_rows);
+        product(i1 - i0, i1, hs, qh + i0 * hs, false, hs, kh, true, hs, scores.data() + i0 * T, T, true);
+      }
       cpu::ops().softmax_rows(s, bh, 1, scores.data(), lse_ptr + bh * T, p.data());
-      product(T, hs, T, p.data(), false, head(v, bh, s), false, head(o_ptr, bh, s), false);  // P̃ V
+      for (int64_t i0 = 0; i0 < T; i0 += k_rows) {  // P̃ V
+        const int64_t i1 = std::min(T, i0 + k_rows);
+        product(i1 - i0, hs, i1, p.data() + i0 * T, false, T, vh, false, hs, head(o_ptr, bh, s) + i0 * hs, hs, false);
+      }
     }
   });
   out.view({s.batch, T, s.heads, hs}).copy_(o.view({s.batch, s.heads, T, hs}).permute({0, 2, 1, 3}));
@@ -160,13 +174,23 @@ torch::Tensor backward(const cpu::AttentionArgs& s, const torch::Tensor& qkv, co
     std::vector<float> scores(T * T), dp(T * T);
     std::vector<bf16> pd(T * T), ds(T * T);
     for (int64_t bh = begin; bh < end; ++bh) {
-      product(T, T, hs, head(q, bh, s), false, head(k, bh, s), true, scores.data(), true);      // Q Kᵀ
-      product(T, T, hs, head(dO_ptr, bh, s), false, head(v, bh, s), true, dp.data(), true);     // dO Vᵀ
+      const bf16 *qh = head(q, bh, s), *kh = head(k, bh, s), *vh = head(v, bh, s), *dOh = head(dO_ptr, bh, s);
+      for (int64_t i0 = 0; i0 < T; i0 += k_rows) {  // query rows i0 .. i1 against keys 0 .. i1
+        const int64_t i1 = std::min(T, i0 + k_rows), m = i1 - i0;
+        product(m, i1, hs, qh + i0 * hs, false, hs, kh, true, hs, scores.data() + i0 * T, T, true);  // Q Kᵀ
+        product(m, i1, hs, dOh + i0 * hs, false, hs, vh, true, hs, dp.data() + i0 * T, T, true);     // dO Vᵀ
+      }
       cpu::ops().score_grad_rows(s, bh, 1, scores.data(), dp.data(), lse_ptr + bh * T, d_ptr + bh * T, pd.data(),
                                  ds.data());
-      product(T, hs, T, pd.data(), true, head(dO_ptr, bh, s), false, head(dv, bh, s), false);  // P̃ᵀ dO
-      product(T, hs, T, ds.data(), false, head(k, bh, s), false, head(dq, bh, s), false);      // dS K
-      product(T, hs, T, ds.data(), true, head(q, bh, s), false, head(dk, bh, s), false);       // dSᵀ Q
+      for (int64_t i0 = 0; i0 < T; i0 += k_rows) {
+        const int64_t i1 = std::min(T, i0 + k_rows), m = i1 - i0;
+        // dQ for query rows i0 .. i1 (keys 0 .. i1); dV and dK for keys i0 .. i1 (query rows i0 .. T)
+        product(m, hs, i1, ds.data() + i0 * T, false, T, kh, false, hs, head(dq, bh, s) + i0 * hs, hs, false);  // dS K
+        product(m, hs, T - i0, pd.data() + i0 * T + i0, true, T, dOh + i0 * hs, false, hs, head(dv, bh, s) + i0 * hs,
+                hs, false);  // P̃ᵀ dO
+        product(m, hs, T - i0, ds.data() + i0 * T + i0, true, T, qh + i0 * hs, false, hs, head(dk, bh, s) + i0 * hs,
+                hs, false);  // dSᵀ Q
+      }
     }
   });
   return grads.view({3, B, nh, T, hs}).permute({1, 3, 0, 2, 4}).reshape({B, T, 3 * nh * hs});
