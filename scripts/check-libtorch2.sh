@@ -10,9 +10,11 @@ headers=build/libtorch2
 tools/libtorch2-headers.sh "$headers"
 
 inc=(-Isrc -I. -Itests/unit -Ibuild/generated -I"$headers/shim" -I"$headers/usr/include" -I"$headers/usr/include/torch/csrc/api/include")
-# Every source of the libraries, the binary and the GPU tests (new files too, before they are committed).
+# The CPU kernels built once per instruction set (CMakeLists.txt's sweep_kernels_<ISA>).
+per_isa=(kernels/cpu/ops.cpp kernels/cpu/attention.cpp)
+# Every other source of the libraries, the binary and the GPU tests (new files too, before they are committed).
 mapfile -t sources < <(git ls-files --cached --others --exclude-standard 'src/*.cpp' 'kernels/*.cpp' 'tests/gpu/*.cpp' \
-    ':!kernels/cpu/ops.cpp' 2>/dev/null || find src kernels tests/gpu -name '*.cpp' ! -path kernels/cpu/ops.cpp)
+    "${per_isa[@]/#/:!}" 2>/dev/null || find src kernels tests/gpu -name '*.cpp' ! -path kernels/cpu/ops.cpp ! -path kernels/cpu/attention.cpp)
 check() {  # $1 = label, rest = extra flags
   local label=$1; shift
   printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
@@ -22,8 +24,10 @@ check cpu
 # The CPU kernels are built once per instruction set, as CMakeLists.txt does.
 for isa in "AVX2 -mavx2 -mfma -mf16c" "AVX512 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c"; do
   set -- $isa
-  g++ -std=c++17 -fsyntax-only -w -fopenmp "${inc[@]}" -I. -DCPU_CAPABILITY="$1" -DCPU_CAPABILITY_"$1" "${@:2}" \
-    kernels/cpu/ops.cpp || { echo "libtorch 2.6 (cpu, $1): kernels/cpu/ops.cpp fails" >&2; exit 1; }
+  for src in "${per_isa[@]}"; do
+    g++ -std=c++17 -fsyntax-only -w -fopenmp "${inc[@]}" -I. -DCPU_CAPABILITY="$1" -DCPU_CAPABILITY_"$1" "${@:2}" \
+      "$src" || { echo "libtorch 2.6 (cpu, $1): $src fails" >&2; exit 1; }
+  done
 done
 cuda=/usr/local/cuda
 if [ -d "$cuda/include" ]; then
@@ -35,4 +39,4 @@ if [ -d "$cuda/include" ]; then
 else
   echo "check-libtorch2: no CUDA toolkit at $cuda — GPU type-check skipped"
 fi
-echo "check-libtorch2: $(( ${#sources[@]} + 1 )) sources type-check against LibTorch 2.6 (cpu$([ -d "$cuda/include" ] && echo ', cuda'))"
+echo "check-libtorch2: $(( ${#sources[@]} + ${#per_isa[@]} )) sources type-check against LibTorch 2.6 (cpu$([ -d "$cuda/include" ] && echo ', cuda'))"
