@@ -101,6 +101,131 @@ void bias_gelu_backward(DType dt, const void* h, const float* bias, const void* 
   });
 }
 
+// ---- LayerNorm: fp32 statistics, the output in the dtype its matmul takes ----
+
+inline float sum_of(const float* x, int64_t n) {
+  Vec acc(0.f);
+  int64_t j = 0;
+  for (; j + Vec::size() <= n; j += Vec::size()) {
+    acc = acc + Vec::loadu(x + j);
+  }
+  float s = hsum(acc);
+  for (; j < n; ++j) {
+    s += x[j];
+  }
+  return s;
+}
+
+template <typename T>
+void layer_norm_forward_t(const float* x, const float* w, const float* b, T* y, float* mean, float* rstd, int64_t rows,
+                          int64_t cols, float eps) {
+  at::parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * cols;
+      const float mu = sum_of(xr, cols) / static_cast<float>(cols);
+      const Vec vmu(mu);
+      Vec acc(0.f);
+      int64_t j = 0;
+      for (; j + Vec::size() <= cols; j += Vec::size()) {
+        const Vec d = Vec::loadu(xr + j) - vmu;
+        acc = at::vec::fmadd(d, d, acc);
+      }
+      float var = hsum(acc);
+      for (; j < cols; ++j) {
+        var += (xr[j] - mu) * (xr[j] - mu);
+      }
+      // a variance that overflows makes the row NaN, as LibTorch's (Welford's inf − inf) does: a
+      // diverged run must show, not normalise to its bias
+      const float rs = std::isfinite(var) ? 1.f / std::sqrt(var / static_cast<float>(cols) + eps)
+                                          : std::numeric_limits<float>::quiet_NaN();
+      mean[r] = mu;
+      rstd[r] = rs;
+      T* yr = y + r * cols;
+      const Vec vrs(rs);
+      j = 0;
+      for (; j + Vec::size() <= cols; j += Vec::size()) {
+        store(yr + j, at::vec::fmadd((Vec::loadu(xr + j) - vmu) * vrs, Vec::loadu(w + j), Vec::loadu(b + j)));
+      }
+      for (; j < cols; ++j) {
+        store1(yr + j, (xr[j] - mu) * rs * w[j] + b[j]);
+      }
+    }
+  });
+}
+
+template <typename T>
+void layer_norm_backward_t(const T* dy, const float* x, const float* w, const float* mean, const float* rstd, float* dx,
+                           float* dw, float* db, int64_t rows, int64_t cols) {
+  const int threads = at::get_num_threads();
+  // per-thread Σ dy · x̂ and Σ dy, summed in thread order
+  std::vector<float> partial(static_cast<size_t>(threads) * 2 * cols, 0.f);
+  at::parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
+    float* acc_w = partial.data() + static_cast<int64_t>(at::get_thread_num()) * 2 * cols;
+    float* acc_b = acc_w + cols;
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * cols;
+      const T* dyr = dy + r * cols;
+      const Vec vmu(mean[r]), vrs(rstd[r]);
+      // the row's mean of g = dy · w and of g · x̂
+      Vec sg(0.f), sgx(0.f);
+      int64_t j = 0;
+      for (; j + Vec::size() <= cols; j += Vec::size()) {
+        const Vec xh = (Vec::loadu(xr + j) - vmu) * vrs, d = load(dyr + j), g = d * Vec::loadu(w + j);
+        sg = sg + g;
+        sgx = at::vec::fmadd(g, xh, sgx);
+        (Vec::loadu(acc_w + j) + d * xh).store(acc_w + j);
+        (Vec::loadu(acc_b + j) + d).store(acc_b + j);
+      }
+      float mg = hsum(sg), mgx = hsum(sgx);
+      for (; j < cols; ++j) {
+        const float xh = (xr[j] - mean[r]) * rstd[r], d = load1(dyr + j), g = d * w[j];
+        mg += g;
+        mgx += g * xh;
+        acc_w[j] += d * xh;
+        acc_b[j] += d;
+      }
+      mg /= static_cast<float>(cols);
+      mgx /= static_cast<float>(cols);
+      float* dxr = dx + r * cols;
+      const Vec vmg(mg), vmgx(mgx);
+      j = 0;
+      for (; j + Vec::size() <= cols; j += Vec::size()) {
+        const Vec xh = (Vec::loadu(xr + j) - vmu) * vrs, g = load(dyr + j) * Vec::loadu(w + j);
+        (vrs * (g - vmg - xh * vmgx)).store(dxr + j);
+      }
+      for (; j < cols; ++j) {
+        const float xh = (xr[j] - mean[r]) * rstd[r], g = load1(dyr + j) * w[j];
+        dxr[j] = rstd[r] * (g - mg - xh * mgx);
+      }
+    }
+  });
+  std::fill(dw, dw + cols, 0.f);
+  std::fill(db, db + cols, 0.f);
+  for (int t = 0; t < threads; ++t) {
+    const float* pw = partial.data() + static_cast<size_t>(t) * 2 * cols;
+    for (int64_t j = 0; j < cols; ++j) {
+      dw[j] += pw[j];
+      db[j] += pw[cols + j];
+    }
+  }
+}
+
+void layer_norm_forward(DType out, const float* x, const float* w, const float* b, void* y, float* mean, float* rstd,
+                        int64_t rows, int64_t cols, float eps) {
+  dispatch(out, [&](auto t) {
+    using T = decltype(t);
+    layer_norm_forward_t(x, w, b, static_cast<T*>(y), mean, rstd, rows, cols, eps);
+  });
+}
+
+void layer_norm_backward(DType dy_type, const void* dy, const float* x, const float* w, const float* mean,
+                         const float* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t cols) {
+  dispatch(dy_type, [&](auto t) {
+    using T = decltype(t);
+    layer_norm_backward_t(static_cast<const T*>(dy), x, w, mean, rstd, dx, dw, db, rows, cols);
+  });
+}
+
 // ---- cross-entropy, gradient in place of the logits ----
 
 template <typename T>
@@ -194,6 +319,8 @@ const Ops k_ops = {
     bias_gelu_backward,
     cross_entropy_inplace,
     adamw,
+    layer_norm_forward,
+    layer_norm_backward,
     softmax_rows,
     score_grad_rows,
 };
@@ -208,6 +335,8 @@ const Ops k_ops_bf16_dot = {
     bias_gelu_backward,
     cross_entropy_inplace,
     adamw,
+    layer_norm_forward,
+    layer_norm_backward,
     softmax_rows,
     score_grad_rows,
 };
@@ -221,6 +350,8 @@ const Ops k_ops_amx = {
     bias_gelu_backward,
     cross_entropy_inplace,
     adamw,
+    layer_norm_forward,
+    layer_norm_backward,
     softmax_rows,
     score_grad_rows,
 };

@@ -72,6 +72,14 @@ struct Ops {
   // One AdamW step (PyTorch's formula) over every segment in one parallel pass; each gradient
   // is read times grad_scale (the clipping factor).
   void (*adamw)(const AdamWSegment* segments, int64_t count, float grad_scale);
+  // LayerNorm over rows × cols of fp32 x: y = (x − mean) · rstd · w + b, written as `out` (fp32 or
+  // bf16, so that a bf16 matmul after it needs no cast); each row's mean and rstd = 1 / √(var + eps)
+  // kept for backward.
+  void (*layer_norm_forward)(DType out, const float* x, const float* w, const float* b, void* y, float* mean,
+                             float* rstd, int64_t rows, int64_t cols, float eps);
+  // Its backward from dy (fp32 or bf16): dx (fp32), dw = Σ_rows dy · x̂ and db = Σ_rows dy.
+  void (*layer_norm_backward)(DType dy_type, const void* dy, const float* x, const float* w, const float* mean,
+                              const float* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t cols);
   // Attention on scores materialised for `heads` heads from head bh0 on (rows of seq keys, fp32;
   // row r is query r % seq of head bh0 + r / seq). Forward: the raw scores s become the causal
   // softmax of scale · s; lse (heads × seq) gets each row's log-sum-exp and p (bf16, the same

@@ -24,6 +24,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/gelu.h"
+#include "kernels/layer_norm.h"
 #include "kernels/linear.h"
 #include "plan/memory.h"
 #include "train/compat.h"
@@ -278,6 +279,23 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
     };
     const auto ref = time_op(run(false), reps);
     row("bias + GELU (B·T, 4C)", ref, time_op(run(true), reps));
+  }
+  {  // the reference: LibTorch's layer_norm in fp32, then the cast its matmul needs under autocast
+    auto x = torch::randn({N, C}).requires_grad_(true);
+    auto w = torch::randn({C}).requires_grad_(true);
+    auto b = torch::randn({C}).requires_grad_(true);
+    auto grad = torch::randn({N, C}).to(dtype);
+    auto run = [&](bool fused) {
+      return [&, fused] {
+        auto y = fused ? kernels::layer_norm(x, w, b, 1e-5, dtype) : kernels::layer_norm_reference(x, w, b, 1e-5).to(dtype);
+        y.backward(grad);
+        for (auto* t : {&x, &w, &b}) {
+          t->mutable_grad() = torch::Tensor();
+        }
+      };
+    };
+    const auto ref = time_op(run(false), reps);
+    row("LayerNorm (B·T, C)", ref, time_op(run(true), reps));
   }
   {
     auto leaf = torch::randn({N, V}).to(dtype).requires_grad_(true);

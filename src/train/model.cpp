@@ -5,6 +5,7 @@
 #include "kernels/attention.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/gelu.h"
+#include "kernels/layer_norm.h"
 #include "kernels/linear.h"
 #include "train/compat.h"
 #include "train/experts.h"
@@ -137,7 +138,15 @@ Norm::Norm(torch::nn::Module& owner, const std::string& name, const ModelConfig&
 // In fp32 (the residual stream is fp32 already; MLA's latent is bf16 under autocast, and
 // LibTorch 1.13's CPU layer_norm refuses a bf16 input with fp32 weights)
 torch::Tensor Norm::operator()(const torch::Tensor& x) const {
-  return rms ? rms.ptr()->forward(x) : layer.ptr()->forward(x.to(torch::kFloat));
+  if (rms) {
+    return rms.ptr()->forward(x);
+  }
+  if (fused && x.device().is_cpu()) {
+    const bool bf16 = compat::autocast_enabled(c10::kCPU) && compat::autocast_dtype(c10::kCPU) == at::kBFloat16;
+    return kernels::layer_norm(x.to(torch::kFloat), layer->weight, layer->bias, layer->options.eps(),
+                               bf16 ? torch::kBFloat16 : torch::kFloat);
+  }
+  return layer.ptr()->forward(x.to(torch::kFloat));
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset, double theta) {
@@ -558,8 +567,11 @@ std::string GPTImpl::attention(const torch::Device& device) const {
 
 void GPTImpl::set_fused(bool on) {
   fused = on;
+  transformer->ln_f.fused = on;
   for (const auto& block : *transformer->h) {
     auto& b = *block->as<Block>();
+    b.ln_1.fused = on;
+    b.ln_2.fused = on;
     if (b.attn) {
       b.attn->fused = on;
     }

@@ -56,6 +56,9 @@ struct Norm {
   torch::Tensor operator()(const torch::Tensor& x) const;
   torch::nn::LayerNorm layer{nullptr};
   RMSNorm rms{nullptr};
+  // LayerNorm through kernels::layer_norm on the CPU: under bf16 autocast its output is bf16, as
+  // the matmul after it takes it (the residual stream's norms; set by GPTImpl::set_fused)
+  bool fused = false;
 };
 
 // Multi-head attention with a fused QKV projection (GPT-2's), optionally rotary.

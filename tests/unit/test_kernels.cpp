@@ -15,6 +15,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/gelu.h"
+#include "kernels/layer_norm.h"
 #include "kernels/linear.h"
 
 using namespace sweep;
@@ -155,6 +156,36 @@ TEST_CASE("bias + GELU: forward, input and bias gradients equal gelu(h + b)") {
       return kernels::bias_gelu_reference(x, b0.to(x.scalar_type()));
     };
     check_finite_differences(fused, reference, h0);
+  }
+}
+
+TEST_CASE("LayerNorm: output and the gradients of x, weight and bias equal layer_norm's, in fp32 and as bf16") {
+  torch::manual_seed(21);
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 16}, {3, 7}, {64, 256}, {37, 100}, {5, 33}}) {
+    CAPTURE(rows);
+    CAPTURE(cols);
+    const auto x = torch::randn({rows, cols}) * 3 + 1, w = torch::randn({cols}), b = torch::randn({cols});
+    for (const auto out : {torch::kFloat, torch::kBFloat16}) {
+      CAPTURE(out);
+      const double tol = out == torch::kFloat ? 1e-5 : 1e-2;
+      auto xf = x.clone().requires_grad_(true), wf = w.clone().requires_grad_(true), bf = b.clone().requires_grad_(true);
+      auto xr = x.clone().requires_grad_(true), wr = w.clone().requires_grad_(true), br = b.clone().requires_grad_(true);
+      const auto yf = kernels::layer_norm(xf, wf, bf, 1e-5, out);
+      const auto yr = kernels::layer_norm_reference(xr, wr, br, 1e-5);
+      CHECK((yf.scalar_type() == out));
+      CHECK(rel_err(yf, yr) < tol);
+      const auto g = torch::randn({rows, cols});
+      (yf.to(torch::kFloat) * g).sum().backward();
+      (yr * g).sum().backward();
+      CHECK(rel_err(xf.grad(), xr.grad()) <= tol);
+      CHECK(rel_err(wf.grad(), wr.grad()) < tol);
+      CHECK(rel_err(bf.grad(), br.grad()) < tol);
+    }
+    if (cols > 1) {
+      const auto w64 = w.to(torch::kDouble), b64 = b.to(torch::kDouble);
+      check_finite_differences([&](const torch::Tensor& v) { return kernels::layer_norm(v, w, b, 1e-5, torch::kFloat); },
+                               [&](const torch::Tensor& v) { return kernels::layer_norm_reference(v, w64, b64, 1e-5); }, x);
+    }
   }
 }
 
