@@ -308,7 +308,7 @@ void adamw(const AdamWSegment* segments, int64_t count, float grad_scale) {
 
 }  // namespace
 
-const Ops k_ops = {
+constexpr Ops k_ops = {
 #define SWEEP_STR2(x) #x
 #define SWEEP_STR(x) SWEEP_STR2(x)
     SWEEP_STR(CPU_CAPABILITY),
@@ -326,35 +326,22 @@ const Ops k_ops = {
 };
 
 #if defined(CPU_CAPABILITY_AVX512)
-const Ops k_ops_bf16_dot = {
-    "AVX512_BF16",
-    false,
-    attention_forward_bf16_dot,
-    attention_backward_bf16_dot,
-    bias_gelu_forward,
-    bias_gelu_backward,
-    cross_entropy_inplace,
-    adamw,
-    layer_norm_forward,
-    layer_norm_backward,
-    softmax_rows,
-    score_grad_rows,
-};
+// k_ops with the bf16 attention tiles on AVX512-BF16 dot products (fp32 as k_ops').
+constexpr Ops k_ops_bf16_dot = [] {
+  Ops o = k_ops;
+  o.isa = "AVX512_BF16";
+  o.attention_forward = attention_forward_bf16_dot;
+  o.attention_backward = attention_backward_bf16_dot;
+  return o;
+}();
 
-const Ops k_ops_amx = {
-    "AMX",
-    true,
-    attention_forward_bf16_dot,  // fp32; and bf16 where kernels/attention_amx.cpp does not take it
-    attention_backward_bf16_dot,
-    bias_gelu_forward,
-    bias_gelu_backward,
-    cross_entropy_inplace,
-    adamw,
-    layer_norm_forward,
-    layer_norm_backward,
-    softmax_rows,
-    score_grad_rows,
-};
+// k_ops_bf16_dot, with bf16 attention on AMX where kernels/attention_amx.cpp takes it.
+constexpr Ops k_ops_amx = [] {
+  Ops o = k_ops_bf16_dot;
+  o.isa = "AMX";
+  o.amx = true;
+  return o;
+}();
 #endif
 
 }  // namespace sweep::kernels::cpu::CPU_CAPABILITY
