@@ -140,7 +140,20 @@ void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEnt
   json index = json::array();
   std::string sha, error;
   Exit code = Exit::io_error;  // a shard that cannot be written: the disk, the folder (as a file of one)
-  try {
+  // `write`, its error (and exit code) kept: every rank must reach the collectives below either way
+  auto attempt = [&](const std::function<void()>& write) {
+    try {
+      write();
+      error.clear();
+    } catch (const Error& e) {
+      error = e.what();
+      code = e.code();
+    } catch (const std::exception& e) {
+      error = e.what();
+      code = Exit::failed;
+    }
+  };
+  attempt([&] {
     torch::serialize::OutputArchive root;
     for (size_t i = 0; i < entries.size(); ++i) {
       const ShardEntry& e = entries[i];
@@ -157,13 +170,7 @@ void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEnt
     write_rng_device(root, device);
     sha = write_checkpoint_file((fs::path(path).parent_path() / file).string(), root, alive, /*keep_previous=*/false,
                                 meta.step);
-  } catch (const Error& e) {
-    error = e.what();
-    code = e.code();
-  } catch (const std::exception& e) {
-    error = e.what();
-    code = Exit::failed;
-  }
+  });
   // Every rank learns every rank's shard (its file, checksum and index), or that one failed.
   const std::vector<std::string> shards =
       all_gather_text(comm, error.empty() ? json{{"file", file}, {"sha256", sha}, {"index", index}}.dump() : "");
@@ -176,7 +183,7 @@ void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEnt
     }
   }
   if (rank == 0) {
-    try {
+    attempt([&] {
       json manifest = {{"world", world}, {"adam_steps", adam_steps}, {"layout", layout}, {"shards", json::array()}};
       for (const auto& s : shards) {
         manifest["shards"].push_back(json::parse(s));
@@ -185,14 +192,7 @@ void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEnt
       root.write("shards", c10::IValue(manifest.dump()));
       write_checkpoint_meta(root, meta);
       write_checkpoint_file(path, root, alive, /*keep_previous=*/true, meta.step);
-      error.clear();
-    } catch (const Error& e) {
-      error = e.what();
-      code = e.code();
-    } catch (const std::exception& e) {
-      error = e.what();
-      code = Exit::failed;
-    }
+    });
   }
   if (any_rank(comm, rank == 0 && !error.empty())) {
     throw Error(rank == 0 ? error
