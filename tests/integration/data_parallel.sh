@@ -22,12 +22,7 @@ same_curve w2 w1 300 1e-5 || fail "world 2 × accum 1 differs from world 1 × ac
 # Preemption with dropout on (each rank's RNG is in the checkpoint): stop, resume, same result.
 sed -i 's/dropout: 0.0/dropout: 0.1/' run.yaml
 "$SWEEP" train run.yaml --nproc 2 --run-dir straight > /dev/null 2>&1
-"$SWEEP" train run.yaml --nproc 2 --run-dir stopped > /dev/null 2>&1 &
-pid=$!
-wait_for_train_events stopped/events.jsonl 50
-kill -TERM "$pid"
-set +e; wait "$pid"; rc=$?; set -e
-[ "$rc" -eq 75 ] || fail "SIGTERM: exit $rc, expected 75"
+preempt_train stopped 50 run.yaml --nproc 2
 [ "$(count '"status":"preempted"' stopped/events.jsonl)" -eq 1 ] || fail "one preempted end event"
 "$SWEEP" train run.yaml --nproc 2 --run-dir stopped --resume > /dev/null 2>&1
 [ "$(test_loss straight)" = "$(test_loss stopped)" ] ||

@@ -92,6 +92,19 @@ wait_for_train_events() {  # wait_for_train_events FILE COUNT
   fail "$1 never reached $2 train events"
 }
 
+# preempt_train DIR EVENTS ARGS...: `sweep train ARGS --run-dir DIR` stopped by SIGTERM once DIR
+# has EVENTS train events; fails unless it exits 75 (preempted: it checkpointed, to resume).
+preempt_train() {
+  local dir=$1 events=$2 pid rc
+  shift 2
+  "$SWEEP" train "$@" --run-dir "$dir" > /dev/null 2>&1 &
+  pid=$!
+  wait_for_train_events "$dir/events.jsonl" "$events"
+  kill -TERM "$pid"
+  set +e; wait "$pid"; rc=$?; set -e
+  [ "$rc" -eq 75 ] || fail "SIGTERM to sweep train $* in $dir: exit $rc, expected 75"
+}
+
 # A process that runs (a zombie waiting for its parent to reap it does not).
 alive() { [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 

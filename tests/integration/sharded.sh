@@ -22,12 +22,7 @@ grep -q 'ZeRO-3 over 2 ranks' z3/train.log || fail "the run log does not name it
 same_curve z3 plain 200 1e-5 1e-6 || fail "ZeRO-3 differs from plain data parallel"  # 1e-6 over 6 steps: test_zero.cpp
 
 # SIGTERM at ZeRO-2: both ranks stop at one step, each writes its shard; the resume is exact.
-"$SWEEP" train run.yaml --nproc 2 --set parallel.zero=2 --run-dir z2 > /dev/null 2>&1 &
-pid=$!
-wait_for_train_events z2/events.jsonl 50
-kill -TERM "$pid"
-set +e; wait "$pid"; rc=$?; set -e
-[ "$rc" -eq 75 ] || fail "SIGTERM: exit $rc, expected 75"
+preempt_train z2 50 run.yaml --nproc 2 --set parallel.zero=2
 ls z2/checkpoint/ckpt.step*.rank0-of-2.pt z2/checkpoint/ckpt.step*.rank1-of-2.pt > /dev/null ||
   fail "no shard per rank: $(ls z2/checkpoint)"
 "$SWEEP" train run.yaml --nproc 2 --set parallel.zero=2 --run-dir z2 --resume > /dev/null 2>&1 || fail "ZeRO-2 resume"
@@ -50,12 +45,7 @@ killed=$elapsed killed_rc=$rc
   fail "resumed after kill -9: test loss $(test_loss killed), uninterrupted $(test_loss z3)"
 # Resharded: ZeRO-3 over 2 ranks stopped, resumed as one process with accumulation 2 (the same
 # batch of a step); it ends on the uninterrupted run's curve.
-"$SWEEP" train run.yaml --nproc 2 --set parallel.zero=3 --run-dir moved > /dev/null 2>&1 &
-pid=$!
-wait_for_train_events moved/events.jsonl 50
-kill -TERM "$pid"
-set +e; wait "$pid"; rc=$?; set -e
-[ "$rc" -eq 75 ] || fail "SIGTERM at ZeRO-3: exit $rc, expected 75"
+preempt_train moved 50 run.yaml --nproc 2 --set parallel.zero=3
 "$SWEEP" train run.yaml --set train.grad_accum=2 --run-dir moved --resume > /dev/null 2> moved.err ||
   fail "resume of 2 ranks as one process: $(cat moved.err)"
 grep -q 'resharded as it was read' moved/train.log || fail "the log does not say the checkpoint was resharded"
