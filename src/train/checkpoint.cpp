@@ -327,12 +327,12 @@ CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim
 }
 
 void load_checkpoint_weights(const std::string& path, GPT& model) {
-  if (const auto problem = checkpoint_problem(path)) {
-    throw CheckpointDamaged(path, *problem);
-  }
   if (const auto shards = ShardReader::open(path)) {  // a sharded run's: every weight assembled whole
     shards->load_weights(model);
     return;
+  }
+  if (const auto problem = checkpoint_problem(path)) {
+    throw CheckpointDamaged(path, *problem);
   }
   torch::serialize::InputArchive root;
   open_checkpoint_archive(path, root, torch::kCPU);

@@ -206,14 +206,22 @@ void save_sharded_checkpoint(const std::string& path, const std::vector<ShardEnt
 }
 
 std::unique_ptr<ShardReader> ShardReader::open(const std::string& path) {
+  // Which kind it is from its archive's directory alone: a checkpoint of one file is left to its
+  // reader to check (hashing it here too would read it twice); a manifest is small.
+  torch::serialize::InputArchive root;
+  c10::IValue text;
+  bool manifest = false;
+  try {
+    open_checkpoint_archive(path, root, torch::kCPU);
+    manifest = root.try_read("shards", text);
+  } catch (const std::exception&) {  // an archive that does not read: say what is wrong with the file
+    throw CheckpointDamaged(path, checkpoint_problem(path).value_or("its archive does not read"));
+  }
+  if (!manifest) {
+    return nullptr;
+  }
   if (const auto problem = checkpoint_problem(path)) {
     throw CheckpointDamaged(path, *problem);
-  }
-  torch::serialize::InputArchive root;
-  open_checkpoint_archive(path, root, torch::kCPU);
-  c10::IValue text;
-  if (!root.try_read("shards", text)) {
-    return nullptr;
   }
   std::unique_ptr<ShardReader> r(new ShardReader());
   r->m_path = path;

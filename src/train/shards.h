@@ -68,8 +68,8 @@ struct ShardRead {
 
 class ShardReader {
  public:
-  // The sharded checkpoint whose manifest is `path`, or null when `path` is a checkpoint of one
-  // file. The manifest is checked whole first (CheckpointDamaged).
+  // The sharded checkpoint whose manifest is `path`, checked whole (CheckpointDamaged), or null
+  // when `path` is a checkpoint of one file (not hashed here: its reader checks it).
   static std::unique_ptr<ShardReader> open(const std::string& path);
 
   const CheckpointMeta& meta() const { return m_meta; }
