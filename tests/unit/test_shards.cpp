@@ -254,3 +254,43 @@ TEST_CASE("sharded checkpoint: a shard one rank cannot write fails the save on e
   CHECK(ShardReader::open(path)->meta().step == 1);  // the checkpoint is still the last whole one
   CHECK_FALSE(std::filesystem::exists(previous_checkpoint(path)));
 }
+
+TEST_CASE("sharded checkpoint: a manifest sweep would not write is refused, whole as its checksum may be") {
+  test::TempDir dir;
+  const std::string path = dir.str("ckpt.pt");
+  auto manifest = [&](const std::string& shards) {  // a forged manifest, its SHA-256 right
+    torch::serialize::OutputArchive root;
+    root.write("shards", c10::IValue(shards));
+    write_checkpoint_meta(root, CheckpointMeta{3, 128, "{}"});
+    write_checkpoint_file(path, root, {}, /*keep_previous=*/false, 3);
+  };
+  const std::string shard = R"({"file": "ckpt.step3-00000000.rank0-of-1.pt", "sha256": "00", "index": [["w", 0, 4]]})";
+  const std::vector<std::pair<std::string, std::string>> forged{
+      {"not JSON", "its manifest does not read"},
+      {R"({"world": 1, "adam_steps": 2, "shards": [{"file": "../elsewhere.pt", "sha256": "00", "index": []}]})",
+       "names a shard outside its folder"},
+      {R"({"world": 1, "adam_steps": 2, "shards": [{"file": "a.pt", "sha256": "00", "index": [["w", -4, 4]]}]})",
+       "negative range"},
+      {R"({"world": 1, "adam_steps": 10, "shards": [)" + shard + "]}", "AdamW steps 10 at step 3"},
+      {R"({"world": 1, "adam_steps": 2, "shards": []})", "0 shards"},
+  };
+  for (const auto& [text, why] : forged) {
+    CAPTURE(text);
+    manifest(text);
+    try {
+      ShardReader::open(path);
+      FAIL("a forged manifest was accepted");
+    } catch (const CheckpointDamaged& e) {
+      CHECK(std::string(e.what()).find(why) != std::string::npos);
+    }
+  }
+  // A whole manifest whose shard does not hold what its index says: one line, not LibTorch's.
+  torch::serialize::OutputArchive root;
+  root.write("0.value", torch::zeros({3}));  // the index says 4 elements
+  const std::string sha = write_checkpoint_file(dir.str("ckpt.step3-00000000.rank0-of-1.pt"), root, {}, false, 3);
+  manifest(R"({"world": 1, "adam_steps": 0, "shards": [{"file": "ckpt.step3-00000000.rank0-of-1.pt", "sha256": ")" +
+           sha + R"(", "index": [["w", 0, 4]]}]})");
+  torch::Tensor w = torch::empty({4});
+  CHECK_THROWS_WITH(ShardReader::open(path)->load({ShardRead::into("w", 4, 0, w)}, -1, torch::kCPU, nullptr),
+                    doctest::Contains("holds value of 'w' unlike its index says"));
+}
