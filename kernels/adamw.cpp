@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernels/common.h"
+#include "kernels/linear.h"
 
 namespace sweep::kernels {
 
@@ -71,7 +72,7 @@ void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
       state.step(state.step() + 1);
       const auto step = static_cast<double>(state.step());
       const double bias_correction1 = 1 - std::pow(beta1, step), bias_correction2 = 1 - std::pow(beta2, step);
-      segments.push_back({p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().data_ptr<float>(),
+      segments.push_back({p.data_ptr<float>(), bf16_copy_target(p), grad.data_ptr<float>(), state.exp_avg().data_ptr<float>(),
                           state.exp_avg_sq().data_ptr<float>(), p.numel(),
                           static_cast<float>(1 - o.lr() * o.weight_decay()), static_cast<float>(o.lr() / bias_correction1),
                           static_cast<float>(std::sqrt(bias_correction2)), static_cast<float>(beta1),
@@ -80,6 +81,13 @@ void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
     }
   }
   cpu::ops().adamw(segments.data(), static_cast<int64_t>(segments.size()), static_cast<float>(grad_scale));
+  for (auto& group : opt.param_groups()) {  // the kept bf16 copies are the new weights' now
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) {
+        bf16_copy_written(p);
+      }
+    }
+  }
 }
 
 void adamw_step_reference(torch::optim::AdamW& opt, double grad_scale) {

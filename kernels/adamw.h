@@ -8,7 +8,8 @@ namespace sweep::kernels {
 
 // One step of `opt` — its param groups' lr, betas, eps and weight decay, its per-parameter state
 // (so checkpoints and the reference step are interchangeable) — with every gradient multiplied
-// by grad_scale (the clipping factor, 1 for none). CPU fp32 parameters; no amsgrad.
+// by grad_scale (the clipping factor, 1 for none). CPU fp32 parameters; no amsgrad. A parameter
+// with a kept bf16 copy (kernels/linear.h) gets it written in the same pass.
 void adamw_step(torch::optim::AdamW& opt, double grad_scale = 1.0);
 
 // p's state in `opt` (the key LibTorch itself uses), made as AdamW::step makes it (zero

@@ -2,7 +2,11 @@
 
 #include <dnnl.h>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "kernels/common.h"
+#include "kernels/onednn.h"
 
 namespace sweep::kernels {
 
@@ -15,10 +19,11 @@ void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, in
   TORCH_CHECK(status == dnnl_success, "oneDNN sgemm failed with status ", static_cast<int>(status));
 }
 
-void check(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  TORCH_CHECK(x.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat &&
-                  bias.scalar_type() == torch::kFloat,
-              "linear: fp32 tensors expected");
+// x fp32 (or bf16 too, for linear_bf16), weight and bias fp32, all on the CPU, of matching shapes.
+void check(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool bf16_x = false) {
+  TORCH_CHECK((x.scalar_type() == torch::kFloat || (bf16_x && x.scalar_type() == torch::kBFloat16)) &&
+                  weight.scalar_type() == torch::kFloat && bias.scalar_type() == torch::kFloat,
+              "linear: fp32 weight and bias expected, and x ", bf16_x ? "fp32 or bf16" : "fp32");
   TORCH_CHECK(x.device().is_cpu() && weight.device().is_cpu(), "linear: CPU tensors expected");
   TORCH_CHECK(bias.numel() == 0 || (bias.dim() == 1 && bias.size(0) == weight.size(0)), "linear: a bias of ",
               weight.size(0), " expected, got ", bias.sizes());
@@ -70,11 +75,142 @@ struct Linear : torch::autograd::Function<Linear> {
   }
 };
 
+// ---- bf16: the kept copies of the weights, and the products from them ----
+
+struct Kept {
+  // weak: the weight's TensorImpl is not freed (nor its address reused) while the entry lives
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> owner;
+  torch::Tensor copy;
+  const void* data = nullptr;  // the weight's data and version counter when the copy was written
+  int64_t version = -1;
+};
+
+std::mutex g_kept_mutex;
+std::unordered_map<const c10::TensorImpl*, Kept> g_kept;
+
+void stamp(Kept& k, const torch::Tensor& weight) {
+  k.data = weight.data_ptr();
+  k.version = weight._version();
+}
+
+bool current(const Kept& k, const torch::Tensor& weight) {
+  return k.data == weight.data_ptr() && k.version == weight._version() && k.copy.sizes() == weight.sizes();
+}
+
+struct LinearBf16 : torch::autograd::Function<LinearBf16> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in,
+                               const torch::Tensor& weight, const torch::Tensor& bias) {
+    RECORD_USER_SCOPE("sweep::linear_bf16");
+    const bool has_bias = bias.numel() > 0;
+    check(x_in, weight, bias, true);
+    auto w = kept_bf16_copy(weight);
+    if (!w.defined()) {
+      w = weight.detach().to(torch::kBFloat16);
+    }
+    const auto x = x_in.to(torch::kBFloat16).contiguous();
+    const int64_t K = weight.size(1), N = weight.size(0), M = x.numel() / K;
+    auto out_sizes = x.sizes().vec();
+    out_sizes.back() = N;
+    auto y = torch::empty({M, N}, x.options());
+    onednn::product(M, N, K, x.data_ptr(), false, K, w.data_ptr(), true, K, y.data_ptr(), N, false,
+                    has_bias ? bias.data_ptr<float>() : nullptr);
+    ctx->save_for_backward({x});
+    ctx->saved_data["w"] = w;  // this step's copy: the optimizer writes the next one after backward
+    ctx->saved_data["bias"] = has_bias;
+    return y.view(out_sizes);
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    RECORD_USER_SCOPE("sweep::linear_bf16_backward");
+    const auto x = ctx->get_saved_variables()[0];
+    const auto w = ctx->saved_data["w"].toTensor();
+    const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
+    const auto dy = grads[0].to(torch::kBFloat16).contiguous();
+    auto dx = torch::empty_like(x);
+    auto dw = torch::empty({N, K}, dy.options().dtype(torch::kFloat));
+    onednn::product(M, K, N, dy.data_ptr(), false, N, w.data_ptr(), false, K, dx.data_ptr(), K, false);  // dY W
+    onednn::product(N, K, M, dy.data_ptr(), true, N, x.data_ptr(), false, K, dw.data_ptr(), K, true);  // dYᵀ X
+    torch::Tensor db;
+    if (ctx->saved_data["bias"].toBool()) {  // 1ᵀ dY: one more pass over dY, summed in fp32 (no fp32 copy of it)
+      const auto ones = torch::ones({M}, dy.options());
+      db = torch::empty({N}, dw.options());
+      onednn::product(1, N, M, ones.data_ptr(), false, M, dy.data_ptr(), false, N, db.data_ptr(), N, true);
+    }
+    return {dx, dw, db};
+  }
+};
+
 }  // namespace
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   // LibTorch 1.13's autograd Functions take no undefined tensor: no bias is an empty one.
   return Linear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()));
+}
+
+torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (!cpu::ops().bf16_matmul) {  // autocast's casts, and LibTorch's product
+    const auto b = bias.defined() ? bias.to(torch::kBFloat16) : bias;
+    return linear_reference(x.to(torch::kBFloat16), weight.to(torch::kBFloat16), b);
+  }
+  return LinearBf16::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()));
+}
+
+KeptBf16Copies::KeptBf16Copies(const std::vector<torch::Tensor>& weights) {
+  if (!cpu::ops().bf16_matmul) {  // linear_bf16 casts as autocast does: a copy would not be read
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  const std::lock_guard<std::mutex> lock(g_kept_mutex);
+  for (const auto& w : weights) {
+    TORCH_CHECK(w.scalar_type() == torch::kFloat && w.device().is_cpu(), "KeptBf16Copies: fp32 CPU weights expected");
+    Kept k{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(w.getIntrusivePtr()),
+           w.detach().to(torch::kBFloat16)};
+    stamp(k, w);
+    g_kept.insert_or_assign(w.unsafeGetTensorImpl(), std::move(k));
+    m_weights.push_back(w.unsafeGetTensorImpl());
+  }
+}
+
+KeptBf16Copies::~KeptBf16Copies() {
+  const std::lock_guard<std::mutex> lock(g_kept_mutex);
+  for (const auto* w : m_weights) {
+    g_kept.erase(w);
+  }
+}
+
+torch::Tensor kept_bf16_copy(const torch::Tensor& weight) {
+  const std::lock_guard<std::mutex> lock(g_kept_mutex);
+  const auto it = g_kept.find(weight.unsafeGetTensorImpl());
+  if (it == g_kept.end()) {
+    return {};
+  }
+  Kept& k = it->second;
+  if (!current(k, weight)) {
+    torch::NoGradGuard no_grad;
+    if (k.copy.sizes() == weight.sizes()) {
+      k.copy.copy_(weight.detach());
+    } else {
+      k.copy = weight.detach().to(torch::kBFloat16);
+    }
+    stamp(k, weight);
+  }
+  return k.copy;
+}
+
+c10::BFloat16* bf16_copy_target(const torch::Tensor& weight) {
+  const std::lock_guard<std::mutex> lock(g_kept_mutex);
+  const auto it = g_kept.find(weight.unsafeGetTensorImpl());
+  return it != g_kept.end() && it->second.copy.sizes() == weight.sizes() ? it->second.copy.data_ptr<c10::BFloat16>()
+                                                                         : nullptr;
+}
+
+void bf16_copy_written(const torch::Tensor& weight) {
+  const std::lock_guard<std::mutex> lock(g_kept_mutex);
+  const auto it = g_kept.find(weight.unsafeGetTensorImpl());
+  if (it != g_kept.end()) {
+    stamp(it->second, weight);
+  }
 }
 
 torch::Tensor linear_reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {

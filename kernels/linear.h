@@ -1,6 +1,8 @@
-// y = x Wᵀ + b for fp32 on the CPU through oneDNN's sgemm, which runs the model's shapes 1.5–3×
-// faster here than the OpenBLAS sgemm behind Debian's LibTorch (`sweep bench` prints both).
-// bf16 is left to LibTorch under autocast: it already multiplies with oneDNN (AMX).
+// y = x Wᵀ + b on the CPU: fp32 through oneDNN's sgemm, which runs the model's shapes 1.5–3×
+// faster here than the OpenBLAS sgemm behind Debian's LibTorch (`sweep bench` prints both); bf16
+// through oneDNN's matmul (AMX tiles where the CPU has them) from a bf16 copy of the fp32 weight
+// that is kept between steps and written by the fused AdamW as it updates the weight, where
+// autocast casts every weight at every forward and its gradient back at every backward.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,6 +11,36 @@ namespace sweep::kernels {
 
 // x (..., K) fp32, weight (N, K), bias (N) or undefined → (..., N); forward and backward.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+// The same in bf16: x (..., K) fp32 or bf16, weight (N, K) fp32, bias (N) fp32 or undefined →
+// (..., N) bf16, as LibTorch's linear under autocast computes it. Backward: dx in bf16, dW and db
+// in fp32 straight from the products (no bf16 gradient cast back). On a CPU without AVX-512
+// (cpu::Ops::bf16_matmul), autocast's casts and LibTorch's product.
+torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+// bf16 copies kept for these fp32 weights while this lives: made now, written by the fused AdamW
+// in the pass that updates the weight, and made again by linear_bf16 whenever the weight changed in
+// any other way (an in-place op: its version counter; new storage). A weight without one is cast
+// at each use. Only for weights that stay whole and resident between steps. None on a CPU without
+// AVX-512, where linear_bf16 does not read them.
+class KeptBf16Copies {
+ public:
+  explicit KeptBf16Copies(const std::vector<torch::Tensor>& weights);
+  ~KeptBf16Copies();
+  KeptBf16Copies(const KeptBf16Copies&) = delete;
+  KeptBf16Copies& operator=(const KeptBf16Copies&) = delete;
+
+ private:
+  std::vector<const c10::TensorImpl*> m_weights;
+};
+
+// The kept copy of `weight` as it is now (made again if stale); undefined when none is kept.
+torch::Tensor kept_bf16_copy(const torch::Tensor& weight);
+// For a writer that updates `weight` through its data (the fused AdamW): where its kept copy lies,
+// to be written in the same pass, or null when none is kept. The writer then calls
+// bf16_copy_written(weight).
+c10::BFloat16* bf16_copy_target(const torch::Tensor& weight);
+void bf16_copy_written(const torch::Tensor& weight);
 
 torch::Tensor linear_reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 

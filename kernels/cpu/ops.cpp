@@ -283,6 +283,7 @@ void adamw(const AdamWSegment* segments, int64_t count, float grad_scale) {
       const int64_t lo = pos - offsets[seg], hi = std::min(end, offsets[seg + 1]) - offsets[seg];
       const Vec decay(s.decay), step_size(s.step_size), bc2(s.bias_correction2_sqrt), eps(s.eps), b1(s.beta1),
           one_b1(s.one_minus_beta1), b2(s.beta2), one_b2(s.one_minus_beta2);
+      bf16* const copy = static_cast<bf16*>(s.param_bf16);
       int64_t j = lo;
       for (; j + Vec::size() <= hi; j += Vec::size()) {
         const Vec g = Vec::loadu(s.grad + j) * gs;
@@ -292,6 +293,9 @@ void adamw(const AdamWSegment* segments, int64_t count, float grad_scale) {
         m.store(s.exp_avg + j);
         v.store(s.exp_avg_sq + j);
         p.store(s.param + j);
+        if (copy != nullptr) {
+          store(copy + j, p);
+        }
       }
       for (; j < hi; ++j) {
         const float g = s.grad[j] * grad_scale;
@@ -300,6 +304,9 @@ void adamw(const AdamWSegment* segments, int64_t count, float grad_scale) {
         s.exp_avg[j] = m;
         s.exp_avg_sq[j] = v;
         s.param[j] = s.param[j] * s.decay - m / (std::sqrt(v) / s.bias_correction2_sqrt + s.eps) * s.step_size;
+        if (copy != nullptr) {
+          store1(copy + j, s.param[j]);
+        }
       }
       pos = offsets[seg] + hi;
     }
@@ -313,6 +320,11 @@ constexpr Ops k_ops = {
 #define SWEEP_STR(x) SWEEP_STR2(x)
     SWEEP_STR(CPU_CAPABILITY),
     false,
+#if defined(CPU_CAPABILITY_AVX512)
+    true,
+#else
+    false,
+#endif
     attention_forward,
     attention_backward,
     bias_gelu_forward,

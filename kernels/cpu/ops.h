@@ -38,6 +38,7 @@ inline bool dropout_keep(uint32_t row_key, int64_t j, float p) {  // P(keep) = 1
 
 struct AdamWSegment {  // one parameter tensor, every buffer fp32 and contiguous
   float* param;
+  void* param_bf16;  // a bf16 copy of param written with it, or null
   const float* grad;
   float* exp_avg;
   float* exp_avg_sq;
@@ -55,6 +56,9 @@ struct Ops {
   // attention then takes kernels/attention_amx.cpp's path, whose products are batched over heads,
   // with the two row kernels below between them.
   bool amx = false;
+  // Whether the fused bf16 linear (kernels/linear.h) multiplies through oneDNN's matmul, which has
+  // bf16 products from AVX-512 on; on AVX2 LibTorch's linear under autocast takes it.
+  bool bf16_matmul = false;
   // Causal attention, flash-style: out (batch, seq, heads · head_size); lse (batch, heads, seq).
   void (*attention_forward)(const AttentionArgs&, DType, const void* qkv, void* out, float* lse);
   // dqkv (batch, seq, 3C) from dout (batch, seq, C) and the forward's out and lse.

@@ -226,21 +226,28 @@ struct Walk {
   }
 };
 
+// The parameters a forward multiplies by (the linear layers and the head; with their biases and
+// norms, which are few).
+double matmul_params(const ModelConfig& m, const ModelSize& size) {
+  return static_cast<double>(size.total - size.embedding) +
+         (m.tie_weights ? static_cast<double>(m.padded_vocab() * m.n_embd) : 0);
+}
+
 // The largest buffers the step makes beside what the forward kept: bf16 copies of the weights
-// (autocast keeps one per matmul weight until backward); then whichever is larger of the
+// (autocast keeps one per matmul weight until backward; none when they are kept between steps);
+// then whichever is larger of the
 // backward's first buffers (the head's and the loss's gradients, beside everything kept) and the
 // last layer's backward (its feed-forward's gradients, and with activation checkpointing the
 // block's rerun `rerun`, once the logits are freed).
 double step_transient(const ModelConfig& m, const StepPath& p, double N, const ModelSize& size, double expert_share,
-                      double logits_kept, double rerun, bool block_copies) {
+                      double logits_kept, double rerun, bool block_copies, bool kept_copies) {
   const double V = static_cast<double>(m.padded_vocab()), C = static_cast<double>(m.n_embd);
   const double cd = p.autocast ? 2 : 4;
   // autocast's bf16 copies: of every matmul weight until the forward ends (with checkpointing, the
   // rerun's scope then holds one block's)
   double copies = 0, rerun_copies = 0;
-  if (p.autocast) {
-    const double matmul = static_cast<double>(size.total - size.embedding) + (m.tie_weights ? V * C : 0);
-    copies = matmul * 2 * expert_share;
+  if (p.autocast && !kept_copies) {
+    copies = matmul_params(m, size) * 2 * expert_share;
     rerun_copies = rerun > 0 ? copies / static_cast<double>(std::max<int64_t>(m.n_layer, 1)) : copies;
     if (block_copies) {  // ZeRO-3 clears them with each block's gathered weights
       copies = rerun_copies;
@@ -347,6 +354,12 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
     return shard ? dense / dense_ranks + mine_experts / expert_ranks : dense + mine_experts;
   };
   plan.weights = k_f32 * sharded(l.zero >= 3);
+  // The fused bf16 step keeps bf16 copies of the matmul weights a rank holds whole between steps
+  // (kernels/linear.h; on AVX-512 CPUs, which the plan assumes)
+  const bool kept_copies = path.fused && path.autocast && l.zero < 3;
+  if (kept_copies) {
+    plan.weights += 2 * matmul_params(m, size) * (dense + mine_experts) / P;
+  }
   plan.gradients = k_f32 * sharded(l.zero >= 2);
   plan.optimizer = 2 * k_f32 * sharded(l.zero >= 1);
 
@@ -360,7 +373,8 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
             [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   const double share = (dense + mine_experts) / P;  // the weights this rank computes with
   plan.transient =
-      step_transient(m, path, w.N, size, share, w.logits, w.recompute ? w.largest_block : 0, l.zero >= 3);
+      step_transient(m, path, w.N, size, share, w.logits, w.recompute ? w.largest_block : 0, l.zero >= 3,
+                                 kept_copies);
   // Sharded gradients are whole for a while in backward: ZeRO-2's all of them until the step's
   // reduce-scatter; ZeRO-3's those of the weights outside the blocks (whole for the step, like
   // those weights) and of the block being rerun (with its gathered weights). They grow as the

@@ -47,7 +47,8 @@ struct MemoryItem {
 
 struct MemoryPlan {
   Layout layout;
-  double weights = 0;        // fp32 parameters held (ZeRO-3: this rank's shard)
+  double weights = 0;        // fp32 parameters held (ZeRO-3: this rank's shard), and the fused bf16
+                             // step's bf16 copies of the matmul weights
   double gradients = 0;      // fp32 gradients held
   double optimizer = 0;      // AdamW's moments held
   double activations = 0;    // kept for backward by one micro-batch, at the end of its forward

@@ -31,11 +31,17 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
   return F::dropout(x, F::DropoutFuncOptions().p(p).training(true));
 }
 
-// A linear layer: oneDNN's sgemm for fp32 on the CPU when fused; LibTorch's (autocast-aware:
-// bf16 goes to oneDNN there already) otherwise.
+// A linear layer: on the CPU when fused, oneDNN's sgemm for fp32 and its bf16 matmul from the
+// weight's kept bf16 copy under autocast (kernels/linear.h); LibTorch's (autocast-aware) otherwise.
 torch::Tensor project(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool fused) {
-  if (fused && x.device().is_cpu() && x.scalar_type() == torch::kFloat && !compat::autocast_enabled(c10::kCPU)) {
-    return kernels::linear(x, weight, bias);
+  if (fused && x.device().is_cpu() && weight.scalar_type() == torch::kFloat) {
+    if (!compat::autocast_enabled(c10::kCPU)) {
+      if (x.scalar_type() == torch::kFloat) {
+        return kernels::linear(x, weight, bias);
+      }
+    } else if (compat::autocast_dtype(c10::kCPU) == at::kBFloat16) {
+      return kernels::linear_bf16(x, weight, bias);
+    }
   }
   return F::linear(x, weight, bias);
 }
@@ -453,6 +459,19 @@ GPTImpl::GPTImpl(const ModelConfig& given, int64_t init_seed) : config(given.res
 
 torch::Tensor GPTImpl::head_weight() const {
   return config.tie_weights ? transformer->wte->weight : lm_head->weight;
+}
+
+std::vector<torch::Tensor> GPTImpl::matmul_weights() const {
+  std::vector<torch::Tensor> weights;
+  for (const auto& m : modules(/*include_self=*/false)) {
+    if (const auto* linear = m->as<torch::nn::Linear>()) {
+      weights.push_back(linear->weight);
+    }
+  }
+  if (config.tie_weights) {
+    weights.push_back(head_weight());
+  }
+  return weights;
 }
 
 torch::Tensor GPTImpl::forward(const torch::Tensor& idx, KVCache* cache) {

@@ -240,6 +240,8 @@ struct GPTImpl : torch::nn::Module {
 
   // The head weight: lm_head's, or wte's when tied (one tensor, registered once).
   torch::Tensor head_weight() const;
+  // The weights a forward multiplies by: every linear layer's and the head's.
+  std::vector<torch::Tensor> matmul_weights() const;
   int64_t num_params() const;
   std::vector<MoE> moe_layers() const;
 

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "kernels/adamw.h"
+#include "kernels/linear.h"
 #include "parallel/parallel.h"
 #include "train/experts.h"
 #include "train/optim.h"
@@ -80,6 +81,18 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     }
   } else {
     m_opt = make_adamw(held, m_train);
+  }
+  // The fused bf16 step multiplies by bf16 copies of the weights that stay whole between steps,
+  // kept and written by the fused AdamW (kernels/linear.h); ZeRO-3 gathers its weights at each use.
+  if (config.train.fused && config.train.precision == "bf16" && !m_all.empty() && m_all.front().device().is_cpu() &&
+      !(m_zero && m_zero->stage() == 3)) {
+    std::vector<torch::Tensor> kept;
+    for (const auto& w : model->matmul_weights()) {
+      if (remote.count(key(w)) == 0) {
+        kept.push_back(w);
+      }
+    }
+    m_bf16_copies = std::make_unique<kernels::KeptBf16Copies>(kept);
   }
 }
 

@@ -18,6 +18,9 @@
 
 namespace sweep {
 
+namespace kernels {
+class KeptBf16Copies;
+}
 class Communicator;
 class ZeroShards;
 struct ExpertPartition;
@@ -83,6 +86,7 @@ class TrainState {
   std::unique_ptr<ExpertPartition> m_experts;
   std::unique_ptr<ZeroShards> m_zero;         // over the dense weights
   std::unique_ptr<torch::optim::AdamW> m_opt;  // over what ZeRO does not hold: everything, or this rank's experts
+  std::unique_ptr<kernels::KeptBf16Copies> m_bf16_copies;  // the fused bf16 step's copies of the matmul weights
 };
 
 }  // namespace sweep

@@ -313,6 +313,79 @@ TEST_CASE("linear through oneDNN's sgemm: output, input, weight and bias gradien
   }
 }
 
+TEST_CASE("linear in bf16 through oneDNN's matmul: output and the gradients of x, weight and bias equal F::linear's") {
+  torch::manual_seed(16);
+  for (const auto& [shape, n] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{2, 7, 5}, 3}, {{64, 256}, 768}, {{1, 1, 1}, 1}, {{3, 33, 17}, 50}}) {
+    for (const bool with_bias : {true, false}) {
+      for (const bool kept : {false, true}) {
+        for (const auto x_type : {torch::kBFloat16, torch::kFloat}) {
+          CAPTURE(n);
+          CAPTURE(with_bias);
+          CAPTURE(kept);
+          const auto w0 = torch::randn({n, shape.back()});
+          const auto b0 = with_bias ? torch::randn({n}) : torch::Tensor();
+          auto wf = w0.clone().requires_grad_(true), wr = w0.clone().requires_grad_(true);
+          auto bf = with_bias ? b0.clone().requires_grad_(true) : torch::Tensor();
+          auto br = with_bias ? b0.clone().requires_grad_(true) : torch::Tensor();
+          const auto copies = kept ? std::make_unique<kernels::KeptBf16Copies>(std::vector<torch::Tensor>{wf}) : nullptr;
+          // x arrives in x_type; the product's output is bf16 either way
+          const Op fused = [&](const torch::Tensor& x) { return kernels::linear_bf16(x.to(x_type), wf, bf); };
+          const Op reference = [&](const torch::Tensor& x) { return kernels::linear_reference(x, wr, br); };
+          check_against_reference(fused, reference, torch::randn(shape), torch::kBFloat16, 1e-2);
+          CHECK((wf.grad().scalar_type() == torch::kFloat));
+          CHECK(rel_err(wf.grad(), wr.grad()) < 1e-2);
+          if (with_bias) {
+            CHECK((bf.grad().scalar_type() == torch::kFloat));
+            CHECK(rel_err(bf.grad(), br.grad()) < 1e-2);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("kept bf16 copies: written by the fused AdamW with the weights, made again after any other change") {
+  torch::manual_seed(17);
+  auto w = torch::randn({37, 19}).requires_grad_(true);
+  const auto other = torch::randn({5, 3}).requires_grad_(true);
+  CHECK_FALSE(kernels::kept_bf16_copy(other).defined());  // none kept: linear_bf16 casts at each use
+  auto copies = std::make_unique<kernels::KeptBf16Copies>(std::vector<torch::Tensor>{w});
+  if (!kernels::cpu::ops().bf16_matmul) {  // AVX2: linear_bf16 casts as autocast does, and keeps none
+    CHECK_FALSE(kernels::kept_bf16_copy(w).defined());
+    return;
+  }
+  const auto is_copy = [&] {
+    const auto copy = kernels::kept_bf16_copy(w);
+    return copy.defined() && torch::equal(copy, w.detach().to(torch::kBFloat16));
+  };
+  CHECK(is_copy());
+  // the fused AdamW writes it in its pass: no cast after (the same tensor, already equal)
+  torch::optim::AdamW fused({w}, torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
+  const auto before = kernels::kept_bf16_copy(w).clone();
+  w.mutable_grad() = torch::randn(w.sizes());
+  kernels::adamw_step(fused);
+  const c10::BFloat16* target = kernels::bf16_copy_target(w);
+  const auto written = torch::from_blob(const_cast<c10::BFloat16*>(target), w.sizes(), torch::kBFloat16);
+  CHECK_FALSE(torch::equal(written, before));
+  CHECK(torch::equal(written, w.detach().to(torch::kBFloat16)));
+  CHECK(kernels::kept_bf16_copy(w).data_ptr() == target);
+  // any other change makes it again: an in-place op, LibTorch's AdamW, new storage of a new shape
+  {
+    torch::NoGradGuard no_grad;
+    w.add_(1.0);
+  }
+  CHECK(is_copy());
+  w.mutable_grad() = torch::randn(w.sizes());
+  kernels::adamw_step_reference(fused);
+  CHECK(is_copy());
+  w.set_data(torch::randn({4, 6}));
+  CHECK(is_copy());
+  CHECK(kernels::kept_bf16_copy(w).sizes() == w.sizes());
+  copies.reset();  // kept no longer: cast at each use
+  CHECK_FALSE(kernels::kept_bf16_copy(w).defined());
+}
+
 TEST_CASE("AdamW in one pass: the same weights and moments as torch::optim::AdamW, clipping scale folded in") {
   torch::manual_seed(14);
   // Two groups (decay on matrices, none on vectors) and sizes with vector tails.
