@@ -21,6 +21,7 @@
 #include "bench/nanogpt.h"
 #include "bench/tensor_memory.h"
 #include "kernels/attention.h"
+#include "kernels/attention_amx.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/gelu.h"
@@ -246,12 +247,18 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
   std::snprintf(line, sizeof line, "  ops (%s; forward + backward per call, median of %d; peak tensor memory the op allocates):\n",
                 precision.c_str(), reps);
   out << line;
-  out << "    op                                  reference      fused   speed-up    reference      fused\n";
-  auto row = [&](const std::string& name, const OpTiming& ref, const OpTiming& fused) {
-    std::snprintf(line, sizeof line, "    %-34s %9.2f ms %7.2f ms %8.2f×  %7.1f MiB %6.1f MiB\n", name.c_str(), ref.ms,
-                  fused.ms, ref.ms / fused.ms, ref.peak_mib, fused.peak_mib);
+  out << "    op                                  reference      fused   speed-up    reference      fused   fused path\n";
+  auto row = [&](const std::string& name, const OpTiming& ref, const OpTiming& fused, const std::string& path) {
+    std::snprintf(line, sizeof line, "    %-34s %9.2f ms %7.2f ms %8.2f×  %7.1f MiB %6.1f MiB   %s\n", name.c_str(),
+                  ref.ms, fused.ms, ref.ms / fused.ms, ref.peak_mib, fused.peak_mib, path.c_str());
     out << line;
   };
+  // the instructions each fused op ran on: the vector kernels' width; bf16 products on AMX tiles
+  // (oneDNN's matmul) or AVX512-BF16 dot products
+  const auto& ops = kernels::cpu::ops();
+  const std::string isa = ops.isa, vector = isa == "AVX2" ? "AVX2" : "AVX-512";
+  const bool bf16 = dtype == torch::kBFloat16;
+  const std::string bf16_products = ops.amx ? "AMX" : isa == "AVX512_BF16" ? "AVX512-BF16" : vector;
   {
     auto qkv = torch::randn({B, T, 3 * C}).to(dtype).requires_grad_(true);
     auto grad = torch::randn({B, T, C}).to(dtype);
@@ -263,7 +270,9 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
       };
     };
     const auto ref = time_op(run(false), reps);
-    row("causal attention (B, T, 3C)", ref, time_op(run(true), reps));
+    kernels::cpu::AttentionArgs args{B, T, nh, C / nh};
+    const std::string path = kernels::amx::takes(args, dtype) ? "AMX" : bf16 ? bf16_products : vector;
+    row("causal attention (B, T, 3C)", ref, time_op(run(true), reps), path);
   }
   {
     auto h = torch::randn({N, 4 * C}).to(dtype).requires_grad_(true);
@@ -278,7 +287,7 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
       };
     };
     const auto ref = time_op(run(false), reps);
-    row("bias + GELU (B·T, 4C)", ref, time_op(run(true), reps));
+    row("bias + GELU (B·T, 4C)", ref, time_op(run(true), reps), vector);
   }
   {  // the reference: LibTorch's layer_norm in fp32, then the cast its matmul needs under autocast
     auto x = torch::randn({N, C}).requires_grad_(true);
@@ -295,7 +304,7 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
       };
     };
     const auto ref = time_op(run(false), reps);
-    row("LayerNorm (B·T, C)", ref, time_op(run(true), reps));
+    row("LayerNorm (B·T, C)", ref, time_op(run(true), reps), vector);
   }
   {
     auto leaf = torch::randn({N, V}).to(dtype).requires_grad_(true);
@@ -309,21 +318,27 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
       };
     };
     const auto ref = time_op(run(false), reps);
-    row("cross-entropy (B·T, V=" + std::to_string(V) + ")", ref, time_op(run(true), reps));
+    row("cross-entropy (B·T, V=" + std::to_string(V) + ")", ref, time_op(run(true), reps), vector);
   }
-  if (dtype == torch::kFloat) {  // bf16 matmuls stay LibTorch's (oneDNN under autocast)
-    auto x = torch::randn({N, C}).requires_grad_(true);
+  {  // bf16: the reference casts the weight and bias at each call, as autocast does; the fused
+     // linear multiplies by the kept copy, which the fused AdamW writes
+    auto x = torch::randn({N, C}).to(dtype).requires_grad_(true);
     auto w = torch::randn({4 * C, C}).requires_grad_(true);
     auto b = torch::randn({4 * C}).requires_grad_(true);
-    auto grad = torch::randn({N, 4 * C});
+    auto grad = torch::randn({N, 4 * C}).to(dtype);
+    const kernels::KeptBf16Copies copies({w});
     auto run = [&](bool fused) {
       return [&, fused] {
-        (fused ? kernels::linear(x, w, b) : kernels::linear_reference(x, w, b)).backward(grad);
+        auto y = !bf16  ? (fused ? kernels::linear(x, w, b) : kernels::linear_reference(x, w, b))
+                 : fused ? kernels::linear_bf16(x, w, b)
+                         : kernels::linear_reference(x, w.to(dtype), b.to(dtype));
+        y.backward(grad);
         x.mutable_grad() = w.mutable_grad() = b.mutable_grad() = torch::Tensor();
       };
     };
     const auto ref = time_op(run(false), reps);
-    row("linear (B·T, C) → 4C", ref, time_op(run(true), reps));
+    const std::string path = !bf16 ? "oneDNN sgemm" : ops.bf16_matmul ? bf16_products + " (oneDNN)" : "LibTorch";
+    row("linear (B·T, C) → 4C", ref, time_op(run(true), reps), path);
   }
   {
     GPT model(c.model, c.seeds.init);
@@ -336,7 +351,7 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
     char name[64];
     std::snprintf(name, sizeof name, "AdamW + clip scale (%.2fM params)", static_cast<double>(model->num_params()) / 1e6);
     const auto ref = time_op(run(false), reps);
-    row(name, ref, time_op(run(true), reps));
+    row(name, ref, time_op(run(true), reps), vector);
   }
 }
 
