@@ -234,11 +234,10 @@ double matmul_params(const ModelConfig& m, const ModelSize& size) {
 }
 
 // The largest buffers the step makes beside what the forward kept: bf16 copies of the weights
-// (autocast keeps one per matmul weight until backward; none when they are kept between steps);
-// then whichever is larger of the
-// backward's first buffers (the head's and the loss's gradients, beside everything kept) and the
-// last layer's backward (its feed-forward's gradients, and with activation checkpointing the
-// block's rerun `rerun`, once the logits are freed).
+// (autocast keeps one per matmul weight until backward; none when `kept_copies` are held between
+// steps); then whichever is larger of the backward's first buffers (the head's and the loss's
+// gradients, beside everything kept) and the last layer's backward (its feed-forward's gradients,
+// and with activation checkpointing the block's rerun `rerun`, once the logits are freed).
 double step_transient(const ModelConfig& m, const StepPath& p, double N, const ModelSize& size, double expert_share,
                       double logits_kept, double rerun, bool block_copies, bool kept_copies) {
   const double V = static_cast<double>(m.padded_vocab()), C = static_cast<double>(m.n_embd);
@@ -372,9 +371,8 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   std::sort(plan.activation_items.begin(), plan.activation_items.end(),
             [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   const double share = (dense + mine_experts) / P;  // the weights this rank computes with
-  plan.transient =
-      step_transient(m, path, w.N, size, share, w.logits, w.recompute ? w.largest_block : 0, l.zero >= 3,
-                                 kept_copies);
+  plan.transient = step_transient(m, path, w.N, size, share, w.logits, w.recompute ? w.largest_block : 0,
+                                  l.zero >= 3, kept_copies);
   // Sharded gradients are whole for a while in backward: ZeRO-2's all of them until the step's
   // reduce-scatter; ZeRO-3's those of the weights outside the blocks (whole for the step, like
   // those weights) and of the block being rerun (with its gathered weights). They grow as the
