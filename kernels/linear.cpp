@@ -77,11 +77,16 @@ struct Linear : torch::autograd::Function<Linear> {
 
 // ---- bf16: the kept copies of the weights, and the products from them ----
 
+// Weak references hold an object's memory (not its data): while the entry lives, neither the
+// weight's TensorImpl nor the storage it had when the copy was written can be freed, so no other
+// tensor or storage can take their addresses and pass for them. set_data (a checkpoint load) keeps
+// the version counter but brings another storage.
 struct Kept {
-  // weak: the weight's TensorImpl is not freed (nor its address reused) while the entry lives
   c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> owner;
   torch::Tensor copy;
-  const void* data = nullptr;  // the weight's data and version counter when the copy was written
+  // the weight's storage, offset and version counter when the copy was written
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage{c10::intrusive_ptr<c10::StorageImpl>()};
+  int64_t offset = 0;
   int64_t version = -1;
 };
 
@@ -89,12 +94,14 @@ std::mutex g_kept_mutex;
 std::unordered_map<const c10::TensorImpl*, Kept> g_kept;
 
 void stamp(Kept& k, const torch::Tensor& weight) {
-  k.data = weight.data_ptr();
+  k.storage = weight.storage().getWeakStorageImpl();
+  k.offset = weight.storage_offset();
   k.version = weight._version();
 }
 
 bool current(const Kept& k, const torch::Tensor& weight) {
-  return k.data == weight.data_ptr() && k.version == weight._version() && k.copy.sizes() == weight.sizes();
+  return k.storage._unsafe_get_target() == weight.storage().unsafeGetStorageImpl() &&
+         k.offset == weight.storage_offset() && k.version == weight._version() && k.copy.sizes() == weight.sizes();
 }
 
 struct LinearBf16 : torch::autograd::Function<LinearBf16> {

@@ -370,7 +370,7 @@ TEST_CASE("kept bf16 copies: written by the fused AdamW with the weights, made a
   CHECK_FALSE(torch::equal(written, before));
   CHECK(torch::equal(written, w.detach().to(torch::kBFloat16)));
   CHECK(kernels::kept_bf16_copy(w).data_ptr() == target);
-  // any other change makes it again: an in-place op, LibTorch's AdamW, new storage of a new shape
+  // any other change makes it again: an in-place op, LibTorch's AdamW, new storage (of a new shape too)
   {
     torch::NoGradGuard no_grad;
     w.add_(1.0);
@@ -378,6 +378,8 @@ TEST_CASE("kept bf16 copies: written by the fused AdamW with the weights, made a
   CHECK(is_copy());
   w.mutable_grad() = torch::randn(w.sizes());
   kernels::adamw_step_reference(fused);
+  CHECK(is_copy());
+  w.set_data(torch::randn(w.sizes()));  // a checkpoint load: the version counter stays, the storage is new
   CHECK(is_copy());
   w.set_data(torch::randn({4, 6}));
   CHECK(is_copy());
