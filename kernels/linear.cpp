@@ -112,17 +112,19 @@ struct LinearBf16 : torch::autograd::Function<LinearBf16> {
     check(x_in, weight, bias, true);
     auto w = kept_bf16_copy(weight);
     if (!w.defined()) {
-      w = weight.detach().to(torch::kBFloat16);
+      w = weight.detach().to(torch::kBFloat16).contiguous();
     }
+    const auto b = bias.contiguous();
     const auto x = x_in.to(torch::kBFloat16).contiguous();
     const int64_t K = weight.size(1), N = weight.size(0), M = x.numel() / K;
     auto out_sizes = x.sizes().vec();
     out_sizes.back() = N;
     auto y = torch::empty({M, N}, x.options());
     onednn::product(M, N, K, x.data_ptr(), false, K, w.data_ptr(), true, K, y.data_ptr(), N, false,
-                    has_bias ? bias.data_ptr<float>() : nullptr);
-    ctx->save_for_backward({x});
-    ctx->saved_data["w"] = w;  // this step's copy: the optimizer writes the next one after backward
+                    has_bias ? b.data_ptr<float>() : nullptr);
+    // the copy this product read: saved as a variable, it is freed with the graph's other saved
+    // tensors after backward, and a copy made again in place before backward is an error there
+    ctx->save_for_backward({x, w});
     ctx->saved_data["bias"] = has_bias;
     return y.view(out_sizes);
   }
@@ -130,8 +132,9 @@ struct LinearBf16 : torch::autograd::Function<LinearBf16> {
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
     RECORD_USER_SCOPE("sweep::linear_bf16_backward");
-    const auto x = ctx->get_saved_variables()[0];
-    const auto w = ctx->saved_data["w"].toTensor();
+    const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
+    const auto& w = saved[1];
     const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
     const auto dy = grads[0].to(torch::kBFloat16).contiguous();
     auto dx = torch::empty_like(x);
@@ -172,7 +175,7 @@ KeptBf16Copies::KeptBf16Copies(const std::vector<torch::Tensor>& weights) {
   for (const auto& w : weights) {
     TORCH_CHECK(w.scalar_type() == torch::kFloat && w.device().is_cpu(), "KeptBf16Copies: fp32 CPU weights expected");
     Kept k{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(w.getIntrusivePtr()),
-           w.detach().to(torch::kBFloat16)};
+           w.detach().to(torch::kBFloat16).contiguous()};
     stamp(k, w);
     g_kept.insert_or_assign(w.unsafeGetTensorImpl(), std::move(k));
     m_weights.push_back(w.unsafeGetTensorImpl());
@@ -198,7 +201,7 @@ torch::Tensor kept_bf16_copy(const torch::Tensor& weight) {
     if (k.copy.sizes() == weight.sizes()) {
       k.copy.copy_(weight.detach());
     } else {
-      k.copy = weight.detach().to(torch::kBFloat16);
+      k.copy = weight.detach().to(torch::kBFloat16).contiguous();
     }
     stamp(k, weight);
   }

@@ -1,5 +1,6 @@
 #include "kernels/onednn.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <dnnl.h>
 
@@ -34,8 +35,9 @@ struct Matmul {
 };
 
 // A product's shape: m, n, k; A transposed, B transposed; the row strides of A, B and C as they
-// lie in memory; C in fp32 (else bf16); a bias.
-using Shape = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool>;
+// lie in memory; C in fp32 (else bf16); a bias; made inside a parallel region (a primitive plans
+// its threads when made: one there, all of them outside).
+using Shape = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, bool>;
 
 const Matmul& matmul_for(const Shape& shape) {
   static std::mutex mutex;
@@ -45,7 +47,7 @@ const Matmul& matmul_for(const Shape& shape) {
   if (found != made.end()) {
     return found->second;
   }
-  const auto [m, n, k, ta, tb, lda, ldb, ldc, c_f32, has_bias] = shape;
+  [[maybe_unused]] const auto [m, n, k, ta, tb, lda, ldb, ldc, c_f32, has_bias, in_parallel] = shape;
   Matmul mm;
   dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n}, dbias = {1, n};
   dnnl_dims_t sa = {ta ? 1 : lda, ta ? lda : 1}, sb = {tb ? 1 : ldb, tb ? ldb : 1}, sc = {ldc, 1}, sbias = {n, 1};
@@ -84,7 +86,7 @@ struct ThreadState {
 void product(int64_t m, int64_t n, int64_t k, const void* a, bool ta, int64_t lda, const void* b, bool tb,
              int64_t ldb, void* c, int64_t ldc, bool c_f32, const float* bias) {
   thread_local ThreadState here;
-  const Matmul& mm = matmul_for({m, n, k, ta, tb, lda, ldb, ldc, c_f32, bias != nullptr});
+  const Matmul& mm = matmul_for({m, n, k, ta, tb, lda, ldb, ldc, c_f32, bias != nullptr, at::in_parallel_region()});
   here.scratch.resize(std::max<size_t>(dnnl_memory_desc_get_size(&mm.scratch), 1));
   dnnl_memory_t memories[5] = {};
   dnnl_exec_arg_t args[5];

@@ -345,6 +345,19 @@ TEST_CASE("linear in bf16 through oneDNN's matmul: output and the gradients of x
   }
 }
 
+TEST_CASE("linear in bf16: a weight and bias that are views (not contiguous) give F::linear's result") {
+  torch::manual_seed(18);
+  const auto base0 = torch::randn({9, 5}), bias0 = torch::randn({5, 2});
+  auto bf = base0.clone().requires_grad_(true), br = base0.clone().requires_grad_(true);
+  const auto x = torch::randn({3, 9}).to(torch::kBFloat16);
+  const auto y = kernels::linear_bf16(x, bf.t(), bias0.select(1, 0));  // weight (5, 9) and bias (5) strided
+  const auto want = kernels::linear_reference(x.to(torch::kFloat), br.t(), bias0.select(1, 0));
+  CHECK(rel_err(y, want) < 1e-2);
+  y.to(torch::kFloat).sum().backward();
+  want.sum().backward();
+  CHECK(rel_err(bf.grad(), br.grad()) < 1e-2);
+}
+
 TEST_CASE("kept bf16 copies: written by the fused AdamW with the weights, made again after any other change") {
   torch::manual_seed(17);
   auto w = torch::randn({37, 19}).requires_grad_(true);
