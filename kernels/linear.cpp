@@ -167,7 +167,7 @@ torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, c
 }
 
 KeptBf16Copies::KeptBf16Copies(const std::vector<torch::Tensor>& weights) {
-  if (!cpu::ops().bf16_matmul) {  // linear_bf16 casts as autocast does: a copy would not be read
+  if (!linear_bf16_keeps_copies()) {  // linear_bf16 casts as autocast does: a copy would not be read
     return;
   }
   torch::NoGradGuard no_grad;
@@ -188,6 +188,8 @@ KeptBf16Copies::~KeptBf16Copies() {
     g_kept.erase(w);
   }
 }
+
+bool linear_bf16_keeps_copies() { return cpu::ops().bf16_matmul; }
 
 torch::Tensor kept_bf16_copy(const torch::Tensor& weight) {
   const std::lock_guard<std::mutex> lock(g_kept_mutex);

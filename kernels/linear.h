@@ -34,6 +34,9 @@ class KeptBf16Copies {
   std::vector<const c10::TensorImpl*> m_weights;
 };
 
+// Whether KeptBf16Copies keeps any on this CPU (one with AVX-512).
+bool linear_bf16_keeps_copies();
+
 // The kept copy of `weight` as it is now (made again if stale); undefined when none is kept.
 torch::Tensor kept_bf16_copy(const torch::Tensor& weight);
 // For a writer that updates `weight` through its data (the fused AdamW): where its kept copy lies,

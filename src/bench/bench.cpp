@@ -357,6 +357,10 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
 
 }  // namespace
 
+StepPath step_path_here(const RunConfig& config) {
+  return step_path(config, compat::k_has_sdpa, kernels::linear_bf16_keeps_copies());
+}
+
 double measure_weight_matmuls(const RunConfig& c, bool fused) {
   const auto dtype = c.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
   const ModelConfig& m = c.model;
@@ -500,7 +504,7 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
                     r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
       out << line;
       {
-        const MemoryPlan plan = plan_memory(c, Layout{}, step_path(c, compat::k_has_sdpa));
+        const MemoryPlan plan = plan_memory(c, Layout{}, step_path_here(c));
         r.held_mib = persistent_mib;
         r.step_mib = step_tensors_mib;
         r.held_plan_mib = plan.persistent() / (1 << 20);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/run_config.h"
+#include "plan/memory.h"
 #include "train/trainer.h"
 
 namespace sweep {
@@ -27,6 +28,10 @@ RunConfig bench_gpt2_small_config();
 // Random tokens below the config's vocabulary (256 when it has none) for the bench's runs:
 // throughput does not depend on their values.
 std::shared_ptr<TrainData> bench_data(const RunConfig& config);
+
+// The step path (plan/memory.h) `config` takes in this build on this CPU: LibTorch's attention,
+// the fused bf16 linear's kept weight copies (kernels/linear.h).
+StepPath step_path_here(const RunConfig& config);
 
 struct BenchResult {
   std::string precision;

@@ -7,7 +7,6 @@
 #include "bench/tensor_memory.h"
 #include "parallel/parallel.h"
 #include "plan/memory.h"
-#include "train/compat.h"
 #include "train/trainer.h"
 
 namespace sweep {
@@ -34,7 +33,7 @@ void bench_rank(const RunConfig& config, int64_t steps, int64_t warmup, std::ost
   counting.reset();
   std::sort(times.begin(), times.end());
   const MemoryPlan plan =
-      plan_memory(c, Layout{env.world, c.parallel.zero, c.parallel.expert, 0}, step_path(c, compat::k_has_sdpa));
+      plan_memory(c, Layout{env.world, c.parallel.zero, c.parallel.expert, 0}, step_path_here(c));
   const double mib = 1 << 20;
   char line[300];
   std::snprintf(line, sizeof line,

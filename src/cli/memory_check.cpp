@@ -2,10 +2,10 @@
 
 #include <optional>
 
+#include "bench/bench.h"
 #include "sched/lifecycle.h"
 #include "store/store.h"
 #include "config/size.h"
-#include "train/compat.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -19,7 +19,7 @@ constexpr double k_gib = 1024.0 * 1024 * 1024;
 }  // namespace
 
 MemoryPlan run_memory(const RunConfig& c) {
-  return plan_memory(c, Layout{c.resources.ranks, c.parallel.zero, c.parallel.expert, 0}, step_path(c, compat::k_has_sdpa));
+  return plan_memory(c, Layout{c.resources.ranks, c.parallel.zero, c.parallel.expert, 0}, step_path_here(c));
 }
 
 MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::string>& done) {
@@ -73,7 +73,7 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
     out.lines.push_back("  fits resources.device_memory " + gib);
     return out;
   }
-  const std::vector<MemoryPlan> fit = layouts_that_fit(c, step_path(c, compat::k_has_sdpa), 0.9 * device);
+  const std::vector<MemoryPlan> fit = layouts_that_fit(c, step_path_here(c), 0.9 * device);
   std::string alternatives;
   for (const auto& f : fit) {
     alternatives += (alternatives.empty() ? "" : "; ") + f.layout.describe() + ": " + format_bytes(f.total());

@@ -315,13 +315,14 @@ std::string Layout::describe() const {
   return s;
 }
 
-StepPath step_path(const RunConfig& config, bool has_sdpa) {
+StepPath step_path(const RunConfig& config, bool has_sdpa, bool bf16_copies) {
   StepPath p;
   p.cuda = config.resources.device.rfind("cuda", 0) == 0;
   p.fused = config.train.fused && !p.cuda;
   p.autocast = config.train.precision == "bf16";
   // CUDA builds are LibTorch 2.x (PyTorch's own): their attention is sdpa, whatever this build has
   p.attention = p.fused ? "fused" : has_sdpa || p.cuda ? "sdpa" : "manual";
+  p.bf16_copies = p.fused && p.autocast && bf16_copies;
   return p;
 }
 
@@ -354,8 +355,8 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   };
   plan.weights = k_f32 * sharded(l.zero >= 3);
   // The fused bf16 step keeps bf16 copies of the matmul weights a rank holds whole between steps
-  // (kernels/linear.h; on AVX-512 CPUs, which the plan assumes)
-  const bool kept_copies = path.fused && path.autocast && l.zero < 3;
+  // (kernels/linear.h)
+  const bool kept_copies = path.bf16_copies && l.zero < 3;
   if (kept_copies) {
     plan.weights += 2 * matmul_params(m, size) * (dense + mine_experts) / P;
   }
