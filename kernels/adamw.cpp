@@ -56,6 +56,7 @@ void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
   RECORD_USER_SCOPE("sweep::adamw");
   torch::NoGradGuard no_grad;
   std::vector<cpu::AdamWSegment> segments;
+  std::vector<torch::Tensor> copied;  // the parameters whose kept bf16 copy the pass writes
   for (auto& group : opt.param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     TORCH_CHECK(!o.amsgrad(), "adamw_step: amsgrad is not supported by the fused AdamW");
@@ -72,7 +73,11 @@ void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
       state.step(state.step() + 1);
       const auto step = static_cast<double>(state.step());
       const double bias_correction1 = 1 - std::pow(beta1, step), bias_correction2 = 1 - std::pow(beta2, step);
-      segments.push_back({p.data_ptr<float>(), bf16_copy_target(p), grad.data_ptr<float>(), state.exp_avg().data_ptr<float>(),
+      c10::BFloat16* const copy = bf16_copy_target(p);
+      if (copy != nullptr) {
+        copied.push_back(p);
+      }
+      segments.push_back({p.data_ptr<float>(), copy, grad.data_ptr<float>(), state.exp_avg().data_ptr<float>(),
                           state.exp_avg_sq().data_ptr<float>(), p.numel(),
                           static_cast<float>(1 - o.lr() * o.weight_decay()), static_cast<float>(o.lr() / bias_correction1),
                           static_cast<float>(std::sqrt(bias_correction2)), static_cast<float>(beta1),
@@ -81,12 +86,8 @@ void adamw_step(torch::optim::AdamW& opt, double grad_scale) {
     }
   }
   cpu::ops().adamw(segments.data(), static_cast<int64_t>(segments.size()), static_cast<float>(grad_scale));
-  for (auto& group : opt.param_groups()) {  // the kept bf16 copies are the new weights' now
-    for (auto& p : group.params()) {
-      if (p.grad().defined()) {
-        bf16_copy_written(p);
-      }
-    }
+  for (const auto& p : copied) {  // the kept bf16 copies are the new weights' now
+    bf16_copy_written(p);
   }
 }
 
