@@ -285,10 +285,13 @@ TEST_CASE("linear with one row leaves its bias alone (an expanded bias of one ro
   CHECK(torch::allclose(y1, torch::nn::functional::linear(x, w, b), 1e-5, 1e-6));
 }
 
+// x's shape and the output width of the linear tests: odd sizes, the MLP's, a single element.
+const std::vector<std::pair<std::vector<int64_t>, int64_t>> k_linear_shapes{
+    {{2, 7, 5}, 3}, {{64, 256}, 768}, {{1, 1, 1}, 1}, {{3, 33, 17}, 50}};
+
 TEST_CASE("linear through oneDNN's sgemm: output, input, weight and bias gradients equal F::linear (fp32)") {
   torch::manual_seed(15);
-  for (const auto& [shape, n] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
-           {{2, 7, 5}, 3}, {{64, 256}, 768}, {{1, 1, 1}, 1}, {{3, 33, 17}, 50}}) {
+  for (const auto& [shape, n] : k_linear_shapes) {
     for (const bool with_bias : {true, false}) {
       CAPTURE(n);
       CAPTURE(with_bias);
@@ -315,8 +318,7 @@ TEST_CASE("linear through oneDNN's sgemm: output, input, weight and bias gradien
 
 TEST_CASE("linear in bf16 through oneDNN's matmul: output and the gradients of x, weight and bias equal F::linear's") {
   torch::manual_seed(16);
-  for (const auto& [shape, n] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
-           {{2, 7, 5}, 3}, {{64, 256}, 768}, {{1, 1, 1}, 1}, {{3, 33, 17}, 50}}) {
+  for (const auto& [shape, n] : k_linear_shapes) {
     for (const bool with_bias : {true, false}) {
       for (const bool kept : {false, true}) {
         for (const auto x_type : {torch::kBFloat16, torch::kFloat}) {
