@@ -15,13 +15,21 @@ start=0
 if [ "$SWEEP_RESUME" = 1 ] && [ -f "$ckpt" ]; then start=$(cat "$ckpt"); fi
 stop=0
 trap 'stop=1' TERM INT
-loss_at() { awk -v e="$effect" -v o="$offset" -v s="$1" -v n="$steps" 'BEGIN { printf "%.6f", 3 - e + o + (n - s) / n }'; }
+# loss_at S sets $loss, in the shell itself: a child (awk, a $(...) subshell) would die of the
+# SIGTERM the trap above is for, and leave the step's event without its loss.
+printf -v effect_u '%.0f' "${effect}e6"
+printf -v offset_u '%.0f' "${offset}e6"
+loss_at() {
+  local u=$(( 3000000 - effect_u + offset_u + ((steps - $1) * 2000000 / steps + 1) / 2 ))  # millionths
+  printf -v loss '%d.%06d' $((u / 1000000)) $((u % 1000000))
+}
 resumed=false; [ "$start" -gt 0 ] && resumed=true
 echo "{\"event\":\"start\",\"step\":$start,\"tokens\":$((start * 64)),\"total_steps\":$steps,\"tokens_per_step\":64,\"params\":$params,\"resumed\":$resumed}"
 echo "the trainer's own output: not an event"
 for ((s = start + 1; s <= steps; s++)); do
   if [ "$mode" = slow ]; then sleep 0.3; else sleep 0.02; fi
-  echo "{\"event\":\"train\",\"step\":$s,\"tokens\":$((s * 64)),\"loss\":$(loss_at "$s"),\"lr\":0.001,\"tokens_per_s\":3200}"
+  loss_at "$s"
+  echo "{\"event\":\"train\",\"step\":$s,\"tokens\":$((s * 64)),\"loss\":$loss,\"lr\":0.001,\"tokens_per_s\":3200}"
   if [ "$mode" = garble ] && [ "$s" = 2 ]; then
     echo '{"event":"train","step":"two","tokens":128,"loss":1}'
     echo '{"event":"bogus","step":2}'
@@ -39,7 +47,7 @@ for ((s = start + 1; s <= steps; s++)); do
   if [ $((s % 3)) = 0 ] || [ "$stop" = 1 ]; then
     echo "$s" > "$ckpt"
     echo "{\"event\":\"checkpoint\",\"step\":$s,\"tokens\":$((s * 64))}"
-    echo "{\"event\":\"eval\",\"split\":\"val\",\"step\":$s,\"tokens\":$((s * 64)),\"loss\":$(loss_at "$s")}"
+    echo "{\"event\":\"eval\",\"split\":\"val\",\"step\":$s,\"tokens\":$((s * 64)),\"loss\":$loss}"
   fi
   if [ "$stop" = 1 ]; then
     echo "{\"event\":\"end\",\"status\":\"preempted\",\"step\":$s,\"reason\":\"SIGTERM\"}"
@@ -50,4 +58,5 @@ if [ "$mode" = no-test ]; then
   echo "{\"event\":\"end\",\"status\":\"done\",\"step\":$steps}"
   exit 0
 fi
-echo "{\"event\":\"end\",\"status\":\"done\",\"step\":$steps,\"tokens\":$((steps * 64)),\"test_loss\":$(loss_at "$steps")}"
+loss_at "$steps"
+echo "{\"event\":\"end\",\"status\":\"done\",\"step\":$steps,\"tokens\":$((steps * 64)),\"test_loss\":$loss}"
