@@ -8,7 +8,7 @@ namespace {
 
 struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
-                               const torch::Tensor& targets, bool want_grad) {
+                               const torch::Tensor& targets, bool want_grad, double softcap) {
     RECORD_USER_SCOPE("sweep::cross_entropy_inplace");
     const auto dtype = cpu_dtype(logits, "cross_entropy_inplace");
     TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
@@ -22,7 +22,8 @@ struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
     // The gradient goes over the logits' own memory (a contiguous copy only if they are not).
     auto g = logits.is_contiguous() ? logits.detach() : logits.detach().contiguous();
     const double loss = cpu::ops().cross_entropy_inplace(dtype, g.data_ptr(), t.data_ptr<int64_t>(), rows, vocab,
-                                                         want_grad ? 1.0f / static_cast<float>(rows) : 0.0f);
+                                                         want_grad ? 1.0f / static_cast<float>(rows) : 0.0f,
+                                                         static_cast<float>(softcap));
     if (want_grad) {
       ctx->saved_data["grad"] = g;
     }
@@ -38,19 +39,24 @@ struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
     if (scale != 1.0) {
       g.mul_(scale);
     }
-    return {g, torch::Tensor(), torch::Tensor()};
+    return {g, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-torch::Tensor cross_entropy_inplace(const torch::Tensor& logits, const torch::Tensor& targets) {
+torch::Tensor cross_entropy_inplace(const torch::Tensor& logits, const torch::Tensor& targets, double softcap) {
+  TORCH_CHECK(softcap >= 0, "cross_entropy_inplace: a soft-cap >= 0 expected (0: none), got ", softcap);
   // Decided here: autograd runs forward() with gradients off.
-  return CrossEntropyInplace::apply(logits, targets, torch::GradMode::is_enabled() && logits.requires_grad());
+  return CrossEntropyInplace::apply(logits, targets, torch::GradMode::is_enabled() && logits.requires_grad(), softcap);
 }
 
-torch::Tensor cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), targets);
+torch::Tensor soft_cap_reference(const torch::Tensor& logits, double softcap) {
+  return softcap > 0 ? torch::tanh(logits.to(torch::kFloat) / softcap) * softcap : logits;
+}
+
+torch::Tensor cross_entropy_reference(const torch::Tensor& logits, const torch::Tensor& targets, double softcap) {
+  return torch::nn::functional::cross_entropy(soft_cap_reference(logits, softcap).to(torch::kFloat), targets);
 }
 
 }  // namespace sweep::kernels

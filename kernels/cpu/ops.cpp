@@ -1,4 +1,4 @@
-// The CPU kernels of kernels/cpu/ops.h but attention (kernels/cpu/attention.cpp): bias + GELU,
+// The CPU kernels of kernels/cpu/ops.h but attention (kernels/cpu/attention.cpp): bias + activation,
 // cross-entropy, AdamW; and the tables of each instruction set. Compiled once per instruction
 // set (vec.h).
 #include "kernels/cpu/vec.h"
@@ -7,7 +7,7 @@ namespace sweep::kernels::cpu::CPU_CAPABILITY {
 
 namespace {
 
-// ---- bias + GELU (exact, erf) ----
+// ---- bias + activation (exact GELU, ReLU²) ----
 
 // Φ(v) and e^(−v²/2) (φ without its constant), sharing one exponential: erfc(z) = q(t)·e^(−z²) with z = |v|/√2 and
 // Abramowitz & Stegun's 7.1.26 polynomial q (absolute error < 1.5e-7), one division, one inline exp.
@@ -30,31 +30,49 @@ inline float normal_cdf(float x) { return 0.5f * std::erfc(-x * static_cast<floa
 
 int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)); }
 
-template <typename T>
-void bias_gelu_forward_t(const T* h, const float* bias, T* y, int64_t rows, int64_t cols) {
+// The activations, each as a vector and a scalar function of v = h + bias: the value, and the
+// derivative.
+struct Gelu {  // exact (erf) GELU: v·Φ(v); derivative Φ(v) + v·φ(v)
+  static constexpr float k_inv_sqrt_2pi = 0.3989422804014327f;
+  static Vec value(const Vec& v) { return v * normal_cdf(v).cdf; }
+  static float value(float v) { return v * normal_cdf(v); }
+  static Vec derivative(const Vec& v) {
+    const NormalCdf n = normal_cdf(v);
+    return at::vec::fmadd(v * Vec(k_inv_sqrt_2pi), n.gauss, n.cdf);
+  }
+  static float derivative(float v) { return normal_cdf(v) + v * k_inv_sqrt_2pi * std::exp(-0.5f * v * v); }
+};
+struct Relu2 {  // relu(v)²; derivative 2·relu(v) (a NaN stays NaN: relu by comparison, not by max)
+  static Vec value(const Vec& v) {
+    const Vec r = Vec::blendv(Vec(0.f), v, v > Vec(0.f) | (v != v));
+    return r * r;
+  }
+  static float value(float v) { return v > 0.f || v != v ? v * v : 0.f; }
+  static Vec derivative(const Vec& v) { return Vec::blendv(Vec(0.f), v + v, v > Vec(0.f) | (v != v)); }
+  static float derivative(float v) { return v > 0.f || v != v ? 2.f * v : 0.f; }
+};
+
+template <typename A, typename T>
+void bias_act_forward_t(const T* h, const float* bias, T* y, int64_t rows, int64_t cols) {
   at::parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* hr = h + r * cols;
       T* yr = y + r * cols;
       int64_t j = 0;
       for (; j + Vec::size() <= cols; j += Vec::size()) {
-        const Vec v = load(hr + j) + Vec::loadu(bias + j);
-        store(yr + j, v * normal_cdf(v).cdf);
+        store(yr + j, A::value(load(hr + j) + Vec::loadu(bias + j)));
       }
       for (; j < cols; ++j) {
-        const float v = load1(hr + j) + bias[j];
-        store1(yr + j, v * normal_cdf(v));
+        store1(yr + j, A::value(load1(hr + j) + bias[j]));
       }
     }
   });
 }
 
-template <typename T>
-void bias_gelu_backward_t(const T* h, const float* bias, const T* dy, T* dh, float* dbias, int64_t rows,
-                          int64_t cols) {
+template <typename A, typename T>
+void bias_act_backward_t(const T* h, const float* bias, const T* dy, T* dh, float* dbias, int64_t rows, int64_t cols) {
   const int threads = at::get_num_threads();
   std::vector<float> partial(static_cast<size_t>(threads) * cols, 0.f);  // per-thread Σ dh, summed in thread order
-  constexpr float k_inv_sqrt_2pi = 0.3989422804014327f;
   at::parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
     float* acc = partial.data() + static_cast<int64_t>(at::get_thread_num()) * cols;
     for (int64_t r = begin; r < end; ++r) {
@@ -63,15 +81,12 @@ void bias_gelu_backward_t(const T* h, const float* bias, const T* dy, T* dh, flo
       T* dhr = dh + r * cols;
       int64_t j = 0;
       for (; j + Vec::size() <= cols; j += Vec::size()) {
-        const Vec v = load(hr + j) + Vec::loadu(bias + j);
-        const NormalCdf n = normal_cdf(v);
-        const Vec out = load(dyr + j) * at::vec::fmadd(v * Vec(k_inv_sqrt_2pi), n.gauss, n.cdf);  // Φ + v·φ
+        const Vec out = load(dyr + j) * A::derivative(load(hr + j) + Vec::loadu(bias + j));
         store(dhr + j, out);
         (Vec::loadu(acc + j) + out).store(acc + j);
       }
       for (; j < cols; ++j) {
-        const float v = load1(hr + j) + bias[j];
-        const float out = load1(dyr + j) * (normal_cdf(v) + v * k_inv_sqrt_2pi * std::exp(-0.5f * v * v));
+        const float out = load1(dyr + j) * A::derivative(load1(hr + j) + bias[j]);
         store1(dhr + j, out);
         acc[j] += out;
       }
@@ -85,19 +100,33 @@ void bias_gelu_backward_t(const T* h, const float* bias, const T* dy, T* dh, flo
   }
 }
 
-void bias_gelu_forward(DType dt, const void* h, const float* bias, void* y, int64_t rows, int64_t cols) {
+// f(the activation's struct, the storage type's zero)
+template <typename F>
+void dispatch_act(Activation act, DType dt, F&& f) {
   dispatch(dt, [&](auto t) {
-    using T = decltype(t);
-    bias_gelu_forward_t(static_cast<const T*>(h), bias, static_cast<T*>(y), rows, cols);
+    if (act == Activation::relu2) {
+      f(Relu2{}, t);
+    } else {
+      f(Gelu{}, t);
+    }
   });
 }
 
-void bias_gelu_backward(DType dt, const void* h, const float* bias, const void* dy, void* dh, float* dbias,
-                        int64_t rows, int64_t cols) {
-  dispatch(dt, [&](auto t) {
+void bias_act_forward(Activation act, DType dt, const void* h, const float* bias, void* y, int64_t rows, int64_t cols) {
+  dispatch_act(act, dt, [&](auto a, auto t) {
+    using A = decltype(a);
     using T = decltype(t);
-    bias_gelu_backward_t(static_cast<const T*>(h), bias, static_cast<const T*>(dy), static_cast<T*>(dh), dbias, rows,
-                         cols);
+    bias_act_forward_t<A>(static_cast<const T*>(h), bias, static_cast<T*>(y), rows, cols);
+  });
+}
+
+void bias_act_backward(Activation act, DType dt, const void* h, const float* bias, const void* dy, void* dh,
+                       float* dbias, int64_t rows, int64_t cols) {
+  dispatch_act(act, dt, [&](auto a, auto t) {
+    using A = decltype(a);
+    using T = decltype(t);
+    bias_act_backward_t<A>(static_cast<const T*>(h), bias, static_cast<const T*>(dy), static_cast<T*>(dh), dbias,
+                           rows, cols);
   });
 }
 
@@ -228,16 +257,47 @@ void layer_norm_backward(DType dy_type, const void* dy, const float* x, const fl
 
 // ---- cross-entropy, gradient in place of the logits ----
 
+// x ← cap · tanh(x / cap) over n values, each tanh kept in t (the gradient's factor 1 − t²).
+inline void soft_cap(float* x, float* t, int64_t n, float cap) {
+  const Vec vcap(cap), inv(1.f / cap);
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    const Vec th = (Vec::loadu(x + i) * inv).tanh();
+    th.store(t + i);
+    (th * vcap).store(x + i);
+  }
+  for (; i < n; ++i) {
+    t[i] = std::tanh(x[i] / cap);
+    x[i] = t[i] * cap;
+  }
+}
+
+// g ← g · (1 − t²): the gradient through the cap.
+inline void soft_cap_backward(float* g, const float* t, int64_t n) {
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    const Vec th = Vec::loadu(t + i);
+    (Vec::loadu(g + i) * (Vec(1.f) - th * th)).store(g + i);
+  }
+  for (; i < n; ++i) {
+    g[i] *= 1.f - t[i] * t[i];
+  }
+}
+
 template <typename T>
-double cross_entropy_inplace_t(T* logits, const int64_t* targets, int64_t rows, int64_t vocab, float grad_scale) {
+double cross_entropy_inplace_t(T* logits, const int64_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                               float softcap) {
   const int threads = at::get_num_threads();
   std::vector<double> partial(static_cast<size_t>(threads), 0.0);
   at::parallel_for(0, rows, row_grain(vocab), [&](int64_t begin, int64_t end) {
-    std::vector<float> x(vocab);
+    std::vector<float> x(vocab), th(softcap > 0.f ? vocab : 0);
     double& acc = partial[static_cast<size_t>(at::get_thread_num())];
     for (int64_t r = begin; r < end; ++r) {
       T* row = logits + r * vocab;
       to_float(row, x.data(), vocab);
+      if (softcap > 0.f) {
+        soft_cap(x.data(), th.data(), vocab, softcap);
+      }
       const int64_t target = targets[r];
       const float target_logit = x[target];
       const float mx = max_of(x.data(), vocab);
@@ -247,6 +307,9 @@ double cross_entropy_inplace_t(T* logits, const int64_t* targets, int64_t rows, 
       if (grad_scale != 0.f) {
         scale(x.data(), vocab, grad_scale / sum);  // softmax · grad_scale
         x[target] -= grad_scale;
+        if (softcap > 0.f) {
+          soft_cap_backward(x.data(), th.data(), vocab);
+        }
         from_float(x.data(), row, vocab);
       }
     }
@@ -259,11 +322,11 @@ double cross_entropy_inplace_t(T* logits, const int64_t* targets, int64_t rows, 
 }
 
 double cross_entropy_inplace(DType dt, void* logits, const int64_t* targets, int64_t rows, int64_t vocab,
-                             float grad_scale) {
+                             float grad_scale, float softcap) {
   double loss = 0.0;
   dispatch(dt, [&](auto t) {
     using T = decltype(t);
-    loss = cross_entropy_inplace_t(static_cast<T*>(logits), targets, rows, vocab, grad_scale);
+    loss = cross_entropy_inplace_t(static_cast<T*>(logits), targets, rows, vocab, grad_scale, softcap);
   });
   return loss;
 }
@@ -327,8 +390,8 @@ constexpr Ops k_ops = {
 #endif
     attention_forward,
     attention_backward,
-    bias_gelu_forward,
-    bias_gelu_backward,
+    bias_act_forward,
+    bias_act_backward,
     cross_entropy_inplace,
     adamw,
     layer_norm_forward,

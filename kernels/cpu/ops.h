@@ -9,6 +9,7 @@
 namespace sweep::kernels::cpu {
 
 enum class DType { f32, bf16 };
+enum class Activation { gelu, relu2 };  // exact (erf) GELU; relu(x)²
 
 struct AttentionArgs {
   int64_t batch, seq, heads, head_size;  // qkv is (batch, seq, 3 · heads · head_size), Q, K, V side by side
@@ -64,15 +65,17 @@ struct Ops {
   // dqkv (batch, seq, 3C) from dout (batch, seq, C) and the forward's out and lse.
   void (*attention_backward)(const AttentionArgs&, DType, const void* qkv, const void* out, const void* dout,
                              const float* lse, void* dqkv);
-  // y = gelu(h + bias) over rows × cols; bias fp32.
-  void (*bias_gelu_forward)(DType, const void* h, const float* bias, void* y, int64_t rows, int64_t cols);
-  // dh = dy · gelu'(h + bias); dbias = Σ_rows dh (fp32).
-  void (*bias_gelu_backward)(DType, const void* h, const float* bias, const void* dy, void* dh, float* dbias,
-                             int64_t rows, int64_t cols);
-  // Mean cross-entropy of rows × vocab logits against targets; unless grad_scale is 0, each row of
-  // logits is replaced by its gradient (softmax − one-hot) · grad_scale. Returns the mean loss.
+  // y = act(h + bias) over rows × cols; bias fp32.
+  void (*bias_act_forward)(Activation, DType, const void* h, const float* bias, void* y, int64_t rows, int64_t cols);
+  // dh = dy · act'(h + bias); dbias = Σ_rows dh (fp32).
+  void (*bias_act_backward)(Activation, DType, const void* h, const float* bias, const void* dy, void* dh,
+                            float* dbias, int64_t rows, int64_t cols);
+  // Mean cross-entropy of rows × vocab logits against targets, the logits first soft-capped to
+  // softcap · tanh(logit / softcap) when softcap > 0; unless grad_scale is 0, each row of logits is
+  // replaced by its gradient (softmax − one-hot) · grad_scale (· (1 − tanh²) through the cap).
+  // Returns the mean loss.
   double (*cross_entropy_inplace)(DType, void* logits, const int64_t* targets, int64_t rows, int64_t vocab,
-                                  float grad_scale);
+                                  float grad_scale, float softcap);
   // One AdamW step (PyTorch's formula) over every segment in one parallel pass; each gradient
   // is read times grad_scale (the clipping factor).
   void (*adamw)(const AdamWSegment* segments, int64_t count, float grad_scale);

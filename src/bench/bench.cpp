@@ -24,7 +24,7 @@
 #include "kernels/attention_amx.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
-#include "kernels/gelu.h"
+#include "kernels/activation.h"
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
 #include "plan/memory.h"
@@ -274,20 +274,20 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
     const std::string path = kernels::amx::takes(args, dtype) ? "AMX" : bf16 ? bf16_products : vector;
     row("causal attention (B, T, 3C)", ref, time_op(run(true), reps), path);
   }
-  {
+  for (const auto& [act, name] : {std::pair{kernels::Activation::gelu, "GELU"}, std::pair{kernels::Activation::relu2, "ReLU²"}}) {
     auto h = torch::randn({N, 4 * C}).to(dtype).requires_grad_(true);
     auto bias = torch::randn({4 * C}).requires_grad_(true);
     auto grad = torch::randn({N, 4 * C}).to(dtype);
-    auto run = [&](bool fused) {
-      return [&, fused] {
-        auto y = fused ? kernels::bias_gelu(h, bias) : kernels::bias_gelu_reference(h, bias.to(dtype));
+    auto run = [&, act = act](bool fused) {
+      return [&, fused, act] {
+        auto y = fused ? kernels::bias_activation(h, bias, act) : kernels::bias_activation_reference(h, bias.to(dtype), act);
         y.backward(grad);
         h.mutable_grad() = torch::Tensor();
         bias.mutable_grad() = torch::Tensor();
       };
     };
     const auto ref = time_op(run(false), reps);
-    row("bias + GELU (B·T, 4C)", ref, time_op(run(true), reps), vector);
+    row(std::string("bias + ") + name + " (B·T, 4C)", ref, time_op(run(true), reps), vector);
   }
   {  // the reference: LibTorch's layer_norm in fp32, then the cast its matmul needs under autocast
     auto x = torch::randn({N, C}).requires_grad_(true);
@@ -306,19 +306,21 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
     const auto ref = time_op(run(false), reps);
     row("LayerNorm (B·T, C)", ref, time_op(run(true), reps), vector);
   }
-  {
+  for (const double cap : {0.0, 30.0}) {  // plain, and soft-capped as model.logit_softcap: 30 does
     auto leaf = torch::randn({N, V}).to(dtype).requires_grad_(true);
     auto targets = torch::randint(V, {N}, torch::kLong);
     auto run = [&](bool fused) {
       return [&, fused] {
         auto logits = leaf * 1;  // an intermediate, as the head's output is
-        auto loss = fused ? kernels::cross_entropy_inplace(logits, targets) : kernels::cross_entropy_reference(logits, targets);
+        auto loss = fused ? kernels::cross_entropy_inplace(logits, targets, cap)
+                          : kernels::cross_entropy_reference(logits, targets, cap);
         loss.backward();
         leaf.mutable_grad() = torch::Tensor();
       };
     };
     const auto ref = time_op(run(false), reps);
-    row("cross-entropy (B·T, V=" + std::to_string(V) + ")", ref, time_op(run(true), reps), vector);
+    row(std::string(cap > 0 ? "soft-capped " : "") + "cross-entropy (B·T, V=" + std::to_string(V) + ")", ref,
+        time_op(run(true), reps), vector);
   }
   {  // bf16: the reference casts the weight and bias at each call, as autocast does; the fused
      // linear multiplies by the kept copy, which the fused AdamW writes

@@ -35,9 +35,12 @@ void read_model(MapReader r, ModelConfig& m) {
   }
   r.read_choice("norm", m.norm, {"layernorm", "rmsnorm"});
   r.read_choice("position", m.position, {"learned", "rope"});
-  r.read_choice("mlp_activation", m.mlp_activation, {"gelu", "swiglu"});
+  r.read_choice("mlp_activation", m.mlp_activation, {"gelu", "swiglu", "relu2"});
   r.read_choice("attention", m.attention, {"mha", "mla"});
   r.read("rope_theta", m.rope_theta, 1.0, k_inf);
+  r.read("qk_norm", m.qk_norm);
+  r.read("zero_init_proj", m.zero_init_proj);
+  r.read("logit_softcap", m.logit_softcap, -k_inf, k_inf);  // > 0: checked in check_model, with the fix
   r.read("intermediate_size", m.intermediate_size, 0, 1 << 20);
   r.read("q_lora_rank", m.q_lora_rank, 0, 65536);
   r.read("kv_lora_rank", m.kv_lora_rank, 0, 65536);
@@ -148,6 +151,14 @@ void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& 
     error("n_embd", "'model.n_embd' (" + num(given.n_embd) + ") must be divisible by 'model.n_head' (" +
                         num(given.n_head) + ")");
     return;
+  }
+  if (has("logit_softcap") && !(given.logit_softcap > 0)) {
+    error("logit_softcap", "'model.logit_softcap' must be > 0, got " + at("logit_softcap").Scalar() +
+                               " — the cap the logits tend to (the speedrun's is 30); leave the key out for none");
+  }
+  if (given.qk_norm && given.attention == "mla") {
+    error("qk_norm", "'model.qk_norm' normalises the queries and keys of 'attention: mha'; latent attention's keys "
+                     "come from its normalised latent already — set 'model.attention: mha', or remove qk_norm");
   }
   if (given.position == "rope" && given.attention == "mha" && given.head_dim() % 2 != 0) {
     error("n_head", "rotary positions need an even head width; n_embd / n_head is " + num(given.head_dim()));
@@ -383,6 +394,15 @@ static void add_architecture(nlohmann::ordered_json& j, const ModelConfig& given
   j["intermediate_size"] = m.intermediate_size;
   if (m.position == "rope") {
     j["rope_theta"] = m.rope_theta;
+  }
+  if (m.qk_norm) {  // the speedrun's switches: named only when on (the ids of runs before them kept)
+    j["qk_norm"] = true;
+  }
+  if (m.zero_init_proj) {
+    j["zero_init_proj"] = true;
+  }
+  if (m.logit_softcap > 0) {
+    j["logit_softcap"] = m.logit_softcap;
   }
   if (m.attention == "mla") {
     j["q_lora_rank"] = m.q_lora_rank;

@@ -43,10 +43,15 @@ struct ModelConfig {
   std::string family = "gpt2";          // gpt2 | deepseek
   std::string norm = "layernorm";       // layernorm | rmsnorm
   std::string position = "learned";     // learned | rope
-  std::string mlp_activation = "gelu";  // gelu | swiglu
+  std::string mlp_activation = "gelu";  // gelu | swiglu | relu2 (relu(x)², the speedrun's)
   std::string attention = "mha";        // mha | mla (deepseek)
   double rope_theta = 10000;
-  int64_t intermediate_size = 0;  // a dense MLP's hidden width; 0: 4C (gelu), 8C/3 up to a multiple of 8 (swiglu)
+  int64_t intermediate_size = 0;  // a dense MLP's hidden width; 0: 4C (gelu, relu2), 8C/3 up to a multiple of 8 (swiglu)
+  // ---- the NanoGPT speedrun's switches (docs/models.md); off by default, and left out of the run
+  // id while off, so the runs before them keep their ids
+  bool qk_norm = false;          // mha: each head's query and key RMS-normalised (no gain) before rope
+  bool zero_init_proj = false;   // the residual projections (attention's and the MLP's output) start at 0
+  double logit_softcap = 0;      // > 0: logits = cap · tanh(logits / cap); 0: off
   // Multi-head latent attention (deepseek): keys and values from one low-rank latent
   int64_t q_lora_rank = 0;        // 0: queries uncompressed
   int64_t kv_lora_rank = 0;       // 0: n_embd / 2

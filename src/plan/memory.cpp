@@ -124,8 +124,9 @@ struct Walk {
       // gate (kept by silu), silu(gate) and up (kept by the product), the product (kept by down)
       t.keep(name + ": gate, silu, up, product", rows * hidden * 4 * cd);
     } else {
-      // the pre-activation (kept by GELU or the fused bias-GELU) and GELU's output (kept by c_proj)
-      t.keep(name + ": pre-activation, GELU", rows * hidden * 2 * cd);
+      // the pre-activation (kept by GELU or the fused bias + activation; ReLU²'s reference keeps
+      // relu's output instead) and the activation's output (kept by c_proj)
+      t.keep(name + ": pre-activation, activation", rows * hidden * 2 * cd);
     }
   }
 
@@ -161,6 +162,11 @@ struct Walk {
       const double hs = C / H;
       norm("attention norm", C, true);
       linear_input("attention qkv projection", C);
+      if (m.qk_norm) {
+        // q and k to unit RMS in fp32: the fp32 input (a copy under autocast; without, the qkv
+        // tensor, which its views keep), its square (kept by the mean) and the rsqrt per head
+        t.keep("attention: QK-norm", (p.autocast ? 2 * N * C : 3 * N * C) * k_f32 + 2 * N * C * k_f32 + 2 * N * H * k_f32);
+      }
       attention("attention", H, hs, hs);
       if (m.position == "rope" && p.attention == "sdpa") {
         t.keep("attention: rotated q, k", 2 * N * C * cd);  // sdpa keeps them beside the qkv v is a view of
@@ -223,6 +229,9 @@ struct Walk {
     const double V = static_cast<double>(m.padded_vocab());
     logits = fused_cpu() ? N * V * cd : N * V * k_f32;
     t.keep(fused_cpu() ? "logits (their gradient is written over them)" : "log-softmax of the logits (fp32)", logits);
+    if (m.logit_softcap > 0 && !fused_cpu()) {  // the fused loss caps each row in its own pass
+      t.keep("soft-capped logits: tanh (fp32)", N * V * k_f32);
+    }
   }
 };
 

@@ -4,7 +4,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/cross_entropy.h"
-#include "kernels/gelu.h"
+#include "kernels/activation.h"
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
 #include "train/compat.h"
@@ -170,8 +170,14 @@ torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset, double theta) {
 
 // ---- attention ----
 
+// QK-norm: each head's vector scaled to unit RMS (no gain), in fp32; x (B, T, H, d).
+torch::Tensor unit_rms(const torch::Tensor& x) {
+  const auto x32 = x.to(torch::kFloat);
+  return (x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + 1e-6)).to(x.scalar_type());
+}
+
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& c)
-    : n_head(c.n_head), dropout(c.dropout), rope(c.position == "rope"), rope_theta(c.rope_theta) {
+    : n_head(c.n_head), dropout(c.dropout), rope(c.position == "rope"), qk_norm(c.qk_norm), rope_theta(c.rope_theta) {
   c_attn = register_module("c_attn", linear(c.n_embd, 3 * c.n_embd, c.qkv_bias));
   c_proj = register_module("c_proj", linear(c.n_embd, c.n_embd, c.linear_bias()));
 }
@@ -182,10 +188,14 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, LayerCach
   const double p = is_training() ? dropout : 0.0;
   torch::Tensor y;  // (B, T, C), heads side by side
   const auto kind = attention_kind(fused, x.device());
-  if (rope || cache != nullptr) {
+  if (rope || qk_norm || cache != nullptr) {
     auto parts = qkv.split(C, 2);
     auto q = parts[0].view({B, T, n_head, hs}), k = parts[1].view({B, T, n_head, hs});
     auto v = parts[2].view({B, T, n_head, hs});
+    if (qk_norm) {
+      q = unit_rms(q);
+      k = unit_rms(k);
+    }
     if (rope) {
       q = apply_rope(q, offset, rope_theta);
       k = apply_rope(k, offset, rope_theta);
@@ -251,7 +261,8 @@ torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x, LayerCache* c
 
 // ---- MLP ----
 
-MLPImpl::MLPImpl(const ModelConfig& c, int64_t hidden) {
+MLPImpl::MLPImpl(const ModelConfig& c, int64_t hidden)
+    : activation(c.mlp_activation == "relu2" ? kernels::Activation::relu2 : kernels::Activation::gelu) {
   const bool bias = c.linear_bias();
   if (c.mlp_activation == "swiglu") {
     gate_proj = register_module("gate_proj", linear(c.n_embd, hidden, bias));
@@ -268,8 +279,8 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
     return project(torch::silu(project(x, gate_proj, fused)) * project(x, up_proj, fused), down_proj, fused);
   }
   auto hidden = fused && x.device().is_cpu() && c_fc->bias.defined()
-                    ? kernels::bias_gelu(project(x, c_fc->weight, {}, fused), c_fc->bias)  // (B, T, 4C), one pass
-                    : torch::gelu(project(x, c_fc, fused));                               // exact (erf) GELU
+                    ? kernels::bias_activation(project(x, c_fc->weight, {}, fused), c_fc->bias, activation)  // one pass
+                    : kernels::activation_reference(project(x, c_fc, fused), activation);
   return project(hidden, c_proj, fused);
 }
 
@@ -452,7 +463,11 @@ GPTImpl::GPTImpl(const ModelConfig& given, int64_t init_seed) : config(given.res
     } else {
       const bool residual = ends_with(name, "c_proj.weight") || ends_with(name, "o_proj.weight") ||
                             ends_with(name, "down_proj.weight");
-      w.normal_(0.0, residual ? proj_std : 0.02, parameter_generator(init_seed, name, w.sizes()));
+      if (residual && c.zero_init_proj) {
+        w.zero_();  // the speedrun's: each block starts as the identity on the residual stream
+      } else {
+        w.normal_(0.0, residual ? proj_std : 0.02, parameter_generator(init_seed, name, w.sizes()));
+      }
     }
   }
 }
@@ -475,6 +490,10 @@ std::vector<torch::Tensor> GPTImpl::matmul_weights() const {
 }
 
 torch::Tensor GPTImpl::forward(const torch::Tensor& idx, KVCache* cache) {
+  return kernels::soft_cap_reference(uncapped_logits(idx, cache), config.logit_softcap);
+}
+
+torch::Tensor GPTImpl::uncapped_logits(const torch::Tensor& idx, KVCache* cache) {
   const int64_t T = idx.size(1), offset = cache != nullptr ? cache->length : 0;
   TORCH_CHECK(offset + T <= config.block_size, "sequence of ", offset + T, " tokens exceeds block_size ",
               config.block_size);
@@ -509,10 +528,11 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx, KVCache* cache) {
 }
 
 torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
-  auto logits = forward(idx);  // (B, T, V_padded)
+  auto logits = uncapped_logits(idx, nullptr);  // (B, T, V_padded); the losses cap them
   auto flat = logits.reshape({-1, logits.size(-1)});
-  return fused && flat.device().is_cpu() ? kernels::cross_entropy_inplace(flat, targets.reshape({-1}))
-                                         : kernels::cross_entropy_reference(flat, targets.reshape({-1}));
+  const double cap = config.logit_softcap;
+  return fused && flat.device().is_cpu() ? kernels::cross_entropy_inplace(flat, targets.reshape({-1}), cap)
+                                         : kernels::cross_entropy_reference(flat, targets.reshape({-1}), cap);
 }
 
 std::vector<MoE> GPTImpl::moe_layers() const {

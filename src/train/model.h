@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/run_config.h"
+#include "kernels/activation.h"
 
 namespace sweep {
 
@@ -72,6 +73,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   int64_t n_head;
   double dropout;
   bool rope;
+  bool qk_norm;  // each head's q and k to unit RMS before rope
   double rope_theta;
   bool fused = true;  // kernels::causal_attention on the CPU
 };
@@ -97,15 +99,16 @@ struct LatentAttentionImpl : torch::nn::Module {
 };
 TORCH_MODULE(LatentAttention);
 
-// A feed-forward layer of `hidden` units: GELU (c_fc, c_proj) or SwiGLU (gate_proj, up_proj,
-// down_proj: down(silu(gate x) · up x)). Also each expert of an MoE layer.
+// A feed-forward layer of `hidden` units: GELU or ReLU² (c_fc, c_proj), or SwiGLU (gate_proj,
+// up_proj, down_proj: down(silu(gate x) · up x)). Also each expert of an MoE layer.
 struct MLPImpl : torch::nn::Module {
   MLPImpl(const ModelConfig& c, int64_t hidden);
   torch::Tensor forward(const torch::Tensor& x);  // (..., C) -> (..., C), no dropout
 
-  torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};                         // gelu
+  torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};                         // gelu, relu2
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};  // swiglu
-  bool fused = true;  // gelu: c_fc's bias add and the GELU in one kernel on the CPU
+  kernels::Activation activation;  // gelu or relu2 (between c_fc and c_proj)
+  bool fused = true;  // c_fc's bias add and the activation in one kernel on the CPU
 };
 TORCH_MODULE(MLP);
 
@@ -215,7 +218,10 @@ struct GPTImpl : torch::nn::Module {
 
   // (B, T) int64 -> logits (B, T, V_padded). With a cache: the T tokens follow the cache's
   // (positions cache->length ...), their keys are appended, and cache->length grows by T.
+  // With model.logit_softcap: the capped logits, in fp32.
   torch::Tensor forward(const torch::Tensor& idx, KVCache* cache = nullptr);
+  // forward's logits before the soft-cap (the fused loss caps them in its own pass).
+  torch::Tensor uncapped_logits(const torch::Tensor& idx, KVCache* cache);
   // Mean next-token cross-entropy in fp32 (logits may be bf16 under autocast). Fused on the
   // CPU: the gradient is written over the logits.
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);

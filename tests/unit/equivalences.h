@@ -6,11 +6,13 @@
 
 namespace sweep::test {
 
-// The configs each equivalence is proven on: GPT-2, and DeepSeek-V2-style with each balancing
-// (the aux loss is per sequence and the bias moves on the whole step's load, so both are exact).
+// The configs each equivalence is proven on: GPT-2, DeepSeek-V2-style with each balancing (the
+// aux loss is per sequence and the bias moves on the whole step's load, so both are exact), and
+// GPT-2 with the speedrun's architecture switches.
 inline std::vector<RunConfig> families() {
   std::vector<RunConfig> out{tiny_config(), tiny_deepseek_config("aux_loss"), tiny_deepseek_config("bias")};
   out.back().model.norm = "layernorm";  // LayerNorm on MLA's latent (bf16 under autocast)
+  out.push_back(tiny_speedrun_config());
   return out;
 }
 

@@ -65,6 +65,19 @@ inline RunConfig tiny_deepseek_config(const std::string& balance = "aux_loss") {
   return c;
 }
 
+// tiny_config with the NanoGPT speedrun's architecture switches on: rotary positions, QK-norm,
+// ReLU², zero-initialised residual projections and soft-capped logits (a cap of 3, low enough
+// that the tiny model's logits reach the tanh's bend).
+inline RunConfig tiny_speedrun_config() {
+  RunConfig c = tiny_config();
+  c.model.position = "rope";
+  c.model.qk_norm = true;
+  c.model.mlp_activation = "relu2";
+  c.model.zero_init_proj = true;
+  c.model.logit_softcap = 3;
+  return c;
+}
+
 inline std::shared_ptr<TrainData> synthetic_data(int64_t vocab = 50, int64_t n = 20000, uint32_t seed = 7) {
   auto d = std::make_shared<TrainData>();
   d->vocab_size = vocab;

@@ -51,7 +51,8 @@ RunConfig resumable_config(RunConfig c = test::tiny_config()) {
 
 TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwise), each family") {
   // deepseek with bias balancing: the experts' biases are resumed with the weights
-  for (const RunConfig& family : {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias")}) {
+  for (const RunConfig& family : {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias"),
+                                  test::tiny_speedrun_config()}) {
   CAPTURE(family.model.family);
   CAPTURE(family.model.balance);
   auto data = test::synthetic_data();

@@ -14,7 +14,7 @@
 #include "kernels/attention.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cross_entropy.h"
-#include "kernels/gelu.h"
+#include "kernels/activation.h"
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
 
@@ -136,27 +136,35 @@ TEST_CASE("causal attention with dropout: the hashed mask, recomputed in backwar
   }
 }
 
-TEST_CASE("bias + GELU: forward, input and bias gradients equal gelu(h + b)") {
+TEST_CASE("bias + activation: forward, input and bias gradients equal gelu(h + b) and relu(h + b)²") {
   torch::manual_seed(12);
+  for (const auto act : {kernels::Activation::gelu, kernels::Activation::relu2})
   for (const auto& shape : std::vector<std::vector<int64_t>>{{3, 5, 7}, {4, 1024}, {1, 33}, {2, 3, 40}}) {
+    CAPTURE(static_cast<int>(act));
     const auto h0 = torch::randn(shape) * 2;
     const auto b0 = torch::randn({shape.back()});
     for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
       const double tol = dtype == torch::kFloat ? 1e-5 : 1e-2;
       auto bf = b0.clone().requires_grad_(true), br = b0.clone().requires_grad_(true);
-      const Op fused = [&](const torch::Tensor& x) { return kernels::bias_gelu(x, bf); };
-      const Op reference = [&](const torch::Tensor& x) { return kernels::bias_gelu_reference(x, br); };
+      const Op fused = [&](const torch::Tensor& x) { return kernels::bias_activation(x, bf, act); };
+      const Op reference = [&](const torch::Tensor& x) { return kernels::bias_activation_reference(x, br, act); };
       check_against_reference(fused, reference, h0, dtype, tol);
       CHECK((bf.grad().scalar_type() == torch::kFloat));
       const double bias_err = rel_err(bf.grad(), br.grad());
       CHECK_MESSAGE(bias_err < tol, "bias gradient relative error ", bias_err);
     }
-    const Op fused = [&](const torch::Tensor& x) { return kernels::bias_gelu(x, b0); };
+    const Op fused = [&](const torch::Tensor& x) { return kernels::bias_activation(x, b0, act); };
     const Op reference = [&](const torch::Tensor& x) {
-      return kernels::bias_gelu_reference(x, b0.to(x.scalar_type()));
+      return kernels::bias_activation_reference(x, b0.to(x.scalar_type()), act);
     };
     check_finite_differences(fused, reference, h0);
   }
+  // ReLU² written out: 0 for v ≤ 0, v² above; its derivative 0 and 2v
+  const auto h = torch::tensor({-2.0f, -0.5f, 0.0f, 0.5f, 3.0f}).reshape({1, 5}).requires_grad_(true);
+  const auto y = kernels::bias_activation(h, torch::zeros({5}), kernels::Activation::relu2);
+  CHECK(torch::equal(y, torch::tensor({0.0f, 0.0f, 0.0f, 0.25f, 9.0f}).reshape({1, 5})));
+  y.sum().backward();
+  CHECK(torch::equal(h.grad(), torch::tensor({0.0f, 0.0f, 0.0f, 1.0f, 6.0f}).reshape({1, 5})));
 }
 
 TEST_CASE("LayerNorm: output and the gradients of x, weight and bias equal layer_norm's, in fp32 and as bf16") {
@@ -189,9 +197,12 @@ TEST_CASE("LayerNorm: output and the gradients of x, weight and bias equal layer
   }
 }
 
-TEST_CASE("cross-entropy in place: the loss and the gradient equal F::cross_entropy, written over the logits") {
+TEST_CASE("cross-entropy in place: the loss and the gradient equal F::cross_entropy, written over the logits "
+          "(uncapped, and soft-capped as cap · tanh(logits / cap))") {
   torch::manual_seed(13);
+  for (const double cap : {0.0, 30.0, 1.5})  // 1.5: most logits (σ = 3) far into the tanh's bend
   for (const auto& [rows, vocab] : std::vector<std::pair<int64_t, int64_t>>{{7, 13}, {64, 4096}, {1, 1}, {33, 50304}}) {
+    CAPTURE(cap);
     CAPTURE(rows);
     CAPTURE(vocab);
     const auto logits0 = torch::randn({rows, vocab}) * 3;
@@ -203,8 +214,8 @@ TEST_CASE("cross-entropy in place: the loss and the gradient equal F::cross_entr
       auto leaf_ref = logits0.to(dtype).to(torch::kFloat).detach().requires_grad_(true);
       auto logits = leaf_fused * 1;
       const void* memory = logits.data_ptr();
-      auto loss = kernels::cross_entropy_inplace(logits, targets);
-      auto loss_ref = kernels::cross_entropy_reference(leaf_ref * 1, targets);
+      auto loss = kernels::cross_entropy_inplace(logits, targets, cap);
+      auto loss_ref = kernels::cross_entropy_reference(leaf_ref * 1, targets, cap);
       CHECK((loss.scalar_type() == torch::kFloat));
       CHECK(std::abs(loss.item<double>() - loss_ref.item<double>()) <= 1e-5 * std::abs(loss_ref.item<double>()) + 1e-6);
       (loss * 0.5).backward();  // a gradient scale, as gradient accumulation gives
@@ -216,9 +227,9 @@ TEST_CASE("cross-entropy in place: the loss and the gradient equal F::cross_entr
       CHECK(rel_err(logits.to(torch::kFloat), leaf_ref.grad()) < tol);  // scaled by backward's 0.5 in place
     }
     if (vocab <= 4096) {
-      const Op fused = [&](const torch::Tensor& x) { return kernels::cross_entropy_inplace(x * 1, targets); };
-      const Op reference = [&](const torch::Tensor& x) {
-        return torch::nn::functional::cross_entropy(x, targets);
+      const Op fused = [&](const torch::Tensor& x) { return kernels::cross_entropy_inplace(x * 1, targets, cap); };
+      const Op reference = [&](const torch::Tensor& x) {  // written out, in the input's dtype (double)
+        return torch::nn::functional::cross_entropy(cap > 0 ? torch::tanh(x / cap) * cap : x, targets);
       };
       check_finite_differences(fused, reference, logits0);
     }
@@ -258,7 +269,7 @@ TEST_CASE("non-finite inputs give non-finite outputs, extreme ones the exact lim
     }
     {  // GELU: NaN stays NaN; far out it is the identity or zero
       const auto h = torch::tensor({nan, 100.0, -100.0, 0.0}).to(dtype).reshape({1, 4});
-      const auto y = kernels::bias_gelu(h, torch::zeros({4})).to(torch::kDouble);
+      const auto y = kernels::bias_activation(h, torch::zeros({4}), kernels::Activation::gelu).to(torch::kDouble);
       CHECK(std::isnan(y[0][0].item<double>()));
       CHECK(y[0][1].item<double>() == 100.0);
       CHECK(y[0][2].item<double>() == 0.0);

@@ -19,6 +19,10 @@ TEST_CASE("data parallel, deepseek with MoE: world 2 equals accumulation 2 — l
   test::check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config("bias"));
 }
 
+TEST_CASE("data parallel, the speedrun's switches (rope, QK-norm, ReLU², zero-init, soft-cap): world 2 equals accumulation 2") {
+  test::check_data_parallel_equals_accumulation(2, 1, test::tiny_speedrun_config());
+}
+
 TEST_CASE("data parallel: the ranks slice one global batch order") {
   auto data = test::synthetic_data();
   RunConfig c = test::tiny_config();

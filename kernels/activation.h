@@ -1,0 +1,21 @@
+// The MLP's activation with the preceding bias add: act(h + bias), exact (erf) GELU or ReLU².
+#pragma once
+
+#include <torch/torch.h>
+
+#include "kernels/cpu/ops.h"
+
+namespace sweep::kernels {
+
+using cpu::Activation;
+
+// h (..., N) fp32 or bf16, bias (N) fp32 → same shape and dtype as h; one pass forward, one back.
+torch::Tensor bias_activation(const torch::Tensor& h, const torch::Tensor& bias, Activation act);
+
+// The same with LibTorch's ops: gelu(h + bias), or relu(h + bias)².
+torch::Tensor bias_activation_reference(const torch::Tensor& h, const torch::Tensor& bias, Activation act);
+
+// act(x) with LibTorch's ops (no bias).
+torch::Tensor activation_reference(const torch::Tensor& x, Activation act);
+
+}  // namespace sweep::kernels
