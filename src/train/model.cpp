@@ -171,7 +171,7 @@ torch::Tensor apply_rope(const torch::Tensor& x, int64_t offset, double theta) {
 // ---- attention ----
 
 // QK-norm: each head's vector scaled to unit RMS (no gain), in fp32; x (B, T, H, d).
-torch::Tensor unit_rms(const torch::Tensor& x) {
+static torch::Tensor unit_rms(const torch::Tensor& x) {
   const auto x32 = x.to(torch::kFloat);
   return (x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + 1e-6)).to(x.scalar_type());
 }
