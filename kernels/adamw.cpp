@@ -1,36 +1,17 @@
 #include "kernels/adamw.h"
 
 #include <cmath>
-#include <sstream>
 #include <string>
-#include <type_traits>
 
 #include "kernels/common.h"
 #include "kernels/linear.h"
 
 namespace sweep::kernels {
 
-namespace {
-
-// The key of a parameter's state in Optimizer::state(): in LibTorch 1.13 the TensorImpl's address
-// as text (c10::guts::to_string: what an ostream prints), from 2.x the address itself.
-template <typename Map>
-typename Map::key_type state_key(const torch::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream text;
-    text << p.unsafeGetTensorImpl();
-    return text.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
-
-}  // namespace
-
 torch::optim::AdamWParamState& adamw_state(torch::optim::AdamW& opt, const torch::Tensor& p) {
   auto& states = opt.state();
   using Map = std::remove_reference_t<decltype(states)>;
-  auto key = state_key<Map>(p);
+  auto key = optimizer_state_key<Map>(p);
   auto it = states.find(key);
   if (it == states.end()) {  // as AdamW::step: zero moments, step 0
     auto state = std::make_unique<torch::optim::AdamWParamState>();
@@ -49,7 +30,7 @@ void set_adamw_state(torch::optim::AdamW& opt, const torch::Tensor& p, int64_t s
   state->step(step);
   state->exp_avg(std::move(exp_avg));
   state->exp_avg_sq(std::move(exp_avg_sq));
-  states[state_key<std::remove_reference_t<decltype(states)>>(p)] = std::move(state);
+  states[optimizer_state_key<std::remove_reference_t<decltype(states)>>(p)] = std::move(state);
 }
 
 void adamw_step(torch::optim::AdamW& opt, double grad_scale) {

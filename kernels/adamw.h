@@ -4,7 +4,23 @@
 
 #include <torch/torch.h>
 
+#include <sstream>
+#include <type_traits>
+
 namespace sweep::kernels {
+
+// The key of a parameter's state in Optimizer::state(): in LibTorch 1.13 the TensorImpl's address
+// as text (c10::guts::to_string: what an ostream prints), from 2.x the address itself.
+template <typename Map>
+typename Map::key_type optimizer_state_key(const torch::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    std::ostringstream text;
+    text << p.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
 
 // One step of `opt` — its param groups' lr, betas, eps and weight decay, its per-parameter state
 // (so checkpoints and the reference step are interchangeable) — with every gradient multiplied

@@ -459,7 +459,10 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
   std::vector<BenchResult> results;
   for (const auto& precision : settings.precisions) {
     out << "precision  path        tokens/s   step ms   model GFLOP/s   matmul peak GFLOP/s    MFU   step tensors MiB   peak RSS MiB\n";
-    for (const bool fused : settings.fused) {
+    const std::vector<std::string> optimizers =
+        settings.optimizers.empty() ? std::vector<std::string>{base.train.optimizer} : settings.optimizers;
+    for (const bool fused : settings.fused)
+    for (const std::string& optimizer : optimizers) {
       // The memory the previous configuration kept goes back first, else this one's peak RSS
       // would start from that one's.
       release_freed_memory();
@@ -467,6 +470,7 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       RunConfig c = base;
       c.train.precision = precision;
       c.train.fused = fused;
+      c.train.optimizer = optimizer;
       c.model.vocab_size = data->vocab_size;
       // Tensor memory: what the trainer holds between steps (weights, gradients, AdamW's moments),
       // then the peak the steps add (activations, temporaries)
@@ -482,10 +486,12 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
         profiling = at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end).needsInputs(false));
       }
       reset_peak_rss();
-      std::vector<double> times;
+      std::vector<double> times, optimizer_times;
       counting->restart();
       for (int64_t i = 0; i < settings.steps; ++i) {
-        times.push_back(trainer.train_step().seconds);
+        const StepStats s = trainer.train_step();
+        times.push_back(s.seconds);
+        optimizer_times.push_back(s.optimizer_seconds);
       }
       const double step_tensors_mib = counting->peak_mib();
       counting.reset();
@@ -519,6 +525,13 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
                       100.0 * ((r.held_plan_mib + r.step_plan_mib) / (r.held_mib + r.step_mib) - 1));
         out << line;
       }
+      {
+        const double optimizer_ms = 1e3 * median(optimizer_times);
+        std::snprintf(line, sizeof line, "  optimizer step (%s): %.2f ms, %.1f%% of the step\n",
+                      optimizer == "muon" ? "Muon on the blocks' matrices, AdamW on the rest" : "AdamW", optimizer_ms,
+                      100.0 * optimizer_ms / r.step_ms);
+        out << line;
+      }
       const double floor_s = measure_weight_matmuls(c, fused);
       std::snprintf(line, sizeof line, "  the step's weight matmuls alone: %.1f ms (%.0f%% of the step), a ceiling of %.0f tokens/s\n",
                     1e3 * floor_s, 100.0 * floor_s / (r.step_ms / 1e3), static_cast<double>(c.tokens_per_step()) / floor_s);
@@ -535,7 +548,7 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       }
       results.push_back(r);
     }
-    if (settings.fused.size() == 2) {
+    if (settings.fused.size() == 2 && optimizers.size() == 1) {
       // The last two results are this precision's, in the order of settings.fused.
       const BenchResult& a = results[results.size() - 2];
       const BenchResult& b = results.back();

@@ -65,6 +65,8 @@ struct BenchSettings {
   bool profile = false;  // the top ops of a step
   std::string nanogpt;   // nanoGPT's model.py: its step beside sweep's, torch.compile off and on ("" = none)
   std::string python = "python3";
+  // The optimizers to time each step with (train.optimizer: adamw, muon); empty: the config's.
+  std::vector<std::string> optimizers;
 };
 
 std::vector<BenchResult> run_bench(const RunConfig& config, const BenchSettings& settings, std::ostream& out);

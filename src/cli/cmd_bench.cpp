@@ -53,6 +53,9 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--zero", o.zero, "The ZeRO stages --nproc measures")->delimiter(',')->capture_default_str()->check(
       CLI::Range(0, 3));
   cmd->add_flag("--rank-child", o.rank_child)->group("");  // one rank of --nproc, started by it
+  cmd->add_option("--optimizer", o.optimizers, "Optimizers to time each step with (default: the config's)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"adamw", "muon"}));
   cmd->add_flag("--no-ops", o.no_ops, "Skip the per-op table (each fused op against its reference)");
   cmd->add_flag("--profile", o.profile, "Print each timed step's top ops by self time");
   cmd->add_option("--data-gib", o.data_gib,
@@ -152,6 +155,9 @@ Exit run_bench(const BenchOptions& o) {
     cfg.model.vocab_size = o.vocab;
   }
   at::set_num_threads(o.threads > 0 ? o.threads : cfg.threads());
+  if (!o.optimizers.empty() && (cuda || o.nproc > 1)) {
+    throw Error("--optimizer times the step of one process on the cpu: leave out --device cuda and --nproc", Exit::bad_input);
+  }
   if (cuda && o.nproc > 1) {
     throw Error("--nproc measures ranks on the cpu (Gloo on loopback); on GPUs run `sweep train --nproc N` and read "
                 "its events",
@@ -209,6 +215,7 @@ Exit run_bench(const BenchOptions& o) {
   settings.profile = o.profile;
   settings.nanogpt = o.nanogpt;
   settings.python = o.python;
+  settings.optimizers = o.optimizers;
   const std::vector<BenchResult> results = sweep::run_bench(cfg, settings, std::cout);
   if (o.data_gib > 0) {
     double fastest = 0;

@@ -46,6 +46,7 @@ struct BenchOptions {
   std::vector<std::string> paths{"reference", "fused"};
   int64_t vocab = 0;
   bool no_ops = false;
+  std::vector<std::string> optimizers;  // --optimizer: empty = the config's
   bool profile = false;
   double data_gib = 0;     // also measure the loader on this many GiB of generated shards
   std::string data_dir;  // where they are written (default: the temp dir)

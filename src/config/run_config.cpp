@@ -86,6 +86,10 @@ void read_train(MapReader r, TrainConfig& t) {
   r.read("beta2", t.beta2, 0.0, 1.0, false, true);
   r.read("eps", t.eps, 0.0, k_inf, true);
   r.read("grad_clip", t.grad_clip, 0.0, k_inf);
+  r.read_choice("optimizer", t.optimizer, {"adamw", "muon"});
+  r.read("muon_lr", t.muon_lr, 0.0, k_inf, true);
+  r.read("muon_momentum", t.muon_momentum, 0.0, 1.0, false, true);
+  r.read("muon_momentum_warmup", t.muon_momentum_warmup, 0, k_max_int);
   r.read_choice("precision", t.precision, {"fp32", "tf32", "bf16"});
   r.read("fused", t.fused);
   r.read("activation_checkpointing", t.activation_checkpointing);
@@ -219,6 +223,33 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
     return s.IsDefined() ? s : root;
   };
   check_model(root, diags, c.model, [&](const std::string& key) { return at("model", key); });
+  if (c.train.optimizer == "muon") {
+    // Each matrix is orthogonalised whole: ZeRO's flat pieces of it, or experts held on other
+    // ranks, would orthogonalise something else.
+    if (c.parallel.zero > 0 && c.resources.ranks > 1) {
+      diags.error("train.optimizer", at("train", "optimizer"),
+                  "'train.optimizer: muon' orthogonalises each weight matrix whole, and parallel.zero " +
+                      std::to_string(c.parallel.zero) + " shards them — use parallel.zero: 0, or optimizer: adamw");
+    }
+    if (c.parallel.expert > 1) {
+      diags.error("train.optimizer", at("train", "optimizer"),
+                  "'train.optimizer: muon' steps every matrix on every rank; parallel.expert partitions the experts — "
+                  "use parallel.expert: 1, or optimizer: adamw");
+    }
+    if (c.train.muon_momentum_warmup > 0 && c.train.muon_momentum < 0.85) {
+      diags.error("train.muon_momentum_warmup", at("train", "muon_momentum_warmup"),
+                  "'train.muon_momentum_warmup' raises the momentum from 0.85 to 'train.muon_momentum', which is below it — "
+                  "set muon_momentum to 0.85 or more, or remove the warmup");
+    }
+  } else {
+    const YAML::Node t = root["train"];
+    for (const char* key : {"muon_lr", "muon_momentum", "muon_momentum_warmup"}) {
+      if (t.IsDefined() && t.IsMap() && t[key].IsDefined()) {
+        diags.error(std::string("train.") + key, t[key],
+                    std::string("'train.") + key + "' is an option of Muon — add 'train.optimizer: muon', or remove it");
+      }
+    }
+  }
   if (c.train.min_lr > c.train.lr) {
     diags.error("train.min_lr", at("train", "min_lr"),
                 "'train.min_lr' must not exceed 'train.lr'");
@@ -474,6 +505,12 @@ nlohmann::json RunConfig::to_json() const {
                 {"precision", train.precision},
                 {"fused", train.fused},
                 {"activation_checkpointing", train.activation_checkpointing}};
+  if (train.optimizer != "adamw") {  // named only when not AdamW: the runs before Muon keep their ids
+    j["train"]["optimizer"] = train.optimizer;
+    j["train"]["muon_lr"] = train.muon_lr;
+    j["train"]["muon_momentum"] = train.muon_momentum;
+    j["train"]["muon_momentum_warmup"] = train.muon_momentum_warmup;
+  }
   j["eval"] = {{"every", eval.every},
                {"val_tokens", eval.val_tokens},
                {"checkpoint_every", eval.checkpoint_every}};

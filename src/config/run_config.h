@@ -112,6 +112,14 @@ struct TrainConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double grad_clip = 0;            // 0 = off
+  // Muon (Keller Jordan's; the NanoGPT speedrun's): the blocks' 2-D weight matrices take momentum
+  // SGD whose update is orthogonalised by 5 Newton–Schulz steps (train/muon.h), at muon_lr on the
+  // same schedule; embeddings, the head, biases and norms stay on AdamW at lr. Named in a run's
+  // identity only when on.
+  std::string optimizer = "adamw";  // adamw | muon
+  double muon_lr = 0.02;
+  double muon_momentum = 0.95;       // Nesterov
+  int64_t muon_momentum_warmup = 0;  // steps over which the momentum rises from 0.85 to muon_momentum
   std::string precision = "fp32";  // fp32 | tf32 | bf16
   bool fused = true;               // kernels/'s fused CPU ops; false = the reference LibTorch ops
   // Activation checkpointing: each block keeps only its input in forward and is run again in

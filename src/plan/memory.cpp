@@ -371,6 +371,10 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   }
   plan.gradients = k_f32 * sharded(l.zero >= 2);
   plan.optimizer = 2 * k_f32 * sharded(l.zero >= 1);
+  if (config.train.optimizer == "muon") {  // one momentum buffer for the blocks' matrices (no ZeRO with it)
+    const double head = static_cast<double>(m.padded_vocab() * m.n_embd);
+    plan.optimizer -= k_f32 * std::max(0.0, matmul_params(m, size) - head);
+  }
 
   Walk w(m, path, l.micro_batch, l.checkpointing);
   w.model();

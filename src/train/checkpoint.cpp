@@ -276,12 +276,18 @@ CheckpointMeta read_checkpoint_meta(torch::serialize::InputArchive& root) {
 
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                      const CheckpointMeta& meta, const torch::Device& device,
-                     const std::vector<torch::Tensor>& rng_states, const std::function<void()>& alive) {
+                     const std::vector<torch::Tensor>& rng_states, const std::function<void()>& alive,
+                     torch::optim::Optimizer* muon) {
   torch::serialize::OutputArchive root, model_archive, optim_archive;
   model->save(model_archive);
   opt.save(optim_archive);
   root.write("model", model_archive);
   root.write("optimizer", optim_archive);
+  if (muon != nullptr) {
+    torch::serialize::OutputArchive muon_archive;
+    muon->save(muon_archive);
+    root.write("muon", muon_archive);
+  }
   write_checkpoint_meta(root, meta);
   // Rank 0's state under the single-process name, so that checkpoints of any world size load alike.
   root.write("rng_state", rng_states.empty() ? rng_state(device) : rng_states[0]);
@@ -312,15 +318,29 @@ void load_model(torch::serialize::InputArchive& root, GPT& model, const std::str
 }  // namespace
 
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
-                               const torch::Device& device, int64_t rank) {
+                               const torch::Device& device, int64_t rank, torch::optim::Optimizer* muon) {
   if (const auto problem = checkpoint_problem(path)) {
     throw CheckpointDamaged(path, *problem);
   }
   torch::serialize::InputArchive root, optim_archive;
   open_checkpoint_archive(path, root, device);
   load_model(root, model, path);
-  root.read("optimizer", optim_archive);
-  opt.load(optim_archive);
+  // The optimizers' states: another optimizer's (AdamW's where this run has Muon, or the other
+  // way) is a one-line error, as another model's is.
+  try {
+    root.read("optimizer", optim_archive);
+    opt.load(optim_archive);
+    if (muon != nullptr) {
+      torch::serialize::InputArchive muon_archive;
+      root.read("muon", muon_archive);
+      muon->load(muon_archive);
+    }
+  } catch (const c10::Error& e) {
+    const std::string why = e.what_without_backtrace();
+    throw Error("checkpoint " + path + " does not hold this run's optimizer state (" + why.substr(0, why.find('\n')) +
+                    ") — it was written for another config.yaml",
+                Exit::bad_input);
+  }
   CheckpointMeta meta = read_checkpoint_meta(root);
   restore_rng(root, rank == 0 ? "rng_state" : "rng_state_rank" + std::to_string(rank), meta, device);
   return meta;

@@ -41,9 +41,11 @@ std::optional<std::string> checkpoint_problem(const std::string& path);
 // rng_states: every rank's dropout RNG state in rank order (data parallel: rank 0 writes the
 // one checkpoint for all); empty = this process's own.
 // `alive` is called as the file is written, every chunk (a worker's heartbeat).
+// `muon`: Muon's state (train.optimizer: muon), written beside AdamW's.
 void save_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
                      const CheckpointMeta& meta, const torch::Device& device,
-                     const std::vector<torch::Tensor>& rng_states = {}, const std::function<void()>& alive = {});
+                     const std::vector<torch::Tensor>& rng_states = {}, const std::function<void()>& alive = {},
+                     torch::optim::Optimizer* muon = nullptr);
 
 // A checkpoint file that fails checkpoint_problem: thrown before anything was loaded from it.
 class CheckpointDamaged : public Error {
@@ -60,7 +62,7 @@ class CheckpointDamaged : public Error {
 // type (see CheckpointMeta::rng_restored); returns the metadata. Throws
 // CheckpointDamaged, before changing anything, when the file is damaged.
 CheckpointMeta load_checkpoint(const std::string& path, GPT& model, torch::optim::Optimizer& opt,
-                               const torch::Device& device, int64_t rank = 0);
+                               const torch::Device& device, int64_t rank = 0, torch::optim::Optimizer* muon = nullptr);
 
 // This process's dropout RNG state on `device` (the device's default generator), and setting it.
 torch::Tensor rng_state(const torch::Device& device);

@@ -7,9 +7,11 @@
 #include "kernels/linear.h"
 #include "parallel/parallel.h"
 #include "train/experts.h"
+#include "train/muon.h"
 #include "train/optim.h"
 #include "train/zero.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -79,6 +81,31 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     if (m_experts) {
       m_opt = make_adamw(m_experts->local, m_train);
     }
+  } else if (config.train.optimizer == "muon") {
+    // Muon takes the blocks' 2-D weights (each matrix whole: no ZeRO, no expert parallelism, both
+    // refused with it at the config); AdamW the embeddings, the head, biases and norms.
+    std::unordered_set<const void*> in_blocks;
+    for (const auto& p : m_model->transformer->h->parameters()) {
+      in_blocks.insert(key(p));
+    }
+    std::vector<torch::Tensor> matrices, rest;
+    std::vector<int64_t> stacked;
+    for (size_t i = 0; i < m_all.size(); ++i) {
+      const torch::Tensor& p = m_all[i];
+      if (p.dim() == 2 && in_blocks.count(key(p)) != 0) {
+        matrices.push_back(p);
+        stacked.push_back(ends_with(m_names[i], "attn.c_attn.weight") ? 3 : 1);  // Q, K and V apart
+      } else {
+        rest.push_back(p);
+      }
+    }
+    MuonOptions options;
+    options.lr = config.train.muon_lr;
+    options.momentum = config.train.muon_momentum;
+    options.momentum_warmup = config.train.muon_momentum_warmup;
+    options.dtype = config.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+    m_muon = std::make_unique<Muon>(matrices, stacked, options);
+    m_opt = make_adamw(rest, m_train);
   } else {
     m_opt = make_adamw(held, m_train);
   }
@@ -122,8 +149,11 @@ void TrainState::reduce_gradients() {
   // A weight no micro-batch reached (an expert that got no token) has a zero gradient, on every
   // rank and every LibTorch: AdamW steps it (momentum, weight decay) like the rest. (ZeRO counts
   // its own weights' missing gradients zero as it reduces them.)
-  if (m_opt) {
-    for (auto& group : m_opt->param_groups()) {
+  for (auto* opt : {static_cast<torch::optim::Optimizer*>(m_opt.get()), muon_state()}) {
+    if (opt == nullptr) {
+      continue;
+    }
+    for (auto& group : opt->param_groups()) {
       for (auto& p : group.params()) {
         if (!p.grad().defined()) {
           p.mutable_grad() = torch::zeros_like(p);
@@ -157,7 +187,7 @@ double TrainState::grad_norm() {
   return std::sqrt(dense * dense + experts.item<double>());
 }
 
-void TrainState::step(double lr, double grad_scale, bool fused) {
+void TrainState::step(double lr, double grad_scale, bool fused, int64_t steps_before) {
   if (m_zero) {
     m_zero->step(lr, grad_scale, fused);
   }
@@ -165,7 +195,12 @@ void TrainState::step(double lr, double grad_scale, bool fused) {
     set_learning_rate(*m_opt, lr);
     adamw_step(*m_opt, grad_scale, fused);
   }
+  if (m_muon) {  // on the same schedule: its lr scaled as AdamW's is
+    m_muon->step(lr / m_train.lr, grad_scale, steps_before);
+  }
 }
+
+torch::optim::Optimizer* TrainState::muon_state() { return m_muon ? &m_muon->state() : nullptr; }
 
 void TrainState::end_step() {
   if (m_zero) {
@@ -174,6 +209,9 @@ void TrainState::end_step() {
   }
   if (m_opt) {
     m_opt->zero_grad();
+  }
+  if (m_muon) {
+    m_muon->zero_grad();
   }
 }
 

@@ -23,6 +23,7 @@ class KeptBf16Copies;
 }
 class Communicator;
 class ZeroShards;
+class Muon;
 struct ExpertPartition;
 
 class TrainState {
@@ -42,7 +43,8 @@ class TrainState {
   void begin_step();
   void reduce_gradients();
   double grad_norm();
-  void step(double lr, double grad_scale, bool fused);
+  // `steps_before`: the optimizer steps taken before this one (Muon's momentum warmup).
+  void step(double lr, double grad_scale, bool fused, int64_t steps_before);
   void end_step();
   // An evaluation: the weights outside the blocks whole for it (ZeRO-3), freed after.
   void begin_eval();
@@ -69,6 +71,9 @@ class TrainState {
   void adopt(torch::optim::AdamW& loaded);
 
   torch::optim::AdamW& optimizer();  // unsharded runs only
+  // With train.optimizer: muon, the state of Muon's matrices (its momentum), checkpointed beside
+  // AdamW's; null otherwise.
+  torch::optim::Optimizer* muon_state();
 
  private:
   // AdamW's two groups over `params`, by each weight's whole shape (held or not: m_dims).
@@ -86,6 +91,7 @@ class TrainState {
   std::unique_ptr<ExpertPartition> m_experts;
   std::unique_ptr<ZeroShards> m_zero;         // over the dense weights
   std::unique_ptr<torch::optim::AdamW> m_opt;  // over what ZeRO does not hold: everything, or this rank's experts
+  std::unique_ptr<Muon> m_muon;                // train.optimizer: muon: the blocks' matrices (m_opt the rest)
   std::unique_ptr<kernels::KeptBf16Copies> m_bf16_copies;  // the fused bf16 step's copies of the matmul weights
 };
 

@@ -210,7 +210,9 @@ StepStats Trainer::train_step() {
   s.grad_norm = m_state->grad_norm();
   s.lr = learning_rate(m_cfg, m_step);
   if (s.finite()) {
-    m_state->step(s.lr, clip_factor(s.grad_norm, m_cfg.train.grad_clip), m_cfg.train.fused);  // clipping folded in
+    const auto t_opt = std::chrono::steady_clock::now();
+    m_state->step(s.lr, clip_factor(s.grad_norm, m_cfg.train.grad_clip), m_cfg.train.fused, m_step);  // clipping folded in
+    s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
   }
   if (moe_stats.defined()) {  // the balancing bias moves with the weights, after the step
     s.moe = m_model->end_moe_step(moe_stats, accum * m_cfg.world_size, s.finite());
@@ -246,7 +248,7 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
     rng_states = m_comm->all_gather(rng_state(m_device));  // every rank takes part; rank 0 writes
   }
   if (m_rank == 0) {
-    save_checkpoint(path, m_model, m_state->optimizer(), meta, m_device, rng_states, alive);
+    save_checkpoint(path, m_model, m_state->optimizer(), meta, m_device, rng_states, alive, m_state->muon_state());
     remove_unnamed_shards(path);  // a sharded run's, once it is resumed unsharded and checkpointed twice
   }
 }
@@ -286,7 +288,7 @@ std::string Trainer::load(const std::string& path) {
   } else {
     // A checkpoint of one file: read as unsharded training reads it, then this rank's share kept.
     const std::unique_ptr<torch::optim::AdamW> whole = m_state->sharded() ? m_state->for_load() : nullptr;
-    meta = load_checkpoint(path, m_model, whole ? *whole : m_state->optimizer(), m_device, m_rank);
+    meta = load_checkpoint(path, m_model, whole ? *whole : m_state->optimizer(), m_device, m_rank, m_state->muon_state());
     if (whole) {
       m_state->adopt(*whole);
     }

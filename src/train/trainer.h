@@ -40,6 +40,7 @@ struct StepStats {
   double grad_norm = 0;  // before clipping
   double lr = 0;
   double seconds = 0;
+  double optimizer_seconds = 0;  // of `seconds`, the optimizer's update (host time: on a GPU, its launches)
   MoEStepStats moe;  // MoE models: the step's expert load, router entropy and aux loss
   bool finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
 };

@@ -7,12 +7,13 @@
 namespace sweep::test {
 
 // The configs each equivalence is proven on: GPT-2, DeepSeek-V2-style with each balancing (the
-// aux loss is per sequence and the bias moves on the whole step's load, so both are exact), and
-// GPT-2 with the speedrun's architecture switches.
+// aux loss is per sequence and the bias moves on the whole step's load, so both are exact),
+// GPT-2 with the speedrun's architecture switches, and GPT-2 trained with Muon.
 inline std::vector<RunConfig> families() {
   std::vector<RunConfig> out{tiny_config(), tiny_deepseek_config("aux_loss"), tiny_deepseek_config("bias")};
   out.back().model.norm = "layernorm";  // LayerNorm on MLA's latent (bf16 under autocast)
   out.push_back(tiny_speedrun_config());
+  out.push_back(tiny_muon_config());
   return out;
 }
 
@@ -37,6 +38,7 @@ inline void check_same_moe(const StepStats& a, const StepStats& b) {
 inline void check_accumulation(const RunConfig& family, double max_abs) {
   CAPTURE(family.model.family);
   CAPTURE(family.model.balance);
+  CAPTURE(family.train.optimizer);
   auto data = synthetic_data();
   RunConfig big = family;
   big.train.micro_batch = 16;

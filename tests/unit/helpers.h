@@ -78,6 +78,15 @@ inline RunConfig tiny_speedrun_config() {
   return c;
 }
 
+// tiny_config trained with Muon (the blocks' matrices; AdamW for the rest), its momentum warming up.
+inline RunConfig tiny_muon_config() {
+  RunConfig c = tiny_config();
+  c.train.optimizer = "muon";
+  c.train.muon_lr = 0.02;
+  c.train.muon_momentum_warmup = 4;
+  return c;
+}
+
 inline std::shared_ptr<TrainData> synthetic_data(int64_t vocab = 50, int64_t n = 20000, uint32_t seed = 7) {
   auto d = std::make_shared<TrainData>();
   d->vocab_size = vocab;

@@ -52,7 +52,7 @@ RunConfig resumable_config(RunConfig c = test::tiny_config()) {
 TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwise), each family") {
   // deepseek with bias balancing: the experts' biases are resumed with the weights
   for (const RunConfig& family : {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias"),
-                                  test::tiny_speedrun_config()}) {
+                                  test::tiny_speedrun_config(), test::tiny_muon_config()}) {
   CAPTURE(family.model.family);
   CAPTURE(family.model.balance);
   auto data = test::synthetic_data();
@@ -108,6 +108,15 @@ TEST_CASE("a checkpoint of another config is refused") {
   c.train.lr *= 2;
   Trainer b(c, data);
   CHECK_THROWS_WITH_AS(b.load(dir.str("ckpt.pt")), doctest::Contains("another config"), Error);
+  // another optimizer, either way round: a one-line error, nothing loaded
+  RunConfig muon = resumable_config();
+  muon.train.optimizer = "muon";
+  Trainer m(muon, data);
+  CHECK_THROWS_WITH_AS(m.load(dir.str("ckpt.pt")), doctest::Contains("another config.yaml"), Error);
+  m.train_step();
+  m.save(dir.str("muon.pt"));
+  Trainer plain(resumable_config(), data);
+  CHECK_THROWS_WITH_AS(plain.load(dir.str("muon.pt")), doctest::Contains("another config.yaml"), Error);
 
   Trainer same(resumable_config(), data);
   same.load(dir.str("ckpt.pt"));

@@ -23,6 +23,10 @@ TEST_CASE("data parallel, the speedrun's switches (rope, QK-norm, ReLU², zero-i
   test::check_data_parallel_equals_accumulation(2, 1, test::tiny_speedrun_config());
 }
 
+TEST_CASE("data parallel with Muon: world 2 equals accumulation 2 (Muon orthogonalises the averaged gradient)") {
+  test::check_data_parallel_equals_accumulation(2, 1, test::tiny_muon_config());
+}
+
 TEST_CASE("data parallel: the ranks slice one global batch order") {
   auto data = test::synthetic_data();
   RunConfig c = test::tiny_config();
