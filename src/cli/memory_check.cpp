@@ -54,7 +54,8 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
                       ": " + c.resources.device + ", " + p.layout.describe() + ", sequences of " +
                       std::to_string(c.model.block_size) + " tokens, " + c.train.precision + "):");
   out.lines.push_back("  weights " + format_bytes(p.weights) + ", gradients " + format_bytes(p.gradients) +
-                      ", AdamW moments " + format_bytes(p.optimizer) + ", activations " + format_bytes(p.activations) +
+                      (c.train.optimizer == "muon" ? ", AdamW moments and Muon's momentum " : ", AdamW moments ") +
+                      format_bytes(p.optimizer) + ", activations " + format_bytes(p.activations) +
                       ", temporaries " + format_bytes(p.transient) +
                       (p.communication > 0 ? ", collectives " + format_bytes(p.communication) : "") + ": " +
                       format_bytes(p.total()));
