@@ -259,15 +259,16 @@ void layer_norm_backward(DType dy_type, const void* dy, const float* x, const fl
 
 // x ← cap · tanh(x / cap) over n values, each tanh kept in t (the gradient's factor 1 − t²).
 inline void soft_cap(float* x, float* t, int64_t n, float cap) {
-  const Vec vcap(cap), inv(1.f / cap);
+  const float inv = 1.f / cap;
+  const Vec vcap(cap), vinv(inv);
   int64_t i = 0;
   for (; i + Vec::size() <= n; i += Vec::size()) {
-    const Vec th = (Vec::loadu(x + i) * inv).tanh();
+    const Vec th = (Vec::loadu(x + i) * vinv).tanh();
     th.store(t + i);
     (th * vcap).store(x + i);
   }
   for (; i < n; ++i) {
-    t[i] = std::tanh(x[i] / cap);
+    t[i] = std::tanh(x[i] * inv);
     x[i] = t[i] * cap;
   }
 }

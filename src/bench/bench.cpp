@@ -461,7 +461,7 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
     out << "precision  path        tokens/s   step ms   model GFLOP/s   matmul peak GFLOP/s    MFU   step tensors MiB   peak RSS MiB\n";
     const std::vector<std::string> optimizers =
         settings.optimizers.empty() ? std::vector<std::string>{base.train.optimizer} : settings.optimizers;
-    for (const bool fused : settings.fused)
+    for (const bool fused : settings.fused) {
     for (const std::string& optimizer : optimizers) {
       // The memory the previous configuration kept goes back first, else this one's peak RSS
       // would start from that one's.
@@ -501,14 +501,18 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       BenchResult r;
       r.precision = precision;
       r.fused = fused;
+      r.optimizer = optimizer;
+      r.optimizer_ms = 1e3 * median(optimizer_times);
       r.peak_rss_mib = peak_rss_mib();
       r.step_ms = 1e3 * median(times);
       r.tokens_per_s = static_cast<double>(c.tokens_per_step()) / (r.step_ms / 1e3);
       r.flops_per_token = model_size(c.model).flops_per_token;
       r.achieved_flops = r.tokens_per_s * r.flops_per_token;
       r.peak_flops = peak;
+      // the path, and the optimizer when more than one is timed ("fused+muon")
+      const std::string path = std::string(fused ? "fused" : "reference") + (optimizers.size() > 1 ? "+" + optimizer : "");
       std::snprintf(line, sizeof line, "%-9s  %-9s %10.0f %9.1f %15.1f %21.1f %5.1f%% %18.0f %14.0f\n", precision.c_str(),
-                    fused ? "fused" : "reference", r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
+                    path.c_str(), r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
                     r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
       out << line;
       {
@@ -525,13 +529,10 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
                       100.0 * ((r.held_plan_mib + r.step_plan_mib) / (r.held_mib + r.step_mib) - 1));
         out << line;
       }
-      {
-        const double optimizer_ms = 1e3 * median(optimizer_times);
-        std::snprintf(line, sizeof line, "  optimizer step (%s): %.2f ms, %.1f%% of the step\n",
-                      optimizer == "muon" ? "Muon on the blocks' matrices, AdamW on the rest" : "AdamW", optimizer_ms,
-                      100.0 * optimizer_ms / r.step_ms);
-        out << line;
-      }
+      std::snprintf(line, sizeof line, "  optimizer step (%s): %.2f ms, %.1f%% of the step\n",
+                    optimizer == "muon" ? "Muon on the blocks' matrices, AdamW on the rest" : "AdamW", r.optimizer_ms,
+                    100.0 * r.optimizer_ms / r.step_ms);
+      out << line;
       const double floor_s = measure_weight_matmuls(c, fused);
       std::snprintf(line, sizeof line, "  the step's weight matmuls alone: %.1f ms (%.0f%% of the step), a ceiling of %.0f tokens/s\n",
                     1e3 * floor_s, 100.0 * floor_s / (r.step_ms / 1e3), static_cast<double>(c.tokens_per_step()) / floor_s);
@@ -548,6 +549,7 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       }
       results.push_back(r);
     }
+    }
     if (settings.fused.size() == 2 && optimizers.size() == 1) {
       // The last two results are this precision's, in the order of settings.fused.
       const BenchResult& a = results[results.size() - 2];
@@ -561,7 +563,8 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
     if (!settings.nanogpt.empty()) {
       RunConfig c = base;
       c.model.vocab_size = data->vocab_size;
-      const BenchResult& ours = results.back();  // the last path measured (fused, by default)
+      // the last path measured (fused, by default), with the first optimizer timed
+      const BenchResult& ours = results[results.size() - optimizers.size()];
       for (const bool compile : {false, true}) {
         NanoGptRun run;
         run.python = settings.python;

@@ -36,6 +36,8 @@ StepPath step_path_here(const RunConfig& config);
 struct BenchResult {
   std::string precision;
   bool fused = true;
+  std::string optimizer = "adamw";  // train.optimizer of the timed steps
+  double optimizer_ms = 0;          // the optimizer's update, of step_ms
   double peak_rss_mib = 0;  // the process's peak resident memory over the timed steps
   double tokens_per_s = 0;
   double step_ms = 0;
@@ -43,7 +45,7 @@ struct BenchResult {
   double achieved_flops = 0;  // FLOP/s
   double peak_flops = 0;      // measured matmul FLOP/s at this precision
   // Tensor memory (MiB): measured through a counting allocator, and the memory plan's figure
-  double held_mib = 0, held_plan_mib = 0;  // between steps: weights, gradients, AdamW's moments
+  double held_mib = 0, held_plan_mib = 0;  // between steps: weights, gradients, the optimizer's state
   double step_mib = 0, step_plan_mib = 0;  // the peak a step adds: activations, temporaries
 };
 

@@ -40,7 +40,11 @@ void read_model(MapReader r, ModelConfig& m) {
   r.read("rope_theta", m.rope_theta, 1.0, k_inf);
   r.read("qk_norm", m.qk_norm);
   r.read("zero_init_proj", m.zero_init_proj);
-  r.read("logit_softcap", m.logit_softcap, -k_inf, k_inf);  // > 0: checked in check_model, with the fix
+  if (const YAML::Node cap = r.section("logit_softcap"); cap.IsDefined() && cap.IsScalar() && cap.Scalar() == "none") {
+    m.logit_softcap = 0;  // none: an intervention can take a base's cap away
+  } else {
+    r.read("logit_softcap", m.logit_softcap, -k_inf, k_inf);  // its range: checked in check_model, with the fix
+  }
   r.read("intermediate_size", m.intermediate_size, 0, 1 << 20);
   r.read("q_lora_rank", m.q_lora_rank, 0, 65536);
   r.read("kv_lora_rank", m.kv_lora_rank, 0, 65536);
@@ -156,9 +160,10 @@ void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& 
                         num(given.n_head) + ")");
     return;
   }
-  if (has("logit_softcap") && !(given.logit_softcap > 0)) {
-    error("logit_softcap", "'model.logit_softcap' must be > 0, got " + at("logit_softcap").Scalar() +
-                               " — the cap the logits tend to (the speedrun's is 30); leave the key out for none");
+  if (has("logit_softcap") && at("logit_softcap").Scalar() != "none" &&
+      !(given.logit_softcap >= 1e-3 && given.logit_softcap <= 1e4)) {  // what fp32 tanh(x / cap) · cap resolves
+    error("logit_softcap", "'model.logit_softcap' must be in [0.001, 10000], got " + at("logit_softcap").Scalar() +
+                               " — the cap the logits tend to (the speedrun's is 30); 'none' or no key for none");
   }
   if (given.qk_norm && given.attention == "mla") {
     error("qk_norm", "'model.qk_norm' normalises the queries and keys of 'attention: mha'; latent attention's keys "
@@ -241,8 +246,9 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
                   "'train.muon_momentum_warmup' raises the momentum from 0.85 to 'train.muon_momentum', which is below it — "
                   "set muon_momentum to 0.85 or more, or remove the warmup");
     }
-  } else {
-    const YAML::Node t = root["train"];
+  } else if (const YAML::Node t = root["train"]; !(t.IsDefined() && t.IsMap() && t["optimizer"].IsDefined())) {
+    // Muon's options with the optimizer left at AdamW: a forgotten 'optimizer: muon'. (With
+    // 'optimizer: adamw' said, they are ignored: an intervention can take a Muon base back to AdamW.)
     for (const char* key : {"muon_lr", "muon_momentum", "muon_momentum_warmup"}) {
       if (t.IsDefined() && t.IsMap() && t[key].IsDefined()) {
         diags.error(std::string("train.") + key, t[key],

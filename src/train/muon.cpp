@@ -28,7 +28,8 @@ Muon::Muon(std::vector<torch::Tensor> params, std::vector<int64_t> stacked, Muon
     : m_params(std::move(params)),
       m_stacked(std::move(stacked)),
       m_options(options),
-      m_state(m_params, torch::optim::SGDOptions(options.lr).momentum(options.momentum).nesterov(true)) {
+      // (LibTorch's SGD refuses Nesterov without momentum; the options only label the saved state)
+      m_state(m_params, torch::optim::SGDOptions(options.lr).momentum(options.momentum).nesterov(options.momentum > 0)) {
   TORCH_CHECK(m_stacked.size() == m_params.size(), "Muon: one stacked count per parameter");
   for (size_t i = 0; i < m_params.size(); ++i) {
     TORCH_CHECK(m_params[i].dim() == 2 && m_stacked[i] >= 1 && m_params[i].size(0) % m_stacked[i] == 0,
@@ -45,9 +46,9 @@ double Muon::momentum_at(int64_t step) const {
   return (1 - frac) * 0.85 + frac * m_options.momentum;
 }
 
-void Muon::step(double lr_scale, double grad_scale, int64_t step) {
+void Muon::step(double lr_scale, double grad_scale, int64_t steps_before) {
   torch::NoGradGuard no_grad;
-  const double lr = m_options.lr * lr_scale, mu = momentum_at(step);
+  const double lr = m_options.lr * lr_scale, mu = momentum_at(steps_before);
   auto& states = m_state.state();
   using Map = std::remove_reference_t<decltype(states)>;
   // The Nesterov updates, as (matrices, rows, cols) batches of one shape each: the Newton–Schulz

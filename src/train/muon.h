@@ -35,8 +35,8 @@ class Muon {
   Muon(std::vector<torch::Tensor> params, std::vector<int64_t> stacked, MuonOptions options);
 
   // One step at lr = options.lr × lr_scale (the schedule's factor), the gradients × grad_scale
-  // (the clip factor); `step` is the number of steps taken before this one (momentum warmup).
-  void step(double lr_scale, double grad_scale, int64_t step);
+  // (the clip factor); `steps_before`: the steps taken before this one (momentum warmup).
+  void step(double lr_scale, double grad_scale, int64_t steps_before);
   void zero_grad();
 
   // The momentum buffers live in an SGD's per-parameter state, so that checkpoints save and load

@@ -25,6 +25,15 @@ void share_state(torch::optim::AdamW& from, torch::optim::AdamW& to, const torch
   kernels::set_adamw_state(to, p, a.step(), a.exp_avg(), a.exp_avg_sq());
 }
 
+// The parameters inside the transformer blocks (not the embeddings, the head or the final norm).
+std::unordered_set<const void*> block_parameters(GPT& model) {
+  std::unordered_set<const void*> out;
+  for (const auto& p : model->transformer->h->parameters()) {
+    out.insert(key(p));
+  }
+  return out;
+}
+
 }  // namespace
 
 TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
@@ -36,6 +45,12 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     m_all.push_back(p);
     m_names.push_back(item.key());
     m_shapes.emplace(key(p), p.sizes().vec());
+  }
+  if (config.train.optimizer == "muon" && m_world > 1 && (config.parallel.zero > 0 || config.parallel.expert > 1)) {
+    // (the config refuses it at the key; ranks given on the command line come here)
+    throw Error("train.optimizer: muon orthogonalises each weight matrix whole on every rank: not with parallel.zero or "
+                "parallel.expert over " + std::to_string(m_world) + " ranks — set both to their defaults, or use adamw",
+                Exit::bad_input);
   }
   std::unordered_set<const void*> expert, remote;
   if (config.parallel.expert > 1 && m_world > 1) {
@@ -64,10 +79,7 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
   }
   if (config.parallel.zero > 0 && m_world > 1) {
     // The dense weights outside the blocks (embeddings, head, final norm): whole for a step.
-    std::unordered_set<const void*> in_blocks;
-    for (const auto& p : m_model->transformer->h->parameters()) {
-      in_blocks.insert(key(p));
-    }
+    const std::unordered_set<const void*> in_blocks = block_parameters(m_model);
     std::vector<torch::Tensor> resident;
     for (const auto& p : m_dense) {
       if (in_blocks.count(key(p)) == 0) {
@@ -84,10 +96,7 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
   } else if (config.train.optimizer == "muon") {
     // Muon takes the blocks' 2-D weights (each matrix whole: no ZeRO, no expert parallelism, both
     // refused with it at the config); AdamW the embeddings, the head, biases and norms.
-    std::unordered_set<const void*> in_blocks;
-    for (const auto& p : m_model->transformer->h->parameters()) {
-      in_blocks.insert(key(p));
-    }
+    const std::unordered_set<const void*> in_blocks = block_parameters(m_model);
     std::vector<torch::Tensor> matrices, rest;
     std::vector<int64_t> stacked;
     for (size_t i = 0; i < m_all.size(); ++i) {
@@ -147,7 +156,7 @@ void TrainState::begin_step() {
 void TrainState::reduce_gradients() {
   torch::NoGradGuard no_grad;
   // A weight no micro-batch reached (an expert that got no token) has a zero gradient, on every
-  // rank and every LibTorch: AdamW steps it (momentum, weight decay) like the rest. (ZeRO counts
+  // rank and every LibTorch: AdamW (or Muon) steps it (momentum, weight decay) like the rest. (ZeRO counts
   // its own weights' missing gradients zero as it reduces them.)
   for (auto* opt : {static_cast<torch::optim::Optimizer*>(m_opt.get()), muon_state()}) {
     if (opt == nullptr) {

@@ -4,6 +4,8 @@
 // test::tiny_muon_config through test::families() and the resume and data-parallel tests.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include "helpers.h"
 #include "train/muon.h"
 #include "train/trainer.h"
@@ -101,6 +103,8 @@ TEST_CASE("Muon's momentum warmup: 0.85 at step 0, the set momentum from the war
   CHECK(muon.momentum_at(1000) == doctest::Approx(0.95));
   o.momentum_warmup = 0;
   CHECK(Muon({w}, {1}, o).momentum_at(0) == doctest::Approx(0.95));
+  o.momentum = 0;  // plain orthogonalised SGD: allowed
+  CHECK(Muon({w}, {1}, o).momentum_at(0) == 0.0);
 }
 
 TEST_CASE("train.optimizer: muon: the blocks' matrices on Muon, everything else on AdamW, and it trains") {
@@ -147,4 +151,17 @@ TEST_CASE("Muon's keys are part of a run's identity only with train.optimizer: m
   CHECK(j["muon_lr"] == 0.02);
   CHECK(j["muon_momentum"] == 0.95);
   CHECK(j["muon_momentum_warmup"] == 4);
+}
+
+TEST_CASE("Muon's options with 'optimizer: adamw' said are ignored (an intervention back to AdamW), unsaid refused") {
+  test::TempDir dir;
+  auto load = [&](const std::string& train) {
+    std::ofstream(dir.str("c.yaml")) << "data: {dataset: d}\ntrain: {tokens: 1M, " << train << "}\n";
+    return load_run_config(dir.str("c.yaml"));
+  };
+  const RunConfig back = load("optimizer: adamw, muon_lr: 0.05");
+  CHECK(back.train.optimizer == "adamw");
+  CHECK_FALSE(back.identity_json()["train"].contains("muon_lr"));
+  CHECK(back.identity_json() == load("optimizer: adamw").identity_json());
+  CHECK_THROWS_AS(load("muon_lr: 0.05"), InputErrors);
 }

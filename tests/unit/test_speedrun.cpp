@@ -4,6 +4,8 @@
 // test::tiny_speedrun_config through test::families() and the resume and data-parallel tests.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include "helpers.h"
 #include "kernels/cross_entropy.h"
 #include "train/trainer.h"
@@ -140,4 +142,12 @@ TEST_CASE("the speedrun's switches are part of a run's identity only when on") {
   CHECK(j["model"]["zero_init_proj"] == true);
   CHECK(j["model"]["logit_softcap"] == 3.0);
   CHECK(j["model"]["mlp_activation"] == "relu2");
+}
+
+TEST_CASE("logit_softcap: none is no cap (an intervention can take a base's away)") {
+  test::TempDir dir;
+  std::ofstream(dir.str("c.yaml")) << "data: {dataset: d}\ntrain: {tokens: 1M}\nmodel: {logit_softcap: none}\n";
+  const RunConfig c = load_run_config(dir.str("c.yaml"));
+  CHECK(c.model.logit_softcap == 0);
+  CHECK_FALSE(c.identity_json()["model"].contains("logit_softcap"));
 }
