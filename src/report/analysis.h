@@ -39,6 +39,8 @@ struct ReportRun {
     double loss = 0, grad_norm = 0;  // NaN when not finite
     double seconds = std::numeric_limits<double>::quiet_NaN();  // training time to the end of this step (NaN: unknown)
     double moe_load = std::numeric_limits<double>::quiet_NaN();  // MoE models: busiest expert ÷ mean load
+    double lr = std::numeric_limits<double>::quiet_NaN();            // the step's learning rate (NaN: not recorded)
+    double tokens_per_s = std::numeric_limits<double>::quiet_NaN();  // the step's own speed (NaN: not recorded)
   };
   std::vector<TrainPoint> train_curve;  // every optimizer step
   LossBlocks test_blocks;               // the test loss in blocks (empty: its worker did not say)

@@ -66,7 +66,8 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
                                 ? std::nan("")
                                 : std::accumulate(p.moe_load_max.begin(), p.moe_load_max.end(), 0.0) /
                                       static_cast<double>(p.moe_load_max.size());
-    rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan("")), seconds, moe_load});
+    rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan("")), seconds, moe_load,
+                              p.lr.value_or(std::nan("")), p.tokens_per_s.value_or(std::nan(""))});
   }
   if (r.status == RunState::done) {
     if (!rr.val_curve.empty()) {

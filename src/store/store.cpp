@@ -141,7 +141,7 @@ RunRow read_run(SQLite::Statement& q, const fs::path& root, int offset = 0) {
 Store::Store(const std::string& path, Access access)
     : m_path(path), m_root(fs::absolute(path).lexically_normal().parent_path()) {
   try {
-    if (access == Access::read && fs::exists(path) && ::access(m_root.c_str(), W_OK) != 0) {
+    if (access != Access::write && fs::exists(path) && ::access(m_root.c_str(), W_OK) != 0) {
       // A folder this process cannot write (read-only media, another user's results): read the
       // database as it is — SQLite could not make its WAL index there.
       std::string uri = "file:";
@@ -154,6 +154,22 @@ Store::Store(const std::string& path, Access access)
                         std::to_string(k_schema_version) + ", and its folder cannot be written — run a sweep command "
                         "where it can, to migrate it",
                     Exit::io_error);
+      }
+      return;
+    }
+    if (access == Access::reader) {
+      // Read-only, beside a writer: SQLite keeps the WAL index in the -shm file the writer made.
+      // A busy timeout covers the moment a checkpoint holds it.
+      if (!fs::exists(path)) {
+        throw Error("no database at " + path + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
+                    Exit::bad_input);
+      }
+      m_db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READONLY, 10000);
+      if (schema_version() != k_schema_version) {
+        throw Error("database " + path + " has schema version " + std::to_string(schema_version()) + ", this sweep " +
+                        std::to_string(k_schema_version) + " — run `sweep ls --results " + m_root.string() +
+                        "` once to migrate it, then serve it",
+                    Exit::bad_input);
       }
       return;
     }
@@ -392,14 +408,14 @@ std::vector<ReferenceScore> Store::references(const std::string& sweep) try {
 
 std::vector<MetricPoint> Store::metrics(const std::string& run_id, const std::string& split) try {
   SQLite::Statement q(*m_db,
-                      "SELECT step, tokens, loss, grad_norm, moe, tokens_per_s FROM metrics WHERE run_id = ? AND split = ? "
+                      "SELECT step, tokens, loss, grad_norm, moe, tokens_per_s, lr FROM metrics WHERE run_id = ? AND split = ? "
                       "ORDER BY step");
   q.bind(1, run_id);
   q.bind(2, split);
   std::vector<MetricPoint> out;
   while (q.executeStep()) {
     MetricPoint p{q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), opt_double(q.getColumn(2)),
-                  opt_double(q.getColumn(3)), opt_double(q.getColumn(5)), {}};
+                  opt_double(q.getColumn(3)), opt_double(q.getColumn(6)), opt_double(q.getColumn(5)), {}};
     if (!q.getColumn(4).isNull()) {  // every layer's number, or none when one is not a number
       const auto moe = nlohmann::json::parse(q.getColumn(4).getString(), nullptr, false);
       if (moe.is_object() && moe.contains("load_max") && moe["load_max"].is_array()) {
@@ -703,6 +719,10 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
   rate.exec();
   tx.commit();
 } catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
+}
+
+int64_t Store::data_version() try { return m_db->execAndGet("PRAGMA data_version").getInt64(); } catch (const SQLite::Exception& e) {
   throw db_error(m_path, e);
 }
 

@@ -77,6 +77,7 @@ struct MetricPoint {
   int64_t step = 0, tokens = 0;
   std::optional<double> loss;       // empty when not finite
   std::optional<double> grad_norm;  // train steps; empty when not finite or not recorded
+  std::optional<double> lr;         // train steps: the learning rate; empty when not recorded
   std::optional<double> tokens_per_s;  // train steps: the step's own speed; empty when not recorded
   std::vector<double> moe_load_max;  // train steps of MoE models, per MoE layer: the busiest expert's load ÷ the mean
 };
@@ -95,7 +96,9 @@ class Store {
 
   // read: for commands that only read (report, status, ls, plan) — a database in a folder this
   // process cannot write is opened read-only, as it is, instead of failing.
-  enum class Access { write, read };
+  // reader: a long-lived reader beside a running scheduler (sweep serve): a read-only connection
+  // that never migrates, never creates and never writes; it sees each commit as it lands (WAL).
+  enum class Access { write, read, reader };
   explicit Store(const std::string& path, Access access = Access::write);
   ~Store();
 
@@ -128,6 +131,9 @@ class Store {
   void ingest(const std::string& run_id, const std::vector<std::string>& lines);
 
   int schema_version();
+  // Changes whenever another connection has committed since this one last asked (PRAGMA
+  // data_version): a reader's cheap test of whether what it computed is stale.
+  int64_t data_version();
   std::string integrity_check();
   int64_t metric_rows(const std::string& run_id);
 

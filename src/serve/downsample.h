@@ -1,0 +1,22 @@
+// Curves thinned to what a chart can draw, keeping their extremes: the x range is cut into
+// `buckets` equal spans and each span keeps the point with the smallest and the one with the
+// largest y, in x order, so a spike or a dip survives however far a 2,000-step curve is thinned
+// (plain every-k-th sampling hides both). The first and last points are always kept. Pure.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace sweep {
+
+// The indices of the points to keep, ascending. `x` ascending, `y` the same length; points whose
+// y is not finite are never chosen as a bucket's extreme (they are gaps, drawn as gaps). At most
+// 2 × buckets + 2 indices; all of them when there are no more points than that.
+std::vector<size_t> minmax_keep(const std::vector<double>& x, const std::vector<double>& y, size_t buckets);
+
+// The union of minmax_keep over several series that share `x` (a mean and its band's edges):
+// each series keeps its own extremes.
+std::vector<size_t> minmax_keep_all(const std::vector<double>& x, const std::vector<const std::vector<double>*>& ys,
+                                    size_t buckets);
+
+}  // namespace sweep

@@ -1,0 +1,204 @@
+#include "serve/server.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "serve/assets.h"
+#include "serve/views.h"
+#include "util/error.h"
+#include "util/text.h"
+
+namespace sweep {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Every page is the same shell (app.html); its script reads the path and asks the JSON routes.
+// Nothing inline, nothing from elsewhere: the policy lets the page load only this server's files.
+const char* k_policy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const Asset* asset(const std::string& name) {
+  for (size_t i = 0; i < k_serve_asset_count; ++i) {
+    if (name == k_serve_assets[i].name) {
+      return &k_serve_assets[i];
+    }
+  }
+  return nullptr;
+}
+
+void send_asset(httplib::Response& res, const Asset& a) {
+  res.set_content(reinterpret_cast<const char*>(a.data), a.size, a.type);
+}
+
+void send_json(httplib::Response& res, const json& j) {
+  // Strings from the database or a log may hold bytes that are not UTF-8: replaced, never fatal.
+  res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  res.set_header("Cache-Control", "no-store");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+// `text` as a finite number written in full (no trailing bytes), or nullopt.
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty() || text.size() > 32 || std::isspace(static_cast<unsigned char>(text[0]))) {
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size() && errno == 0 && std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+// A query parameter that must be an integer in [lo, hi]; `fallback` when absent.
+int64_t integer_param(const httplib::Request& req, const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+  if (!req.has_param(key.c_str())) {
+    return fallback;
+  }
+  const std::string text = req.get_param_value(key.c_str());
+  const auto v = parse_number(text);
+  if (!v || *v != std::floor(*v) || *v < static_cast<double>(lo) || *v > static_cast<double>(hi)) {
+    throw BadRequest(key + "=" + printable(text, false) + ": expected an integer from " + std::to_string(lo) + " to " +
+                     std::to_string(hi));
+  }
+  return static_cast<int64_t>(*v);
+}
+
+double number_param(const httplib::Request& req, const std::string& key, double fallback, double lo, double hi) {
+  if (!req.has_param(key.c_str())) {
+    return fallback;
+  }
+  const std::string text = req.get_param_value(key.c_str());
+  const auto v = parse_number(text);
+  if (!v || !(*v >= lo && *v <= hi)) {
+    throw BadRequest(key + "=" + printable(text, false) + ": expected a number from " + format_number("%g", lo) +
+                     " to " + format_number("%g", hi));
+  }
+  return *v;
+}
+
+// Runs `answer` and maps what it throws to a status: 404, 400, else 500 with the message (a
+// damaged database is named, not crashed on).
+template <typename F>
+httplib::Server::Handler route(Views& views, F answer) {
+  return [&views, answer](const httplib::Request& req, httplib::Response& res) {
+    try {
+      send_json(res, answer(views, req));
+    } catch (const NotFound& e) {
+      send_error(res, 404, e.what());
+    } catch (const BadRequest& e) {
+      send_error(res, 400, e.what());
+    } catch (const std::exception& e) {
+      send_error(res, 500, e.what());
+    }
+  };
+}
+
+}  // namespace
+
+bool loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1") {
+    return true;
+  }
+  in_addr a{};
+  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+void serve(const ServeOptions& o, const std::function<void(const std::string&)>& on_listening) {
+  Views views(o.results);
+  httplib::Server server;
+  // GET only, and small: a request with a body, a long URL or long headers is refused
+  // (httplib answers 414 and 431 itself beyond its 8 KiB limits).
+  server.set_payload_max_length(1024);
+  // SO_REUSEADDR alone: httplib's default adds SO_REUSEPORT, with which a second server on a port
+  // in use binds too and the two share its requests.
+  server.set_socket_options([](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  server.set_default_headers({{"Content-Security-Policy", k_policy},
+                              {"X-Content-Type-Options", "nosniff"},
+                              {"Referrer-Policy", "no-referrer"}});
+  const auto page = [](const httplib::Request&, httplib::Response& res) { send_asset(res, *asset("app.html")); };
+  server.Get("/", page);
+  server.Get(R"(/sweeps/[^/]+)", page);
+  server.Get(R"(/runs/[^/]+)", page);
+  server.Get(R"(/assets/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
+    const Asset* a = asset(req.matches[1]);
+    if (!a || std::string(a->name) == "app.html") {
+      send_error(res, 404, "no such asset");
+      return;
+    }
+    send_asset(res, *a);
+    res.set_header("Cache-Control", "no-cache");
+  });
+  server.Get("/api/version", route(views, [](Views& v, const httplib::Request&) { return v.version(); }));
+  server.Get("/api/sweeps", route(views, [](Views& v, const httplib::Request&) { return v.sweeps(); }));
+  server.Get(R"(/api/sweeps/([^/]+))",
+             route(views, [](Views& v, const httplib::Request& req) { return v.sweep(req.matches[1]); }));
+  server.Get(R"(/api/sweeps/([^/]+)/curves)", route(views, [](Views& v, const httplib::Request& req) {
+               const std::string metric = req.has_param("metric") ? req.get_param_value("metric") : "val_loss";
+               return v.curves(req.matches[1], metric, static_cast<size_t>(integer_param(req, "px", 800, 10, 10000)),
+                               integer_param(req, "seeds", 0, 0, 1) == 1, number_param(req, "smooth", 0, 0, 0.999));
+             }));
+  server.Get(R"(/api/runs/([^/]+))",
+             route(views, [](Views& v, const httplib::Request& req) { return v.run(req.matches[1]); }));
+  // Nothing writes: any other method is refused (HEAD is answered as GET by httplib).
+  const auto read_only = [](const httplib::Request&, httplib::Response& res) {
+    send_error(res, 405, "sweep serve only reads: use GET");
+    res.set_header("Allow", "GET, HEAD");
+  };
+  server.Post(".*", read_only);
+  server.Put(".*", read_only);
+  server.Patch(".*", read_only);
+  server.Delete(".*", read_only);
+  server.Options(".*", read_only);
+  server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) {  // httplib's own refusals (404 of an unknown path, 400, 414, 431)
+      send_error(res, res.status, res.status == 404 ? "no such page" : "bad request");
+    }
+  });
+
+  // SIGINT and SIGTERM end the server from a thread that waits for them (blocked everywhere else,
+  // before httplib starts its threads).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port < 0) {
+    throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " + std::strerror(errno) +
+                    " — is another server on that port? Pass --port N (0: any free port)",
+                Exit::bad_input);
+  }
+  std::thread waiter([&server, stop_signals] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    server.stop();
+  });
+  const bool v6 = o.host.find(':') != std::string::npos;
+  on_listening("http://" + (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(port) + "/");
+  server.listen_after_bind();
+  pthread_kill(waiter.native_handle(), SIGTERM);  // stopped another way: let the waiter go
+  waiter.join();
+}
+
+}  // namespace sweep

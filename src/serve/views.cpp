@@ -1,0 +1,349 @@
+#include "serve/views.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "report/load.h"
+#include "report/plots.h"
+#include "report/render.h"
+#include "report/tables.h"
+#include "serve/downsample.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sweep {
+
+using json = nlohmann::json;
+
+namespace {
+
+json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json number(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
+
+// Ended, not to be trained again by this sweep unless retried: no part of the time left.
+bool settled(RunState s) { return finished(s) || s == RunState::failed || s == RunState::oom; }
+
+// The runs per state, and when the rest may be done: each running run's remaining steps at its
+// own pace so far, each pending run at the mean time of the finished ones, over the runs at work.
+json progress(const std::vector<SweepRunRow>& rows) {
+  std::map<std::string, int64_t> states;
+  double done_seconds = 0, remaining = 0;
+  int64_t done_timed = 0, running = 0, pending = 0;
+  for (const auto& r : rows) {
+    ++states[to_string(r.run.status)];
+    if (r.run.status == RunState::done && r.run.wall_seconds) {
+      done_seconds += *r.run.wall_seconds;
+      ++done_timed;
+    } else if (r.run.status == RunState::running) {
+      ++running;
+      if (r.run.steps > 0 && r.run.train_seconds && r.run.total_steps > r.run.steps) {
+        remaining += *r.run.train_seconds / static_cast<double>(r.run.steps) *
+                     static_cast<double>(r.run.total_steps - r.run.steps);
+      }
+    } else if (!settled(r.run.status)) {
+      ++pending;
+    }
+  }
+  json eta = nullptr;
+  if (running > 0 && (pending == 0 || done_timed > 0)) {
+    eta = (remaining + static_cast<double>(pending) * (done_timed ? done_seconds / static_cast<double>(done_timed) : 0)) /
+          static_cast<double>(running);
+  }
+  return {{"runs", rows.size()}, {"states", states}, {"eta_seconds", eta}};
+}
+
+// An exponential moving average (TensorBoard's, debiased) of y along the curve; weight in [0, 1).
+std::vector<double> smoothed(const std::vector<double>& y, double weight) {
+  if (weight <= 0) {
+    return y;
+  }
+  std::vector<double> out(y.size());
+  double ema = 0, scale = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (!std::isfinite(y[i])) {
+      out[i] = y[i];
+      continue;
+    }
+    ema = weight * ema + (1 - weight) * y[i];
+    scale = weight * scale + (1 - weight);
+    out[i] = ema / scale;
+  }
+  return out;
+}
+
+// One run's curve of `metric`: (tokens, value), tokens ascending.
+void run_curve(const ReportRun& r, const std::string& metric, std::vector<double>& x, std::vector<double>& y) {
+  if (metric == "val_loss") {
+    for (const auto& [tokens, loss] : r.val_curve) {
+      x.push_back(static_cast<double>(tokens));
+      y.push_back(loss);
+    }
+    return;
+  }
+  for (const auto& p : r.train_curve) {
+    x.push_back(static_cast<double>(p.tokens));
+    y.push_back(metric == "train_loss"     ? p.loss
+                : metric == "grad_norm"    ? p.grad_norm
+                : metric == "lr"           ? p.lr
+                : metric == "tokens_per_s" ? p.tokens_per_s
+                                           : p.moe_load);
+  }
+}
+
+json thinned(const std::vector<double>& x, const std::vector<const std::vector<double>*>& ys,
+             const std::vector<std::string>& names, size_t buckets) {
+  const std::vector<size_t> keep = minmax_keep_all(x, ys, buckets);
+  json out = json::object();
+  json xs = json::array();
+  for (size_t i : keep) {
+    xs.push_back(x[i]);
+  }
+  out["x"] = std::move(xs);
+  for (size_t k = 0; k < ys.size(); ++k) {
+    json v = json::array();
+    for (size_t i : keep) {
+      v.push_back(number((*ys[k])[i]));
+    }
+    out[names[k]] = std::move(v);
+  }
+  out["points"] = x.size();
+  return out;
+}
+
+json summary_json(const Summary& s) {
+  return {{"n", s.n}, {"mean", number(s.mean)}, {"ci_low", number(s.ci_low)}, {"ci_high", number(s.ci_high)}};
+}
+
+}  // namespace
+
+Views::Views(const std::string& results)
+    : m_results(results), m_store((fs::path(results) / "sweep.db").string(), Store::Access::reader) {}
+
+int64_t Views::current_version() { return m_store.data_version(); }
+
+json Views::version() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return {{"version", current_version()}};
+}
+
+json Views::sweeps() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  json out = json::array();
+  for (const auto& s : m_store.sweeps()) {
+    const auto rows = m_store.sweep_runs(s.name);
+    std::set<std::string> codes;
+    for (const auto& r : rows) {
+      for (const auto& seg : m_store.segments(r.run.run_id)) {
+        codes.insert(seg.code_label());
+      }
+    }
+    json entry = progress(rows);
+    entry["name"] = s.name;
+    entry["file"] = s.file;
+    entry["codes"] = codes;
+    out.push_back(std::move(entry));
+  }
+  return {{"results", fs::absolute(m_results).lexically_normal().string()}, {"sweeps", out},
+          {"version", current_version()}};
+}
+
+const Views::Cached& Views::analysed(const std::string& name) {
+  const int64_t version = current_version();
+  auto it = m_analyses.find(name);
+  if (it != m_analyses.end() && it->second.version == version) {
+    return it->second;
+  }
+  const auto known = m_store.sweeps();
+  if (std::none_of(known.begin(), known.end(), [&](const SweepSummary& s) { return s.name == name; })) {
+    throw NotFound("no sweep named '" + name + "'");
+  }
+  Cached c;
+  c.version = version;
+  auto input = std::make_shared<ReportInput>(load_report_input(m_store, name, "test_loss", ""));
+  c.analysis = std::make_shared<const Analysis>(analyze(*input));
+  c.input = std::move(input);
+  return m_analyses[name] = std::move(c);
+}
+
+json Views::sweep(const std::string& name) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  const Cached& c = analysed(name);
+  const ReportInput& in = *c.input;
+  const Analysis& a = *c.analysis;
+  json table = {{"headers", headers(a)}, {"rows", json::array()}};
+  json variants = json::array();
+  for (size_t i = 0; i < a.variants.size(); ++i) {
+    const VariantStats& v = a.variants[i];
+    json row = json::array();
+    for (const Cell& cell : cells(a, v, static_cast<int>(i) + 1)) {
+      row.push_back({{"text", cell.text}, {"key", number(cell.key)}});
+    }
+    table["rows"].push_back({{"variant", v.name}, {"verdict", v.verdict}, {"colour", variant_colour(v)}, {"cells", row}});
+    variants.push_back({{"name", v.name}, {"colour", variant_colour(v)}, {"baseline", v.is_baseline}, {"position", v.position}});
+  }
+  std::sort(variants.begin(), variants.end(), [](const json& l, const json& r) { return l["position"] < r["position"]; });
+  json runs = json::array();
+  const auto rows = m_store.sweep_runs(name);
+  for (const auto& r : rows) {
+    runs.push_back({{"variant", r.variant},
+                    {"run_id", r.run.run_id},
+                    {"init_seed", r.run.init_seed},
+                    {"data_seed", r.run.data_seed},
+                    {"status", to_string(r.run.status)},
+                    {"attempts", r.run.attempts},
+                    {"steps", r.run.steps},
+                    {"total_steps", r.run.total_steps},
+                    {"test_loss", number(r.run.test_loss)},
+                    {"error", r.run.error}});
+  }
+  json deltas = json::array();
+  for (const auto& d : a.deltas) {
+    json points = json::array();
+    for (const auto& [tokens, s] : d.points) {
+      points.push_back({{"tokens", tokens}, {"summary", summary_json(s)}});
+    }
+    const auto v = std::find_if(a.variants.begin(), a.variants.end(), [&](const VariantStats& s) { return s.name == d.variant; });
+    deltas.push_back({{"variant", d.variant}, {"colour", v == a.variants.end() ? "#888888" : variant_colour(*v)}, {"points", points}});
+  }
+  json responses = json::array();
+  for (const auto& r : a.responses) {
+    json points = json::array();
+    for (const auto& p : r.points) {
+      points.push_back({{"variant", p.variant}, {"x", p.x}, {"summary", summary_json(p.summary)}});
+    }
+    responses.push_back({{"label", r.label}, {"series", r.series}, {"log_x", r.log_x}, {"points", points}});
+  }
+  json ladder = nullptr;
+  if (a.ladder) {
+    ladder = {{"rungs", json::array()}, {"trends", json::array()}};
+    for (const auto& rung : a.ladder->rungs) {
+      ladder["rungs"].push_back({{"name", rung.name}, {"params", rung.params}, {"flops", number(rung.flops)}});
+    }
+    for (const auto& t : a.ladder->trends) {
+      json points = json::array();
+      for (size_t k = 0; k < t.rung_variants.size() && k < a.ladder->rungs.size(); ++k) {
+        const auto v = std::find_if(a.variants.begin(), a.variants.end(),
+                                    [&](const VariantStats& s) { return s.name == t.rung_variants[k]; });
+        if (v != a.variants.end()) {
+          points.push_back({{"rung", a.ladder->rungs[k].name}, {"flops", number(a.ladder->rungs[k].flops)},
+                            {"improvement", number(v->improvement)}, {"ci_low", number(v->ci_low)},
+                            {"ci_high", number(v->ci_high)}});
+        }
+      }
+      ladder["trends"].push_back({{"intervention", t.intervention}, {"verdict", t.verdict}, {"why", t.why}, {"points", points}});
+    }
+  }
+  json out = progress(rows);
+  out.update({{"name", name},
+              {"file", in.file},
+              {"spec", in.spec},
+              {"baseline", in.baseline},
+              {"metric", a.metric},
+              {"headline", headline(a)},
+              {"method", method_sentence(a)},
+              {"noise", noise_lines(a)},
+              {"code", a.code},
+              {"notes", a.notes},
+              {"table", table},
+              {"variants", variants},
+              {"runs", runs},
+              {"deltas", deltas},
+              {"responses", responses},
+              {"ladder", ladder},
+              {"report", render_text(a)},
+              {"version", c.version}});
+  return out;
+}
+
+json Views::curves(const std::string& name, const std::string& metric, size_t buckets, bool seeds, double smooth) {
+  if (std::find(k_curve_metrics.begin(), k_curve_metrics.end(), metric) == k_curve_metrics.end()) {
+    throw BadRequest("metric '" + metric + "': expected one of " + join(k_curve_metrics, ", "));
+  }
+  std::lock_guard<std::mutex> lock(m_mutex);
+  const Cached& c = analysed(name);
+  json variants = json::array();
+  for (const VariantRuns& v : c.input->variants) {
+    // The mean over the seeds that have a point at each token count, with the seeds' min and max.
+    std::map<double, std::vector<double>> at;
+    json runs = json::array();
+    for (const ReportRun& r : v.runs) {
+      std::vector<double> x, y;
+      run_curve(r, metric, x, y);
+      y = smoothed(y, smooth);
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (std::isfinite(y[i])) {
+          at[x[i]].push_back(y[i]);
+        }
+      }
+      if (seeds && !x.empty()) {
+        json curve = thinned(x, {&y}, {"y"}, buckets);
+        curve.update({{"run_id", r.run_id}, {"init_seed", r.init_seed}, {"data_seed", r.data_seed},
+                      {"status", to_string(r.status)}});
+        runs.push_back(std::move(curve));
+      }
+    }
+    std::vector<double> x, mean, lo, hi, n;
+    for (const auto& [tokens, values] : at) {
+      x.push_back(tokens);
+      double sum = 0;
+      for (double value : values) {
+        sum += value;
+      }
+      mean.push_back(sum / static_cast<double>(values.size()));
+      lo.push_back(*std::min_element(values.begin(), values.end()));
+      hi.push_back(*std::max_element(values.begin(), values.end()));
+      n.push_back(static_cast<double>(values.size()));
+    }
+    json entry = thinned(x, {&mean, &lo, &hi, &n}, {"mean", "min", "max", "seeds"}, buckets);
+    entry["name"] = v.name;
+    entry["baseline"] = v.name == c.input->baseline;
+    if (seeds) {
+      entry["runs"] = std::move(runs);
+    }
+    variants.push_back(std::move(entry));
+  }
+  return {{"sweep", name}, {"metric", metric}, {"buckets", buckets}, {"smooth", smooth}, {"variants", variants},
+          {"version", c.version}};
+}
+
+json Views::run(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  const auto r = m_store.run(run_id);
+  if (!r) {
+    throw NotFound("no run with id '" + run_id + "'");
+  }
+  json segments = json::array();
+  for (const auto& s : m_store.segments(run_id)) {
+    segments.push_back({{"started", s.started}, {"last_event", s.last_event}, {"step", s.step}, {"code", s.code_label()}});
+  }
+  std::string log;
+  std::error_code ec;
+  const fs::path worker_log = fs::path(r->run_dir) / "worker.log";
+  if (fs::is_regular_file(worker_log, ec)) {
+    log = tail_lines(worker_log, 60);
+  }
+  return {{"run_id", r->run_id},
+          {"status", to_string(r->status)},
+          {"attempts", r->attempts},
+          {"init_seed", r->init_seed},
+          {"data_seed", r->data_seed},
+          {"steps", r->steps},
+          {"total_steps", r->total_steps},
+          {"tokens", r->tokens},
+          {"test_loss", number(r->test_loss)},
+          {"test_bpb", number(r->test_bpb)},
+          {"wall_seconds", number(r->wall_seconds)},
+          {"tokens_per_s", number(r->tokens_per_s)},
+          {"error", r->error},
+          {"run_dir", r->run_dir},
+          {"job", r->job},
+          {"job_state", r->job_state},
+          {"config", r->config_yaml},
+          {"segments", segments},
+          {"log", log},
+          {"version", current_version()}};
+}
+
+}  // namespace sweep

@@ -1,0 +1,65 @@
+// What `sweep serve` answers, as JSON, from a results database it only reads: the sweeps with
+// their progress, a sweep's ranked table and report (the same analysis as `sweep report`,
+// recomputed when the database changes), its curves as each variant's mean with its seed band
+// and each seed, thinned on the server (serve/downsample.h), and one run's record. No HTTP here
+// (serve/server.cpp maps routes to these); one connection, used by one request at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "report/analysis.h"
+#include "store/store.h"
+
+namespace sweep {
+
+// A request the views cannot answer: 404 (no such sweep or run) or 400 (a bad parameter).
+struct NotFound : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct BadRequest : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The curves a chart can ask for: validation loss, and per training step its loss, gradient norm,
+// learning rate, tokens/s and (MoE models) the busiest expert's load ÷ the mean.
+inline const std::vector<std::string> k_curve_metrics{"val_loss", "train_loss", "grad_norm", "lr", "tokens_per_s",
+                                                      "moe_load"};
+
+class Views {
+ public:
+  explicit Views(const std::string& results);
+
+  // A token that changes whenever the database has (a page polls it to know when to fetch again).
+  nlohmann::json version();
+  nlohmann::json sweeps();
+  nlohmann::json sweep(const std::string& name);
+  // `metric` one of k_curve_metrics; `buckets` the chart's width in points; `seeds` adds each run;
+  // `smooth` in [0, 1): each run's curve smoothed by an exponential moving average first.
+  nlohmann::json curves(const std::string& name, const std::string& metric, size_t buckets, bool seeds, double smooth);
+  nlohmann::json run(const std::string& run_id);
+
+  const std::string& results() const { return m_results; }
+
+ private:
+  struct Cached {
+    int64_t version = -1;
+    std::shared_ptr<const ReportInput> input;
+    std::shared_ptr<const Analysis> analysis;
+  };
+  // The sweep's report input and analysis as of the database's current state.
+  const Cached& analysed(const std::string& name);
+  int64_t current_version();
+
+  std::string m_results;
+  std::mutex m_mutex;  // one request at a time on the connection and the caches
+  Store m_store;
+  int64_t m_version = 0;  // bumped each time the database has changed since the last look
+  std::map<std::string, Cached> m_analyses;
+};
+
+}  // namespace sweep

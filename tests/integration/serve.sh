@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# `sweep serve` over a real sweep's database: the routes answer, bad and hostile requests are
+# refused with 4xx (path traversal, a bad parameter, a write, an oversized or malformed request)
+# and the server lives on; the page in headless Chromium draws the database's curves, reacts to
+# its controls and follows a `sweep run` that adds runs while it is open (serve_check.py); SIGTERM
+# ends it with 0; bad input is a one-line error, exit 2.
+source "$(dirname "$0")/lib.bash"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+command -v chromium >/dev/null || fail "chromium is not installed (scripts/setup.sh --test installs it)"
+
+prepare_bytes
+tiny_sweep s.yaml live 30 "lr: {train.lr: 1e-3}"
+sed -i 's/every: 20/every: 5/' s.yaml
+"$SWEEP" run s.yaml --results res > run.txt || fail "sweep run: $(cat run.txt)"
+
+"$SWEEP" serve --results res --port 0 > serve.txt 2> serve-err.txt &
+server=$!
+for _ in $(seq 100); do grep -q "http://" serve.txt && break; sleep 0.1; done
+url=$(grep -o 'http://[^ ]*' serve.txt) || fail "serve printed no address: $(cat serve.txt serve-err.txt)"
+grep -q "read-only" serve.txt || fail "serve does not say it is read-only: $(cat serve.txt)"
+[ ! -s serve-err.txt ] || fail "serve warned on localhost: $(cat serve-err.txt)"
+
+status() { curl -s -o body.txt -w '%{http_code}' "$@"; }
+expect() {  # expect CODE curl-args...
+  local want=$1; shift
+  local got; got=$(status "$@")
+  [ "$got" = "$want" ] || fail "curl $(head -c 200 <<< "$*") answered $got, expected $want: $(head -c 300 body.txt)"
+}
+expect 200 "${url}"
+grep -q 'src="/assets/app.js"' body.txt || fail "the page is not the app: $(head -c 300 body.txt)"
+expect 200 -I "${url}sweeps/live"
+grep -qi "content-security-policy: default-src 'none'" body.txt || fail "no content security policy: $(cat body.txt)"
+expect 200 "${url}assets/uPlot.iife.min.js"
+expect 200 "${url}assets/uPlot.LICENSE"
+grep -q "MIT" body.txt || fail "uPlot's licence is not served"
+expect 200 "${url}api/sweeps"
+grep -q '"name":"live"' body.txt || fail "/api/sweeps: $(head -c 300 body.txt)"
+expect 200 "${url}api/sweeps/live"
+expect 200 "${url}api/sweeps/live/curves?metric=grad_norm&px=50&seeds=1&smooth=0.5"
+run=$(sql "SELECT run_id FROM runs LIMIT 1")
+expect 200 "${url}api/runs/$run"
+grep -q '"config":"' body.txt || fail "/api/runs: $(head -c 300 body.txt)"
+
+# Refused: unknown names, traversal, bad parameters, writes, oversized and malformed requests.
+expect 404 "${url}api/sweeps/nope"
+grep -q "no sweep named 'nope'" body.txt || fail "404 without a message: $(cat body.txt)"
+expect 404 "${url}api/runs/nope"
+expect 404 "${url}nope"
+expect 404 --path-as-is "${url}assets/../sweep.db"
+expect 404 --path-as-is "${url}assets/%2e%2e%2fsweep.db"
+expect 404 --path-as-is "${url}assets/..%2F..%2F..%2Fetc%2Fpasswd"
+grep -q "SQLite\|root:" body.txt && fail "a traversal read a file"
+expect 400 "${url}api/sweeps/live/curves?metric=loss%27%3B"
+expect 400 "${url}api/sweeps/live/curves?px=abc"
+expect 400 "${url}api/sweeps/live/curves?px=1e9"
+expect 400 "${url}api/sweeps/live/curves?smooth=nan"
+expect 405 -X POST -d x=1 "${url}api/sweeps"
+expect 405 -X DELETE "${url}api/runs/$run"
+expect 414 "${url}api/sweeps/$(head -c 20000 /dev/zero | tr '\0' a)"
+expect 400 -H "X-Big: $(head -c 20000 /dev/zero | tr '\0' a)" "${url}api/sweeps"
+port=${url##*:}; port=${port%/}
+/usr/bin/python3 - "$port" > malformed.txt <<'PY' || fail "malformed requests: $(cat malformed.txt)"
+import socket, sys
+for raw in (b"GARBAGE\r\n\r\n", b"GET\r\n\r\n", b"\x00\xff\xfe\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+            b"GET /\x00 HTTP/1.1\r\n\r\n", b"POST /api/sweeps HTTP/1.1\r\nContent-Length: 5000\r\n\r\n" + b"a" * 5000):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+    s.sendall(raw)
+    reply = s.recv(200)
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 4"), (raw, reply)
+print("ok")
+PY
+kill -0 $server 2>/dev/null || fail "the server died of the requests above"
+[ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "the database is damaged"
+
+# The page in a real browser, live while another variant trains.
+sed 's/^  lr: {train.lr: 1e-3}/&\n  clip: {train.grad_clip: 0.5}/' s.yaml > more.yaml
+python3 "$here/serve_check.py" "$url" live "$PWD/res/sweep.db" shot -- "$SWEEP" run more.yaml --results res ||
+  fail "the browser check failed"
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" = 6 ] || fail "the sweep beside the server did not finish"
+kill -TERM $server
+wait $server || fail "serve exited $? on SIGTERM"
+
+# Bad input: one line, exit 2.
+expect_rc 2 "$SWEEP" serve --results nowhere 2> err.txt
+[ "$(wc -l < err.txt)" -eq 1 ] && grep -q "no database at nowhere/sweep.db" err.txt || fail "no database: $(cat err.txt)"
+"$SWEEP" serve --results res --port 0 > first.txt &
+first=$!
+for _ in $(seq 100); do grep -q "http://" first.txt && break; sleep 0.1; done
+taken=$(grep -o 'http://[^ ]*' first.txt); taken=${taken##*:}; taken=${taken%/}
+expect_rc 2 "$SWEEP" serve --results res --port "$taken" 2> err.txt
+grep -q "cannot listen on 127.0.0.1:$taken" err.txt || fail "a taken port: $(cat err.txt)"
+kill -TERM $first; wait $first
+"$SWEEP" serve --results res --host 0.0.0.0 --port 0 > open.txt 2> warn.txt &
+open=$!
+for _ in $(seq 100); do grep -q "http://" open.txt && break; sleep 0.1; done
+grep -q "anyone who can reach this port can read every result" warn.txt || fail "no warning off localhost: $(cat warn.txt)"
+kill -TERM $open; wait $open
+echo "ok"

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""`sweep serve`'s page in headless Chromium (browser_check.py's DevTools pipe): the sweep's page
+loads without a console error and asks for nothing but the server's own files; the validation
+curve it draws is the database's (each variant's mean over its seeds at each token count); a
+variant's checkbox hides its curves and the log axis changes the drawing (both seen in the
+pixels); then, with the page open, `sweep run` trains a new variant and its runs appear, done,
+without a reload, while every JSON route keeps answering.
+
+usage: serve_check.py URL SWEEP DB SHOT_PREFIX -- COMMAND... (the sweep run that adds runs)"""
+import base64
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from browser_check import Browser, png_pixels  # noqa: E402
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.status, json.loads(r.read())
+
+
+def main():
+    split = sys.argv.index("--")
+    base, sweep, db, shots = sys.argv[1:split]
+    command = sys.argv[split + 1:]
+    page = base + "sweeps/" + sweep
+    browser = Browser()
+    try:
+        target = browser.call("Target.createTarget", url="about:blank")["targetId"]
+        session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Network", "Runtime", "Log"):
+            browser.call(domain + ".enable", session)
+        browser.call("Page.navigate", session, url=page)
+        browser.wait_event("Page.loadEventFired")
+
+        def evaluate(expression, awaited=False):
+            result = browser.call("Runtime.evaluate", session, expression=expression, returnByValue=True,
+                                  awaitPromise=awaited)
+            if "exceptionDetails" in result:
+                raise AssertionError(f"{expression}: {result['exceptionDetails']}")
+            return result["result"].get("value")
+
+        def wait_for(expression, what, timeout=60):
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                if evaluate(expression):
+                    return
+                time.sleep(0.2)
+            raise AssertionError(f"timed out waiting for {what}")
+
+        def shot(name):
+            png = base64.b64decode(browser.call("Page.captureScreenshot", session, format="png")["data"])
+            with open(f"{shots}-{name}.png", "wb") as f:
+                f.write(png)
+            return png_pixels(png)[3]
+
+        wait_for("window.sweepView && window.sweepView.ready && window.sweepView.charts.curves", "the curves chart")
+        loaded_at = evaluate("window.sweepView.loadedAt")
+        rows = evaluate("Array.from(document.querySelectorAll('#ranking tbody tr')).map(r => r.dataset.variant)")
+        assert rows and "base" in rows, f"no ranked table: {rows}"
+
+        # The drawn validation curves against the database: per variant, the mean over its runs at
+        # each token count (every point: a short run is not thinned).
+        drawn = evaluate("(() => { const u = window.sweepView.charts.curves; const out = {};"
+                         " u.series.forEach((s, i) => { if (i > 0 && !s.label.includes(' ')) out[s.label] ="
+                         " u.data[0].map((x, k) => [x, u.data[i][k]]).filter(p => p[1] != null); }); return out; })()")
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        for variant, points in drawn.items():
+            want = con.execute(
+                "SELECT m.tokens, AVG(m.loss) FROM metrics m JOIN sweep_runs s ON s.run_id = m.run_id "
+                "WHERE s.sweep = ? AND s.variant = ? AND m.split = 'val' GROUP BY m.tokens ORDER BY m.tokens",
+                (sweep, variant)).fetchall()
+            assert len(want) == len(points), f"{variant}: drew {len(points)} points, the database has {len(want)}"
+            for (x, y), (tokens, loss) in zip(points, want):
+                assert x == tokens and abs(y - loss) < 1e-9, f"{variant}: drew ({x}, {y}), the database has ({tokens}, {loss})"
+        con.close()
+        assert len(drawn) >= 2, f"too few variants drawn: {list(drawn)}"
+
+        # A variant's checkbox hides its curves; the log axis redraws them.
+        before = shot("before")
+        evaluate("document.querySelector('input[data-variant=\"base\"]').click()")
+        wait_for("window.sweepView.charts.curves.series.find(s => s.label === 'base').show === false", "base hidden")
+        time.sleep(0.3)
+        hidden = shot("hidden")
+        assert hidden != before, "hiding the baseline changed no pixel"
+        evaluate("document.querySelector('input[data-variant=\"base\"]').click()")
+        wait_for("window.sweepView.charts.curves.series.find(s => s.label === 'base').show === true", "base shown")
+        evaluate("document.getElementById('logy').click()")
+        wait_for("window.sweepView.charts.curves.scales.y.distr === 3", "a log y axis")
+        time.sleep(0.3)
+        assert shot("log") != before, "the log axis changed no pixel"
+
+        # Live: a new variant trains while the page is open; every route keeps answering meanwhile.
+        known = set(evaluate("Array.from(document.querySelectorAll('#runs tbody tr')).map(r => r.dataset.run)"))
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        answered = 0
+        deadline = time.time() + 240
+        while True:
+            for route in ("api/version", "api/sweeps", f"api/sweeps/{sweep}",
+                          f"api/sweeps/{sweep}/curves?metric=train_loss&seeds=1&px=300"):
+                status, _ = get(base + route)
+                assert status == 200, f"{route}: {status}"
+                answered += 1
+            done = evaluate("Array.from(document.querySelectorAll('#runs tbody tr'))"
+                            ".filter(r => r.cells[3].textContent === 'done').map(r => r.dataset.run)")
+            if set(done) - known and child.poll() is not None:
+                break
+            assert time.time() < deadline, "the new runs never showed as done on the page"
+            time.sleep(0.5)
+        assert child.wait() == 0, f"the sweep run beside the page failed: {child.stderr.read().decode()[-2000:]}"
+        wait_for("Array.from(document.querySelectorAll('#runs tbody tr')).filter(r => r.cells[3].textContent === 'done')"
+                 f".length === {len(known) + len(set(done) - known)}", "every run done on the page", 30)
+        done = evaluate("Array.from(document.querySelectorAll('#runs tbody tr'))"
+                        ".filter(r => r.cells[3].textContent === 'done').map(r => r.dataset.run)")
+        assert evaluate("window.sweepView.loadedAt") == loaded_at, "the page was reloaded"
+        refreshes = evaluate("window.sweepView.refreshes")
+        assert refreshes > 0, "the page never refreshed"
+
+        errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown" or
+                  (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] == "error") or
+                  (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
+        assert not errors, f"console errors: {errors[:3]}"
+        requests = [e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
+        foreign = [u for u in requests if not u.startswith(base)]
+        assert not foreign, f"the page requested {foreign}"
+        print(f"serve_check: {len(drawn)} variants' curves equal the database; {len(set(done) - known)} new runs "
+              f"shown done without a reload after {refreshes} refreshes; {answered} route answers during the run")
+    finally:
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
