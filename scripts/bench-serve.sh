@@ -2,13 +2,24 @@
 # How fast `sweep serve` answers at scale: a results database of VARIANTS × SEEDS finished runs of
 # STEPS training steps each (a validation point every 20 steps), written straight into SQLite
 # with the current schema, then each route timed with curl — the first request of a sweep (the
-# analysis computed) and the next (cached), and the curves thinned to 1000 buckets. Prints the
-# figures; asserts nothing (a benchmark, not a test).
+# analysis computed) and the next (cached), and the curves thinned to 1000 buckets. Then, with
+# --wall, whether a page left open slows a sweep: a small sweep (4 runs, one slot of one thread)
+# trained ROUNDS times alone and ROUNDS times with `sweep serve` and the sweep's page open in
+# headless Chromium (polling, redrawing), alternating. Prints the figures; asserts nothing.
 #
-#   scripts/bench-serve.sh [VARIANTS=100] [SEEDS=10] [STEPS=2000]
+#   scripts/bench-serve.sh [VARIANTS=100] [SEEDS=10] [STEPS=2000] [--wall ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-variants=${1:-100} seeds=${2:-10} steps=${3:-2000}
+wall=0
+args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --wall) wall=${2:?--wall needs a number of rounds}; shift ;;
+    *) args+=("$1") ;;
+  esac
+  shift
+done
+variants=${args[0]:-100} seeds=${args[1]:-10} steps=${args[2]:-2000}
 sweep=$PWD/build/sweep
 [ -x "$sweep" ] || { echo "bench-serve: build sweep first (scripts/setup.sh)" >&2; exit 2; }
 work=$(mktemp -d)
@@ -57,3 +68,49 @@ time_route "training curves, 1000 buckets" "api/sweeps/big/curves?metric=train_l
 time_route "training curves + every seed, 1000 buckets" "api/sweeps/big/curves?metric=train_loss&px=1000&seeds=1"
 time_route "one run" "api/runs/r0000s001"
 echo "  peak resident memory of the server: $(grep VmHWM /proc/$server/status | awk '{print $2, $3}')"
+kill $server; wait $server 2>/dev/null || true
+
+[ "$wall" -gt 0 ] || exit 0
+# ---- a sweep's wall time, alone and with its page open ----
+mkdir -p "$work/corpus" && cp /usr/share/common-licenses/* "$work/corpus/" 2>/dev/null || true
+"$sweep" data prepare --input "$work/corpus" --tokenizer bytes --out "$work/data/bytes" --val 0.1 --test 0.1 > /dev/null
+cat > "$work/wall.yaml" <<YAML
+sweep: wall
+baseline: base
+seeds: [1, 2]
+base:
+  data: {dataset: data/bytes}
+  model: {n_layer: 2, n_head: 2, n_embd: 64, block_size: 64}
+  train: {micro_batch: 8, tokens: $(( 150 * 8 * 64 )), lr: 3e-3}
+  eval: {every: 10, val_tokens: 4K}
+interventions:
+  base: {}
+  lr: {train.lr: 1e-3}
+YAML
+sweep_wall() {  # sweep_wall RESULTS: the sweep's own wall time, from its summary line
+  "$sweep" run "$work/wall.yaml" --results "$1" --devices cpu:1x1 | sed -n 's/.* runs finished, .* \([0-9]*m[0-9]*s\)$/\1/p'
+}
+for round in $(seq "$wall"); do
+  alone=$(sweep_wall "$work/alone-$round")
+  mkdir -p "$work/open-$round/runs" && "$sweep" ingest "$work/open-$round" > /dev/null
+  "$sweep" serve --results "$work/open-$round" --port 0 > "$work/serve-wall.txt" &
+  server=$!
+  for _ in $(seq 100); do grep -q "http://" "$work/serve-wall.txt" && break; sleep 0.1; done
+  url=$(grep -o 'http://[^ ]*' "$work/serve-wall.txt")
+  python3 - "$url" <<'PY' &
+import sys, time
+sys.path.insert(0, "tests/integration")
+from browser_check import Browser
+b = Browser()
+try:
+    b.open_page(sys.argv[1] + "sweeps/wall")  # before the sweep is recorded: it comes alive when it is
+    time.sleep(3600)  # until killed: the page polls and redraws meanwhile
+finally:
+    b.close()
+PY
+  browser=$!
+  sleep 3
+  open=$(sweep_wall "$work/open-$round")
+  kill $browser $server; wait $browser $server 2>/dev/null || true
+  echo "  round $round: the sweep alone $alone, with its page open $open"
+done

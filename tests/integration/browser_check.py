@@ -74,6 +74,20 @@ class Browser:
                     return self.events.pop(i)
             self.events.append(self._read_message(deadline))
 
+    def open_page(self, url, domains=("Page", "Network")):
+        """A new tab at `url` with `domains` enabled, once its load event fired: its session id."""
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in domains:
+            self.call(domain + ".enable", session)
+        self.call("Page.navigate", session, url=url)
+        self.wait_event("Page.loadEventFired")
+        return session
+
+    def requested(self):
+        """Every URL the pages asked for so far."""
+        return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+
     def close(self):
         try:
             self.call("Browser.close", timeout=5)
@@ -129,12 +143,7 @@ def main():
     url = "file://" + page
     browser = Browser()
     try:
-        target = browser.call("Target.createTarget", url="about:blank")["targetId"]
-        session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        browser.call("Page.enable", session)
-        browser.call("Network.enable", session)
-        browser.call("Page.navigate", session, url=url)
-        browser.wait_event("Page.loadEventFired")
+        session = browser.open_page(url)
 
         # Not blank: a real share of the pixels differs from the white background.
         png = base64.b64decode(browser.call("Page.captureScreenshot", session, format="png")["data"])
@@ -177,8 +186,7 @@ def main():
             width, height, paths = figures[title]
             assert width > 300 and height > 150 and paths > 5, f"{title!r} is not drawn: {figures[title]}"
 
-        requests = [e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
-        foreign = [u for u in requests if u != url]
+        foreign = [u for u in browser.requested() if u != url]
         assert not foreign, f"the page requested {foreign}"
         print(f"browser: {inked}/{sampled} sampled pixels inked; sorted by a click: {after}; plots drawn: "
               f"{[t for t in sys.argv[3:]]}")

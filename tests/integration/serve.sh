@@ -75,7 +75,9 @@ kill -0 $server 2>/dev/null || fail "the server died of the requests above"
 
 # The page in a real browser, live while another variant trains.
 sed 's/^  lr: {train.lr: 1e-3}/&\n  clip: {train.grad_clip: 0.5}/' s.yaml > more.yaml
-python3 "$here/serve_check.py" "$url" live "$PWD/res/sweep.db" shot -- "$SWEEP" run more.yaml --results res ||
+# a log line with markup: shown as text on the run's page, never run
+echo '<img src=x onerror="document.title=1"><script>document.title=2</script>' >> "res/runs/$run/worker.log"
+python3 "$here/serve_check.py" "$url" live "$PWD/res/sweep.db" shot "$run" -- "$SWEEP" run more.yaml --results res ||
   fail "the browser check failed"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" = 6 ] || fail "the sweep beside the server did not finish"
 kill -TERM $server

@@ -6,7 +6,9 @@ variant's checkbox hides its curves and the log axis changes the drawing (both s
 pixels); then, with the page open, `sweep run` trains a new variant and its runs appear, done,
 without a reload, while every JSON route keeps answering.
 
-usage: serve_check.py URL SWEEP DB SHOT_PREFIX -- COMMAND... (the sweep run that adds runs)"""
+Last, a run's page shows its log's markup as text (the script appended an <img onerror> to it).
+
+usage: serve_check.py URL SWEEP DB SHOT_PREFIX RUN_ID -- COMMAND... (the sweep run that adds runs)"""
 import base64
 import json
 import os
@@ -27,17 +29,12 @@ def get(url):
 
 def main():
     split = sys.argv.index("--")
-    base, sweep, db, shots = sys.argv[1:split]
+    base, sweep, db, shots, run = sys.argv[1:split]
     command = sys.argv[split + 1:]
     page = base + "sweeps/" + sweep
     browser = Browser()
     try:
-        target = browser.call("Target.createTarget", url="about:blank")["targetId"]
-        session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Network", "Runtime", "Log"):
-            browser.call(domain + ".enable", session)
-        browser.call("Page.navigate", session, url=page)
-        browser.wait_event("Page.loadEventFired")
+        session = browser.open_page(page, ("Page", "Network", "Runtime", "Log"))
 
         def evaluate(expression, awaited=False):
             result = browser.call("Runtime.evaluate", session, expression=expression, returnByValue=True,
@@ -122,12 +119,18 @@ def main():
         refreshes = evaluate("window.sweepView.refreshes")
         assert refreshes > 0, "the page never refreshed"
 
+        browser.call("Page.navigate", session, url=base + "runs/" + run)
+        browser.wait_event("Page.loadEventFired")
+        wait_for("window.sweepView && window.sweepView.ready", "the run's page")
+        assert evaluate("document.getElementById('log').textContent.includes('<img src=x onerror=')"), "the log's markup is not shown"
+        assert evaluate("document.querySelectorAll('#log *').length") == 0, "the log's markup became elements"
+        assert evaluate("document.title") == "sweep", "a handler in the log ran"
+
         errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown" or
                   (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] == "error") or
                   (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
         assert not errors, f"console errors: {errors[:3]}"
-        requests = [e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
-        foreign = [u for u in requests if not u.startswith(base)]
+        foreign = [u for u in browser.requested() if not u.startswith(base)]
         assert not foreign, f"the page requested {foreign}"
         print(f"serve_check: {len(drawn)} variants' curves equal the database; {len(set(done) - known)} new runs "
               f"shown done without a reload after {refreshes} refreshes; {answered} route answers during the run")

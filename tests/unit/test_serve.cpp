@@ -107,11 +107,13 @@ struct ServedSweep {
     const PlannedRun& r = spec.runs[k];
     std::vector<std::string> lines;
     if (from == 1) {
-      lines.push_back(R"({"event":"start","step":0,"total_steps":100,"code":"abc","numerics":2})");
+      store.mark_launched(r.run_id, 12345, true);  // as the scheduler does before its worker starts
+      lines.push_back(R"({"event":"start","step":0,"total_steps":100,"code":"abc","numerics":2,"time":100})");
     }
     for (int step = from; step <= to; ++step) {
       lines.push_back(R"({"event":"train","step":)" + std::to_string(step) + R"(,"tokens":)" + std::to_string(step * 64) +
-                      R"(,"loss":)" + std::to_string(loss(k, step)) + R"(,"lr":0.001,"grad_norm":1.5,"tokens_per_s":1000})");
+                      R"(,"loss":)" + std::to_string(loss(k, step)) + R"(,"lr":0.001,"grad_norm":1.5,"tokens_per_s":1000,"time":)" +
+                      std::to_string(100 + step) + "}");
       if (step % 10 == 0) {
         lines.push_back(R"({"event":"eval","split":"val","step":)" + std::to_string(step) + R"(,"tokens":)" +
                         std::to_string(step * 64) + R"(,"loss":)" + std::to_string(loss(k, step) + 0.05) + "}");
@@ -140,6 +142,7 @@ TEST_CASE("Views: the sweeps with their states, the ranked table, curves as the 
   REQUIRE(sweeps.size() == 1);
   CHECK(sweeps[0]["name"] == "served");
   CHECK(sweeps[0]["states"]["done"] == 4);
+  REQUIRE(sweeps[0]["codes"].size() == 1);
   CHECK(sweeps[0]["codes"][0] == "abc numerics 2");
 
   const auto sweep = views.sweep("served");

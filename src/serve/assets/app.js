@@ -332,6 +332,7 @@ async function route() {
     view.ready = true;
   } catch (e) {
     showError(e);
+    view.refresh = route;  // a sweep not recorded yet: the page comes alive when it is
     view.ready = true;
   }
 }
