@@ -193,6 +193,7 @@ void SweepRunner::apply(Observed seen) {
     // heard from, while it runs (a queued batch task's folder holds an earlier attempt's lines)
     if (w != m_watched.end() && w->second.heard && !lines.empty()) {
       w->second.heard = now();
+      w->second.spoke = true;
       try {
         const auto ev = nlohmann::json::parse(lines.back());
         w->second.last_event = ev.value("event", std::string("an event")) +
@@ -316,12 +317,17 @@ void SweepRunner::finish(const WorkerEnd& end) {
 void SweepRunner::check_stalls() {
   for (auto& [run_id, w] : m_watched) {
     const double timeout = m_options.stall_timeout >= 0 ? m_options.stall_timeout : w.run->config.resources.stall_timeout;
-    if (timeout <= 0 || !w.heard || now() - *w.heard <= timeout) {
+    // Until its first event a worker is loading (LibTorch's libraries take seconds on a busy
+    // machine) and cannot send heartbeats yet: it gets at least m_options.startup_allowance.
+    const double limit = w.spoke ? timeout : std::max(timeout, m_options.startup_allowance);
+    if (timeout <= 0 || !w.heard || now() - *w.heard <= limit) {
       continue;
     }
     if (!m_stalled.count(run_id)) {
       m_stalled[run_id] = "no event for " + format_duration(now() - *w.heard) + " (stall timeout " +
-                          format_number("%g", timeout) + " s; the last: " + w.last_event + ")";
+                          format_number("%g", timeout) + " s" +
+                          (w.spoke ? "" : ", at least " + format_number("%g", m_options.startup_allowance) + " s to the first") +
+                          "; the last: " + w.last_event + ")";
     } else if (now() - m_killed_at[run_id] < 30) {
       continue;  // killed already: again every 30 s while it is still there (a cancel that did not take)
     }

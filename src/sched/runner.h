@@ -46,6 +46,10 @@ struct RunnerOptions {
   // The watchdog: seconds without an event after which a running worker is killed and its run
   // retried from its checkpoint. < 0: each run's resources.stall_timeout; 0: never.
   double stall_timeout = -1;
+  // The least silence a worker is allowed before its first event (its start): loading the
+  // training core's libraries on a busy machine takes seconds, and a short stall timeout (a
+  // test's 2 s) would kill healthy workers before they could speak.
+  double startup_allowance = 60;
   // --until-decided: asked, with the sweep's runs so far, when they have all ended and none
   // failed: the runs to add (the sweep is recorded with them; none: it is over), and a line that
   // says why. Unset: the sweep's runs are the file's.
@@ -68,7 +72,8 @@ class SweepRunner {
     const PlannedRun* run;
     double started;                // steady seconds
     std::optional<double> heard;   // when its worker last sent an event (or started); none while queued
-    std::string last_event = "its start";  // what that event was ("train, step 120")
+    std::string last_event = "its launch";  // what that event was ("train, step 120")
+    bool spoke = false;            // it has sent an event since its launch
   };
   bool stopping() const;  // Ctrl-C, or a halt: nothing more starts
   void plan(const std::vector<const PlannedRun*>& runs);  // queues what is not finished, counts the rest

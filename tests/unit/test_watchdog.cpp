@@ -22,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 // What the executor saw: it outlives the executor, which the runner owns.
 struct Seen {
+  bool speaks = true;  // the first attempt sends its start event before it goes silent
   int starts = 0, kills = 0;
   Clock::time_point first_start, killed;
   std::string run_id;
@@ -78,7 +79,11 @@ class QueueExecutor : public Executor {
       }
       return seen;
     }
-    return seen;  // running, and silent: stuck
+    if (m_seen.speaks && !m_spoke) {  // its start event, then silence: stuck
+      m_spoke = true;
+      seen.events.push_back({run_id, {R"({"event":"start","step":0,"total_steps":1,"numerics":2})"}});
+    }
+    return seen;
   }
   void kill(const std::string& id) override {
     CHECK(id == m_seen.run_id);
@@ -91,30 +96,48 @@ class QueueExecutor : public Executor {
  private:
   Seen& m_seen;
   Clock::time_point m_runs_at;
-  bool m_running = false, m_ended = false;
+  bool m_running = false, m_ended = false, m_spoke = false;
 };
 
 }  // namespace
 
-TEST_CASE("watchdog: a queued task is never killed, a running one silent for the timeout is, once, then retried") {
+namespace {
+
+// A sweep of one run on the queue; the time from its first start to the watchdog's kill.
+double watched_until_killed(Seen& seen) {
   test::TempDir dir;
   write_file_atomic(dir.path / "s.yaml",
                     "sweep: s\nbaseline: base\nseeds: [1]\nbase: {data: {dataset: data}, train: {tokens: 8192}}\n"
                     "interventions:\n  base: {}\n");
   const SweepSpec spec = load_sweep(dir.str("s.yaml"));
-  Seen seen;
   Store store(dir.str("sweep.db"));
   RunnerOptions o;
-  o.stall_timeout = 1;  // the queue holds the first attempt 2.5 s: longer
+  o.stall_timeout = 1;      // the queue holds the first attempt 2.5 s: longer
+  o.startup_allowance = 3;  // (60 s in `sweep run`)
   CHECK(SweepRunner(spec, store, std::make_unique<ResultsLock>(dir.str()), std::make_unique<QueueExecutor>(seen), o)
             .run() == Exit::ok);
   CHECK(seen.starts == 2);  // the stalled attempt, and its retry
   CHECK(seen.kills == 1);   // once: the cancel took
-  // killed about a timeout after it began to run, not after it was queued
-  const double after_queued = std::chrono::duration<double>(seen.killed - seen.first_start).count();
-  CHECK(after_queued > 3.4);
-  CHECK(after_queued < 5.0);
   const RunRow row = *store.run(seen.run_id);
   CHECK(row.status == RunState::done);
   CHECK(row.test_loss == doctest::Approx(2.5));
+  return std::chrono::duration<double>(seen.killed - seen.first_start).count();
+}
+
+}  // namespace
+
+TEST_CASE("watchdog: a queued task is never killed, a running one silent for the timeout is, once, then retried") {
+  Seen seen;
+  // killed about a timeout after it began to run, not after it was queued
+  const double after_queued = watched_until_killed(seen);
+  CHECK(after_queued > 3.4);
+  CHECK(after_queued < 5.0);
+}
+
+TEST_CASE("watchdog: before its first event a worker gets the startup allowance, not the stall timeout") {
+  Seen seen;
+  seen.speaks = false;  // runs, and never sends an event: still loading, or hung before its start
+  const double after_queued = watched_until_killed(seen);
+  CHECK(after_queued > 2.5 + 3 - 0.1);  // queued 2.5 s, then silent for the allowance of 3 s
+  CHECK(after_queued < 2.5 + 3 + 1.5);
 }
