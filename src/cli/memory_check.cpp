@@ -50,7 +50,7 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
   }
   const RunConfig& c = largest->config;
   const MemoryPlan& p = most;
-  out.lines.push_back("memory per device (the plan, docs/guide.md#memory), the most of any run (" + largest->variant +
+  out.lines.push_back("memory per device (the plan, docs/parallel.md#memory), the most of any run (" + largest->variant +
                       ": " + c.resources.device + ", " + p.layout.describe() + ", sequences of " +
                       std::to_string(c.model.block_size) + " tokens, " + c.train.precision + "):");
   out.lines.push_back("  weights " + format_bytes(p.weights) + ", gradients " + format_bytes(p.gradients) +
