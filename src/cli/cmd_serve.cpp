@@ -7,7 +7,7 @@
 
 namespace sweep {
 
-CLI::App* setup_serve(CLI::App& app, ServeCliOptions& o) {
+CLI::App* setup_serve(CLI::App& app, ServeOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "serve", "Serve a live, interactive view of every sweep in the results database (read-only) to a browser");
   cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
@@ -17,19 +17,14 @@ CLI::App* setup_serve(CLI::App& app, ServeCliOptions& o) {
   return cmd;
 }
 
-Exit run_serve(const ServeCliOptions& o) {
-  const std::string db = (fs::path(o.results) / "sweep.db").string();
-  if (!fs::exists(db)) {
-    throw Error("no database at " + db + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
-                Exit::bad_input);
-  }
+Exit run_serve(const ServeOptions& o) {
   if (!loopback_host(o.host)) {
     std::fprintf(stderr,
                  "sweep serve: warning: listening on %s — anyone who can reach this port can read every result, "
                  "config and log in %s (there is no login); use --host 127.0.0.1 to keep it to this machine\n",
                  o.host.c_str(), o.results.c_str());
   }
-  serve({o.results, o.host, o.port}, [&](const std::string& url) {
+  serve(o, [&](const std::string& url) {
     std::printf("sweep serve: %s at %s (read-only; Ctrl-C stops it)\n", fs::absolute(o.results).lexically_normal().c_str(),
                 url.c_str());
     std::fflush(stdout);

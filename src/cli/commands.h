@@ -10,6 +10,7 @@
 #include "config/sweep_spec.h"
 #include "data/import.h"
 #include "data/prepare.h"
+#include "serve/server.h"
 #include "train/score.h"
 #include "cli/validators.h"
 #include "util/error.h"
@@ -100,13 +101,8 @@ struct ReportOptions {
 CLI::App* setup_report(CLI::App& app, ReportOptions& o);
 Exit run_report(const ReportOptions& o);
 
-struct ServeCliOptions {
-  std::string results = "results";
-  std::string host = "127.0.0.1";
-  int port = 8080;
-};
-CLI::App* setup_serve(CLI::App& app, ServeCliOptions& o);
-Exit run_serve(const ServeCliOptions& o);
+CLI::App* setup_serve(CLI::App& app, ServeOptions& o);
+Exit run_serve(const ServeOptions& o);
 
 struct CalibrateOptions {
   std::string sweep;  // "": σ, ρ and δ from the options

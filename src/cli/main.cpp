@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   SweepOptions sweep_options;
   ReportOptions report;
   CalibrateOptions calibrate;
-  ServeCliOptions serve;
+  ServeOptions serve;
   setup_sweep_commands(app, sweep_options);
   CLI::App* report_cmd = setup_report(app, report);
   CLI::App* calibrate_cmd = setup_calibrate(app, calibrate);

@@ -9,9 +9,9 @@
 
 namespace sweep {
 
-// The indices of the points to keep, ascending. `x` ascending, `y` the same length; points whose
-// y is not finite are never chosen as a bucket's extreme (they are gaps, drawn as gaps). At most
-// 2 × buckets + 2 indices; all of them when there are no more points than that.
+// The indices of the points to keep, ascending. `x` ascending, `y` the same length; a point whose
+// y is not finite is never a bucket's extreme, so a thinned curve loses its gaps (an unthinned one
+// keeps them). At most 2 × buckets + 2 indices; all of them when there are no more points than that.
 std::vector<size_t> minmax_keep(const std::vector<double>& x, const std::vector<double>& y, size_t buckets);
 
 // The union of minmax_keep over several series that share `x` (a mean and its band's edges):

@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -111,6 +113,14 @@ httplib::Server::Handler route(Views& views, F answer) {
   };
 }
 
+// The host of a Host header: "127.0.0.1:8080" → "127.0.0.1", "[::1]:8080" → "::1".
+std::string host_name(const std::string& header) {
+  if (!header.empty() && header[0] == '[') {
+    return header.substr(1, header.find(']') - 1);
+  }
+  return header.substr(0, header.find(':'));
+}
+
 }  // namespace
 
 bool loopback_host(const std::string& host) {
@@ -136,6 +146,27 @@ void serve(const ServeOptions& o, const std::function<void(const std::string&)>&
   server.set_default_headers({{"Content-Security-Policy", k_policy},
                               {"X-Content-Type-Options", "nosniff"},
                               {"Referrer-Policy", "no-referrer"}});
+  // Before anything is read or routed: only GET and HEAD (a body, chunked or compressed, is never
+  // read), no byte ranges (httplib 0.11 would build a multipart answer of any number of them), and
+  // on a loopback address a Host naming this machine (a page elsewhere cannot reach the server
+  // through DNS rebinding).
+  const bool local = loopback_host(o.host);
+  server.set_pre_routing_handler([local](const httplib::Request& req, httplib::Response& res) {
+    if (req.method != "GET" && req.method != "HEAD") {
+      send_error(res, 405, "sweep serve only reads: use GET");
+      res.set_header("Allow", "GET, HEAD");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.has_header("Range")) {
+      send_error(res, 416, "sweep serve sends whole answers: no Range");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (local && !loopback_host(host_name(req.get_header_value("Host")))) {
+      send_error(res, 403, "this server answers only requests addressed to this machine (Host: localhost or 127.0.0.1)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   const auto page = [](const httplib::Request&, httplib::Response& res) { send_asset(res, *asset("app.html")); };
   server.Get("/", page);
   server.Get(R"(/sweeps/[^/]+)", page);
@@ -160,16 +191,6 @@ void serve(const ServeOptions& o, const std::function<void(const std::string&)>&
              }));
   server.Get(R"(/api/runs/([^/]+))",
              route(views, [](Views& v, const httplib::Request& req) { return v.run(req.matches[1]); }));
-  // Nothing writes: any other method is refused (HEAD is answered as GET by httplib).
-  const auto read_only = [](const httplib::Request&, httplib::Response& res) {
-    send_error(res, 405, "sweep serve only reads: use GET");
-    res.set_header("Allow", "GET, HEAD");
-  };
-  server.Post(".*", read_only);
-  server.Put(".*", read_only);
-  server.Patch(".*", read_only);
-  server.Delete(".*", read_only);
-  server.Options(".*", read_only);
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {  // httplib's own refusals (404 of an unknown path, 400, 414, 431)
       send_error(res, res.status, res.status == 404 ? "no such page" : "bad request");
@@ -184,19 +205,26 @@ void serve(const ServeOptions& o, const std::function<void(const std::string&)>&
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   const int port = o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
+  const int bind_errno = errno;
   if (port < 0) {
-    throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " + std::strerror(errno) +
+    throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " + std::strerror(bind_errno) +
                     " — is another server on that port? Pass --port N (0: any free port)",
                 Exit::bad_input);
   }
-  std::thread waiter([&server, stop_signals] {
+  // httplib's stop() does nothing before its loop runs: the waiter asks until the loop has ended.
+  std::atomic<bool> ended{false};
+  std::thread waiter([&server, &ended, stop_signals] {
     int signal = 0;
     sigwait(&stop_signals, &signal);
-    server.stop();
+    while (!ended) {
+      server.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   });
   const bool v6 = o.host.find(':') != std::string::npos;
   on_listening("http://" + (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(port) + "/");
   server.listen_after_bind();
+  ended = true;
   pthread_kill(waiter.native_handle(), SIGTERM);  // stopped another way: let the waiter go
   waiter.join();
 }

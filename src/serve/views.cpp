@@ -92,9 +92,12 @@ void run_curve(const ReportRun& r, const std::string& metric, std::vector<double
   }
 }
 
+// The curves `ys` over `x` at the points the first `choosing` of them keep (each its buckets'
+// extremes); the others follow along.
 json thinned(const std::vector<double>& x, const std::vector<const std::vector<double>*>& ys,
-             const std::vector<std::string>& names, size_t buckets) {
-  const std::vector<size_t> keep = minmax_keep_all(x, ys, buckets);
+             const std::vector<std::string>& names, size_t buckets, size_t choosing) {
+  const std::vector<size_t> keep =
+      minmax_keep_all(x, std::vector<const std::vector<double>*>(ys.begin(), ys.begin() + choosing), buckets);
   json out = json::object();
   json xs = json::array();
   for (size_t i : keep) {
@@ -130,6 +133,7 @@ json Views::version() {
 
 json Views::sweeps() {
   std::lock_guard<std::mutex> lock(m_mutex);
+  const int64_t version = current_version();  // before the data: a commit after it is seen next time
   json out = json::array();
   for (const auto& s : m_store.sweeps()) {
     const auto rows = m_store.sweep_runs(s.name);
@@ -145,8 +149,7 @@ json Views::sweeps() {
     entry["codes"] = codes;
     out.push_back(std::move(entry));
   }
-  return {{"results", fs::absolute(m_results).lexically_normal().string()}, {"sweeps", out},
-          {"version", current_version()}};
+  return {{"results", fs::absolute(m_results).lexically_normal().string()}, {"sweeps", out}, {"version", version}};
 }
 
 const Views::Cached& Views::analysed(const std::string& name) {
@@ -278,7 +281,7 @@ json Views::curves(const std::string& name, const std::string& metric, size_t bu
         }
       }
       if (seeds && !x.empty()) {
-        json curve = thinned(x, {&y}, {"y"}, buckets);
+        json curve = thinned(x, {&y}, {"y"}, buckets, 1);
         curve.update({{"run_id", r.run_id}, {"init_seed", r.init_seed}, {"data_seed", r.data_seed},
                       {"status", to_string(r.status)}});
         runs.push_back(std::move(curve));
@@ -296,7 +299,7 @@ json Views::curves(const std::string& name, const std::string& metric, size_t bu
       hi.push_back(*std::max_element(values.begin(), values.end()));
       n.push_back(static_cast<double>(values.size()));
     }
-    json entry = thinned(x, {&mean, &lo, &hi, &n}, {"mean", "min", "max", "seeds"}, buckets);
+    json entry = thinned(x, {&mean, &lo, &hi, &n}, {"mean", "min", "max", "seeds"}, buckets, 3);
     entry["name"] = v.name;
     entry["baseline"] = v.name == c.input->baseline;
     if (seeds) {
@@ -310,6 +313,7 @@ json Views::curves(const std::string& name, const std::string& metric, size_t bu
 
 json Views::run(const std::string& run_id) {
   std::lock_guard<std::mutex> lock(m_mutex);
+  const int64_t version = current_version();
   const auto r = m_store.run(run_id);
   if (!r) {
     throw NotFound("no run with id '" + run_id + "'");
@@ -343,7 +347,7 @@ json Views::run(const std::string& run_id) {
           {"config", r->config_yaml},
           {"segments", segments},
           {"log", log},
-          {"version", current_version()}};
+          {"version", version}};
 }
 
 }  // namespace sweep

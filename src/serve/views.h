@@ -43,8 +43,6 @@ class Views {
   nlohmann::json curves(const std::string& name, const std::string& metric, size_t buckets, bool seeds, double smooth);
   nlohmann::json run(const std::string& run_id);
 
-  const std::string& results() const { return m_results; }
-
  private:
   struct Cached {
     int64_t version = -1;
@@ -58,7 +56,6 @@ class Views {
   std::string m_results;
   std::mutex m_mutex;  // one request at a time on the connection and the caches
   Store m_store;
-  int64_t m_version = 0;  // bumped each time the database has changed since the last look
   std::map<std::string, Cached> m_analyses;
 };
 

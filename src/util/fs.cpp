@@ -122,12 +122,24 @@ FileLock::~FileLock() {
   ::close(m_fd);
 }
 
+namespace {
+constexpr uintmax_t k_tail_bytes = 1 << 20;
+}  // namespace
+
 std::string tail_lines(const fs::path& path, size_t lines, uintmax_t from) {
   if (!fs::exists(path)) {
     return "";
   }
-  const std::string text = read_file(path);
-  std::vector<std::string> all = split(text.substr(std::min<size_t>(from, text.size())), '\n');
+  // Only the file's last MiB is read: a tail of a log of any size costs the same.
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uintmax_t>(std::max<std::streamoff>(0, in.tellg()));
+  const uintmax_t start = std::max<uintmax_t>(from, size > k_tail_bytes ? size - k_tail_bytes : 0);
+  std::string text(static_cast<size_t>(size > start ? size - start : 0), '\0');
+  in.seekg(static_cast<std::streamoff>(start));
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  std::vector<std::string> all = split(text, '\n');
   while (!all.empty() && trim(all.back()).empty()) {
     all.pop_back();
   }

@@ -45,7 +45,8 @@ class FileLock {
 };
 
 // The last `lines` non-empty-ended lines of a text file ("" when it does not exist).
-// The last `lines` lines of the file, from byte `from` on (a log's part written since then).
+// The last `lines` lines of the file, from byte `from` on (a log's part written since then); at
+// most its last MiB is read.
 std::string tail_lines(const fs::path& path, size_t lines, uintmax_t from = 0);
 
 }  // namespace sweep

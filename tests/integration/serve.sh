@@ -56,6 +56,10 @@ expect 400 "${url}api/sweeps/live/curves?px=1e9"
 expect 400 "${url}api/sweeps/live/curves?smooth=nan"
 expect 405 -X POST -d x=1 "${url}api/sweeps"
 expect 405 -X DELETE "${url}api/runs/$run"
+head -c 3000000 /dev/zero > big.bin
+expect 405 -H "Transfer-Encoding: chunked" --data-binary @big.bin "${url}api/sweeps"  # refused before its body is read
+expect 416 -H "Range: bytes=0-,0-,0-" "${url}api/sweeps"
+expect 403 -H "Host: evil.example" "${url}api/sweeps"  # DNS rebinding: not addressed to this machine
 expect 414 "${url}api/sweeps/$(head -c 20000 /dev/zero | tr '\0' a)"
 expect 400 -H "X-Big: $(head -c 20000 /dev/zero | tr '\0' a)" "${url}api/sweeps"
 port=${url##*:}; port=${port%/}

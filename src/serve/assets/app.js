@@ -138,7 +138,7 @@ function chart(host, name, title, yLabel, built, logX, logY) {
     axes: [{ label: "tokens" }, { label: yLabel, size: 70 }],
     cursor: { drag: { x: true, y: true, uni: 30 } },
     legend: { live: true },
-    hooks: { setSelect: [() => { state.zoomed = true; }] },
+    hooks: { setSelect: [u => { if (u.select.width > 0) state.zoomed = true; }] },
   };
   const u = new uPlot(opts, built.data, host);
   // a band's edges are drawn, not listed: their legend rows go (the band's mean row stays)
@@ -149,10 +149,13 @@ function chart(host, name, title, yLabel, built, logX, logY) {
   return u;
 }
 
+let curvesAsked = 0;
 async function drawCurves(sweep, host) {
+  const asked = ++curvesAsked;
   const px = Math.max(100, Math.min(2000, host.clientWidth || 1000));
   const curves = await api(`/api/sweeps/${encodeURIComponent(sweep.name)}/curves?metric=${state.metric}` +
     `&px=${px}&seeds=${state.seeds ? 1 : 0}&smooth=${state.metric === "val_loss" ? 0 : state.smooth}`);
+  if (asked !== curvesAsked) return;  // a newer redraw was asked for meanwhile: its answer draws
   const built = curveData(curves, sweep);
   const u = view.charts.curves;
   const sameShape = u && u.series.length === built.series.length && u.scales.x.distr === (state.logX ? 3 : 1) &&
@@ -161,6 +164,7 @@ async function drawCurves(sweep, host) {
     u.setData(built.data, !state.zoomed);  // a zoomed chart keeps its window as points arrive
     built.series.forEach((s, i) => { if (i > 0 && u.series[i].show !== s.show) u.setSeries(i, { show: s.show }); });
   } else {
+    state.zoomed = false;
     chart(host, "curves", metricLabels[state.metric] + " — mean over seeds, band from the lowest to the highest seed",
       metricLabels[state.metric], built, state.logX, state.logY);
     view.curvesMetric = state.metric;
@@ -170,6 +174,8 @@ async function drawCurves(sweep, host) {
 
 function drawDelta(sweep, host) {
   if (!sweep.deltas.length) {
+    if (view.charts.delta) view.charts.delta.destroy();
+    delete view.charts.delta;
     host.replaceChildren(el("p", { class: "muted", text: "No intervention shares seeds with the baseline yet." }));
     return;
   }
@@ -191,6 +197,10 @@ function drawDelta(sweep, host) {
 }
 
 function drawResponses(sweep, host) {
+  for (const name of Object.keys(view.charts).filter(n => n.startsWith("response") || n === "ladder")) {
+    view.charts[name].destroy();
+    delete view.charts[name];
+  }
   host.replaceChildren();
   sweep.responses.forEach((r, k) => {
     const pts = r.points.slice().sort((a, b) => a.x - b.x);
@@ -317,8 +327,8 @@ async function runPage(id) {
 
 // ---- routing and following the database ----
 async function route() {
-  const path = decodeURIComponent(location.pathname);
   try {
+    const path = decodeURIComponent(location.pathname);
     if (path === "/") {
       await sweepsPage();
       view.refresh = sweepsPage;
@@ -344,9 +354,16 @@ async function follow() {
     live.className = "";
     live.textContent = "live";
     if (view.version !== null && version !== view.version && view.refresh) {
+      const before = view.version;
       view.version = version;
-      await view.refresh();
-      view.refreshes++;
+      try {
+        await view.refresh();
+        view.refreshes++;
+      } catch (e) {
+        view.version = before;  // asked again at the next poll
+        live.className = "stale";
+        live.textContent = "could not refresh: " + e.message;
+      }
     } else {
       view.version = version;
     }
