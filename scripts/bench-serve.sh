@@ -57,7 +57,7 @@ for _ in $(seq 100); do grep -q "http://" "$work/serve.txt" && break; sleep 0.1;
 url=$(grep -o 'http://[^ ]*' "$work/serve.txt")
 time_route() {  # time_route LABEL PATH
   curl -s -o "$work/body" -w "%{http_code} %{time_total} %{size_download}" "$url$2" |
-    { read -r code seconds bytes; printf '  %-44s %s  %6.3f s  %8d bytes\n' "$1" "$code" "$seconds" "$bytes"; }
+    { read -r code seconds bytes || true; printf '  %-44s %s  %6.3f s  %8d bytes\n' "$1" "$code" "$seconds" "$bytes"; }
 }
 time_route "page (/sweeps/big)" "sweeps/big"
 time_route "sweeps list (/api/sweeps)" "api/sweeps"
