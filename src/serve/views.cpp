@@ -19,9 +19,6 @@ using json = nlohmann::json;
 
 namespace {
 
-json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-json number(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
-
 // Ended, not to be trained again by this sweep unless retried: no part of the time left.
 bool settled(RunState s) { return finished(s) || s == RunState::failed || s == RunState::oom; }
 
@@ -107,7 +104,7 @@ json thinned(const std::vector<double>& x, const std::vector<const std::vector<d
   for (size_t k = 0; k < ys.size(); ++k) {
     json v = json::array();
     for (size_t i : keep) {
-      v.push_back(number((*ys[k])[i]));
+      v.push_back(number_or_null((*ys[k])[i]));
     }
     out[names[k]] = std::move(v);
   }
@@ -116,7 +113,7 @@ json thinned(const std::vector<double>& x, const std::vector<const std::vector<d
 }
 
 json summary_json(const Summary& s) {
-  return {{"n", s.n}, {"mean", number(s.mean)}, {"ci_low", number(s.ci_low)}, {"ci_high", number(s.ci_high)}};
+  return {{"n", s.n}, {"mean", number_or_null(s.mean)}, {"ci_low", number_or_null(s.ci_low)}, {"ci_high", number_or_null(s.ci_high)}};
 }
 
 }  // namespace
@@ -181,7 +178,7 @@ json Views::sweep(const std::string& name) {
     const VariantStats& v = a.variants[i];
     json row = json::array();
     for (const Cell& cell : cells(a, v, static_cast<int>(i) + 1)) {
-      row.push_back({{"text", cell.text}, {"key", number(cell.key)}});
+      row.push_back({{"text", cell.text}, {"key", number_or_null(cell.key)}});
     }
     table["rows"].push_back({{"variant", v.name}, {"verdict", v.verdict}, {"colour", variant_colour(v)}, {"cells", row}});
     variants.push_back({{"name", v.name}, {"colour", variant_colour(v)}, {"baseline", v.is_baseline}, {"position", v.position}});
@@ -198,7 +195,7 @@ json Views::sweep(const std::string& name) {
                     {"attempts", r.run.attempts},
                     {"steps", r.run.steps},
                     {"total_steps", r.run.total_steps},
-                    {"test_loss", number(r.run.test_loss)},
+                    {"test_loss", optional_number(r.run.test_loss)},
                     {"error", r.run.error}});
   }
   json deltas = json::array();
@@ -222,7 +219,7 @@ json Views::sweep(const std::string& name) {
   if (a.ladder) {
     ladder = {{"rungs", json::array()}, {"trends", json::array()}};
     for (const auto& rung : a.ladder->rungs) {
-      ladder["rungs"].push_back({{"name", rung.name}, {"params", rung.params}, {"flops", number(rung.flops)}});
+      ladder["rungs"].push_back({{"name", rung.name}, {"params", rung.params}, {"flops", number_or_null(rung.flops)}});
     }
     for (const auto& t : a.ladder->trends) {
       json points = json::array();
@@ -230,9 +227,9 @@ json Views::sweep(const std::string& name) {
         const auto v = std::find_if(a.variants.begin(), a.variants.end(),
                                     [&](const VariantStats& s) { return s.name == t.rung_variants[k]; });
         if (v != a.variants.end()) {
-          points.push_back({{"rung", a.ladder->rungs[k].name}, {"flops", number(a.ladder->rungs[k].flops)},
-                            {"improvement", number(v->improvement)}, {"ci_low", number(v->ci_low)},
-                            {"ci_high", number(v->ci_high)}});
+          points.push_back({{"rung", a.ladder->rungs[k].name}, {"flops", number_or_null(a.ladder->rungs[k].flops)},
+                            {"improvement", number_or_null(v->improvement)}, {"ci_low", number_or_null(v->ci_low)},
+                            {"ci_high", number_or_null(v->ci_high)}});
         }
       }
       ladder["trends"].push_back({{"intervention", t.intervention}, {"verdict", t.verdict}, {"why", t.why}, {"points", points}});
@@ -336,10 +333,10 @@ json Views::run(const std::string& run_id) {
           {"steps", r->steps},
           {"total_steps", r->total_steps},
           {"tokens", r->tokens},
-          {"test_loss", number(r->test_loss)},
-          {"test_bpb", number(r->test_bpb)},
-          {"wall_seconds", number(r->wall_seconds)},
-          {"tokens_per_s", number(r->tokens_per_s)},
+          {"test_loss", optional_number(r->test_loss)},
+          {"test_bpb", optional_number(r->test_bpb)},
+          {"wall_seconds", optional_number(r->wall_seconds)},
+          {"tokens_per_s", optional_number(r->tokens_per_s)},
           {"error", r->error},
           {"run_dir", r->run_dir},
           {"job", r->job},
