@@ -44,11 +44,11 @@ struct Gelu {  // exact (erf) GELU: v·Φ(v); derivative Φ(v) + v·φ(v)
 };
 struct Relu2 {  // relu(v)²; derivative 2·relu(v) (a NaN stays NaN: relu by comparison, not by max)
   static Vec value(const Vec& v) {
-    const Vec r = Vec::blendv(Vec(0.f), v, v > Vec(0.f) | (v != v));
+    const Vec r = Vec::blendv(Vec(0.f), v, (v > Vec(0.f)) | (v != v));
     return r * r;
   }
   static float value(float v) { return v > 0.f || v != v ? v * v : 0.f; }
-  static Vec derivative(const Vec& v) { return Vec::blendv(Vec(0.f), v + v, v > Vec(0.f) | (v != v)); }
+  static Vec derivative(const Vec& v) { return Vec::blendv(Vec(0.f), v + v, (v > Vec(0.f)) | (v != v)); }
   static float derivative(float v) { return v > 0.f || v != v ? 2.f * v : 0.f; }
 };
 
