@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 
 namespace sweep {
@@ -71,17 +72,25 @@ Curve scaled_curve(const ReportRun& r, double per_token) {
 // The validation curve against training seconds (each step's tokens over its own speed,
 // evaluations left out); empty when a step's speed is unknown.
 Curve time_curve(const ReportRun& r) {
-  std::map<int64_t, double> seconds{{0, 0.0}};
+  // (tokens, seconds) per step, tokens ascending; of the steps at one token count the last stands.
+  std::vector<std::pair<int64_t, double>> seconds{{0, 0.0}};
+  seconds.reserve(r.train_curve.size() + 1);
   for (const auto& p : r.train_curve) {
-    seconds[p.tokens] = p.seconds;
+    seconds.emplace_back(p.tokens, p.seconds);
+  }
+  const auto by_tokens = [](const std::pair<int64_t, double>& a, const std::pair<int64_t, double>& b) {
+    return a.first < b.first;
+  };
+  if (!std::is_sorted(seconds.begin(), seconds.end(), by_tokens)) {
+    std::stable_sort(seconds.begin(), seconds.end(), by_tokens);
   }
   Curve out;
   for (const auto& [tokens, loss] : r.val_curve) {
-    const auto it = seconds.find(tokens);
-    if (it == seconds.end() || !std::isfinite(it->second)) {
+    const auto after = std::upper_bound(seconds.begin(), seconds.end(), std::make_pair(tokens, 0.0), by_tokens);
+    if (after == seconds.begin() || std::prev(after)->first != tokens || !std::isfinite(std::prev(after)->second)) {
       return {};
     }
-    out.emplace_back(it->second, loss);
+    out.emplace_back(std::prev(after)->second, loss);
   }
   return out;
 }
@@ -151,6 +160,11 @@ void analyze_curves(const ReportInput& in, Analysis& a) {
                       std::to_string(k_wanted_val_points) + " or more show their shape): a smaller eval.every "
                       "gives more, at the cost of evaluation time");
   }
+  std::map<const ReportRun*, Curve> times;  // each run's time curve, made once (the baseline's serve every variant)
+  const auto time_of = [&](const ReportRun& r) -> const Curve& {
+    auto it = times.find(&r);
+    return it != times.end() ? it->second : times.emplace(&r, time_curve(r)).first->second;
+  };
   for (const auto& s : a.variants) {
     if (s.is_baseline) {
       continue;
@@ -199,7 +213,7 @@ void analyze_curves(const ReportInput& in, Analysis& a) {
           at_flops.push_back(*d);
         }
       }
-      const Curve bt = time_curve(*b->second), mt = time_curve(*run);
+      const Curve &bt = time_of(*b->second), &mt = time_of(*run);
       if (!bt.empty() && !mt.empty()) {
         ++target.time_seeds;
         if (const auto saved = saving_to_target(bt, mt)) {

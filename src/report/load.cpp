@@ -4,6 +4,7 @@
 #include <fstream>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "data/dataset.h"
@@ -24,6 +25,21 @@ std::string unknown_sweep(Store& store, const std::string& name) {
   const std::string near = closest_match(name, names);
   return "no sweep named '" + name + "' in the database" + (near.empty() ? "" : " — did you mean '" + near + "'?") +
          " (`sweep ls` lists them)";
+}
+
+// A finished run as an earlier load read it, to be taken from there when its record is the same:
+// done then and now, with the same tokens, scores and time (a rerun adds a segment's time). Null
+// if not.
+ReportRun* done_before(std::map<std::string, ReportRun*>& before, const RunRow& r) {
+  const auto it = before.find(r.run_id);
+  if (it == before.end() || r.status != RunState::done) {
+    return nullptr;
+  }
+  ReportRun* old = it->second;
+  before.erase(it);  // taken once (a run two variants share is read again for the second)
+  const bool same = old->status == RunState::done && old->tokens == r.tokens && old->test_loss == r.test_loss &&
+                    old->test_bpb == r.test_bpb && old->wall_seconds == r.wall_seconds;
+  return same ? old : nullptr;
 }
 
 ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
@@ -58,7 +74,8 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
   }
   double seconds = 0;  // training time so far: each step's tokens over its own speed (evaluations left out)
   int64_t before = 0;
-  for (const auto& p : store.metrics(r.run_id, "train")) {
+  rr.train_curve.reserve(static_cast<size_t>(std::max<int64_t>(0, r.steps)));  // a point per step, usually
+  store.metrics(r.run_id, "train", [&](const MetricPoint& p) {
     seconds += p.tokens_per_s && *p.tokens_per_s > 0 ? static_cast<double>(p.tokens - before) / *p.tokens_per_s
                                                      : std::nan("");
     before = p.tokens;
@@ -68,7 +85,7 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
                                       static_cast<double>(p.moe_load_max.size());
     rr.train_curve.push_back({p.tokens, p.loss.value_or(std::nan("")), p.grad_norm.value_or(std::nan("")), seconds, moe_load,
                               p.lr.value_or(std::nan("")), p.tokens_per_s.value_or(std::nan(""))});
-  }
+  });
   if (r.status == RunState::done) {
     if (!rr.val_curve.empty()) {
       rr.val_loss = rr.val_curve.back().second;
@@ -95,7 +112,7 @@ double params_said(const std::string& run_dir) {
 
 // A variant's runs, and what its config says about it: the global batch and the model section.
 VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, const Variant& v,
-                         const std::string& metric) {
+                         const std::string& metric, std::map<std::string, ReportRun*>& before) {
   VariantRuns out;
   out.name = v.name;
   out.intervention = v.intervention;
@@ -127,7 +144,8 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
         // an unreadable config leaves the batch and the parameter set unknown
       }
     }
-    out.runs.push_back(report_run(store, row.run, metric));
+    ReportRun* same = done_before(before, row.run);
+    out.runs.push_back(same ? std::move(*same) : report_run(store, row.run, metric));
     if (!out.trainer.empty()) {  // a trainer of the user's: its size as its runs say, its tokens as they trained them
       out.train_tokens = std::max(out.train_tokens, row.run.tokens);
       if (out.params <= 0) {  // the first run that says it (a pending one has no start event yet)
@@ -181,7 +199,7 @@ void epoch_note(ReportInput& in) {
 }  // namespace
 
 ReportInput load_report_input(Store& store, const std::string& sweep, const std::string& metric,
-                              const std::string& noise_from) {
+                              const std::string& noise_from, ReportInput* previous) {
   if (std::find(k_report_metrics.begin(), k_report_metrics.end(), metric) == k_report_metrics.end()) {
     throw Error("--metric " + metric + ": expected test_loss, val_loss or test_bpb", Exit::bad_input);
   }
@@ -205,9 +223,17 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
     in.design.min_effect = 0;
     in.min_effect_source = "none for test_bpb";  // said above: no suggestion of another
   }
+  std::map<std::string, ReportRun*> before;  // the earlier load's runs by id
+  if (previous && previous->sweep == in.sweep && previous->metric == metric) {
+    for (auto& v : previous->variants) {
+      for (auto& r : v.runs) {
+        before.emplace(r.run_id, &r);
+      }
+    }
+  }
   const std::vector<SweepRunRow> rows = store.sweep_runs(sweep);
   for (const auto& v : info->variants) {
-    in.variants.push_back(variant_runs(store, rows, v, metric));
+    in.variants.push_back(variant_runs(store, rows, v, metric, before));
   }
   in.references = store.references(sweep);
   epoch_note(in);
@@ -223,7 +249,8 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
       throw Error("--noise-from: sweep " + noise->name + " has no variant named '" + noise->baseline + "' (its baseline)",
                   Exit::bad_input);
     }
-    in.noise_from = NoiseSource{noise->name, variant_runs(store, noise_rows, *base, metric).runs};
+    std::map<std::string, ReportRun*> none;
+    in.noise_from = NoiseSource{noise->name, variant_runs(store, noise_rows, *base, metric, none).runs};
   }
   return in;
 }

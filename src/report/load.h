@@ -13,9 +13,12 @@ namespace sweep {
 inline const std::vector<std::string> k_report_metrics{"test_loss", "val_loss", "test_bpb"};
 
 // The sweep's runs with `metric` as each finished run's value. noise_from: "" or a sweep whose
-// baseline's runs give σ. Unknown sweeps and metrics are bad input.
+// baseline's runs give σ. Unknown sweeps and metrics are bad input. previous: an earlier load of
+// the same sweep and metric (sweep serve's, as runs finish) whose finished runs, where their
+// record is unchanged, are moved into this one instead of read again — a done run's curves never
+// change.
 ReportInput load_report_input(Store& store, const std::string& sweep, const std::string& metric,
-                              const std::string& noise_from);
+                              const std::string& noise_from, ReportInput* previous = nullptr);
 
 // --until-decided, between rounds: the runs that give the interventions still undecided on
 // test_loss (and the baseline) their next seeds, as the report's own analysis of the sweep's runs

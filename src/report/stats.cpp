@@ -7,9 +7,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 namespace sweep {
 
@@ -308,16 +310,25 @@ double detectable_effect(int64_t n, double sd, bool paired, double alpha, double
   if (n < 2 || !(sd > 0) || !std::isfinite(sd)) {
     return k_nan;
   }
-  // Power grows with the effect: bisect between an effect too small and one large enough.
-  double lo = 0, hi = sd;
-  while (power_of(hi, sd, n, paired, alpha) < power) {
-    hi *= 2;
+  // Power depends on effect ÷ sd alone: the effect detectable at sd = 1, found once per design
+  // (a report asks for it per variant and per look; each search is ~70 non-central t CDFs).
+  static std::mutex mutex;
+  static std::map<std::tuple<int64_t, bool, double, double>, double> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto [it, added] = known.try_emplace({n, paired, alpha, power}, 0.0);
+  if (added) {
+    // Power grows with the effect: bisect between an effect too small and one large enough.
+    double lo = 0, hi = 1;
+    while (power_of(hi, 1, n, paired, alpha) < power) {
+      hi *= 2;
+    }
+    for (int i = 0; i < 60; ++i) {
+      const double mid = (lo + hi) / 2;
+      (power_of(mid, 1, n, paired, alpha) < power ? lo : hi) = mid;
+    }
+    it->second = hi;
   }
-  for (int i = 0; i < 60; ++i) {
-    const double mid = (lo + hi) / 2;
-    (power_of(mid, sd, n, paired, alpha) < power ? lo : hi) = mid;
-  }
-  return hi;
+  return sd * it->second;
 }
 
 VarianceComponents variance_components(const std::vector<SeedRun>& runs) {

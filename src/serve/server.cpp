@@ -53,6 +53,8 @@ void send_json(httplib::Response& res, const json& j) {
   res.set_header("Cache-Control", "no-store");
 }
 
+void send_json(httplib::Response& res, const std::shared_ptr<const json>& j) { send_json(res, *j); }
+
 void send_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   res.set_content(json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");

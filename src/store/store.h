@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -112,6 +113,8 @@ class Store {
   std::vector<SweepSummary> sweeps();  // the most recently run first
   std::optional<SweepInfo> sweep_info(const std::string& sweep);
   std::vector<MetricPoint> metrics(const std::string& run_id, const std::string& split);
+  // The same points one at a time, step ascending (`each` sees one reused point: copy what it keeps).
+  void metrics(const std::string& run_id, const std::string& split, const std::function<void(const MetricPoint&)>& each);
   // The run's test loss in blocks (predicted tokens, summed nats); empty when its worker did not say.
   std::vector<std::pair<int64_t, double>> test_blocks(const std::string& run_id);
   std::vector<Segment> segments(const std::string& run_id);  // oldest first

@@ -1,3 +1,4 @@
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -145,7 +146,7 @@ TEST_CASE("Views: the sweeps with their states, the ranked table, curves as the 
   REQUIRE(sweeps[0]["codes"].size() == 1);
   CHECK(sweeps[0]["codes"][0] == "abc numerics 2");
 
-  const auto sweep = views.sweep("served");
+  const auto& sweep = *views.sweep("served");
   CHECK(sweep["table"]["rows"].size() == 2);
   CHECK(sweep["table"]["rows"][0]["variant"] == "lower");  // ranked: the lower loss first
   CHECK(sweep["runs"].size() == 4);
@@ -198,6 +199,25 @@ TEST_CASE("Views: a reader sees what the writer commits after it opened, and nev
   s.train(0, 21, 40, false);  // another connection writes while the reader is open
   CHECK(views.version()["version"] != first);
   CHECK(views.curves("served", "train_loss", 1000, false, 0)["variants"][0]["x"].size() == 40);
+}
+
+TEST_CASE("Views: a finished run is read once and kept, and read again when it is run again") {
+  ServedSweep s;
+  s.train(0, 1, 40, true);
+  s.train(1, 1, 10, false);
+  Views views(s.dir.str(""));
+  const auto points = [&] { return views.curves("served", "train_loss", 1000, true, 0)["variants"][0]["runs"][0]["x"].size(); };
+  CHECK(points() == 40);
+  {  // behind the views' back, the finished run's points go (its record stays as it was)
+    SQLite::Database raw(s.dir.str("sweep.db"), SQLite::OPEN_READWRITE);
+    raw.exec("DELETE FROM metrics WHERE run_id = '" + s.spec.runs[0].run_id + "'");
+  }
+  s.train(1, 11, 20, false);  // the database changes: the running run is read again, the finished one kept
+  CHECK(views.curves("served", "train_loss", 1000, true, 0)["variants"][0]["runs"][1]["x"].size() == 20);
+  CHECK(points() == 40);
+  CHECK((*views.sweep("served"))["runs"].size() == 4);
+  s.train(0, 1, 15, true);  // run again: another segment, another wall time — read again, as it now is
+  CHECK(points() == 15);
 }
 
 TEST_CASE("Views: unknown sweeps and runs are not found, an unknown curve is a bad request") {
