@@ -93,6 +93,25 @@ def main():
         time.sleep(0.3)
         assert shot("log") != before, "the log axis changed no pixel"
 
+        # A zoomed chart keeps its window when the page refreshes with the same curves.
+        evaluate("(() => { const u = window.sweepView.charts.curves, x = u.data[0];"
+                 " u.setSelect({ left: 10, top: 10, width: 50, height: 50 }, true);"
+                 " u.setScale('x', { min: x[1], max: x[x.length - 2] }); window.zoomedChart = u; })()")
+        time.sleep(0.2)  # uPlot applies a scale at its next commit
+        zoom = evaluate("(() => { const u = window.sweepView.charts.curves, x = u.data[0];"
+                        " return [u.scales.x.min, u.scales.x.max, u.zoomed, x[1], x[x.length - 2]]; })()")
+        assert zoom[2] is True, "a selection did not mark the chart zoomed"
+        assert zoom[:2] == zoom[3:], f"the chart did not zoom: {zoom}"
+        evaluate("window.sweepView.refresh()", awaited=True)
+        kept = evaluate("(() => { const u = window.sweepView.charts.curves;"
+                        " return [u === window.zoomedChart, u.scales.x.min, u.scales.x.max]; })()")
+        assert kept == [True] + zoom[:2], f"the refresh lost the zoom: {zoom[:2]} became {kept}"
+
+        # A log tokens axis: the first evaluation (0 tokens) has no place on it.
+        evaluate("document.getElementById('logx').click()")
+        wait_for("window.sweepView.charts.curves.scales.x.distr === 3", "a log tokens axis")
+        assert evaluate("window.sweepView.charts.curves.data[0].every(x => x > 0)"), "a log axis was given 0 tokens"
+
         # Live: a new variant trains while the page is open; every route keeps answering meanwhile.
         known = set(evaluate("Array.from(document.querySelectorAll('#runs tbody tr')).map(r => r.dataset.run)"))
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

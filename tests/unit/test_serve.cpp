@@ -65,6 +65,19 @@ TEST_CASE("minmax_keep: a curve no longer than the buckets allow is kept whole, 
   CHECK(std::find(keep.begin(), keep.end(), 41) != keep.end());
 }
 
+TEST_CASE("minmax_keep at the edges: no points, one, the same x throughout, no finite y, no buckets") {
+  CHECK(minmax_keep({}, {}, 10).empty());
+  CHECK(minmax_keep({5}, {1}, 10) == std::vector<size_t>{0});
+  std::vector<double> x(100, 7.0), y, nan(100, std::nan(""));
+  for (int i = 0; i < 100; ++i) {
+    y.push_back(i == 60 ? -3 : i == 30 ? 9 : 1);
+  }
+  CHECK(minmax_keep(x, y, 10) == std::vector<size_t>{0, 30, 60, 99});  // one span: its extremes and the ends
+  CHECK(minmax_keep(x, nan, 10) == std::vector<size_t>{0, 99});      // nothing to keep but the ends
+  CHECK(minmax_keep(x, y, 0).size() == 100);                           // no buckets: every point
+  CHECK(minmax_keep_all(x, {}, 10).empty());
+}
+
 TEST_CASE("loopback_host: only this machine's addresses") {
   CHECK(loopback_host("127.0.0.1"));
   CHECK(loopback_host("127.1.2.3"));

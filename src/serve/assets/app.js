@@ -67,7 +67,7 @@ async function sweepsPage() {
 // ---- one sweep ----
 const metricLabels = { val_loss: "validation loss", train_loss: "training loss", grad_norm: "gradient norm",
   lr: "learning rate", tokens_per_s: "tokens/s", moe_load: "MoE load (busiest expert ÷ mean)" };
-const state = { metric: "val_loss", logX: false, logY: false, smooth: 0, seeds: false, hidden: new Set(), zoomed: false };
+const state = { metric: "val_loss", logX: false, logY: false, smooth: 0, seeds: false, hidden: new Set() };
 
 function rankedTable(sweep) {
   const headers = sweep.table.headers;
@@ -127,27 +127,51 @@ function curveData(curves, sweep) {
   return { data, series, bands };
 }
 
+// Draws chart `name` in host, or, when it is there with the same series and axes, gives it the new
+// data: a chart the user zoomed (a drag) keeps its window as points arrive, until a double-click.
 function chart(host, name, title, yLabel, built, logX, logY) {
   const old = view.charts[name];
+  const same = old && old.root.parentNode === host && old.series.length === built.series.length &&
+    old.scales.x.distr === (logX ? 3 : 1) && old.scales.y.distr === (logY ? 3 : 1) && old.title === title &&
+    built.series.every((s, i) => old.series[i].label === s.label);
+  if (same) {
+    old.setData(built.data, !old.zoomed);
+    built.series.forEach((s, i) => { if (i > 0 && old.series[i].show !== (s.show ?? true)) old.setSeries(i, { show: s.show ?? true }); });
+    return old;
+  }
   if (old) old.destroy();
-  const width = Math.max(400, Math.min(1300, host.clientWidth || 1000));
   const opts = {
-    title, width, height: 380,
+    title, width: chartWidth(host), height: 380,
     scales: { x: { time: false, distr: logX ? 3 : 1 }, y: { distr: logY ? 3 : 1 } },
     series: built.series, bands: built.bands,
     axes: [{ label: "tokens" }, { label: yLabel, size: 70 }],
     cursor: { drag: { x: true, y: true, uni: 30 } },
     legend: { live: true },
-    hooks: { setSelect: [u => { if (u.select.width > 0) state.zoomed = true; }] },
+    hooks: { setSelect: [u => { if (u.select.width > 0) u.zoomed = true; }] },
   };
   const u = new uPlot(opts, built.data, host);
+  u.title = title;
   // a band's edges are drawn, not listed: their legend rows go (the band's mean row stays)
   const rows = u.root.querySelectorAll(".u-legend .u-series");
   built.series.forEach((s, i) => { if (s.edge && rows[i]) rows[i].style.display = "none"; });
-  u.over.addEventListener("dblclick", () => { state.zoomed = false; });
+  u.over.addEventListener("dblclick", () => { u.zoomed = false; });
   view.charts[name] = u;
   return u;
 }
+
+function chartWidth(host) { return Math.max(400, Math.min(1300, host.clientWidth || 1000)); }
+
+// Charts follow the window's width (once it has stopped changing for a moment).
+let resizing = null;
+window.addEventListener("resize", () => {
+  clearTimeout(resizing);
+  resizing = setTimeout(() => {
+    for (const u of Object.values(view.charts)) {
+      const host = u.root.parentNode;
+      if (host && chartWidth(host) !== u.width) u.setSize({ width: chartWidth(host), height: u.height });
+    }
+  }, 200);
+});
 
 let curvesAsked = 0;
 async function drawCurves(sweep, host) {
@@ -156,19 +180,8 @@ async function drawCurves(sweep, host) {
   const curves = await api(`/api/sweeps/${encodeURIComponent(sweep.name)}/curves?metric=${state.metric}` +
     `&px=${px}&seeds=${state.seeds ? 1 : 0}&smooth=${state.metric === "val_loss" ? 0 : state.smooth}`);
   if (asked !== curvesAsked) return;  // a newer redraw was asked for meanwhile: its answer draws
-  const built = curveData(curves, sweep);
-  const u = view.charts.curves;
-  const sameShape = u && u.series.length === built.series.length && u.scales.x.distr === (state.logX ? 3 : 1) &&
-    u.scales.y.distr === (state.logY ? 3 : 1) && view.curvesMetric === state.metric;
-  if (sameShape) {
-    u.setData(built.data, !state.zoomed);  // a zoomed chart keeps its window as points arrive
-    built.series.forEach((s, i) => { if (i > 0 && u.series[i].show !== s.show) u.setSeries(i, { show: s.show }); });
-  } else {
-    state.zoomed = false;
-    chart(host, "curves", metricLabels[state.metric] + " — mean over seeds, band from the lowest to the highest seed",
-      metricLabels[state.metric], built, state.logX, state.logY);
-    view.curvesMetric = state.metric;
-  }
+  chart(host, "curves", metricLabels[state.metric] + " — mean over seeds, band from the lowest to the highest seed",
+    metricLabels[state.metric], curveData(curves, sweep), state.logX, state.logY);
   view.curves = curves;
 }
 
@@ -190,23 +203,25 @@ function drawDelta(sweep, host) {
       { label: d.variant + " CI high", stroke: rgba(d.colour, 0.25), width: 0.5, spanGaps: true, show, edge: true });
     bands.push({ series: [base + 2, base + 1], fill: rgba(d.colour, 0.12) });
   }
-  if (view.charts.delta) view.charts.delta.destroy();
-  host.replaceChildren();
+  if (!view.charts.delta) host.replaceChildren();  // the note that there was none yet
   chart(host, "delta", "Improvement over the baseline along training (Δ validation loss, 95% CI over paired seeds)",
     "Δ loss (positive = better)", { data: uPlot.join(tables), series, bands }, false, false);
 }
 
 function drawResponses(sweep, host) {
-  for (const name of Object.keys(view.charts).filter(n => n.startsWith("response") || n === "ladder")) {
-    view.charts[name].destroy();
-    delete view.charts[name];
+  // one host per chart, kept while the sweep has the same charts (their zoom with them)
+  const wanted = sweep.responses.map((_, k) => "response" + k).concat(sweep.ladder ? ["ladder"] : []);
+  const hosts = Object.fromEntries(wanted.map(n => [n, view.charts[n] ? view.charts[n].root.parentNode : null]));
+  if (wanted.some(n => !hosts[n]) || host.childElementCount !== wanted.length) {
+    for (const name of Object.keys(view.charts).filter(n => n.startsWith("response") || n === "ladder")) {
+      view.charts[name].destroy();
+      delete view.charts[name];
+    }
+    host.replaceChildren(...wanted.map(n => (hosts[n] = el("div", { class: "chart" }))));
   }
-  host.replaceChildren();
   sweep.responses.forEach((r, k) => {
     const pts = r.points.slice().sort((a, b) => a.x - b.x);
-    const div = el("div", { class: "chart" });
-    host.append(div);
-    chart(div, "response" + k, `${sweep.metric} against ${r.label}${r.series ? " (" + r.series + ")" : ""}`, sweep.metric,
+    chart(hosts["response" + k], "response" + k, `${sweep.metric} against ${r.label}${r.series ? " (" + r.series + ")" : ""}`, sweep.metric,
       { data: [pts.map(p => p.x), pts.map(p => p.summary.mean), pts.map(p => p.summary.ci_low), pts.map(p => p.summary.ci_high)],
         series: [{ label: r.label }, { label: "mean", stroke: "#0b62c4", width: 2, points: { show: true, size: 7 } },
           { label: "CI low", stroke: "rgba(11,98,196,.3)", edge: true }, { label: "CI high", stroke: "rgba(11,98,196,.3)", edge: true }],
@@ -222,12 +237,10 @@ function drawResponses(sweep, host) {
       series.push({ label: `${t.intervention} (${t.verdict})`, stroke: `hsl(${(i * 67) % 360} 60% 42%)`, width: 1.8,
         points: { show: true, size: 7 }, spanGaps: true });
     });
-    const div = el("div", { class: "chart" });
-    host.append(div);
-    chart(div, "ladder", "Improvement over each rung's baseline, across the ladder", "improvement",
+    chart(hosts.ladder, "ladder", "Improvement over each rung's baseline, across the ladder", "improvement",
       { data, series, bands: [] }, x.every(v => v > 0), false);
   }
-  if (!host.childNodes.length) host.append(el("p", { class: "muted", text: "No grid axis or scale ladder in this sweep." }));
+  if (!wanted.length) host.replaceChildren(el("p", { class: "muted", text: "No grid axis or scale ladder in this sweep." }));
 }
 
 function curveControls(sweep, redraw) {
@@ -268,6 +281,8 @@ async function sweepPage(name) {
   const runs = el("div", { id: "runs-host" });
   const report = el("pre", { id: "report" });
   const text = el("div", { id: "method" });
+  const controls = el("div", { id: "controls" });
+  let variantNames = null;
   const redraw = async () => {
     try {
       await drawCurves(sweep, curves);
@@ -282,10 +297,15 @@ async function sweepPage(name) {
       ...sweep.notes.map(n => el("p", { class: "muted", text: "Note: " + n })));
     runs.replaceChildren(runsTable(sweep));
     report.textContent = sweep.report;
+    const names = sweep.variants.map(v => v.name).join("\n");
+    if (names !== variantNames) {  // a variant added to the sweep while the page is open gets its toggle
+      variantNames = names;
+      controls.replaceChildren(curveControls(sweep, redraw));
+    }
     drawResponses(sweep, responses);
   };
   main.replaceChildren(el("h1", { text: sweep.name }), status, ranking, text,
-    el("h2", { text: "Curves" }), curveControls(sweep, redraw), curves,
+    el("h2", { text: "Curves" }), controls, curves,
     el("h2", { text: "Where the effects happen" }), delta,
     el("h2", { text: "Response" }), responses,
     el("h2", { text: "Runs" }), runs,
