@@ -6,7 +6,8 @@ set -euo pipefail
 # Likewise `| head -1`: take a first line with `| sed -n 1p`, which reads to the end.
 : "${SWEEP:?SWEEP must point at the sweep binary}"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# A test that fails midway leaves no process of its own behind (a server, a sweep in the background).
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 cd "$work"
 
 fail() {
