@@ -56,4 +56,9 @@ std::vector<size_t> minmax_keep_all(const std::vector<double>& x, const std::vec
   return keep;
 }
 
+size_t shared_buckets(size_t buckets, size_t curves) {
+  constexpr size_t k_points = 200000, k_least = 25;
+  return std::min(buckets, std::max(k_least, k_points / std::max<size_t>(1, 2 * curves)));
+}
+
 }  // namespace sweep

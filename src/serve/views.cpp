@@ -277,6 +277,11 @@ json Views::curves(const std::string& name, const std::string& metric, size_t bu
   }
   std::lock_guard<std::mutex> lock(m_mutex);
   const Cached& c = analysed(name);
+  size_t runs_count = 0;
+  for (const VariantRuns& v : c.input->variants) {
+    runs_count += v.runs.size();
+  }
+  const size_t seed_buckets = shared_buckets(buckets, runs_count);
   json variants = json::array();
   for (const VariantRuns& v : c.input->variants) {
     // The mean over the seeds that have a point at each token count, with the seeds' min and max.
@@ -292,7 +297,7 @@ json Views::curves(const std::string& name, const std::string& metric, size_t bu
         }
       }
       if (seeds && !x.empty()) {
-        json curve = thinned(x, {&y}, {"y"}, buckets, 1);
+        json curve = thinned(x, {&y}, {"y"}, seed_buckets, 1);
         curve.update({{"run_id", r.run_id}, {"init_seed", r.init_seed}, {"data_seed", r.data_seed},
                       {"status", to_string(r.status)}});
         runs.push_back(std::move(curve));
@@ -318,8 +323,8 @@ json Views::curves(const std::string& name, const std::string& metric, size_t bu
     }
     variants.push_back(std::move(entry));
   }
-  return {{"sweep", name}, {"metric", metric}, {"buckets", buckets}, {"smooth", smooth}, {"variants", variants},
-          {"version", c.version}};
+  return {{"sweep", name}, {"metric", metric}, {"buckets", buckets}, {"seed_buckets", seeds ? json(seed_buckets) : json()},
+          {"smooth", smooth}, {"variants", std::move(variants)}, {"version", c.version}};
 }
 
 json Views::run(const std::string& run_id) {

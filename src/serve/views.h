@@ -39,7 +39,8 @@ class Views {
   nlohmann::json sweeps();
   // Shared, not copied: the answer is made once per database version (1.5 MB for 1,000 runs).
   std::shared_ptr<const nlohmann::json> sweep(const std::string& name);
-  // `metric` one of k_curve_metrics; `buckets` the chart's width in points; `seeds` adds each run;
+  // `metric` one of k_curve_metrics; `buckets` the chart's width in points; `seeds` adds each run
+  // (thinned to fewer buckets when there are many: 200,000 points in all, at least 25 buckets each);
   // `smooth` in [0, 1): each run's curve smoothed by an exponential moving average first.
   nlohmann::json curves(const std::string& name, const std::string& metric, size_t buckets, bool seeds, double smooth);
   nlohmann::json run(const std::string& run_id);

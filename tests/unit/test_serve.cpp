@@ -78,6 +78,14 @@ TEST_CASE("minmax_keep at the edges: no points, one, the same x throughout, no f
   CHECK(minmax_keep_all(x, {}, 10).empty());
 }
 
+TEST_CASE("shared_buckets: many curves drawn together share 200,000 points, 25 buckets each at least") {
+  CHECK(shared_buckets(1000, 4) == 1000);     // a few seeds: the chart's width
+  CHECK(shared_buckets(1000, 1000) == 100);   // 1,000 runs: 100 buckets (200 points) each
+  CHECK(shared_buckets(1000, 100000) == 25);  // never fewer than 25
+  CHECK(shared_buckets(10, 100000) == 10);    // nor more than the chart asked for
+  CHECK(shared_buckets(1000, 0) == 1000);
+}
+
 TEST_CASE("loopback_host: only this machine's addresses") {
   CHECK(loopback_host("127.0.0.1"));
   CHECK(loopback_host("127.1.2.3"));
@@ -179,6 +187,7 @@ TEST_CASE("Views: the sweeps with their states, the ranked table, curves as the 
     CHECK(base["seeds"][i].get<double>() == 2);
   }
   CHECK(base["runs"].size() == 2);
+  CHECK(curves["seed_buckets"] == 1000);
   CHECK(views.curves("served", "val_loss", 1000, false, 0)["variants"][0]["x"].size() == 10);
   CHECK(views.curves("served", "lr", 1000, false, 0)["variants"][0]["mean"][0].get<double>() == doctest::Approx(0.001));
   // thinned to 10 buckets: at most 22 points, the ends kept

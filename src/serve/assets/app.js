@@ -180,7 +180,9 @@ async function drawCurves(sweep, host) {
   const curves = await api(`/api/sweeps/${encodeURIComponent(sweep.name)}/curves?metric=${state.metric}` +
     `&px=${px}&seeds=${state.seeds ? 1 : 0}&smooth=${state.metric === "val_loss" ? 0 : state.smooth}`);
   if (asked !== curvesAsked) return;  // a newer redraw was asked for meanwhile: its answer draws
-  chart(host, "curves", metricLabels[state.metric] + " — mean over seeds, band from the lowest to the highest seed",
+  const thinned = curves.seed_buckets && curves.seed_buckets < curves.buckets ?
+    ` (each seed thinned to ${curves.seed_buckets} buckets: ${sweep.runs.length} runs)` : "";
+  chart(host, "curves", metricLabels[state.metric] + " — mean over seeds, band from the lowest to the highest seed" + thinned,
     metricLabels[state.metric], curveData(curves, sweep), state.logX, state.logY);
   view.curves = curves;
 }
