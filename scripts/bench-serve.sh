@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # How fast `sweep serve` answers at scale: a results database of VARIANTS × SEEDS finished runs of
 # STEPS training steps each (a validation point every 20 steps), written straight into SQLite
-# with the current schema, then each route timed with curl — the first request of a sweep (the
-# analysis computed) and the next (cached), and the curves thinned to 1000 buckets. Then, with
+# with the current schema, then each route timed with curl — the first request of a sweep as
+# serve starts (waiting for its read of the sweep), the next (cached), the curves thinned to 1000
+# buckets, and the first request to a server started 5 s before. Then, with
 # --wall, whether a page left open slows a sweep: a small sweep (4 runs, one slot of one thread)
 # trained ROUNDS times alone and ROUNDS times with `sweep serve` and the sweep's page open in
 # headless Chromium (polling, redrawing), alternating. Prints the figures; asserts nothing.
@@ -61,13 +62,21 @@ time_route() {  # time_route LABEL PATH
 }
 time_route "page (/sweeps/big)" "sweeps/big"
 time_route "sweeps list (/api/sweeps)" "api/sweeps"
-time_route "sweep, first request (analysis)" "api/sweeps/big"
+time_route "sweep, first request as serve starts" "api/sweeps/big"
 time_route "sweep, again (cached)" "api/sweeps/big"
 time_route "validation curves, 1000 buckets" "api/sweeps/big/curves?metric=val_loss&px=1000"
 time_route "training curves, 1000 buckets" "api/sweeps/big/curves?metric=train_loss&px=1000"
 time_route "training curves + every seed, 1000 buckets" "api/sweeps/big/curves?metric=train_loss&px=1000&seeds=1"
 time_route "one run" "api/runs/r0000s001"
 echo "  peak resident memory of the server: $(grep VmHWM /proc/$server/status | awk '{print $2, $3}')"
+kill $server; wait $server 2>/dev/null || true
+# serve reads the newest sweep as it starts: a page opened a few seconds later finds it read
+"$sweep" serve --results "$work/results" --port 0 > "$work/serve.txt" &
+server=$!
+for _ in $(seq 100); do grep -q "http://" "$work/serve.txt" && break; sleep 0.1; done
+url=$(grep -o 'http://[^ ]*' "$work/serve.txt")
+sleep 5
+time_route "sweep, first request 5 s after serve started" "api/sweeps/big"
 kill $server; wait $server 2>/dev/null || true
 
 [ "$wall" -gt 0 ] || exit 0

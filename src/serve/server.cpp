@@ -225,10 +225,12 @@ void serve(const ServeOptions& o, const std::function<void(const std::string&)>&
   });
   const bool v6 = o.host.find(':') != std::string::npos;
   on_listening("http://" + (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(port) + "/");
+  std::thread warm([&views] { views.warm(); });  // a request meanwhile waits for it, or for its sweep
   server.listen_after_bind();
   ended = true;
   pthread_kill(waiter.native_handle(), SIGTERM);  // stopped another way: let the waiter go
   waiter.join();
+  warm.join();
 }
 
 }  // namespace sweep

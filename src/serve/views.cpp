@@ -327,6 +327,36 @@ json Views::curves(const std::string& name, const std::string& metric, size_t bu
           {"smooth", smooth}, {"variants", std::move(variants)}, {"version", c.version}};
 }
 
+void Views::warm() {
+  try {
+    int64_t version = 0;
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      version = current_version();  // before the data: a commit after it is read again at the next request
+      const auto known = m_store.sweeps();  // the most recently run first
+      if (known.empty()) {
+        return;
+      }
+      name = known.front().name;
+    }
+    // On a connection of its own, so that requests meanwhile are answered (one for this sweep
+    // reads it too, and that answer is kept).
+    Store store((fs::path(m_results) / "sweep.db").string(), Store::Access::reader);
+    auto input = std::make_unique<ReportInput>(load_report_input(store, name, "test_loss", ""));
+    auto analysis = std::make_unique<const Analysis>(analyze(*input));
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_analyses.count(name) == 0) {
+      Cached& c = m_analyses[name];
+      c.input = std::move(input);
+      c.analysis = std::move(analysis);
+      c.version = version;
+    }
+  } catch (...) {
+    // the same error reaches the first request for the sweep, which reports it
+  }
+}
+
 json Views::run(const std::string& run_id) {
   std::lock_guard<std::mutex> lock(m_mutex);
   const int64_t version = current_version();

@@ -242,6 +242,30 @@ TEST_CASE("Views: a finished run is read once and kept, and read again when it i
   CHECK(points() == 15);
 }
 
+TEST_CASE("Views: warm reads the newest sweep ahead of its first request, and an empty database is no error") {
+  {
+    test::TempDir empty;
+    Store(empty.str("sweep.db")).sweeps();  // a database with no sweep
+    Views views(empty.str(""));
+    views.warm();
+    CHECK(views.sweeps()["sweeps"].empty());
+  }
+  ServedSweep s;
+  for (size_t k = 0; k < s.spec.runs.size(); ++k) {
+    s.train(k, 1, 30, true);
+  }
+  Views views(s.dir.str(""));
+  views.warm();
+  {  // the points go behind the views' back: what is served was read by warm()
+    SQLite::Database raw(s.dir.str("sweep.db"), SQLite::OPEN_READWRITE);
+    raw.exec("DELETE FROM metrics");
+  }
+  const auto curves = views.curves("served", "train_loss", 1000, true, 0);
+  CHECK(curves["variants"][0]["runs"].size() == 2);
+  CHECK(curves["variants"][0]["x"].size() == 30);
+  CHECK((*views.sweep("served"))["table"]["rows"].size() == 2);
+}
+
 TEST_CASE("Views: unknown sweeps and runs are not found, an unknown curve is a bad request") {
   ServedSweep s;
   Views views(s.dir.str(""));
