@@ -79,6 +79,30 @@ def main():
         con.close()
         assert len(drawn) >= 2, f"too few variants drawn: {list(drawn)}"
 
+        # Thinned on the server (10 buckets for 30 steps): each bucket of the mean training curve
+        # keeps its lowest and its highest point, as the database gives them.
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        _, thin = get(base + f"api/sweeps/{sweep}/curves?metric=train_loss&px=10")
+        for v in thin["variants"]:
+            full = con.execute(
+                "SELECT m.tokens, AVG(m.loss) FROM metrics m JOIN sweep_runs s ON s.run_id = m.run_id "
+                "WHERE s.sweep = ? AND s.variant = ? AND m.split = 'train' GROUP BY m.tokens ORDER BY m.tokens",
+                (sweep, v["name"])).fetchall()
+            assert len(full) > 22 and len(v["x"]) < len(full), f"{v['name']}: {len(v['x'])} of {len(full)} points: not thinned"
+            kept = {x: y for x, y in zip(v["x"], v["mean"])}
+            x0, span = full[0][0], full[-1][0] - full[0][0]
+            for b in range(10):
+                end = float("inf") if b == 9 else x0 + span * (b + 1) / 10
+                start = -float("inf") if b == 0 else x0 + span * b / 10
+                inner = [(x, y) for x, y in full[1:-1] if start <= x < end]
+                if not inner:
+                    continue
+                for want in (min(inner, key=lambda p: p[1]), max(inner, key=lambda p: p[1])):
+                    assert any(abs(kept.get(x, float("nan")) - want[1]) < 1e-9 for x, _ in inner), \
+                        f"{v['name']}: bucket {b} lost its extreme {want}"
+            assert full[0][0] in kept and full[-1][0] in kept, f"{v['name']}: an end was thinned away"
+        con.close()
+
         # A variant's checkbox hides its curves; the log axis redraws them.
         before = shot("before")
         evaluate("document.querySelector('input[data-variant=\"base\"]').click()")
