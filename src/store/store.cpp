@@ -141,6 +141,14 @@ RunRow read_run(SQLite::Statement& q, const fs::path& root, int offset = 0) {
 
 Store::Store(const std::string& path, Access access)
     : m_path(path), m_root(fs::absolute(path).lexically_normal().parent_path()) {
+  // A connection that cannot migrate: its schema must be this sweep's (`fix` says what to do).
+  const auto require_schema = [&](const std::string& fix, Exit code) {
+    if (schema_version() != k_schema_version) {
+      throw Error("database " + path + " has schema version " + std::to_string(schema_version()) + ", this sweep " +
+                      std::to_string(k_schema_version) + fix,
+                  code);
+    }
+  };
   try {
     if (access != Access::write && fs::exists(path) && ::access(m_root.c_str(), W_OK) != 0) {
       // A folder this process cannot write (read-only media, another user's results): read the
@@ -153,12 +161,8 @@ Store::Store(const std::string& path, Access access)
       // and SQLite's per-call mutex was a tenth of the time spent reading a large sweep's curves.
       m_db = std::make_unique<SQLite::Database>(uri + "?immutable=1",
                                                 SQLite::OPEN_READONLY | SQLite::OPEN_URI | SQLite::OPEN_NOMUTEX);
-      if (schema_version() != k_schema_version) {
-        throw Error("database " + path + " has schema version " + std::to_string(schema_version()) + ", this sweep " +
-                        std::to_string(k_schema_version) + ", and its folder cannot be written — run a sweep command "
-                        "where it can, to migrate it",
-                    Exit::io_error);
-      }
+      require_schema(", and its folder cannot be written — run a sweep command where it can, to migrate it",
+                     Exit::io_error);
       return;
     }
     if (access == Access::reader) {
@@ -169,12 +173,8 @@ Store::Store(const std::string& path, Access access)
                     Exit::bad_input);
       }
       m_db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX, 10000);
-      if (schema_version() != k_schema_version) {
-        throw Error("database " + path + " has schema version " + std::to_string(schema_version()) + ", this sweep " +
-                        std::to_string(k_schema_version) + " — run `sweep ls --results " + m_root.string() +
-                        "` once to migrate it, then serve it",
-                    Exit::bad_input);
-      }
+      require_schema(" — run `sweep ls --results " + m_root.string() + "` once to migrate it, then serve it",
+                     Exit::bad_input);
       return;
     }
     fs::create_directories(fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path());
