@@ -106,7 +106,8 @@ cat long.txt
 grep -q "requeued .* after SIGTERM" long.txt || fail "no requeue: $(cat long.txt)"
 [ "$(count '"resumed":true' "$dir/events.jsonl")" -ge 1 ] || fail "the run did not resume from its checkpoint"
 id=$(basename "$dir")
-"$SWEEP" train "$dir/config.yaml" --run-dir straight --set resources.threads=1 > /dev/null 2>&1  # as the task ran
+"$SWEEP" train "$dir/config.yaml" --run-dir straight --set resources.threads=1 > straight.txt 2>&1 ||  # as the task ran
+  fail "the uninterrupted run: $(tail -5 straight.txt)"
 [ "$(test_loss "$dir")" = "$(test_loss straight)" ] ||
   fail "resumed on Slurm: test loss $(test_loss "$dir"), uninterrupted $(test_loss straight)"
 [ "$(sql "SELECT COUNT(*) FROM metrics WHERE run_id = '$id' AND split = 'train'")" -eq 1500 ] ||
