@@ -52,10 +52,13 @@ SQL
 echo "bench-serve: $((variants * seeds)) runs × $steps steps written in $(( ($(date +%s%N) - start) / 1000000 )) ms" \
      "($(du -h "$work/results/sweep.db" | cut -f1) database)"
 
-"$sweep" serve --results "$work/results" --port 0 > "$work/serve.txt" &
-server=$!
-for _ in $(seq 100); do grep -q "http://" "$work/serve.txt" && break; sleep 0.1; done
-url=$(grep -o 'http://[^ ]*' "$work/serve.txt")
+start_server() {  # start_server RESULTS: sets server (its pid) and url once it listens
+  "$sweep" serve --results "$1" --port 0 > "$work/serve.txt" &
+  server=$!
+  for _ in $(seq 100); do grep -q "http://" "$work/serve.txt" && break; sleep 0.1; done
+  url=$(grep -o 'http://[^ ]*' "$work/serve.txt")
+}
+start_server "$work/results"
 time_route() {  # time_route LABEL PATH
   curl -s -o "$work/body" -w "%{http_code} %{time_total} %{size_download}" "$url$2" |
     { read -r code seconds bytes || true; printf '  %-44s %s  %6.3f s  %8d bytes\n' "$1" "$code" "$seconds" "$bytes"; }
@@ -71,10 +74,7 @@ time_route "one run" "api/runs/r0000s001"
 echo "  peak resident memory of the server: $(grep VmHWM /proc/$server/status | awk '{print $2, $3}')"
 kill $server; wait $server 2>/dev/null || true
 # serve reads the newest sweep as it starts: a page opened a few seconds later finds it read
-"$sweep" serve --results "$work/results" --port 0 > "$work/serve.txt" &
-server=$!
-for _ in $(seq 100); do grep -q "http://" "$work/serve.txt" && break; sleep 0.1; done
-url=$(grep -o 'http://[^ ]*' "$work/serve.txt")
+start_server "$work/results"
 sleep 5
 time_route "sweep, first request 5 s after serve started" "api/sweeps/big"
 kill $server; wait $server 2>/dev/null || true
@@ -102,10 +102,7 @@ sweep_wall() {  # sweep_wall RESULTS: the sweep's own wall time, from its summar
 for round in $(seq "$wall"); do
   alone=$(sweep_wall "$work/alone-$round")
   mkdir -p "$work/open-$round/runs" && "$sweep" ingest "$work/open-$round" > /dev/null
-  "$sweep" serve --results "$work/open-$round" --port 0 > "$work/serve-wall.txt" &
-  server=$!
-  for _ in $(seq 100); do grep -q "http://" "$work/serve-wall.txt" && break; sleep 0.1; done
-  url=$(grep -o 'http://[^ ]*' "$work/serve-wall.txt")
+  start_server "$work/open-$round"
   python3 - "$url" <<'PY' &
 import sys, time
 sys.path.insert(0, "tests/integration")

@@ -149,6 +149,13 @@ json Views::sweeps() {
   return {{"results", fs::absolute(m_results).lexically_normal().string()}, {"sweeps", out}, {"version", version}};
 }
 
+void Views::read_sweep(Store& store, const std::string& name, Cached& c) {
+  auto input = std::make_unique<ReportInput>(load_report_input(store, name, "test_loss", "", c.input.get()));
+  c.analysis = std::make_unique<const Analysis>(analyze(*input));
+  c.input = std::move(input);
+  c.page.reset();
+}
+
 Views::Cached& Views::analysed(const std::string& name) {
   const int64_t version = current_version();
   auto it = m_analyses.find(name);
@@ -161,14 +168,11 @@ Views::Cached& Views::analysed(const std::string& name) {
   }
   Cached& c = m_analyses[name];
   try {
-    auto input = std::make_unique<ReportInput>(load_report_input(m_store, name, "test_loss", "", c.input.get()));
-    c.analysis = std::make_unique<const Analysis>(analyze(*input));
-    c.input = std::move(input);
+    read_sweep(m_store, name, c);
   } catch (...) {
     m_analyses.erase(name);  // its runs may be half taken by the failed load
     throw;
   }
-  c.page.reset();
   c.version = version;
   return c;
 }
@@ -343,15 +347,11 @@ void Views::warm() {
     // On a connection of its own, so that requests meanwhile are answered (one for this sweep
     // reads it too, and that answer is kept).
     Store store((fs::path(m_results) / "sweep.db").string(), Store::Access::reader);
-    auto input = std::make_unique<ReportInput>(load_report_input(store, name, "test_loss", ""));
-    auto analysis = std::make_unique<const Analysis>(analyze(*input));
+    Cached read;
+    read_sweep(store, name, read);
+    read.version = version;
     std::lock_guard<std::mutex> lock(m_mutex);
-    if (m_analyses.count(name) == 0) {
-      Cached& c = m_analyses[name];
-      c.input = std::move(input);
-      c.analysis = std::move(analysis);
-      c.version = version;
-    }
+    m_analyses.try_emplace(name, std::move(read));
   } catch (...) {
     // the same error reaches the first request for the sweep, which reports it
   }

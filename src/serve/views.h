@@ -59,6 +59,8 @@ class Views {
   // The sweep's report input and analysis as of the database's current state (the runs done
   // since the last look read again, the others kept).
   Cached& analysed(const std::string& name);
+  // c's input and analysis read again through `store`, its done runs taken from c's last input.
+  static void read_sweep(Store& store, const std::string& name, Cached& c);
   nlohmann::json sweep_page(const std::string& name, const Cached& c);
   int64_t current_version();
 
