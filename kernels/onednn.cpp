@@ -3,6 +3,9 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <dnnl.h>
+#if DNNL_VERSION_MAJOR != 2
+#error "kernels/onednn.cpp is written for oneDNN 2.x's C API (Debian 12: libdnnl-dev 2.6); these dnnl.h headers are another version (a PyTorch wheel's? CMakeLists.txt's DNNL_OWN_INCLUDE_DIR should come first)"
+#endif
 
 #include <algorithm>
 #include <map>
@@ -86,7 +89,8 @@ struct ThreadState {
 void product(int64_t m, int64_t n, int64_t k, const void* a, bool ta, int64_t lda, const void* b, bool tb,
              int64_t ldb, void* c, int64_t ldc, bool c_f32, const float* bias) {
   thread_local ThreadState here;
-  const Matmul& mm = matmul_for({m, n, k, ta, tb, lda, ldb, ldc, c_f32, bias != nullptr, at::in_parallel_region()});
+  const Shape shape{m, n, k, ta, tb, lda, ldb, ldc, c_f32, bias != nullptr, at::in_parallel_region()};
+  const Matmul& mm = matmul_for(shape);
   here.scratch.resize(std::max<size_t>(dnnl_memory_desc_get_size(&mm.scratch), 1));
   dnnl_memory_t memories[5] = {};
   dnnl_exec_arg_t args[5];

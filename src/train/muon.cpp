@@ -91,6 +91,6 @@ void Muon::step(double lr_scale, double grad_scale, int64_t steps_before) {
   }
 }
 
-void Muon::zero_grad() { m_state.zero_grad(); }  // as AdamW's zero_grad treats the other weights
+void Muon::zero_grad() { m_state.zero_grad(/*set_to_none=*/false); }  // as AdamW's zero_grad treats the other weights
 
 }  // namespace sweep

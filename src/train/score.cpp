@@ -40,8 +40,8 @@ bool published_gpt2(const ModelConfig& m) {
 ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::map<std::string, int64_t>& model_args,
                               const std::string& path) {
   ModelConfig m;
-  const torch::Tensor& wte = need(dict, "transformer.wte.weight", 2, path);
-  const torch::Tensor& wpe = need(dict, "transformer.wpe.weight", 2, path);
+  const torch::Tensor wte = need(dict, "transformer.wte.weight", 2, path);
+  const torch::Tensor wpe = need(dict, "transformer.wpe.weight", 2, path);
   m.vocab_size = wte.size(0);
   m.pad_vocab_to = 1;  // the rows as they are (GPT-2's 50257, nanoGPT's padded 50304)
   m.n_embd = wte.size(1);
@@ -84,7 +84,7 @@ ModelConfig infer_gpt2_config(const StateDict& dict, int64_t n_head, const std::
                "does — such a model cannot be scored");
   }
   m.qkv_bias = dict.count("transformer.h.0.attn.c_attn.bias") > 0;
-  const torch::Tensor& fc = need(dict, "transformer.h.0.mlp.c_fc.weight", 2, path);
+  const torch::Tensor fc = need(dict, "transformer.h.0.mlp.c_fc.weight", 2, path);
   m.intermediate_size = fc.size(0) == 4 * m.n_embd ? 0 : fc.size(0);
   const auto head = dict.find("lm_head.weight");
   m.tie_weights = head == dict.end() || (head->second.sizes() == wte.sizes() && torch::equal(head->second, wte));

@@ -216,8 +216,10 @@ void TrainState::end_step() {
     m_zero->zero_grad();
     m_zero->release_resident();
   }
+  // Gradients are zeroed, not freed (LibTorch 2.x's default): they stay allocated between steps,
+  // as the memory plan counts them (plan/memory.cpp), and a weight no token reached keeps a zero one.
   if (m_opt) {
-    m_opt->zero_grad();
+    m_opt->zero_grad(/*set_to_none=*/false);
   }
   if (m_muon) {
     m_muon->zero_grad();

@@ -27,10 +27,11 @@ std::vector<nlohmann::json> read_events(const std::string& path) {
 
 TEST_CASE("accumulation: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1 (each family)") {
   for (const RunConfig& family : test::families()) {
-    // no weight more than 1e-6 apart (weights are ~0.02); SwiGLU's gate products leave more
-    // weights with gradients near 0 than GELU does (seen: the dense layer's gate_proj, up_proj,
-    // down_proj at 1e-6 to 1e-5 after 6 steps of lr 3e-3)
-    test::check_accumulation(family, family.model.mlp_activation == "swiglu" ? 5e-5 : 1e-6);
+    // no weight more than 3e-6 apart (weights are ~0.02; seen: below 1e-6 with AVX-512's sgemm,
+    // 1.9e-6 with AVX2's on an AMD Zen 3); SwiGLU's gate products leave more weights with
+    // gradients near 0 than GELU does (seen: the dense layer's gate_proj, up_proj, down_proj at
+    // 1e-6 to 1e-5 after 6 steps of lr 3e-3)
+    test::check_accumulation(family, family.model.mlp_activation == "swiglu" ? 5e-5 : 3e-6);
   }
 }
 
