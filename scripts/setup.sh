@@ -164,6 +164,11 @@ if [ -f "$build/CMakeCache.txt" ] && ! grep -qx "Torch_DIR:[A-Z]*=$torch_dir" "$
   fresh=(--fresh)
 fi
 
+# The configure's whole output stays in BUILD/configure.log; its summary (what LibTorch, CUDA,
+# cuDNN and NCCL were found, the C++ standard) is shown, and CMake's warnings and errors (stderr).
+mkdir -p "$build"
 cmake "${fresh[@]}" -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWEEP_TEST_HOOKS=OFF \
-  "-DTorch_DIR=$torch_dir" "${cmake_args[@]}" >/dev/null
+  "-DTorch_DIR=$torch_dir" "${cmake_args[@]}" > "$build/configure.log" ||
+  { cat "$build/configure.log"; die "CMake's configure failed (above; the whole output: $build/configure.log)"; }
+grep -E '^-- (sweep|PyTorch):' "$build/configure.log" || true
 cmake --build "$build" ${targets[@]+--target "${targets[@]}"}

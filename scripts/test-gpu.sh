@@ -1,60 +1,94 @@
 #!/usr/bin/env bash
-# The GPU tests in one command, on a machine with a CUDA GPU and a Python PyTorch with CUDA:
-# prints what the machine has, builds sweep against that PyTorch's LibTorch into build-gpu/
-# (scripts/setup.sh --torch cuda; with --deps DIR, or a .gpu-kit/ folder here, the other
-# dependencies come from the .deb files there, unpacked, not installed), runs the CTest label
-# `gpu` (tests/gpu/), then the GPU bench (sweep bench --device cuda; beside nanoGPT with
-# --nanogpt PATH/model.py). Its output is what a closing note pastes.
+# The GPU kit, in steps that each fit a short GPU window (a lent GPU may be ours for 15 minutes
+# in all, 10 a command; docs/guide.md#on-gpus gives each step's expected time on one H100):
 #
-#   scripts/test-gpu.sh [--deps DIR] [--nanogpt PATH/model.py] [--no-bench]
+#   scripts/test-gpu.sh [--deps DIR] [--nanogpt PATH/model.py] [--log DIR] [STEP]...
+#
+#   build       what the machine has (GPU, driver, nvcc, torch, its CUDA, cuDNN, C++ ABI), then
+#               sweep and the GPU tests built against the Python's PyTorch (scripts/setup.sh
+#               --torch cuda) into build-gpu/, configure output shown
+#   test        the CTest label `gpu` (tests/gpu/), each test stopped after 4 minutes
+#   bench       sweep bench --device cuda on the reference config (bf16, tf32)
+#   bench-full  GPT-2 small too, beside nanoGPT (torch.compile off and on) with --nanogpt
+# Default: build test bench. Each step's output goes to the terminal and to DIR/<step>.log
+# (default build-gpu/logs/), so that a step cut off by its window leaves what it printed. With
+# --deps DIR, or a .gpu-kit/ folder here, the other dependencies come from the .deb files there
+# (scripts/offline-deps.sh), unpacked, not installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deps="" nanogpt="" bench=true
-[ -d .gpu-kit ] && deps=.gpu-kit
+deps="" nanogpt="" log="" steps=()
+[ -d .gpu-kit ] && compgen -G ".gpu-kit/*.deb" >/dev/null && deps=.gpu-kit
 while [ $# -gt 0 ]; do
   case $1 in
     --deps) deps=${2:?--deps needs a folder of .deb files}; shift ;;
     --nanogpt) nanogpt=${2:?--nanogpt needs nanoGPT\'s model.py}; shift ;;
-    --no-bench) bench=false ;;
-    *) echo "test-gpu: unknown argument $1 (--deps DIR, --nanogpt PATH, --no-bench)" >&2; exit 2 ;;
+    --log) log=${2:?--log needs a folder}; shift ;;
+    build | test | bench | bench-full) steps+=("$1") ;;
+    *) echo "test-gpu: unknown argument $1 (--deps DIR, --nanogpt PATH, --log DIR, steps: build test bench bench-full)" >&2
+       exit 2 ;;
   esac
   shift
 done
+[ ${#steps[@]} -gt 0 ] || steps=(build test bench)
 py=${PYTHON:-python3}
 build=build-gpu
+log=${log:-$build/logs}
+mkdir -p "$log"
 start=$(date +%s)
-step() { echo "== [$(( $(date +%s) - start ))s] $*"; }
+say() { echo "== [$(( $(date +%s) - start ))s] $*"; }
 
-step "the machine"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 || echo "nvidia-smi: not found"
-command -v nvcc >/dev/null && nvcc --version | tail -2 || echo "nvcc: not on PATH"
-cmake --version | sed -n 1p; ninja --version | sed 's/^/ninja /'; g++ --version | sed -n 1p
-ldd --version | sed -n 1p
-"$py" - <<'PY' || { echo "test-gpu: $py cannot import torch — activate the environment that has PyTorch (or set PYTHON)" >&2; exit 2; }
-import os, torch, torch.utils
+machine() {
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 || echo "nvidia-smi: not found"
+  command -v nvcc >/dev/null && nvcc --version | tail -2 || echo "nvcc: not on PATH"
+  cmake --version | sed -n 1p; ninja --version | sed 's/^/ninja /'; g++ --version | sed -n 1p
+  ldd --version | sed -n 1p; nproc | sed 's/$/ cores/'
+  "$py" - <<'PY' || { echo "test-gpu: $py cannot import torch — activate the environment that has PyTorch (or set PYTHON)" >&2; return 2; }
+import torch, torch.utils
 print("torch", torch.__version__, "| CUDA", torch.version.cuda, "| cuDNN", torch.backends.cudnn.version(),
       "| C++11 ABI", torch._C._GLIBCXX_USE_CXX11_ABI, "| GPUs", torch.cuda.device_count(),
       [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])
-prefix = torch.utils.cmake_prefix_path
-print("cmake prefix", prefix)
-inc = os.path.join(os.path.dirname(os.path.dirname(prefix)), "include")
-print("headers shipped with torch:", {d: os.path.isdir(os.path.join(inc, d)) for d in ("gloo", "fmt", "nlohmann")})
+print("cmake prefix", torch.utils.cmake_prefix_path)
 PY
+}
 
-step "build against the Python's LibTorch (scripts/setup.sh --torch cuda${deps:+ --deps $deps})"
-scripts/setup.sh --torch cuda ${deps:+--deps "$deps"} --build-dir "$build" --target sweep --target gpu_tests \
-  -DSWEEP_TEST_HOOKS=OFF
-devices=$("$build/sweep" devices) && echo "$devices"
-grep -q '^cuda:0:' <<< "$devices" ||
-  { echo "test-gpu: sweep sees no CUDA device (above): the GPU tests would only be skipped" >&2; exit 1; }
+step_build() {
+  say "the machine"
+  machine
+  say "build against the Python's LibTorch (scripts/setup.sh --torch cuda${deps:+ --deps $deps})"
+  scripts/setup.sh --torch cuda ${deps:+--deps "$deps"} --build-dir "$build" --target sweep --target gpu_tests \
+    -DSWEEP_TEST_HOOKS=OFF
+  say "what the binary loads (ldd: torch, CUDA, NCCL, cuDNN)"
+  ldd "$build/sweep" | grep -E 'torch|c10|cuda|cublas|nccl|cudnn|dnnl|gomp' || true
+  local devices
+  devices=$("$build/sweep" devices) && echo "$devices"
+  grep -q '^cuda:0:' <<< "$devices" ||
+    { echo "test-gpu: sweep sees no CUDA device (above): the GPU tests would only be skipped" >&2; return 1; }
+}
 
-step "the GPU tests (ctest -L gpu)"
+step_test() {
+  say "the GPU tests (ctest -L gpu, 4 minutes a test at most)"
+  (cd "$build" && ctest -L gpu --output-on-failure --timeout 240)
+}
+
+step_bench() {
+  say "the GPU bench: the reference config (sweep bench --device cuda --model reference)"
+  "$build/sweep" bench --device cuda --model reference
+}
+
+step_bench_full() {
+  say "the GPU bench: GPT-2 small${nanogpt:+, beside nanoGPT ($nanogpt; torch.compile off and on)}"
+  "$build/sweep" bench --device cuda --model gpt2-small ${nanogpt:+--nanogpt "$nanogpt" --python "$py"}
+}
+
 rc=0
-(cd "$build" && ctest -L gpu --output-on-failure --timeout 1800) || rc=$?
-
-if $bench; then
-  step "the GPU bench (sweep bench --device cuda${nanogpt:+ --nanogpt $nanogpt})"
-  "$build/sweep" bench --device cuda ${nanogpt:+--nanogpt "$nanogpt" --python "$py"} || rc=$?
-fi
-step "done: exit $rc"
+for s in "${steps[@]}"; do
+  # each step's output to its log too; a failed build ends the kit, a failed test or bench does not
+  set +e
+  ( set -eo pipefail; "step_${s//-/_}" ) 2>&1 | tee "$log/$s.log"
+  step_rc=${PIPESTATUS[0]}
+  set -e
+  say "$s: exit $step_rc"
+  [ "$step_rc" -eq 0 ] || rc=$step_rc
+  [ "$s" = build ] && [ "$step_rc" -ne 0 ] && exit "$step_rc"
+done
 exit "$rc"

@@ -19,6 +19,8 @@
 
 using namespace sweep;
 
+TEST_SUITE_BEGIN("gpu");  // CTest's label for each test case (CMakeLists.txt discovers them)
+
 namespace {
 
 RunConfig on_gpu(RunConfig c, const std::string& precision = "fp32") {
@@ -38,7 +40,7 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
 
 }  // namespace
 
-TEST_CASE("cuda: training makes the loss fall in fp32, tf32 and bf16, each family") {
+TEST_CASE("cuda: training makes the loss fall in fp32 and tf32 and bf16 (each family)") {
   auto data = test::synthetic_data();
   for (const RunConfig& family : test::families()) {
     for (const std::string precision : {"fp32", "tf32", "bf16"}) {
@@ -52,7 +54,7 @@ TEST_CASE("cuda: training makes the loss fall in fp32, tf32 and bf16, each famil
   }
 }
 
-TEST_CASE("cuda: fp32 follows the CPU's curve from the same weights and batches, and evaluates alike") {
+TEST_CASE("cuda: fp32 follows the CPU's curve from the same weights and batches and evaluates alike") {
   auto data = test::synthetic_data();
   for (const RunConfig& family : test::families()) {
     CAPTURE(family.model.family);
@@ -68,7 +70,7 @@ TEST_CASE("cuda: fp32 follows the CPU's curve from the same weights and batches,
   }
 }
 
-TEST_CASE("cuda: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1 (fp32, each family)") {
+TEST_CASE("cuda: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1 (fp32) for each family") {
   for (const RunConfig& family : test::families()) {
     // cuBLAS picks other kernels for other batch shapes, summing in another order: every weight
     // within 5e-5 (the CPU test: 1e-6 for GELU models)
@@ -76,7 +78,7 @@ TEST_CASE("cuda: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_acc
   }
 }
 
-TEST_CASE("cuda: activation checkpointing trains the same curve (deterministic algorithms, dropout on, each family)") {
+TEST_CASE("cuda: activation checkpointing trains the same curve (deterministic algorithms and dropout on) for each family") {
   // the rerun restores the CUDA generator for dropout; bitwise where the kernels are deterministic
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
   for (const RunConfig& family : test::families()) {
@@ -87,7 +89,7 @@ TEST_CASE("cuda: activation checkpointing trains the same curve (deterministic a
   at::globalContext().setDeterministicAlgorithms(false, false);
 }
 
-TEST_CASE("cuda: 3 steps, a checkpoint, 3 more == 6 steps straight (deterministic algorithms, dropout on)") {
+TEST_CASE("cuda: 3 steps then a checkpoint then 3 more == 6 steps straight (deterministic algorithms and dropout on)") {
   // warn_only: an op without a deterministic CUDA kernel warns instead of failing the test; the
   // comparison below says whether the result was exact.
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
@@ -121,7 +123,7 @@ TEST_CASE("cuda: 3 steps, a checkpoint, 3 more == 6 steps straight (deterministi
   at::globalContext().setDeterministicAlgorithms(false, false);
 }
 
-TEST_CASE("cuda: scaled-dot-product attention equals the manual attention, forward and backward (fp32, bf16)") {
+TEST_CASE("cuda: scaled-dot-product attention equals the manual attention forward and backward (fp32 and bf16)") {
   torch::manual_seed(3);
   const int64_t B = 2, T = 96, H = 4, hs = 32, C = H * hs;
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
@@ -148,7 +150,7 @@ TEST_CASE("cuda: scaled-dot-product attention equals the manual attention, forwa
   }
 }
 
-TEST_CASE("cuda: a checkpoint written on the GPU resumes on the CPU, and one written on the CPU on the GPU") {
+TEST_CASE("cuda: a checkpoint written on the GPU resumes on the CPU and one written on the CPU on the GPU") {
   auto data = test::synthetic_data();
   for (const RunConfig& family : test::families()) {
     CAPTURE(family.model.family);
@@ -185,7 +187,7 @@ struct SyncCounter : c10::WarningHandler {
 
 }  // namespace
 
-TEST_CASE("cuda: a training step reads the device twice (its loss and its gradient norm), whatever the accumulation") {
+TEST_CASE("cuda: a training step reads the device twice (its loss and its gradient norm) whatever the accumulation") {
   auto data = test::synthetic_data();
   RunConfig c = on_gpu(test::tiny_config(), "bf16");
   c.model.dropout = 0.1;
@@ -221,13 +223,13 @@ TEST_CASE("cuda: a training step reads the device twice (its loss and its gradie
 }
 #endif
 
-TEST_CASE("cuda: data parallel over Gloo on CUDA tensors, two ranks sharing the GPU, equals accumulation 2") {
+TEST_CASE("cuda: data parallel over Gloo on CUDA tensors (two ranks sharing the GPU) equals accumulation 2") {
   test::check_data_parallel_equals_accumulation(2, 1, on_gpu(test::tiny_config()));
   test::check_data_parallel_equals_accumulation(2, 1, on_gpu(test::tiny_deepseek_config("bias")));
 }
 
 #ifdef SWEEP_WITH_NCCL
-TEST_CASE("cuda: NCCL with one rank — collectives on GPU tensors, and CPU tensors moved there and back") {
+TEST_CASE("cuda: NCCL with one rank — collectives on GPU tensors and CPU tensors moved there and back") {
   auto comms = test::connect_local(1, std::chrono::seconds(60), torch::Device(torch::kCUDA, 0), Backend::nccl);
   Communicator& comm = *comms[0];
   auto on_gpu_tensor = torch::arange(6, torch::TensorOptions().dtype(torch::kDouble).device(torch::kCUDA));
@@ -244,3 +246,5 @@ TEST_CASE("cuda: NCCL with one rank — collectives on GPU tensors, and CPU tens
   CHECK(torch::equal(gathered[0], torch::arange(3, torch::kUInt8)));
 }
 #endif
+
+TEST_SUITE_END();
