@@ -116,4 +116,9 @@ void product(int64_t m, int64_t n, int64_t k, const void* a, bool ta, int64_t ld
   ok(waited, "stream wait");
 }
 
+std::string library_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
 }  // namespace sweep::kernels::onednn

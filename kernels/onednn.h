@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace sweep::kernels::onednn {
 
@@ -13,5 +14,9 @@ namespace sweep::kernels::onednn {
 // oneDNN's threads.
 void product(int64_t m, int64_t n, int64_t k, const void* a, bool ta, int64_t lda, const void* b, bool tb,
              int64_t ldb, void* c, int64_t ldc, bool c_f32, const float* bias = nullptr);
+
+// The version of the oneDNN library this process calls ("2.6.3"): the kernels are written for
+// 2.x's C API, and a PyTorch wheel carries 3.x (tests/unit/test_kernels.cpp checks which one binds).
+std::string library_version();
 
 }  // namespace sweep::kernels::onednn

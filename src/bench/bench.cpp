@@ -28,7 +28,6 @@
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
 #include "plan/memory.h"
-#include "train/compat.h"
 #include "train/model.h"
 #include "train/optim.h"
 #include "train/precision.h"
@@ -360,7 +359,7 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
 }  // namespace
 
 StepPath step_path_here(const RunConfig& config) {
-  return step_path(config, compat::k_has_sdpa, kernels::linear_bf16_keeps_copies());
+  return step_path(config, kernels::linear_bf16_keeps_copies());
 }
 
 double measure_weight_matmuls(const RunConfig& c, bool fused) {

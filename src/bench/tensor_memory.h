@@ -9,7 +9,6 @@
 #include <map>
 #include <mutex>
 
-#include "train/compat.h"
 
 namespace sweep {
 
@@ -18,11 +17,7 @@ namespace sweep {
 // counting (an optimizer's state) may be freed after counting stopped.
 class CountingAllocator final : public c10::Allocator {
  public:
-#if SWEEP_TORCH_AT_LEAST(2, 3)
   c10::DataPtr allocate(size_t n) override {
-#else
-  c10::DataPtr allocate(size_t n) const override {
-#endif
     c10::DataPtr inner = m_base->allocate(n);
     void* p = inner.get();
     Books& b = books();
@@ -33,9 +28,7 @@ class CountingAllocator final : public c10::Allocator {
     return {p, p, &release, c10::Device(c10::kCPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
-#if SWEEP_TORCH_AT_LEAST(2, 3)
   void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
-#endif
 
   // Counts from now on, until the destructor puts the previous allocator back.
   CountingAllocator() : m_base(c10::GetCPUAllocator()) {

@@ -15,6 +15,7 @@
 #include "bench/gpu_bench.h"
 #include "bench/nanogpt.h"
 #include "bench/ranks.h"
+#include "build_options.h"
 #include "train/device.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -39,7 +40,9 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
       ->delimiter(',')
       ->check(CLI::IsMember({"reference", "gpt2-small"}));
   cmd->add_option("--nanogpt", o.nanogpt, "nanoGPT's model.py: time its step beside sweep's (torch.compile off and on)");
-  cmd->add_option("--python", o.python, "The Python that has torch, for --nanogpt")->capture_default_str();
+  cmd->add_option("--python", o.python,
+                  "The Python that has torch, for --nanogpt (default: the one this build's LibTorch came from, "
+                  SWEEP_BUILD_PYTHON ", else python3)");
   cmd->add_option("--threads", o.threads, "Threads (default: the config's, else all cores)");
   cmd->add_option("--path", o.paths, "Which ops to time the step with: the reference LibTorch ops, the fused kernels")
       ->delimiter(',')
@@ -140,8 +143,11 @@ Exit run_bench(const BenchOptions& o) {
   if (!cuda && std::find(o.precisions.begin(), o.precisions.end(), "tf32") != o.precisions.end()) {
     throw Error("--precision tf32 is a CUDA precision: use fp32 or bf16 on cpu (or --device cuda)", Exit::bad_input);
   }
+  const std::string python = !o.python.empty()                ? o.python
+                             : std::string(SWEEP_BUILD_PYTHON).empty() ? "python3"
+                                                                       : SWEEP_BUILD_PYTHON;
   if (!o.nanogpt.empty()) {
-    check_nanogpt(o.nanogpt, o.python);
+    check_nanogpt(o.nanogpt, python);
   }
   RunConfig cfg = bench_model(o.models.empty() ? "reference" : o.models.front());
   if (!o.config.empty()) {
@@ -173,7 +179,7 @@ Exit run_bench(const BenchOptions& o) {
     gpu.steps = o.steps;
     gpu.warmup = o.warmup;
     gpu.nanogpt = o.nanogpt;
-    gpu.python = o.python;
+    gpu.python = python;
     std::vector<std::pair<std::string, RunConfig>> models;
     if (!o.config.empty()) {
       models.emplace_back(o.config, cfg);
@@ -214,7 +220,7 @@ Exit run_bench(const BenchOptions& o) {
   settings.ops = !o.no_ops;
   settings.profile = o.profile;
   settings.nanogpt = o.nanogpt;
-  settings.python = o.python;
+  settings.python = python;
   settings.optimizers = o.optimizers;
   const std::vector<BenchResult> results = sweep::run_bench(cfg, settings, std::cout);
   if (o.data_gib > 0) {

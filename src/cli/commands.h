@@ -54,7 +54,7 @@ struct BenchOptions {
   std::string device = "cpu";
   std::vector<std::string> models;  // reference | gpt2-small; default: reference (cpu), both (cuda)
   std::string nanogpt;              // nanoGPT's model.py, timed beside sweep
-  std::string python = "python3";
+  std::string python;  // --python; default: the build's (SWEEP_BUILD_PYTHON), else python3
   bool precisions_given = false;
   int nproc = 1;                        // > 1: per-rank memory and step time of each ZeRO stage
   std::vector<int64_t> zero{0, 1, 2, 3};  // the stages --nproc measures

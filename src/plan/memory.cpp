@@ -101,19 +101,11 @@ struct Walk {
       if (d != dv) {
         t.keep(what + ": output narrowed to the value width", N * H * dv * cd);
       }
-    } else if (p.attention == "sdpa") {
+    } else {  // sdpa
       t.keep(what + ": q, k, v", N * H * (2 * dq + dv) * cd);
       t.keep(what + ": output", N * H * dv * cd);
       t.keep(what + ": log-sum-exp", N * H * k_f32);
       t.keep(what + ": output in token order", N * H * dv * cd);
-    } else {  // manual: the reference ops keep (B·H, T, T) scores
-      const double scores = B * H * T * T;
-      t.keep(what + ": q, k, v by head", N * H * (2 * d + d) * cd);
-      t.keep(what + ": softmax", scores * cd);
-      if (m.dropout > 0) {
-        t.keep(what + ": softmax after dropout, and its noise", 2 * scores * cd);
-      }
-      t.keep(what + ": output in token order", N * H * d * cd);
     }
   }
 
@@ -324,13 +316,12 @@ std::string Layout::describe() const {
   return s;
 }
 
-StepPath step_path(const RunConfig& config, bool has_sdpa, bool bf16_copies) {
+StepPath step_path(const RunConfig& config, bool bf16_copies) {
   StepPath p;
   p.cuda = config.resources.device.rfind("cuda", 0) == 0;
   p.fused = config.train.fused && !p.cuda;
   p.autocast = config.train.precision == "bf16";
-  // CUDA builds are LibTorch 2.x (PyTorch's own): their attention is sdpa, whatever this build has
-  p.attention = p.fused ? "fused" : has_sdpa || p.cuda ? "sdpa" : "manual";
+  p.attention = p.fused ? "fused" : "sdpa";
   p.bf16_copies = p.fused && p.autocast && bf16_copies;
   return p;
 }

@@ -34,13 +34,12 @@ struct StepPath {
   bool cuda = false;
   bool fused = false;       // kernels/ on the CPU
   bool autocast = false;    // bf16
-  std::string attention;    // fused (kernels/, CPU) | sdpa (LibTorch >= 2.0) | manual (the reference ops)
+  std::string attention;    // fused (kernels/, CPU) | sdpa (LibTorch's scaled_dot_product_attention)
   bool bf16_copies = false;  // fused bf16: the linear layers' weights have bf16 copies kept between steps
 };
-// The path of `config` in a build whose LibTorch has (or lacks) scaled_dot_product_attention, on
-// a CPU whose fused bf16 linear keeps bf16 weight copies or not (kernels::linear_bf16_keeps_copies:
-// AVX-512); a CUDA run's attention is sdpa in any case (the CUDA builds sweep supports are LibTorch 2.x).
-StepPath step_path(const RunConfig& config, bool has_sdpa, bool bf16_copies);
+// The path of `config` on a CPU whose fused bf16 linear keeps bf16 weight copies or not
+// (kernels::linear_bf16_keeps_copies: AVX-512).
+StepPath step_path(const RunConfig& config, bool bf16_copies);
 
 struct MemoryItem {
   std::string what;

@@ -1,5 +1,6 @@
 #include "train/model.h"
 
+#include <ATen/autocast_mode.h>
 #include <cmath>
 
 #include "kernels/attention.h"
@@ -7,7 +8,6 @@
 #include "kernels/activation.h"
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
-#include "train/compat.h"
 #include "train/experts.h"
 #include "train/recompute.h"
 #include "util/hash.h"
@@ -35,11 +35,11 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
 // weight's kept bf16 copy under autocast (kernels/linear.h); LibTorch's (autocast-aware) otherwise.
 torch::Tensor project(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool fused) {
   if (fused && x.device().is_cpu() && weight.scalar_type() == torch::kFloat) {
-    if (!compat::autocast_enabled(c10::kCPU)) {
+    if (!at::autocast::is_autocast_enabled(c10::kCPU)) {
       if (x.scalar_type() == torch::kFloat) {
         return kernels::linear(x, weight, bias);
       }
-    } else if (compat::autocast_dtype(c10::kCPU) == at::kBFloat16) {
+    } else if (at::autocast::get_autocast_dtype(c10::kCPU) == at::kBFloat16) {
       return kernels::linear_bf16(x, weight, bias);
     }
   }
@@ -52,13 +52,16 @@ torch::Tensor project(const torch::Tensor& x, const torch::nn::Linear& layer, bo
 
 // Which attention a forward on `device` runs: the one place that decides (the run's metadata
 // reports it through GPTImpl::attention).
-enum class Attention { fused, sdpa, manual };
+enum class Attention { fused, sdpa };
 
 Attention attention_kind(bool fused, const torch::Device& device) {
-  if (fused && device.is_cpu()) {
-    return Attention::fused;
-  }
-  return compat::k_has_sdpa ? Attention::sdpa : Attention::manual;
+  return fused && device.is_cpu() ? Attention::fused : Attention::sdpa;
+}
+
+// Causal attention through LibTorch's scaled_dot_product_attention (flash or memory-efficient
+// kernels on CUDA, its flash attention on the CPU). q, k, v: (B, nh, T, hs).
+torch::Tensor sdpa_causal(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout_p) {
+  return at::scaled_dot_product_attention(q, k, v, {}, dropout_p, /*is_causal=*/true);
 }
 
 // A seed for the fused kernel's dropout mask, from the default generator (0 when no dropout).
@@ -74,7 +77,7 @@ uint64_t dropout_mask_seed(double p) {
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double p, Attention kind) {
   const int64_t B = q.size(0), T = q.size(1), H = q.size(2), dq = q.size(3), dv = v.size(3);
   if (kind == Attention::sdpa) {
-    return compat::sdpa_causal(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), p)
+    return sdpa_causal(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), p)
         .transpose(1, 2)
         .reshape({B, T, H * dv});
   }
@@ -85,8 +88,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
   };
   const auto qs = d == dq ? q : q * std::sqrt(static_cast<double>(d) / static_cast<double>(dq));
   const auto qkv = torch::cat({packed(qs), packed(k), packed(v)}, 2);  // (B, T, 3·H·d)
-  const auto y = kind == Attention::fused ? kernels::causal_attention(qkv, H, p, dropout_mask_seed(p))
-                                          : kernels::causal_attention_reference(qkv, H, p);
+  const auto y = kernels::causal_attention(qkv, H, p, dropout_mask_seed(p));
   return d == dv ? y : y.view({B, T, H, d}).narrow(3, 0, dv).reshape({B, T, H * dv});
 }
 
@@ -148,7 +150,8 @@ torch::Tensor Norm::operator()(const torch::Tensor& x) const {
     return rms.ptr()->forward(x);
   }
   if (fused && x.device().is_cpu()) {
-    const bool bf16 = compat::autocast_enabled(c10::kCPU) && compat::autocast_dtype(c10::kCPU) == at::kBFloat16;
+    const bool bf16 =
+        at::autocast::is_autocast_enabled(c10::kCPU) && at::autocast::get_autocast_dtype(c10::kCPU) == at::kBFloat16;
     return kernels::layer_norm(x.to(torch::kFloat), layer->weight, layer->bias, layer->options.eps(),
                                bf16 ? torch::kBFloat16 : torch::kFloat);
   }
@@ -204,12 +207,10 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, LayerCach
   } else if (kind == Attention::fused) {
     // flash-style tiles, no T × T scores; the dropout mask's seed comes from the default generator
     y = kernels::causal_attention(qkv, n_head, p, dropout_mask_seed(p));
-  } else if (kind == Attention::sdpa) {
+  } else {
     auto parts = qkv.split(C, 2);
     auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head, hs}).transpose(1, 2); };  // (B, nh, T, hs)
-    y = compat::sdpa_causal(heads(parts[0]), heads(parts[1]), heads(parts[2]), p).transpose(1, 2).contiguous().view({B, T, C});
-  } else {
-    y = kernels::causal_attention_reference(qkv, n_head, p);
+    y = sdpa_causal(heads(parts[0]), heads(parts[1]), heads(parts[2]), p).transpose(1, 2).contiguous().view({B, T, C});
   }
   return maybe_dropout(project(y, c_proj, fused), dropout, is_training());
 }
@@ -600,8 +601,7 @@ MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards
 }
 
 std::string GPTImpl::attention(const torch::Device& device) const {
-  const auto kind = attention_kind(fused, device);
-  return kind == Attention::fused ? "fused" : kind == Attention::sdpa ? "sdpa" : "manual";
+  return attention_kind(fused, device) == Attention::fused ? "fused" : "sdpa";
 }
 
 void GPTImpl::set_fused(bool on) {

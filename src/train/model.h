@@ -240,8 +240,8 @@ struct GPTImpl : torch::nn::Module {
 
   // The fused CPU kernels (kernels/) or the reference LibTorch ops, everywhere in the model.
   void set_fused(bool on);
-  // The attention training uses on `device`: "fused" (kernels/, CPU),
-  // "sdpa" (LibTorch >= 2.0) or "manual" (the reference ops).
+  // The attention training uses on `device`: "fused" (kernels/, CPU) or "sdpa" (LibTorch's
+  // scaled_dot_product_attention).
   std::string attention(const torch::Device& device) const;
 
   // The head weight: lm_head's, or wte's when tied (one tensor, registered once).

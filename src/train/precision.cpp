@@ -1,6 +1,6 @@
 #include "train/precision.h"
 
-#include "train/compat.h"
+#include <ATen/autocast_mode.h>
 
 namespace sweep {
 
@@ -9,9 +9,10 @@ AutocastScope::AutocastScope(const std::string& precision, c10::DeviceType devic
     return;
   }
   m_active = true;
-  m_prev_enabled = compat::autocast_enabled(device);
-  m_prev_dtype = static_cast<int>(compat::autocast_dtype(device));
-  compat::set_autocast(device, true, at::kBFloat16);
+  m_prev_enabled = at::autocast::is_autocast_enabled(device);
+  m_prev_dtype = static_cast<int>(at::autocast::get_autocast_dtype(device));
+  at::autocast::set_autocast_enabled(device, true);
+  at::autocast::set_autocast_dtype(device, at::kBFloat16);
   at::autocast::increment_nesting();
 }
 
@@ -22,7 +23,8 @@ AutocastScope::~AutocastScope() {
   if (at::autocast::decrement_nesting() == 0) {
     at::autocast::clear_cache();
   }
-  compat::set_autocast(m_device, m_prev_enabled, static_cast<at::ScalarType>(m_prev_dtype));
+  at::autocast::set_autocast_enabled(m_device, m_prev_enabled);
+  at::autocast::set_autocast_dtype(m_device, static_cast<at::ScalarType>(m_prev_dtype));
 }
 
 void configure_matmul_precision(const std::string& precision) {

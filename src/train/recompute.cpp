@@ -1,7 +1,7 @@
 #include "train/recompute.h"
 
 #include "train/checkpoint.h"
-#include "train/compat.h"
+#include <ATen/autocast_mode.h>
 #include "train/precision.h"
 
 namespace sweep {
@@ -51,7 +51,7 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
     ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
     ctx->saved_data["weights"] = reinterpret_cast<int64_t>(weights);
     ctx->saved_data["rng"] = rng_state(device);  // before the block's dropout draws
-    ctx->saved_data["autocast"] = compat::autocast_enabled(device.type());
+    ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(device.type());
     ctx->save_for_backward({x});
     GatheredBlock gathered(weights, *block);
     auto [y, aux] = run_block(*block, x);  // autograd is off here: nothing is kept but x

@@ -1,9 +1,10 @@
-# The example trainer of your own (examples/own-trainer/train.py: PyTorch, Debian's python3-torch,
-# events through clients/python/sweep_events.py) run by `sweep run` at a tiny size on a prepared
+# The example trainer of your own (examples/own-trainer/train.py: PyTorch, the build's Python —
+# $SWEEP_PYTHON, the project's .venv — events through clients/python/sweep_events.py) run by `sweep run` at a tiny size on a prepared
 # bytes dataset: every variant and seed trained and judged, and a run stopped by SIGTERM resumes
 # from the trainer's checkpoint to the test loss of the same run trained without a stop.
 source "$(dirname "$0")/lib.bash"
-/usr/bin/python3 -c "import torch" 2>/dev/null || { echo "skipped: Debian's python3-torch is missing (scripts/setup.sh --test installs it)"; exit 77; }
+"${SWEEP_PYTHON:-none}" -c "import torch" 2>/dev/null ||
+  { echo "skipped: this build names no Python with torch (SWEEP_PYTHON='${SWEEP_PYTHON:-}'; scripts/setup.sh sets it)"; exit 77; }
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 prepare_bytes
 mkdir -p examples/own-trainer clients/python
@@ -13,7 +14,8 @@ sed -e 's|data.dataset: results/data/brown-sp4096|data.dataset: data/bytes|' \
     -e 's|default: 200K}|default: 6K}|; s|model.n_embd: {type: int, default: 64|model.n_embd: {type: int, default: 16|' \
     -e 's|model.block_size: {type: int, default: 64|model.block_size: {type: int, default: 16|' \
     -e 's|eval.every: {type: int, default: 20|eval.every: {type: int, default: 5|' \
-    -e 's|seeds: \[1, 2, 3\]|seeds: [1, 2]|' "$repo/examples/own-trainer/sweep.yaml" > examples/own-trainer/sweep.yaml
+    -e 's|seeds: \[1, 2, 3\]|seeds: [1, 2]|' -e "s|command: \[python3,|command: [$SWEEP_PYTHON,|" \
+    "$repo/examples/own-trainer/sweep.yaml" > examples/own-trainer/sweep.yaml
 "$SWEEP" run examples/own-trainer/sweep.yaml --results res --devices cpu:2x1 > run.txt || fail "the example: $(cat run.txt)"
 "$SWEEP" report own-trainer --results res --out rep --format json > rep.json || fail "its report"
 python3 - <<'PY' || fail "the example's report: $(cat rep.json)"

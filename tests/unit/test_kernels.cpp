@@ -17,6 +17,7 @@
 #include "kernels/activation.h"
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
+#include "kernels/onednn.h"
 
 using namespace sweep;
 
@@ -299,6 +300,14 @@ TEST_CASE("linear with one row leaves its bias alone (an expanded bias of one ro
 // x's shape and the output width of the linear tests: odd sizes, the MLP's, a single element.
 const std::vector<std::pair<std::vector<int64_t>, int64_t>> k_linear_shapes{
     {{2, 7, 5}, 3}, {{64, 256}, 768}, {{1, 1, 1}, 1}, {{3, 33, 17}, 50}};
+
+TEST_CASE("the fused kernels call the oneDNN 2.x they are written for, not a PyTorch wheel's 3.x") {
+  // A wheel's LibTorch ships oneDNN 3.x's headers and links 3.x inside itself: the kernels'
+  // calls (sgemm, the bf16 matmul primitive) must bind to the 2.x library they are built for.
+  const std::string version = kernels::onednn::library_version();
+  MESSAGE("oneDNN " << version << " beside LibTorch " << TORCH_VERSION);
+  CHECK(version.rfind("2.", 0) == 0);
+}
 
 TEST_CASE("linear through oneDNN's sgemm: output, input, weight and bias gradients equal F::linear (fp32)") {
   torch::manual_seed(15);

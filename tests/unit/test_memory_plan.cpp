@@ -97,7 +97,7 @@ TEST_CASE("memory plan: within 15% of the tensor memory training steps take, on 
 
 TEST_CASE("memory plan: ZeRO stages shard what they say, expert parallelism partitions the routed experts") {
   RunConfig c = small("gpt2");
-  const StepPath path = step_path(c, false, true);
+  const StepPath path = step_path(c, true);
   const MemoryPlan zero0 = plan_memory(c, Layout{2, 0, 1, 0}, path);
   const MemoryPlan zero1 = plan_memory(c, Layout{2, 1, 1, 0}, path);
   const MemoryPlan zero2 = plan_memory(c, Layout{2, 2, 1, 0}, path);
@@ -117,8 +117,8 @@ TEST_CASE("memory plan: ZeRO stages shard what they say, expert parallelism part
   RunConfig moe = small("deepseek");
   moe.model.n_routed_experts = 8;
   moe.model.moe_top_k = 2;
-  const MemoryPlan one = plan_memory(moe, Layout{4, 0, 1, 0}, step_path(moe, false, true));
-  const MemoryPlan four = plan_memory(moe, Layout{4, 0, 4, 0}, step_path(moe, false, true));
+  const MemoryPlan one = plan_memory(moe, Layout{4, 0, 1, 0}, step_path(moe, true));
+  const MemoryPlan four = plan_memory(moe, Layout{4, 0, 4, 0}, step_path(moe, true));
   // the routed experts of layers 1.. (first_k_dense 1): 8 × 3 matrices of 64 × hidden each
   const ModelConfig m = moe.model.resolved();
   const double experts = 8.0 * 3 * 64 * static_cast<double>(m.moe_intermediate_size) * (m.n_layer - m.first_k_dense);
@@ -134,7 +134,7 @@ TEST_CASE("memory plan: ZeRO stages shard what they say, expert parallelism part
 TEST_CASE("memory plan: the layouts that fit a device, or none") {
   RunConfig c = small("gpt2");
   c.resources.ranks = 2;
-  const StepPath path = step_path(c, false, true);
+  const StepPath path = step_path(c, true);
   const MemoryPlan now = plan_memory(c, Layout{2, 0, 1, 0}, path);
   const double device = now.total() * 0.8;
   const auto fit = layouts_that_fit(c, path, device);
