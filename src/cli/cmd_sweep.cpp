@@ -45,9 +45,30 @@ int64_t usable_dataset_vocab(const std::string& /*dataset*/, const std::string& 
   return info.vocab_size;
 }
 
-// A sweep as it will run: every dataset checked, vocabulary sizes from their dataset.yaml.
+// The kind of device a sweep's runs train on, which is part of each run's id: its slots' kind
+// (--devices: a worker trains where its slot is, whatever the file says); with Slurm, cuda when
+// --gpus-per-rank gives each rank GPUs, else the file's own.
+std::optional<std::string> slot_device(const SweepOptions& o) {
+  if (o.executor == "slurm") {
+    return o.gpus_per_rank > 0 ? std::optional<std::string>("cuda") : std::nullopt;
+  }
+  return o.devices.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+}
+
+// The file beside a saved sweep that says what kind of device its runs trained on, for `sweep
+// ingest` (a sweep saved before it: its file's own).
+fs::path saved_device_file(const std::string& results, const std::string& sweep) {
+  return fs::path(results) / "sweeps" / (sweep + ".device");
+}
+
+// A sweep as it will run: every dataset checked, vocabulary sizes from their dataset.yaml, every
+// run on the kind of device it will train on.
 SweepSpec load_runnable_sweep(const SweepOptions& o) {
-  return load_sweep(o.file, usable_dataset_vocab, static_cast<size_t>(o.max_variants));
+  SweepSpec spec = load_sweep(o.file, usable_dataset_vocab, static_cast<size_t>(o.max_variants));
+  if (const auto device = slot_device(o)) {
+    train_on(spec, *device);
+  }
+  return spec;
 }
 
 }  // namespace
@@ -91,6 +112,7 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
 
   CLI::App* plan = app.add_subcommand("plan", "Show a sweep's runs and their state without running anything");
   plan->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
+  plan->add_option("--devices", o.devices, "As for run: the kind of device is part of each run's id")->capture_default_str();
   plan->add_option("--results", o.results, "Output root")->capture_default_str();
   plan->add_option("--max-variants", o.max_variants, "As for run")->check(CLI::Range(1, 100000000))->capture_default_str();
   plan->add_flag("--memory", o.memory, "Also list what the activations of the run needing the most memory are made of");
@@ -431,6 +453,11 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
     store.record_reference(spec.name, r);
   }
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
+  if (const auto device = slot_device(o)) {
+    write_file_atomic(saved_device_file(o.results, spec.name), *device + "\n");
+  } else {
+    fs::remove(saved_device_file(o.results, spec.name));
+  }
   if (spec.trainer) {  // the saved copy's trainer paths are relative to the original's folder: `sweep ingest` needs it
     write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".trainer-dir"), spec.trainer->trainer.dir + "\n");
   }
@@ -488,8 +515,8 @@ Exit run_status(Store& store, std::string name) {
     throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
   }
   const bool jobs = std::any_of(rows.begin(), rows.end(), [](const SweepRunRow& r) { return !r.run.job.empty(); });
-  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %11s %9s %9s %8s %11s  %-30s %s%s\n", name.c_str(), "variant",
-              "seeds", "run", "state", "step", "loss", "test", "attempts", "last event", "code (latest start)",
+  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %-8s %11s %9s %9s %8s %11s  %-30s %s%s\n", name.c_str(), "variant",
+              "seeds", "run", "state", "device", "step", "loss", "test", "attempts", "last event", "code (latest start)",
               jobs ? "slurm task         " : "", "error");
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -508,8 +535,10 @@ Exit run_status(Store& store, std::string name) {
     const std::string heard = state == PlanState::running && !segments.empty()
                                   ? format_duration(std::max(0.0, unix_now - segments.back().last_event)) + " ago"
                                   : "-";
-    std::printf("%-32s %-8s %-16s %-10s %11s %9s %9s %8lld %11s  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
-                r.run.run_id.c_str(), to_string(state), step.c_str(), loss, test,
+    // where its latest start trained (a run from before the device was recorded: the kind its config names)
+    const std::string device = r.run.device.empty() ? "-" : r.run.device;
+    std::printf("%-32s %-8s %-16s %-10s %-8s %11s %9s %9s %8lld %11s  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
+                r.run.run_id.c_str(), to_string(state), device.c_str(), step.c_str(), loss, test,
                 static_cast<long long>(r.run.attempts), heard.c_str(), code.c_str(),
                 jobs ? (job + std::string(19 - std::min<size_t>(19, job.size()), ' ')).c_str() : "",
                 first_line(r.run.error).c_str());
@@ -552,7 +581,7 @@ Exit run_ingest(const SweepOptions& o) {
   if (results_folder && fs::exists(sweeps)) {
     for (const auto& f : fs::directory_iterator(sweeps)) {
       if (f.path().extension() != ".yaml") {
-        continue;  // a sweep's .trainer-dir, beside its file
+        continue;  // a sweep's .trainer-dir or .device, beside its file
       }
       try {
         const auto vocab = [&](const std::string& dataset, const std::string& dir) {
@@ -561,8 +590,17 @@ Exit run_ingest(const SweepOptions& o) {
         };
         // A saved sweep ran once: however many variants it has, they were asked for.
         const fs::path trainer_dir = fs::path(f.path()).replace_extension(".trainer-dir");
-        store.record_sweep(load_sweep(f.path().string(), vocab, SIZE_MAX,
-                                      fs::exists(trainer_dir) ? trim(read_file(trainer_dir)) : ""));
+        const fs::path device = fs::path(f.path()).replace_extension(".device");
+        SweepSpec spec = load_sweep(f.path().string(), vocab, SIZE_MAX,
+                                    fs::exists(trainer_dir) ? trim(read_file(trainer_dir)) : "");
+        if (fs::exists(device)) {  // the kind of device its runs trained on, part of their ids
+          const std::string kind = trim(read_file(device));
+          if (kind != "cpu" && kind != "cuda") {
+            throw Error(device.string() + " says '" + kind.substr(0, 40) + "', not cpu or cuda");
+          }
+          train_on(spec, kind);
+        }
+        store.record_sweep(spec);
       } catch (const Error& e) {
         problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));
       }

@@ -146,8 +146,12 @@ Exit run_train(const TrainOptions& o) {
                     Exit::bad_input);
       }
       // At other ranks (train.grad_accum keeping the batch of a step) it is the same run, resharded.
-      if (RunConfig::across_layouts(load_run_config(config_file.string()).identity_json()) !=
-          RunConfig::across_layouts(cfg.identity_json())) {
+      const nlohmann::json written = RunConfig::across_layouts(load_run_config(config_file.string()).identity_json());
+      if (written != RunConfig::across_layouts(cfg.identity_json())) {
+        if (const auto moved = RunConfig::other_device(written, RunConfig::across_layouts(cfg.identity_json()),
+                                                       "the run in " + run_dir)) {
+          throw Error(*moved, Exit::bad_input);
+        }
         throw Error("run directory " + run_dir + " holds a run with another config — use --run-dir for this one",
                     Exit::bad_input);
       }

@@ -534,12 +534,31 @@ nlohmann::json RunConfig::across_layouts(nlohmann::json identity) {
   return identity;
 }
 
+std::optional<std::string> RunConfig::other_device(nlohmann::json written, nlohmann::json here,
+                                                   const std::string& what) {
+  const std::string was = written.value("device", std::string("cpu")), is = here.value("device", std::string("cpu"));
+  written.erase("device");
+  here.erase("device");
+  if (was == is || written != here) {
+    return std::nullopt;
+  }
+  return what + " was trained on " + was + " and would go on on " + is +
+         " — the kind of device is part of what a run is (its kernels, its dropout stream): go on with --set "
+         "resources.device=" + was + ", or train a new run on " + is;
+}
+
 nlohmann::json RunConfig::identity_json() const {
   nlohmann::json j = to_json();
   j.erase("resources");
   j.erase("parallel");  // how the ranks hold the state, not what they compute (tests/unit/test_zero.cpp)
   if (resources.ranks != 1) {  // absent at 1, so that one-process runs keep their ids
     j["ranks"] = resources.ranks;
+  }
+  // The kind of device, not which one: a GPU's kernels and dropout stream are not the CPU's, so a
+  // run on each is a run of its own, never paired with the other (absent on the CPU: CPU runs
+  // keep the ids they had before the device counted). A user's trainer too, whose GPU use is its own.
+  if (trains_on_cuda()) {
+    j["device"] = "cuda";
   }
   if (trainer) {  // the command, its files' contents and the config: not where it runs, nor its name
     j["trainer"] = trainer->to_json(true);

@@ -6,10 +6,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -185,13 +186,18 @@ struct RunConfig {
 
   // The canonical form: every field, fixed key order. Emitted as a run's config.yaml.
   nlohmann::json to_json() const;
-  // What defines the run's result: to_json() without `resources` (threads and device are where
-  // it runs, not what it computes) — except `ranks` when it is not 1, since it scales the global
-  // batch — plus the numerics version. Run ids hash it.
+  // What defines the run's result: to_json() without `resources` (threads and which device are
+  // where it runs, not what it computes) — except `ranks` when it is not 1, since it scales the
+  // global batch, and the kind of device when it is a GPU (its kernels and dropout stream are not
+  // the CPU's) — plus the numerics version. Run ids hash it.
   nlohmann::json identity_json() const;
+  bool trains_on_cuda() const { return resources.device.rfind("cuda", 0) == 0; }
   // An identity without what a checkpoint may be resumed across: the ranks and train.grad_accum
   // (the batch of a step, micro_batch × block_size × grad_accum × ranks, is checked on its own).
   static nlohmann::json across_layouts(nlohmann::json identity);
+  // Two identities that differ in the kind of device alone ("cpu", "cuda"): a run that would go on
+  // on the other kind, which it may not — refused with `fix` saying how to go on.
+  static std::optional<std::string> other_device(nlohmann::json written, nlohmann::json here, const std::string& what);
   std::string to_yaml() const;
 };
 

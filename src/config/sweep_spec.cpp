@@ -483,6 +483,13 @@ std::vector<int64_t> SeedDesign::looks(int64_t n) const {
   return out;
 }
 
+void train_on(SweepSpec& spec, const std::string& device) {
+  for (PlannedRun& run : spec.runs) {
+    run.config.resources.device = device;
+    run.run_id = run_id_of(run.config, run.repeat);
+  }
+}
+
 std::vector<PlannedRun> added_seed_runs(const SweepSpec& spec, const std::string& variant, int64_t n) {
   std::vector<PlannedRun> out;
   int64_t declared = 0, last_seed = -1;

@@ -126,6 +126,11 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of = {},
 // A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON.
 std::string run_id_of(const RunConfig& config, int64_t repeat);
 
+// Every run of `spec` trained on `device` ("cpu" or "cuda": the kind of the slots `sweep run` is
+// given, which the workers train on whatever the file says), its id recomputed: the kind of
+// device is part of what a run is (RunConfig::identity_json).
+void train_on(SweepSpec& spec, const std::string& device);
+
 // Names become directory and table keys: letters, digits, '_', '-', '.', '+', '=' and ',',
 // starting with a letter or digit, at most 100 characters.
 bool is_safe_name(const std::string& name);

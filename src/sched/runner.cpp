@@ -179,7 +179,7 @@ void SweepRunner::launch(const PlannedRun& run) {
   m_watched[run.run_id] = {&run, now(), pid ? std::optional<double>(now()) : std::nullopt};
   if (pid) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
-    m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted);
+    m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted, where);
     // "resuming" only where there is something to resume from
     const bool checkpoint = fs::exists(dir / "checkpoint" / "ckpt.pt") || fs::exists(dir / "checkpoint" / "ckpt.prev.pt");
     say("start " + describe(run.run_id) + " on " + where + (checkpoint ? ", resuming" : ""));

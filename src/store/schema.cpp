@@ -129,6 +129,13 @@ const char* const k_migrations[] = {
       PRIMARY KEY (sweep, name)
     );
     )sql",
+    // 9: where each run trained: the slot of its latest start ("cpu:0", "cuda:1", "Slurm"). A run
+    // from before it trained on the kind of device its config names (a GPU run's id says cuda
+    // from this version on; every earlier one is a CPU run's, unless its config said cuda)
+    R"sql(
+    ALTER TABLE runs ADD COLUMN device TEXT;
+    UPDATE runs SET device = CASE WHEN config LIKE '%device: cuda%' THEN 'cuda' ELSE 'cpu' END;
+    )sql",
 };
 
 static_assert(sizeof k_migrations / sizeof k_migrations[0] == Store::k_schema_version,

@@ -106,7 +106,7 @@ std::optional<std::string> valid_blocks(const nlohmann::json& ev) {
 
 const char* k_run_columns =
     "run_id, status, attempts, init_seed, data_seed, repeat, steps, total_steps, tokens, test_loss, test_bpb, "
-    "wall_seconds, tokens_per_s, last_loss, error, run_dir, pid, config, job, job_state, train_seconds";
+    "wall_seconds, tokens_per_s, last_loss, error, run_dir, pid, config, job, job_state, train_seconds, device";
 
 // `root`: the results folder, against which a relative run folder is resolved.
 RunRow read_run(SQLite::Statement& q, const fs::path& root, int offset = 0) {
@@ -134,6 +134,7 @@ RunRow read_run(SQLite::Statement& q, const fs::path& root, int offset = 0) {
   r.job = q.getColumn(i++).getString();
   r.job_state = q.getColumn(i++).getString();
   r.train_seconds = opt_double(q.getColumn(i++));
+  r.device = q.getColumn(i++).getString();  // NULL: ""
   return r;
 }
 
@@ -504,15 +505,16 @@ std::vector<Segment> Store::segments(const std::string& run_id) try {
   throw db_error(m_path, e);
 }
 
-void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt) try {
+void Store::mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt, const std::string& device) try {
   SQLite::Statement q(*m_db,
                       "UPDATE runs SET status = ?, pid = ?, attempts = attempts + ?, error = '', "
-                      "job = '', job_state = '', updated_at = ? WHERE run_id = ?");
+                      "job = '', job_state = '', device = ?, updated_at = ? WHERE run_id = ?");
   q.bind(1, to_string(RunState::running));
   q.bind(2, pid);
   q.bind(3, counts_as_attempt ? 1 : 0);
-  q.bind(4, now());
-  q.bind(5, run_id);
+  q.bind(4, device);
+  q.bind(5, now());
+  q.bind(6, run_id);
   q.exec();
 } catch (const SQLite::Exception& e) {
   throw db_error(m_path, e);
@@ -653,6 +655,14 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
         seg.bind(5, field_or<std::string>(ev, field::code, ""));
         bind_opt(seg, 6, has_numerics ? std::optional<int64_t>(ev[field::numerics].get<int64_t>()) : std::nullopt);
         seg.exec();
+      }
+      // Where it trained, as the worker said, for a run no scheduler of this database started
+      // (a run folder ingested): the scheduler's own record, its slot, says more.
+      if (ev.contains(field::device) && ev[field::device].is_string()) {
+        SQLite::Statement where(*m_db, "UPDATE runs SET device = ? WHERE run_id = ? AND (device IS NULL OR device = '')");
+        where.bind(1, ev[field::device].get<std::string>().substr(0, 64));
+        where.bind(2, run_id);
+        where.exec();
       }
       // A (re)start at step k: everything after k will be produced again.
       latest_train.reset();  // its rows after k are gone; so is the progress they reported

@@ -36,6 +36,7 @@ struct RunRow {
   int64_t pid = 0;
   std::string config_yaml;
   std::string job, job_state;  // a batch system's task id (Slurm "12_3") and its state, when it runs one
+  std::string device;          // where its latest start trained: a slot ("cpu:0", "cuda:1", "Slurm"); "" before any
 };
 
 struct SweepRunRow {
@@ -93,7 +94,7 @@ struct ReferenceScore {
 
 class Store {
  public:
-  static constexpr int k_schema_version = 8;
+  static constexpr int k_schema_version = 9;
 
   // read: for commands that only read (report, status, ls, plan) — a database in a folder this
   // process cannot write is opened read-only, as it is, instead of failing.
@@ -122,7 +123,7 @@ class Store {
   std::vector<ReferenceScore> references(const std::string& sweep);
   void record_reference(const std::string& sweep, const ReferenceScore& score);
 
-  void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt);
+  void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt, const std::string& device);
   void set_status(const std::string& run_id, RunState status, const std::string& error = "");
   void set_job(const std::string& run_id, const std::string& job, const std::string& state);
   // Registers a run found on disk (sweep ingest) that the database does not know yet.

@@ -256,7 +256,12 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
 void Trainer::check_same_run(const CheckpointMeta& meta, const std::string& path) const {
   // The ranks and the accumulation may differ (a run resumed at other ranks: the checkpoint is
   // resharded); the batch of a step may not.
-  if (RunConfig::across_layouts(nlohmann::json::parse(meta.config_json)) != RunConfig::across_layouts(m_cfg.identity_json())) {
+  const nlohmann::json written = RunConfig::across_layouts(nlohmann::json::parse(meta.config_json));
+  const nlohmann::json here = RunConfig::across_layouts(m_cfg.identity_json());
+  if (written != here) {
+    if (const auto moved = RunConfig::other_device(written, here, "the run of checkpoint " + path)) {
+      throw Error(*moved, Exit::bad_input);
+    }
     throw Error("checkpoint " + path + " belongs to another config — resume with the run's own config.yaml",
                 Exit::bad_input);
   }

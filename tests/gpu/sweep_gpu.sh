@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a CUDA GPU, through the real binary: `sweep train` on cuda (its loss falls), a run stopped
-# on the CPU and resumed on the GPU, two data-parallel ranks sharing the GPU over Gloo equal to
+# on the CPU refused on the GPU and resumed on the CPU, two data-parallel ranks sharing the GPU over Gloo equal to
 # accumulation 2 (NCCL refused for them, with the fix named), a sweep on one GPU slot and on two
 # slots of the same GPU ending with a report, a GPU that does not exist refused, and the bench.
 # Without a CUDA device: skipped (exit 77), saying why.
@@ -40,16 +40,18 @@ assert sum(train[-10:]) / 10 < sum(train[:10]) / 10 - 0.5, (train[:10], train[-1
 PY
 done
 
-# ---- stopped on the CPU, resumed on the GPU (the device is not part of a run's identity) ----
+# ---- stopped on the CPU: refused on the GPU (the kind of device is part of a run), resumed on the CPU ----
 "$SWEEP" train run.yaml --set resources.device=cpu --run-dir moved > /dev/null 2>&1 &
 pid=$!
 wait_for_train_events moved/events.jsonl 50
 kill -TERM "$pid"
 set +e; wait "$pid"; rc=$?; set -e
 [ "$rc" -eq 75 ] || fail "SIGTERM on the CPU: exit $rc, expected 75"
-"$SWEEP" train run.yaml --run-dir moved --resume > /dev/null 2> err.txt || fail "resume on cuda: $(cat err.txt)"
-grep -q 'written on cpu, this run is on cuda' moved/train.log || fail "the resume on cuda did not say its dropout stream restarted"
-[ "$(count '"status":"done"' moved/events.jsonl)" -eq 1 ] || fail "the moved run did not finish"
+expect_rc 2 "$SWEEP" train run.yaml --run-dir moved --resume 2> err.txt
+grep -q 'was trained on cpu and would go on on cuda' err.txt || fail "resume on cuda of a CPU run: $(cat err.txt)"
+"$SWEEP" train run.yaml --set resources.device=cpu --run-dir moved --resume > /dev/null 2> err.txt ||
+  fail "resume on the CPU: $(cat err.txt)"
+[ "$(count '"status":"done"' moved/events.jsonl)" -eq 1 ] || fail "the CPU run did not finish"
 
 # ---- two ranks sharing the GPU: Gloo equals accumulation 2; NCCL refuses, naming the fix ----
 sed -i 's/dropout: 0.1/dropout: 0.0/; s/^train: {/train: {precision: fp32, /' run.yaml

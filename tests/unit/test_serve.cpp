@@ -129,7 +129,7 @@ struct ServedSweep {
     const PlannedRun& r = spec.runs[k];
     std::vector<std::string> lines;
     if (from == 1) {
-      store.mark_launched(r.run_id, 12345, true);  // as the scheduler does before its worker starts
+      store.mark_launched(r.run_id, 12345, true, "cpu:0");  // as the scheduler does before its worker starts
       lines.push_back(R"({"event":"start","step":0,"total_steps":100,"code":"abc","numerics":2,"time":100})");
     }
     for (int step = from; step <= to; ++step) {

@@ -314,6 +314,7 @@ TEST_CASE("migration 4 makes the run folders of a schema-3 database relative to 
     raw.exec("ALTER TABLE runs DROP COLUMN test_blocks");
     raw.exec("ALTER TABLE metrics DROP COLUMN moe");
     raw.exec("DROP TABLE reference_scores");
+    raw.exec("ALTER TABLE runs DROP COLUMN device");
     raw.exec("PRAGMA user_version = 3");
   }
   Store store(fixture.dir.str("sweep.db"));

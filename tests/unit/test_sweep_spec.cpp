@@ -84,15 +84,58 @@ TEST_CASE("changing one override changes only that variant's run ids") {
   }
 }
 
-TEST_CASE("a run id ignores where a run executes (resources), not what it computes") {
+TEST_CASE("a run id ignores where a run executes (threads, which GPU), not what it computes (the kind of device)") {
   RunConfig c = test::tiny_config();
   const std::string id = run_id_of(c, 0);
+  CHECK(!c.identity_json().contains("device"));  // a CPU run's identity is what it was before the device counted
   c.resources.threads = 7;
-  c.resources.device = "cuda:1";
   CHECK(run_id_of(c, 0) == id);
   CHECK(run_id_of(c, 1) != id);
+  c.resources.device = "cuda:1";  // a GPU's kernels and dropout stream: another run
+  const std::string gpu = run_id_of(c, 0);
+  CHECK(gpu != id);
+  CHECK(c.identity_json()["device"] == "cuda");
+  c.resources.device = "cuda";  // which GPU does not matter
+  CHECK(run_id_of(c, 0) == gpu);
+  c.resources.device = "cpu";
   c.seeds.data = 9;
   CHECK(run_id_of(c, 0) != id);
+}
+
+TEST_CASE("train_on: a sweep's runs on the kind of device of its slots, their ids with it") {
+  SweepSpec s = load_sweep(k_sweep_dir + "/small.yaml");
+  const SweepSpec cpu = s;
+  train_on(s, "cpu");
+  REQUIRE(s.runs.size() == cpu.runs.size());
+  for (size_t i = 0; i < s.runs.size(); ++i) {
+    CHECK(s.runs[i].run_id == cpu.runs[i].run_id);
+  }
+  train_on(s, "cuda");
+  std::set<std::string> ids;
+  for (size_t i = 0; i < s.runs.size(); ++i) {
+    CHECK(s.runs[i].config.resources.device == "cuda");
+    CHECK(s.runs[i].run_id != cpu.runs[i].run_id);
+    ids.insert(s.runs[i].run_id);
+  }
+  CHECK(ids.size() == s.runs.size());
+  const auto more = added_seed_runs(s, s.baseline, 10);  // more seeds, on the same kind of device
+  REQUIRE(!more.empty());
+  CHECK(more.front().config.resources.device == "cuda");
+}
+
+TEST_CASE("a run that would go on on another kind of device is named, with how to go on") {
+  RunConfig c = test::tiny_config();
+  const auto cpu = RunConfig::across_layouts(c.identity_json());
+  c.resources.device = "cuda:0";
+  const auto gpu = RunConfig::across_layouts(c.identity_json());
+  const auto moved = RunConfig::other_device(cpu, gpu, "the run in r");
+  REQUIRE(moved);
+  CHECK(*moved == "the run in r was trained on cpu and would go on on cuda — the kind of device is part of what a run "
+                  "is (its kernels, its dropout stream): go on with --set resources.device=cpu, or train a new run on cuda");
+  CHECK(RunConfig::other_device(gpu, cpu, "x")->find("was trained on cuda and would go on on cpu") != std::string::npos);
+  CHECK_FALSE(RunConfig::other_device(cpu, cpu, "x"));
+  c.train.lr *= 2;  // another config as well: not a question of the device
+  CHECK_FALSE(RunConfig::other_device(cpu, RunConfig::across_layouts(c.identity_json()), "x"));
 }
 
 TEST_CASE("safe names") {
