@@ -57,7 +57,7 @@ $test_packages && packages+=(chromium curl munge slurmctld slurmd slurm-client)
 
 # ---- which LibTorch ----
 # torch_info PY: what that Python's torch has, checked (torch_dir, torch_version, torch_cuda,
-# torch_nccl, nccl_include, torch_site set); dies naming the fix.
+# torch_nccl, nccl_include, torch_site, torch_cudnn set); dies naming the fix.
 torch_info() {
   py=$1
   command -v "$py" >/dev/null || die "--torch $torch: no $py on PATH — activate the Python environment that has PyTorch, or set PYTHON"
