@@ -2,6 +2,8 @@
 
 #include <dnnl.h>
 
+#include <algorithm>
+#include <array>
 #include <mutex>
 #include <unordered_map>
 
@@ -12,11 +14,27 @@ namespace sweep::kernels {
 
 namespace {
 
-// Row-major C (m × n) = op(A) · op(B) (+ C when accumulate).
+// Row-major C (m × n) = op(A) · op(B) (+ C when accumulate), op 'N' or 'T', through the fp32
+// GEMM the kernels' table names for this CPU (cpu::Ops::gemm): oneDNN's sgemm, or ATen's
+// (MKL's sgemm in a PyTorch wheel) on views of the same memory.
 void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
            float* c, int64_t ldc, bool accumulate = false) {
-  const auto status = dnnl_sgemm(ta, tb, m, n, k, 1.f, a, lda, b, ldb, accumulate ? 1.f : 0.f, c, ldc);
-  TORCH_CHECK(status == dnnl_success, "oneDNN sgemm failed with status ", static_cast<int>(status));
+  if (cpu::ops().gemm == cpu::Gemm::onednn) {
+    const auto status = dnnl_sgemm(ta, tb, m, n, k, 1.f, a, lda, b, ldb, accumulate ? 1.f : 0.f, c, ldc);
+    TORCH_CHECK(status == dnnl_success, "oneDNN sgemm failed with status ", static_cast<int>(status));
+    return;
+  }
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+  const auto op = [&](const float* p, char t, int64_t rows, int64_t cols, int64_t ld) {  // op(P), rows × cols
+    const std::array<int64_t, 2> strides = t == 'N' ? std::array<int64_t, 2>{ld, 1} : std::array<int64_t, 2>{1, ld};
+    return torch::from_blob(const_cast<float*>(p), {rows, cols}, strides, f32);
+  };
+  auto out = torch::from_blob(c, {m, n}, {ldc, 1}, f32);
+  if (accumulate) {
+    out.addmm_(op(a, ta, m, k, lda), op(b, tb, k, n, ldb));
+  } else {
+    at::mm_out(out, op(a, ta, m, k, lda), op(b, tb, k, n, ldb));
+  }
 }
 
 // x fp32 (or bf16 too, for linear_bf16), weight and bias fp32, all on the CPU, of matching shapes.
@@ -151,6 +169,78 @@ struct LinearBf16 : torch::autograd::Function<LinearBf16> {
   }
 };
 
+// bf16 on a CPU without bf16 products (cpu::Ops::bf16_matmul false): the operands rounded to
+// bf16 as autocast rounds them (x, the weight, the bias), widened to fp32 — exactly: a product
+// of two bf16 numbers is exact in fp32 — and multiplied by the fp32 GEMM with fp32 sums, the
+// output rounded to bf16: autocast's numerics at fp32's speed. The sums run in the fp32 GEMM's
+// order, so the fp32 result before that rounding differs from a native bf16 product's in its
+// last bits. Backward as LinearBf16's: dx in bf16, dW and db in fp32. Saved: x and the weight in
+// bf16 (widened again in backward), as much as autocast keeps. The rows go through in blocks of
+// at most k_widened_block bytes of fp32 (x and y; dy and x), so that no fp32 copy of a whole
+// activation (a head's logits) is ever made.
+constexpr int64_t k_widened_block = 4 << 20;
+
+int64_t widened_rows(int64_t M, int64_t N, int64_t K) {
+  return std::clamp<int64_t>(k_widened_block / (4 * std::max<int64_t>(N + K, 1)), 64, std::max<int64_t>(M, 1));
+}
+
+struct LinearBf16Widened : torch::autograd::Function<LinearBf16Widened> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in,
+                               const torch::Tensor& weight, const torch::Tensor& bias) {
+    RECORD_USER_SCOPE("sweep::linear_bf16_widened");
+    const bool has_bias = bias.numel() > 0;
+    check(x_in, weight, bias, true);
+    const auto x = x_in.to(torch::kBFloat16).contiguous();
+    const auto w = weight.detach().to(torch::kBFloat16).contiguous();
+    const int64_t K = weight.size(1), N = weight.size(0), M = x.numel() / K;
+    auto out_sizes = x.sizes().vec();
+    out_sizes.back() = N;
+    const auto w32 = w.to(torch::kFloat);
+    const auto b16 = has_bias ? bias.to(torch::kBFloat16) : torch::Tensor();
+    const auto x2 = x.view({M, K});
+    auto y = torch::empty({M, N}, x.options());
+    for (int64_t r0 = 0, rows = widened_rows(M, N, K); r0 < M; r0 += rows) {
+      const int64_t m = std::min(rows, M - r0);
+      const auto x32 = x2.narrow(0, r0, m).to(torch::kFloat);
+      // the bias in every row, then x Wᵀ onto it (a copy: see Linear)
+      auto y32 = has_bias ? torch::empty({m, N}, x32.options()).copy_(b16.expand({m, N})) : torch::empty({m, N}, x32.options());
+      sgemm('N', 'T', m, N, K, x32.data_ptr<float>(), K, w32.data_ptr<float>(), K, y32.data_ptr<float>(), N, has_bias);
+      y.narrow(0, r0, m).copy_(y32);
+    }
+    ctx->save_for_backward({x, w});
+    ctx->saved_data["bias"] = has_bias;
+    return y.view(out_sizes);
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    RECORD_USER_SCOPE("sweep::linear_bf16_widened_backward");
+    const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
+    const auto w32 = saved[1].to(torch::kFloat);
+    const int64_t K = w32.size(1), N = w32.size(0), M = x.numel() / K;
+    const auto dy = grads[0].to(torch::kBFloat16).contiguous().view({M, N});  // the bf16 gradient
+    const auto x2 = x.view({M, K});
+    auto dx = torch::empty({M, K}, x.options());
+    auto dw = torch::zeros({N, K}, w32.options());
+    const bool has_bias = ctx->saved_data["bias"].toBool();
+    auto db = has_bias ? torch::zeros({N}, w32.options()) : torch::Tensor();
+    for (int64_t r0 = 0, rows = widened_rows(M, N, K); r0 < M; r0 += rows) {
+      const int64_t m = std::min(rows, M - r0);
+      const auto dy32 = dy.narrow(0, r0, m).to(torch::kFloat), x32 = x2.narrow(0, r0, m).to(torch::kFloat);
+      auto dx32 = torch::empty({m, K}, dy32.options());
+      sgemm('N', 'N', m, K, N, dy32.data_ptr<float>(), N, w32.data_ptr<float>(), K, dx32.data_ptr<float>(), K);  // dY W
+      sgemm('T', 'N', N, K, m, dy32.data_ptr<float>(), N, x32.data_ptr<float>(), K, dw.data_ptr<float>(), K,
+            /*accumulate=*/true);  // dYᵀ X, summed over the blocks
+      dx.narrow(0, r0, m).copy_(dx32);
+      if (has_bias) {
+        db += dy32.sum(0);
+      }
+    }
+    return {dx.view(x.sizes()), dw, db};
+  }
+};
+
 }  // namespace
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
@@ -159,11 +249,16 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 }
 
 torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (!cpu::ops().bf16_matmul) {  // autocast's casts, and LibTorch's product
-    const auto b = bias.defined() ? bias.to(torch::kBFloat16) : bias;
-    return linear_reference(x.to(torch::kBFloat16), weight.to(torch::kBFloat16), b);
-  }
-  return LinearBf16::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()));
+  const auto b = bias.defined() ? bias : torch::empty({0}, weight.options());
+  return cpu::ops().bf16_matmul ? LinearBf16::apply(x, weight, b) : LinearBf16Widened::apply(x, weight, b);
+}
+
+std::string linear_paths() {
+  const cpu::Ops& ops = cpu::ops();
+  const std::string gemm = ops.gemm == cpu::Gemm::onednn ? "oneDNN's sgemm" : "ATen's sgemm";
+  return "fp32 matmuls: " + gemm + "; bf16: " +
+         (ops.bf16_matmul ? std::string(ops.amx ? "AMX" : "AVX512-BF16") + " products (oneDNN's matmul)"
+                          : "no bf16 instructions on this CPU, so operands widened to fp32 and " + gemm);
 }
 
 KeptBf16Copies::KeptBf16Copies(const std::vector<torch::Tensor>& weights) {
@@ -223,6 +318,14 @@ void bf16_copy_written(const torch::Tensor& weight) {
   if (it != g_kept.end()) {
     stamp(it->second, weight);
   }
+}
+
+torch::Tensor matmul(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.scalar_type() == torch::kBFloat16 && b.scalar_type() == torch::kBFloat16 && a.device().is_cpu() &&
+      !cpu::ops().bf16_matmul) {
+    return torch::matmul(a.to(torch::kFloat), b.to(torch::kFloat)).to(torch::kBFloat16);
+  }
+  return torch::matmul(a, b);
 }
 
 torch::Tensor linear_reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {

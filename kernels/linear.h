@@ -1,11 +1,13 @@
-// y = x Wᵀ + b on the CPU: fp32 through oneDNN's sgemm, which runs the model's shapes 1.5–3×
-// faster here than the OpenBLAS sgemm behind Debian's LibTorch (`sweep bench` prints both); bf16
-// through oneDNN's matmul (AMX tiles where the CPU has them) from a bf16 copy of the fp32 weight
-// that is kept between steps and written by the fused AdamW as it updates the weight, where
-// autocast casts every weight at every forward and its gradient back at every backward.
+// y = x Wᵀ + b on the CPU: fp32 through the fastest sgemm on this instruction set (cpu::Ops::gemm:
+// oneDNN's on AVX-512, ATen's — MKL's — on AVX2); bf16 through oneDNN's matmul (AMX tiles where
+// the CPU has them) from a bf16 copy of the fp32 weight that is kept between steps and written by
+// the fused AdamW as it updates the weight, where autocast casts every weight at every forward and
+// its gradient back at every backward — or, on a CPU without bf16 products, widened to fp32.
 #pragma once
 
 #include <torch/torch.h>
+
+#include <string>
 
 namespace sweep::kernels {
 
@@ -14,15 +16,23 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 
 // The same in bf16: x (..., K) fp32 or bf16, weight (N, K) fp32, bias (N) fp32 or undefined →
 // (..., N) bf16, as LibTorch's linear under autocast computes it. Backward: dx in bf16, dW and db
-// in fp32 straight from the products (no bf16 gradient cast back). On a CPU without AVX-512
-// (cpu::Ops::bf16_matmul), autocast's casts and LibTorch's product.
+// in fp32 straight from the products (no bf16 gradient cast back). On a CPU without bf16
+// products (cpu::Ops::bf16_matmul), the bf16 operands widened to fp32 and the fp32 GEMM.
 torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+// Which GEMM the linear layers take on this CPU, in fp32 and in bf16 (what `sweep bench` says).
+std::string linear_paths();
+
+// torch::matmul, except that bf16 CPU matrices on a CPU without bf16 products are widened to fp32
+// and the product rounded back to bf16: the numerics of a bf16 matmul (fp32 sums, a bf16 result)
+// without LibTorch's slow bf16 path there (Muon's Newton–Schulz iteration in a bf16 step).
+torch::Tensor matmul(const torch::Tensor& a, const torch::Tensor& b);
 
 // bf16 copies kept for these fp32 weights while this lives: made now, written by the fused AdamW
 // in the pass that updates the weight, and made again by linear_bf16 whenever the weight changed in
 // any other way (an in-place op: its version counter; new storage). A weight without one is cast
 // at each use. Only for weights that stay whole and resident between steps. None on a CPU without
-// AVX-512, where linear_bf16 does not read them.
+// bf16 products, where linear_bf16 does not read them.
 class KeptBf16Copies {
  public:
   explicit KeptBf16Copies(const std::vector<torch::Tensor>& weights);
@@ -34,7 +44,7 @@ class KeptBf16Copies {
   std::vector<const c10::TensorImpl*> m_weights;
 };
 
-// Whether KeptBf16Copies keeps any on this CPU (one with AVX-512).
+// Whether KeptBf16Copies keeps any on this CPU (one with bf16 products).
 bool linear_bf16_keeps_copies();
 
 // The kept copy of `weight` as it is now (made again if stale); undefined when none is kept.

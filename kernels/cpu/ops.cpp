@@ -384,10 +384,13 @@ constexpr Ops k_ops = {
 #define SWEEP_STR(x) SWEEP_STR2(x)
     SWEEP_STR(CPU_CAPABILITY),
     false,
+    false,  // bf16 products: only with AVX512-BF16's dot products (k_ops_bf16_dot, k_ops_amx)
+    // AMD Zen 3 (AVX2), 2026-11-27: MKL's sgemm (ATen, PyTorch 2.15) 50 ms against oneDNN 2.6's
+    // 70 ms for the MLP's linear; AVX-512 keeps oneDNN's, measured faster than OpenBLAS there
 #if defined(CPU_CAPABILITY_AVX512)
-    true,
+    Gemm::onednn,
 #else
-    false,
+    Gemm::aten,
 #endif
     attention_forward,
     attention_backward,
@@ -406,6 +409,7 @@ constexpr Ops k_ops = {
 constexpr Ops k_ops_bf16_dot = [] {
   Ops o = k_ops;
   o.isa = "AVX512_BF16";
+  o.bf16_matmul = true;
   o.attention_forward = attention_forward_bf16_dot;
   o.attention_backward = attention_backward_bf16_dot;
   return o;

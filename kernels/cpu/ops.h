@@ -51,15 +51,22 @@ struct AdamWSegment {  // one parameter tensor, every buffer fp32 and contiguous
   float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
 };
 
+// The fp32 GEMM of the fused linear layers (kernels/linear.cpp): ATen's (MKL's sgemm in a
+// PyTorch wheel) or oneDNN's sgemm, by instruction set, as measured (docs/performance.md).
+enum class Gemm { aten, onednn };
+
 struct Ops {
   const char* isa;
   // Whether this CPU multiplies bf16 matrices on AMX tiles (through oneDNN's matmul): bf16
   // attention then takes kernels/attention_amx.cpp's path, whose products are batched over heads,
   // with the two row kernels below between them.
   bool amx = false;
-  // Whether the fused bf16 linear (kernels/linear.h) multiplies through oneDNN's matmul, which has
-  // bf16 products from AVX-512 on; on AVX2 LibTorch's linear under autocast takes it.
+  // Whether the CPU has bf16 products (AVX512-BF16's dot products, AMX): the fused bf16 linear
+  // (kernels/linear.h) multiplies bf16 through oneDNN's matmul. Without them (AVX2, AVX-512
+  // without BF16) its bf16 operands are widened to fp32 and multiplied by `gemm`: LibTorch's and
+  // oneDNN 2.6's bf16 products run a slow path there (1 GFLOP/s on an AMD Zen 3).
   bool bf16_matmul = false;
+  Gemm gemm = Gemm::onednn;
   // Causal attention, flash-style: out (batch, seq, heads · head_size); lse (batch, heads, seq).
   void (*attention_forward)(const AttentionArgs&, DType, const void* qkv, void* out, float* lse);
   // dqkv (batch, seq, 3C) from dout (batch, seq, C) and the forward's out and lse.

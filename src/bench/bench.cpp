@@ -76,12 +76,14 @@ double measure_matmul_peak(const std::string& precision, bool fused, int64_t n) 
   auto a = torch::randn({n, n}).to(dtype);
   auto b = torch::randn({n, n}).to(dtype);
   auto c = torch::mm(a, b);
-  const bool onednn = fused && dtype == torch::kFloat;  // the fused path's fp32 matmuls (kernels::linear)
+  // the fused path's matmuls: kernels::linear's sgemm, or kernels::linear_bf16's product (bf16
+  // products, or on a CPU without them the operands widened to fp32 and that sgemm)
+  const auto w = b.to(torch::kFloat);
   double best = 1e30;
   for (int i = 0; i < 20; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (onednn) {
-      c = kernels::linear(a, b);
+    if (fused) {
+      c = dtype == torch::kFloat ? kernels::linear(a, w) : kernels::linear_bf16(a, w);
     } else {
       torch::mm_out(c, a, b);
     }
@@ -338,7 +340,8 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
       };
     };
     const auto ref = time_op(run(false), reps);
-    const std::string path = !bf16 ? "oneDNN sgemm" : ops.bf16_matmul ? bf16_products + " (oneDNN)" : "LibTorch";
+    const std::string gemm = ops.gemm == kernels::cpu::Gemm::onednn ? "oneDNN sgemm" : "ATen sgemm";
+    const std::string path = !bf16 ? gemm : ops.bf16_matmul ? bf16_products + " (oneDNN)" : "widened, " + gemm;
     row("linear (B·T, C) → 4C", ref, time_op(run(true), reps), path);
   }
   {
@@ -391,14 +394,13 @@ double measure_weight_matmuls(const RunConfig& c, bool fused) {
   for (const auto& [rows, in, out] : shapes) {
     ops.push_back({torch::randn({rows, in}).to(dtype), torch::randn({out, in}).to(dtype), torch::randn({rows, out}).to(dtype)});
   }
-  const bool onednn = fused && dtype == torch::kFloat;  // the fused fp32 path's linear (kernels::linear)
   std::vector<double> times;
   for (int rep = 0; rep < 7; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     for (auto& o : ops) {
-      if (onednn) {  // forward and backward through the kernel's own autograd Function
-        auto x = o.x.detach().requires_grad_(true), w = o.w.detach().requires_grad_(true);
-        kernels::linear(x, w).backward(o.g);
+      if (fused) {  // forward and backward through the kernels' own autograd Functions, fp32 weights
+        auto x = o.x.detach().requires_grad_(true), w = o.w.detach().to(torch::kFloat).requires_grad_(true);
+        (dtype == torch::kFloat ? kernels::linear(x, w) : kernels::linear_bf16(x, w)).backward(o.g);
       } else {  // y = x Wᵀ, dx = g W, dW = gᵀ x, as autograd's mm does them
         torch::NoGradGuard no_grad;
         torch::mm(o.x, o.w.t());
@@ -439,7 +441,7 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
                 static_cast<long long>(base.train.grad_accum), static_cast<long long>(data->vocab_size),
                 at::get_num_threads(), kernels::cpu::ops().isa, static_cast<long long>(settings.steps),
                 static_cast<long long>(settings.warmup));
-  out << line;
+  out << line << "linear layers (fused): " << kernels::linear_paths() << "\n";
   {
     ModelConfig resolved = m.resolved();
     resolved.vocab_size = data->vocab_size;

@@ -50,7 +50,8 @@ struct BenchResult {
 };
 
 // Best-of-N FLOP/s of an n×n×n matmul at `precision` (fp32 | bf16) on the current threads, with
-// the matmul the path uses (fused fp32: oneDNN's sgemm; otherwise LibTorch's mm).
+// the matmul the path uses (fused: kernels::linear or linear_bf16, whichever GEMM they take on
+// this CPU; otherwise LibTorch's mm).
 double measure_matmul_peak(const std::string& precision, bool fused, int64_t n = 1024);
 
 // Seconds of one step's weight matmuls alone (every linear layer's forward, input-gradient and

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "kernels/adamw.h"
+#include "kernels/linear.h"
 
 namespace sweep {
 
@@ -17,9 +18,9 @@ torch::Tensor newton_schulz(const torch::Tensor& g, int64_t steps, torch::Scalar
   }
   x = x / (x.to(torch::kFloat).norm(2, {-2, -1}, /*keepdim=*/true) + 1e-7).to(dtype);
   for (int64_t i = 0; i < steps; ++i) {
-    const auto a = torch::matmul(x, x.transpose(-2, -1));
-    const auto b = k_ns_b * a + k_ns_c * torch::matmul(a, a);
-    x = k_ns_a * x + torch::matmul(b, x);
+    const auto a = kernels::matmul(x, x.transpose(-2, -1));
+    const auto b = k_ns_b * a + k_ns_c * kernels::matmul(a, a);
+    x = k_ns_a * x + kernels::matmul(b, x);
   }
   return tall ? x.transpose(-2, -1) : x;
 }

@@ -31,11 +31,13 @@ inline void check_same_moe(const StepStats& a, const StepStats& b) {
 }
 
 // micro_batch 4 × grad_accum 4 against micro_batch 16 × grad_accum 1 of `family` (on its device),
-// clipping on: per-step losses and grad norms within 1e-5, the MoE statistics alike, the final
-// weights within 1e-5 of their norm and each within `max_abs` (elementwise rtol is meaningless for
-// the few weights whose gradient is ~0: Adam's m/sqrt(v) turns float rounding of the sum order
-// into O(lr·1e-4)), the balancing biases identical.
-inline void check_accumulation(const RunConfig& family, double max_abs) {
+// clipping on: per-step losses and grad norms within `rel` (1e-5 in fp32), the MoE statistics alike,
+// the final weights within `rel` of their norm and each within `max_abs` (elementwise rtol is
+// meaningless for the few weights whose gradient is ~0: Adam's m/sqrt(v) turns float rounding of
+// the sum order into O(lr·1e-4)), the balancing biases identical. In bf16 the sums' order still
+// differs in fp32's last bits, and a rounding to bf16 then lands on the other side of a bf16 step
+// now and then (2⁻⁸ of that value): `rel` of bf16's size there.
+inline void check_accumulation(const RunConfig& family, double max_abs, double rel = 1e-5) {
   CAPTURE(family.model.family);
   CAPTURE(family.model.balance);
   CAPTURE(family.train.optimizer);
@@ -51,12 +53,12 @@ inline void check_accumulation(const RunConfig& family, double max_abs) {
   for (int step = 0; step < 6; ++step) {
     const StepStats sa = a.train_step(), sb = b.train_step();
     CAPTURE(step);
-    CHECK(sb.loss == doctest::Approx(sa.loss).epsilon(1e-5));
-    CHECK(sb.grad_norm == doctest::Approx(sa.grad_norm).epsilon(1e-5));
+    CHECK(sb.loss == doctest::Approx(sa.loss).epsilon(rel));
+    CHECK(sb.grad_norm == doctest::Approx(sa.grad_norm).epsilon(rel));
     check_same_moe(sa, sb);
   }
   const auto pa = flat_params(a.model()), pb = flat_params(b.model());
-  CHECK((pa - pb).norm().item<double>() / pa.norm().item<double>() < 1e-5);
+  CHECK((pa - pb).norm().item<double>() / pa.norm().item<double>() < rel);
   CHECK((pa - pb).abs().max().item<double>() < max_abs);
   for (size_t l = 0; l < a.model()->moe_layers().size(); ++l) {  // the balancing biases moved alike
     const auto& ba = a.model()->moe_layers()[l]->expert_bias;

@@ -49,14 +49,17 @@ RunConfig resumable_config(RunConfig c = test::tiny_config()) {
 
 }  // namespace
 
-TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwise), each family") {
+TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwise), each family, fp32 and bf16") {
   // deepseek with bias balancing: the experts' biases are resumed with the weights
   for (const RunConfig& family : {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias"),
                                   test::tiny_speedrun_config(), test::tiny_muon_config()}) {
+  for (const std::string precision : {"fp32", "bf16"}) {
   CAPTURE(family.model.family);
   CAPTURE(family.model.balance);
+  CAPTURE(precision);
   auto data = test::synthetic_data();
-  const RunConfig c = resumable_config(family);
+  RunConfig c = resumable_config(family);
+  c.train.precision = precision;
   test::TempDir straight, split_run;
 
   Trainer a(c, data);
@@ -94,6 +97,7 @@ TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwis
     if (bias.defined()) {
       CHECK(torch::equal(second.model()->moe_layers()[l]->expert_bias, bias));
     }
+  }
   }
   }
 }

@@ -309,7 +309,7 @@ TEST_CASE("the fused kernels call the oneDNN 2.x they are written for, not a PyT
   CHECK(version.rfind("2.", 0) == 0);
 }
 
-TEST_CASE("linear through oneDNN's sgemm: output, input, weight and bias gradients equal F::linear (fp32)") {
+TEST_CASE("linear through this CPU's sgemm (oneDNN's or ATen's): output, input, weight and bias gradients equal F::linear (fp32)") {
   torch::manual_seed(15);
   for (const auto& [shape, n] : k_linear_shapes) {
     for (const bool with_bias : {true, false}) {
@@ -336,7 +336,7 @@ TEST_CASE("linear through oneDNN's sgemm: output, input, weight and bias gradien
   }
 }
 
-TEST_CASE("linear in bf16 through oneDNN's matmul: output and the gradients of x, weight and bias equal F::linear's") {
+TEST_CASE("linear in bf16 (bf16 products, or widened to fp32 without them): output and the gradients of x, weight and bias equal F::linear's") {
   torch::manual_seed(16);
   for (const auto& [shape, n] : k_linear_shapes) {
     for (const bool with_bias : {true, false}) {
@@ -363,6 +363,62 @@ TEST_CASE("linear in bf16 through oneDNN's matmul: output and the gradients of x
           }
         }
       }
+    }
+  }
+}
+
+// Autocast's numerics, element by element, on whichever path this CPU takes (bf16 products, or
+// the operands widened to fp32 on AVX2 — the kernels.avx2 test forces that one everywhere): y is
+// the exact product of the bf16-rounded x and weight plus the bias, summed in fp32 and rounded once
+// to bf16; dx the same of the bf16 gradient and the weight; dW and db fp32 sums of exact products.
+// The sums' order is the GEMM's own, so an element may differ from the exact sum by n fp32
+// roundings of its n terms (n·2⁻²⁴ of their absolute sum) besides the one bf16 rounding (2⁻⁸ of
+// it). The bias: autocast and the widened path round it to bf16, oneDNN's bf16 matmul adds it in
+// fp32 — a difference of at most 2⁻⁹ of it, allowed for.
+TEST_CASE("linear in bf16 has autocast's numerics: bf16-rounded operands, fp32 sums, one bf16 rounding") {
+  torch::manual_seed(19);
+  const auto exact = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); };
+  // |got − want| ≤ rounding·|want| + n·2⁻²⁴·abs_sum + extra, everywhere
+  const auto within = [](const torch::Tensor& got, const torch::Tensor& want, const torch::Tensor& abs_sum,
+                         int64_t n, double rounding, const torch::Tensor& extra) {
+    const auto bound = rounding * want.abs() + static_cast<double>(n) * std::ldexp(1.0, -24) * abs_sum + extra + 1e-30;
+    return ((got.to(torch::kDouble) - want).abs() <= bound).all().item<bool>();
+  };
+  const auto none = torch::zeros({}, torch::kDouble);
+  for (const auto& [shape, n] : k_linear_shapes) {
+    for (const bool with_bias : {true, false}) {
+      CAPTURE(n);
+      CAPTURE(with_bias);
+      const int64_t k = shape.back();
+      const auto x = torch::randn(shape), w0 = torch::randn({n, k});
+      const auto b0 = with_bias ? torch::randn({n}) : torch::Tensor();
+      auto w = w0.clone().requires_grad_(true);
+      auto b = with_bias ? b0.clone().requires_grad_(true) : torch::Tensor();
+      const auto y = kernels::linear_bf16(x, w, b);
+      REQUIRE((y.scalar_type() == torch::kBFloat16));
+      const auto x64 = exact(x).reshape({-1, k}), w64 = exact(w0);
+      const int64_t m = x64.size(0);
+      auto want = x64.mm(w64.t());
+      auto abs_sum = x64.abs().mm(w64.abs().t());
+      auto bias_slack = none;
+      if (with_bias) {
+        want += exact(b0);
+        abs_sum += exact(b0).abs();
+        bias_slack = b0.to(torch::kDouble).abs() / 512;
+      }
+      CHECK(within(y.reshape({-1, n}), want, abs_sum, k + 1, 1.0 / 256, bias_slack));
+      const auto dy = torch::randn(y.sizes()).to(torch::kBFloat16);
+      y.backward(dy);
+      const auto dy64 = dy.to(torch::kDouble).reshape({-1, n});
+      CHECK((w.grad().scalar_type() == torch::kFloat));
+      CHECK(within(w.grad(), dy64.t().mm(x64), dy64.abs().t().mm(x64.abs()), m, 0.0, none));
+      if (with_bias) {
+        CHECK(within(b.grad(), dy64.sum(0), dy64.abs().sum(0), m, 0.0, none));
+      }
+      auto xg = x.clone().requires_grad_(true);
+      kernels::linear_bf16(xg, w0, b0).backward(dy);
+      CHECK((xg.grad().scalar_type() == torch::kFloat));  // cast back to x's type by autograd
+      CHECK(within(xg.grad().reshape({-1, k}), dy64.mm(w64), dy64.abs().mm(w64.abs()), n, 1.0 / 256, none));
     }
   }
 }

@@ -14,6 +14,12 @@ TEST_CASE("data parallel: world 2 × accum 1 equals world 1 × accum 2") { test:
 
 TEST_CASE("data parallel: world 2 × accum 2 equals world 1 × accum 4") { test::check_data_parallel_equals_accumulation(2, 2); }
 
+TEST_CASE("data parallel in bf16: world 2 × accum 1 equals world 1 × accum 2") {
+  RunConfig c = test::tiny_config();
+  c.train.precision = "bf16";
+  test::check_data_parallel_equals_accumulation(2, 1, c);
+}
+
 TEST_CASE("data parallel, deepseek with MoE: world 2 equals accumulation 2 — loads, aux loss and balancing biases too") {
   test::check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config("aux_loss"));
   test::check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config("bias"));

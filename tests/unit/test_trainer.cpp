@@ -35,6 +35,12 @@ TEST_CASE("accumulation: micro_batch 4 × grad_accum 4 equals micro_batch 16 × 
   }
 }
 
+TEST_CASE("accumulation in bf16: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1") {
+  RunConfig c = test::tiny_config();
+  c.train.precision = "bf16";
+  test::check_accumulation(c, 1e-3, 3e-3);
+}
+
 TEST_CASE("activation checkpointing trains the same curve, bitwise (each family, fp32 and bf16)") {
   for (const RunConfig& family : test::families()) {
     for (const std::string precision : {"fp32", "bf16"}) {
