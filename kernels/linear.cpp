@@ -253,6 +253,8 @@ torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, c
   return cpu::ops().bf16_matmul ? LinearBf16::apply(x, weight, b) : LinearBf16Widened::apply(x, weight, b);
 }
 
+int64_t linear_bf16_widened_block() { return cpu::ops().bf16_matmul ? 0 : k_widened_block; }
+
 std::string linear_paths() {
   const cpu::Ops& ops = cpu::ops();
   const std::string gemm = ops.gemm == cpu::Gemm::onednn ? "oneDNN's sgemm" : "ATen's sgemm";

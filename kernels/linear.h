@@ -47,6 +47,10 @@ class KeptBf16Copies {
 // Whether KeptBf16Copies keeps any on this CPU (one with bf16 products).
 bool linear_bf16_keeps_copies();
 
+// On a CPU without bf16 products, the most fp32 bytes linear_bf16 widens at once (a block of rows
+// of its operands, at least 64 rows); 0 on one with them (the memory plan's figure).
+int64_t linear_bf16_widened_block();
+
 // The kept copy of `weight` as it is now (made again if stale); undefined when none is kept.
 torch::Tensor kept_bf16_copy(const torch::Tensor& weight);
 // For a writer that updates `weight` through its data (the fused AdamW): where its kept copy lies,

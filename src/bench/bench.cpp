@@ -362,7 +362,7 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
 }  // namespace
 
 StepPath step_path_here(const RunConfig& config) {
-  return step_path(config, kernels::linear_bf16_keeps_copies());
+  return step_path(config, kernels::linear_bf16_keeps_copies(), kernels::linear_bf16_widened_block());
 }
 
 double measure_weight_matmuls(const RunConfig& c, bool fused) {

@@ -257,7 +257,11 @@ double step_transient(const ModelConfig& m, const StepPath& p, double N, const M
   // loss makes the gradient of its log-softmax output (nll_loss's, full size) and of its input
   // beside the log-softmax it kept, all fp32. Then the head weight's gradient before it is added
   // to .grad, and d(final norm output).
-  const double head = (p.fused && !p.cuda ? 0 : 2 * N * V * k_f32) + V * C * k_f32 + N * C * (cd + k_f32);
+  double head = (p.fused && !p.cuda ? 0 : 2 * N * V * k_f32) + V * C * k_f32 + N * C * (cd + k_f32);
+  if (p.widened_block > 0) {  // the head's widened backward: its fp32 weight, a block of dY, X and dX
+    const double rows = std::clamp(std::floor(p.widened_block / (k_f32 * (V + C))), std::min(64.0, N), N);
+    head += V * C * k_f32 + rows * (V + 2 * C) * k_f32;
+  }
   // the last layer's feed-forward: a gradient of its hidden activations more than the saved
   // tensors each backward frees as it goes, and an MoE layer's routed tokens (the weighted
   // outputs' and the gathered tokens' gradients, fp32)
@@ -316,13 +320,14 @@ std::string Layout::describe() const {
   return s;
 }
 
-StepPath step_path(const RunConfig& config, bool bf16_copies) {
+StepPath step_path(const RunConfig& config, bool bf16_copies, double widened_block) {
   StepPath p;
   p.cuda = config.resources.device.rfind("cuda", 0) == 0;
   p.fused = config.train.fused && !p.cuda;
   p.autocast = config.train.precision == "bf16";
   p.attention = p.fused ? "fused" : "sdpa";
   p.bf16_copies = p.fused && p.autocast && bf16_copies;
+  p.widened_block = p.fused && p.autocast && !bf16_copies ? widened_block : 0;
   return p;
 }
 

@@ -36,10 +36,13 @@ struct StepPath {
   bool autocast = false;    // bf16
   std::string attention;    // fused (kernels/, CPU) | sdpa (LibTorch's scaled_dot_product_attention)
   bool bf16_copies = false;  // fused bf16: the linear layers' weights have bf16 copies kept between steps
+  // fused bf16 on a CPU without bf16 products: the linear layers widen their operands to fp32 in
+  // row blocks of at most this many bytes (kernels::linear_bf16_widened_block); 0 where they don't
+  double widened_block = 0;
 };
 // The path of `config` on a CPU whose fused bf16 linear keeps bf16 weight copies or not
-// (kernels::linear_bf16_keeps_copies: AVX-512).
-StepPath step_path(const RunConfig& config, bool bf16_copies);
+// (kernels::linear_bf16_keeps_copies: bf16 products), or widens in blocks of `widened_block`.
+StepPath step_path(const RunConfig& config, bool bf16_copies, double widened_block = 0);
 
 struct MemoryItem {
   std::string what;
