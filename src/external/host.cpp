@@ -14,6 +14,7 @@
 
 #include "protocol/event_values.h"
 #include "protocol/events.h"
+#include "protocol/json_line.h"
 #include "protocol/run_state.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -89,7 +90,11 @@ std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping)
 
 std::optional<nlohmann::json> accept_event(const std::string& line, const ExternalTrainer& trainer, std::string& why) {
   why.clear();
-  nlohmann::json ev = nlohmann::json::parse(line, nullptr, false);
+  if (line.size() <= events::k_max_json_line && events::nested_deeper_than(line, events::k_max_json_depth)) {
+    why = "nested deeper than " + std::to_string(events::k_max_json_depth) + " arrays and objects";
+    return std::nullopt;
+  }
+  nlohmann::json ev = events::parse_json_line(line);
   if (ev.is_discarded() || !ev.is_object() || !ev.contains(field::event)) {
     return std::nullopt;  // the trainer's own output
   }

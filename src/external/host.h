@@ -14,12 +14,13 @@
 #include <string>
 
 #include "config/run_config.h"
+#include "protocol/json_line.h"
 #include "util/error.h"
 
 namespace sweep {
 
 // Longest line of a trainer's stdout read as an event; a longer one goes to worker.log, cut.
-inline constexpr size_t k_max_event_line = 256 * 1024;
+inline constexpr size_t k_max_event_line = events::k_max_json_line;
 
 // One line of a trainer's stdout judged against the events contract: the event to record (a
 // start event stamped with the trainer's version as its `code`; `time` filled in when absent),

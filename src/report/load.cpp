@@ -9,6 +9,7 @@
 
 #include "data/dataset.h"
 #include "protocol/events.h"
+#include "protocol/json_line.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -101,7 +102,7 @@ double params_said(const std::string& run_dir) {
   std::ifstream in(fs::path(run_dir) / "events.jsonl");
   double params = 0;
   for (std::string line; std::getline(in, line);) {
-    const nlohmann::json ev = nlohmann::json::parse(line, nullptr, false);
+    const nlohmann::json ev = events::parse_json_line(line);
     if (ev.is_object() && ev.value(events::field::event, "") == events::start && ev.contains(events::field::params) &&
         ev[events::field::params].is_number_integer()) {
       params = static_cast<double>(ev[events::field::params].get<int64_t>());

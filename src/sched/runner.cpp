@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/json_line.h"
 #include "sched/slurm.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -194,11 +195,11 @@ void SweepRunner::apply(Observed seen) {
     if (w != m_watched.end() && w->second.heard && !lines.empty()) {
       w->second.heard = now();
       w->second.spoke = true;
-      try {
-        const auto ev = nlohmann::json::parse(lines.back());
-        w->second.last_event = ev.value("event", std::string("an event")) +
+      const auto ev = events::parse_json_line(lines.back());
+      if (ev.is_object() && ev.value("event", nlohmann::json()).is_string()) {
+        w->second.last_event = ev["event"].get<std::string>() +
                                (ev.contains("step") ? ", step " + ev["step"].dump() : std::string());
-      } catch (const nlohmann::json::exception&) {
+      } else {
         w->second.last_event = "a line that is no event";
       }
     }

@@ -14,6 +14,7 @@
 
 #include "protocol/event_values.h"
 #include "protocol/events.h"
+#include "protocol/json_line.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -612,13 +613,10 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     return it != ev.end() && events::is_loss_value(*it);
   };
   for (const auto& line : lines) {
-    nlohmann::json ev;
-    try {
-      ev = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      continue;  // a line cut by a kill: the worker rewrites what follows after resuming
-    }
-    if (!ev.is_object()) {
+    // a line cut by a kill (the worker rewrites what follows after resuming), or one too deep or too
+    // long to be an event (a folder `sweep ingest` reads may hold anything)
+    nlohmann::json ev = events::parse_json_line(line);  // not const: its [] of an absent field reads null
+    if (ev.is_discarded() || !ev.is_object()) {
       continue;  // not an event
     }
     const std::string type = field_or<std::string>(ev, field::event, "");

@@ -109,6 +109,14 @@ grep -q 'sweep: not an event (train event: "step" must be a whole number' "res/r
 grep -q 'sweep: not an event ("event" must be one of' "res/runs/$garbled/worker.log" || fail "an unknown event type"
 grep -q "\[cut: a line longer than 262144 bytes\]" "res/runs/$garbled/worker.log" || fail "a 300 KB line was not cut into the log"
 ! grep -q '"pad"' "res/runs/$garbled/events.jsonl" || fail "an over-long line was taken for an event"
+grep -q "sweep: not an event (nested deeper than 64 arrays and objects)" "res/runs/$garbled/worker.log" ||
+  fail "a line 100,000 arrays deep is not refused in the log"
+! grep -q '"deep"' "res/runs/$garbled/events.jsonl" || fail "a line 100,000 arrays deep was taken for an event"
+# the same line in a run folder `sweep ingest` reads: skipped like a malformed line, nothing crashes
+printf '{"event":"train","step":3,"tokens":128,"loss":1,"deep":%s%s}\n' "$(head -c 100000 /dev/zero | tr '\0' '[')" \
+  "$(head -c 100000 /dev/zero | tr '\0' ']')" >> "res/runs/$garbled/events.jsonl"
+"$SWEEP" ingest res > ingest-deep.txt 2>&1 || fail "ingest of a folder with a line 100,000 deep: $(tail -3 ingest-deep.txt)"
+[ "$(sql "SELECT status FROM runs WHERE run_id = '$garbled'")" = done ] || fail "after ingesting the deep line"
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$garbled'")" = done ] || fail "the garbled run is not done"
 notest=$(awk '$1 == "no-test" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
 [ "$(sql "SELECT status, attempts FROM runs WHERE run_id = '$notest'")" = "failed|1" ] ||

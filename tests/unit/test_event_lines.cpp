@@ -1,0 +1,91 @@
+// Event lines from outside sweep's own code against their readers: the bounded JSON parse every
+// reader shares (protocol/json_line.h) and the worker host's events contract (external/host.h),
+// on a fuzz corpus of lines mutated in depth, size and encoding. No line may crash or throw; a line
+// is either an accepted event whose fields passed the contract, or refused.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "external/host.h"
+#include "protocol/json_line.h"
+
+using namespace sweep;
+
+namespace {
+
+std::string nested(int depth, const std::string& inner = "1") {
+  return std::string(static_cast<size_t>(depth), '[') + inner + std::string(static_cast<size_t>(depth), ']');
+}
+
+const std::vector<std::string> k_valid{
+    R"({"event":"start","step":0,"total_steps":12,"tokens_per_step":128,"params":1000})",
+    R"({"event":"train","step":3,"tokens":384,"loss":2.5,"lr":0.001,"grad_norm":0.7})",
+    R"({"event":"eval","step":3,"split":"val","loss":2.6})",
+    R"({"event":"checkpoint","step":3})",
+    R"({"event":"heartbeat","step":3,"phase":"eval"})",
+    R"({"event":"end","status":"done","step":12,"test_loss":2.4,"extra":{"a":[1,2,{"b":"x"}]}})",
+};
+
+}  // namespace
+
+TEST_CASE("a JSON line is bounded in depth and size: too deep or too long is no JSON, and nothing recurses on it") {
+  CHECK_FALSE(events::nested_deeper_than(nested(64), 64));
+  CHECK(events::nested_deeper_than(nested(65), 64));
+  CHECK(events::parse_json_line(R"({"a":)" + nested(63) + "}").is_object());  // 64 levels in all
+  CHECK(events::parse_json_line(R"({"a":)" + nested(64) + "}").is_discarded());
+  // brackets inside strings, escaped quotes and backslashes included, are no nesting
+  const std::string in_string = R"({"a":"[[[[\"[[[\\","b":1})";
+  CHECK_FALSE(events::nested_deeper_than(in_string, 1));
+  CHECK(events::parse_json_line(in_string)["b"] == 1);
+  // 100,000 levels (the line that overflowed the worker's stack), and a million
+  for (const int depth : {100000, 1000000}) {
+    CHECK(events::parse_json_line(R"({"event":"train","deep":)" + nested(depth) + "}").is_discarded());
+  }
+  CHECK(events::parse_json_line(std::string(events::k_max_json_line + 1, ' ')).is_discarded());
+  CHECK(events::parse_json_line("{\"a\":\"\xff\xfe\"}").is_discarded());  // invalid UTF-8: malformed
+}
+
+TEST_CASE("the worker host's events contract on a fuzz corpus: no line crashes or throws, every accepted one is an event") {
+  ExternalTrainer trainer;
+  trainer.name = "fuzz";
+  trainer.command = {"./t.sh"};
+  std::mt19937 rng(47);
+  std::vector<std::string> corpus(k_valid);
+  for (const auto& v : k_valid) {  // depth at every place a value can go
+    corpus.push_back(v.substr(0, v.size() - 1) + R"(,"deep":)" + nested(65) + "}");
+    corpus.push_back(v.substr(0, v.size() - 1) + R"(,"deep":)" + nested(100000) + "}");
+    corpus.push_back(v.substr(0, v.size() - 1) + R"(,"pad":")" + std::string(events::k_max_json_line, 'x') + "\"}");
+  }
+  const std::string alphabet = "{}[]\":,0123456789.eE-+ntrufalsx\\ \x01\x7f\xc3\xa9\xff\xed\xa0\x80";
+  for (int i = 0; i < 3000; ++i) {  // byte flips, insertions, cuts and splices of valid lines
+    std::string s = k_valid[rng() % k_valid.size()];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !s.empty(); ++e) {
+      const size_t at = rng() % s.size();
+      switch (rng() % 4) {
+        case 0: s[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: s.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+        case 2: s.resize(at); break;
+        default: s.insert(at, k_valid[rng() % k_valid.size()]); break;
+      }
+    }
+    corpus.push_back(s);
+  }
+  int accepted = 0;
+  for (const auto& line : corpus) {
+    CAPTURE(line.substr(0, 200));
+    std::string why;
+    std::optional<nlohmann::json> ev;
+    CHECK_NOTHROW(ev = accept_event(line, trainer, why));
+    if (ev) {
+      ++accepted;
+      CHECK(ev->is_object());
+      CHECK((*ev)["event"].is_string());
+      CHECK(ev->dump().size() < 2 * events::k_max_json_line);  // what is written back is bounded too
+    }
+  }
+  CHECK(accepted >= static_cast<int>(k_valid.size()));  // the valid lines, and mutations that stay valid
+  MESSAGE(corpus.size() << " lines, " << accepted << " accepted as events");
+}
