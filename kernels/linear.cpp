@@ -181,7 +181,7 @@ struct LinearBf16 : torch::autograd::Function<LinearBf16> {
 constexpr int64_t k_widened_block = 4 << 20;
 
 int64_t widened_rows(int64_t M, int64_t N, int64_t K) {
-  return std::clamp<int64_t>(k_widened_block / (4 * std::max<int64_t>(N + K, 1)), 64, std::max<int64_t>(M, 1));
+  return std::min<int64_t>(std::max<int64_t>(k_widened_block / (4 * std::max<int64_t>(N + K, 1)), 64), std::max<int64_t>(M, 1));
 }
 
 struct LinearBf16Widened : torch::autograd::Function<LinearBf16Widened> {
