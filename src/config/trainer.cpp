@@ -149,7 +149,14 @@ TrainerKey read_key(const std::string& name, const YAML::Node& decl, Diagnostics
                   "key '" + name + "' of type choice lists its choices, e.g. choices: [constant, cosine]");
     } else {
       for (const auto& c : choices) {
-        key.choices.push_back(c.IsScalar() ? c.Scalar() : "");
+        const std::string text = c.IsScalar() ? c.Scalar() : "";
+        if (!c.IsScalar()) {
+          diags.error(c.Mark(), "key '" + name + "': each choice is one value, e.g. choices: [constant, cosine]");
+        } else if (std::find(key.choices.begin(), key.choices.end(), text) != key.choices.end()) {
+          // 1 and "1" reach the trainer as the same text: one of them could never be told apart
+          diags.error(c.Mark(), "key '" + name + "': the choice '" + text + "' is listed twice — remove one");
+        }
+        key.choices.push_back(text);
       }
     }
   } else if (choices.IsDefined()) {
@@ -359,7 +366,10 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
     if (!t.command.empty()) {
       const std::string& program = t.command.front();
       const bool path = program.find('/') != std::string::npos;
-      if (!find_trainer_program(program, t.dir)) {
+      if (program.empty()) {
+        diags.error(command[0].Mark(), "'trainer.command': its first part, the program, is empty — name the program, "
+                                       "e.g. [python3, train.py]");
+      } else if (!find_trainer_program(program, t.dir)) {
         diags.error(command[0].Mark(),
                     "'trainer.command': " + program +
                         (path ? " is not an executable file (paths are relative to the sweep file's folder " + t.dir + ")"

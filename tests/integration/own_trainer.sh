@@ -98,6 +98,13 @@ grep -q "'trainer.files': no file .*missing.py" bad2.txt || fail "missing file: 
 sed 's|\./toy-trainer.sh,|./no-such-trainer,|' a.yaml > bad3.yaml
 expect_rc 2 "$SWEEP" run bad3.yaml --results res2 2> bad3.txt
 grep -q "./no-such-trainer is not an executable file" bad3.txt || fail "a missing command: $(cat bad3.txt)"
+sed 's|\./toy-trainer.sh,|"",|' a.yaml > bad4.yaml
+expect_rc 2 "$SWEEP" run bad4.yaml --results res2 2> bad4.txt
+grep -q "bad4.yaml:[0-9]*:[0-9]*: 'trainer.command': its first part, the program, is empty" bad4.txt ||
+  fail "an empty program: $(cat bad4.txt)"
+sed 's|choices: \[narrow, wide\]|choices: [narrow, wide, 1, "1", 1.0]|' a.yaml > bad5.yaml
+expect_rc 2 "$SWEEP" run bad5.yaml --results res2 2> bad5.txt
+grep -q "key 'model.width': the choice '1' is listed twice — remove one" bad5.txt || fail "duplicate choices: $(cat bad5.txt)"
 [ ! -e res2 ] || fail "refused sweeps left a results folder"
 
 # ---- malformed events go to the log, the run still counts; an end without a test loss fails, not retried ----
