@@ -95,6 +95,16 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
     return std::nullopt;
   }
   nlohmann::json ev = events::parse_json_line(line);
+  if (ev.is_discarded() && line.size() <= events::k_max_json_line && line.find("\"event\"") != std::string::npos &&
+      line.find_first_not_of(" \t") != std::string::npos && line[line.find_first_not_of(" \t")] == '{') {
+    // meant as an event, yet no JSON: say why (a number out of range, 1e400, is one such)
+    try {
+      (void)nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
+      why = std::string("malformed JSON: ") + e.what();
+    }
+    return std::nullopt;
+  }
   if (ev.is_discarded() || !ev.is_object() || !ev.contains(field::event)) {
     return std::nullopt;  // the trainer's own output
   }

@@ -116,6 +116,8 @@ grep -q 'sweep: not an event (train event: "step" must be a whole number' "res/r
 grep -q 'sweep: not an event ("event" must be one of' "res/runs/$garbled/worker.log" || fail "an unknown event type"
 grep -q "\[cut: a line longer than 262144 bytes\]" "res/runs/$garbled/worker.log" || fail "a 300 KB line was not cut into the log"
 ! grep -q '"pad"' "res/runs/$garbled/events.jsonl" || fail "an over-long line was taken for an event"
+grep -q 'sweep: not an event (malformed JSON: .*number overflow parsing .1e400.*): {"event":"eval"' "res/runs/$garbled/worker.log" ||
+  fail "a loss of 1e400 is not said in the log: $(grep 1e400 "res/runs/$garbled/worker.log")"
 grep -q "sweep: not an event (nested deeper than 64 arrays and objects)" "res/runs/$garbled/worker.log" ||
   fail "a line 100,000 arrays deep is not refused in the log"
 ! grep -q '"deep"' "res/runs/$garbled/events.jsonl" || fail "a line 100,000 arrays deep was taken for an event"

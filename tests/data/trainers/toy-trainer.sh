@@ -34,6 +34,7 @@ for ((s = start + 1; s <= steps; s++)); do
     echo '{"event":"train","step":"two","tokens":128,"loss":1}'
     echo '{"event":"bogus","step":2}'
     echo '{"event":"train","step":2,'
+    echo '{"event":"eval","step":2,"split":"val","loss":1e400}'
     printf '{"event":"train","step":2,"tokens":128,"loss":1,"pad":"%s"}\n' "$(head -c 300000 /dev/zero | tr '\0' x)"
     # 100,000 arrays deep (200 KB, under the line cut): once a stack overflow of the worker
     printf '{"event":"train","step":2,"tokens":128,"loss":1,"deep":%s%s}\n' "$(head -c 100000 /dev/zero | tr '\0' '[')" \
