@@ -94,6 +94,13 @@ TorchFile read_torch_file(const std::string& path) {
                   "tensor's _rebuild_tensor_v2 only) — save the state dict's tensors as plain tensors",
                   Exit::bad_input);
     }
+    if (key->kind != PyValue::Kind::string && value->kind == PyValue::Kind::tensor) {
+      // a tensor no name can reach: neither loaded nor reported as extra, it would pass silently
+      throw Error(path + ": a tensor is stored under a key that is no name (" +
+                      (key->kind == PyValue::Kind::integer ? "the integer " + std::to_string(key->integer) : "not a string") +
+                      ") — damaged or crafted; a state dict names every tensor",
+                  Exit::bad_input);
+    }
     if (key->kind != PyValue::Kind::string || value->kind != PyValue::Kind::tensor) {
       ++out.other_entries;  // nanoGPT's checkpoint also holds optimizer state and arguments
       continue;

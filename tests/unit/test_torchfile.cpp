@@ -162,6 +162,16 @@ TEST_CASE("torchfile: each crafted defect is refused, naming the file, the tenso
               .find("'odd' is made by torch._tensor _rebuild_from_type_v2, which sweep does not read") !=
           std::string::npos);
   }
+  // a tensor under an integer key: no name reaches it, so it is refused, not silently left out
+  {
+    test::PickleWriter w;
+    w.global("collections", "OrderedDict").op(')').op('R').op('(');
+    w.str("w").tensor(good_tensors()[0]);
+    w.integer(7).tensor(good_tensors()[1]);
+    w.op('u').op('.');
+    CHECK(refusal(test::torch_file_bytes(w.bytes(), {{"0", test::float_bytes({0, 1, 2, 3, 4, 5})}}))
+              .find("a tensor is stored under a key that is no name (the integer 7)") != std::string::npos);
+  }
   // the pickle: cut, an opcode PyTorch never writes, a memo read before it was written, no dict
   const std::string pickle = test::state_dict_pickle(good_tensors());
   auto pickled = [](const std::string& p) { return test::torch_file_bytes(p, {{"0", test::float_bytes({0, 1, 2, 3, 4, 5})}}); };
