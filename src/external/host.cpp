@@ -90,21 +90,10 @@ std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping)
 
 std::optional<nlohmann::json> accept_event(const std::string& line, const ExternalTrainer& trainer, std::string& why) {
   why.clear();
-  if (line.size() <= events::k_max_json_line && events::nested_deeper_than(line, events::k_max_json_depth)) {
-    why = "nested deeper than " + std::to_string(events::k_max_json_depth) + " arrays and objects";
-    return std::nullopt;
-  }
-  nlohmann::json ev = events::parse_json_line(line);
-  if (ev.is_discarded() && line.size() <= events::k_max_json_line && line.find("\"event\"") != std::string::npos &&
-      line.find_first_not_of(" \t") != std::string::npos && line[line.find_first_not_of(" \t")] == '{') {
-    // meant as an event, yet no JSON: say why (a number out of range, 1e400, is one such)
-    try {
-      (void)nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
-      why = std::string("malformed JSON: ") + e.what();
-    }
-    return std::nullopt;
-  }
+  // a line that opens an object and names "event" was meant as one: if it is no JSON, say why
+  const size_t first = line.find_first_not_of(" \t");
+  const bool meant_as_event = first != std::string::npos && line[first] == '{' && line.find("\"event\"") != std::string::npos;
+  nlohmann::json ev = events::parse_json_line(line, meant_as_event ? &why : nullptr);
   if (ev.is_discarded() || !ev.is_object() || !ev.contains(field::event)) {
     return std::nullopt;  // the trainer's own output
   }

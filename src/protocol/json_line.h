@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace sweep::events {
@@ -42,12 +43,28 @@ inline bool nested_deeper_than(std::string_view text, int max_depth) {
   return false;
 }
 
-// The line as JSON; discarded (is_discarded()) when it is malformed, too long or too deep.
-inline nlohmann::json parse_json_line(std::string_view line) {
-  if (line.size() > k_max_json_line || nested_deeper_than(line, k_max_json_depth)) {
-    return nlohmann::json(nlohmann::json::value_t::discarded);
+// The line as JSON; discarded (is_discarded()) when it is malformed, too long or too deep. With
+// `why`, a discarded line also says why, in the parser's own words where it is malformed (that
+// costs an exception: ask only for lines that were meant as JSON).
+inline nlohmann::json parse_json_line(std::string_view line, std::string* why = nullptr) {
+  const auto discarded = nlohmann::json(nlohmann::json::value_t::discarded);
+  if (line.size() > k_max_json_line) {
+    if (why) *why = "longer than " + std::to_string(k_max_json_line / 1024) + " KiB";
+    return discarded;
   }
-  return nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+  if (nested_deeper_than(line, k_max_json_depth)) {
+    if (why) *why = "nested deeper than " + std::to_string(k_max_json_depth) + " arrays and objects";
+    return discarded;
+  }
+  if (why == nullptr) {
+    return nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+  }
+  try {
+    return nlohmann::json::parse(line.begin(), line.end());
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
+    *why = std::string("malformed JSON: ") + e.what();
+    return discarded;
+  }
 }
 
 }  // namespace sweep::events

@@ -47,6 +47,20 @@ TEST_CASE("a JSON line is bounded in depth and size: too deep or too long is no 
   CHECK(events::parse_json_line("{\"a\":\"\xff\xfe\"}").is_discarded());  // invalid UTF-8: malformed
 }
 
+TEST_CASE("a discarded JSON line says why when asked: too long, too deep, or the parser's own words") {
+  std::string why;
+  CHECK(events::parse_json_line(std::string(events::k_max_json_line + 1, ' '), &why).is_discarded());
+  CHECK(why == "longer than 256 KiB");
+  CHECK(events::parse_json_line(nested(65), &why).is_discarded());
+  CHECK(why == "nested deeper than 64 arrays and objects");
+  CHECK(events::parse_json_line(R"({"event":"eval","loss":1e400})", &why).is_discarded());
+  CHECK(why.find("malformed JSON: ") == 0);
+  CHECK(why.find("1e400") != std::string::npos);
+  why = "untouched";
+  CHECK(events::parse_json_line(R"({"a":1})", &why)["a"] == 1);
+  CHECK(why == "untouched");  // a line that parses leaves it be
+}
+
 TEST_CASE("the worker host's events contract on a fuzz corpus: no line crashes or throws, every accepted one is an event") {
   ExternalTrainer trainer;
   trainer.name = "fuzz";
