@@ -7,11 +7,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <thread>
 
+#include "build_options.h"
+#include "protocol/event_order.h"
 #include "protocol/event_values.h"
 #include "protocol/events.h"
 #include "protocol/json_line.h"
@@ -85,6 +88,67 @@ std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping)
   }
   return lines;
 }
+
+// The caps above; a test build (-DSWEEP_TEST_HOOKS=ON) takes smaller ones from
+// SWEEP_TEST_LOG_CAP and SWEEP_TEST_EVENTS_CAP (bytes), so that a test can reach them.
+int64_t cap(const char* test_variable, int64_t value) {
+#ifdef SWEEP_TEST_HOOKS
+  if (const char* v = std::getenv(test_variable)) {
+    return std::stoll(v);
+  }
+#else
+  (void)test_variable;
+#endif
+  return value;
+}
+
+// worker.log as the host writes it (its stderr): a program's output up to k_max_log_bytes, then a
+// note, then only the last k_log_tail bytes, kept until the program ends (a crash's own words are
+// at its end). sweep's own closing lines go straight to stderr, after finish().
+class CappedLog {
+ public:
+  void write(const char* data, size_t n) {
+    if (m_written < m_cap) {
+      const size_t now = std::min<size_t>(n, static_cast<size_t>(m_cap - m_written));
+      std::fwrite(data, 1, now, stderr);
+      m_written += static_cast<int64_t>(now);
+      data += now;
+      n -= now;
+      if (n == 0) {
+        return;
+      }
+      std::fprintf(stderr, "\nsweep: worker.log took %lld bytes of the program's output in this attempt, its cap: the "
+                           "rest is dropped but for its last %zu KiB, below when it ends (its events still count)\n",
+                   static_cast<long long>(m_cap), k_log_tail >> 10);
+    }
+    m_dropped += static_cast<int64_t>(n);
+    m_tail.append(data, n);
+    if (m_tail.size() > 2 * k_log_tail) {
+      m_tail.erase(0, m_tail.size() - k_log_tail);
+    }
+  }
+  void line(const std::string& text) {
+    write(text.data(), text.size());
+    write("\n", 1);
+  }
+  void finish() {
+    if (m_dropped > 0) {
+      const size_t keep = std::min(m_tail.size(), k_log_tail);
+      std::fprintf(stderr, "\nsweep: %lld bytes of the program's output dropped; its last %zu bytes:\n",
+                   static_cast<long long>(m_dropped - static_cast<int64_t>(keep)), keep);
+      std::fwrite(m_tail.data() + m_tail.size() - keep, 1, keep, stderr);
+      std::fputc('\n', stderr);
+      m_dropped = 0;
+      m_tail.clear();
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  const int64_t m_cap = cap("SWEEP_TEST_LOG_CAP", k_max_log_bytes);
+  int64_t m_written = 0, m_dropped = 0;
+  std::string m_tail;
+};
 
 }  // namespace
 
@@ -275,6 +339,9 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     std::string buffer;
     bool skipping = false;
   };
+  // nothing the program starts outlives it: what it leaves behind becomes ours, and is stopped
+  become_subreaper();
+  CappedLog log;
   std::vector<Rank> children;
   for (int r = 0; r < ranks; ++r) {
     SpawnOptions so;
@@ -285,17 +352,30 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
       so.env["RANK"] = so.env["LOCAL_RANK"] = std::to_string(r);
     }
     so.own_process_group = false;  // in the host's group: a signal to the group reaches the trainer
+    so.pipe_stderr = true;         // through the host, to worker.log within its cap
     Rank rank;
     rank.child = spawn(so);
     children.push_back(std::move(rank));
   }
-  std::optional<nlohmann::json> last_end;
+  // the order events keep (protocol/event_order.h): the first end event is the run's
+  events::EventOrder order(events::EventOrder::Source::one_process);
+  std::optional<nlohmann::json> the_end;
+  bool breach = false;  // a done before the start: the trainer is stopped, the run retried
   bool write_failed = false;
   int first_failure = -1;
   bool stopping = false;
   std::chrono::steady_clock::time_point kill_at{};
   // Rank 0's stdout holds the events; every other line goes to the log (stderr: worker.log).
+  int64_t events_bytes = 0;
+  const int64_t events_cap = cap("SWEEP_TEST_EVENTS_CAP", k_max_events_bytes);
+  double last_heartbeat = 0;
+  bool too_many_events = false;
   auto drain = [&](size_t r) {
+    char chunk[65536];
+    ssize_t n;
+    while (children[r].child.stderr_fd >= 0 && (n = ::read(children[r].child.stderr_fd, chunk, sizeof chunk)) > 0) {
+      log.write(chunk, static_cast<size_t>(n));
+    }
     std::vector<std::string> lines = read_lines(children[r].child.stdout_fd, children[r].buffer, children[r].skipping);
     if (children[r].code >= 0 && !children[r].buffer.empty()) {  // it has exited: its last line, even without a break
       children[r].buffer += '\n';
@@ -305,13 +385,37 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     }
     for (const auto& line : lines) {
       std::string why;
-      const std::optional<nlohmann::json> ev = r == 0 ? accept_event(line, trainer, why) : std::nullopt;
+      std::optional<nlohmann::json> ev = r == 0 ? accept_event(line, trainer, why) : std::nullopt;
       if (!ev) {
-        std::fprintf(stderr, "%s%s%s\n", r > 0 ? ("[rank " + std::to_string(r) + "] ").c_str() : "",
-                     why.empty() ? "" : ("sweep: not an event (" + why + "): ").c_str(), line.c_str());
+        log.line((r > 0 ? "[rank " + std::to_string(r) + "] " : std::string()) +
+                 (why.empty() ? "" : "sweep: not an event (" + why + "): ") + line);
         continue;
       }
+      if (const std::string ignored = order.next(*ev); !ignored.empty()) {
+        log.line("sweep: ignored (" + ignored + "): " + line);
+        continue;
+      }
+      if ((*ev)[field::event] == events::heartbeat) {  // liveness only: one a second is plenty
+        const double t = now_seconds();
+        if (t - last_heartbeat < 1.0) {
+          continue;
+        }
+        last_heartbeat = t;
+      }
       const std::string text = ev->dump();
+      events_bytes += static_cast<int64_t>(text.size()) + 1;
+      if (events_bytes > events_cap) {
+        if (!too_many_events) {  // the program is stopped; the run fails, not retried
+          too_many_events = true;
+          for (const auto& c : children) {
+            if (c.code < 0) {
+              ::kill(c.child.pid, SIGTERM);
+            }
+          }
+          kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        }
+        continue;
+      }
       events_file << text << '\n';
       events_file.flush();
       if (!events_file && !write_failed) {  // a full disk: the trainer is stopped, nothing of it is lost
@@ -327,7 +431,16 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
         to_stdout = false;  // the scheduler is gone: events.jsonl keeps the record
       }
       if ((*ev)[field::event] == events::end) {
-        last_end = *ev;
+        the_end = *ev;
+        if (the_end->value(field::reason, "") == events::k_done_before_start && !breach) {
+          breach = true;  // whatever it says next is ignored: stop it, and the run is retried
+          for (const auto& c : children) {
+            if (c.code < 0) {
+              ::kill(c.child.pid, SIGTERM);
+            }
+          }
+          kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        }
       }
     }
   };
@@ -372,7 +485,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     if (pid < 0 && errno != EINTR && errno != ECHILD) {
       break;
     }
-    if (first_failure >= 0 && std::chrono::steady_clock::now() > kill_at) {
+    if ((first_failure >= 0 || breach || too_many_events) && std::chrono::steady_clock::now() > kill_at) {
       for (const auto& c : children) {
         if (c.code < 0) {
           ::kill(c.child.pid, SIGKILL);
@@ -384,13 +497,29 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   for (size_t r = 0; r < children.size(); ++r) {
     drain(r);  // what it wrote before it exited, its last line even without a line break
     ::close(children[r].child.stdout_fd);
+    ::close(children[r].child.stderr_fd);
+  }
+  log.finish();
+  if (const int left = stop_descendants(2000); left > 0) {
+    std::fprintf(stderr, "sweep: the program left %d process%s running after it ended: stopped\n", left,
+                 left == 1 ? "" : "es");
+  }
+  if (too_many_events) {
+    std::fprintf(stderr, "sweep: events.jsonl took %lld bytes of events in this attempt, its cap: the program was stopped "
+                         "— an event per step at most, heartbeats at most one a second\n",
+                 static_cast<long long>(events_cap));
+    return Exit::bad_input;
   }
   if (write_failed) {
     return Exit::io_error;  // the run resumes from its checkpoint once there is room
   }
   const int code = first_failure >= 0 ? first_failure : children.front().code;
-  // How the run ended, by its last end event (stamped above) and the trainer's exit.
-  const std::string said = last_end ? (*last_end)[field::status].get<std::string>() : "";
+  // How the run ended, by its end event (the first: stamped above) and the trainer's exit.
+  const std::string said = the_end ? (*the_end)[field::status].get<std::string>() : "";
+  if (breach) {
+    std::fprintf(stderr, "sweep: %s — stopped; the run is retried\n", events::k_done_before_start);
+    return Exit::failed;
+  }
   if (said == to_string(RunState::done)) {  // its result is recorded: what follows it changes nothing
     if (code != 0) {
       std::fprintf(stderr, "sweep: the trainer exited %d after its end event \"done\": the run counts as done\n", code);
@@ -405,7 +534,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   }
   if (said == to_string(RunState::failed) && code == 0) {
     // a contract the trainer broke (a done without a test loss) fails the same way again: not retried
-    const std::string reason = (*last_end).value(field::reason, "");
+    const std::string reason = the_end->value(field::reason, "");
     std::fprintf(stderr, "sweep: %s\n", reason.c_str());  // the log's tail says why
     return reason == k_no_test_loss ? Exit::bad_input : Exit::failed;
   }

@@ -22,6 +22,16 @@ namespace sweep {
 // Longest line of a trainer's stdout read as an event; a longer one goes to worker.log, cut.
 inline constexpr size_t k_max_event_line = events::k_max_json_line;
 
+// What worker.log takes of a program's output (its stderr, its stdout's lines that are no events)
+// in one attempt; past it the rest is dropped but for its last k_log_tail bytes, written when the
+// program ends, after a note where the log was cut.
+inline constexpr int64_t k_max_log_bytes = 64LL << 20;
+inline constexpr size_t k_log_tail = 64 << 10;
+// What events.jsonl takes in one attempt: past it the program is stopped and the run failed (not
+// retried: it would do the same again). Heartbeats count toward it only once a second: more often
+// they are dropped (the watchdog needs one per stall timeout).
+inline constexpr int64_t k_max_events_bytes = 1LL << 30;
+
 // One line of a trainer's stdout judged against the events contract: the event to record (a
 // start event stamped with the trainer's version as its `code`; `time` filled in when absent),
 // or nullopt with `why` set (empty `why`: the line is no JSON object with an "event", so it is

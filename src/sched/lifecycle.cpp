@@ -62,7 +62,20 @@ ToDo runs_to_do(const std::vector<const PlannedRun*>& runs,
 
 Outcome classify_end(const EndFacts& f) {
   const std::string stopped_by_user = "stopped with the sweep; `sweep run` again resumes it";
-  if (!f.stalled.empty() && !finished(f.recorded)) {  // killed by the watchdog: a crash, never out of memory
+  // Its end event said done or diverged: that is its result, however the worker ended after it
+  // (the first end event is the run's: protocol/event_order.h)
+  if (finished(f.recorded)) {
+    const bool clean = f.stalled.empty() && (!f.exit_code || *f.exit_code == static_cast<int>(Exit::ok) ||
+                                             (f.recorded == RunState::diverged && *f.exit_code == static_cast<int>(Exit::diverged)));
+    std::string note = f.recorded_error;
+    if (!clean) {
+      note += std::string(note.empty() ? "" : "; ") + "after its end event \"" + to_string(f.recorded) + "\" the worker " +
+              (!f.stalled.empty() ? "stalled (" + f.stalled + ") and was killed" : "exited " + std::to_string(*f.exit_code)) +
+              ": the result stands";
+    }
+    return {f.recorded, Then::finished, note};
+  }
+  if (!f.stalled.empty()) {  // killed by the watchdog: a crash, never out of memory
     if (f.stopping) {
       return {RunState::interrupted, Then::stopped, stopped_by_user};
     }
@@ -72,18 +85,12 @@ Outcome classify_end(const EndFacts& f) {
                 (retry ? "; retried from its checkpoint" : "; it resumes from its checkpoint with --retry-failed")};
   }
   if (!f.exit_code) {  // a batch task: its events say how it ended
-    if (finished(f.recorded)) {
-      return {f.recorded, Then::finished, f.recorded_error};
-    }
     if (f.stopping) {
       return {RunState::interrupted, Then::stopped, stopped_by_user};
     }
     return {RunState::failed, Then::give_up, f.detail + "\n" + f.log_tail};
   }
   const int code = *f.exit_code;
-  if (code == static_cast<int>(Exit::ok) && f.recorded == RunState::done) {
-    return {RunState::done, Then::finished, ""};
-  }
   if (code == static_cast<int>(Exit::diverged)) {
     return {RunState::diverged, Then::finished, f.recorded_error};
   }

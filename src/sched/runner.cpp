@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/event_order.h"
 #include "protocol/json_line.h"
 #include "sched/slurm.h"
 #include "util/fs.h"
@@ -87,7 +88,9 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
   if (!fs::exists(events)) {
     return;
   }
-  store.ingest(run_id, split(read_file(events), '\n'));
+  // the order of events enforced as the worker host enforces it (protocol/event_order.h): a
+  // folder may come from anywhere
+  store.ingest(run_id, events::in_event_order(split(read_file(events), '\n')));
 }
 
 SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<ResultsLock> lock,
@@ -114,8 +117,7 @@ std::string SweepRunner::describe(const std::string& run_id) const { return desc
 
 std::string SweepRunner::describe(const PlannedRun& run) const {
   const std::string& run_id = run.run_id;
-  return run.variant + " seed " + std::to_string(run.config.seeds.init) + "/" + std::to_string(run.config.seeds.data) +
-         " (" + run_id + ")";
+  return run.variant + " " + seeds_in_words(run.config.seeds.init, run.config.seeds.data, run.repeat) + " (" + run_id + ")";
 }
 
 // Runs recorded with a worker by an earlier `sweep run` that is gone — every run the sweep has

@@ -8,15 +8,20 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <set>
+#include <thread>
 
 #include "util/error.h"
 
@@ -163,7 +168,11 @@ Child spawn(const SpawnOptions& o) {
   if (!o.cwd.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, o.cwd.c_str());
   }
-  if (!o.stderr_file.empty()) {
+  int err_fds[2] = {-1, -1};
+  if (o.pipe_stderr) {
+    make_pipe(err_fds);
+    posix_spawn_file_actions_adddup2(&actions, err_fds[1], STDERR_FILENO);
+  } else if (!o.stderr_file.empty()) {
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, o.stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
   }
@@ -204,19 +213,89 @@ Child spawn(const SpawnOptions& o) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(pipe_fds[1]);
+  if (err_fds[1] >= 0) {
+    ::close(err_fds[1]);
+  }
   if (rc != 0) {
     ::close(pipe_fds[0]);
+    if (err_fds[0] >= 0) {
+      ::close(err_fds[0]);
+    }
     throw Error("cannot start " + o.argv[0] + ": " + std::strerror(rc));
+  }
+  if (err_fds[0] >= 0) {
+    fcntl(err_fds[0], F_SETFL, fcntl(err_fds[0], F_GETFL) | O_NONBLOCK);
   }
   if (!o.pipe_stdout) {
     ::close(pipe_fds[0]);
-    return {pid, -1};
+    return {pid, -1, err_fds[0]};
   }
   fcntl(pipe_fds[0], F_SETFL, fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
-  return {pid, pipe_fds[0]};
+  return {pid, pipe_fds[0], err_fds[0]};
 }
 
 bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+namespace {
+
+// This process's children now, from /proc (each /proc/PID/stat's 4th field, after the command
+// in parentheses, which may itself hold spaces and parentheses).
+std::vector<pid_t> children_now() {
+  std::vector<pid_t> out;
+  const pid_t self = ::getpid();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) {
+      continue;
+    }
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == self && state != 'Z') {
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return out;
+}
+
+void reap_exited() {
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+}  // namespace
+
+int stop_descendants(int grace_ms) {
+  std::set<pid_t> stopped;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  for (;;) {
+    reap_exited();
+    const std::vector<pid_t> left = children_now();
+    if (left.empty()) {
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now > deadline + std::chrono::seconds(5)) {
+      break;  // what SIGKILL has not ended in 5 s (a process stuck in the kernel) is past helping
+    }
+    const bool late = now > deadline;
+    for (const pid_t pid : left) {
+      if (stopped.insert(pid).second || late) {
+        ::kill(pid, late ? SIGKILL : SIGTERM);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return static_cast<int>(stopped.size());
+}
 
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

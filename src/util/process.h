@@ -44,6 +44,7 @@ struct SpawnOptions {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // set in addition to this process's environment
   std::string stderr_file;                 // appended to; "" = inherit
+  bool pipe_stderr = false;                // stderr on a pipe of its own (Child::stderr_fd); stderr_file unused
   bool own_process_group = true;           // pgid = pid, so the whole tree can be signalled
   bool pipe_stdout = true;                 // false: stdout inherited (Child::stdout_fd = -1)
   std::string cwd;                         // the child's working directory; "" = this process's
@@ -52,6 +53,7 @@ struct SpawnOptions {
 struct Child {
   pid_t pid = -1;
   int stdout_fd = -1;  // read end of the child's stdout (non-blocking)
+  int stderr_fd = -1;  // with pipe_stderr: read end of its stderr (non-blocking)
 };
 
 Child spawn(const SpawnOptions& options);
@@ -60,6 +62,16 @@ Child spawn(const SpawnOptions& options);
 int exit_code_of(int wait_status);
 
 bool process_alive(pid_t pid);
+
+// Makes this process the reaper of its descendants (Linux's PR_SET_CHILD_SUBREAPER): a process
+// its children leave behind — put in the background, in a session of its own (setsid),
+// double-forked — becomes this process's child when its parent dies, instead of init's.
+void become_subreaper();
+
+// Stops every child this process still has, and theirs as they are orphaned to it (with
+// become_subreaper): SIGTERM, then SIGKILL to what is left after `grace_ms`. Returns how many
+// processes it stopped. For a host whose program has exited: nothing it started outlives it.
+int stop_descendants(int grace_ms);
 
 // A TCP port free on 127.0.0.1 now (for a rendezvous of ranks).
 int free_port();

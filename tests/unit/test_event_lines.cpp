@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "external/host.h"
+#include "protocol/event_order.h"
 #include "protocol/json_line.h"
 
 using namespace sweep;
@@ -102,4 +103,61 @@ TEST_CASE("the worker host's events contract on a fuzz corpus: no line crashes o
   }
   CHECK(accepted >= static_cast<int>(k_valid.size()));  // the valid lines, and mutations that stay valid
   MESSAGE(corpus.size() << " lines, " << accepted << " accepted as events");
+}
+
+TEST_CASE("the order of a run's events: the first end event is its result, a done before the start is a breach") {
+  using events::EventOrder;
+  const auto j = [](const char* text) { return nlohmann::json::parse(text); };
+  const auto take = [](EventOrder& order, nlohmann::json ev) { return order.next(ev); };
+  {  // done, then failed, then done 99: the first done stands, the rest is ignored with a reason
+    EventOrder order(EventOrder::Source::one_process);
+    CHECK(take(order, j(R"({"event":"start","step":0})")).empty());
+    CHECK(take(order, j(R"({"event":"train","step":1,"tokens":8,"loss":3})")).empty());
+    CHECK(take(order, j(R"({"event":"end","status":"done","test_loss":3.1})")).empty());
+    CHECK(take(order, j(R"({"event":"end","status":"failed"})")) == "after the run's end event \"done\", which is its result");
+    CHECK_FALSE(take(order, j(R"({"event":"end","status":"done","test_loss":99})")).empty());
+    CHECK_FALSE(take(order, j(R"({"event":"train","step":2,"tokens":8,"loss":3})")).empty());
+  }
+  {  // done first: a failed end that says why, and nothing after it
+    EventOrder order(EventOrder::Source::one_process);
+    nlohmann::json done = j(R"({"event":"end","status":"done","test_loss":3.1,"test_bpb":1})");
+    CHECK(order.next(done).empty());
+    CHECK(done["status"] == "failed");
+    CHECK(done["reason"] == events::k_done_before_start);
+    CHECK_FALSE(done.contains("test_loss"));
+    CHECK_FALSE(done.contains("test_bpb"));
+    CHECK_FALSE(take(order, j(R"({"event":"start","step":0})")).empty());
+  }
+  {  // one program: one start; train steps go forward, from the step it resumed at
+    EventOrder order(EventOrder::Source::one_process);
+    CHECK(take(order, j(R"({"event":"heartbeat","step":0,"phase":"train"})")).empty());
+    CHECK(take(order, j(R"({"event":"start","step":5})")).empty());
+    CHECK(take(order, j(R"({"event":"train","step":5,"tokens":8,"loss":3})")) == "step 5 after step 5: steps go forward");
+    CHECK(take(order, j(R"({"event":"train","step":6,"tokens":8,"loss":3})")).empty());
+    CHECK(take(order, j(R"({"event":"train","step":4,"tokens":8,"loss":3})")) == "step 4 after step 6: steps go forward");
+    CHECK(take(order, j(R"({"event":"eval","step":6,"split":"val","loss":3})")).empty());
+    CHECK(take(order, j(R"({"event":"start","step":0})")) == "a second start event from one program");
+    CHECK(take(order, j(R"({"event":"end","status":"preempted"})")).empty());
+    CHECK_FALSE(take(order, j(R"({"event":"start","step":6})")).empty());
+  }
+  {  // a file: attempt after attempt, each from its start; nothing after a done
+    EventOrder order(EventOrder::Source::file);
+    CHECK(take(order, j(R"({"event":"start","step":0})")).empty());
+    CHECK(take(order, j(R"({"event":"train","step":1,"tokens":8,"loss":3})")).empty());
+    CHECK(take(order, j(R"({"event":"start","step":0})")).empty());  // killed without an end: resumed
+    CHECK(take(order, j(R"({"event":"train","step":1,"tokens":8,"loss":3})")).empty());
+    CHECK(take(order, j(R"({"event":"end","status":"preempted"})")).empty());
+    CHECK_FALSE(take(order, j(R"({"event":"train","step":2,"tokens":8,"loss":3})")).empty());
+    CHECK(take(order, j(R"({"event":"start","step":1})")).empty());
+    CHECK(take(order, j(R"({"event":"end","status":"done","test_loss":3})")).empty());
+    CHECK_FALSE(take(order, j(R"({"event":"start","step":0})")).empty());
+  }
+  // a whole events.jsonl: the lines after the result left out, a done before the start rewritten
+  const std::vector<std::string> lines{R"({"event":"start","step":0})", "not an event",
+                                       R"({"event":"end","status":"done","test_loss":3.1})",
+                                       R"({"event":"end","status":"done","test_loss":99})"};
+  CHECK(events::in_event_order(lines) == std::vector<std::string>(lines.begin(), lines.begin() + 3));
+  const auto breach = events::in_event_order({R"({"event":"end","status":"done","test_loss":3.1})"});
+  REQUIRE(breach.size() == 1);
+  CHECK(nlohmann::json::parse(breach[0])["status"] == "failed");
 }

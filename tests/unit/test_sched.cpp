@@ -131,6 +131,10 @@ TEST_CASE("classify_end: how an ended worker's run goes on") {
        Then::finished},
       {"batch task: cancelled", std::nullopt, RunState::running, true, false, 0, RunState::interrupted, Then::stopped},
       {"batch task: no result", std::nullopt, RunState::running, false, false, 0, RunState::failed, Then::give_up},
+      // the first end event is the run's result, whatever the worker does after it
+      {"done, then a crash", 1, RunState::done, false, false, 0, RunState::done, Then::finished},
+      {"done, then SIGKILL", 128 + 9, RunState::done, false, true, 0, RunState::done, Then::finished},
+      {"diverged, then a crash", 1, RunState::diverged, false, false, 0, RunState::diverged, Then::finished},
   };
   for (const auto& r : table) {
     CAPTURE(r.name);
@@ -244,6 +248,12 @@ TEST_CASE("classify_end: a worker the watchdog killed is retried like a crash, n
   f.recorded = RunState::done;  // it finished as the kill came: done it is
   f.exit_code = 0;
   CHECK(classify_end(f).then == Then::finished);
+  f.exit_code = 128 + 9;  // it said done, then hung until the watchdog killed it: done, and said so
+  o = classify_end(f);
+  CHECK(o.state == RunState::done);
+  CHECK(o.then == Then::finished);
+  CHECK(o.error == "after its end event \"done\" the worker stalled (no event for 0m05s (stall timeout 2 s; the last: "
+                   "train, step 40)) and was killed: the result stands");
 }
 
 TEST_CASE("--devices: slots, GPUs counted within the scheduler's CUDA_VISIBLE_DEVICES, shared GPUs") {
