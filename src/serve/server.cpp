@@ -9,10 +9,13 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -33,6 +36,38 @@ namespace {
 const char* k_policy =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+// A thread for each connection, up to k_max_connections at once: httplib's own pool has 8, and
+// a connection holds its thread while it idles (it waits up to the read timeout for a request,
+// then keep-alive's), so 8 idle TCP connections from anyone on the machine stalled every viewer
+// (64 of them: 37 s for /api/version). Idle threads cost a stack's address space, not its
+// memory; past the cap a new connection waits until one ends (within the read timeout).
+constexpr int k_max_connections = 256;
+
+class ConnectionThreads final : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_changed.wait(lock, [this] { return m_running < k_max_connections; });
+    ++m_running;
+    lock.unlock();
+    std::thread([this, fn = std::move(fn)] {
+      fn();
+      std::lock_guard<std::mutex> done(m_mutex);
+      --m_running;
+      m_changed.notify_all();
+    }).detach();
+  }
+  void shutdown() override {  // every connection's thread has ended
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_changed.wait(lock, [this] { return m_running == 0; });
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::condition_variable m_changed;
+  int m_running = 0;
+};
 
 const Asset* asset(const std::string& name) {
   for (size_t i = 0; i < k_serve_asset_count; ++i) {
@@ -139,6 +174,12 @@ void serve(const ServeOptions& o, const std::function<void(const std::string&)>&
   // GET only, and small: a request with a body, a long URL or long headers is refused
   // (httplib answers 414 and 431 itself beyond its 8 KiB limits).
   server.set_payload_max_length(1024);
+  // Not stallable by idle or slow clients: a thread per connection, and a connection that sends
+  // no request within 2 s (or idles 2 s between keep-alive requests) is closed.
+  server.new_task_queue = [] { return new ConnectionThreads; };
+  server.set_read_timeout(2, 0);
+  server.set_write_timeout(5, 0);
+  server.set_keep_alive_timeout(2);
   // SO_REUSEADDR alone: httplib's default adds SO_REUSEPORT, with which a second server on a port
   // in use binds too and the two share its requests.
   server.set_socket_options([](int sock) {

@@ -75,6 +75,23 @@ for raw in (b"GARBAGE\r\n\r\n", b"GET\r\n\r\n", b"\x00\xff\xfe\r\n\r\n", b"GET /
 print("ok")
 PY
 kill -0 $server 2>/dev/null || fail "the server died of the requests above"
+# a name of invalid UTF-8 in the URL: the 404's JSON is valid UTF-8 (the bytes replaced)
+curl -s "${url}api/sweeps/%FF%FEx" > bad-utf8.json
+/usr/bin/python3 -c "import json, sys; e = json.loads(open('bad-utf8.json', 'rb').read().decode('utf-8'))['error']; assert '\ufffd' in e, e" ||
+  fail "a 404 of a name in invalid UTF-8: $(od -c bad-utf8.json | head -3)"
+# 64 idle connections (opened, no request sent) do not stall the others: once 37 s here
+/usr/bin/python3 - "$port" "${url}api/version" > idle.txt <<'PY' || fail "idle connections stall the server: $(cat idle.txt)"
+import socket, sys, time, urllib.request
+idle = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(64)]
+t0 = time.monotonic()
+with urllib.request.urlopen(sys.argv[2], timeout=30) as r:
+    assert r.status == 200
+waited = time.monotonic() - t0
+print(f"/api/version beside 64 idle connections: {waited:.3f} s")
+assert waited < 1.5, waited  # a thread each: no wait for an idle one's read timeout (2 s)
+for s in idle:
+    s.close()
+PY
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "the database is damaged"
 
 # The page in a real browser, live while another variant trains.
