@@ -395,7 +395,7 @@ RunResult Trainer::run(const RunOptions& o) {
   auto alive = [&](const char* phase) {
     return [&, phase]() {
       ev.alive(m_step, phase);
-      if (slow_ms > 0 && std::string(phase) == "eval") {
+      if (slow_ms > 0 && (std::string(phase) == "eval" || std::string(phase) == "test")) {
         std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
       }
     };
@@ -405,8 +405,8 @@ RunResult Trainer::run(const RunOptions& o) {
     std::function<void()>& f;
     ~Forget() { f = nullptr; }
   } forget{m_alive};
-  auto eval_val = [&]() {
-    const double val = evaluate("val", alive("eval"));
+  auto eval_val = [&](const std::function<void()>& beat) {
+    const double val = evaluate("val", beat);
     ev.emit(events::eval, {{field::split, events::val_split},
                            {field::step, m_step},
                            {field::tokens, m_step * tps},
@@ -434,7 +434,7 @@ RunResult Trainer::run(const RunOptions& o) {
   };
 
   if (m_step == 0 && m_cfg.eval.every > 0) {
-    eval_val();
+    eval_val(alive("eval"));
   }
   const auto started = std::chrono::steady_clock::now();
   double step_seconds = 0;  // moving average, for the ETA
@@ -480,7 +480,7 @@ RunResult Trainer::run(const RunOptions& o) {
     ev.progress(line);
     const bool eval_due = m_cfg.eval.every > 0 && m_step % m_cfg.eval.every == 0 && m_step < total;
     if (eval_due) {
-      eval_val();
+      eval_val(alive("eval"));
     }
     const bool checkpoint_due = m_cfg.eval.checkpoint_every > 0 ? m_step % m_cfg.eval.checkpoint_every == 0
                                                                  : eval_due;
@@ -489,9 +489,34 @@ RunResult Trainer::run(const RunOptions& o) {
     }
   }
 
-  // ---- the end: final validation, test over the whole split, a last checkpoint ----
-  eval_val();
-  const EvalLoss test = evaluate_split("test", true, alive("test"));
+  // ---- the end: a checkpoint of the trained state, then the final validation and the test over
+  // the whole split. A stop inside them is honoured at once — a preemption's grace period is short
+  // (Slurm's: 30 s) and a test split can take long —, and the run resumes at its last step, where
+  // only the evaluation runs again. With several ranks evaluating together, a stop waits for
+  // the evaluation's end (one rank cannot leave the others' collectives).
+  checkpoint();
+  struct StopInEvaluation {};
+  const bool alone = m_comm == nullptr || m_comm->world() == 1;
+  auto stoppable = [&](const char* phase) -> std::function<void()> {
+    return [beat = alive(phase), alone]() {
+      beat();
+      if (alone && stop_requested()) {
+        throw StopInEvaluation{};
+      }
+    };
+  };
+  EvalLoss test;
+  try {
+    if (alone && stop_requested()) {
+      throw StopInEvaluation{};
+    }
+    eval_val(stoppable("eval"));
+    test = evaluate_split("test", true, stoppable("test"));
+  } catch (const StopInEvaluation&) {
+    const std::string reason = "stopped by signal " + std::to_string(stop_signal()) + " in the final evaluation";
+    ev.note("preempted after the last step (" + reason + "); --resume evaluates again");
+    return stop_early(RunState::preempted, reason);
+  }
   RunResult r;
   r.step = m_step;
   r.test_loss = test.mean();
@@ -507,7 +532,6 @@ RunResult Trainer::run(const RunOptions& o) {
     ev.note("diverged: " + reason);
     return stop_early(RunState::diverged, reason);
   }
-  checkpoint();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ev.emit(events::end, {{field::status, to_string(RunState::done)},
                         {field::step, m_step},

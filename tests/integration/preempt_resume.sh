@@ -29,4 +29,32 @@ for sig in TERM INT; do
   b=$(grep '"status":"done"' "$dir/events.jsonl" | sed 's/.*"test_loss":\([^,]*\).*/\1/')
   [ "$a" = "$b" ] || fail "SIG$sig: resumed test loss $b differs from uninterrupted $a"
 done
+# SIGTERM in the final evaluation (a test split can take long, a grace period is short): the
+# trained state was checkpointed before it, the stop is honoured inside it, and --resume only
+# evaluates again — to the uninterrupted run's test loss
+tiny_config short.yaml 20
+"$SWEEP" train short.yaml --run-dir runs/short > /dev/null
+dir=runs/final
+mkdir -p "$dir"
+echo "slow_eval_ms:200" > "$dir/test-fault"  # 200 ms more per evaluation batch: the evaluation takes seconds
+"$SWEEP" train short.yaml --run-dir "$dir" > final.txt 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  grep -q '"event":"checkpoint".*"step":20' "$dir/events.jsonl" 2>/dev/null && break
+  sleep 0.05
+done
+grep -q '"event":"checkpoint".*"step":20' "$dir/events.jsonl" || fail "no checkpoint of the last step before the final evaluation"
+rm "$dir/test-fault"  # read at the start: the resume evaluates at full speed
+sleep 0.3
+kill -TERM "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 75 ] || fail "SIGTERM in the final evaluation: exit $rc, expected 75: $(tail -3 final.txt)"
+grep -q '"status":"preempted"' "$dir/events.jsonl" && grep -q '"reason":"stopped by signal 15 in the final evaluation"' "$dir/events.jsonl" ||
+  fail "not stopped in the final evaluation: $(tail -2 "$dir/events.jsonl")"
+! grep -q '"split":"test"' "$dir/events.jsonl" || fail "the test evaluation ran to its end after the stop"
+"$SWEEP" train short.yaml --run-dir "$dir" --resume > /dev/null
+[ "$(count '"event":"train"' "$dir/events.jsonl")" -eq 20 ] || fail "steps trained again after a stop in the final evaluation"
+a=$(grep '"status":"done"' runs/short/events.jsonl | sed 's/.*"test_loss":\([^,]*\).*/\1/')
+b=$(grep '"status":"done"' "$dir/events.jsonl" | sed 's/.*"test_loss":\([^,]*\).*/\1/')
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "resumed for its evaluation: test loss $b, uninterrupted $a"
 echo "preempt_resume: ok"
