@@ -164,7 +164,7 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   }
   std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
               spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
-  std::printf("%-32s %-10s %-16s %-10s %10s %7s %13s  %s\n", "variant", "seeds", "run", "state", "tokens", "epochs",
+  std::printf("%-32s %-14s %-16s %-10s %10s %7s %13s  %s\n", "variant", "seed", "run", "state", "tokens", "epochs",
               "memory/device", "parameters (active per token)");
   double tokens_left = 0, rate_sum = 0;
   int rates = 0;
@@ -191,10 +191,9 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     if (!finished(state) && !failed(state) && !own) {
       tokens_left += static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
     }
-    const std::string seeds = std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data) +
-                              (r.repeat > 0 ? " r" + std::to_string(r.repeat) : "");
+    const std::string seeds = seeds_in_column(r.config.seeds.init, r.config.seeds.data, r.repeat);
     if (own) {
-      std::printf("%-32s %-10s %-16s %-10s %10s %7s %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
+      std::printf("%-32s %-14s %-16s %-10s %10s %7s %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
                   to_string(state), "-", "-", "-",
                   ("trainer " + r.config.trainer->name + "@" + r.config.trainer->version()).c_str());
       continue;
@@ -202,7 +201,7 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     const ModelSize size = model_size(r.config.model);
     const std::string params = format_count(static_cast<double>(size.total)) +
                                (size.active != size.total ? " (" + format_count(static_cast<double>(size.active)) + ")" : "");
-    std::printf("%-32s %-10s %-16s %-10s %10s %7.2f %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
+    std::printf("%-32s %-14s %-16s %-10s %10s %7.2f %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
                 to_string(state), format_count(static_cast<double>(r.config.train.tokens)).c_str(), epochs,
                 format_bytes(run_memory(r.config).total()).c_str(), params.c_str());
   }
@@ -515,13 +514,13 @@ Exit run_status(Store& store, std::string name) {
     throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
   }
   const bool jobs = std::any_of(rows.begin(), rows.end(), [](const SweepRunRow& r) { return !r.run.job.empty(); });
-  std::printf("sweep %s\n%-32s %-8s %-16s %-10s %-8s %11s %9s %9s %8s %11s  %-30s %s%s\n", name.c_str(), "variant",
-              "seeds", "run", "state", "device", "step", "loss", "test", "attempts", "last event", "code (latest start)",
+  std::printf("sweep %s\n%-32s %-14s %-16s %-10s %-8s %11s %9s %9s %8s %11s  %-30s %s%s\n", name.c_str(), "variant",
+              "seed", "run", "state", "device", "step", "loss", "test", "attempts", "last event", "code (latest start)",
               jobs ? "slurm task         " : "", "error");
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (const auto& r : rows) {
-    const std::string seeds = std::to_string(r.run.init_seed) + "/" + std::to_string(r.run.data_seed);
+    const std::string seeds = seeds_in_column(r.run.init_seed, r.run.data_seed, r.run.repeat);
     const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
     char loss[32], test[32];
     std::snprintf(loss, sizeof loss, r.run.last_loss ? "%.4f" : "-", r.run.last_loss.value_or(0));
@@ -537,7 +536,7 @@ Exit run_status(Store& store, std::string name) {
                                   : "-";
     // where its latest start trained (a run from before the device was recorded: the kind its config names)
     const std::string device = r.run.device.empty() ? "-" : r.run.device;
-    std::printf("%-32s %-8s %-16s %-10s %-8s %11s %9s %9s %8lld %11s  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
+    std::printf("%-32s %-14s %-16s %-10s %-8s %11s %9s %9s %8lld %11s  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
                 r.run.run_id.c_str(), to_string(state), device.c_str(), step.c_str(), loss, test,
                 static_cast<long long>(r.run.attempts), heard.c_str(), code.c_str(),
                 jobs ? (job + std::string(19 - std::min<size_t>(19, job.size()), ' ')).c_str() : "",

@@ -40,7 +40,7 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
       worst = measure;
     }
     const std::string name =
-        r.variant + " seed " + std::to_string(r.config.seeds.init) + "/" + std::to_string(r.config.seeds.data);
+        r.variant + " " + seeds_in_words(r.config.seeds.init, r.config.seeds.data, r.repeat);
     if (device > 0 && p.total() > device) {
       out.too_big.push_back(name + ": " + format_bytes(p.total()));
     }

@@ -857,4 +857,15 @@ std::string find_dataset(const std::string& dataset, const std::string& file) {
   }
 }
 
+std::string seeds_in_words(int64_t init, int64_t data, int64_t repeat) {
+  std::string s = init == data ? "seed " + std::to_string(init)
+                               : "init seed " + std::to_string(init) + ", data seed " + std::to_string(data);
+  return repeat > 0 ? s + ", repeat " + std::to_string(repeat) : s;
+}
+
+std::string seeds_in_column(int64_t init, int64_t data, int64_t repeat) {
+  std::string s = init == data ? std::to_string(init) : "init=" + std::to_string(init) + ",data=" + std::to_string(data);
+  return repeat > 0 ? s + ",repeat=" + std::to_string(repeat) : s;
+}
+
 }  // namespace sweep

@@ -139,6 +139,12 @@ struct SeedConfig {
   int64_t data = 1;  // batch order and dropout
 };
 
+// A run's seeds as the scheduler's log, `sweep plan` and `sweep status` say them — never "2/2",
+// which reads as "the second of two": in a sentence "seed 2", or "init seed 1, data seed 3" where
+// they differ; in a table column (no spaces) "2", or "init=1,data=3"; a repeat adds its number.
+std::string seeds_in_words(int64_t init, int64_t data, int64_t repeat = 0);
+std::string seeds_in_column(int64_t init, int64_t data, int64_t repeat = 0);
+
 struct ResourceConfig {
   int64_t threads = 0;          // 0 = auto: every core given to the run (per rank)
   std::string device = "cpu";   // cpu | cuda | cuda:N

@@ -42,7 +42,7 @@ expect_rc 2 "$SWEEP" run s.yaml --results one --devices cpu 2> one.err
 grep -q "asks for resources.ranks = 2 but --devices cpu gives 1 slot" one.err || fail "one slot: $(cat one.err)"
 [ ! -e one/sweep.db ] || fail "a refused sweep wrote its database"
 "$SWEEP" run s.yaml --results res --devices cpu:2x1 > dp.txt || fail "sweep with ranks: $(cat dp.txt)"
-grep -q "two-ranks seed 1/1 .* on cpu:0+cpu:1" dp.txt || fail "the 2-rank run did not get both slots: $(cat dp.txt)"
+grep -q "two-ranks seed 1 .* on cpu:0+cpu:1" dp.txt || fail "the 2-rank run did not get both slots: $(cat dp.txt)"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] || fail "4 runs done: $(cat dp.txt)"
 check_database
 echo "data_parallel: ok (rank killed → exit $rc after ${elapsed}s)"

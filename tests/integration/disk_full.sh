@@ -47,7 +47,7 @@ tiny_sweep s.yaml full 300 "nodrop: {model.dropout: 0.0}"
 # ---- a disk too small for a checkpoint (the first run's checkpoint folder on a 200k tmpfs; the
 # database has room): the worker stops, the sweep stops ----
 "$SWEEP" plan s.yaml --results res > plan.txt
-first=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+first=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
 small_disk "res/runs/$first/checkpoint" 200k
 code=0; "$SWEEP" run s.yaml --results res --devices cpu:1x1 > run1.txt 2>&1 || code=$?
 check_stopped run1.txt "$code"

@@ -79,5 +79,10 @@ PY
 sed 's/large: {model.n_layer: 2, model.n_embd: 48}/large: {model.n_embd: 24, model.n_layer: 1, model.n_head: 1}/; s/medium: {model.n_embd: 32}/medium: {model.n_embd: 40}/' ladder.yaml > shrinking.yaml
 expect_rc 2 "$SWEEP" run shrinking.yaml --results res2 --devices cpu:1x1 2> bad.txt
 grep -q "shrinking.yaml:.*rung 'large' has .* parameters, no more than rung 'medium'" bad.txt || fail "$(cat bad.txt)"
+# two rungs of one size: said as rungs, not as a grid's points
+sed 's/medium: {model.n_embd: 32}/medium: {model.n_embd: 16}/' ladder.yaml > equal.yaml
+expect_rc 2 "$SWEEP" run equal.yaml --results res2 --devices cpu:1x1 2> bad.txt
+grep -q "equal.yaml:.*rung 'medium' of the scale ladder is the same run config as rung 'small' — each rung must be another size" bad.txt ||
+  fail "equal rungs: $(cat bad.txt)"
 [ ! -e res2/sweep.db ] || fail "a refused ladder left a database"
 echo "ladder: ok"

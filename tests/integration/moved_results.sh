@@ -82,9 +82,9 @@ step=$(DB=A/sweep.db sql "SELECT steps FROM runs WHERE run_id = '$id'")
 [ "$(DB=B/sweep.db sql "SELECT run_dir FROM runs WHERE run_id = '$id'")" = "$PWD/A/runs/$id" ] ||
   fail "B does not point at the run's folder in A: $(DB=B/sweep.db sql 'SELECT run_id, run_dir FROM runs')"
 "$SWEEP" run proj/exp/t.yaml --results B --devices cpu:1x1 > b.txt 2>&1 || fail "the sweep in B: $(cat b.txt)"
-grep -q "start base seed 1/1 ($id) on cpu:0, resuming" b.txt || fail "B did not resume the run: $(cat b.txt)"
+grep -q "start base seed 1 ($id) on cpu:0, resuming" b.txt || fail "B did not resume the run: $(cat b.txt)"
 grep -q "\"event\":\"start\".*\"resumed\":true" "A/runs/$id/events.jsonl" || fail "the run did not resume from A's checkpoint"
 [ ! -e "B/runs/$id" ] || fail "B trained the run afresh in a folder of its own"
 # the second seed never started in A: started in B, and not said to resume (it has nothing to resume from)
-grep -q "start base seed 2/2 ([0-9a-f]*) on cpu:0$" b.txt || fail "the second seed: $(cat a.txt b.txt)"
+grep -q "start base seed 2 ([0-9a-f]*) on cpu:0$" b.txt || fail "the second seed: $(cat a.txt b.txt)"
 echo "moved_results: ok"

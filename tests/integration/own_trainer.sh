@@ -79,7 +79,7 @@ sed -i '$ d' toy-trainer.sh
 "$SWEEP" plan a.yaml --results res > plan3.txt
 cmp -s plan1.txt plan3.txt || fail "the same file must give the same ids: $(diff plan1.txt plan3.txt)"
 # a run planned before its trainer changed (queued, retried) refuses to train under its old id
-run1=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan1.txt)
+run1=$(awk '$1 == "base" && $2 == "1" {print $3}' plan1.txt)
 echo "# edited" >> toy-trainer.sh
 expect_rc 2 "$SWEEP" worker "res/runs/$run1/config.yaml" --run-dir "res/runs/$run1" --resume 2> edited.txt
 grep -q "toy-trainer.sh has changed since this run was planned" edited.txt || fail "$(cat edited.txt)"
@@ -110,7 +110,7 @@ grep -q "key 'model.width': the choice '1' is listed twice — remove one" bad5.
 # ---- malformed events go to the log, the run still counts; an end without a test loss fails, not retried ----
 own_sweep m.yaml messy "garbled: {train.mode: garble}" "no-test: {train.mode: no-test}"
 "$SWEEP" run m.yaml --results res --devices cpu:2x1 > m.txt && fail "a run without a test loss should fail the sweep: $(cat m.txt)"
-garbled=$(awk '$1 == "garbled" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
+garbled=$(awk '$1 == "garbled" && $2 == "1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
 grep -q 'sweep: not an event (train event: "step" must be a whole number' "res/runs/$garbled/worker.log" ||
   fail "a malformed event is not in the log: $(cat "res/runs/$garbled/worker.log")"
 grep -q 'sweep: not an event ("event" must be one of' "res/runs/$garbled/worker.log" || fail "an unknown event type"
@@ -127,7 +127,7 @@ printf '{"event":"train","step":3,"tokens":128,"loss":1,"deep":%s%s}\n' "$(head 
 "$SWEEP" ingest res > ingest-deep.txt 2>&1 || fail "ingest of a folder with a line 100,000 deep: $(tail -3 ingest-deep.txt)"
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$garbled'")" = done ] || fail "after ingesting the deep line"
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$garbled'")" = done ] || fail "the garbled run is not done"
-notest=$(awk '$1 == "no-test" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
+notest=$(awk '$1 == "no-test" && $2 == "1" {print $3}' <<< "$("$SWEEP" plan m.yaml --results res)")
 [ "$(sql "SELECT status, attempts FROM runs WHERE run_id = '$notest'")" = "failed|1" ] ||
   fail "an end without a test loss: $(sql "SELECT status, attempts, error FROM runs WHERE run_id = '$notest'")"
 grep -q "without a test_loss" <<< "$(sql "SELECT error FROM runs WHERE run_id = '$notest'")" || fail "its error does not say why"
@@ -136,11 +136,11 @@ grep -q "without a test_loss" <<< "$(sql "SELECT error FROM runs WHERE run_id = 
 own_sweep p.yaml preempt "slow: {train.mode: slow}"
 "$SWEEP" run p.yaml --results res --devices cpu:2x1 > p.txt &
 sched=$!
-victim=$(awk '$1 == "slow" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan p.yaml --results res)")
+victim=$(awk '$1 == "slow" && $2 == "1" {print $3}' <<< "$("$SWEEP" plan p.yaml --results res)")
 wait_for_train_events "res/runs/$victim/events.jsonl" 4
 kill -TERM "$(worker_pid "$victim")"
 wait "$sched" || fail "the sweep should finish after a preemption: $(cat p.txt)"
-grep -q "preempted slow seed 1/1 .* at step [0-9]*: re-queued" p.txt || fail "not re-queued: $(cat p.txt)"
+grep -q "preempted slow seed 1 .* at step [0-9]*: re-queued" p.txt || fail "not re-queued: $(cat p.txt)"
 [ "$(grep -c '"resumed":true' "res/runs/$victim/events.jsonl")" -ge 1 ] || fail "the trainer did not resume"
 [ "$(sql "SELECT COUNT(*) FROM segments WHERE run_id = '$victim' AND step > 0")" -ge 1 ] || fail "no segment from a step > 0"
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$victim'")" = done ] || fail "the preempted run did not finish"
@@ -149,7 +149,7 @@ grep -q "preempted slow seed 1/1 .* at step [0-9]*: re-queued" p.txt || fail "no
 own_sweep k.yaml kills "crashy: {train.mode: crash}" "slow: {train.mode: slow}"
 "$SWEEP" run k.yaml --results res --devices cpu:2x1 > k1.txt &
 sched=$!
-slow=$(awk '$1 == "slow" && $2 == "2/2" {print $3}' <<< "$("$SWEEP" plan k.yaml --results res)")
+slow=$(awk '$1 == "slow" && $2 == "2" {print $3}' <<< "$("$SWEEP" plan k.yaml --results res)")
 wait_for_train_events "res/runs/$slow/events.jsonl" 3
 kill -9 "$sched"
 wait "$sched" 2>/dev/null || true
@@ -225,7 +225,7 @@ base: {resources: {ranks: 2}}
 interventions: {base: {}, other: {x: 2}}
 YAML
 "$SWEEP" run r.yaml --results res --devices cpu:2x1 > r.txt || fail "two ranks: $(cat r.txt)"
-one=$(awk '$1 == "base" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan r.yaml --results res)")
+one=$(awk '$1 == "base" && $2 == "1" {print $3}' <<< "$("$SWEEP" plan r.yaml --results res)")
 grep -q "rank 1 of 2 at 127.0.0.1:[0-9]* local 1" "res/runs/$one/worker.log" || fail "rank 1's environment: $(cat "res/runs/$one/worker.log")"
 grep -q "\[rank 1\] rank 1's stdout" "res/runs/$one/worker.log" || fail "rank 1's stdout is not in the log"
 check_database

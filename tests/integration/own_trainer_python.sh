@@ -31,11 +31,11 @@ sed -e 's|sweep: own-trainer|sweep: own-stopped|' -e 's|default: 6K}|default: 24
 "$SWEEP" run examples/own-trainer/long.yaml --results straight --devices cpu:2x1 > straight.txt || fail "uninterrupted: $(cat straight.txt)"
 "$SWEEP" run examples/own-trainer/long.yaml --results res --devices cpu:2x1 > stopped.txt &
 sched=$!
-victim=$(awk '$1 == "baseline" && $2 == "1/1" {print $3}' <<< "$("$SWEEP" plan examples/own-trainer/long.yaml --results res)")
+victim=$(awk '$1 == "baseline" && $2 == "1" {print $3}' <<< "$("$SWEEP" plan examples/own-trainer/long.yaml --results res)")
 wait_for_train_events "res/runs/$victim/events.jsonl" 30
 kill -TERM "$(worker_pid "$victim")"
 wait "$sched" || fail "the stopped sweep should finish: $(cat stopped.txt)"
-grep -q "preempted baseline seed 1/1 .*: re-queued" stopped.txt || fail "not preempted: $(cat stopped.txt)"
+grep -q "preempted baseline seed 1 .*: re-queued" stopped.txt || fail "not preempted: $(cat stopped.txt)"
 grep -q '"resumed":true' "res/runs/$victim/events.jsonl" || fail "the example did not resume from its checkpoint"
 [ "$(test_loss "res/runs/$victim")" = "$(test_loss "straight/runs/$victim")" ] ||
   fail "resumed $(test_loss "res/runs/$victim") against uninterrupted $(test_loss "straight/runs/$victim")"

@@ -81,10 +81,10 @@ await_training() {
 # ---- a task whose worker cannot write its files (exit 74): the sweep stops, resumable ----
 tiny_sweep io.yaml ioslurm 60
 "$SWEEP" plan io.yaml --results res > plan.txt
-victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+victim=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
 mkdir -p "res/runs/$victim" && echo "disk_full_at_step:5" > "res/runs/$victim/test-fault"
 code=0; "$SWEEP" run io.yaml --results res --executor slurm > io.txt 2>&1 || code=$?
-[ "$code" -eq 74 ] && grep -q "stopped base seed 1/1 ($victim) at step .*: cannot write .*events.jsonl: No space left" io.txt ||
+[ "$code" -eq 74 ] && grep -q "stopped base seed 1 ($victim) at step .*: cannot write .*events.jsonl: No space left" io.txt ||
   fail "a Slurm task that cannot write: exit $code, $(cat io.txt)"
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$victim'")" = interrupted ] || fail "the stopped run is not resumable"
 rm "res/runs/$victim/test-fault"

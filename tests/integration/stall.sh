@@ -13,7 +13,7 @@ tiny_sweep s.yaml stall 3000
 # the binary, linked against LibTorch with CUDA, can take seconds on a loaded 2-core machine)
 # (the worker may be stopped just after a train or an eval event: the report names either)
 "$SWEEP" plan s.yaml --results res > plan.txt
-victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+victim=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
 "$SWEEP" run s.yaml --results res --devices cpu:2x1 --stall-timeout 5 > run.txt &
 sched=$!
 wait_for_train_events "res/runs/$victim/events.jsonl" 100
@@ -24,7 +24,7 @@ sleep 1
 "$SWEEP" status stall --results res > status.txt
 grep "$victim" status.txt | grep -q "running .* [0-9]*m[0-9]*s ago" || fail "sweep status shows no last-event age: $(cat status.txt)"
 wait "$sched" || fail "the sweep should finish after retrying the stalled run: $(cat run.txt)"
-grep -q "stall  *base seed 1/1 ($victim): no event for .*stall timeout 5 s; the last: [a-z]*, step [0-9]*), killed, retrying from its checkpoint" run.txt ||
+grep -q "stall  *base seed 1 ($victim): no event for .*stall timeout 5 s; the last: [a-z]*, step [0-9]*), killed, retrying from its checkpoint" run.txt ||
   fail "the stall was not reported: $(cat run.txt)"
 ! kill -0 "$pid" 2>/dev/null || fail "the stopped worker is still there"
 [ "$(sql "SELECT status || ' ' || attempts FROM runs WHERE run_id = '$victim'")" = "done 2" ] ||
@@ -39,7 +39,7 @@ check_database
 # ---- an evaluation slower than the timeout: heartbeats keep it alive ----
 tiny_sweep h.yaml slow 40
 "$SWEEP" plan h.yaml --results res > plan.txt
-slow=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+slow=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
 mkdir -p "res/runs/$slow"
 echo "slow_eval_ms:400" > "res/runs/$slow/test-fault"  # 8 batches of validation: 3.2 s an evaluation
 start=$(date +%s)

@@ -29,7 +29,7 @@ check_database
 # ---- kill -9 of one worker: failed, retried from its checkpoint, complete curve ----
 tiny_sweep b.yaml workerkill 400
 "$SWEEP" plan b.yaml --results res > plan.txt
-victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+victim=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
 rm -rf "res/runs/$victim"   # shared with sweep crashy: train it again from scratch
 sql "DELETE FROM metrics WHERE run_id = '$victim'; UPDATE runs SET status = 'pending', attempts = 0 WHERE run_id = '$victim'"
 "$SWEEP" run b.yaml --results res --devices cpu:2x1 > run3.txt &
@@ -47,8 +47,8 @@ check_database
 tiny_sweep c.yaml faults 40 "diverge: {train.lr: 1000.0, train.grad_clip: 0.0}" "crash: {train.weight_decay: 0.05}" \
   "oom: {train.weight_decay: 0.02}"
 "$SWEEP" plan c.yaml --results res > plan.txt
-crash=$(awk '$1 == "crash" && $2 == "1/1" {print $3}' plan.txt)
-oom=$(awk '$1 == "oom" && $2 == "2/2" {print $3}' plan.txt)
+crash=$(awk '$1 == "crash" && $2 == "1" {print $3}' plan.txt)
+oom=$(awk '$1 == "oom" && $2 == "2" {print $3}' plan.txt)
 mkdir -p "res/runs/$crash" "res/runs/$oom"
 echo "crash_at_step:5" > "res/runs/$crash/test-fault"
 echo "oom_at_step:7" > "res/runs/$oom/test-fault"
@@ -75,7 +75,7 @@ rm "res/runs/$crash/test-fault" "res/runs/$oom/test-fault"
 # ---- a worker started by hand on a run the scheduler trains: refused, the run untouched ----
 tiny_sweep f.yaml manual 350  # runs of their own (the other sweeps share their base runs)
 "$SWEEP" plan f.yaml --results res > plan.txt
-victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+victim=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
 "$SWEEP" run f.yaml --results res --devices cpu:1x1 > run10.txt &
 sched=$!
 wait_for_train_events "res/runs/$victim/events.jsonl" 20
@@ -91,7 +91,7 @@ check_database
 # ... and the other way round: a run trained by hand is skipped (not failed), then taken up whole
 tiny_sweep h.yaml byhand 1200
 "$SWEEP" plan h.yaml --results res > plan.txt
-victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+victim=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
 "$SWEEP" run h.yaml --results res --devices cpu:2x1 > run13.txt 2>&1 &  # writes the run's config.yaml
 sched=$!
 wait_for_train_events "res/runs/$victim/events.jsonl" 20
@@ -101,19 +101,19 @@ kill -INT "$sched"; wait "$sched" || true
 byhand=$!
 wait_for_train_events "res/runs/$victim/events.jsonl" 100
 code=0; "$SWEEP" run h.yaml --results res --devices cpu:2x1 > run14.txt 2>&1 || code=$?
-[ "$code" -eq 1 ] && grep -q "skip  base seed 1/1 ($victim): another process (pid $byhand) trains it" run14.txt ||
+[ "$code" -eq 1 ] && grep -q "skip  base seed 1 ($victim): another process (pid $byhand) trains it" run14.txt ||
   fail "a run trained by hand: exit $code, $(cat run14.txt)"
 [ "$(sql "SELECT status FROM runs WHERE run_id = '$victim'")" = interrupted ] || fail "the skipped run is not resumable"
 wait "$byhand" || fail "the run trained by hand: $(cat byhand.txt)"
 "$SWEEP" run h.yaml --results res --devices cpu:2x1 > run15.txt 2>&1 || fail "after the hand run: $(cat run15.txt)"
-grep -q "done  base seed 1/1 ($victim): trained outside this \`sweep run\`" run15.txt || fail "$(cat run15.txt)"
+grep -q "done  base seed 1 ($victim): trained outside this \`sweep run\`" run15.txt || fail "$(cat run15.txt)"
 check_database
 
 
 # ---- kill -9 inside a checkpoint save, between its renames: the previous checkpoint, exactly ----
 tiny_sweep g.yaml insave 300
 "$SWEEP" plan g.yaml --results res > plan.txt
-victim=$(awk '$1 == "base" && $2 == "1/1" {print $3}' plan.txt)
+victim=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
 mkdir -p "res/runs/$victim" && echo "kill_in_save:40" > "res/runs/$victim/test-fault"
 "$SWEEP" run g.yaml --results res --devices cpu:2x1 > run11.txt || true
 grep -q "test-fault: killed inside the checkpoint save at step 40" "res/runs/$victim/worker.log" ||
@@ -136,7 +136,7 @@ check_database
 # when each Ctrl-C arrives (the 32-wide run finished first on a loaded CI machine)
 tiny_sweep d.yaml ctrlc 400 "nodrop2: {model.dropout: 0.0, train.lr: 2e-3, model.n_embd: 128}"
 "$SWEEP" plan d.yaml --results res > plan.txt
-target=$(awk '$1 == "nodrop2" && $2 == "1/1" {print $3}' plan.txt)
+target=$(awk '$1 == "nodrop2" && $2 == "1" {print $3}' plan.txt)
 # ctrl_c_after LOG EVENTS: sweep run d.yaml, Ctrl-C once the target run's events.jsonl has EVENTS
 # train events in all; sweep run must exit 130
 ctrl_c_after() {

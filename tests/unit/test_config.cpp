@@ -59,3 +59,12 @@ TEST_CASE("--set overrides are validated like the file and reported at the optio
 TEST_CASE("bad config files give file:line:col errors, all in one pass") {
   CHECK(test::check_bad_files(k_config_dir + "/bad", [](const std::string& path) { load_run_config(path); }) >= 15);
 }
+
+TEST_CASE("a run's seeds in words and in a column: never \"2/2\", which reads as the second of two") {
+  CHECK(seeds_in_words(2, 2) == "seed 2");
+  CHECK(seeds_in_words(1, 3) == "init seed 1, data seed 3");
+  CHECK(seeds_in_words(1, 3, 2) == "init seed 1, data seed 3, repeat 2");
+  CHECK(seeds_in_column(2, 2) == "2");
+  CHECK(seeds_in_column(1, 3) == "init=1,data=3");
+  CHECK(seeds_in_column(4, 4, 1) == "4,repeat=1");
+}

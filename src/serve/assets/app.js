@@ -119,7 +119,7 @@ function curveData(curves, sweep) {
     bands.push({ series: [base + 2, base + 1], fill: rgba(colour, 0.12) });
     for (const r of v.runs || []) {
       tables.push(table(r.x, r.y));
-      series.push({ label: `${v.name} seed ${r.init_seed}/${r.data_seed}`, stroke: rgba(colour, 0.5), width: 0.8,
+      series.push({ label: `${v.name} ${r.init_seed === r.data_seed ? `seed ${r.init_seed}` : `init seed ${r.init_seed}, data seed ${r.data_seed}`}`, stroke: rgba(colour, 0.5), width: 0.8,
         dash: [4, 3], spanGaps: true, show });
     }
   }
