@@ -354,7 +354,10 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_
       const std::string identity = config->identity_json().dump();
       if (const auto same = by_config.find(identity); same != by_config.end()) {
         const Variant& other = spec.variants[same->second];
-        report({at(where, other.intervention == v.name
+        report({at(where, other.intervention == v.name && !c.rung.empty()
+                              ? "rung '" + point + "' of the scale ladder is the same run config as rung '" +
+                                    points[same->second] + "' — each rung must be another size (scale.rungs)"
+                          : other.intervention == v.name
                               ? "the grid/zip point " + point + " of '" + v.name + "' is the same run config as its point " +
                                     points[same->second] + " — each value must be a different setting (e.g. not both "
                                     "1e-3 and 0.001)"
