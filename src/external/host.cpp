@@ -373,7 +373,10 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   auto drain = [&](size_t r) {
     char chunk[65536];
     ssize_t n;
-    while (children[r].child.stderr_fd >= 0 && (n = ::read(children[r].child.stderr_fd, chunk, sizeof chunk)) > 0) {
+    // at most 1 MiB of stderr a turn: a program that never stops writing there is still read on stdout
+    for (int turn = 0; turn < 16 && children[r].child.stderr_fd >= 0 &&
+                       (n = ::read(children[r].child.stderr_fd, chunk, sizeof chunk)) > 0;
+         ++turn) {
       log.write(chunk, static_cast<size_t>(n));
     }
     std::vector<std::string> lines = read_lines(children[r].child.stdout_fd, children[r].buffer, children[r].skipping);
