@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "cli/commands.h"
 #include "cli/memory_check.h"
@@ -62,9 +63,18 @@ fs::path saved_device_file(const std::string& results, const std::string& sweep)
 }
 
 // A sweep as it will run: every dataset checked, vocabulary sizes from their dataset.yaml, every
-// run on the kind of device it will train on.
-SweepSpec load_runnable_sweep(const SweepOptions& o) {
-  SweepSpec spec = load_sweep(o.file, usable_dataset_vocab, static_cast<size_t>(o.max_variants));
+// run on the kind of device it will train on. With `missing` (sweep plan), a dataset not prepared
+// yet is no error: it is listed there, and its runs get a stand-in vocabulary (their sizes
+// relative to each other, a ladder's order, still hold; their ids and memory do not).
+SweepSpec load_runnable_sweep(const SweepOptions& o, std::set<std::string>* missing = nullptr) {
+  const VocabLookup lookup = [missing](const std::string& dataset, const std::string& dir) -> int64_t {
+    if (missing != nullptr && dir.empty()) {
+      missing->insert(dataset);
+      return 64;
+    }
+    return usable_dataset_vocab(dataset, dir);
+  };
+  SweepSpec spec = load_sweep(o.file, lookup, static_cast<size_t>(o.max_variants));
   if (const auto device = slot_device(o)) {
     train_on(spec, *device);
   }
@@ -157,7 +167,15 @@ std::string join_counts(const Map& counts) {
   return out;
 }
 
-Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
+// `missing`: datasets not prepared yet. Their runs are planned without what needs the data — a
+// run's id (its vocabulary is part of it), its epochs, its memory and the vocabulary's weights.
+Exit run_plan(const SweepOptions& o, const SweepSpec& spec, const std::set<std::string>& missing) {
+  for (const auto& dataset : missing) {
+    std::printf("dataset '%s' is not prepared yet (not found from %s's folder or above) — prepare it with `sweep data "
+                "prepare --out DIR ...` (scripts/main.sh prepares the Brown corpus); until then its runs' ids, epochs, "
+                "memory and vocabulary weights are unknown: '-' below\n",
+                dataset.c_str(), spec.file.c_str());
+  }
   std::unique_ptr<Store> store;
   if (fs::exists(db_path(o.results))) {  // plan writes nothing: no database, every run pending
     store = std::make_unique<Store>(db_path(o.results), Store::Access::read);
@@ -175,6 +193,15 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
   for (const auto& r : spec.runs) {
     const bool own = r.config.trainer.has_value();  // a trainer of the user's: its tokens and size are its own
     const std::string data = r.config.data.location();
+    const std::string seeds = seeds_in_column(r.config.seeds.init, r.config.seeds.data, r.repeat);
+    if (!own && missing.count(r.config.data.dataset)) {
+      ModelConfig m = r.config.model;
+      m.vocab_size = 0;  // what is known without the data: the weights that do not depend on the vocabulary
+      std::printf("%-32s %-14s %-16s %-10s %10s %7s %13s  %s\n", r.variant.c_str(), seeds.c_str(), "-", "-",
+                  format_count(static_cast<double>(r.config.train.tokens)).c_str(), "-", "-",
+                  (format_count(static_cast<double>(model_size(m).total)) + " + the vocabulary's").c_str());
+      continue;
+    }
     if (!own && !train_tokens.count(data)) {
       train_tokens[data] = read_dataset(data).splits.at("train").tokens;
     }
@@ -191,7 +218,6 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     if (!finished(state) && !failed(state) && !own) {
       tokens_left += static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
     }
-    const std::string seeds = seeds_in_column(r.config.seeds.init, r.config.seeds.data, r.repeat);
     if (own) {
       std::printf("%-32s %-14s %-16s %-10s %10s %7s %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
                   to_string(state), "-", "-", "-",
@@ -221,6 +247,11 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec) {
     std::printf("reference %s (%s): %s\n", ref.name.c_str(), ref.model.c_str(),
                 scored ? ("test loss " + format_number("%.4f", scored->loss) + " when last scored").c_str()
                        : "to be scored on the test split by sweep run, before the runs");
+  }
+  if (!missing.empty()) {
+    std::printf("%zu runs planned; none can run until %s prepared\n", spec.runs.size(),
+                missing.size() == 1 ? "its dataset is" : "their datasets are");
+    return Exit::ok;
   }
   for (const auto& line : check_memory(spec, o.memory).lines) {
     std::printf("%s\n", line.c_str());
@@ -721,8 +752,10 @@ Exit run_check(const SweepOptions& o, const SweepSpec& spec) {
 
 Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
   if (which == o.run || which == o.plan || which == o.check) {
-    const SweepSpec spec = load_runnable_sweep(o);  // the whole sweep is validated before anything
-    return which == o.plan ? run_plan(o, spec) : which == o.check ? run_check(o, spec) : run_run(o, spec);
+    // the whole sweep is validated before anything; a plan needs the model's shapes, not the data
+    std::set<std::string> missing;
+    const SweepSpec spec = load_runnable_sweep(o, which == o.plan ? &missing : nullptr);
+    return which == o.plan ? run_plan(o, spec, missing) : which == o.check ? run_check(o, spec) : run_run(o, spec);
   }
   if (which == o.ingest) {
     return run_ingest(o);

@@ -68,6 +68,17 @@ grep -q "^ds.yaml:11:15: data.dataset 'data/nowhere': not found in the sweep fil
 grep -q "^ds.yaml:5:19: data.dataset 'data/bytes': token shard $PWD/data/bytes/val_000.bin: truncated" err.txt ||
   fail "a sweep's truncated shard: $(cat err.txt)"
 [ ! -e ds-results ] || fail "a sweep with a bad dataset must write nothing"
+# a dataset not prepared yet: `sweep plan` plans without it (a memory plan needs the shapes, not
+# the data) and says so; `sweep run` refuses
+tiny_sweep unprepared.yaml unprepared 10 "more: {model.n_embd: 64}"
+sed -i 's|dataset: data/bytes|dataset: data/later|' unprepared.yaml
+"$SWEEP" plan unprepared.yaml --results un-results > plan.txt 2> err.txt || fail "plan without its dataset: $(cat plan.txt err.txt)"
+grep -q "^dataset 'data/later' is not prepared yet .*'-' below" plan.txt || fail "plan does not say the dataset is missing: $(cat plan.txt)"
+grep -q "^more  *2  *-  *-  *2.6k  *-  *-  *.* + the vocabulary's" plan.txt || fail "plan without its dataset: $(cat plan.txt)"
+grep -q "^4 runs planned; none can run until its dataset is prepared" plan.txt || fail "$(cat plan.txt)"
+expect_rc 2 "$SWEEP" run unprepared.yaml --results un-results 2> err.txt
+grep -q "data.dataset 'data/later': not found" err.txt || fail "run without its dataset: $(cat err.txt)"
+[ ! -e un-results ] || fail "a plan or a refused run wrote a results folder"
 
 # Slurm options are written into a script: one plain value each, refused before anything else
 rm -rf data/bytes corpus && prepare_bytes
