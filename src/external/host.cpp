@@ -247,37 +247,63 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
   return ev;
 }
 
-Exit run_external(const RunConfig& cfg, const HostOptions& o) {
-  const ExternalTrainer& trainer = *cfg.trainer;
-  // The files the run's id was made from: a trainer edited since (a queued or retried run) would
-  // train under an id that no longer names it.
-  for (const auto& [file, sha] : trainer.files) {
-    const fs::path at = fs::path(file).is_absolute() ? fs::path(file) : fs::path(trainer.dir) / file;
-    std::error_code ec;
-    if (!fs::is_regular_file(at, ec) || sha256_hex(read_file(at)) != sha) {
-      throw Error("trainer " + trainer.name + ": " + at.string() + " has changed since this run was planned — `sweep "
-                      "run` the sweep file again: the new contents make new run ids",
-                  Exit::bad_input);
-    }
-  }
-  const fs::path dir(o.run_dir), checkpoints = dir / "checkpoint";
-  fs::create_directories(checkpoints);
-  std::string holder;
-  const std::unique_ptr<FileLock> lock = FileLock::try_lock(dir / ".lock", &holder);
-  if (!lock) {
-    throw Error("run directory " + o.run_dir + " is being trained by another process" +
-                    (holder.empty() ? "" : " (pid " + holder + ")") + " — two processes never train one run",
-                Exit::bad_input);
-  }
-  remove_stale_temporaries(dir);
-  if (!fs::exists(dir / "config.yaml")) {
-    write_file_atomic(dir / "config.yaml", cfg.to_yaml());
-  }
-  nlohmann::json config = cfg.values;  // the trainer's config, with the run's seeds
-  config["seeds"] = {{"init", cfg.seeds.init}, {"data", cfg.seeds.data}};
-  write_file_atomic(dir / "config.json", config.dump(2) + "\n");
-  const bool resume = o.resume && !fs::is_empty(checkpoints);
+// What the program's trouble, its end event (the first: stamped) and its exit code make of the run.
+struct Trouble {
+  bool breach = false;           // a done before the start: stopped, retried
+  bool too_many_events = false;  // past events.jsonl's cap: stopped, failed
+  bool write_failed = false;     // events.jsonl could not be written: resumable
+};
 
+Exit exit_of(const std::optional<nlohmann::json>& the_end, int code, const Trouble& trouble, int64_t events_cap) {
+  if (trouble.too_many_events) {
+    std::fprintf(stderr, "sweep: events.jsonl took %lld bytes of events in this attempt, its cap: the program was stopped "
+                         "— an event per step at most, heartbeats at most one a second\n",
+                 static_cast<long long>(events_cap));
+    return Exit::bad_input;
+  }
+  if (trouble.write_failed) {
+    return Exit::io_error;  // the run resumes from its checkpoint once there is room
+  }
+  if (trouble.breach) {
+    std::fprintf(stderr, "sweep: %s — stopped; the run is retried\n", events::k_done_before_start);
+    return Exit::failed;
+  }
+  const std::string said = the_end ? (*the_end)[field::status].get<std::string>() : "";
+  if (said == to_string(RunState::done)) {  // its result is recorded: what follows it changes nothing
+    if (code != 0) {
+      std::fprintf(stderr, "sweep: the trainer exited %d after its end event \"done\": the run counts as done\n", code);
+    }
+    return Exit::ok;
+  }
+  if (said == to_string(RunState::diverged)) {
+    return Exit::diverged;
+  }
+  if (said == to_string(RunState::preempted) && (code == 0 || code == static_cast<int>(Exit::preempted))) {
+    return Exit::preempted;
+  }
+  if (said == to_string(RunState::failed) && code == 0) {
+    // a contract the trainer broke (a done without a test loss) fails the same way again: not retried
+    const std::string reason = the_end->value(field::reason, "");
+    std::fprintf(stderr, "sweep: %s\n", reason.c_str());  // the log's tail says why
+    return reason == k_no_test_loss ? Exit::bad_input : Exit::failed;
+  }
+  if (code == static_cast<int>(Exit::bad_input) || code == static_cast<int>(Exit::io_error)) {
+    return Exit::failed;  // sweep's own meanings of 2 and 74: from the trainer, a crash (retried)
+  }
+  return static_cast<Exit>(code);
+}
+
+// What the host starts: the trainer's command with its {placeholders} filled in and found, and
+// its environment (the SWEEP_* variables; torchrun's for several ranks).
+struct Launch {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  int ranks = 1;
+};
+
+Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
+  const ExternalTrainer& trainer = *cfg.trainer;
+  const fs::path checkpoints = dir / "checkpoint";
   std::map<std::string, std::string> placeholders{
       {"config", fs::absolute(dir / "config.yaml").string()}, {"config_json", fs::absolute(dir / "config.json").string()},
       {"run_dir", fs::absolute(dir).string()},               {"checkpoint_dir", fs::absolute(checkpoints).string()},
@@ -326,6 +352,45 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     env["MASTER_ADDR"] = "127.0.0.1";
     env["MASTER_PORT"] = std::to_string(free_port());
   }
+  return {std::move(argv), std::move(env), ranks};
+
+}
+
+Exit run_external(const RunConfig& cfg, const HostOptions& o) {
+  const ExternalTrainer& trainer = *cfg.trainer;
+  // The files the run's id was made from: a trainer edited since (a queued or retried run) would
+  // train under an id that no longer names it.
+  for (const auto& [file, sha] : trainer.files) {
+    const fs::path at = fs::path(file).is_absolute() ? fs::path(file) : fs::path(trainer.dir) / file;
+    std::error_code ec;
+    if (!fs::is_regular_file(at, ec) || sha256_hex(read_file(at)) != sha) {
+      throw Error("trainer " + trainer.name + ": " + at.string() + " has changed since this run was planned — `sweep "
+                      "run` the sweep file again: the new contents make new run ids",
+                  Exit::bad_input);
+    }
+  }
+  const fs::path dir(o.run_dir), checkpoints = dir / "checkpoint";
+  fs::create_directories(checkpoints);
+  std::string holder;
+  const std::unique_ptr<FileLock> lock = FileLock::try_lock(dir / ".lock", &holder);
+  if (!lock) {
+    throw Error("run directory " + o.run_dir + " is being trained by another process" +
+                    (holder.empty() ? "" : " (pid " + holder + ")") + " — two processes never train one run",
+                Exit::bad_input);
+  }
+  remove_stale_temporaries(dir);
+  if (!fs::exists(dir / "config.yaml")) {
+    write_file_atomic(dir / "config.yaml", cfg.to_yaml());
+  }
+  nlohmann::json config = cfg.values;  // the trainer's config, with the run's seeds
+  config["seeds"] = {{"init", cfg.seeds.init}, {"data", cfg.seeds.data}};
+  write_file_atomic(dir / "config.json", config.dump(2) + "\n");
+  const bool resume = o.resume && !fs::is_empty(checkpoints);
+
+  const Launch launch = launch_of(cfg, dir, resume);
+  const std::vector<std::string>& argv = launch.argv;
+  const std::map<std::string, std::string>& env = launch.env;
+  const int ranks = launch.ranks;
 
   install_stop_handlers();
   // A scheduler that dies (kill -9) closes our stdout: we go on, writing events.jsonl only, until
@@ -507,44 +572,8 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     std::fprintf(stderr, "sweep: the program left %d process%s running after it ended: stopped\n", left,
                  left == 1 ? "" : "es");
   }
-  if (too_many_events) {
-    std::fprintf(stderr, "sweep: events.jsonl took %lld bytes of events in this attempt, its cap: the program was stopped "
-                         "— an event per step at most, heartbeats at most one a second\n",
-                 static_cast<long long>(events_cap));
-    return Exit::bad_input;
-  }
-  if (write_failed) {
-    return Exit::io_error;  // the run resumes from its checkpoint once there is room
-  }
   const int code = first_failure >= 0 ? first_failure : children.front().code;
-  // How the run ended, by its end event (the first: stamped above) and the trainer's exit.
-  const std::string said = the_end ? (*the_end)[field::status].get<std::string>() : "";
-  if (breach) {
-    std::fprintf(stderr, "sweep: %s — stopped; the run is retried\n", events::k_done_before_start);
-    return Exit::failed;
-  }
-  if (said == to_string(RunState::done)) {  // its result is recorded: what follows it changes nothing
-    if (code != 0) {
-      std::fprintf(stderr, "sweep: the trainer exited %d after its end event \"done\": the run counts as done\n", code);
-    }
-    return Exit::ok;
-  }
-  if (said == to_string(RunState::diverged)) {
-    return Exit::diverged;
-  }
-  if (said == to_string(RunState::preempted) && (code == 0 || code == static_cast<int>(Exit::preempted))) {
-    return Exit::preempted;
-  }
-  if (said == to_string(RunState::failed) && code == 0) {
-    // a contract the trainer broke (a done without a test loss) fails the same way again: not retried
-    const std::string reason = the_end->value(field::reason, "");
-    std::fprintf(stderr, "sweep: %s\n", reason.c_str());  // the log's tail says why
-    return reason == k_no_test_loss ? Exit::bad_input : Exit::failed;
-  }
-  if (code == static_cast<int>(Exit::bad_input) || code == static_cast<int>(Exit::io_error)) {
-    return Exit::failed;  // sweep's own meanings of 2 and 74: from the trainer, a crash (retried)
-  }
-  return static_cast<Exit>(code);
+  return exit_of(the_end, code, {breach, too_many_events, write_failed}, events_cap);
 }
 
 }  // namespace sweep
