@@ -353,7 +353,6 @@ Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
     env["MASTER_PORT"] = std::to_string(free_port());
   }
   return {std::move(argv), std::move(env), ranks};
-
 }
 
 Exit run_external(const RunConfig& cfg, const HostOptions& o) {
@@ -429,7 +428,18 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   bool write_failed = false;
   int first_failure = -1;
   bool stopping = false;
-  std::chrono::steady_clock::time_point kill_at{};
+  // SIGTERM to every rank still running; with a deadline, SIGKILL to what is left 30 s later
+  std::optional<std::chrono::steady_clock::time_point> kill_at;
+  auto stop_ranks = [&](bool then_kill) {
+    for (const auto& c : children) {
+      if (c.code < 0) {
+        ::kill(c.child.pid, SIGTERM);
+      }
+    }
+    if (then_kill) {
+      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    }
+  };
   // Rank 0's stdout holds the events; every other line goes to the log (stderr: worker.log).
   int64_t events_bytes = 0;
   const int64_t events_cap = cap("SWEEP_TEST_EVENTS_CAP", k_max_events_bytes);
@@ -475,12 +485,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
       if (events_bytes > events_cap) {
         if (!too_many_events) {  // the program is stopped; the run fails, not retried
           too_many_events = true;
-          for (const auto& c : children) {
-            if (c.code < 0) {
-              ::kill(c.child.pid, SIGTERM);
-            }
-          }
-          kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          stop_ranks(true);
         }
         continue;
       }
@@ -489,11 +494,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
       if (!events_file && !write_failed) {  // a full disk: the trainer is stopped, nothing of it is lost
         write_failed = true;
         std::fprintf(stderr, "sweep: cannot write %s: %s\n", (dir / "events.jsonl").c_str(), std::strerror(errno));
-        for (const auto& c : children) {
-          if (c.code < 0) {
-            ::kill(c.child.pid, SIGTERM);
-          }
-        }
+        stop_ranks(false);
       }
       if (to_stdout && (std::fprintf(stdout, "%s\n", text.c_str()) < 0 || std::fflush(stdout) != 0)) {
         to_stdout = false;  // the scheduler is gone: events.jsonl keeps the record
@@ -502,12 +503,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
         the_end = *ev;
         if (the_end->value(field::reason, "") == events::k_done_before_start && !breach) {
           breach = true;  // whatever it says next is ignored: stop it, and the run is retried
-          for (const auto& c : children) {
-            if (c.code < 0) {
-              ::kill(c.child.pid, SIGTERM);
-            }
-          }
-          kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          stop_ranks(true);
         }
       }
     }
@@ -539,12 +535,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
                                c.code == 128 + SIGINT;
           if (c.code != 0 && first_failure < 0 && !(stopping && stopped)) {  // a stop: every rank checkpoints
             first_failure = c.code;
-            for (const auto& other : children) {  // one rank is gone: the others cannot finish the run
-              if (other.code < 0) {
-                ::kill(other.child.pid, SIGTERM);
-              }
-            }
-            kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+            stop_ranks(true);  // one rank is gone: the others cannot finish the run
           }
         }
       }
@@ -553,7 +544,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
     if (pid < 0 && errno != EINTR && errno != ECHILD) {
       break;
     }
-    if ((first_failure >= 0 || breach || too_many_events) && std::chrono::steady_clock::now() > kill_at) {
+    if (kill_at && std::chrono::steady_clock::now() > *kill_at) {
       for (const auto& c : children) {
         if (c.code < 0) {
           ::kill(c.child.pid, SIGKILL);

@@ -88,7 +88,7 @@ void fault_hook(const std::string& run_dir, int64_t step) {
 }
 
 // For the watchdog's tests (test builds only): "slow_eval_ms:N" in the run directory's
-// `test-fault` makes every validation batch take N ms more. 0 otherwise.
+// `test-fault` makes every evaluation batch (validation and test) take N ms more. 0 otherwise.
 int64_t slow_eval_ms(const std::string& run_dir) {
 #ifdef SWEEP_TEST_HOOKS
   const fs::path fault = fs::path(run_dir) / "test-fault";
