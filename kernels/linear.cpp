@@ -169,10 +169,11 @@ struct LinearBf16 : torch::autograd::Function<LinearBf16> {
   }
 };
 
-// bf16 on a CPU without bf16 products (cpu::Ops::bf16_matmul false): the operands rounded to
-// bf16 as autocast rounds them (x, the weight, the bias), widened to fp32 — exactly: a product
-// of two bf16 numbers is exact in fp32 — and multiplied by the fp32 GEMM with fp32 sums, the
-// output rounded to bf16: autocast's numerics at fp32's speed. The sums run in the fp32 GEMM's
+// bf16 on a CPU without bf16 products (cpu::Ops::bf16_matmul false) and without sweep's widened
+// GEMM (AVX-512 without BF16, whose sgemm is twice as wide as that AVX2 GEMM): the operands
+// rounded to bf16 as autocast rounds them (x, the weight, the bias), widened to fp32 — exactly: a
+// product of two bf16 numbers is exact in fp32 — and multiplied by the fp32 GEMM with fp32 sums,
+// the output rounded to bf16: autocast's numerics near fp32's speed. The sums run in the fp32 GEMM's
 // order, so the fp32 result before that rounding differs from a native bf16 product's in its
 // last bits. Backward as LinearBf16's: dx in bf16, dW and db in fp32. Saved: x and the weight in
 // bf16 (widened again in backward), as much as autocast keeps. The rows go through in blocks of
@@ -241,6 +242,55 @@ struct LinearBf16Widened : torch::autograd::Function<LinearBf16Widened> {
   }
 };
 
+// bf16 on a CPU without bf16 products where kernels/cpu/gemm.cpp has a GEMM (AVX2): its packing
+// reads the bf16 operands and widens them, so no operand is widened in a pass of its own. The
+// numerics are LinearBf16Widened's: x, the weight and the bias rounded to bf16, fp32 sums, the
+// output rounded once to bf16; dx in bf16, dW and db in fp32. Saved: x and the weight in bf16, as
+// autocast keeps them.
+struct LinearBf16Packed : torch::autograd::Function<LinearBf16Packed> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in,
+                               const torch::Tensor& weight, const torch::Tensor& bias) {
+    RECORD_USER_SCOPE("sweep::linear_bf16_packed");
+    const bool has_bias = bias.numel() > 0;
+    check(x_in, weight, bias, true);
+    const auto x = x_in.to(torch::kBFloat16).contiguous();
+    const auto w = weight.detach().to(torch::kBFloat16).contiguous();
+    const auto b = bias.contiguous();
+    const int64_t K = weight.size(1), N = weight.size(0), M = x.numel() / K;
+    auto out_sizes = x.sizes().vec();
+    out_sizes.back() = N;
+    auto y = torch::empty({M, N}, x.options());
+    using cpu::DType;
+    cpu::ops().widened_gemm(M, N, K, {DType::bf16, x.data_ptr(), K}, {DType::bf16, w.data_ptr(), K, /*transposed=*/true},
+                            has_bias ? b.data_ptr<float>() : nullptr, DType::bf16, y.data_ptr(), N);
+    ctx->save_for_backward({x, w});
+    ctx->saved_data["bias"] = has_bias;
+    return y.view(out_sizes);
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    RECORD_USER_SCOPE("sweep::linear_bf16_packed_backward");
+    const auto saved = ctx->get_saved_variables();
+    const auto& x = saved[0];
+    const auto& w = saved[1];
+    const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
+    const auto dy = grads[0].to(torch::kBFloat16).contiguous();  // the bf16 gradient
+    auto dx = torch::empty_like(x);
+    auto dw = torch::empty({N, K}, dy.options().dtype(torch::kFloat));
+    using cpu::DType;
+    const cpu::WidenedMatrix dy_rows{DType::bf16, dy.data_ptr(), N};
+    cpu::ops().widened_gemm(M, K, N, dy_rows, {DType::bf16, w.data_ptr(), K}, nullptr, DType::bf16, dx.data_ptr(), K);  // dY W
+    cpu::ops().widened_gemm(N, K, M, {DType::bf16, dy.data_ptr(), N, /*transposed=*/true}, {DType::bf16, x.data_ptr(), K},
+                            nullptr, DType::f32, dw.data_ptr(), K);  // dYᵀ X
+    torch::Tensor db;
+    if (ctx->saved_data["bias"].toBool()) {  // 1ᵀ dY, summed in fp32
+      db = at::sum(dy.view({M, N}), {0}, false, torch::kFloat);
+    }
+    return {dx, dw, db};
+  }
+};
+
 }  // namespace
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
@@ -250,17 +300,35 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 
 torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   const auto b = bias.defined() ? bias : torch::empty({0}, weight.options());
-  return cpu::ops().bf16_matmul ? LinearBf16::apply(x, weight, b) : LinearBf16Widened::apply(x, weight, b);
+  if (cpu::ops().bf16_matmul) {
+    return LinearBf16::apply(x, weight, b);
+  }
+  return cpu::ops().widened_gemm != nullptr ? LinearBf16Packed::apply(x, weight, b) : LinearBf16Widened::apply(x, weight, b);
 }
 
-int64_t linear_bf16_widened_block() { return cpu::ops().bf16_matmul ? 0 : k_widened_block; }
+int64_t linear_bf16_widened_block() {
+  return cpu::ops().bf16_matmul || cpu::ops().widened_gemm != nullptr ? 0 : k_widened_block;
+}
+
+std::string linear_path(bool bf16) {
+  const cpu::Ops& ops = cpu::ops();
+  const std::string gemm = ops.gemm == cpu::Gemm::onednn ? "oneDNN sgemm" : "ATen sgemm";
+  if (!bf16) {
+    return gemm;
+  }
+  if (ops.bf16_matmul) {
+    return std::string(ops.amx ? "AMX" : "AVX512-BF16") + " (oneDNN)";
+  }
+  return ops.widened_gemm != nullptr ? "widened in sweep's GEMM" : "widened, " + gemm;
+}
 
 std::string linear_paths() {
   const cpu::Ops& ops = cpu::ops();
-  const std::string gemm = ops.gemm == cpu::Gemm::onednn ? "oneDNN's sgemm" : "ATen's sgemm";
-  return "fp32 matmuls: " + gemm + "; bf16: " +
-         (ops.bf16_matmul ? std::string(ops.amx ? "AMX" : "AVX512-BF16") + " products (oneDNN's matmul)"
-                          : "no bf16 instructions on this CPU, so operands widened to fp32 and " + gemm);
+  std::string bf16 = ops.bf16_matmul ? std::string(ops.amx ? "AMX" : "AVX512-BF16") + " products (oneDNN's matmul)"
+                     : ops.widened_gemm != nullptr
+                         ? "no bf16 instructions on this CPU, so bf16 operands widened to fp32 in sweep's own GEMM's packing"
+                         : "no bf16 instructions on this CPU, so operands widened to fp32 and " + linear_path(false);
+  return "fp32 matmuls: " + linear_path(false) + "; bf16: " + bf16;
 }
 
 KeptBf16Copies::KeptBf16Copies(const std::vector<torch::Tensor>& weights) {
@@ -322,12 +390,30 @@ void bf16_copy_written(const torch::Tensor& weight) {
   }
 }
 
-torch::Tensor matmul(const torch::Tensor& a, const torch::Tensor& b) {
-  if (a.scalar_type() == torch::kBFloat16 && b.scalar_type() == torch::kBFloat16 && a.device().is_cpu() &&
-      !cpu::ops().bf16_matmul) {
-    return torch::matmul(a.to(torch::kFloat), b.to(torch::kFloat)).to(torch::kBFloat16);
+namespace {
+// A 2-D bf16 matrix as widened_gemm reads it: rows side by side, or columns (a transpose's view).
+cpu::WidenedMatrix widened_operand(torch::Tensor& m) {
+  if (m.stride(1) != 1 && m.stride(0) != 1) {
+    m = m.contiguous();
   }
-  return torch::matmul(a, b);
+  const bool transposed = m.stride(1) != 1;
+  return {cpu::DType::bf16, m.data_ptr(), transposed ? m.stride(1) : m.stride(0), transposed};
+}
+}  // namespace
+
+torch::Tensor matmul(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.scalar_type() != torch::kBFloat16 || b.scalar_type() != torch::kBFloat16 || !a.device().is_cpu() ||
+      cpu::ops().bf16_matmul) {
+    return torch::matmul(a, b);
+  }
+  if (cpu::ops().widened_gemm != nullptr && a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0)) {
+    auto a2 = a, b2 = b;
+    const auto wa = widened_operand(a2), wb = widened_operand(b2);
+    auto c = torch::empty({a.size(0), b.size(1)}, a.options());
+    cpu::ops().widened_gemm(a.size(0), b.size(1), a.size(1), wa, wb, nullptr, cpu::DType::bf16, c.data_ptr(), b.size(1));
+    return c;
+  }
+  return torch::matmul(a.to(torch::kFloat), b.to(torch::kFloat)).to(torch::kBFloat16);
 }
 
 torch::Tensor linear_reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {

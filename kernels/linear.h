@@ -20,7 +20,9 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 // products (cpu::Ops::bf16_matmul), the bf16 operands widened to fp32 and the fp32 GEMM.
 torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
-// Which GEMM the linear layers take on this CPU, in fp32 and in bf16 (what `sweep bench` says).
+// Which GEMM the linear layers take on this CPU, in fp32 and in bf16 (what `sweep bench` says):
+// a short name for one precision, and a sentence for both.
+std::string linear_path(bool bf16);
 std::string linear_paths();
 
 // torch::matmul, except that bf16 CPU matrices on a CPU without bf16 products are widened to fp32

@@ -402,6 +402,11 @@ constexpr Ops k_ops = {
     layer_norm_backward,
     softmax_rows,
     score_grad_rows,
+#if defined(CPU_CAPABILITY_AVX512)
+    nullptr,  // bf16 without bf16 products: blocks widened for oneDNN's sgemm
+#else
+    widened_gemm,
+#endif
 };
 
 #if defined(CPU_CAPABILITY_AVX512)

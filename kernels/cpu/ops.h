@@ -51,6 +51,15 @@ struct AdamWSegment {  // one parameter tensor, every buffer fp32 and contiguous
   float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
 };
 
+// An operand of widened_gemm: element (i, j) of op(M) at data[i · ld + j], or at data[j · ld + i]
+// when transposed; fp32 data is read rounded to bf16.
+struct WidenedMatrix {
+  DType type;
+  const void* data;
+  int64_t ld;
+  bool transposed = false;
+};
+
 // The fp32 GEMM of the fused linear layers (kernels/linear.cpp): ATen's (MKL's sgemm in a
 // PyTorch wheel) or oneDNN's sgemm, by instruction set, as measured (docs/performance.md).
 enum class Gemm { aten, onednn };
@@ -104,6 +113,12 @@ struct Ops {
   // zero above the diagonal). s is overwritten.
   void (*score_grad_rows)(const AttentionArgs&, int64_t bh0, int64_t heads, float* s, const float* dp,
                           const float* lse, const float* d, void* pd, void* ds);
+  // Without bf16 products: C (m × n, row stride ldc; fp32, or bf16 rounded once) = op(A) (m × k) ·
+  // op(B) (k × n) (+ bias, rounded to bf16, in every row; may be null), the operands read as bf16
+  // and widened to fp32 in the GEMM's own packing, fp32 sums (kernels/cpu/gemm.cpp). Null where
+  // none is compiled (AVX-512: the bf16 linear widens whole blocks for `gemm` there).
+  void (*widened_gemm)(int64_t m, int64_t n, int64_t k, const WidenedMatrix& a, const WidenedMatrix& b,
+                       const float* bias, DType c_type, void* c, int64_t ldc) = nullptr;
 };
 
 // The kernels for this CPU: AVX-512 when it has AVX-512 (F, BW, VL, DQ) — with bf16 dot products

@@ -198,5 +198,8 @@ void attention_backward_bf16_dot(const AttentionArgs& s, DType dt, const void* q
 void softmax_rows(const AttentionArgs& s, int64_t bh0, int64_t heads, float* sc, float* lse, void* p);
 void score_grad_rows(const AttentionArgs& s, int64_t bh0, int64_t heads, float* sc, const float* dp, const float* lse,
                      const float* d, void* pd, void* ds);
+// The GEMM of bf16 operands widened in its packing (kernels/cpu/gemm.cpp; the AVX2 build only).
+void widened_gemm(int64_t m, int64_t n, int64_t k, const WidenedMatrix& a, const WidenedMatrix& b, const float* bias,
+                  DType c_type, void* c, int64_t ldc);
 
 }  // namespace sweep::kernels::cpu::CPU_CAPABILITY

@@ -77,7 +77,7 @@ double measure_matmul_peak(const std::string& precision, bool fused, int64_t n) 
   auto b = torch::randn({n, n}).to(dtype);
   auto c = torch::mm(a, b);
   // the fused path's matmuls: kernels::linear's sgemm, or kernels::linear_bf16's product (bf16
-  // products, or on a CPU without them the operands widened to fp32 and that sgemm)
+  // products, or on a CPU without them the operands widened to fp32: kernels::linear_path)
   const auto w = b.to(torch::kFloat);
   double best = 1e30;
   for (int i = 0; i < 20; ++i) {
@@ -340,9 +340,7 @@ void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& o
       };
     };
     const auto ref = time_op(run(false), reps);
-    const std::string gemm = ops.gemm == kernels::cpu::Gemm::onednn ? "oneDNN sgemm" : "ATen sgemm";
-    const std::string path = !bf16 ? gemm : ops.bf16_matmul ? bf16_products + " (oneDNN)" : "widened, " + gemm;
-    row("linear (B·T, C) → 4C", ref, time_op(run(true), reps), path);
+    row("linear (B·T, C) → 4C", ref, time_op(run(true), reps), kernels::linear_path(bf16));
   }
   {
     GPT model(c.model, c.seeds.init);

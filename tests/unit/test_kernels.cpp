@@ -299,7 +299,7 @@ TEST_CASE("linear with one row leaves its bias alone (an expanded bias of one ro
 
 // x's shape and the output width of the linear tests: odd sizes, the MLP's, a single element.
 const std::vector<std::pair<std::vector<int64_t>, int64_t>> k_linear_shapes{
-    {{2, 7, 5}, 3}, {{64, 256}, 768}, {{1, 1, 1}, 1}, {{3, 33, 17}, 50}};
+    {{2, 7, 5}, 3}, {{64, 256}, 768}, {{1, 1, 1}, 1}, {{3, 33, 17}, 50}, {{5, 61, 300}, 45}};
 
 TEST_CASE("the fused kernels call the oneDNN 2.x they are written for, not a PyTorch wheel's 3.x") {
   // A wheel's LibTorch ships oneDNN 3.x's headers and links 3.x inside itself: the kernels'
@@ -420,6 +420,79 @@ TEST_CASE("linear in bf16 has autocast's numerics: bf16-rounded operands, fp32 s
       CHECK((xg.grad().scalar_type() == torch::kFloat));  // cast back to x's type by autograd
       CHECK(within(xg.grad().reshape({-1, k}), dy64.mm(w64), dy64.abs().mm(w64.abs()), n, 1.0 / 256, none));
     }
+  }
+}
+
+// The GEMM of bf16 operands widened in its packing (kernels/cpu/gemm.cpp, AVX2's bf16 linear):
+// each operand bf16 or fp32 (read rounded to bf16), as is or transposed, C fp32 or bf16 with a
+// bias; sizes off the 6 × 16 tile, K across blocks of 256, more rows than a row block, fewer rows
+// than threads (C's columns then split among them), and K = 0.
+// Every element within the fp32 sums' n·2⁻²⁴ of the exact terms' absolute sum (and the one bf16
+// rounding of a bf16 C) of the exact product of the rounded operands.
+TEST_CASE("the widened GEMM: autocast's numerics for every layout, operand type and edge") {
+  auto* const gemm = kernels::cpu::ops().widened_gemm;
+  if (gemm == nullptr) {
+    MESSAGE("no widened GEMM on this instruction set (" << kernels::cpu::ops().isa << ")");
+    return;
+  }
+  using kernels::cpu::DType;
+  torch::manual_seed(21);
+  const auto exact = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); };
+  struct Size {
+    int64_t m, n, k;
+  };
+  for (const Size& z : {Size{1, 1, 1}, Size{7, 17, 9}, Size{150, 45, 300}, Size{13, 130, 520}, Size{2, 70, 40}, Size{3, 40, 300},
+                        Size{4, 5, 0}}) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        for (const auto type : {torch::kBFloat16, torch::kFloat}) {
+          for (const auto c_type : {DType::f32, DType::bf16}) {
+            CAPTURE(z.m);
+            CAPTURE(z.n);
+            CAPTURE(z.k);
+            CAPTURE(ta);
+            CAPTURE(tb);
+            CAPTURE(type == torch::kFloat);
+            CAPTURE(c_type == DType::bf16);
+            // stored as op(M)ᵀ when transposed, with a row stride of 3 more than the row
+            const auto a_store = torch::randn({ta ? z.k : z.m, (ta ? z.m : z.k) + 3}).to(type);
+            const auto b_store = torch::randn({tb ? z.n : z.k, (tb ? z.k : z.n) + 3}).to(type);
+            const auto a = a_store.narrow(1, 0, ta ? z.m : z.k), b = b_store.narrow(1, 0, tb ? z.k : z.n);
+            const auto a64 = ta ? exact(a).t() : exact(a), b64 = tb ? exact(b).t() : exact(b);
+            const auto bias = torch::randn({z.n});
+            const bool with_bias = c_type == DType::bf16;
+            auto want = a64.mm(b64);
+            auto abs_sum = a64.abs().mm(b64.abs());
+            if (with_bias) {
+              want += exact(bias);
+              abs_sum += exact(bias).abs();
+            }
+            const auto c = torch::full({z.m, z.n + 2}, 7.f).to(c_type == DType::f32 ? torch::kFloat : torch::kBFloat16);
+            const DType t = type == torch::kFloat ? DType::f32 : DType::bf16;
+            gemm(z.m, z.n, z.k, {t, a_store.data_ptr(), a_store.size(1), ta}, {t, b_store.data_ptr(), b_store.size(1), tb},
+                 with_bias ? bias.data_ptr<float>() : nullptr, c_type, c.data_ptr(), z.n + 2);
+            const double rounding = c_type == DType::bf16 ? 1.0 / 256 : 0.0;
+            const auto bound = rounding * want.abs() + static_cast<double>(z.k + 1) * std::ldexp(1.0, -24) * abs_sum + 1e-30;
+            CHECK(((c.narrow(1, 0, z.n).to(torch::kDouble) - want).abs() <= bound).all().item<bool>());
+            CHECK((c.narrow(1, z.n, 2).to(torch::kFloat) == 7.f).all().item<bool>());  // nothing past C's columns
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("kernels::matmul of bf16 matrices (Muon's): the fp32 product of the bf16 operands, rounded once, views included") {
+  torch::manual_seed(22);
+  const auto x = torch::randn({37, 70}).to(torch::kBFloat16);
+  const auto x64 = x.to(torch::kDouble);
+  for (const auto& [a, b, want] : {std::tuple{x, x.t(), x64.mm(x64.t())}, std::tuple{x.t(), x, x64.t().mm(x64)},
+                                   std::tuple{x.narrow(1, 3, 37), x, x64.narrow(1, 3, 37).mm(x64)}}) {
+    const auto got = kernels::matmul(a, b);
+    REQUIRE((got.scalar_type() == torch::kBFloat16));
+    const auto abs_sum = a.to(torch::kDouble).abs().mm(b.to(torch::kDouble).abs());
+    const auto bound = want.abs() / 256 + static_cast<double>(a.size(1)) * std::ldexp(1.0, -24) * abs_sum + 1e-30;
+    CHECK(((got.to(torch::kDouble) - want).abs() <= bound).all().item<bool>());
   }
 }
 
