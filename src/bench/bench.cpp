@@ -82,7 +82,9 @@ double measure_matmul_peak(const std::string& precision, bool fused, int64_t n) 
   double best = 1e30;
   for (int i = 0; i < 20; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (fused) {
+    if (fused && dtype == torch::kBFloat16 && !kernels::cpu::ops().bf16_matmul) {
+      c = kernels::matmul(a, b);  // the widened product alone (linear_bf16 would also round w each call)
+    } else if (fused) {
       c = dtype == torch::kFloat ? kernels::linear(a, w) : kernels::linear_bf16(a, w);
     } else {
       torch::mm_out(c, a, b);
