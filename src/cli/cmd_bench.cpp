@@ -95,7 +95,7 @@ Exit bench_ranks(const BenchOptions& o, const RunConfig& cfg) {
     std::vector<Child> children;
     for (int r = 0; r < o.nproc; ++r) {
       SpawnOptions s;
-      s.argv = {(executable_dir() / "sweep").string(), "bench", "--rank-child", "--config", o.config,
+      s.argv = {executable_path().string(), "bench", "--rank-child", "--config", o.config,
                 "--precision", o.precisions[0], "--path", o.paths[0], "--steps", std::to_string(o.steps),
                 "--warmup", std::to_string(o.warmup), "--threads", std::to_string(threads), "--zero",
                 std::to_string(stage)};

@@ -491,7 +491,7 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   if (spec.trainer) {  // the saved copy's trainer paths are relative to the original's folder: `sweep ingest` needs it
     write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".trainer-dir"), spec.trainer->trainer.dir + "\n");
   }
-  const std::string worker = (executable_dir() / "sweep").string();
+  const std::string worker = executable_path().string();
   std::unique_ptr<Executor> executor;
   if (slurm) {
     SlurmOptions so;

@@ -56,7 +56,7 @@ std::vector<std::string> sets_of(const TrainOptions& o) {
 
 // The same command for each rank.
 std::vector<std::string> rank_argv(const TrainOptions& o) {
-  std::vector<std::string> argv{(executable_dir() / "sweep").string(), "worker", o.config};
+  std::vector<std::string> argv{executable_path().string(), "worker", o.config};
   for (const auto& s : sets_of(o)) {
     argv.insert(argv.end(), {"--set", s});
   }

@@ -338,7 +338,9 @@ int available_cores() {
   return std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
-std::filesystem::path executable_dir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path(); }
+std::filesystem::path executable_path() { return std::filesystem::read_symlink("/proc/self/exe"); }
+
+std::filesystem::path executable_dir() { return executable_path().parent_path(); }
 
 void keep_freed_memory() {
   mallopt(M_MMAP_MAX, 0);  // blocks of any size come from the heap (other threads' arenas fall back to it)

@@ -83,7 +83,10 @@ long oom_kill_count();
 // The cores this process may run on (its affinity mask, which a scheduler may have narrowed).
 int available_cores();
 
-// The folder of the running executable (/proc/self/exe), where helper programs live.
+// The running executable's file (/proc/self/exe), whatever name it was started under: what starts
+// its workers and rank children, so that a build renamed or copied elsewhere never starts another
+// build's `sweep` beside it. Its folder is where helper programs live.
+std::filesystem::path executable_path();
 std::filesystem::path executable_dir();
 
 }  // namespace sweep

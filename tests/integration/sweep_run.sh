@@ -74,4 +74,14 @@ code=0; "$SWEEP" run other.yaml --results locked > second.txt 2>&1 || code=$?
 cmp -s saved.yaml locked/sweeps/long.yaml || fail "the refused sweep run overwrote locked/sweeps/long.yaml"
 kill -INT "$first"
 wait "$first" || true
+# a sweep binary under another name starts its workers from itself, never from a `sweep` beside it
+mkdir -p renamed
+cp "$SWEEP" renamed/sweep-copy
+printf '#!/bin/sh\necho "the decoy sweep ran" >&2\nexit 3\n' > renamed/sweep
+chmod +x renamed/sweep
+tiny_sweep r.yaml renamed 10
+renamed/sweep-copy run r.yaml --results res-renamed > renamed.txt 2>&1 || fail "a renamed binary's sweep: $(cat renamed.txt)"
+grep -q "decoy" renamed.txt res-renamed/runs/*/worker.log && fail "the renamed binary started the decoy sweep beside it"
+[ "$(sqlite3 res-renamed/sweep.db "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 2 ] ||
+  fail "the renamed binary's runs: $(cat renamed.txt)"
 echo "sweep_run: ok"
