@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Renders tests/data/golden/expected again from the fixture database with ./build/sweep — for a
+# change that means to change what a report says (integration.golden_report then compares against
+# the new files). Run from the repository root after building; review `git diff` of the result.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+sweep=${SWEEP:-$root/build/sweep}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/results"
+gunzip -c "$root/tests/data/golden/fixture.sql.gz" | sqlite3 "$work/results/sweep.db"
+for name in golden golden-ladder; do
+  (cd "$work" && "$sweep" report "$name" --out "out/$name" > "out-$name.txt" && mv "out-$name.txt" "out/$name/table.txt")
+done
+rm -rf "$root/tests/data/golden/expected"
+cp -r "$work/out" "$root/tests/data/golden/expected"
+echo "wrote tests/data/golden/expected ($(find "$root/tests/data/golden/expected" -type f | wc -l) files)"
