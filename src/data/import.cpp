@@ -258,7 +258,7 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
       });
       for (ShardWriter* w : {&to_val, &to_test}) {
         if (w->split->documents == 0) {
-          bad(o.dir + ": val's " + std::to_string(document + 1) + " document" + (document == 0 ? "" : "s") +
+          bad(o.dir + ": val's " + plural(document + 1, "document") +
               " (<|endoftext|> starts each) left the " + w->name + " split empty at --test-fraction " +
               format_number("%g", o.test_fraction) + " and --seed " + std::to_string(o.seed) +
               " — change them, or pass --test with shards of its own");

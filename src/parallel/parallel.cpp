@@ -21,6 +21,7 @@
 #endif
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -213,8 +214,7 @@ torch::Device rank_device(const DistEnv& env, int64_t visible_gpus, Backend back
                 Exit::bad_input);
   }
   if (env.local_world > visible_gpus && resolve_backend(backend, torch::kCUDA) == Backend::nccl) {
-    throw Error(std::to_string(env.local_world) + " ranks on this machine but " + std::to_string(visible_gpus) +
-                    " visible GPU" + (visible_gpus == 1 ? "" : "s") +
+    throw Error(std::to_string(env.local_world) + " ranks on this machine but " + plural(visible_gpus, "visible GPU") +
                     ": NCCL needs a GPU of its own for each rank — give each rank a GPU, or set "
                     "resources.backend: gloo to let ranks share one",
                 Exit::bad_input);

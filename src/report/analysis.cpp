@@ -15,8 +15,6 @@ namespace sweep {
 
 namespace {
 
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
 std::vector<double> values_of(const std::map<SeedKey, double>& by_seed) {
   std::vector<double> out;
   for (const auto& [key, v] : by_seed) {
@@ -43,7 +41,12 @@ std::pair<std::vector<double>, std::vector<double>> common(const std::map<SeedKe
   return out;
 }
 
-std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+// The per-intervention alpha a power figure is computed at: alpha split across the interventions
+// (Bonferroni, a bound on Holm's first step).
+double alpha_each(const ReportInput& in) {
+  return in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
+}
+
 
 // Half-width multipliers of a look's repeated confidence intervals, the same for every
 // intervention with the same looks: computed once per process.
@@ -76,7 +79,7 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
                          const std::map<SeedKey, double>& mine, const std::vector<ReportRun>& base_runs,
                          const std::vector<ReportRun>& runs, bool paired) {
   const SeedDesign& d = in.design;
-  const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
+  const double alpha = alpha_each(in);
   const Spending spending = d.spending == "obrien-fleming" ? Spending::obrien_fleming : Spending::pocock;
   std::set<SeedKey> planned;
   for (const auto& r : runs) {
@@ -88,8 +91,8 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
   const std::vector<double>* difference = nullptr;
   const std::vector<double>* equivalence = nullptr;
   if (paired) {
-    difference = &boundaries(s.looks, n_max, alpha_each, spending, true);
-    equivalence = &boundaries(s.looks, n_max, alpha_each, spending, false);
+    difference = &boundaries(s.looks, n_max, alpha, spending, true);
+    equivalence = &boundaries(s.looks, n_max, alpha, spending, false);
   }
   s.verdict = "undecided";
   double spent_difference = 0, spent_equivalence = 0;
@@ -118,7 +121,7 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     }
     const Comparison c = paired ? compare_paired(b, v) : compare_welch(b, v);
     const double t = std::min(1.0, static_cast<double>(s.looks[j]) / static_cast<double>(n_max));
-    const double now_difference = spent(spending, alpha_each / 2, t), now_equivalence = spent(spending, alpha_each, t);
+    const double now_difference = spent(spending, alpha / 2, t), now_equivalence = spent(spending, alpha, t);
     const double diff_c = paired ? (*difference)[j] : upper_t(now_difference - spent_difference, c.df);
     const double eq_c = paired ? (*equivalence)[j] : upper_t(now_equivalence - spent_equivalence, c.df);
     spent_difference = now_difference;
@@ -249,7 +252,7 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& 
                                             std::sqrt(2.0 / static_cast<double>(ns.seeds))
                                       : k_nan;
   // At the level a verdict applies, as the seeds-for-80% column: alpha split across the interventions.
-  ns.alpha = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
+  ns.alpha = alpha_each(in);
   ns.detectable = in.power ? detectable_effect(ns.seeds, ns.sigma, false, ns.alpha) : k_nan;
   std::vector<double> test_se;
   for (const auto& r : source_runs) {
@@ -388,152 +391,177 @@ std::map<SeedKey, double> seed_values(const std::vector<ReportRun>& runs) {
   return out;
 }
 
-Analysis analyze(const ReportInput& in) {
-  if (in.ladder) {
-    return analyze_ladder(in);
-  }
-  const auto base_it = std::find_if(in.variants.begin(), in.variants.end(),
-                                    [&](const VariantRuns& v) { return v.name == in.baseline; });
-  if (base_it == in.variants.end()) {
+namespace {
+
+const VariantRuns& baseline_of(const ReportInput& in) {
+  const auto it = std::find_if(in.variants.begin(), in.variants.end(),
+                               [&](const VariantRuns& v) { return v.name == in.baseline; });
+  if (it == in.variants.end()) {
     throw Error("sweep " + in.sweep + " has no variant named '" + in.baseline +
                     "' (its baseline) — if an older sweep recorded it, run the same `sweep run FILE` again "
                     "(it trains nothing already finished) to record today's variant names",
                 Exit::bad_input);
   }
+  return *it;
+}
+
+// What a report states before its rows: the sweep, its design, the noise of its baseline.
+Analysis header(const ReportInput& in, const VariantRuns& baseline) {
   Analysis a;
   a.sweep = in.sweep;
   a.baseline = in.baseline;
   a.metric = in.metric;
   a.alpha = in.alpha;
-  a.noise = noise_summary(in, base_it->runs);
-
-  // Seeds needed are for the level a verdict applies: alpha split across the interventions
-  // (Bonferroni, a bound on Holm's first step).
-  const double alpha_each = in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
+  a.noise = noise_summary(in, baseline.runs);
   a.design = in.design;
   a.min_effect_source = in.min_effect_source;
   a.notes = in.notes;
   a.references = in.references;
-  std::vector<double> detectable;  // per tested intervention: the effect its seeds detect
-  const auto base = seed_values(base_it->runs);
-  const std::vector<double> base_values = values_of(base);
-  std::vector<size_t> tested;  // indices into a.variants with a t-test p
-  int64_t repeated = 0, restarted = 0;
-  for (size_t i = 0; i < in.variants.size(); ++i) {
-    const VariantRuns& v = in.variants[i];
-    VariantStats s;
-    s.name = v.name;
-    s.position = static_cast<int>(i);
-    s.is_baseline = v.name == in.baseline;
-    s.runs = static_cast<int64_t>(v.runs.size());
-    const auto mine = seed_values(v.runs);
-    const std::vector<double> values = values_of(mine);
-    s.seeds = static_cast<int64_t>(values.size());
-    std::set<SeedKey> planned;
-    for (const auto& r : v.runs) {
-      planned.insert({r.init_seed, r.data_seed});
-    }
-    s.seeds_planned = static_cast<int64_t>(planned.size());
-    s.finished = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.value.has_value(); });
-    s.diverged = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
-    s.summary = summarize(values);
-    s.tokens = mean_where(v.runs, [](const ReportRun& r) { return std::optional<double>(static_cast<double>(r.tokens)); });
-    s.tokens_per_s = mean_where(v.runs, [](const ReportRun& r) { return r.tokens_per_s; });
-    s.wall_seconds = mean_where(v.runs, [](const ReportRun& r) { return r.wall_seconds; });
-    for (const auto& r : v.runs) {
-      s.starts += r.starts;
-    }
-    repeated += s.finished > s.seeds;
-    restarted += s.starts > s.runs;
-    s.improvement = s.ci_low = s.ci_high = s.p = s.p_holm = s.prob_improvement = s.correlation = k_nan;
-    s.p_equivalence = s.p_equivalence_holm = s.seed_se = s.test_se = k_nan;
+  return a;
+}
 
-    if (s.diverged > 0) {
-      a.notes.push_back(v.name + ": " + std::to_string(s.diverged) + " of " + plural(s.runs, "run") + " diverged" +
-                        (s.finished > 0 ? "; its statistics use the " + std::to_string(s.finished) + " that finished"
-                                        : ""));
-    }
-    if (const int64_t other = s.runs - s.finished - s.diverged; other > 0) {
-      a.notes.push_back(v.name + ": " + plural(other, "run") + " without a result yet (pending, running or failed)");
-    }
-    if (s.finished == 0 || base.empty()) {
-      s.method = "none";
-      s.verdict = s.finished == 0 && s.diverged == s.runs && s.runs > 0 ? "diverged"
-                  : s.is_baseline || s.finished == 0                    ? "no result"
-                                                                        : "unknown";
-    } else if (s.is_baseline) {
-      s.method = "";
-      s.verdict = "baseline";
-      s.improvement = 0;
-    } else {
-      const auto [paired_base, paired_mine] = common(base, mine);
-      s.correlation = pearson(paired_base, paired_mine);
-      // Paired on the variant's seeds when the baseline has each of them (under --until-decided the
-      // baseline may have more: those are not in this comparison).
-      const bool seeds_match = mine.size() >= 2 && paired_base.size() == mine.size();
-      const bool paired = seeds_match && pairing_is_real(*base_it, v);
-      if (seeds_match && !paired) {
-        a.notes.push_back(v.name + ": changes the parameter set and its runs (or the baseline's) were trained before "
-                                   "numerics 2, when such variants did not start from the baseline's weights, or "
-                                   "their code is not recorded: compared unpaired (Welch) — `sweep ingest RESULTS` "
-                                   "reads the runs' events again; runs of numerics 1 are retrained by `sweep run`");
-      }
-      if (paired || (base.size() >= 2 && mine.size() >= 2)) {
-        const Comparison c = paired ? compare_paired(paired_base, paired_mine) : compare_welch(base_values, values);
-        s.method = paired ? "paired" : "welch";
-        s.improvement = c.improvement;
-        s.ci_low = c.ci_low;
-        s.ci_high = c.ci_high;
-        s.p = c.p;
-        s.seed_se = c.se;
-        s.test_se = paired ? paired_test_se(in, base_it->runs, v.runs) : k_nan;
-        const double sd = paired ? c.se * std::sqrt(static_cast<double>(values.size()))
-                                 : std::sqrt((std::pow(summarize(base_values).sd, 2) + std::pow(s.summary.sd, 2)) / 2);
-        s.seeds_needed = in.power ? seeds_needed(c.improvement, sd, paired, alpha_each) : -1;
-        if (!seeds_match) {
-          a.notes.push_back(v.name + ": its seeds differ from the baseline's; compared unpaired (Welch)");
-        } else if (paired && base.size() > mine.size() && !in.design.sequential()) {
-          a.notes.push_back(v.name + ": paired on its " + plural(s.seeds, "seed") + "; the baseline's other " +
-                            std::to_string(base.size() - mine.size()) + " are not in this comparison");
-        }
-        if (in.design.min_effect > 0) {
-          s.p_equivalence = tost_p(c, in.design.min_effect);
-        }
-        if (in.power) {
-          detectable.push_back(detectable_effect(s.seeds, sd, paired, alpha_each));
-        }
-        if (in.design.sequential()) {
-          decide_sequentially(in, s, base, mine, base_it->runs, v.runs, paired);
-        }
-        if (std::isfinite(s.p)) {
-          tested.push_back(i);
-        }
-      } else {
-        // One seed on a side: no t-test of its own. The improvement against σ from the noise
-        // source, a t-test with σ's degrees of freedom (its seeds − 1) — σ is estimated, not
-        // known — judged with Holm across the interventions below like every other test.
-        s.method = "band";
-        s.improvement = summarize(base_values).mean - s.summary.mean;
-        const double se = a.noise.sigma * std::sqrt(1.0 / static_cast<double>(base_values.size()) +
-                                                    1.0 / static_cast<double>(values.size()));
-        const Comparison c = t_estimate(s.improvement, se, static_cast<double>(a.noise.n - 1));
-        s.ci_low = c.ci_low;
-        s.ci_high = c.ci_high;
-        s.p = c.p;
-        s.seed_se = se;
-        s.seeds_needed = in.power ? seeds_needed(s.improvement, a.noise.sigma, false, alpha_each) : -1;
-        if (in.design.min_effect > 0) {
-          s.p_equivalence = tost_p(c, in.design.min_effect);
-        }
-        s.verdict = std::isfinite(s.p) ? "undecided" : "unknown";
-        if (std::isfinite(s.p)) {
-          tested.push_back(i);
-        }
-      }
-      s.prob_improvement = probability_of_improvement(base_values, values, paired);
-    }
-    a.variants.push_back(s);
+// A variant's runs counted (planned seeds, finished, diverged, starts) and their means, with no
+// comparison yet; and a note for runs that diverged or have no result.
+VariantStats count_runs(const ReportInput& in, const VariantRuns& v, size_t position, std::vector<std::string>& notes) {
+  VariantStats s;
+  s.name = v.name;
+  s.position = static_cast<int>(position);
+  s.is_baseline = v.name == in.baseline;
+  s.runs = static_cast<int64_t>(v.runs.size());
+  const std::vector<double> values = values_of(seed_values(v.runs));
+  s.seeds = static_cast<int64_t>(values.size());
+  std::set<SeedKey> planned;
+  for (const auto& r : v.runs) {
+    planned.insert({r.init_seed, r.data_seed});
   }
+  s.seeds_planned = static_cast<int64_t>(planned.size());
+  s.finished = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.value.has_value(); });
+  s.diverged = std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
+  s.summary = summarize(values);
+  s.tokens = mean_where(v.runs, [](const ReportRun& r) { return std::optional<double>(static_cast<double>(r.tokens)); });
+  s.tokens_per_s = mean_where(v.runs, [](const ReportRun& r) { return r.tokens_per_s; });
+  s.wall_seconds = mean_where(v.runs, [](const ReportRun& r) { return r.wall_seconds; });
+  for (const auto& r : v.runs) {
+    s.starts += r.starts;
+  }
+  s.improvement = s.ci_low = s.ci_high = s.p = s.p_holm = s.prob_improvement = s.correlation = k_nan;
+  s.p_equivalence = s.p_equivalence_holm = s.seed_se = s.test_se = k_nan;
+  if (s.diverged > 0) {
+    notes.push_back(v.name + ": " + std::to_string(s.diverged) + " of " + plural(s.runs, "run") + " diverged" +
+                    (s.finished > 0 ? "; its statistics use the " + std::to_string(s.finished) + " that finished" : ""));
+  }
+  if (const int64_t other = s.runs - s.finished - s.diverged; other > 0) {
+    notes.push_back(v.name + ": " + plural(other, "run") + " without a result yet (pending, running or failed)");
+  }
+  return s;
+}
+
+// The baseline as every comparison reads it: its runs, and its value per seed.
+struct Baseline {
+  const VariantRuns& runs;
+  std::map<SeedKey, double> by_seed;
+  std::vector<double> values;
+};
+
+// Two seeds or more on both sides: a paired t-test on the seeds both have (Welch's where they
+// cannot pair), its equivalence test, the seeds it would need, and under --until-decided the
+// verdict look by look.
+void compare_seeds(const ReportInput& in, const Baseline& base, const VariantRuns& v,
+                   const std::map<SeedKey, double>& mine, VariantStats& s, Analysis& a, std::vector<double>& detectable) {
+  const auto [paired_base, paired_mine] = common(base.by_seed, mine);
+  s.correlation = pearson(paired_base, paired_mine);
+  // Paired on the variant's seeds when the baseline has each of them (under --until-decided the
+  // baseline may have more: those are not in this comparison).
+  const bool seeds_match = mine.size() >= 2 && paired_base.size() == mine.size();
+  const bool paired = seeds_match && pairing_is_real(base.runs, v);
+  if (seeds_match && !paired) {
+    a.notes.push_back(v.name + ": changes the parameter set and its runs (or the baseline's) were trained before "
+                               "numerics 2, when such variants did not start from the baseline's weights, or "
+                               "their code is not recorded: compared unpaired (Welch) — `sweep ingest RESULTS` "
+                               "reads the runs' events again; runs of numerics 1 are retrained by `sweep run`");
+  }
+  const std::vector<double> values = values_of(mine);
+  const Comparison c = paired ? compare_paired(paired_base, paired_mine) : compare_welch(base.values, values);
+  s.method = paired ? "paired" : "welch";
+  s.improvement = c.improvement;
+  s.ci_low = c.ci_low;
+  s.ci_high = c.ci_high;
+  s.p = c.p;
+  s.seed_se = c.se;
+  s.test_se = paired ? paired_test_se(in, base.runs.runs, v.runs) : k_nan;
+  const double sd = paired ? c.se * std::sqrt(static_cast<double>(values.size()))
+                           : std::sqrt((std::pow(summarize(base.values).sd, 2) + std::pow(s.summary.sd, 2)) / 2);
+  s.seeds_needed = in.power ? seeds_needed(c.improvement, sd, paired, alpha_each(in)) : -1;
+  if (!seeds_match) {
+    a.notes.push_back(v.name + ": its seeds differ from the baseline's; compared unpaired (Welch)");
+  } else if (paired && base.by_seed.size() > mine.size() && !in.design.sequential()) {
+    a.notes.push_back(v.name + ": paired on its " + plural(s.seeds, "seed") + "; the baseline's other " +
+                      std::to_string(base.by_seed.size() - mine.size()) + " are not in this comparison");
+  }
+  if (in.design.min_effect > 0) {
+    s.p_equivalence = tost_p(c, in.design.min_effect);
+  }
+  if (in.power) {
+    detectable.push_back(detectable_effect(s.seeds, sd, paired, alpha_each(in)));
+  }
+  if (in.design.sequential()) {
+    decide_sequentially(in, s, base.by_seed, mine, base.runs.runs, v.runs, paired);
+  }
+}
+
+// One seed on a side: no t-test of its own. The improvement against σ from the noise source, a
+// t-test with σ's degrees of freedom (its seeds − 1) — σ is estimated, not known — judged with
+// Holm across the interventions like every other test.
+void compare_band(const ReportInput& in, const Baseline& base, const std::vector<double>& values,
+                  const NoiseSummary& noise, VariantStats& s) {
+  s.method = "band";
+  s.improvement = summarize(base.values).mean - s.summary.mean;
+  const double se = noise.sigma * std::sqrt(1.0 / static_cast<double>(base.values.size()) +
+                                            1.0 / static_cast<double>(values.size()));
+  const Comparison c = t_estimate(s.improvement, se, static_cast<double>(noise.n - 1));
+  s.ci_low = c.ci_low;
+  s.ci_high = c.ci_high;
+  s.p = c.p;
+  s.seed_se = se;
+  s.seeds_needed = in.power ? seeds_needed(s.improvement, noise.sigma, false, alpha_each(in)) : -1;
+  if (in.design.min_effect > 0) {
+    s.p_equivalence = tost_p(c, in.design.min_effect);
+  }
+  s.verdict = std::isfinite(s.p) ? "undecided" : "unknown";
+}
+
+// The variant against the baseline: nothing to compare (no result on a side), the baseline
+// itself, a test on seeds, or the noise band. Whether it gave a p-value (Holm's to adjust).
+bool compare_to_baseline(const ReportInput& in, const Baseline& base, const VariantRuns& v, VariantStats& s,
+                         Analysis& a, std::vector<double>& detectable) {
+  if (s.finished == 0 || base.by_seed.empty()) {
+    s.method = "none";
+    s.verdict = s.finished == 0 && s.diverged == s.runs && s.runs > 0 ? "diverged"
+                : s.is_baseline || s.finished == 0                    ? "no result"
+                                                                      : "unknown";
+    return false;
+  }
+  if (s.is_baseline) {
+    s.method = "";
+    s.verdict = "baseline";
+    s.improvement = 0;
+    return false;
+  }
+  const auto mine = seed_values(v.runs);
+  const std::vector<double> values = values_of(mine);
+  if (base.values.size() >= 2 && mine.size() >= 2) {
+    compare_seeds(in, base, v, mine, s, a, detectable);
+  } else {
+    const auto [paired_base, paired_mine] = common(base.by_seed, mine);
+    s.correlation = pearson(paired_base, paired_mine);
+    compare_band(in, base, values, a.noise, s);
+  }
+  s.prob_improvement = probability_of_improvement(base.values, values, s.method == "paired");
+  return std::isfinite(s.p);
+}
+
+// Notes on the runs as a whole: results still to come, repeats averaged, restarts in the wall time.
+void note_progress(Analysis& a, int64_t repeated, int64_t restarted) {
   int64_t pending = 0, all_runs = 0;
   for (const auto& v : a.variants) {
     pending += v.runs - v.finished - v.diverged;
@@ -552,9 +580,15 @@ Analysis analyze(const ReportInput& in) {
     a.notes.push_back("wall sums every start of a run (resumes, retries, preemptions): " +
                       plural(restarted, "variant") + " had runs started more than once (see summary.csv, starts)");
   }
+}
 
-  // Fixed design: Holm across the sweep's tested interventions, for the difference and for
-  // equivalence alike; the verdict follows the adjusted p-values. (--until-decided decided above.)
+// Fixed design: Holm across the sweep's tested interventions, for the difference and for
+// equivalence alike; the verdict follows the adjusted p-values. (--until-decided decided look by
+// look: fixed-design p-values would mislead there.)
+void apply_holm(const ReportInput& in, Analysis& a, const std::vector<size_t>& tested) {
+  if (in.design.sequential()) {
+    return;
+  }
   std::vector<double> ps, ps_equivalence;
   for (size_t i : tested) {
     ps.push_back(a.variants[i].p);
@@ -563,24 +597,29 @@ Analysis analyze(const ReportInput& in) {
   const std::vector<double> adjusted = holm_adjust(ps), adjusted_equivalence = holm_adjust(ps_equivalence);
   for (size_t k = 0; k < tested.size(); ++k) {
     VariantStats& s = a.variants[tested[k]];
-    if (in.design.sequential()) {  // judged look by look above: fixed-design p-values would mislead
-      continue;
-    }
     s.p_holm = adjusted[k];
     s.p_equivalence_holm = in.design.min_effect > 0 ? adjusted_equivalence[k] : k_nan;
     const bool equivalent = s.p_equivalence_holm < in.alpha;  // false when NaN
     s.verdict = s.p_holm < in.alpha ? (s.improvement > 0 ? "better" : "worse") : equivalent ? "equivalent" : "undecided";
     s.below_min_effect = s.p_holm < in.alpha && equivalent;
   }
-  // A variant with a diverged seed is judged by that first: its survivors alone are a biased
-  // sample (the seeds that trained badly are the ones missing), so it is never shown better,
-  // equivalent or worse on them.
+}
+
+// A variant with a diverged seed is judged by that first: its survivors alone are a biased sample
+// (the seeds that trained badly are the ones missing), so it is never shown better, equivalent or
+// worse on them.
+void judge_diverged(Analysis& a) {
   for (auto& s : a.variants) {
     if (s.diverged > 0 && s.finished > 0 && !s.is_baseline) {
       s.verdict = "diverged " + std::to_string(s.diverged) + "/" + std::to_string(s.runs);
       s.below_min_effect = false;
     }
   }
+}
+
+// The effect these seeds detect (the median over the tests), and notes on the smallest effect of
+// interest: the one --until-decided designed for, or none declared.
+void note_effect_size(const ReportInput& in, Analysis& a, std::vector<double> detectable, bool any_tested) {
   detectable.erase(std::remove_if(detectable.begin(), detectable.end(), [](double x) { return !std::isfinite(x); }),
                    detectable.end());
   a.suggested_min_effect = percentile(detectable, 0.5);
@@ -592,7 +631,7 @@ Analysis analyze(const ReportInput& in) {
                       "these, on " + in.metric + (in.min_effect_source == "--min-effect" ? " at --min-effect" : "") +
                       ", read the same runs another way: the design's error rates are for its own");
   }
-  if (in.design.min_effect <= 0 && in.min_effect_source.empty() && !tested.empty()) {
+  if (in.design.min_effect <= 0 && in.min_effect_source.empty() && any_tested) {
     a.notes.push_back("no smallest effect of interest declared, so no intervention can be shown equivalent (undecided "
                       "only means not shown to differ)" +
                       (std::isfinite(a.suggested_min_effect)
@@ -601,10 +640,13 @@ Analysis analyze(const ReportInput& in) {
                                  "sweep file or `sweep report --min-effect`, e.g. " + format_number("%.2g", a.suggested_min_effect)
                            : std::string()));
   }
+}
 
+// Each combination of interventions against the sum of its parts (at the baseline's grid point).
+void check_additivity(const ReportInput& in, const VariantRuns& base, Analysis& a) {
   int64_t combined_elsewhere = 0;  // combinations at the other grid points: not checked
   for (const auto& v : in.variants) {
-    if (auto add = additivity(in, v, *base_it)) {
+    if (auto add = additivity(in, v, base)) {
       a.additivity.push_back(*add);
     } else {
       combined_elsewhere += v.parts.size() >= 2;
@@ -614,6 +656,9 @@ Analysis analyze(const ReportInput& in) {
     a.notes.push_back("combinations are checked against their parts at the baseline's grid point only: " +
                       plural(combined_elsewhere, "combination variant") + " at other points are not");
   }
+}
+
+void note_own_trainers(const ReportInput& in, Analysis& a) {
   std::set<std::string> trainers;
   for (const auto& v : in.variants) {
     if (!v.trainer.empty()) {
@@ -626,9 +671,10 @@ Analysis analyze(const ReportInput& in) {
                       "against accumulation, a resumed run against an uninterrupted one, seeds that pair — which it "
                       "proves for its own core only; the verdicts hold if the trainer does what its keys say");
   }
-  a.responses = find_responses(in, a.notes);
-  a.code = code_sentence(in, a.notes);
+}
 
+// Best improvement first; variants without one last, in their order.
+void rank(Analysis& a) {
   std::stable_sort(a.variants.begin(), a.variants.end(), [](const VariantStats& x, const VariantStats& y) {
     const bool rx = std::isfinite(x.improvement), ry = std::isfinite(y.improvement);
     if (rx != ry) {
@@ -636,6 +682,39 @@ Analysis analyze(const ReportInput& in) {
     }
     return rx && x.improvement > y.improvement;
   });
+}
+
+}  // namespace
+
+Analysis analyze(const ReportInput& in) {
+  if (in.ladder) {
+    return analyze_ladder(in);
+  }
+  const VariantRuns& base_runs = baseline_of(in);
+  Analysis a = header(in, base_runs);
+  const auto base_by_seed = seed_values(base_runs.runs);
+  const Baseline base{base_runs, base_by_seed, values_of(base_by_seed)};
+  std::vector<double> detectable;  // per tested intervention: the effect its seeds detect
+  std::vector<size_t> tested;      // indices into a.variants with a p-value
+  int64_t repeated = 0, restarted = 0;
+  for (size_t i = 0; i < in.variants.size(); ++i) {
+    VariantStats s = count_runs(in, in.variants[i], i, a.notes);
+    repeated += s.finished > s.seeds;
+    restarted += s.starts > s.runs;
+    if (compare_to_baseline(in, base, in.variants[i], s, a, detectable)) {
+      tested.push_back(i);
+    }
+    a.variants.push_back(s);
+  }
+  note_progress(a, repeated, restarted);
+  apply_holm(in, a, tested);
+  judge_diverged(a);
+  note_effect_size(in, a, std::move(detectable), !tested.empty());
+  check_additivity(in, base_runs, a);
+  note_own_trainers(in, a);
+  a.responses = find_responses(in, a.notes);
+  a.code = code_sentence(in, a.notes);
+  rank(a);
   analyze_curves(in, a);
   return a;
 }

@@ -17,8 +17,6 @@ namespace sweep {
 
 namespace {
 
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
 // The rung a variant runs at ("" when it has none).
 std::string rung_of(const VariantRuns& v) {
   const auto it = v.axes.find("scale");

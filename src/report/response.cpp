@@ -12,8 +12,6 @@ namespace sweep {
 
 namespace {
 
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
 // Keys that change how many sequences one optimizer step sees.
 bool changes_batch(const std::string& key) {
   return key == "train.micro_batch" || key == "train.grad_accum" || key == "resources.ranks";

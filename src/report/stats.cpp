@@ -17,8 +17,6 @@ namespace sweep {
 
 namespace {
 
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
 double mean_of(const std::vector<double>& x) {
   return x.empty() ? k_nan : std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size());
 }

@@ -6,10 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
 namespace sweep {
+
+// A statistic with no value (too few seeds, nothing to compare): NaN, which every table prints as "-".
+inline constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
 
 struct Summary {
   int64_t n = 0;

@@ -126,7 +126,7 @@ std::string method_sentence(const Analysis& a) {
          "interval at its deciding (or last) look.";
   } else if (tested > 0) {
     s += "Verdicts: two-sided t-test (paired by seed where the baseline has the variant's seeds, Welch otherwise), "
-         "p adjusted by Holm across " + std::to_string(tested + band) + " intervention" + (tested + band == 1 ? "" : "s") +
+         "p adjusted by Holm across " + plural(static_cast<int64_t>(tested + band), "intervention") +
          ", better/worse when p < " + format_number("%g", a.alpha) +
          (delta > 0 ? "; equivalent when the two one-sided tests (TOST) within " + margin +
                           " give a Holm-adjusted p < " + format_number("%g", a.alpha) + " — the " + format_number("%g", 100 * (1 - 2 * a.alpha)) +
@@ -168,8 +168,7 @@ std::vector<std::string> noise_lines(const Analysis& a) {
                   " times: nondeterminism) = " + format_number("%.4g", c.sigma_repeat));
   }
   if (std::isfinite(n.band)) {
-    out.push_back("noise band of an improvement with " + std::to_string(n.seeds) + " seed" +
-                  (n.seeds == 1 ? "" : "s") + " per variant: ±" + format_number("%.4f", n.band) +
+    out.push_back("noise band of an improvement with " + plural(n.seeds, "seed") + " per variant: ±" + format_number("%.4f", n.band) +
                   " (t·σ·√(2/seeds), t for σ's " + std::to_string(n.n - 1) + " degrees of freedom: the 95% half-width "
                   "of one unpaired comparison)");
   }

@@ -65,15 +65,14 @@ void check_fits(const SweepSpec& spec, const std::string& devices) {
     const int64_t ranks = r.config.resources.ranks;
     if (ranks > static_cast<int64_t>(slots)) {
       throw Error("variant " + r.variant + " asks for resources.ranks = " + std::to_string(ranks) +
-                      " but --devices " + devices + " gives " + std::to_string(slots) + " slot" +
-                      (slots == 1 ? "" : "s") + " — give it more slots (e.g. --devices cpu:" + std::to_string(ranks) +
+                      " but --devices " + devices + " gives " + plural(static_cast<int64_t>(slots), "slot") + " — give it more slots (e.g. --devices cpu:" + std::to_string(ranks) +
                       "x1) or fewer ranks",
                   Exit::bad_input);
     }
     if (needs_distinct_gpus(r.config, parsed) && ranks > static_cast<int64_t>(gpus)) {
       throw Error("variant " + r.variant + " asks for resources.ranks = " + std::to_string(ranks) + " on NCCL (resources.backend: " +
-                      r.config.resources.backend + ") but --devices " + devices + " lists " + std::to_string(gpus) +
-                      " distinct GPU" + (gpus == 1 ? "" : "s") +
+                      r.config.resources.backend + ") but --devices " + devices + " lists " +
+                      plural(static_cast<int64_t>(gpus), "distinct GPU") +
                       " — NCCL needs a GPU a rank: list more GPUs, or set resources.backend: gloo to share them",
                   Exit::bad_input);
     }
@@ -107,7 +106,7 @@ LocalExecutor::~LocalExecutor() {
 }
 
 std::string LocalExecutor::describe() const {
-  return std::to_string(m_slots.size()) + " slot" + (m_slots.size() == 1 ? "" : "s") + " (" + m_devices + ")";
+  return plural(static_cast<int64_t>(m_slots.size()), "slot") + " (" + m_devices + ")";
 }
 
 std::optional<std::string> LocalExecutor::adopt(const RunRow& row, const PlannedRun*) {

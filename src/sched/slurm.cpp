@@ -192,10 +192,8 @@ Observed SlurmExecutor::submit() {
       seen.queued.push_back(t.run_id);
       m_tasks.push_back(t);
     }
-    seen.notes.push_back("submitted Slurm array " + id + ": " + std::to_string(runs.size()) + " task" +
-                         (runs.size() == 1 ? "" : "s") + " of " + std::to_string(shape.first) + " rank" +
-                         (shape.first == 1 ? "" : "s") + " × " + std::to_string(shape.second) + " thread" +
-                         (shape.second == 1 ? "" : "s") + " (" + script.string() + ")");
+    seen.notes.push_back("submitted Slurm array " + id + ": " + plural(static_cast<int64_t>(runs.size()), "task") + " of " +
+                         plural(shape.first, "rank") + " × " + plural(shape.second, "thread") + " (" + script.string() + ")");
   }
   m_to_submit.clear();
   return seen;

@@ -67,8 +67,7 @@ StateDict read_state_dict(const std::string& path, std::map<std::string, int64_t
       if (storage.is_floating_point()) {
         const int64_t bad = n - torch::isfinite(storage).sum().item<int64_t>();
         if (bad > 0) {
-          throw Error(path + ": tensor '" + name + "' holds " + std::to_string(bad) + " non-finite value" +
-                          (bad == 1 ? "" : "s") + " (NaN or ±inf) in its storage — the weights of a diverged run? A "
+          throw Error(path + ": tensor '" + name + "' holds " + plural(bad, "non-finite value") + " (NaN or ±inf) in its storage — the weights of a diverged run? A "
                           "score of them would mean nothing",
                       Exit::bad_input);
         }

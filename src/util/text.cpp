@@ -174,4 +174,6 @@ std::string printable(const std::string& s, bool lines) {
   return out;
 }
 
+std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
 }  // namespace sweep

@@ -1,6 +1,7 @@
 // Text helpers: edit distance and "did you mean" suggestions, trimming, splitting.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ std::string format_number(const char* spec, double v);
 std::string format_count(double n);
 // The local time of day, "14:03:59", for log lines.
 std::string clock_time();
+
+// "1 run", "3 runs": a count and its noun, made plural by an "s".
+std::string plural(int64_t n, const std::string& word);
 
 // 75 -> "1m15s", 3720 -> "1h02m".
 std::string format_duration(double seconds);
