@@ -17,7 +17,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 // The same in bf16: x (..., K) fp32 or bf16, weight (N, K) fp32, bias (N) fp32 or undefined →
 // (..., N) bf16, as LibTorch's linear under autocast computes it. Backward: dx in bf16, dW and db
 // in fp32 straight from the products (no bf16 gradient cast back). On a CPU without bf16
-// products (cpu::Ops::bf16_matmul), the bf16 operands widened to fp32 and the fp32 GEMM.
+// products (cpu::Ops::bf16_matmul), the bf16 operands widened to fp32: in the packing of sweep's
+// own GEMM on AVX2 (cpu::Ops::widened_gemm), else in blocks for the fp32 sgemm.
 torch::Tensor linear_bf16(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
 // Which GEMM the linear layers take on this CPU, in fp32 and in bf16 (what `sweep bench` says):
@@ -49,8 +50,10 @@ class KeptBf16Copies {
 // Whether KeptBf16Copies keeps any on this CPU (one with bf16 products).
 bool linear_bf16_keeps_copies();
 
-// On a CPU without bf16 products, the most fp32 bytes linear_bf16 widens at once (a block of rows
-// of its operands, at least 64 rows); 0 on one with them (the memory plan's figure).
+// On a CPU without bf16 products or sweep's GEMM, the most fp32 bytes linear_bf16 widens at once
+// (a block of rows of its operands, at least 64 rows); 0 elsewhere (the memory plan's figure). The
+// GEMM's own buffers (B packed whole: a widened weight; a block of rows per thread) are
+// allocations of its own, outside tensor memory, as an sgemm's packing is.
 int64_t linear_bf16_widened_block();
 
 // The kept copy of `weight` as it is now (made again if stale); undefined when none is kept.

@@ -59,8 +59,6 @@ const VariantStats& find(const Analysis& a, const std::string& name) {
   throw 0;
 }
 
-constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
 }  // namespace
 
 TEST_CASE("verdicts: CI above zero is better, below is worse, straddling is undecided") {
