@@ -22,6 +22,7 @@ struct WorkerEnd {
   std::string log;               // the file to read about it
   std::string log_tail;          // its last lines
   std::string detail;            // what ended, when the exit code is unknown
+  bool requeues_spent = false;   // stopped by SIGTERM after the batch system requeued it --max-preemptions times
 };
 
 // A batch-system task of a run and its state, as the batch system reports it ("12_3", "RUNNING").

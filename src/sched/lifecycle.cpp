@@ -84,13 +84,16 @@ Outcome classify_end(const EndFacts& f) {
             "stalled: " + f.stalled + " — killed" +
                 (retry ? "; retried from its checkpoint" : "; it resumes from its checkpoint with --retry-failed")};
   }
-  if (!f.exit_code) {  // a batch task: its events say how it ended
+  // A batch task's exit is unknown: its events say how it ended. One that checkpointed and stopped
+  // on SIGTERM (a cancel by an earlier `sweep run` that this one found still completing, say)
+  // said "preempted": that is exit 75.
+  if (!f.exit_code && f.recorded != RunState::preempted) {
     if (f.stopping) {
       return {RunState::interrupted, Then::stopped, stopped_by_user};
     }
     return {RunState::failed, Then::give_up, f.detail + "\n" + f.log_tail};
   }
-  const int code = *f.exit_code;
+  const int code = f.exit_code.value_or(static_cast<int>(Exit::preempted));
   if (code == static_cast<int>(Exit::diverged)) {
     return {RunState::diverged, Then::finished, f.recorded_error};
   }

@@ -258,7 +258,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
   facts.out_of_memory = end.out_of_memory;
   facts.crashes = m_crashes[end.run_id];
   facts.retries = m_options.retries;
-  facts.preemptions = m_preemptions[end.run_id];
+  facts.preemptions = end.requeues_spent ? m_options.max_preemptions : m_preemptions[end.run_id];
   facts.max_preemptions = m_options.max_preemptions;
   facts.detail = end.detail;
   facts.log_tail = end.log_tail;

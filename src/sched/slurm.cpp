@@ -221,13 +221,18 @@ WorkerEnd SlurmExecutor::ended(const Task& t) const {
   end.log = (fs::path(m_dir) / ("task-" + t.job + ".out")).string();  // --output=task-%A_%a.out
   end.detail = "Slurm task " + t.job + " ended without a result — " + end.log;
   end.log_tail = tail_lines(end.log, 5) + tail_lines(fs::path(t.run_dir) / "worker.log", 15);
-  // The script logs "worker exit N" last. Only a worker that could not write its files (74) is
-  // told apart from the rest, which its events already describe: it stops the sweep, as locally.
+  // The script logs "worker exit N" last. Two exits are told apart from the rest, which the run's
+  // events already describe: a worker that could not write its files (74) stops the sweep, as
+  // locally; one that checkpointed on SIGTERM (75) ended the script only once its requeues were
+  // spent. (A task cancelled before the script's end logs no exit: its events say how it stopped.)
   const std::vector<std::string> out = split(trim(tail_lines(end.log, 1)), ' ');
-  if (out.size() >= 3 && out[out.size() - 3] == "worker" && out[out.size() - 2] == "exit" &&
-      out.back() == std::to_string(static_cast<int>(Exit::io_error))) {
+  const bool logged_exit = out.size() >= 3 && out[out.size() - 3] == "worker" && out[out.size() - 2] == "exit";
+  if (logged_exit && out.back() == std::to_string(static_cast<int>(Exit::io_error))) {
     end.exit_code = static_cast<int>(Exit::io_error);
     end.log_tail = tail_lines(fs::path(t.run_dir) / "worker.log", 5);
+  } else if (logged_exit && out.back() == std::to_string(static_cast<int>(Exit::preempted))) {
+    end.exit_code = static_cast<int>(Exit::preempted);
+    end.requeues_spent = true;
   }
   return end;
 }

@@ -131,6 +131,10 @@ TEST_CASE("classify_end: how an ended worker's run goes on") {
        Then::finished},
       {"batch task: cancelled", std::nullopt, RunState::running, true, false, 0, RunState::interrupted, Then::stopped},
       {"batch task: no result", std::nullopt, RunState::running, false, false, 0, RunState::failed, Then::give_up},
+      {"batch task: checkpointed on SIGTERM", std::nullopt, RunState::preempted, false, false, 0, RunState::preempted,
+       Then::requeue},
+      {"batch task: checkpointed on SIGTERM as the sweep stops", std::nullopt, RunState::preempted, true, false, 0,
+       RunState::interrupted, Then::stopped},
       // the first end event is the run's result, whatever the worker does after it
       {"done, then a crash", 1, RunState::done, false, false, 0, RunState::done, Then::finished},
       {"done, then SIGKILL", 128 + 9, RunState::done, false, true, 0, RunState::done, Then::finished},
