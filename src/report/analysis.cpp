@@ -6,149 +6,35 @@
 #include <limits>
 #include <set>
 
+#include "report/additivity.h"
 #include "report/curves.h"
+#include "report/noise.h"
 #include "report/response.h"
+#include "report/seeds.h"
+#include "report/sequential.h"
 #include "util/error.h"
 #include "util/text.h"
 
 namespace sweep {
 
-namespace {
-
-std::vector<double> values_of(const std::map<SeedKey, double>& by_seed) {
-  std::vector<double> out;
-  for (const auto& [key, v] : by_seed) {
-    out.push_back(v);
-  }
-  return out;
+Analysis analysis_header(const ReportInput& in) {
+  Analysis a;
+  a.sweep = in.sweep;
+  a.baseline = in.baseline;
+  a.metric = in.metric;
+  a.alpha = in.alpha;
+  a.design = in.design;
+  a.min_effect_source = in.min_effect_source;
+  a.notes = in.notes;
+  a.references = in.references;
+  return a;
 }
 
-bool same_seeds(const std::map<SeedKey, double>& a, const std::map<SeedKey, double>& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [](const auto& x, const auto& y) { return x.first == y.first; });
-}
-
-// The values of `a` and `b` at the seeds both have, in one order.
-std::pair<std::vector<double>, std::vector<double>> common(const std::map<SeedKey, double>& a,
-                                                           const std::map<SeedKey, double>& b) {
-  std::pair<std::vector<double>, std::vector<double>> out;
-  for (const auto& [key, v] : a) {
-    if (const auto it = b.find(key); it != b.end()) {
-      out.first.push_back(v);
-      out.second.push_back(it->second);
-    }
-  }
-  return out;
-}
-
-// The per-intervention alpha a power figure is computed at: alpha split across the interventions
-// (Bonferroni, a bound on Holm's first step).
 double alpha_each(const ReportInput& in) {
   return in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
 }
 
-
-// Half-width multipliers of a look's repeated confidence intervals, the same for every
-// intervention with the same looks: computed once per process.
-const std::vector<double>& boundaries(const std::vector<int64_t>& looks, int64_t n_max, double alpha, Spending spending,
-                                      bool two_sided) {
-  static std::map<std::tuple<std::vector<int64_t>, int64_t, double, Spending, bool>, std::vector<double>> cache;
-  const auto key = std::make_tuple(looks, n_max, alpha, spending, two_sided);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    it = cache.emplace(key, t_boundaries(looks, n_max, alpha, spending, two_sided)).first;
-  }
-  return it->second;
-}
-
-// A t quantile for a tail probability that may be tiny (infinite when it rounds to none).
-double upper_t(double tail, double df) {
-  return tail <= 0 ? std::numeric_limits<double>::infinity() : t_quantile(1 - 2 * tail, df);
-}
-
-// --until-decided: look j is the variant's first first·j planned seeds (the last look: all of
-// them), as the runner had them when it decided whether to add more. Each look gives repeated
-// confidence intervals at alpha / interventions (Bonferroni across them): two-sided for the
-// difference, one-sided on each side at the same level for equivalence (TOST). Paired, their
-// half-widths come from simulated t boundaries (exact for normal differences at any df); unpaired
-// (Welch), from the look's own share of alpha at its t quantile (a union bound). The verdict is
-// the first look's that decides; a look with a seed that has no result on either side stops the
-// design there (undecided), as a failed run stops the runner.
-// `base` and `mine`: seed_values of `base_runs` and `runs`.
-void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<SeedKey, double>& base,
-                         const std::map<SeedKey, double>& mine, const std::vector<ReportRun>& base_runs,
-                         const std::vector<ReportRun>& runs, bool paired) {
-  const SeedDesign& d = in.design;
-  const double alpha = alpha_each(in);
-  const Spending spending = d.spending == "obrien-fleming" ? Spending::obrien_fleming : Spending::pocock;
-  std::set<SeedKey> planned;
-  for (const auto& r : runs) {
-    planned.insert({r.init_seed, r.data_seed});
-  }
-  const std::vector<SeedKey> seeds(planned.begin(), planned.end());  // added seeds sort after the declared
-  s.looks = d.looks(static_cast<int64_t>(seeds.size()));
-  const int64_t n_max = std::max<int64_t>(d.max_seeds, static_cast<int64_t>(seeds.size()));
-  const std::vector<double>* difference = nullptr;
-  const std::vector<double>* equivalence = nullptr;
-  if (paired) {
-    difference = &boundaries(s.looks, n_max, alpha, spending, true);
-    equivalence = &boundaries(s.looks, n_max, alpha, spending, false);
-  }
-  s.verdict = "undecided";
-  double spent_difference = 0, spent_equivalence = 0;
-  for (size_t j = 0; j < s.looks.size(); ++j) {
-    std::vector<double> b, v;
-    for (int64_t k = 0; k < s.looks[j]; ++k) {
-      const SeedKey& seed = seeds[static_cast<size_t>(k)];
-      if (!base.count(seed) || !mine.count(seed)) {
-        // A run still to finish (pending, interrupted) is waited for; one that diverged or failed
-        // stops the design here.
-        const auto& side = base.count(seed) ? runs : base_runs;
-        const bool ended = std::any_of(side.begin(), side.end(), [&](const ReportRun& r) {
-          return SeedKey{r.init_seed, r.data_seed} == seed && (r.status == RunState::diverged ||
-                                                               r.status == RunState::failed || r.status == RunState::oom);
-        });
-        const std::string whose = "seed " + std::to_string(seed.first) + (base.count(seed) ? "" : " of the baseline");
-        s.stopped = ended ? "undecided: look " + std::to_string(j + 1) + " lacks a result for " + whose +
-                                " (diverged or failed) — the design stops there"
-                          : "undecided: look " + std::to_string(j + 1) + " waits for " + whose +
-                                " (not finished: `sweep run` goes on)";
-        s.halted = ended;
-        return;
-      }
-      b.push_back(base.at(seed));
-      v.push_back(mine.at(seed));
-    }
-    const Comparison c = paired ? compare_paired(b, v) : compare_welch(b, v);
-    const double t = std::min(1.0, static_cast<double>(s.looks[j]) / static_cast<double>(n_max));
-    const double now_difference = spent(spending, alpha / 2, t), now_equivalence = spent(spending, alpha, t);
-    const double diff_c = paired ? (*difference)[j] : upper_t(now_difference - spent_difference, c.df);
-    const double eq_c = paired ? (*equivalence)[j] : upper_t(now_equivalence - spent_equivalence, c.df);
-    spent_difference = now_difference;
-    spent_equivalence = now_equivalence;
-    const double half = c.se * diff_c, eq_half = c.se * eq_c;  // se 0: the estimate is exact
-    const double low = c.se == 0 ? c.improvement : c.improvement - half;
-    const double high = c.se == 0 ? c.improvement : c.improvement + half;
-    const bool differs = low > 0 || high < 0;
-    const bool equivalent = d.min_effect > 0 && (c.se == 0 ? std::abs(c.improvement) < d.min_effect
-                                                            : c.improvement - eq_half > -d.min_effect &&
-                                                                  c.improvement + eq_half < d.min_effect);
-    s.improvement = c.improvement;
-    s.ci_low = low;
-    s.ci_high = high;
-    if (differs || equivalent) {
-      s.verdict = !differs ? "equivalent" : c.improvement > 0 ? "better" : "worse";
-      s.below_min_effect = differs && equivalent;
-      s.stopped = "decided at look " + std::to_string(j + 1) + " (" + plural(s.looks[j], "seed") + ")";
-      return;
-    }
-  }
-  const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != "--min-effect";
-  s.stopped = static_cast<int64_t>(seeds.size()) >= d.max_seeds ? "undecided at the cap (" + plural(d.max_seeds, "seed") + ")"
-              : runner_would_add ? "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed") +
-                                       ": `sweep run --until-decided` adds more"
-                                 : "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed");
-}
+namespace {
 
 double mean_where(const std::vector<ReportRun>& runs, const std::function<std::optional<double>(const ReportRun&)>& f) {
   double sum = 0;
@@ -160,24 +46,6 @@ double mean_where(const std::vector<ReportRun>& runs, const std::function<std::o
     }
   }
   return n > 0 ? sum / n : k_nan;
-}
-
-// A finished run's test blocks in the metric's units: nats per token for test_loss, bits per byte
-// for test_bpb (the run's own ratio of the two); empty for val_loss, which is not the test set.
-std::optional<LossBlocks> metric_blocks(const ReportRun& r, const std::string& metric) {
-  if (!r.value || r.test_blocks.empty() || metric == "val_loss") {
-    return std::nullopt;
-  }
-  LossBlocks blocks = r.test_blocks;
-  if (metric == "test_bpb") {
-    if (!r.test_bpb || !r.test_loss || !(*r.test_loss > 0)) {
-      return std::nullopt;
-    }
-    for (auto& b : blocks) {
-      b.second *= *r.test_bpb / *r.test_loss;
-    }
-  }
-  return blocks;
 }
 
 // The improvement's standard error from the finite test set: the paired block differences of the
@@ -207,64 +75,6 @@ double paired_test_se(const ReportInput& in, const std::vector<ReportRun>& base,
   return plus.empty() ? k_nan : test_set_se(plus, minus);
 }
 
-NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& baseline_runs) {
-  NoiseSummary ns;
-  const std::vector<ReportRun>& source_runs = in.noise_from ? in.noise_from->runs : baseline_runs;
-  const std::vector<double> values = values_of(seed_values(source_runs));
-  ns.n = static_cast<int64_t>(values.size());
-  ns.sigma = summarize(values).sd;
-  std::vector<SeedRun> seed_runs;
-  for (const auto& r : source_runs) {
-    if (r.value && std::isfinite(*r.value)) {
-      seed_runs.push_back({r.init_seed, r.data_seed, r.repeat, *r.value});
-    }
-  }
-  ns.components = variance_components(seed_runs);
-  const std::string whose = in.noise_from ? "the baseline of sweep " + in.noise_from->sweep : "this sweep's baseline";
-  if (ns.n >= 2) {
-    ns.source = "σ = standard deviation of " + in.metric + " over " + plural(ns.n, "seed") + " of " + whose +
-                (seed_runs.size() > values.size() ? " (identical-seed repeats averaged into one value per seed)" : "");
-  } else if (ns.n == 1 && seed_runs.size() > 1) {
-    ns.sigma = k_nan;
-    ns.source = "σ refused: " + whose + " runs one seed pair (init " + std::to_string(seed_runs.front().init) +
-                ", data " + std::to_string(seed_runs.front().data) + ") " + std::to_string(seed_runs.size()) +
-                " times — their spread is run-to-run nondeterminism (σ_repeat), not the seed-to-seed noise a verdict "
-                "must beat; take σ from a sweep that varies its seeds (experiments/noise.yaml)";
-  } else {
-    ns.sigma = k_nan;
-    ns.source = "σ unknown: " + whose + " has " + plural(ns.n, "seed") + " with a finished run" +
-                " — run it with more seeds, or pass --noise-from SWEEP with a seed study";
-  }
-  // The seed count most variants have (ties: the smaller).
-  std::map<int64_t, int> counts;
-  for (const auto& v : in.variants) {
-    const auto n = static_cast<int64_t>(seed_values(v.runs).size());
-    if (n > 0) {
-      counts[n]++;
-    }
-  }
-  ns.seeds = counts.empty() ? 0
-                            : std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
-                                return a.second < b.second;
-                              })->first;
-  // The half-width of a one-seed comparison's interval at `seeds` per side: t for σ's degrees of freedom.
-  ns.band = ns.seeds > 0 && ns.n >= 2 ? t_quantile(1 - in.alpha, static_cast<double>(ns.n - 1)) * ns.sigma *
-                                            std::sqrt(2.0 / static_cast<double>(ns.seeds))
-                                      : k_nan;
-  // At the level a verdict applies, as the seeds-for-80% column: alpha split across the interventions.
-  ns.alpha = alpha_each(in);
-  ns.detectable = in.power ? detectable_effect(ns.seeds, ns.sigma, false, ns.alpha) : k_nan;
-  std::vector<double> test_se;
-  for (const auto& r : source_runs) {
-    if (const auto blocks = metric_blocks(r, in.metric)) {
-      test_se.push_back(test_set_se({*blocks}));
-      ns.test_blocks = static_cast<int64_t>(blocks->size());
-    }
-  }
-  ns.test_se = percentile(test_se, 0.5);
-  return ns;
-}
-
 // Seeds pair runs only when the two variants' shared parameters start from the same weights:
 // always since numerics 2 (weights by parameter name), before it only for equal parameter sets.
 bool pairing_is_real(const VariantRuns& base, const VariantRuns& v) {
@@ -281,69 +91,6 @@ bool pairing_is_real(const VariantRuns& base, const VariantRuns& v) {
     return n;
   };
   return oldest(base) >= 2 && oldest(v) >= 2;
-}
-
-// A combination at the baseline's grid point against the sum of its parts' improvements.
-std::optional<Additivity> additivity(const ReportInput& in, const VariantRuns& combined, const VariantRuns& base) {
-  if (combined.parts.size() < 2 || combined.name != combined.intervention) {
-    return std::nullopt;  // not a combination, or one at another grid point (its parts there include the axes)
-  }
-  Additivity out;
-  out.variant = combined.name;
-  out.parts = combined.parts;
-  std::vector<std::map<SeedKey, double>> parts;
-  for (const auto& name : combined.parts) {
-    const auto it = std::find_if(in.variants.begin(), in.variants.end(),
-                                 [&](const VariantRuns& v) { return v.name == name; });
-    if (it == in.variants.end()) {
-      return std::nullopt;
-    }
-    parts.push_back(seed_values(it->runs));
-  }
-  const auto b = seed_values(base.runs), c = seed_values(combined.runs);
-  const auto k = static_cast<double>(parts.size());
-  // combined − Σ parts of improvements = (1 − k)·baseline − combined + Σ part
-  const bool paired = c.size() >= 2 && same_seeds(b, c) &&
-                      std::all_of(parts.begin(), parts.end(), [&](const auto& p) { return same_seeds(b, p); });
-  Comparison cmp;
-  if (paired) {
-    std::vector<double> d;
-    for (const auto& [seed, base_value] : b) {
-      double v = (1 - k) * base_value - c.at(seed);
-      for (const auto& p : parts) {
-        v += p.at(seed);
-      }
-      d.push_back(v);
-    }
-    cmp = one_sample(d);
-  } else {
-    std::vector<std::vector<double>> groups{values_of(b), values_of(c)};
-    std::vector<double> weights{1 - k, -1};
-    for (const auto& p : parts) {
-      groups.push_back(values_of(p));
-      weights.push_back(1);
-    }
-    cmp = contrast(groups, weights);
-  }
-  out.method = paired ? "paired" : "welch";
-  const double base_mean = summarize(values_of(b)).mean;
-  out.combined = base_mean - summarize(values_of(c)).mean;
-  out.sum_of_parts = 0;
-  out.best_part = -std::numeric_limits<double>::infinity();
-  for (const auto& p : parts) {
-    const double improvement = base_mean - summarize(values_of(p)).mean;
-    out.sum_of_parts += improvement;
-    out.best_part = std::max(out.best_part, improvement);
-  }
-  out.difference = cmp.improvement;
-  out.ci_low = cmp.ci_low;
-  out.ci_high = cmp.ci_high;
-  out.verdict = !std::isfinite(out.ci_low)    ? "unknown"
-                : out.ci_low > 0              ? "better than the sum"
-                : out.ci_high >= 0            ? "adds up"
-                : out.combined >= out.best_part ? "overlaps"
-                                                : "interferes";
-  return out;
 }
 
 // Which code trained the runs: one sentence for the report, a note per variant that mixes versions.
@@ -373,26 +120,6 @@ std::string code_sentence(const ReportInput& in, std::vector<std::string>& notes
   return "code: trained by " + join(parts, ", ");
 }
 
-}  // namespace
-
-std::map<SeedKey, double> seed_values(const std::vector<ReportRun>& runs) {
-  std::map<SeedKey, std::pair<double, int>> sums;
-  for (const auto& r : runs) {
-    if (r.value && std::isfinite(*r.value)) {
-      auto& [sum, n] = sums[{r.init_seed, r.data_seed}];
-      sum += *r.value;
-      ++n;
-    }
-  }
-  std::map<SeedKey, double> out;
-  for (const auto& [key, s] : sums) {
-    out[key] = s.first / s.second;
-  }
-  return out;
-}
-
-namespace {
-
 const VariantRuns& baseline_of(const ReportInput& in) {
   const auto it = std::find_if(in.variants.begin(), in.variants.end(),
                                [&](const VariantRuns& v) { return v.name == in.baseline; });
@@ -403,21 +130,6 @@ const VariantRuns& baseline_of(const ReportInput& in) {
                 Exit::bad_input);
   }
   return *it;
-}
-
-// What a report states before its rows: the sweep, its design, the noise of its baseline.
-Analysis header(const ReportInput& in, const VariantRuns& baseline) {
-  Analysis a;
-  a.sweep = in.sweep;
-  a.baseline = in.baseline;
-  a.metric = in.metric;
-  a.alpha = in.alpha;
-  a.noise = noise_summary(in, baseline.runs);
-  a.design = in.design;
-  a.min_effect_source = in.min_effect_source;
-  a.notes = in.notes;
-  a.references = in.references;
-  return a;
 }
 
 // A variant's runs counted (planned seeds, finished, diverged, starts) and their means, with no
@@ -482,7 +194,7 @@ void compare_seeds(const ReportInput& in, const Baseline& base, const VariantRun
   }
   const std::vector<double> values = values_of(mine);
   const Comparison c = paired ? compare_paired(paired_base, paired_mine) : compare_welch(base.values, values);
-  s.method = paired ? "paired" : "welch";
+  s.method = paired ? Method::paired : Method::welch;
   s.improvement = c.improvement;
   s.ci_low = c.ci_low;
   s.ci_high = c.ci_high;
@@ -514,7 +226,7 @@ void compare_seeds(const ReportInput& in, const Baseline& base, const VariantRun
 // Holm across the interventions like every other test.
 void compare_band(const ReportInput& in, const Baseline& base, const std::vector<double>& values,
                   const NoiseSummary& noise, VariantStats& s) {
-  s.method = "band";
+  s.method = Method::band;
   s.improvement = summarize(base.values).mean - s.summary.mean;
   const double se = noise.sigma * std::sqrt(1.0 / static_cast<double>(base.values.size()) +
                                             1.0 / static_cast<double>(values.size()));
@@ -527,7 +239,7 @@ void compare_band(const ReportInput& in, const Baseline& base, const std::vector
   if (in.design.min_effect > 0) {
     s.p_equivalence = tost_p(c, in.design.min_effect);
   }
-  s.verdict = std::isfinite(s.p) ? "undecided" : "unknown";
+  s.verdict = std::isfinite(s.p) ? Verdict::undecided : Verdict::unknown;
 }
 
 // The variant against the baseline: nothing to compare (no result on a side), the baseline
@@ -535,15 +247,15 @@ void compare_band(const ReportInput& in, const Baseline& base, const std::vector
 bool compare_to_baseline(const ReportInput& in, const Baseline& base, const VariantRuns& v, VariantStats& s,
                          Analysis& a, std::vector<double>& detectable) {
   if (s.finished == 0 || base.by_seed.empty()) {
-    s.method = "none";
-    s.verdict = s.finished == 0 && s.diverged == s.runs && s.runs > 0 ? "diverged"
-                : s.is_baseline || s.finished == 0                    ? "no result"
-                                                                      : "unknown";
+    s.method = Method::none;
+    s.verdict = s.finished == 0 && s.diverged == s.runs && s.runs > 0 ? Verdict::diverged
+                : s.is_baseline || s.finished == 0                    ? Verdict::no_result
+                                                                      : Verdict::unknown;
     return false;
   }
   if (s.is_baseline) {
-    s.method = "";
-    s.verdict = "baseline";
+    s.method = Method::baseline;
+    s.verdict = Verdict::baseline;
     s.improvement = 0;
     return false;
   }
@@ -556,7 +268,7 @@ bool compare_to_baseline(const ReportInput& in, const Baseline& base, const Vari
     s.correlation = pearson(paired_base, paired_mine);
     compare_band(in, base, values, a.noise, s);
   }
-  s.prob_improvement = probability_of_improvement(base.values, values, s.method == "paired");
+  s.prob_improvement = probability_of_improvement(base.values, values, s.method == Method::paired);
   return std::isfinite(s.p);
 }
 
@@ -600,7 +312,9 @@ void apply_holm(const ReportInput& in, Analysis& a, const std::vector<size_t>& t
     s.p_holm = adjusted[k];
     s.p_equivalence_holm = in.design.min_effect > 0 ? adjusted_equivalence[k] : k_nan;
     const bool equivalent = s.p_equivalence_holm < in.alpha;  // false when NaN
-    s.verdict = s.p_holm < in.alpha ? (s.improvement > 0 ? "better" : "worse") : equivalent ? "equivalent" : "undecided";
+    s.verdict = s.p_holm < in.alpha ? (s.improvement > 0 ? Verdict::better : Verdict::worse)
+                : equivalent        ? Verdict::equivalent
+                                    : Verdict::undecided;
     s.below_min_effect = s.p_holm < in.alpha && equivalent;
   }
 }
@@ -611,7 +325,7 @@ void apply_holm(const ReportInput& in, Analysis& a, const std::vector<size_t>& t
 void judge_diverged(Analysis& a) {
   for (auto& s : a.variants) {
     if (s.diverged > 0 && s.finished > 0 && !s.is_baseline) {
-      s.verdict = "diverged " + std::to_string(s.diverged) + "/" + std::to_string(s.runs);
+      s.verdict = Verdict::diverged;  // printed "diverged k/n" (verdict_name)
       s.below_min_effect = false;
     }
   }
@@ -639,22 +353,6 @@ void note_effect_size(const ReportInput& in, Analysis& a, std::vector<double> de
                                  " with power 0.8 — declare the effect that matters to you with `min_effect:` in the "
                                  "sweep file or `sweep report --min-effect`, e.g. " + format_number("%.2g", a.suggested_min_effect)
                            : std::string()));
-  }
-}
-
-// Each combination of interventions against the sum of its parts (at the baseline's grid point).
-void check_additivity(const ReportInput& in, const VariantRuns& base, Analysis& a) {
-  int64_t combined_elsewhere = 0;  // combinations at the other grid points: not checked
-  for (const auto& v : in.variants) {
-    if (auto add = additivity(in, v, base)) {
-      a.additivity.push_back(*add);
-    } else {
-      combined_elsewhere += v.parts.size() >= 2;
-    }
-  }
-  if (combined_elsewhere > 0) {
-    a.notes.push_back("combinations are checked against their parts at the baseline's grid point only: " +
-                      plural(combined_elsewhere, "combination variant") + " at other points are not");
   }
 }
 
@@ -691,7 +389,8 @@ Analysis analyze(const ReportInput& in) {
     return analyze_ladder(in);
   }
   const VariantRuns& base_runs = baseline_of(in);
-  Analysis a = header(in, base_runs);
+  Analysis a = analysis_header(in);
+  a.noise = noise_summary(in, base_runs.runs);
   const auto base_by_seed = seed_values(base_runs.runs);
   const Baseline base{base_runs, base_by_seed, values_of(base_by_seed)};
   std::vector<double> detectable;  // per tested intervention: the effect its seeds detect
@@ -717,53 +416,6 @@ Analysis analyze(const ReportInput& in) {
   rank(a);
   analyze_curves(in, a);
   return a;
-}
-
-std::map<std::string, int64_t> next_round(const Analysis& a) {
-  std::map<std::string, int64_t> out;
-  if (!a.design.sequential()) {
-    return out;
-  }
-  if (a.ladder) {
-    // Each rung as a study of its own; and an intervention whose trend is undecided while its
-    // rungs are decided gets `first` more seeds at every rung (each rung's precision narrows the line).
-    for (size_t k = 0; k < a.rungs.size(); ++k) {
-      const Analysis& rung = a.rungs[k];
-      for (const auto& [name, n] : next_round(rung)) {
-        out[name] = n;
-      }
-      for (const auto& t : a.ladder->trends) {
-        const auto v = std::find_if(rung.variants.begin(), rung.variants.end(),
-                                    [&](const VariantStats& s) { return s.name == t.rung_variants[k]; });
-        if (t.verdict != "undecided" || v == rung.variants.end() || v->halted || out.count(v->name) ||
-            v->seeds_planned >= a.design.max_seeds) {
-          continue;
-        }
-        const int64_t n = std::min(v->seeds_planned + a.design.first, a.design.max_seeds);
-        out[v->name] = n;
-        const auto base = std::find_if(rung.variants.begin(), rung.variants.end(),
-                                       [](const VariantStats& s) { return s.is_baseline; });
-        if (base != rung.variants.end() && n > base->seeds_planned) {
-          out[base->name] = std::max(out[base->name], n);
-        }
-      }
-    }
-    return out;
-  }
-  int64_t most = 0;
-  for (const auto& v : a.variants) {
-    if (!v.is_baseline && v.verdict == "undecided" && !v.halted && v.seeds_planned < a.design.max_seeds) {
-      const int64_t n = std::min(v.seeds_planned + a.design.first, a.design.max_seeds);
-      out[v.name] = n;
-      most = std::max(most, n);
-    }
-  }
-  for (const auto& v : a.variants) {
-    if (v.is_baseline && most > v.seeds_planned) {
-      out[v.name] = most;
-    }
-  }
-  return out;
 }
 
 }  // namespace sweep

@@ -17,6 +17,7 @@
 #include "config/sweep_spec.h"
 #include "protocol/run_state.h"
 #include "report/stats.h"
+#include "report/verdict.h"
 #include "store/store.h"
 
 namespace sweep {
@@ -93,7 +94,7 @@ struct VariantStats {
   int64_t seeds = 0;             // observations: seeds with a finished run (repeats averaged)
   int64_t seeds_planned = 0;     // seeds among all its runs
   Summary summary;               // over the seeds' values
-  std::string method;            // paired, welch, band (one seed against the noise band), none
+  Method method = Method::none;
   double improvement = 0;        // mean(baseline) − mean(variant): positive = better
   double ci_low = 0, ci_high = 0;
   double p = 0, p_holm = 0;      // NaN when there is no test (band, none, baseline)
@@ -101,7 +102,7 @@ struct VariantStats {
   double prob_improvement = 0;   // share of seed pairs the variant wins
   int64_t seeds_needed = -1;     // for power 0.8 at the observed effect and alpha / interventions;
                                  // -1 when it cannot be said
-  std::string verdict;           // better, worse, equivalent, undecided, baseline, diverged, "diverged k/n", no result, unknown
+  Verdict verdict = Verdict::undecided;
   bool below_min_effect = false; // better or worse, and yet shown smaller than the smallest effect of interest
   double p_equivalence = 0, p_equivalence_holm = 0;  // TOST within ±min_effect (fixed design); NaN: no test
   std::vector<int64_t> looks;    // --until-decided: the seed counts it was analysed at
@@ -159,8 +160,8 @@ struct Additivity {
   std::vector<std::string> parts;
   double combined = 0, sum_of_parts = 0, best_part = 0;
   double difference = 0, ci_low = 0, ci_high = 0;  // combined − sum, 95% CI
-  std::string method;   // paired (every side shares the seeds) or welch
-  std::string verdict;  // adds up, overlaps, interferes, better than the sum, unknown
+  Method method = Method::welch;  // paired when every side shares the seeds
+  SumVerdict verdict = SumVerdict::unknown;
 };
 
 // The paired Δ-loss curve of an intervention: at each token count it was evaluated at, the
@@ -220,8 +221,8 @@ struct Trend {
   double crossover = 0, crossover_low = 0, crossover_high = 0;  // FLOPs where the line crosses 0 (Fieller CI; NaN: none/unbounded)
   double tau = 0;                           // the rungs' scatter about the line beyond seed noise
   double at_target = 0, target_low = 0, target_high = 0;  // extrapolated improvement, 95% prediction interval
-  std::string verdict;  // holds, grows, shrinks, flips sign, undecided, no result
-  std::string why;      // the verdict's reason, in words
+  TrendVerdict verdict = TrendVerdict::no_result;
+  std::string why;  // the verdict's reason, in words
 };
 
 struct LadderSummary {
@@ -258,6 +259,14 @@ struct Analysis {
 
 Analysis analyze(const ReportInput& input);
 
+// What an analysis states before its rows, as the input gives it: the sweep, its baseline, metric,
+// alpha and design, its notes and references (the noise and everything after are analyze's).
+Analysis analysis_header(const ReportInput& in);
+
+// The level each intervention's power figures are computed at: alpha split across the
+// interventions (Bonferroni, a bound on Holm's first step).
+double alpha_each(const ReportInput& in);
+
 // A ladder's analysis (report/ladder.cpp): each rung as a study of its own, then the trends.
 Analysis analyze_ladder(const ReportInput& input);
 // The variants of one rung as a study of their own: the ladder's input, its baseline the rung's.
@@ -271,10 +280,5 @@ Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<doub
 // from 0 (flips when the line's 95% CIs at the two ends exclude 0 on opposite sides); holds when
 // the change across the ladder is shown within ±min_effect; else undecided.
 void judge_trend(Trend& t, double alpha, double min_effect);
-
-// --until-decided: the seeds each variant should have for the next round — the interventions
-// still undecided below the cap get `first` more (at most max_seeds), the baseline as many as the
-// most of them; empty when every intervention is decided or capped (or the design is fixed).
-std::map<std::string, int64_t> next_round(const Analysis& analysis);
 
 }  // namespace sweep

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "report/sequential.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -64,17 +65,17 @@ ReportInput study(const CalibrationSetup& s, const std::vector<double>& effects,
 
 bool correct(const VariantStats& v, double effect, double delta) {
   if (effect == 0) {
-    return v.verdict == "equivalent";
+    return v.verdict == Verdict::equivalent;
   }
   if (effect < delta) {
-    return v.verdict == "equivalent" || v.verdict == "better";
+    return v.verdict == Verdict::equivalent || v.verdict == Verdict::better;
   }
-  return v.verdict == "better" && !v.below_min_effect;  // "better (< δ)" would claim it smaller than δ
+  return v.verdict == Verdict::better && !v.below_min_effect;  // "better (< δ)" would claim it smaller than δ
 }
 
 // A claim of no effect that matters (equivalent, or "(< δ)") about an effect of δ or more.
 bool false_equivalence(const VariantStats& v, double effect, double delta) {
-  return effect >= delta && (v.verdict == "equivalent" || v.below_min_effect);
+  return effect >= delta && (v.verdict == Verdict::equivalent || v.below_min_effect);
 }
 
 // Tallies of one design at one effect.
@@ -92,12 +93,12 @@ struct Tally {
       }
       const double effect = effects[static_cast<size_t>(std::stoll(v.name.substr(1))) - 1];
       ++judged;
-      better += v.verdict == "better";
-      worse += v.verdict == "worse";
-      equivalent += v.verdict == "equivalent";
-      undecided += v.verdict == "undecided";
+      better += v.verdict == Verdict::better;
+      worse += v.verdict == Verdict::worse;
+      equivalent += v.verdict == Verdict::equivalent;
+      undecided += v.verdict == Verdict::undecided;
       correct += sweep::correct(v, effect, delta);
-      any_false |= v.verdict == "worse" || (effect == 0 && v.verdict == "better");
+      any_false |= v.verdict == Verdict::worse || (effect == 0 && v.verdict == Verdict::better);
       const bool claimed = sweep::false_equivalence(v, effect, delta);
       false_equivalent += claimed;
       any_false_equivalent |= claimed;

@@ -92,7 +92,7 @@ Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<doub
   }
   t.pairs = static_cast<int64_t>(n);
   if (t.rungs < 3) {
-    t.verdict = "no result";
+    t.verdict = TrendVerdict::no_result;
     t.why = "a trend needs paired results at 3 rungs; " + std::to_string(t.rungs) + " have them";
     return t;
   }
@@ -177,8 +177,8 @@ Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<doub
 
 void judge_trend(Trend& t, double alpha, double min_effect) {
   if (!std::isfinite(t.p)) {
-    if (t.verdict.empty()) {
-      t.verdict = "no result";
+    if (t.why.empty()) {  // else fit_trend said why
+      t.verdict = TrendVerdict::no_result;
       t.why = "no test: fewer than 3 paired results";
     }
     return;
@@ -197,19 +197,19 @@ void judge_trend(Trend& t, double alpha, double min_effect) {
     // where the line reaches 0 toward the larger sizes: inside the ladder, or ahead of it
     const std::string ahead = flips || std::abs(t.high_end) < std::abs(t.low_end) ? crossing : "";
     if (flips) {
-      t.verdict = "flips sign";
+      t.verdict = TrendVerdict::flips_sign;
       t.why = (t.low_end > 0 ? "better" : "worse") + std::string(" at the smallest rung, ") +
               (t.high_end > 0 ? "better" : "worse") + " at the largest (both ends' 95% CI exclude 0)" + crossing;
     } else {
-      t.verdict = std::abs(t.high_end) > std::abs(t.low_end) ? "grows" : "shrinks";
+      t.verdict = std::abs(t.high_end) > std::abs(t.low_end) ? TrendVerdict::grows : TrendVerdict::shrinks;
       t.why = ends + ahead;
     }
   } else if (min_effect > 0 && t.p_holds_holm < alpha) {
-    t.verdict = "holds";
+    t.verdict = TrendVerdict::holds;
     t.why = "changes by " + format_number("%+.4f", t.change) + " across the ladder, shown within ±" +
             format_number("%g", min_effect);
   } else {
-    t.verdict = "undecided";
+    t.verdict = TrendVerdict::undecided;
     t.why = min_effect > 0 ? "not shown to change with scale, nor to stay within ±" + format_number("%g", min_effect) +
                                  " across the ladder"
                            : "not shown to change with scale; declare min_effect to test whether it holds";
@@ -218,15 +218,7 @@ void judge_trend(Trend& t, double alpha, double min_effect) {
 
 Analysis analyze_ladder(const ReportInput& in) {
   const Ladder& ladder = *in.ladder;
-  Analysis a;
-  a.sweep = in.sweep;
-  a.baseline = in.baseline;
-  a.metric = in.metric;
-  a.alpha = in.alpha;
-  a.design = in.design;
-  a.min_effect_source = in.min_effect_source;
-  a.references = in.references;
-  a.notes = in.notes;
+  Analysis a = analysis_header(in);
   LadderSummary summary;
   summary.ladder = ladder;
   std::vector<ReportInput> inputs;

@@ -58,7 +58,7 @@ Rows ladder_rows(const Analysis& a) {
     if (a.design.min_effect > 0) {
       row.push_back(p_text(t.p_holds_holm));
     }
-    row.push_back(t.verdict);
+    row.push_back(to_string(t.verdict));
     if (!a.ladder->ladder.target_unit.empty()) {
       row.insert(row.end(), {signed4(t.at_target), interval(t.target_low, t.target_high)});
     }
@@ -84,7 +84,7 @@ std::vector<std::string> rung_lines(const Analysis& a) {
 std::vector<std::string> trend_lines(const Analysis& a) {
   std::vector<std::string> out;
   for (const auto& t : a.ladder->trends) {
-    out.push_back(t.intervention + ": " + t.verdict + " — " + t.why);
+    out.push_back(t.intervention + ": " + to_string(t.verdict) + " — " + t.why);
   }
   return out;
 }
@@ -260,7 +260,7 @@ nlohmann::ordered_json ladder_json(const Analysis& a) {
                       {"tau", number_or_null(t.tau)},
                       {"at_target", number_or_null(t.at_target)},
                       {"target_pi", {number_or_null(t.target_low), number_or_null(t.target_high)}},
-                      {"verdict", t.verdict},
+                      {"verdict", to_string(t.verdict)},
                       {"why", t.why}});
   }
   nlohmann::ordered_json target = nullptr;

@@ -10,6 +10,7 @@
 #include "data/dataset.h"
 #include "protocol/events.h"
 #include "protocol/json_line.h"
+#include "report/sequential.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -264,7 +265,7 @@ std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, 
   std::vector<PlannedRun> runs;
   std::vector<std::string> undecided, capped;
   for (const auto& v : a.variants) {
-    if (!v.is_baseline && v.verdict == "undecided") {
+    if (!v.is_baseline && v.verdict == Verdict::undecided) {
       (want.count(v.name) ? undecided : capped).push_back(v.name);
     }
   }

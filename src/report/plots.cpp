@@ -486,7 +486,7 @@ Script ladder_script(const Analysis& a) {
     }
     plot += std::string(plot.empty() ? "" : ", ") + "'ladder.dat' index " + std::to_string(block++) +
             " using 1:2:3:4 with yerrorbars pt 7 ps 1 lw 1.5 lc rgb " + colour + " title " +
-            quoted(tr.intervention + ": " + tr.verdict);
+            quoted(tr.intervention + ": " + to_string(tr.verdict));
     if (std::isfinite(tr.slope)) {
       const double x0 = std::log10(l.rungs.front().flops), x1 = std::log10(l.rungs.back().flops);
       // the fitted line through the rungs, then on to the target

@@ -127,7 +127,7 @@ Rows additivity_rows(const Analysis& a) {
     rows.push_back({x.variant, join(x.parts, " + "), format_number("%+.4f", x.combined), format_number("%+.4f", x.sum_of_parts),
                     format_number("%+.4f", x.best_part), format_number("%+.4f", x.difference),
                     std::isfinite(x.ci_low) ? "[" + format_number("%+.4f", x.ci_low) + ", " + format_number("%+.4f", x.ci_high) + "]" : "-",
-                    x.method, x.verdict});
+                    to_string(x.method), to_string(x.verdict)});
   }
   return rows;
 }
@@ -295,8 +295,7 @@ std::string study_markdown(const Analysis& a) {
     std::vector<std::string> row;
     const VariantStats& v = a.variants[i];
     for (const auto& c : cells(a, v, static_cast<int>(i + 1))) {
-      const bool decided = c.text == verdict_text(v) &&
-                           (v.verdict == "better" || v.verdict == "worse" || v.verdict == "equivalent");
+      const bool decided = c.text == verdict_text(v) && sweep::decided(v.verdict);
       row.push_back(row.size() == 1 ? md_code(c.text) :  decided ? "**" + c.text + "**" : c.text);
     }
     rows.push_back(row);
@@ -399,8 +398,8 @@ std::string study_html(const Analysis& a) {
       }
       if (c == 1) {
         out << " class=\"name\"><span class=\"swatch\" style=\"background:" << variant_colour(v) << "\"></span>";
-      } else if (columns[c] == "verdict" && (v.verdict == "better" || v.verdict == "worse" || v.verdict == "equivalent")) {
-        out << " class=\"" << v.verdict << "\">";
+      } else if (columns[c] == "verdict" && decided(v.verdict)) {
+        out << " class=\"" << to_string(v.verdict) << "\">";
       } else {
         out << ">";
       }
@@ -554,7 +553,7 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                         {"improvement", number_or_null(v.improvement)},
                         {"ci_low", number_or_null(v.ci_low)},
                         {"ci_high", number_or_null(v.ci_high)},
-                        {"method", v.method},
+                        {"method", to_string(v.method)},
                         {"p", number_or_null(v.p)},
                         {"p_holm", number_or_null(v.p_holm)},
                         {"correlation", number_or_null(v.correlation)},
@@ -565,7 +564,7 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                         {"test_se", number_or_null(v.test_se)},
                         {"p_equivalence", number_or_null(v.p_equivalence)},
                         {"p_equivalence_holm", number_or_null(v.p_equivalence_holm)},
-                        {"verdict", v.verdict},
+                        {"verdict", verdict_name(v)},
                         {"below_min_effect", v.below_min_effect},
                         {"looks", v.looks},
                         {"stopped", v.stopped},
@@ -621,8 +620,8 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
                             {"difference", number_or_null(x.difference)},
                             {"ci_low", number_or_null(x.ci_low)},
                             {"ci_high", number_or_null(x.ci_high)},
-                            {"method", x.method},
-                            {"verdict", x.verdict}});
+                            {"method", to_string(x.method)},
+                            {"verdict", to_string(x.verdict)}});
   }
   j["combinations"] = combinations;
   nlohmann::ordered_json targets = nlohmann::ordered_json::array();

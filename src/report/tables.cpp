@@ -36,7 +36,13 @@ bool left_aligned(const std::string& header) {
          header == "combination" || header == "parts";
 }
 
-std::string verdict_text(const VariantStats& v) { return v.verdict + (v.below_min_effect ? " (< δ)" : ""); }
+std::string verdict_name(const VariantStats& v) {
+  return v.verdict == Verdict::diverged && v.finished > 0
+             ? "diverged " + std::to_string(v.diverged) + "/" + std::to_string(v.runs)
+             : to_string(v.verdict);
+}
+
+std::string verdict_text(const VariantStats& v) { return verdict_name(v) + (v.below_min_effect ? " (< δ)" : ""); }
 
 // A row of the ranked table, in the order of headers(a).
 std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
@@ -46,7 +52,7 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
                            : v.summary.n == 1 ? format_number("%.4f", v.summary.mean)
                                               : format_number("%.4f", v.summary.mean) + " ± " + format_number("%.4f", v.summary.sd);
   // a one-seed comparison's interval comes from σ of other seeds: labelled so
-  const std::string ci = std::isfinite(v.ci_low) ? std::string(v.method == "band" ? "band " : "") + "[" +
+  const std::string ci = std::isfinite(v.ci_low) ? std::string(v.method == Method::band ? "band " : "") + "[" +
                                                        format_number("%+.4f", v.ci_low) + ", " +
                                                        format_number("%+.4f", v.ci_high) + "]"
                                                  : "-";
@@ -58,7 +64,7 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
       {mean, v.summary.mean},
       {v.is_baseline ? "0" : format_number("%+.4f", v.improvement), v.improvement},
       {ci, v.ci_low},
-      {v.method.empty() ? "-" : v.method, std::nan("")},
+      {v.method == Method::baseline ? "-" : to_string(v.method), std::nan("")},
       {format_number("%+.2f", v.correlation), v.correlation},
   };
   if (!a.design.sequential()) {
@@ -103,8 +109,8 @@ size_t display_width(const std::string& s) {
 std::string method_sentence(const Analysis& a) {
   size_t tested = 0, band = 0;
   for (const auto& v : a.variants) {
-    tested += v.method == "paired" || v.method == "welch";
-    band += v.method == "band";
+    tested += v.method == Method::paired || v.method == Method::welch;
+    band += v.method == Method::band;
   }
   const double delta = a.design.min_effect;
   const std::string m = std::to_string(std::max<size_t>(1, a.variants.size() - 1));

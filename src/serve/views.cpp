@@ -197,7 +197,7 @@ json Views::sweep_page(const std::string& name, const Cached& c) {
     for (const Cell& cell : cells(a, v, static_cast<int>(i) + 1)) {
       row.push_back({{"text", cell.text}, {"key", number_or_null(cell.key)}});
     }
-    table["rows"].push_back({{"variant", v.name}, {"verdict", v.verdict}, {"colour", variant_colour(v)}, {"cells", std::move(row)}});
+    table["rows"].push_back({{"variant", v.name}, {"verdict", verdict_name(v)}, {"colour", variant_colour(v)}, {"cells", std::move(row)}});
     variants.push_back({{"name", v.name}, {"colour", variant_colour(v)}, {"baseline", v.is_baseline}, {"position", v.position}});
   }
   std::sort(variants.begin(), variants.end(), [](const json& l, const json& r) { return l["position"] < r["position"]; });
@@ -249,7 +249,7 @@ json Views::sweep_page(const std::string& name, const Cached& c) {
                             {"ci_high", number_or_null(v->ci_high)}});
         }
       }
-      ladder["trends"].push_back({{"intervention", t.intervention}, {"verdict", t.verdict}, {"why", t.why}, {"points", points}});
+      ladder["trends"].push_back({{"intervention", t.intervention}, {"verdict", to_string(t.verdict)}, {"why", t.why}, {"points", points}});
     }
   }
   json out = progress(rows);

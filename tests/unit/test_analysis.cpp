@@ -15,6 +15,8 @@
 #include "report/curves.h"
 #include "report/plots.h"
 #include "report/render.h"
+#include "report/sequential.h"
+#include "report/tables.h"
 
 using namespace sweep;
 
@@ -69,17 +71,17 @@ TEST_CASE("verdicts: CI above zero is better, below is worse, straddling is unde
       variant("straddle", {3.05, 2.95, 3.01, 2.99}),    // differences -0.05 +0.07 -0.03 +0.02
   }));
   const VariantStats& above = find(a, "above");
-  CHECK(above.method == "paired");
+  CHECK(above.method == Method::paired);
   CHECK(above.ci_low > 0);
-  CHECK(above.verdict == "better");
+  CHECK(above.verdict == Verdict::better);
   CHECK(above.prob_improvement == 1.0);
   const VariantStats& below = find(a, "below");
   CHECK(below.ci_high < 0);
-  CHECK(below.verdict == "worse");
+  CHECK(below.verdict == Verdict::worse);
   const VariantStats& straddle = find(a, "straddle");
   CHECK(straddle.ci_low < 0);
   CHECK(straddle.ci_high > 0);
-  CHECK(straddle.verdict == "undecided");
+  CHECK(straddle.verdict == Verdict::undecided);
   // Ranked by improvement, the baseline at 0.
   REQUIRE(a.variants.size() == 4);
   CHECK(a.variants[0].name == "above");
@@ -106,7 +108,7 @@ TEST_CASE("Holm: the verdict follows the adjusted p, not the raw one") {
     CHECK(v.p < 0.05);
     CHECK(v.p_holm >= v.p);
     CHECK(v.p_holm >= 0.05);
-    CHECK(v.verdict == "undecided");
+    CHECK(v.verdict == Verdict::undecided);
   }
   CHECK(find(a, "a").p_holm == doctest::Approx(0.06).epsilon(1e-4));
   CHECK(find(a, "c").p_holm == doctest::Approx(0.06).epsilon(1e-4));
@@ -121,20 +123,20 @@ TEST_CASE("one seed per variant: a t-test against σ with σ's degrees of freedo
   const double half = t_quantile(0.95, 2) * 0.1 * std::sqrt(2.0);  // 4.303 × 0.1414 = 0.6085
   CHECK(a.noise.band == doctest::Approx(half));
   const VariantStats& far = find(a, "far");
-  CHECK(far.method == "band");
+  CHECK(far.method == Method::band);
   CHECK(far.ci_low == doctest::Approx(1.0 - half));
   CHECK(far.p == doctest::Approx(0.0194).epsilon(0.01));     // t = 7.07 on 2 df
   CHECK(far.p_holm == doctest::Approx(2 * far.p));           // Holm, 2 tests: the smaller p doubled
-  CHECK(far.verdict == "better");
+  CHECK(far.verdict == Verdict::better);
   const VariantStats& near = find(a, "near");
-  CHECK(near.verdict == "undecided");  // t = 1.41: p = 0.29
+  CHECK(near.verdict == Verdict::undecided);  // t = 1.41: p = 0.29
   // 0.4 would have been "better" against 2·√2·σ = 0.28 as if σ were known; with σ from 3 seeds it is not
   ReportInput was = input({variant("baseline", {3.0}), variant("x", {2.6})});
   was.noise_from = in.noise_from;
-  CHECK(find(analyze(was), "x").verdict == "undecided");
+  CHECK(find(analyze(was), "x").verdict == Verdict::undecided);
   // Without any noise estimate the verdict is unknown, and the report says how to get one.
   const Analysis blind = analyze(input({variant("baseline", {3.0}), variant("far", {2.6})}));
-  CHECK(find(blind, "far").verdict == "unknown");
+  CHECK(find(blind, "far").verdict == Verdict::unknown);
   CHECK(blind.noise.source.find("--noise-from") != std::string::npos);
   // A noise sweep that repeats one seed measures nondeterminism, not seed noise: refused, saying why.
   ReportInput fixed = input({variant("baseline", {3.0}), variant("far", {2.0})});
@@ -149,7 +151,7 @@ TEST_CASE("one seed per variant: a t-test against σ with σ's degrees of freedo
   CHECK(std::isnan(refused.noise.sigma));
   CHECK(refused.noise.source.find("σ refused") != std::string::npos);
   CHECK(refused.noise.source.find("nondeterminism") != std::string::npos);
-  CHECK(find(refused, "far").verdict == "unknown");
+  CHECK(find(refused, "far").verdict == Verdict::unknown);
 }
 
 TEST_CASE("one seed per variant: no more false verdicts than alpha per study, measured through the report") {
@@ -168,7 +170,7 @@ TEST_CASE("one seed per variant: no more false verdicts than alpha per study, me
     in.noise_from = NoiseSource{"noise", variant("baseline", {3.0 + normal(gen), 3.0 + normal(gen), 3.0 + normal(gen)}).runs};
     const Analysis a = analyze(in);
     false_studies += std::any_of(a.variants.begin(), a.variants.end(), [](const VariantStats& v) {
-      return v.verdict == "better" || v.verdict == "worse";
+      return v.verdict == Verdict::better || v.verdict == Verdict::worse;
     });
   }
   const double rate = static_cast<double>(false_studies) / studies;
@@ -184,18 +186,18 @@ TEST_CASE("edge cases: zero variance, every run diverged, a baseline missing see
       variant("more-seeds", {2.9, 2.91, 2.89, 2.9}),  // seed 4 the baseline lacks: unpaired
       variant("half", {2.9, k_nan, 2.91}),
   }));
-  CHECK(find(a, "exact").verdict == "better");
+  CHECK(find(a, "exact").verdict == Verdict::better);
   CHECK(find(a, "exact").ci_low == doctest::Approx(0.1));
-  CHECK(find(a, "same").verdict == "undecided");
+  CHECK(find(a, "same").verdict == Verdict::undecided);
   const VariantStats& d = find(a, "diverged");
-  CHECK(d.verdict == "diverged");
+  CHECK(d.verdict == Verdict::diverged);
   CHECK(d.finished == 0);
   CHECK(d.diverged == 3);
   CHECK(a.variants.back().name == "diverged");  // no result: ranked last
-  CHECK(find(a, "more-seeds").method == "welch");
-  CHECK(find(a, "half").method == "paired");  // seeds 1 and 3, paired with the baseline's 1 and 3
+  CHECK(find(a, "more-seeds").method == Method::welch);
+  CHECK(find(a, "half").method == Method::paired);  // seeds 1 and 3, paired with the baseline's 1 and 3
   CHECK(find(a, "half").finished == 2);
-  CHECK(find(a, "half").verdict == "diverged 1/3");  // better on its survivors, and yet not shown better
+  CHECK(verdict_name(find(a, "half")) == "diverged 1/3");  // better on its survivors, and yet not shown better
   bool noted = false;
   for (const auto& n : a.notes) {
     noted |= n.find("half: 1 of 3 runs diverged") != std::string::npos;
@@ -285,14 +287,14 @@ TEST_CASE("pairing: only when it is real — runs of older numerics that change 
     return v;
   };
   const Analysis now = analyze(input({with_numerics(base, 2), with_numerics(bias, 2)}));
-  CHECK(find(now, "qkv-bias").method == "paired");
+  CHECK(find(now, "qkv-bias").method == Method::paired);
   CHECK(find(now, "qkv-bias").correlation == doctest::Approx(pearson({3.00, 3.02, 2.98, 3.01}, {2.99, 3.00, 2.97, 3.00})));
   const Analysis old = analyze(input({with_numerics(base, 1), with_numerics(bias, 2)}));
-  CHECK(find(old, "qkv-bias").method == "welch");
+  CHECK(find(old, "qkv-bias").method == Method::welch);
   CHECK(has_note(old, "qkv-bias: changes the parameter set"));
   // the same parameter set pairs under any numerics
   bias.model = base.model;
-  CHECK(find(analyze(input({with_numerics(base, 1), with_numerics(bias, 1)})), "qkv-bias").method == "paired");
+  CHECK(find(analyze(input({with_numerics(base, 1), with_numerics(bias, 1)})), "qkv-bias").method == Method::paired);
 }
 
 TEST_CASE("combinations: additive, overlapping and interfering parts") {
@@ -317,11 +319,11 @@ TEST_CASE("combinations: additive, overlapping and interfering parts") {
                                        combined(by)}));
     REQUIRE(an.additivity.size() == 1);
     const Additivity& x = an.additivity[0];
-    CHECK(x.method == "paired");
+    CHECK(x.method == Method::paired);
     CHECK(x.parts == std::vector<std::string>{"a", "c"});
     CHECK(x.sum_of_parts == doctest::Approx(0.15).epsilon(0.02));
     CHECK(x.difference == doctest::Approx(x.combined - x.sum_of_parts).epsilon(1e-9));
-    return x.verdict;
+    return std::string(to_string(x.verdict));
   };
   CHECK(verdict_for(0.15) == "adds up");
   CHECK(verdict_for(0.12) == "overlaps");    // less than 0.15, more than the best part's 0.10
@@ -357,11 +359,11 @@ TEST_CASE("equivalence: TOST within the smallest effect of interest, Holm-adjust
   });
   in.design.min_effect = 0.01;
   const Analysis a = analyze(in);
-  CHECK(find(a, "same").verdict == "equivalent");
-  CHECK(find(a, "tiny-gain").verdict == "better");
+  CHECK(find(a, "same").verdict == Verdict::equivalent);
+  CHECK(find(a, "tiny-gain").verdict == Verdict::better);
   CHECK(find(a, "tiny-gain").below_min_effect);
-  CHECK(find(a, "noisy").verdict == "undecided");
-  CHECK(find(a, "big-gain").verdict == "better");
+  CHECK(find(a, "noisy").verdict == Verdict::undecided);
+  CHECK(find(a, "big-gain").verdict == Verdict::better);
   CHECK_FALSE(find(a, "big-gain").below_min_effect);
   // the equivalence p is the TOST p of the paired comparison; Holm never lowers it
   const Comparison c = compare_paired({3.00, 3.02, 2.98, 3.01, 2.99}, {3.03, 2.99, 2.95, 3.05, 2.98});
@@ -370,7 +372,7 @@ TEST_CASE("equivalence: TOST within the smallest effect of interest, Holm-adjust
   // Without a smallest effect nothing is equivalent, and the report suggests one.
   in.design.min_effect = 0;
   const Analysis none = analyze(in);
-  CHECK(find(none, "same").verdict == "undecided");
+  CHECK(find(none, "same").verdict == Verdict::undecided);
   CHECK(std::isnan(find(none, "same").p_equivalence));
   CHECK(none.suggested_min_effect > 0);
   bool suggested = false;
@@ -386,11 +388,11 @@ TEST_CASE("one seed with a smallest effect: equivalent when the whole noise band
   in.noise_from = NoiseSource{"noise", variant("baseline", {3.0, 3.004, 2.996, 3.002}).runs};
   in.design.min_effect = 0.05;
   const Analysis a = analyze(in);
-  CHECK(find(a, "close").method == "band");
-  CHECK(find(a, "close").verdict == "equivalent");
-  CHECK(find(a, "far").verdict == "worse");
+  CHECK(find(a, "close").method == Method::band);
+  CHECK(find(a, "close").verdict == Verdict::equivalent);
+  CHECK(find(a, "far").verdict == Verdict::worse);
   in.design.min_effect = 0.005;  // narrower than the band
-  CHECK(find(analyze(in), "close").verdict == "undecided");
+  CHECK(find(analyze(in), "close").verdict == Verdict::undecided);
 }
 
 TEST_CASE("--until-decided: repeated confidence intervals decide at the first look that can, and say why") {
@@ -406,12 +408,12 @@ TEST_CASE("--until-decided: repeated confidence intervals decide at the first lo
   in.design.max_seeds = 9;
   in.design.min_effect = 0.01;
   const Analysis a = analyze(in);
-  CHECK(find(a, "null").verdict == "equivalent");
-  CHECK(find(a, "noisy").verdict == "undecided");
+  CHECK(find(a, "null").verdict == Verdict::equivalent);
+  CHECK(find(a, "noisy").verdict == Verdict::undecided);
   CHECK(find(a, "noisy").stopped == "undecided at the cap (9 seeds)");
   CHECK(find(a, "noisy").looks == std::vector<int64_t>{3, 6, 9});
   const VariantStats& clear = find(a, "clear");
-  CHECK(clear.verdict == "better");
+  CHECK(clear.verdict == Verdict::better);
   CHECK(clear.stopped.rfind("decided at look ", 0) == 0);
   // The interval of a look is wider than the fixed design's 95% interval on the same seeds.
   const Comparison fixed = compare_paired({3.0, 3.1, 2.9}, {2.9, 3.0, 2.8});
@@ -428,7 +430,7 @@ TEST_CASE("--until-decided: repeated confidence intervals decide at the first lo
   CHECK(more.count("noisy") == 1);
   CHECK(more.at("noisy") == 6);
   CHECK(more.at("baseline") == 6);
-  CHECK(more.count("clear") == (find(first, "clear").verdict == "undecided" ? 1 : 0));
+  CHECK(more.count("clear") == (find(first, "clear").verdict == Verdict::undecided ? 1 : 0));
   // A fixed design never asks for more.
   early.design.max_seeds = 0;
   CHECK(next_round(analyze(early)).empty());
@@ -541,7 +543,7 @@ TEST_CASE("--until-decided: a look with a diverged seed stops the design there, 
   in.design.min_effect = 0.01;
   const Analysis a = analyze(in);
   const VariantStats& broken = find(a, "broken");
-  CHECK(broken.verdict == "diverged 1/6");  // never judged on its survivors
+  CHECK(verdict_name(broken) == "diverged 1/6");  // never judged on its survivors
   CHECK(broken.halted);
   CHECK(broken.stopped.find("look 1 lacks a result for seed 3") != std::string::npos);
   CHECK(next_round(a).count("broken") == 0);  // no seeds for a design that stopped

@@ -134,12 +134,12 @@ TEST_CASE("ladder trends: constant holds, growing grows, shrinking shrinks, a si
   CHECK(a.rungs[1].baseline == "baseline+m");
   // each rung a study of its own
   CHECK(a.rungs[0].variants.size() == 6);
-  CHECK(trend(a, "constant").verdict == "holds");
-  CHECK(trend(a, "null").verdict == "holds");
-  CHECK(trend(a, "growing").verdict == "grows");
-  CHECK(trend(a, "shrinking").verdict == "shrinks");
+  CHECK(trend(a, "constant").verdict == TrendVerdict::holds);
+  CHECK(trend(a, "null").verdict == TrendVerdict::holds);
+  CHECK(trend(a, "growing").verdict == TrendVerdict::grows);
+  CHECK(trend(a, "shrinking").verdict == TrendVerdict::shrinks);
   const Trend& flip = trend(a, "flipping");
-  CHECK(flip.verdict == "flips sign");
+  CHECK(flip.verdict == TrendVerdict::flips_sign);
   CHECK(flip.slope == doctest::Approx(-0.06).epsilon(0.05));
   REQUIRE(std::isfinite(flip.crossover_low));
   CHECK(flip.crossover_low < 1e13);
@@ -230,9 +230,9 @@ TEST_CASE("ladder trends: the slope test equals OLS with an interaction term, so
 TEST_CASE("ladder trends: undecided without a margin, no result below 3 rungs with pairs") {
   const ReportInput in = ladder({{"constant", [](double) { return 0.03; }}}, 3, 0.004, 0);
   const Analysis a = analyze(in);
-  CHECK(trend(a, "constant").verdict == "undecided");
+  CHECK(trend(a, "constant").verdict == TrendVerdict::undecided);
   CHECK(trend(a, "constant").why.find("declare min_effect") != std::string::npos);
   const Trend none = fit_trend({12, 13, 14}, {{0.1, 0.2}, {}, {0.1}}, 0.01, std::nan(""));
-  CHECK(none.verdict == "no result");
+  CHECK(none.verdict == TrendVerdict::no_result);
   CHECK(std::isnan(none.p));
 }

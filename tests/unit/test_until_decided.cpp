@@ -114,9 +114,9 @@ TEST_CASE("until decided: seeds go only where undecided, each stops at its decid
   for (const auto& v : a.variants) {
     by[v.name] = &v;
   }
-  CHECK(by["big"]->verdict == "better");
-  CHECK(by["none"]->verdict == "equivalent");
-  CHECK(by["noisy"]->verdict == "undecided");
+  CHECK(by["big"]->verdict == Verdict::better);
+  CHECK(by["none"]->verdict == Verdict::equivalent);
+  CHECK(by["noisy"]->verdict == Verdict::undecided);
   CHECK(by["noisy"]->seeds == 9);  // capped
   CHECK(by["noisy"]->stopped == "undecided at the cap (9 seeds)");
   CHECK(by["base"]->seeds == 9);

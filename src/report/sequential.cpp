@@ -1,0 +1,157 @@
+#include "report/sequential.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <tuple>
+
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+// Half-width multipliers of a look's repeated confidence intervals, the same for every
+// intervention with the same looks: computed once per process.
+const std::vector<double>& boundaries(const std::vector<int64_t>& looks, int64_t n_max, double alpha, Spending spending,
+                                      bool two_sided) {
+  static std::map<std::tuple<std::vector<int64_t>, int64_t, double, Spending, bool>, std::vector<double>> cache;
+  const auto key = std::make_tuple(looks, n_max, alpha, spending, two_sided);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    it = cache.emplace(key, t_boundaries(looks, n_max, alpha, spending, two_sided)).first;
+  }
+  return it->second;
+}
+
+// A t quantile for a tail probability that may be tiny (infinite when it rounds to none).
+double upper_t(double tail, double df) {
+  return tail <= 0 ? std::numeric_limits<double>::infinity() : t_quantile(1 - 2 * tail, df);
+}
+
+}  // namespace
+
+void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<SeedKey, double>& base,
+                         const std::map<SeedKey, double>& mine, const std::vector<ReportRun>& base_runs,
+                         const std::vector<ReportRun>& runs, bool paired) {
+  const SeedDesign& d = in.design;
+  const double alpha = alpha_each(in);
+  const Spending spending = d.spending == "obrien-fleming" ? Spending::obrien_fleming : Spending::pocock;
+  std::set<SeedKey> planned;
+  for (const auto& r : runs) {
+    planned.insert({r.init_seed, r.data_seed});
+  }
+  const std::vector<SeedKey> seeds(planned.begin(), planned.end());  // added seeds sort after the declared
+  s.looks = d.looks(static_cast<int64_t>(seeds.size()));
+  const int64_t n_max = std::max<int64_t>(d.max_seeds, static_cast<int64_t>(seeds.size()));
+  const std::vector<double>* difference = nullptr;
+  const std::vector<double>* equivalence = nullptr;
+  if (paired) {
+    difference = &boundaries(s.looks, n_max, alpha, spending, true);
+    equivalence = &boundaries(s.looks, n_max, alpha, spending, false);
+  }
+  s.verdict = Verdict::undecided;
+  double spent_difference = 0, spent_equivalence = 0;
+  for (size_t j = 0; j < s.looks.size(); ++j) {
+    std::vector<double> b, v;
+    for (int64_t k = 0; k < s.looks[j]; ++k) {
+      const SeedKey& seed = seeds[static_cast<size_t>(k)];
+      if (!base.count(seed) || !mine.count(seed)) {
+        // A run still to finish (pending, interrupted) is waited for; one that diverged or failed
+        // stops the design here.
+        const auto& side = base.count(seed) ? runs : base_runs;
+        const bool ended = std::any_of(side.begin(), side.end(), [&](const ReportRun& r) {
+          return SeedKey{r.init_seed, r.data_seed} == seed && (r.status == RunState::diverged ||
+                                                               r.status == RunState::failed || r.status == RunState::oom);
+        });
+        const std::string whose = "seed " + std::to_string(seed.first) + (base.count(seed) ? "" : " of the baseline");
+        s.stopped = ended ? "undecided: look " + std::to_string(j + 1) + " lacks a result for " + whose +
+                                " (diverged or failed) — the design stops there"
+                          : "undecided: look " + std::to_string(j + 1) + " waits for " + whose +
+                                " (not finished: `sweep run` goes on)";
+        s.halted = ended;
+        return;
+      }
+      b.push_back(base.at(seed));
+      v.push_back(mine.at(seed));
+    }
+    const Comparison c = paired ? compare_paired(b, v) : compare_welch(b, v);
+    const double t = std::min(1.0, static_cast<double>(s.looks[j]) / static_cast<double>(n_max));
+    const double now_difference = spent(spending, alpha / 2, t), now_equivalence = spent(spending, alpha, t);
+    const double diff_c = paired ? (*difference)[j] : upper_t(now_difference - spent_difference, c.df);
+    const double eq_c = paired ? (*equivalence)[j] : upper_t(now_equivalence - spent_equivalence, c.df);
+    spent_difference = now_difference;
+    spent_equivalence = now_equivalence;
+    const double half = c.se * diff_c, eq_half = c.se * eq_c;  // se 0: the estimate is exact
+    const double low = c.se == 0 ? c.improvement : c.improvement - half;
+    const double high = c.se == 0 ? c.improvement : c.improvement + half;
+    const bool differs = low > 0 || high < 0;
+    const bool equivalent = d.min_effect > 0 && (c.se == 0 ? std::abs(c.improvement) < d.min_effect
+                                                            : c.improvement - eq_half > -d.min_effect &&
+                                                                  c.improvement + eq_half < d.min_effect);
+    s.improvement = c.improvement;
+    s.ci_low = low;
+    s.ci_high = high;
+    if (differs || equivalent) {
+      s.verdict = !differs ? Verdict::equivalent : c.improvement > 0 ? Verdict::better : Verdict::worse;
+      s.below_min_effect = differs && equivalent;
+      s.stopped = "decided at look " + std::to_string(j + 1) + " (" + plural(s.looks[j], "seed") + ")";
+      return;
+    }
+  }
+  const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != "--min-effect";
+  s.stopped = static_cast<int64_t>(seeds.size()) >= d.max_seeds ? "undecided at the cap (" + plural(d.max_seeds, "seed") + ")"
+              : runner_would_add ? "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed") +
+                                       ": `sweep run --until-decided` adds more"
+                                 : "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed");
+}
+
+std::map<std::string, int64_t> next_round(const Analysis& a) {
+  std::map<std::string, int64_t> out;
+  if (!a.design.sequential()) {
+    return out;
+  }
+  if (a.ladder) {
+    // Each rung as a study of its own; and an intervention whose trend is undecided while its
+    // rungs are decided gets `first` more seeds at every rung (each rung's precision narrows the line).
+    for (size_t k = 0; k < a.rungs.size(); ++k) {
+      const Analysis& rung = a.rungs[k];
+      for (const auto& [name, n] : next_round(rung)) {
+        out[name] = n;
+      }
+      for (const auto& t : a.ladder->trends) {
+        const auto v = std::find_if(rung.variants.begin(), rung.variants.end(),
+                                    [&](const VariantStats& s) { return s.name == t.rung_variants[k]; });
+        if (t.verdict != TrendVerdict::undecided || v == rung.variants.end() || v->halted || out.count(v->name) ||
+            v->seeds_planned >= a.design.max_seeds) {
+          continue;
+        }
+        const int64_t n = std::min(v->seeds_planned + a.design.first, a.design.max_seeds);
+        out[v->name] = n;
+        const auto base = std::find_if(rung.variants.begin(), rung.variants.end(),
+                                       [](const VariantStats& s) { return s.is_baseline; });
+        if (base != rung.variants.end() && n > base->seeds_planned) {
+          out[base->name] = std::max(out[base->name], n);
+        }
+      }
+    }
+    return out;
+  }
+  int64_t most = 0;
+  for (const auto& v : a.variants) {
+    if (!v.is_baseline && v.verdict == Verdict::undecided && !v.halted && v.seeds_planned < a.design.max_seeds) {
+      const int64_t n = std::min(v.seeds_planned + a.design.first, a.design.max_seeds);
+      out[v.name] = n;
+      most = std::max(most, n);
+    }
+  }
+  for (const auto& v : a.variants) {
+    if (v.is_baseline && most > v.seeds_planned) {
+      out[v.name] = most;
+    }
+  }
+  return out;
+}
+
+}  // namespace sweep
