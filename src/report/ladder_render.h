@@ -3,7 +3,6 @@
 // value extrapolated to the target, the trends' verdicts in words, then each rung's ranked table.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "report/analysis.h"
@@ -15,7 +14,5 @@ std::string ladder_text(const Analysis& a);
 // The body of report.md and index.html (between the title and the plots).
 std::string ladder_markdown(const Analysis& a);
 std::string ladder_html(const Analysis& a);
-// report.json's "ladder".
-nlohmann::ordered_json ladder_json(const Analysis& a);
 
 }  // namespace sweep

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "report/ladder_render.h"
+#include "report/report_json.h"
 #include "report/tables.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -490,31 +491,9 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   j["metric"] = a.metric;
   j["baseline"] = a.baseline;
   j["alpha"] = a.alpha;
-  j["references"] = nlohmann::ordered_json::array();
-  for (const auto& r : a.references) {
-    j["references"].push_back({{"name", r.name}, {"model", r.model}, {"test_loss", r.loss},
-                               {"test_bpb", optional_number(r.bpb)}, {"tokens", r.tokens},
-                               {"parameters", r.parameters}, {"block_size", r.block_size}});
-  }
-  j["design"] = {{"min_effect", a.design.min_effect > 0 ? nlohmann::ordered_json(a.design.min_effect) : nlohmann::ordered_json(nullptr)},
-                 {"min_effect_source", a.min_effect_source},
-                 {"suggested_min_effect", number_or_null(a.suggested_min_effect)},
-                 {"sequential", a.design.sequential()},
-                 {"first_seeds", a.design.first},
-                 {"max_seeds", a.design.max_seeds}};
-  const NoiseSummary& n = a.noise;
-  j["noise"] = {{"source", n.source},
-                {"runs", n.n},
-                {"sigma", number_or_null(n.sigma)},
-                {"sigma_init", number_or_null(n.components.sigma_init)},
-                {"sigma_data", number_or_null(n.components.sigma_data)},
-                {"sigma_interaction", number_or_null(n.components.sigma_resid)},
-                {"sigma_repeat", number_or_null(n.components.sigma_repeat)},
-                {"seeds_per_variant", n.seeds},
-                {"band", number_or_null(n.band)},
-                {"detectable_effect", number_or_null(n.detectable)},
-                {"test_se", number_or_null(n.test_se)},
-                {"test_blocks", n.test_blocks}};
+  j["references"] = json_array(a.references);
+  j["design"] = design_json(a);
+  j["noise"] = json_of(a.noise);
   std::map<std::string, const VariantRuns*> runs;
   for (const auto& v : in.variants) {
     runs[v.name] = &v;
@@ -528,143 +507,21 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   }
   for (size_t i = 0; i < a.variants.size(); ++i) {
     const VariantStats& v = a.variants[i];
-    nlohmann::ordered_json values = nlohmann::ordered_json::array();
-    for (const auto& r : runs[v.name]->runs) {
-      values.push_back({{"run_id", r.run_id},
-                        {"init_seed", r.init_seed},
-                        {"data_seed", r.data_seed},
-                        {"repeat", r.repeat},
-                        {"status", to_string(r.status)},
-                        {"value", optional_number(r.value)},
-                        {"starts", r.starts},
-                        {"code", r.codes}});
-    }
     const auto rung = rung_rank.find(v.name);
-    variants.push_back({{"rank", rung == rung_rank.end() ? i + 1 : rung->second.second},
-                        {"rung", rung == rung_rank.end() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rung->second.first)},
-                        {"name", v.name},
-                        {"baseline", v.is_baseline},
-                        {"runs", v.runs},
-                        {"finished", v.finished},
-                        {"seeds", v.seeds},
-                        {"diverged", v.diverged},
-                        {"mean", number_or_null(v.summary.mean)},
-                        {"sd", number_or_null(v.summary.sd)},
-                        {"improvement", number_or_null(v.improvement)},
-                        {"ci_low", number_or_null(v.ci_low)},
-                        {"ci_high", number_or_null(v.ci_high)},
-                        {"method", to_string(v.method)},
-                        {"p", number_or_null(v.p)},
-                        {"p_holm", number_or_null(v.p_holm)},
-                        {"correlation", number_or_null(v.correlation)},
-                        {"probability_of_improvement", number_or_null(v.prob_improvement)},
-                        {"seeds_needed", v.seeds_needed < 0 ? nlohmann::ordered_json(nullptr)
-                                                            : nlohmann::ordered_json(v.seeds_needed)},
-                        {"seed_se", number_or_null(v.seed_se)},
-                        {"test_se", number_or_null(v.test_se)},
-                        {"p_equivalence", number_or_null(v.p_equivalence)},
-                        {"p_equivalence_holm", number_or_null(v.p_equivalence_holm)},
-                        {"verdict", verdict_name(v)},
-                        {"below_min_effect", v.below_min_effect},
-                        {"looks", v.looks},
-                        {"stopped", v.stopped},
-                        {"tokens", number_or_null(v.tokens)},
-                        {"tokens_per_s", number_or_null(v.tokens_per_s)},
-                        {"wall_seconds", number_or_null(v.wall_seconds)},
-                        {"starts", v.starts},
-                        {"runs_detail", values}});
+    nlohmann::ordered_json row{
+        {"rank", rung == rung_rank.end() ? i + 1 : rung->second.second},
+        {"rung", rung == rung_rank.end() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rung->second.first)}};
+    row.update(json_of(v));
+    row["runs_detail"] = json_array(runs[v.name]->runs);
+    variants.push_back(std::move(row));
   }
   j["variants"] = variants;
-  j["ladder"] = a.ladder ? ladder_json(a) : nlohmann::ordered_json(nullptr);
-  nlohmann::ordered_json responses = nlohmann::ordered_json::array();
-  for (const auto& r : a.responses) {
-    nlohmann::ordered_json points = nlohmann::ordered_json::array();
-    for (const auto& p : r.points) {
-      nlohmann::ordered_json values = nlohmann::ordered_json::array();
-      for (const auto& [seed, value] : p.values) {
-        values.push_back({{"init_seed", seed.first}, {"data_seed", seed.second}, {"value", value}});
-      }
-      points.push_back({{"x", p.x},
-                        {"variant", p.variant},
-                        {"mean", number_or_null(p.summary.mean)},
-                        {"ci_low", number_or_null(p.summary.ci_low)},
-                        {"ci_high", number_or_null(p.summary.ci_high)},
-                        {"values", values}});
-    }
-    const OptimumFit& f = r.fit;
-    responses.push_back({{"axis", r.label},
-                         {"keys", r.keys},
-                         {"series", r.series},
-                         {"points", points},
-                         {"fit",
-                          {{"fitted", f.fitted},
-                           {"log_x", f.log_x},
-                           {"quadratic", {number_or_null(f.curve.a), number_or_null(f.curve.b), number_or_null(f.curve.c)}},
-                           {"best", number_or_null(f.best)},
-                           {"inside", f.inside},
-                           {"ci_low", number_or_null(f.ci_low)},
-                           {"ci_high", number_or_null(f.ci_high)},
-                           {"share_inside", number_or_null(f.share_inside)},
-                           {"seeds", f.seeds},
-                           {"resamples", f.resamples},
-                           {"note", f.note}}}});
-  }
-  j["responses"] = responses;
-  nlohmann::ordered_json combinations = nlohmann::ordered_json::array();
-  for (const auto& x : a.additivity) {
-    combinations.push_back({{"variant", x.variant},
-                            {"parts", x.parts},
-                            {"combined", number_or_null(x.combined)},
-                            {"sum_of_parts", number_or_null(x.sum_of_parts)},
-                            {"best_part", number_or_null(x.best_part)},
-                            {"difference", number_or_null(x.difference)},
-                            {"ci_low", number_or_null(x.ci_low)},
-                            {"ci_high", number_or_null(x.ci_high)},
-                            {"method", to_string(x.method)},
-                            {"verdict", to_string(x.verdict)}});
-  }
-  j["combinations"] = combinations;
-  nlohmann::ordered_json targets = nlohmann::ordered_json::array();
-  auto summary_json = [](const Summary& s) {
-    return nlohmann::ordered_json{{"mean", number_or_null(s.n > 0 ? s.mean : std::nan(""))},
-                                  {"ci_low", number_or_null(s.ci_low)},
-                                  {"ci_high", number_or_null(s.ci_high)},
-                                  {"seeds", s.n}};
-  };
-  for (const auto& t : a.targets) {
-    targets.push_back({{"variant", t.variant},
-                       {"seeds", t.seeds},
-                       {"reached", t.reached},
-                       {"saving", number_or_null(t.saving.mean)},
-                       {"ci_low", number_or_null(t.saving.ci_low)},
-                       {"ci_high", number_or_null(t.saving.ci_high)},
-                       {"flops_saving", summary_json(t.flops_saving)},
-                       {"time_saving", summary_json(t.time_saving)}});
-  }
-  j["tokens_to_target"] = targets;
-  nlohmann::ordered_json matched = nlohmann::ordered_json::array();
-  for (const auto& m : a.matched) {
-    matched.push_back({{"variant", m.variant},
-                       {"flops_per_token_ratio", number_or_null(m.flops_ratio)},
-                       {"time_per_token_ratio", number_or_null(m.time_ratio)},
-                       {"at_equal_tokens", summary_json(m.at_tokens)},
-                       {"at_equal_flops", summary_json(m.at_flops)},
-                       {"at_equal_time", summary_json(m.at_time)}});
-  }
-  j["compute_matched"] = matched;
-  nlohmann::ordered_json deltas = nlohmann::ordered_json::array();
-  for (const auto& d : a.deltas) {
-    nlohmann::ordered_json points = nlohmann::ordered_json::array();
-    for (const auto& [tokens, s] : d.points) {
-      points.push_back({{"tokens", tokens},
-                        {"seeds", s.n},
-                        {"improvement", number_or_null(s.mean)},
-                        {"ci_low", number_or_null(s.ci_low)},
-                        {"ci_high", number_or_null(s.ci_high)}});
-    }
-    deltas.push_back({{"variant", d.variant}, {"points", points}});
-  }
-  j["delta_curves"] = deltas;
+  j["ladder"] = a.ladder ? json_of(*a.ladder) : nlohmann::ordered_json(nullptr);
+  j["responses"] = json_array(a.responses);
+  j["combinations"] = json_array(a.additivity);
+  j["tokens_to_target"] = json_array(a.targets);
+  j["compute_matched"] = json_array(a.matched);
+  j["delta_curves"] = json_array(a.deltas);
   j["code"] = a.code;
   j["notes"] = a.notes;
   return j.dump(2) + "\n";

@@ -8,6 +8,7 @@
 #include "report/load.h"
 #include "report/plots.h"
 #include "report/render.h"
+#include "report/report_json.h"
 #include "report/tables.h"
 #include "serve/downsample.h"
 #include "util/fs.h"
@@ -112,10 +113,6 @@ json thinned(const std::vector<double>& x, const std::vector<const std::vector<d
   return out;
 }
 
-json summary_json(const Summary& s) {
-  return {{"n", s.n}, {"mean", number_or_null(s.mean)}, {"ci_low", number_or_null(s.ci_low)}, {"ci_high", number_or_null(s.ci_high)}};
-}
-
 }  // namespace
 
 Views::Views(const std::string& results)
@@ -215,29 +212,23 @@ json Views::sweep_page(const std::string& name, const Cached& c) {
                     {"test_loss", optional_number(r.run.test_loss)},
                     {"error", r.run.error}});
   }
+  // the report's JSON of each (report/report_json.h), with what the page draws them by
   json deltas = json::array();
   for (const auto& d : a.deltas) {
-    json points = json::array();
-    for (const auto& [tokens, s] : d.points) {
-      points.push_back({{"tokens", tokens}, {"summary", summary_json(s)}});
-    }
     const auto v = std::find_if(a.variants.begin(), a.variants.end(), [&](const VariantStats& s) { return s.name == d.variant; });
-    deltas.push_back({{"variant", d.variant}, {"colour", v == a.variants.end() ? "#888888" : variant_colour(*v)}, {"points", std::move(points)}});
+    json delta = json_of(d);
+    delta["colour"] = v == a.variants.end() ? "#888888" : variant_colour(*v);
+    deltas.push_back(std::move(delta));
   }
   json responses = json::array();
   for (const auto& r : a.responses) {
-    json points = json::array();
-    for (const auto& p : r.points) {
-      points.push_back({{"variant", p.variant}, {"x", p.x}, {"summary", summary_json(p.summary)}});
-    }
-    responses.push_back({{"label", r.label}, {"series", r.series}, {"log_x", r.log_x}, {"points", std::move(points)}});
+    json response = json_of(r);
+    response["log_x"] = r.log_x;
+    responses.push_back(std::move(response));
   }
   json ladder = nullptr;
   if (a.ladder) {
-    ladder = {{"rungs", json::array()}, {"trends", json::array()}};
-    for (const auto& rung : a.ladder->rungs) {
-      ladder["rungs"].push_back({{"name", rung.name}, {"params", rung.params}, {"flops", number_or_null(rung.flops)}});
-    }
+    ladder = {{"rungs", json_array(a.ladder->rungs)}, {"trends", json::array()}};
     for (const auto& t : a.ladder->trends) {
       json points = json::array();
       for (size_t k = 0; k < t.rung_variants.size() && k < a.ladder->rungs.size(); ++k) {
@@ -249,7 +240,9 @@ json Views::sweep_page(const std::string& name, const Cached& c) {
                             {"ci_high", number_or_null(v->ci_high)}});
         }
       }
-      ladder["trends"].push_back({{"intervention", t.intervention}, {"verdict", to_string(t.verdict)}, {"why", t.why}, {"points", points}});
+      json trend = json_of(t);
+      trend["points"] = std::move(points);
+      ladder["trends"].push_back(std::move(trend));
     }
   }
   json out = progress(rows);

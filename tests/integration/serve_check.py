@@ -3,7 +3,7 @@
 loads without a console error and asks for nothing but the server's own files; the validation
 curve it draws is the database's (each variant's mean over its seeds at each token count); a
 variant's checkbox hides its curves and the log axis changes the drawing (both seen in the
-pixels); then, with the page open, `sweep run` trains a new variant and its runs appear, done,
+pixels); the Δ-loss chart draws the report's paired improvements; then, with the page open, `sweep run` trains a new variant and its runs appear, done,
 without a reload, while every JSON route keeps answering.
 
 Last, a run's page shows its log's markup as text (the script appended an <img onerror> to it).
@@ -78,6 +78,20 @@ def main():
                 assert x == tokens and abs(y - loss) < 1e-9, f"{variant}: drew ({x}, {y}), the database has ({tokens}, {loss})"
         con.close()
         assert len(drawn) >= 2, f"too few variants drawn: {list(drawn)}"
+
+        # The Δ-loss chart draws the report's paired improvements (report.json's delta_curves, shared).
+        wait_for("window.sweepView.charts.delta", "the Δ-loss chart")
+        _, page_json = get(base + f"api/sweeps/{sweep}")
+        deltas = evaluate("(() => { const u = window.sweepView.charts.delta; const out = {};"
+                          " u.series.forEach((s, i) => { if (i > 0 && !s.label.includes(' CI ')) out[s.label] ="
+                          " u.data[0].map((x, k) => [x, u.data[i][k]]).filter(p => p[1] != null); }); return out; })()")
+        assert page_json["deltas"] and set(deltas) == {d["variant"] for d in page_json["deltas"]}, \
+            f"Δ-loss chart: drew {list(deltas)}, the sweep has {[d['variant'] for d in page_json['deltas']]}"
+        for d in page_json["deltas"]:
+            want = [(p["tokens"], p["improvement"]) for p in d["points"] if p["improvement"] is not None]
+            got = deltas[d["variant"]]
+            assert want and len(got) == len(want) and all(x == t and abs(y - i) < 1e-12 for (x, y), (t, i) in zip(got, want)), \
+                f"{d['variant']}: drew Δ {got}, the report has {want}"
 
         # Thinned on the server (10 buckets for 30 steps): each bucket of the mean training curve
         # keeps its lowest and its highest point, as the database gives them.

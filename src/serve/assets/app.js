@@ -197,8 +197,7 @@ function drawDelta(sweep, host) {
   const tables = [], series = [{ label: "tokens" }], bands = [];
   for (const d of sweep.deltas) {
     const x = d.points.map(p => p.tokens);
-    tables.push([x, d.points.map(p => p.summary.mean), d.points.map(p => p.summary.ci_low),
-      d.points.map(p => p.summary.ci_high)]);
+    tables.push([x, d.points.map(p => p.improvement), d.points.map(p => p.ci_low), d.points.map(p => p.ci_high)]);
     const base = series.length, show = !state.hidden.has(d.variant);
     series.push({ label: d.variant, stroke: d.colour, width: 1.6, spanGaps: true, show },
       { label: d.variant + " CI low", stroke: rgba(d.colour, 0.25), width: 0.5, spanGaps: true, show, edge: true },
@@ -223,9 +222,9 @@ function drawResponses(sweep, host) {
   }
   sweep.responses.forEach((r, k) => {
     const pts = r.points.slice().sort((a, b) => a.x - b.x);
-    chart(hosts["response" + k], "response" + k, `${sweep.metric} against ${r.label}${r.series ? " (" + r.series + ")" : ""}`, sweep.metric,
-      { data: [pts.map(p => p.x), pts.map(p => p.summary.mean), pts.map(p => p.summary.ci_low), pts.map(p => p.summary.ci_high)],
-        series: [{ label: r.label }, { label: "mean", stroke: "#0b62c4", width: 2, points: { show: true, size: 7 } },
+    chart(hosts["response" + k], "response" + k, `${sweep.metric} against ${r.axis}${r.series ? " (" + r.series + ")" : ""}`, sweep.metric,
+      { data: [pts.map(p => p.x), pts.map(p => p.mean), pts.map(p => p.ci_low), pts.map(p => p.ci_high)],
+        series: [{ label: r.axis }, { label: "mean", stroke: "#0b62c4", width: 2, points: { show: true, size: 7 } },
           { label: "CI low", stroke: "rgba(11,98,196,.3)", edge: true }, { label: "CI high", stroke: "rgba(11,98,196,.3)", edge: true }],
         bands: [{ series: [3, 2], fill: "rgba(11,98,196,.1)" }] }, r.log_x, false);
   });
