@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "report/calibration.h"
+#include "cli/results.h"
 #include "report/load.h"
 #include "report/plots.h"
 #include "report/render.h"
@@ -14,6 +14,8 @@
 #include "util/text.h"
 
 namespace sweep {
+
+using commands::sweep_to_read;
 
 namespace {
 
@@ -52,96 +54,6 @@ CLI::App* setup_report(CLI::App& app, ReportOptions& o) {
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
       ->capture_default_str();
   return cmd;
-}
-
-namespace {
-
-// The results database, read-only, and the sweep named (default: the latest).
-std::string sweep_to_read(const std::string& results, std::string sweep, std::unique_ptr<Store>& store) {
-  const std::string db = (fs::path(results) / "sweep.db").string();
-  if (!fs::exists(db)) {
-    throw Error("no database at " + db + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
-                Exit::bad_input);
-  }
-  store = std::make_unique<Store>(db, Store::Access::read);
-  if (sweep.empty()) {
-    const auto all = store->sweeps();
-    if (all.empty()) {
-      throw Error("the database " + db + " holds no sweep yet", Exit::bad_input);
-    }
-    sweep = all.front().name;
-  }
-  return sweep;
-}
-
-}  // namespace
-
-CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
-  CLI::App* cmd = app.add_subcommand(
-      "calibrate", "Measure the verdicts' error rates on synthetic studies with a known truth (a Markdown table)");
-  cmd->add_option("sweep", o.sweep, "Take σ, ρ, δ, the seeds and the interventions from this sweep's results");
-  cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
-  cmd->add_option("--sigma", o.sigma, "Seed-to-seed standard deviation of one variant's metric")
-      ->check(at_least(0, true));
-  cmd->add_option("--rho", o.rho, "Correlation of a variant's and the baseline's metric at one seed")
-      ->check(between(-0.99, 0.9999));
-  cmd->add_option("--min-effect", o.min_effect, "The smallest effect of interest δ")->check(at_least(0, true));
-  cmd->add_option("--seeds", o.seeds, "Declared seeds (default: the sweep's, else 3)")->check(CLI::Range(2, 1000));
-  cmd->add_option("--max-seeds", o.max_seeds, "--until-decided's cap (default: the sweep's, else 4 × seeds)")
-      ->check(CLI::Range(2, 1000));
-  cmd->add_option("--interventions", o.interventions, "Interventions per study (default: the sweep's, else 1)")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--effects", o.effects, "True improvements, in multiples of δ, comma-separated")->capture_default_str();
-  cmd->add_option("--replicates", o.replicates, "Studies per effect")->check(CLI::Range(1, 1000000))->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Random seed of the studies")->check(unsigned_integer())->capture_default_str();
-  cmd->add_option("--spending", o.spending, "--until-decided's alpha spending, to compare (sweep run uses pocock)")
-      ->check(CLI::IsMember({"pocock", "obrien-fleming"}))
-      ->capture_default_str();
-  return cmd;
-}
-
-Exit run_calibrate(const CalibrateOptions& o) {
-  CalibrationSetup setup;
-  if (!o.sweep.empty()) {
-    std::unique_ptr<Store> store;
-    const std::string sweep = sweep_to_read(o.results, o.sweep, store);
-    const ReportInput input = load_report_input(*store, sweep, "test_loss", "");
-    setup = setup_from(analyze(input), input);
-  } else if (o.sigma <= 0 || o.rho > 1 || o.min_effect <= 0) {
-    throw Error("calibrate: name a sweep whose results give the noise, or pass --sigma, --rho and --min-effect",
-                Exit::bad_input);
-  } else {
-    setup.seeds = 3;
-    setup.max_seeds = 12;
-    setup.source = "given";
-  }
-  setup.sigma = o.sigma > 0 ? o.sigma : setup.sigma;
-  setup.rho = o.rho <= 1 ? o.rho : setup.rho;
-  setup.min_effect = o.min_effect > 0 ? o.min_effect : setup.min_effect;
-  setup.seeds = o.seeds > 0 ? o.seeds : setup.seeds;
-  setup.max_seeds = o.max_seeds > 0 ? o.max_seeds : o.seeds > 0 ? std::max(setup.max_seeds, o.seeds) : setup.max_seeds;
-  setup.interventions = o.interventions > 0 ? o.interventions : setup.interventions;
-  // each value of the list a number: CLI11's own splitting dropped an empty one ("1,,2")
-  setup.effects.clear();
-  for (const std::string& value : split(o.effects, ',')) {
-    const auto v = validate::number(trim(value));
-    if (!v || !std::isfinite(*v)) {
-      throw Error("--effects " + o.effects + ": '" + value + "' is not a finite number — list multiples of δ, e.g. 0,0.5,1,2",
-                  Exit::bad_input);
-    }
-    setup.effects.push_back(*v);
-  }
-  setup.replicates = o.replicates;
-  setup.seed = o.seed;
-  setup.spending = o.spending;
-  if (setup.max_seeds < setup.seeds) {
-    throw Error("calibrate: --max-seeds " + std::to_string(setup.max_seeds) + " is below --seeds " +
-                    std::to_string(setup.seeds),
-                Exit::bad_input);
-  }
-  const std::string table = calibration_markdown(setup, calibrate(setup));
-  std::fputs(table.c_str(), stdout);
-  return Exit::ok;
 }
 
 Exit run_report(const ReportOptions& o) {

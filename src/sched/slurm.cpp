@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -120,6 +122,37 @@ std::string sbatch_script(const std::string& job_name, const std::string& runs_f
        "  scontrol requeue \"$SLURM_JOB_ID\"  # ends this script; the scheduler lifts Slurm's requeue delay\n"
        "fi\nexit \"$rc\"\n";
   return s;
+}
+
+std::string slurm_options_problem(const SlurmOptions& o, const std::vector<std::string>& folders) {
+  for (const auto& f : folders) {
+    if (f.find_first_of("\t\n") != std::string::npos) {
+      return "'" + f + "' has a tab or a line break, which the Slurm executor's run list cannot hold — rename it";
+    }
+  }
+  const auto plain = [](const std::string& v, const std::string& allowed) {
+    return std::all_of(v.begin(), v.end(), [&](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || allowed.find(c) != std::string::npos;
+    });
+  };
+  if (!plain(o.partition, "_-.,")) {
+    return "--partition '" + o.partition + "': a partition name (or a comma-separated list) has letters, digits and "
+           "_ - . only";
+  }
+  // minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]] (sbatch), or unlimited
+  const size_t dash = o.time.find('-');
+  const std::string clock = dash == std::string::npos ? o.time : o.time.substr(dash + 1);
+  const std::vector<std::string> fields = split(clock, ':');
+  const bool digits = std::all_of(fields.begin(), fields.end(), [](const std::string& f) {
+    return !f.empty() && f.find_first_not_of("0123456789") == std::string::npos;
+  });
+  const bool days_ok = dash == std::string::npos ||
+                       (dash > 0 && o.time.find_first_not_of("0123456789") == dash && fields.size() <= 3);
+  if (!o.time.empty() && o.time != "unlimited" && o.time != "infinite" &&
+      (!digits || fields.size() > 3 || !days_ok)) {
+    return "--time '" + o.time + "': a Slurm time limit is minutes or [days-]hours:minutes:seconds, e.g. 2:00:00";
+  }
+  return "";
 }
 
 SlurmExecutor::SlurmExecutor(SlurmOptions options, std::string slurm_dir, std::string job_name)

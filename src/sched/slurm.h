@@ -29,6 +29,11 @@ struct SlurmOptions {
   double stall_timeout = -1;  // sweep run --stall-timeout (< 0: each run's resources.stall_timeout)
 };
 
+// What sbatch would misread in the options or the folders (the results folder, each run's data):
+// the script writes them as they are and its run list holds one folder per line (tab-separated),
+// so each must be plainly one value. "" when all are.
+std::string slurm_options_problem(const SlurmOptions& options, const std::vector<std::string>& folders);
+
 // The sbatch script of one array: task i runs the run directory on line i+1 of `runs_file`.
 std::string sbatch_script(const std::string& job_name, const std::string& runs_file, size_t tasks, int64_t ranks,
                           int64_t threads, const std::string& slurm_dir, const SlurmOptions& options);

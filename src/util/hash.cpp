@@ -2,6 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <fstream>
+#include <vector>
+
 #include "util/error.h"
 
 namespace sweep {
@@ -25,6 +28,23 @@ std::string sha256_hex(const std::string& data) {
   Sha256 h;
   h.update(data.data(), data.size());
   return h.hex();
+}
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error("cannot read " + path);
+  }
+  Sha256 sha;
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    sha.update(block.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) {
+    throw Error("cannot read " + path);
+  }
+  return sha.hex();
 }
 
 struct Sha256::Ctx {

@@ -9,6 +9,9 @@ namespace sweep {
 
 std::string sha256_hex(const std::string& data);
 
+// The SHA-256 of a file's bytes, read a MiB at a time. Throws Error when it cannot be read.
+std::string file_sha256(const std::string& path);
+
 class Sha256 {
  public:
   Sha256();

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <random>
 
+#include "report/aa_check.h"
 #include "report/stats.h"
 
 using namespace sweep;
@@ -297,4 +298,19 @@ TEST_CASE("test-set standard error from per-block losses: one run, a paired diff
   CHECK(std::isnan(test_set_se({run}, {uneven})));
   CHECK(std::isnan(test_set_se({{{100, 300}}})));
   CHECK(std::isnan(test_set_se({run, run}, {shifted})));
+}
+
+TEST_CASE("the A/A check: twins' gap, σ_repeat pooled over seeds, σ_seed net of it") {
+  // seeds 1..3, twins ±d around 1, 2, 4: σ_repeat² = mean of (2d)²/2 = 2d²
+  const double d = 0.01;
+  const AaCheck aa = aa_check({{1, {1 - d, 1 + d}}, {2, {2 - d, 2 + d}}, {3, {4 - d, 4 + d}}, {4, {7.0}}});
+  CHECK(aa.pairs == 3);  // seed 4 lacks a twin
+  CHECK(aa.largest_gap == doctest::Approx(2 * d));
+  CHECK(aa.sigma_repeat == doctest::Approx(std::sqrt(2) * d));
+  // the means 1, 2, 4 have variance 7/3, which holds σ_seed² + σ_repeat²/2
+  CHECK(aa.sigma_seed == doctest::Approx(std::sqrt(7.0 / 3 - d * d)));
+  const AaCheck same = aa_check({{1, {3.0, 3.0}}, {2, {3.5, 3.5}}});
+  CHECK(same.largest_gap == 0);
+  CHECK(same.sigma_repeat == 0);
+  CHECK(std::isnan(aa_check({{1, {1.0, 1.1}}}).sigma_seed));  // one pair: nothing to say
 }

@@ -1,0 +1,89 @@
+// `sweep ingest DIR`: the database rebuilt from run directories and saved sweep files.
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "cli/sweep_commands.h"
+#include "sched/runner.h"
+#include "util/text.h"
+
+namespace sweep::commands {
+
+Exit run_ingest(const SweepOptions& o) {
+  const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
+  const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
+  std::vector<fs::path> run_dirs;
+  if (results_folder) {
+    for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
+      if (fs::exists(d.path() / "config.yaml")) {
+        run_dirs.push_back(d.path());
+      }
+    }
+  } else if (fs::exists(fs::path(o.dir) / "config.yaml")) {
+    run_dirs.push_back(o.dir);
+  } else {
+    throw Error(o.dir + " is neither a run folder (no config.yaml) nor a results folder (no runs/)", Exit::bad_input);
+  }
+  fs::create_directories(results);
+  const ResultsLock lock(results);  // the database has one writer: not beside a `sweep run`
+  Store store(db_path(results));
+  std::map<std::string, int64_t> vocab_of_dataset;  // as the runs were trained
+  std::vector<std::string> problems;
+  for (const auto& d : run_dirs) {
+    const std::string config = (d / "config.yaml").string();
+    try {
+      const RunConfig c = load_run_config(config);
+      vocab_of_dataset[c.data.dataset] = c.model.vocab_size;
+    } catch (const Error& e) {
+      problems.push_back(first_line(e.what()));
+    }
+  }
+  const fs::path sweeps = fs::path(o.dir) / "sweeps";
+  if (results_folder && fs::exists(sweeps)) {
+    for (const auto& f : fs::directory_iterator(sweeps)) {
+      if (f.path().extension() != ".yaml") {
+        continue;  // a sweep's .trainer-dir or .device, beside its file
+      }
+      try {
+        const auto vocab = [&](const std::string& dataset, const std::string& dir) {
+          const auto known = vocab_of_dataset.find(dataset);
+          return known != vocab_of_dataset.end() ? known->second : usable_dataset_vocab(dataset, dir);
+        };
+        // A saved sweep ran once: however many variants it has, they were asked for.
+        const fs::path trainer_dir = fs::path(f.path()).replace_extension(".trainer-dir");
+        const fs::path device = fs::path(f.path()).replace_extension(".device");
+        SweepSpec spec = load_sweep(f.path().string(), vocab, SIZE_MAX,
+                                    fs::exists(trainer_dir) ? trim(read_file(trainer_dir)) : "");
+        if (fs::exists(device)) {  // the kind of device its runs trained on, part of their ids
+          const std::string kind = trim(read_file(device));
+          if (kind != "cpu" && kind != "cuda") {
+            throw Error(device.string() + " says '" + kind.substr(0, 40) + "', not cpu or cuda");
+          }
+          train_on(spec, kind);
+        }
+        store.record_sweep(spec);
+      } catch (const Error& e) {
+        problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));
+      }
+    }
+  }
+  for (const auto& d : run_dirs) {
+    const std::string id = d.filename().string();
+    store.ensure_run(id, read_file(d / "config.yaml"), d.string());
+    // The run's folder is the one ingested (a saved sweep recorded its runs under this results
+    // folder, where they are not): `sweep run` resumes it there, from its checkpoint. A folder of
+    // the run already here keeps it.
+    if (!fs::exists(fs::path(store.run(id)->run_dir) / "config.yaml")) {
+      store.set_run_dir(id, fs::absolute(d).string());
+    }
+    reingest_run_dir(store, id, d.string());
+  }
+  std::printf("ingested %zu run director%s into %s\n", run_dirs.size(), run_dirs.size() == 1 ? "y" : "ies",
+              db_path(results).c_str());
+  for (const auto& p : problems) {
+    std::fprintf(stderr, "sweep ingest: %s\n", p.c_str());
+  }
+  return problems.empty() ? Exit::ok : Exit::failed;
+}
+
+}  // namespace sweep::commands

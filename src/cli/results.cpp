@@ -1,0 +1,27 @@
+#include "cli/results.h"
+
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace sweep::commands {
+
+std::string db_path(const std::string& results) { return (fs::path(results) / "sweep.db").string(); }
+
+std::string sweep_to_read(const std::string& results, std::string sweep, std::unique_ptr<Store>& store) {
+  const std::string db = db_path(results);
+  if (!fs::exists(db)) {
+    throw Error("no database at " + db + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
+                Exit::bad_input);
+  }
+  store = std::make_unique<Store>(db, Store::Access::read);
+  if (sweep.empty()) {
+    const auto all = store->sweeps();
+    if (all.empty()) {
+      throw Error("the database " + db + " holds no sweep yet", Exit::bad_input);
+    }
+    sweep = all.front().name;
+  }
+  return sweep;
+}
+
+}  // namespace sweep::commands

@@ -1,0 +1,19 @@
+// The results folder as the commands open it: its database, and the sweep a command reads.
+// Internal to src/cli.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "store/store.h"
+
+namespace sweep::commands {
+
+// results/sweep.db
+std::string db_path(const std::string& results);
+
+// The results database, opened read-only into `store`, and the sweep named (default: the
+// latest). Throws Error (bad input) when there is no database or no sweep in it.
+std::string sweep_to_read(const std::string& results, std::string sweep, std::unique_ptr<Store>& store);
+
+}  // namespace sweep::commands
