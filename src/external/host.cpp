@@ -15,7 +15,7 @@
 
 #include "build_options.h"
 #include "protocol/event_order.h"
-#include "protocol/event_values.h"
+#include "protocol/event_check.h"
 #include "protocol/events.h"
 #include "protocol/json_line.h"
 #include "protocol/run_state.h"
@@ -34,10 +34,6 @@ namespace field = events::field;
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-bool finite_number(const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); }
-
-bool whole(const nlohmann::json& v) { return v.is_number_integer() && v.get<int64_t>() >= 0; }
 
 // The reason the host records for a trainer that ended "done" without a test loss.
 const char* const k_no_test_loss =
@@ -161,60 +157,19 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
   if (ev.is_discarded() || !ev.is_object() || !ev.contains(field::event)) {
     return std::nullopt;  // the trainer's own output
   }
-  const nlohmann::json& type = ev[field::event];
-  const std::vector<std::string> known{events::start, events::train, events::eval, events::checkpoint, events::heartbeat,
-                                       events::end};
-  if (!type.is_string() || std::find(known.begin(), known.end(), type.get<std::string>()) == known.end()) {
-    why = "\"event\" must be one of " + join(known, ", ");
-    return std::nullopt;
-  }
-  const std::string t = type.get<std::string>();
-  auto bad = [&](const std::string& message) {
-    why = t + " event: " + message;
-    return std::nullopt;
-  };
   if (!ev.contains(field::time)) {
     ev[field::time] = now_seconds();
-  } else if (!finite_number(ev[field::time])) {
-    return bad("\"time\" must be unix seconds (a number)");
   }
-  if (t != events::end ? !(ev.contains(field::step) && whole(ev[field::step]))
-                       : ev.contains(field::step) && !whole(ev[field::step])) {
-    return bad("\"step\" must be a whole number ≥ 0 (optimizer steps taken)");
+  why = events::event_problem(ev, events::Rules::trainer);  // protocol/event_check.h
+  if (!why.empty()) {
+    return std::nullopt;
   }
-  if (t == events::train ? !(ev.contains(field::tokens) && whole(ev[field::tokens]))
-                         : ev.contains(field::tokens) && !whole(ev[field::tokens])) {
-    return bad("\"tokens\" must be a whole number ≥ 0 (training tokens consumed)");
-  }
-  if (t == events::train && ev[field::step].get<int64_t>() < 1) {
-    return bad("\"step\" of a train event counts the step just taken: 1 or more");
-  }
-  if ((t == events::train || t == events::eval) && !(ev.contains(field::loss) && events::is_loss_value(ev[field::loss]))) {
-    return bad("\"loss\" must be a number, or \"nan\", \"inf\", \"-inf\"");
-  }
-  for (const char* optional : {field::lr, field::grad_norm, field::tokens_per_s}) {
-    if (ev.contains(optional) && !events::is_loss_value(ev[optional])) {
-      return bad(std::string("\"") + optional + "\" must be a number");
-    }
-  }
-  if (t == events::eval && !(ev.contains(field::split) && (ev[field::split] == events::val_split ||
-                                                           ev[field::split] == events::test_split))) {
-    return bad("\"split\" must be \"val\" or \"test\"");
-  }
+  const std::string t = ev[field::event].get<std::string>();
   if (t == events::start) {
     for (const char* count : {field::total_steps, field::tokens_per_step, field::params}) {
-      if (!ev.contains(count)) {
-        continue;
+      if (ev.contains(count)) {  // a whole number, 1e9 too
+        ev[count] = static_cast<int64_t>(ev[count].get<double>());
       }
-      const nlohmann::json& v = ev[count];  // 1e9 is a whole number too
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
-          v.get<double>() != std::floor(v.get<double>()) || v.get<double>() > 9e18) {
-        return bad(std::string("\"") + count + "\" must be a whole number ≥ 0");
-      }
-      ev[count] = static_cast<int64_t>(v.get<double>());
-    }
-    if (ev.contains(field::resumed) && !ev[field::resumed].is_boolean()) {
-      return bad("\"resumed\" must be true or false");
     }
     ev[field::code] = "trainer " + trainer.name + "@" + trainer.version();  // what trained it, as sweep knows it
     ev.erase(field::numerics);  // the built-in core's maths version: not this program's
@@ -223,21 +178,11 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
     }
   }
   if (t == events::end) {
-    const std::optional<RunState> status =
-        ev.contains(field::status) && ev[field::status].is_string() ? parse_run_state(ev[field::status]) : std::nullopt;
-    if (!status || !(*status == RunState::done || *status == RunState::diverged || *status == RunState::failed ||
-                     *status == RunState::preempted)) {
-      return bad("\"status\" must be \"done\", \"diverged\", \"failed\" or \"preempted\"");
-    }
-    for (const char* metric : {field::test_loss, field::test_bpb}) {
-      if (ev.contains(metric) && !events::is_loss_value(ev[metric])) {
-        return bad(std::string("\"") + metric + "\" must be a number");
-      }
-    }
+    const std::optional<RunState> status = parse_run_state(ev[field::status].get<std::string>());  // one it allows
     if (ev.contains(field::reason) && !ev[field::reason].is_string()) {
       ev[field::reason] = ev[field::reason].dump();
     }
-    if (*status == RunState::done && !(ev.contains(field::test_loss) && finite_number(ev[field::test_loss]))) {
+    if (*status == RunState::done && !(ev.contains(field::test_loss) && events::is_finite_number(ev[field::test_loss]))) {
       // A done run is one with a result: without a finite test loss it is not done.
       const bool missing = !ev.contains(field::test_loss);
       ev[field::status] = to_string(missing ? RunState::failed : RunState::diverged);

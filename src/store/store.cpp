@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <nlohmann/json.hpp>
 
-#include "protocol/event_values.h"
+#include "protocol/event_check.h"
 #include "protocol/events.h"
 #include "protocol/json_line.h"
 #include "util/error.h"
@@ -588,15 +589,17 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
   SQLite::Statement extend(*m_db,
                            "UPDATE segments SET last_event = MAX(last_event, ?1) WHERE run_id = ?2 AND started = "
                            "(SELECT MAX(started) FROM segments WHERE run_id = ?2 AND started <= ?1)");
-  std::optional<double> latest_time;  // of the events since the last start in these lines
+  // of the events since the last start in these lines (-inf: none; a plain double, which GCC 12
+  // does not misread as uninitialized the way it does an optional here)
+  double latest_time = -std::numeric_limits<double>::infinity();
   auto extend_segment = [&]() {
-    if (latest_time) {
-      extend.bind(1, *latest_time);
+    if (std::isfinite(latest_time)) {
+      extend.bind(1, latest_time);
       extend.bind(2, run_id);
       extend.exec();
       extend.reset();
     }
-    latest_time.reset();
+    latest_time = -std::numeric_limits<double>::infinity();
   };
   // The run's progress columns follow its latest train event: written once per batch of lines.
   std::optional<nlohmann::json> latest_train;
@@ -608,10 +611,6 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       total_steps = q.getColumn(0).getInt64();
     }
   }
-  auto loss_ok = [](const nlohmann::json& ev) {
-    const auto it = ev.find(field::loss);
-    return it != ev.end() && events::is_loss_value(*it);
-  };
   for (const auto& line : lines) {
     // a line cut by a kill (the worker rewrites what follows after resuming), or one too deep or too
     // long to be an event (a folder `sweep ingest` reads may hold anything)
@@ -619,23 +618,18 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     if (ev.is_discarded() || !ev.is_object()) {
       continue;  // not an event
     }
-    const std::string type = field_or<std::string>(ev, field::event, "");
-    const bool has_step = ev.contains(field::step) && ev[field::step].is_number_integer();
-    if (!has_step && type != events::end) {
-      continue;  // an event that cannot be placed in the run (a failed worker's end event has no step)
-    }
-    const int64_t step = field_or<int64_t>(ev, field::step, 0);
-    // No worker writes these: a step outside the run, a loss that is no loss, a split or an end
-    // state of another type. Skipped, like a line that is no JSON.
-    const bool placed = step >= 0 && (type == events::start || total_steps <= 0 || step <= total_steps);
-    const std::string split = field_or<std::string>(ev, field::split, "");
-    const bool has_tokens = ev.contains(field::tokens) && ev[field::tokens].is_number_integer();
-    if (!placed || ((type == events::train || type == events::eval) && !loss_ok(ev)) ||
-        (type == events::train && (step < 1 || !has_tokens)) ||
-        (type == events::eval && split != events::val_split && split != events::test_split) ||
-        (type == events::end && ev.contains(field::status) && !ev[field::status].is_string())) {
+    // No worker writes these: an event that breaks the protocol's placement rules (a step, a train
+    // event's tokens, a loss, a split, an end's state; protocol/event_check.h), or one at a step
+    // outside the run. Skipped, like a line that is no JSON. (A failed worker's end event has no step.)
+    if (!events::event_problem(ev, events::Rules::placement).empty()) {
       continue;
     }
+    const std::string type = ev[field::event].get<std::string>();
+    const int64_t step = field_or<int64_t>(ev, field::step, 0);
+    if (type != events::start && total_steps > 0 && step > total_steps) {
+      continue;
+    }
+    const std::string split = field_or<std::string>(ev, field::split, "");
     const bool has_time = ev.contains(field::time) && ev[field::time].is_number();
     const double time = has_time ? ev[field::time].get<double>() : 0.0;
     if (type == events::start) {
@@ -729,7 +723,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
       q.exec();
     }
     if (has_time) {
-      latest_time = std::max(latest_time.value_or(time), time);
+      latest_time = std::max(latest_time, time);
     }
   }
   extend_segment();

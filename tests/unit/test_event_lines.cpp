@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "external/host.h"
+#include "protocol/event_check.h"
 #include "protocol/event_order.h"
 #include "protocol/json_line.h"
 
@@ -99,10 +100,53 @@ TEST_CASE("the worker host's events contract on a fuzz corpus: no line crashes o
       CHECK(ev->is_object());
       CHECK((*ev)["event"].is_string());
       CHECK(ev->dump().size() < 2 * events::k_max_json_line);  // what is written back is bounded too
+      // the host's rules include the store's: every event it passes on, the store places
+      CHECK(events::event_problem(*ev, events::Rules::placement).empty());
     }
   }
   CHECK(accepted >= static_cast<int>(k_valid.size()));  // the valid lines, and mutations that stay valid
   MESSAGE(corpus.size() << " lines, " << accepted << " accepted as events");
+}
+
+TEST_CASE("the event rules: the store's placement rules, and the stricter ones a trainer of your own is held to") {
+  struct Row {
+    const char* line;
+    const char* placement;  // "" = kept
+    const char* trainer;
+  };
+  const std::vector<Row> table{
+      {R"({"event":"train","step":3,"tokens":384,"loss":2.5})", "", ""},
+      {R"({"event":"train","step":3,"loss":2.5})", "train event: \"tokens\" must be a whole number ≥ 0 (training tokens consumed)",
+       "train event: \"tokens\" must be a whole number ≥ 0 (training tokens consumed)"},
+      {R"({"event":"train","step":0,"tokens":0,"loss":2.5})", "train event: \"step\" of a train event counts the step just taken: 1 or more",
+       "train event: \"step\" of a train event counts the step just taken: 1 or more"},
+      {R"({"event":"train","step":3,"tokens":384,"loss":"bogus"})", "train event: \"loss\" must be a number, or \"nan\", \"inf\", \"-inf\"",
+       "train event: \"loss\" must be a number, or \"nan\", \"inf\", \"-inf\""},
+      // an optional field of another type: read as missing by the store, refused from a trainer
+      {R"({"event":"train","step":3,"tokens":384,"loss":2.5,"lr":"high"})", "", "train event: \"lr\" must be a number"},
+      {R"({"event":"eval","step":3,"split":"dev","loss":2.6})", "eval event: \"split\" must be \"val\" or \"test\"",
+       "eval event: \"split\" must be \"val\" or \"test\""},
+      {R"({"event":"eval","step":3,"split":"val","loss":2.6,"tokens":-1})", "", "eval event: \"tokens\" must be a whole number ≥ 0 (training tokens consumed)"},
+      {R"({"event":"start","step":0,"total_steps":1.5})", "", "start event: \"total_steps\" must be a whole number ≥ 0"},
+      {R"({"event":"start","step":0,"total_steps":1e9,"resumed":true})", "", ""},
+      {R"({"event":"heartbeat","step":"two"})", "heartbeat event: \"step\" must be a whole number ≥ 0 (optimizer steps taken)",
+       "heartbeat event: \"step\" must be a whole number ≥ 0 (optimizer steps taken)"},
+      // an end's state: a string for the store (one it does not know is read as failed); a trainer says one of four
+      {R"({"event":"end","status":"interrupted","reason":"disk full"})", "", "end event: \"status\" must be \"done\", \"diverged\", \"failed\" or \"preempted\""},
+      {R"({"event":"end","status":"newer-state"})", "", "end event: \"status\" must be \"done\", \"diverged\", \"failed\" or \"preempted\""},
+      {R"({"event":"end","status":["done"]})", "end event: \"status\" must be a string",
+       "end event: \"status\" must be \"done\", \"diverged\", \"failed\" or \"preempted\""},
+      {R"({"event":"end","status":"done","test_loss":"low"})", "", "end event: \"test_loss\" must be a number"},
+      {R"({"event":"end","status":"done","time":"noon"})", "", "end event: \"time\" must be unix seconds (a number)"},
+      {R"({"event":"progress","step":1})", "\"event\" must be one of start, train, eval, checkpoint, heartbeat, end",
+       "\"event\" must be one of start, train, eval, checkpoint, heartbeat, end"},
+  };
+  for (const auto& r : table) {
+    CAPTURE(r.line);
+    const nlohmann::json ev = nlohmann::json::parse(r.line);
+    CHECK(events::event_problem(ev, events::Rules::placement) == r.placement);
+    CHECK(events::event_problem(ev, events::Rules::trainer) == r.trainer);
+  }
 }
 
 TEST_CASE("the order of a run's events: the first end event is its result, a done before the start is a breach") {
