@@ -63,7 +63,7 @@ Exit run_report(const ReportOptions& o) {
   ReportInput input = load_report_input(store, sweep, o.metric, o.noise_from);
   if (o.min_effect_given) {
     input.design.min_effect = parse_min_effect("--min-effect", o.min_effect, o.metric);
-    input.min_effect_source = "--min-effect";
+    input.min_effect_source = MinEffectSource::option;
   }
   const Analysis analysis = analyze(input);
   const fs::path out = o.out.empty() ? fs::path("reports") / input.sweep : fs::path(o.out);

@@ -27,6 +27,12 @@ Override parse_set_option(const std::string& option) {
   return o;
 }
 
+std::string flow_yaml(const YAML::Node& value) {
+  YAML::Emitter out;
+  out << YAML::Flow << value;
+  return out.c_str();
+}
+
 void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
                      std::map<std::string, Origin>& origins) {
   if (!root || root.IsNull()) {

@@ -216,6 +216,9 @@ struct Override {
 
 Override parse_set_option(const std::string& option);  // "train.lr=1e-3" from --set
 
+// An override's value as one line of flow YAML ("1e-3", "[1, 2]", "{a: 1}"), as the database records it.
+std::string flow_yaml(const YAML::Node& value);
+
 // Applies overrides to a YAML tree (creating sections as needed) and records their origins.
 void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
                      std::map<std::string, Origin>& origins);

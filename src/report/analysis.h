@@ -75,7 +75,7 @@ struct ReportInput {
   std::optional<NoiseSource> noise_from;
   double alpha = 0.05;
   SeedDesign design;               // as the sweep was last run; min_effect possibly from --min-effect
-  std::string min_effect_source;   // where min_effect comes from: "the sweep file", "--min-effect"
+  MinEffectSource min_effect_source = MinEffectSource::none;
   bool power = true;               // seeds for 80% and detectable effects (the calibration skips them)
   std::vector<std::string> notes;  // what loading found that the reader must know
   std::vector<ReferenceScore> references;  // models the sweep file names as references, as scored
@@ -239,7 +239,7 @@ struct Analysis {
   std::string sweep, baseline, metric;
   double alpha = 0.05;
   SeedDesign design;
-  std::string min_effect_source;
+  MinEffectSource min_effect_source = MinEffectSource::none;
   double suggested_min_effect = 0;     // the effect these seeds detect with power 0.8 (median; NaN: unknown)
   std::vector<VariantStats> variants;  // ranked: best improvement first, no-result variants last
   NoiseSummary noise;

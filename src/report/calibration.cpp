@@ -42,7 +42,7 @@ ReportInput study(const CalibrationSetup& s, const std::vector<double>& effects,
   in.metric = "test_loss";
   in.alpha = s.alpha;
   in.design = design;
-  in.min_effect_source = "the simulation";
+  in.min_effect_source = MinEffectSource::simulation;
   in.power = false;
   const double mu = 3.0, own = std::sqrt(std::max(0.0, 1 - s.rho * s.rho));
   for (size_t v = 0; v < n.size(); ++v) {

@@ -218,12 +218,12 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   in.axes = info->axes;
   in.ladder = info->ladder;
   in.design = info->design;
-  in.min_effect_source = in.design.min_effect > 0 ? "the sweep file" : "";
+  in.min_effect_source = in.design.min_effect > 0 ? MinEffectSource::sweep_file : MinEffectSource::none;
   if (metric == "test_bpb" && in.design.min_effect > 0) {  // the file's margin is in nats per token
     in.notes.push_back("the sweep file's min_effect (" + format_number("%g", in.design.min_effect) + ") is in nats per token, not in test_bpb's bits per byte: no equivalence is tested — pass "
                        "--min-effect in bits per byte for one");
     in.design.min_effect = 0;
-    in.min_effect_source = "none for test_bpb";  // said above: no suggestion of another
+    in.min_effect_source = MinEffectSource::none_for_bpb;  // said above: no suggestion of another
   }
   std::map<std::string, ReportRun*> before;  // the earlier load's runs by id
   if (previous && previous->sweep == in.sweep && previous->metric == metric) {

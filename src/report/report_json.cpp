@@ -21,7 +21,7 @@ nlohmann::ordered_json json_of(const ReferenceScore& r) {
 
 nlohmann::ordered_json design_json(const Analysis& a) {
   return {{"min_effect", a.design.min_effect > 0 ? nlohmann::ordered_json(a.design.min_effect) : nlohmann::ordered_json(nullptr)},
-          {"min_effect_source", a.min_effect_source},
+          {"min_effect_source", to_string(a.min_effect_source)},
           {"suggested_min_effect", number_or_null(a.suggested_min_effect)},
           {"sequential", a.design.sequential()},
           {"first_seeds", a.design.first},

@@ -100,7 +100,7 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
       return;
     }
   }
-  const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != "--min-effect";
+  const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != MinEffectSource::option;
   s.stopped = static_cast<int64_t>(seeds.size()) >= d.max_seeds ? "undecided at the cap (" + plural(d.max_seeds, "seed") + ")"
               : runner_would_add ? "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed") +
                                        ": `sweep run --until-decided` adds more"

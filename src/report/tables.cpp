@@ -115,7 +115,7 @@ std::string method_sentence(const Analysis& a) {
   const double delta = a.design.min_effect;
   const std::string m = std::to_string(std::max<size_t>(1, a.variants.size() - 1));
   const std::string margin = delta > 0 ? "±δ = ±" + format_number("%g", delta) + " (the smallest effect of interest, from " +
-                                             a.min_effect_source + ")"
+                                             to_string(a.min_effect_source) + ")"
                                        : "";
   std::string s;
   if (tested > 0 && a.design.sequential()) {

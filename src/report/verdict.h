@@ -25,6 +25,15 @@ enum class Method {
   band,      // one seed against the noise band σ
 };
 
+// Where the smallest effect of interest (min_effect) comes from.
+enum class MinEffectSource {
+  none,          // none declared
+  sweep_file,    // the sweep file's min_effect
+  option,        // sweep report --min-effect
+  none_for_bpb,  // the file's, in nats per token, dropped for test_bpb (the report says why)
+  simulation,    // sweep calibrate's simulated studies
+};
+
 // A combination against the sum of its parts.
 enum class SumVerdict { adds_up, overlaps, interferes, better_than_sum, unknown };
 
@@ -57,6 +66,17 @@ constexpr const char* to_string(Method m) {
     case Method::band: return "band";
   }
   return "none";
+}
+
+constexpr const char* to_string(MinEffectSource s) {
+  switch (s) {
+    case MinEffectSource::none: return "";
+    case MinEffectSource::sweep_file: return "the sweep file";
+    case MinEffectSource::option: return "--min-effect";
+    case MinEffectSource::none_for_bpb: return "none for test_bpb";
+    case MinEffectSource::simulation: return "the simulation";
+  }
+  return "";
 }
 
 constexpr const char* to_string(SumVerdict v) {

@@ -255,9 +255,7 @@ void Store::record_sweep(const SweepSpec& spec) try {
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     nlohmann::ordered_json overrides = nlohmann::ordered_json::object();
     for (const auto& o : spec.variants[i].overrides) {
-      YAML::Emitter out;
-      out << YAML::Flow << o.value;
-      overrides[o.path] = out.c_str();
+      overrides[o.path] = flow_yaml(o.value);
     }
     const Variant& v = spec.variants[i];
     SQLite::Statement q(*m_db,

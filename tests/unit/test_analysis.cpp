@@ -609,7 +609,7 @@ TEST_CASE("summary.csv's values read back bit for bit equal to report.json's") {
 TEST_CASE("the forest plot shades ±δ when a smallest effect is declared, and says what any shading is") {
   ReportInput in = input({variant("baseline", {3.0, 3.1, 2.9}), variant("x", {2.9, 3.0, 2.8})});
   in.design.min_effect = 0.02;
-  in.min_effect_source = "the sweep file";
+  in.min_effect_source = MinEffectSource::sweep_file;
   std::string warning;
   const auto plots = draw_plots(in, analyze(in), std::filesystem::temp_directory_path() / "sweep-forest-test", warning);
   INFO(warning);

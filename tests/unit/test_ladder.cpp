@@ -50,7 +50,7 @@ ReportInput ladder(const std::vector<std::pair<std::string, std::function<double
   in.baseline = "baseline";
   in.metric = "test_loss";
   in.design.min_effect = min_effect;
-  in.min_effect_source = min_effect > 0 ? "the sweep file" : "";
+  in.min_effect_source = min_effect > 0 ? MinEffectSource::sweep_file : MinEffectSource::none;
   Ladder l;
   l.rungs = {"s", "m", "l"};
   l.target_unit = "flops";
