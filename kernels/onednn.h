@@ -16,7 +16,7 @@ void product(int64_t m, int64_t n, int64_t k, const void* a, bool ta, int64_t ld
              int64_t ldb, void* c, int64_t ldc, bool c_f32, const float* bias = nullptr);
 
 // The version of the oneDNN library this process calls ("2.6.3"): the kernels are written for
-// 2.x's C API, and a PyTorch wheel carries 3.x (tests/unit/test_kernels.cpp checks which one binds).
+// 2.x's C API, and a PyTorch wheel carries 3.x (tests/unit/kernels/test_kernels.cpp checks which one binds).
 std::string library_version();
 
 }  // namespace sweep::kernels::onednn

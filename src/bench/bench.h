@@ -3,7 +3,7 @@
 // and with the reference ops: the FLOP/s achieved, the matmul peak measured on this machine for
 // that precision, their ratio (MFU), the step's peak RSS; each fused op against its reference at
 // the config's shapes; the tensor memory held and the peak a step adds, beside the memory plan's
-// figures (src/plan); and, with `profile`, the step's top ops by self time.
+// figures (src/memory_plan); and, with `profile`, the step's top ops by self time.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/run_config.h"
-#include "plan/memory.h"
+#include "memory_plan/memory.h"
 #include "train/trainer.h"
 
 namespace sweep {

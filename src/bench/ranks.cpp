@@ -6,7 +6,7 @@
 #include "bench/bench.h"
 #include "bench/tensor_memory.h"
 #include "parallel/parallel.h"
-#include "plan/memory.h"
+#include "memory_plan/memory.h"
 #include "train/trainer.h"
 
 namespace sweep {

@@ -1,5 +1,5 @@
 // Tensor memory, measured: LibTorch's CPU allocator wrapped to count the bytes live and their peak.
-// `sweep bench` sets it beside the memory plan (src/plan); the plan's tests measure with it too.
+// `sweep bench` sets it beside the memory plan (src/memory_plan); the plan's tests measure with it too.
 #pragma once
 
 #include <c10/core/CPUAllocator.h>

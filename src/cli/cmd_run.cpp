@@ -12,7 +12,7 @@
 #include "sched/slots.h"
 #include "sched/slurm.h"
 #include "train/device.h"
-#include "train/score.h"
+#include "train/score_model.h"
 #include "util/hash.h"
 #include "util/process.h"
 #include "util/text.h"

@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "config/run_config.h"
-#include "external/host.h"
+#include "trainer_host/host.h"
 #include "parallel/parallel.h"
 #include "parallel/launch.h"
 #include "protocol/events.h"
@@ -77,6 +77,55 @@ std::vector<std::string> rank_argv(const TrainOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// Rank 0's claim on the run directory before training (the other ranks only read its checkpoint):
+// a run already there is resumed only with --resume and only if it is this run (at any layout of
+// the same global batch); the directory's lock, held while it trains (one process at a time);
+// what a killed writer left half-done removed; config.yaml written. Throws Error (bad input).
+std::unique_ptr<FileLock> claim_run_dir(const TrainOptions& o, const RunConfig& cfg, const DistEnv& env,
+                                        const std::string& run_dir) {
+  const fs::path config_file = fs::path(run_dir) / "config.yaml";
+  std::unique_ptr<FileLock> run_lock;
+  if (env.rank == 0) {  // rank 0 owns the run directory; the others only read its checkpoint
+    if (fs::exists(config_file)) {
+      if (!o.resume) {
+        throw Error("run directory " + run_dir + " already holds a run — pass --resume to continue it, or --run-dir "
+                    "for a new one",
+                    Exit::bad_input);
+      }
+      // At other ranks (train.grad_accum keeping the batch of a step) it is the same run, resharded.
+      const nlohmann::json written = RunConfig::across_layouts(load_run_config(config_file.string()).identity_json());
+      if (written != RunConfig::across_layouts(cfg.identity_json())) {
+        if (const auto moved = RunConfig::other_device(written, RunConfig::across_layouts(cfg.identity_json()),
+                                                       "the run in " + run_dir)) {
+          throw Error(*moved, Exit::bad_input);
+        }
+        throw Error("run directory " + run_dir + " holds a run with another config — use --run-dir for this one",
+                    Exit::bad_input);
+      }
+    }
+    fs::create_directories(fs::path(run_dir) / "checkpoint");
+    std::string holder;
+    run_lock = FileLock::try_lock(fs::path(run_dir) / ".lock", &holder);
+    if (!run_lock) {
+      throw Error("run directory " + run_dir + " is being trained by another process" +
+                      (holder.empty() ? "" : " (pid " + holder + ")") +
+                      " — two processes never train one run: wait for it, or stop it first",
+                  Exit::bad_input);
+    }
+    // What a killed writer left half-done here goes (nothing else writes here while the lock is held).
+    remove_stale_temporaries(run_dir);
+    remove_stale_temporaries(fs::path(run_dir) / "checkpoint");
+    if (!fs::exists(config_file)) {
+      write_file_atomic(config_file, cfg.to_yaml());
+    }
+  }
+  return run_lock;
+}
+
+}  // namespace
+
 Exit run_train(const TrainOptions& o) {
   const DistEnv env = dist_env();
   // ---- validate everything before writing anything ----
@@ -136,42 +185,7 @@ Exit run_train(const TrainOptions& o) {
   const std::string run_dir = !o.run_dir.empty() ? o.run_dir
                                                  : "results/train/" + fs::path(o.config).stem().string() + "-" +
                                                        sha256_hex(cfg.identity_json().dump()).substr(0, 8);
-  const fs::path config_file = fs::path(run_dir) / "config.yaml";
-  std::unique_ptr<FileLock> run_lock;  // held by the process that trains the run: one at a time
-  if (env.rank == 0) {  // rank 0 owns the run directory; the others only read its checkpoint
-    if (fs::exists(config_file)) {
-      if (!o.resume) {
-        throw Error("run directory " + run_dir + " already holds a run — pass --resume to continue it, or --run-dir "
-                    "for a new one",
-                    Exit::bad_input);
-      }
-      // At other ranks (train.grad_accum keeping the batch of a step) it is the same run, resharded.
-      const nlohmann::json written = RunConfig::across_layouts(load_run_config(config_file.string()).identity_json());
-      if (written != RunConfig::across_layouts(cfg.identity_json())) {
-        if (const auto moved = RunConfig::other_device(written, RunConfig::across_layouts(cfg.identity_json()),
-                                                       "the run in " + run_dir)) {
-          throw Error(*moved, Exit::bad_input);
-        }
-        throw Error("run directory " + run_dir + " holds a run with another config — use --run-dir for this one",
-                    Exit::bad_input);
-      }
-    }
-    fs::create_directories(fs::path(run_dir) / "checkpoint");
-    std::string holder;
-    run_lock = FileLock::try_lock(fs::path(run_dir) / ".lock", &holder);
-    if (!run_lock) {
-      throw Error("run directory " + run_dir + " is being trained by another process" +
-                      (holder.empty() ? "" : " (pid " + holder + ")") +
-                      " — two processes never train one run: wait for it, or stop it first",
-                  Exit::bad_input);
-    }
-    // What a killed writer left half-done here goes (nothing else writes here while the lock is held).
-    remove_stale_temporaries(run_dir);
-    remove_stale_temporaries(fs::path(run_dir) / "checkpoint");
-    if (!fs::exists(config_file)) {
-      write_file_atomic(config_file, cfg.to_yaml());
-    }
-  }
+  const std::unique_ptr<FileLock> run_lock = claim_run_dir(o, cfg, env, run_dir);  // held while it trains
 
   // ---- run ----
   install_stop_handlers();  // before the thread pools start: they inherit the blocked stop signals

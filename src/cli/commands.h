@@ -11,7 +11,7 @@
 #include "data/import.h"
 #include "data/prepare.h"
 #include "serve/server.h"
-#include "train/score.h"
+#include "train/score_model.h"
 #include "cli/validators.h"
 #include "util/error.h"
 

@@ -1,4 +1,4 @@
-// The memory check of `sweep plan` and `sweep run`: every run's memory plan (src/plan) under its
+// The memory check of `sweep plan` and `sweep run`: every run's memory plan (src/memory_plan) under its
 // layout, set against resources.device_memory.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/sweep_spec.h"
-#include "plan/memory.h"
+#include "memory_plan/memory.h"
 
 namespace sweep {
 

@@ -154,13 +154,13 @@ struct ResourceConfig {
   // retries it from its checkpoint (0 = never). The worker sends heartbeats in long phases.
   double stall_timeout = 600;
   // GiB one device has for a run (0 = unknown): `sweep plan` and `sweep run` check the memory plan
-  // (src/plan) against it, and name the layouts that would fit a run that does not.
+  // (src/memory_plan) against it, and name the layouts that would fit a run that does not.
   double device_memory = 0;
   // How often a busy worker says it is alive: a quarter of the stall timeout, at most 30 s.
   double heartbeat_seconds() const { return stall_timeout > 0 ? std::min(30.0, stall_timeout / 4) : 30.0; }
 };
 
-// How the ranks share the training state (src/train/zero.h): not part of the run id (the same
+// How the ranks share the training state (src/train/sharded/zero.h): not part of the run id (the same
 // maths as plain data parallel), like resources.
 struct ParallelConfig {
   int64_t zero = 0;  // ZeRO stage: 0 replicated; 1 optimizer state sharded; 2 + gradients; 3 + weights

@@ -137,7 +137,7 @@ std::optional<std::string> RunConfig::other_device(nlohmann::json written, nlohm
 nlohmann::json RunConfig::identity_json() const {
   nlohmann::json j = to_json();
   j.erase("resources");
-  j.erase("parallel");  // how the ranks hold the state, not what they compute (tests/unit/test_zero.cpp)
+  j.erase("parallel");  // how the ranks hold the state, not what they compute (tests/unit/train/sharded/test_zero.cpp)
   if (resources.ranks != 1) {  // absent at 1, so that one-process runs keep their ids
     j["ranks"] = resources.ranks;
   }

@@ -3,7 +3,7 @@
 // with a type and a default — so that a typo in an intervention is a file:line:col error before
 // anything runs, exactly as for the built-in keys. A run of such a trainer is a RunConfig whose
 // `trainer` is set: its `values` (the trainer's resolved keys) stand for model/data/train/eval.
-// Nothing here runs anything (src/external hosts the program).
+// Nothing here runs anything (src/trainer_host hosts the program).
 #pragma once
 
 #include <yaml-cpp/yaml.h>

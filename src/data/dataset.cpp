@@ -2,7 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "data/shard.h"
+#include "data/token_shard.h"
 #include "data/tokens.h"
 #include "util/error.h"
 #include "util/fs.h"

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "data/gpt2.h"
-#include "data/shard.h"
+#include "data/token_shard.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "data/gpt2.h"
-#include "data/shard.h"
+#include "data/token_shard.h"
 #include "data/tokenizer.h"
 #include "util/error.h"
 #include "util/fs.h"

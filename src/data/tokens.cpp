@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "data/shard.h"
+#include "data/token_shard.h"
 #include "util/error.h"
 #include "util/fs.h"
 

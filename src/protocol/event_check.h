@@ -1,6 +1,6 @@
 // The rules of an event's fields (events.h), one home for both readers of events: the store's
 // ingest of any worker's events.jsonl (src/store), which skips an event that breaks one, and the
-// host of a trainer of your own (src/external), which refuses the line and says why. One function
+// host of a trainer of your own (src/trainer_host), which refuses the line and says why. One function
 // per event type.
 #pragma once
 

@@ -216,11 +216,13 @@ void judge_trend(Trend& t, double alpha, double min_effect) {
   }
 }
 
-Analysis analyze_ladder(const ReportInput& in) {
+namespace {
+
+// Each rung as a study of its own (its input, its analysis, its baseline's size), gathered into
+// the ladder's analysis: every rung's variants, targets, compute matches and Δ curves, the notes
+// merged, the largest rung's noise, the suggested min_effect and the code versions.
+std::vector<ReportInput> analyze_rungs(const ReportInput& in, Analysis& a, LadderSummary& summary) {
   const Ladder& ladder = *in.ladder;
-  Analysis a = analysis_header(in);
-  LadderSummary summary;
-  summary.ladder = ladder;
   std::vector<ReportInput> inputs;
   for (const auto& rung : ladder.rungs) {
     inputs.push_back(rung_input(in, rung));
@@ -255,20 +257,25 @@ Analysis analyze_ladder(const ReportInput& in) {
   }
   a.suggested_min_effect = percentile(suggested, 0.5);
   a.code = join(codes, "; ");
+  return inputs;
+}
 
-  // ---- the target, in training FLOPs ----
+// The rungs' places on the trend's axis (log10 training FLOPs; NaN where unknown, with a note) and
+// the target's (NaN: none), in FLOPs or through the rungs' FLOPs against their parameters.
+std::pair<std::vector<double>, double> place_rungs_and_target(const Ladder& ladder, LadderSummary& summary,
+                                                              std::vector<std::string>& notes) {
   std::vector<double> x;  // log10 training FLOPs per rung
   for (const auto& r : summary.rungs) {
     x.push_back(r.flops > 0 ? std::log10(r.flops) : k_nan);
     if (!(r.flops > 0)) {
-      a.notes.push_back("rung " + r.name + ": its training FLOPs are unknown — a trainer of your own says its size as "
+      notes.push_back("rung " + r.name + ": its training FLOPs are unknown — a trainer of your own says its size as "
                         "`params` in its start event (sweep takes 6 × params × tokens); without it the rung has no "
                         "place on the trend");
     }
   }
   for (size_t k = 1; k < summary.rungs.size(); ++k) {
     if (summary.rungs[k].flops > 0 && summary.rungs[k - 1].flops > 0 && summary.rungs[k].flops <= summary.rungs[k - 1].flops) {
-      a.notes.push_back("rung " + summary.rungs[k].name + " trained no more FLOPs than rung " + summary.rungs[k - 1].name +
+      notes.push_back("rung " + summary.rungs[k].name + " trained no more FLOPs than rung " + summary.rungs[k - 1].name +
                         " (as its trainer reported them): the ladder does not grow there");
     }
   }
@@ -306,12 +313,18 @@ Analysis analyze_ladder(const ReportInput& in) {
   if (std::isfinite(summary.target_factor) && summary.target_factor <= 1 && summary.rungs.front().flops > 0 &&
       (ladder.target_unit == "flops" ? ladder.target <= summary.rungs.front().flops
                                      : ladder.target <= summary.rungs.front().params)) {
-    a.notes.push_back("the target lies at or below the smallest rung: the value there is the line read back, not an "
+    notes.push_back("the target lies at or below the smallest rung: the value there is the line read back, not an "
                       "extrapolation");
   }
   summary.far = std::isfinite(summary.target_factor) && summary.target_factor > ladder.beyond;
+  return {x, x_target};
+}
 
-  // ---- per intervention: its paired improvements at each rung, and the line through them ----
+// Per intervention: its paired improvements at each rung and the line through them; then Holm
+// across the interventions, for the interaction test and for "holds" alike, and the verdicts.
+void fit_trends(const ReportInput& in, const std::vector<ReportInput>& inputs, const std::vector<double>& x,
+                double x_target, LadderSummary& summary) {
+  const Ladder& ladder = *in.ladder;
   std::vector<std::string> interventions;
   for (const auto& v : inputs.front().variants) {
     if (v.name != inputs.front().baseline) {
@@ -345,7 +358,6 @@ Analysis analyze_ladder(const ReportInput& in) {
     t.rung_variants = names;
     summary.trends.push_back(t);
   }
-  // Holm across the interventions, for the interaction test and for "holds" alike.
   std::vector<double> ps, holds;
   for (const auto& t : summary.trends) {
     ps.push_back(t.p);
@@ -357,6 +369,17 @@ Analysis analyze_ladder(const ReportInput& in) {
     summary.trends[i].p_holds_holm = holds_holm[i];
     judge_trend(summary.trends[i], in.alpha, in.design.min_effect);
   }
+}
+
+}  // namespace
+
+Analysis analyze_ladder(const ReportInput& in) {
+  Analysis a = analysis_header(in);
+  LadderSummary summary;
+  summary.ladder = *in.ladder;
+  const std::vector<ReportInput> inputs = analyze_rungs(in, a, summary);
+  const auto [x, x_target] = place_rungs_and_target(*in.ladder, summary, a.notes);
+  fit_trends(in, inputs, x, x_target, summary);
   a.ladder = summary;
   return a;
 }

@@ -1,5 +1,5 @@
 // The pure rules of a run's lifecycle, shared by the sweep runner and both executors and
-// table-tested in tests/unit/test_sched.cpp: the state a run is in for planning, which runs a
+// table-tested in tests/unit/sched/test_sched.cpp: the state a run is in for planning, which runs a
 // `sweep run` must (re)start, what to do with a worker that ended, and the worker's command line.
 #pragma once
 

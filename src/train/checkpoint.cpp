@@ -12,7 +12,7 @@
 #include <mutex>
 
 #include "build_options.h"
-#include "train/shards.h"
+#include "train/sharded/checkpoint_shards.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"

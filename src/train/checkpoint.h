@@ -3,7 +3,7 @@
 // line with the SHA-256 of the LibTorch archive that follows. Written atomically (temp + fsync
 // + rename) and read back before it replaces anything; the checkpoint it replaces is kept as
 // previous_checkpoint(path), so that a damaged latest one has a whole one to fall back to.
-// A sharded run writes the same file format as one manifest and a file per rank (train/shards.h).
+// A sharded run writes the same file format as one manifest and a file per rank (train/sharded/checkpoint_shards.h).
 #pragma once
 
 #include <torch/torch.h>

@@ -8,7 +8,7 @@
 #include "kernels/activation.h"
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
-#include "train/experts.h"
+#include "train/sharded/experts.h"
 #include "train/recompute.h"
 #include "util/hash.h"
 #include "util/text.h"

@@ -149,7 +149,7 @@ struct MoEImpl : torch::nn::Module {
   // Summed over the training forwards since the last take: tokens per expert (E), then the
   // router entropy summed over tokens, the tokens, and the aux loss summed over forwards (double).
   torch::Tensor step_stats;
-  // Expert parallelism (train/experts.h): this rank runs experts [first_expert, first_expert +
+  // Expert parallelism (train/sharded/experts.h): this rank runs experts [first_expert, first_expert +
   // local_experts) for the tokens of every rank; null: it runs all of them for its own.
   Communicator* expert_group = nullptr;
   int64_t first_expert = 0, local_experts = 0;
@@ -180,7 +180,7 @@ struct TransformerImpl : torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
-// Where a block's weights live when they are sharded over ranks (ZeRO-3, train/zero.h): the model
+// Where a block's weights live when they are sharded over ranks (ZeRO-3, train/sharded/zero.h): the model
 // asks for them around each block's forward and its rerun in backward, and hands over their
 // gradients as soon as the block's backward is done. Collectives: every rank calls in one order.
 struct BlockWeights {

@@ -11,12 +11,12 @@
 #include "protocol/events.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
-#include "train/evaluate.h"
+#include "train/evaluate_loss.h"
 #include "train/optim.h"
 #include "train/precision.h"
 #include "train/schedule.h"
-#include "train/shards.h"
-#include "train/state.h"
+#include "train/sharded/checkpoint_shards.h"
+#include "train/sharded/state.h"
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -238,7 +238,7 @@ EvalLoss Trainer::evaluate_split(const std::string& split, bool blocks, const st
 
 void Trainer::save(const std::string& path, const std::function<void()>& alive) {
   const CheckpointMeta meta{m_step, m_cfg.tokens_per_step(), m_cfg.identity_json().dump()};
-  if (m_state->sharded()) {  // each rank writes what it holds (train/shards.h)
+  if (m_state->sharded()) {  // each rank writes what it holds (train/sharded/checkpoint_shards.h)
     save_sharded_checkpoint(path, m_state->shard_entries(), m_state->adam_steps(), m_state->describe().substr(2), meta,
                             m_device, *m_comm, alive);
     return;

@@ -18,7 +18,7 @@
 #include "data/loader.h"
 #include "protocol/run_state.h"
 #include "train/checkpoint.h"
-#include "train/evaluate.h"
+#include "train/evaluate_loss.h"
 #include "train/events.h"
 #include "train/model.h"
 
@@ -69,7 +69,7 @@ class Trainer {
   // comm: the process group of a data-parallel run (world > 1), or null for one process. Every
   // rank trains its slice of each step's global batch; gradients and the logged loss are averaged
   // once per optimizer step; rank 0 writes events and checkpoints (with every rank's RNG).
-  // parallel.zero shards the training state over the ranks (train/zero.h); with one rank it is
+  // parallel.zero shards the training state over the ranks (train/sharded/zero.h); with one rank it is
   // plain training.
   Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Communicator* comm = nullptr);
   ~Trainer();

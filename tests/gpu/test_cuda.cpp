@@ -11,7 +11,7 @@
 #include "equivalences.h"
 #include "parallel_helpers.h"
 #include "train/checkpoint.h"
-#include "train/evaluate.h"
+#include "train/evaluate_loss.h"
 #ifdef SWEEP_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>

@@ -1,0 +1,515 @@
+#include "trainer_host/host.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "build_options.h"
+#include "protocol/event_order.h"
+#include "protocol/event_check.h"
+#include "protocol/events.h"
+#include "protocol/json_line.h"
+#include "protocol/run_state.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/process.h"
+#include "util/signals.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+namespace field = events::field;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The reason the host records for a trainer that ended "done" without a test loss.
+const char* const k_no_test_loss =
+    "the trainer ended \"done\" without a test_loss (the contract: a done run reports its test loss)";
+
+// A line longer than k_max_event_line, cut there: no event, a note in the log.
+std::string cut(const std::string& line) {
+  return line.substr(0, k_max_event_line) + " [cut: a line longer than " + std::to_string(k_max_event_line) + " bytes]";
+}
+
+// The complete lines of `buffer` (a partial last line kept); a line longer than k_max_event_line
+// is cut there (its rest is dropped up to its end).
+std::vector<std::string> split_lines(std::string& buffer, bool& skipping) {
+  std::vector<std::string> lines;
+  size_t start = 0, nl;
+  while ((nl = buffer.find('\n', start)) != std::string::npos) {
+    if (!skipping) {
+      const std::string line = buffer.substr(start, nl - start);
+      lines.push_back(line.size() > k_max_event_line ? cut(line) : line);
+    }
+    skipping = false;
+    start = nl + 1;
+  }
+  buffer.erase(0, start);
+  if (buffer.size() > k_max_event_line) {
+    if (!skipping) {
+      lines.push_back(cut(buffer));
+    }
+    buffer.clear();
+    skipping = true;
+  }
+  return lines;
+}
+
+// The lines a child's stdout holds now (non-blocking).
+std::vector<std::string> read_lines(int fd, std::string& buffer, bool& skipping) {
+  std::vector<std::string> lines;
+  char chunk[65536];
+  while (fd >= 0) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n <= 0) {
+      break;
+    }
+    buffer.append(chunk, static_cast<size_t>(n));
+    for (auto& line : split_lines(buffer, skipping)) {
+      lines.push_back(std::move(line));
+    }
+  }
+  return lines;
+}
+
+// The caps above; a test build (-DSWEEP_TEST_HOOKS=ON) takes smaller ones from
+// SWEEP_TEST_LOG_CAP and SWEEP_TEST_EVENTS_CAP (bytes), so that a test can reach them.
+int64_t cap(const char* test_variable, int64_t value) {
+#ifdef SWEEP_TEST_HOOKS
+  if (const char* v = std::getenv(test_variable)) {
+    return std::stoll(v);
+  }
+#else
+  (void)test_variable;
+#endif
+  return value;
+}
+
+// worker.log as the host writes it (its stderr): a program's output up to k_max_log_bytes, then a
+// note, then only the last k_log_tail bytes, kept until the program ends (a crash's own words are
+// at its end). sweep's own closing lines go straight to stderr, after finish().
+class CappedLog {
+ public:
+  void write(const char* data, size_t n) {
+    if (m_written < m_cap) {
+      const size_t now = std::min<size_t>(n, static_cast<size_t>(m_cap - m_written));
+      std::fwrite(data, 1, now, stderr);
+      m_written += static_cast<int64_t>(now);
+      data += now;
+      n -= now;
+      if (n == 0) {
+        return;
+      }
+      std::fprintf(stderr, "\nsweep: worker.log took %lld bytes of the program's output in this attempt, its cap: the "
+                           "rest is dropped but for its last %zu KiB, below when it ends (its events still count)\n",
+                   static_cast<long long>(m_cap), k_log_tail >> 10);
+    }
+    m_dropped += static_cast<int64_t>(n);
+    m_tail.append(data, n);
+    if (m_tail.size() > 2 * k_log_tail) {
+      m_tail.erase(0, m_tail.size() - k_log_tail);
+    }
+  }
+  void line(const std::string& text) {
+    write(text.data(), text.size());
+    write("\n", 1);
+  }
+  void finish() {
+    if (m_dropped > 0) {
+      const size_t keep = std::min(m_tail.size(), k_log_tail);
+      std::fprintf(stderr, "\nsweep: %lld bytes of the program's output dropped; its last %zu bytes:\n",
+                   static_cast<long long>(m_dropped - static_cast<int64_t>(keep)), keep);
+      std::fwrite(m_tail.data() + m_tail.size() - keep, 1, keep, stderr);
+      std::fputc('\n', stderr);
+      m_dropped = 0;
+      m_tail.clear();
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  const int64_t m_cap = cap("SWEEP_TEST_LOG_CAP", k_max_log_bytes);
+  int64_t m_written = 0, m_dropped = 0;
+  std::string m_tail;
+};
+
+}  // namespace
+
+std::optional<nlohmann::json> accept_event(const std::string& line, const ExternalTrainer& trainer, std::string& why) {
+  why.clear();
+  // a line that opens an object and names "event" was meant as one: if it is no JSON, say why
+  const size_t first = line.find_first_not_of(" \t");
+  const bool meant_as_event = first != std::string::npos && line[first] == '{' && line.find("\"event\"") != std::string::npos;
+  nlohmann::json ev = events::parse_json_line(line, meant_as_event ? &why : nullptr);
+  if (ev.is_discarded() || !ev.is_object() || !ev.contains(field::event)) {
+    return std::nullopt;  // the trainer's own output
+  }
+  if (!ev.contains(field::time)) {
+    ev[field::time] = now_seconds();
+  }
+  why = events::event_problem(ev, events::Rules::trainer);  // protocol/event_check.h
+  if (!why.empty()) {
+    return std::nullopt;
+  }
+  const std::string t = ev[field::event].get<std::string>();
+  if (t == events::start) {
+    for (const char* count : {field::total_steps, field::tokens_per_step, field::params}) {
+      if (ev.contains(count)) {  // a whole number, 1e9 too
+        ev[count] = static_cast<int64_t>(ev[count].get<double>());
+      }
+    }
+    ev[field::code] = "trainer " + trainer.name + "@" + trainer.version();  // what trained it, as sweep knows it
+    ev.erase(field::numerics);  // the built-in core's maths version: not this program's
+    if (!ev.contains(field::schema) || !ev[field::schema].is_number_integer()) {
+      ev[field::schema] = events::k_events_version;
+    }
+  }
+  if (t == events::end) {
+    const std::optional<RunState> status = parse_run_state(ev[field::status].get<std::string>());  // one it allows
+    if (ev.contains(field::reason) && !ev[field::reason].is_string()) {
+      ev[field::reason] = ev[field::reason].dump();
+    }
+    if (*status == RunState::done && !(ev.contains(field::test_loss) && events::is_finite_number(ev[field::test_loss]))) {
+      // A done run is one with a result: without a finite test loss it is not done.
+      const bool missing = !ev.contains(field::test_loss);
+      ev[field::status] = to_string(missing ? RunState::failed : RunState::diverged);
+      ev[field::reason] = missing ? k_no_test_loss : "non-finite test loss";
+    }
+  }
+  return ev;
+}
+
+// What the program's trouble, its end event (the first: stamped) and its exit code make of the run.
+struct Trouble {
+  bool breach = false;           // a done before the start: stopped, retried
+  bool too_many_events = false;  // past events.jsonl's cap: stopped, failed
+  bool write_failed = false;     // events.jsonl could not be written: resumable
+};
+
+Exit exit_of(const std::optional<nlohmann::json>& the_end, int code, const Trouble& trouble, int64_t events_cap) {
+  if (trouble.too_many_events) {
+    std::fprintf(stderr, "sweep: events.jsonl took %lld bytes of events in this attempt, its cap: the program was stopped "
+                         "— an event per step at most, heartbeats at most one a second\n",
+                 static_cast<long long>(events_cap));
+    return Exit::bad_input;
+  }
+  if (trouble.write_failed) {
+    return Exit::io_error;  // the run resumes from its checkpoint once there is room
+  }
+  if (trouble.breach) {
+    std::fprintf(stderr, "sweep: %s — stopped; the run is retried\n", events::k_done_before_start);
+    return Exit::failed;
+  }
+  const std::string said = the_end ? (*the_end)[field::status].get<std::string>() : "";
+  if (said == to_string(RunState::done)) {  // its result is recorded: what follows it changes nothing
+    if (code != 0) {
+      std::fprintf(stderr, "sweep: the trainer exited %d after its end event \"done\": the run counts as done\n", code);
+    }
+    return Exit::ok;
+  }
+  if (said == to_string(RunState::diverged)) {
+    return Exit::diverged;
+  }
+  if (said == to_string(RunState::preempted) && (code == 0 || code == static_cast<int>(Exit::preempted))) {
+    return Exit::preempted;
+  }
+  if (said == to_string(RunState::failed) && code == 0) {
+    // a contract the trainer broke (a done without a test loss) fails the same way again: not retried
+    const std::string reason = the_end->value(field::reason, "");
+    std::fprintf(stderr, "sweep: %s\n", reason.c_str());  // the log's tail says why
+    return reason == k_no_test_loss ? Exit::bad_input : Exit::failed;
+  }
+  if (code == static_cast<int>(Exit::bad_input) || code == static_cast<int>(Exit::io_error)) {
+    return Exit::failed;  // sweep's own meanings of 2 and 74: from the trainer, a crash (retried)
+  }
+  return static_cast<Exit>(code);
+}
+
+// What the host starts: the trainer's command with its {placeholders} filled in and found, and
+// its environment (the SWEEP_* variables; torchrun's for several ranks).
+struct Launch {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  int ranks = 1;
+};
+
+Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
+  const ExternalTrainer& trainer = *cfg.trainer;
+  const fs::path checkpoints = dir / "checkpoint";
+  std::map<std::string, std::string> placeholders{
+      {"config", fs::absolute(dir / "config.yaml").string()}, {"config_json", fs::absolute(dir / "config.json").string()},
+      {"run_dir", fs::absolute(dir).string()},               {"checkpoint_dir", fs::absolute(checkpoints).string()},
+      {"init_seed", std::to_string(cfg.seeds.init)},          {"data_seed", std::to_string(cfg.seeds.data)}};
+  // every key of the trainer's config, {train.lr}: a string as it is, anything else as JSON writes it
+  std::function<void(const nlohmann::json&, const std::string&)> add_keys = [&](const nlohmann::json& node,
+                                                                                 const std::string& prefix) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
+      if (it->is_object()) {
+        add_keys(*it, name);
+      } else {
+        placeholders.emplace(name, it->is_string() ? it->get<std::string>() : it->dump());
+      }
+    }
+  };
+  add_keys(cfg.values, "");
+  std::vector<std::string> argv;
+  for (const auto& part : trainer.command) {
+    argv.push_back(fill_placeholders(part, placeholders));
+  }
+  const std::string program = argv.front();
+  const std::optional<std::string> found = find_trainer_program(program, trainer.dir);
+  if (!found) {
+    throw Error("trainer " + trainer.name + ": cannot run " + program + " (from " + trainer.dir +
+                    ") — it is not an executable file here, or not on PATH",
+                Exit::bad_input);
+  }
+  argv.front() = *found;
+  const int threads = cfg.threads();
+  std::map<std::string, std::string> env{{"SWEEP_RUN_DIR", placeholders.at("run_dir")},
+                                         {"SWEEP_CONFIG", placeholders.at("config_json")},
+                                         {"SWEEP_CONFIG_YAML", placeholders.at("config")},
+                                         {"SWEEP_CHECKPOINT_DIR", placeholders.at("checkpoint_dir")},
+                                         {"SWEEP_RESUME", resume ? "1" : "0"},
+                                         {"SWEEP_INIT_SEED", placeholders.at("init_seed")},
+                                         {"SWEEP_DATA_SEED", placeholders.at("data_seed")},
+                                         {"SWEEP_THREADS", std::to_string(threads)},
+                                         {"OMP_NUM_THREADS", std::to_string(threads)},
+                                         {"SWEEP_DEVICE", cfg.resources.device},
+                                         {"SWEEP_STALL_TIMEOUT", format_number("%g", cfg.resources.stall_timeout)},
+                                         {"SWEEP_EVENTS_SCHEMA", std::to_string(events::k_events_version)}};
+  const int ranks = static_cast<int>(cfg.resources.ranks);
+  if (ranks > 1) {  // torchrun's variables: the trainer's own process group rendezvous here
+    env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(ranks);
+    env["MASTER_ADDR"] = "127.0.0.1";
+    env["MASTER_PORT"] = std::to_string(free_port());
+  }
+  return {std::move(argv), std::move(env), ranks};
+}
+
+Exit run_external(const RunConfig& cfg, const HostOptions& o) {
+  const ExternalTrainer& trainer = *cfg.trainer;
+  // The files the run's id was made from: a trainer edited since (a queued or retried run) would
+  // train under an id that no longer names it.
+  for (const auto& [file, sha] : trainer.files) {
+    const fs::path at = fs::path(file).is_absolute() ? fs::path(file) : fs::path(trainer.dir) / file;
+    std::error_code ec;
+    if (!fs::is_regular_file(at, ec) || sha256_hex(read_file(at)) != sha) {
+      throw Error("trainer " + trainer.name + ": " + at.string() + " has changed since this run was planned — `sweep "
+                      "run` the sweep file again: the new contents make new run ids",
+                  Exit::bad_input);
+    }
+  }
+  const fs::path dir(o.run_dir), checkpoints = dir / "checkpoint";
+  fs::create_directories(checkpoints);
+  std::string holder;
+  const std::unique_ptr<FileLock> lock = FileLock::try_lock(dir / ".lock", &holder);
+  if (!lock) {
+    throw Error("run directory " + o.run_dir + " is being trained by another process" +
+                    (holder.empty() ? "" : " (pid " + holder + ")") + " — two processes never train one run",
+                Exit::bad_input);
+  }
+  remove_stale_temporaries(dir);
+  if (!fs::exists(dir / "config.yaml")) {
+    write_file_atomic(dir / "config.yaml", cfg.to_yaml());
+  }
+  nlohmann::json config = cfg.values;  // the trainer's config, with the run's seeds
+  config["seeds"] = {{"init", cfg.seeds.init}, {"data", cfg.seeds.data}};
+  write_file_atomic(dir / "config.json", config.dump(2) + "\n");
+  const bool resume = o.resume && !fs::is_empty(checkpoints);
+
+  const Launch launch = launch_of(cfg, dir, resume);
+  const std::vector<std::string>& argv = launch.argv;
+  const std::map<std::string, std::string>& env = launch.env;
+  const int ranks = launch.ranks;
+
+  install_stop_handlers();
+  // A scheduler that dies (kill -9) closes our stdout: we go on, writing events.jsonl only, until
+  // the next `sweep run` stops us (and, through us, the trainer) and resumes the run.
+  ::signal(SIGPIPE, SIG_IGN);
+  bool to_stdout = o.events;
+  std::ofstream events_file(dir / "events.jsonl", std::ios::app);
+  struct Rank {
+    Child child;
+    int code = -1;
+    std::string buffer;
+    bool skipping = false;
+  };
+  // nothing the program starts outlives it: what it leaves behind becomes ours, and is stopped
+  become_subreaper();
+  CappedLog log;
+  std::vector<Rank> children;
+  for (int r = 0; r < ranks; ++r) {
+    SpawnOptions so;
+    so.argv = argv;
+    so.env = env;
+    so.cwd = trainer.dir;
+    if (ranks > 1) {
+      so.env["RANK"] = so.env["LOCAL_RANK"] = std::to_string(r);
+    }
+    so.own_process_group = false;  // in the host's group: a signal to the group reaches the trainer
+    so.pipe_stderr = true;         // through the host, to worker.log within its cap
+    Rank rank;
+    rank.child = spawn(so);
+    children.push_back(std::move(rank));
+  }
+  // the order events keep (protocol/event_order.h): the first end event is the run's
+  events::EventOrder order(events::EventOrder::Source::one_process);
+  std::optional<nlohmann::json> the_end;
+  bool breach = false;  // a done before the start: the trainer is stopped, the run retried
+  bool write_failed = false;
+  int first_failure = -1;
+  bool stopping = false;
+  // SIGTERM to every rank still running; with a deadline, SIGKILL to what is left 30 s later
+  std::optional<std::chrono::steady_clock::time_point> kill_at;
+  auto stop_ranks = [&](bool then_kill) {
+    for (const auto& c : children) {
+      if (c.code < 0) {
+        ::kill(c.child.pid, SIGTERM);
+      }
+    }
+    if (then_kill) {
+      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    }
+  };
+  // Rank 0's stdout holds the events; every other line goes to the log (stderr: worker.log).
+  int64_t events_bytes = 0;
+  const int64_t events_cap = cap("SWEEP_TEST_EVENTS_CAP", k_max_events_bytes);
+  double last_heartbeat = 0;
+  bool too_many_events = false;
+  auto drain = [&](size_t r) {
+    char chunk[65536];
+    ssize_t n;
+    // at most 1 MiB of stderr a turn: a program that never stops writing there is still read on stdout
+    for (int turn = 0; turn < 16 && children[r].child.stderr_fd >= 0 &&
+                       (n = ::read(children[r].child.stderr_fd, chunk, sizeof chunk)) > 0;
+         ++turn) {
+      log.write(chunk, static_cast<size_t>(n));
+    }
+    std::vector<std::string> lines = read_lines(children[r].child.stdout_fd, children[r].buffer, children[r].skipping);
+    if (children[r].code >= 0 && !children[r].buffer.empty()) {  // it has exited: its last line, even without a break
+      children[r].buffer += '\n';
+      for (auto& line : split_lines(children[r].buffer, children[r].skipping)) {
+        lines.push_back(std::move(line));
+      }
+    }
+    for (const auto& line : lines) {
+      std::string why;
+      std::optional<nlohmann::json> ev = r == 0 ? accept_event(line, trainer, why) : std::nullopt;
+      if (!ev) {
+        log.line((r > 0 ? "[rank " + std::to_string(r) + "] " : std::string()) +
+                 (why.empty() ? "" : "sweep: not an event (" + why + "): ") + line);
+        continue;
+      }
+      if (const std::string ignored = order.next(*ev); !ignored.empty()) {
+        log.line("sweep: ignored (" + ignored + "): " + line);
+        continue;
+      }
+      if ((*ev)[field::event] == events::heartbeat) {  // liveness only: one a second is plenty
+        const double t = now_seconds();
+        if (t - last_heartbeat < 1.0) {
+          continue;
+        }
+        last_heartbeat = t;
+      }
+      const std::string text = ev->dump();
+      events_bytes += static_cast<int64_t>(text.size()) + 1;
+      if (events_bytes > events_cap) {
+        if (!too_many_events) {  // the program is stopped; the run fails, not retried
+          too_many_events = true;
+          stop_ranks(true);
+        }
+        continue;
+      }
+      events_file << text << '\n';
+      events_file.flush();
+      if (!events_file && !write_failed) {  // a full disk: the trainer is stopped, nothing of it is lost
+        write_failed = true;
+        std::fprintf(stderr, "sweep: cannot write %s: %s\n", (dir / "events.jsonl").c_str(), std::strerror(errno));
+        stop_ranks(false);
+      }
+      if (to_stdout && (std::fprintf(stdout, "%s\n", text.c_str()) < 0 || std::fflush(stdout) != 0)) {
+        to_stdout = false;  // the scheduler is gone: events.jsonl keeps the record
+      }
+      if ((*ev)[field::event] == events::end) {
+        the_end = *ev;
+        if (the_end->value(field::reason, "") == events::k_done_before_start && !breach) {
+          breach = true;  // whatever it says next is ignored: stop it, and the run is retried
+          stop_ranks(true);
+        }
+      }
+    }
+  };
+  size_t running = children.size();
+  while (running > 0) {
+    for (size_t r = 0; r < children.size(); ++r) {
+      drain(r);
+    }
+    // A stop (SIGTERM, SIGINT) sent to the host alone is passed on; one sent to the run's process
+    // group (as the executors send it) reaches the trainer twice: the contract says to take a
+    // repeat as the same request (the Python client does).
+    if (stop_requested() && !stopping) {
+      stopping = true;
+      for (const auto& c : children) {
+        if (c.code < 0) {
+          ::kill(c.child.pid, stop_signal());
+        }
+      }
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (auto& c : children) {
+        if (c.child.pid == pid) {
+          c.code = exit_code_of(status);
+          --running;
+          const bool stopped = c.code == static_cast<int>(Exit::preempted) || c.code == 128 + SIGTERM ||
+                               c.code == 128 + SIGINT;
+          if (c.code != 0 && first_failure < 0 && !(stopping && stopped)) {  // a stop: every rank checkpoints
+            first_failure = c.code;
+            stop_ranks(true);  // one rank is gone: the others cannot finish the run
+          }
+        }
+      }
+      continue;
+    }
+    if (pid < 0 && errno != EINTR && errno != ECHILD) {
+      break;
+    }
+    if (kill_at && std::chrono::steady_clock::now() > *kill_at) {
+      for (const auto& c : children) {
+        if (c.code < 0) {
+          ::kill(c.child.pid, SIGKILL);
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (size_t r = 0; r < children.size(); ++r) {
+    drain(r);  // what it wrote before it exited, its last line even without a line break
+    ::close(children[r].child.stdout_fd);
+    ::close(children[r].child.stderr_fd);
+  }
+  log.finish();
+  if (const int left = stop_descendants(2000); left > 0) {
+    std::fprintf(stderr, "sweep: the program left %d process%s running after it ended: stopped\n", left,
+                 left == 1 ? "" : "es");
+  }
+  const int code = first_failure >= 0 ? first_failure : children.front().code;
+  return exit_of(the_end, code, {breach, too_many_events, write_failed}, events_cap);
+}
+
+}  // namespace sweep
