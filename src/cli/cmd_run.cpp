@@ -55,7 +55,12 @@ std::vector<ReferenceScore> score_references(const SweepSpec& spec, const std::s
   const std::vector<ReferenceScore> scored =
       fs::exists(db) ? Store(db, Store::Access::read).references(spec.name) : std::vector<ReferenceScore>{};
   for (const auto& ref : spec.references) {
-    const std::string sha = file_sha256(ref.model);
+    std::string sha;
+    try {
+      sha = file_sha256(ref.model);
+    } catch (const Error& e) {  // named where the sweep file names the reference
+      throw Error(spec.file + ": references." + ref.name + ": " + e.what(), Exit::bad_input);
+    }
     const auto was = std::find_if(scored.begin(), scored.end(), [&](const ReferenceScore& s) { return s.name == ref.name; });
     if (was != scored.end() && was->model_sha256 == sha && was->dataset == data) {
       continue;
@@ -120,13 +125,13 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   }
   if (spec.design.sequential()) {
     // The seeds earlier rounds added stay in the sweep from the start (its report, recovery).
-    std::map<std::string, int64_t> recorded;
+    std::map<std::string, int64_t> seeds_recorded;
     for (const auto& row : store.sweep_runs(spec.name)) {
-      recorded[row.variant]++;
+      seeds_recorded[row.variant]++;
     }
     const SweepSpec declared = spec;
     for (const auto& v : declared.variants) {
-      for (auto& run : added_seed_runs(declared, v.name, recorded[v.name])) {
+      for (auto& run : added_seed_runs(declared, v.name, seeds_recorded[v.name])) {
         spec.runs.push_back(std::move(run));
       }
     }

@@ -75,10 +75,6 @@ std::vector<std::string> rank_argv(const TrainOptions& o) {
   return argv;
 }
 
-}  // namespace
-
-namespace {
-
 // Rank 0's claim on the run directory before training (the other ranks only read its checkpoint):
 // a run already there is resumed only with --resume and only if it is this run (at any layout of
 // the same global batch); the directory's lock, held while it trains (one process at a time);

@@ -1,5 +1,5 @@
 // The readers of a sweep file's sections — seeds, interventions, grid and zip, scale, references —
-// and the checks of a ladder's rungs: the parts load_sweep (sweep_spec.cpp) assembles a SweepSpec
+// and the checks of a ladder's rungs: the parts load_sweep (load_sweep.cpp) assembles a SweepSpec
 // from. Internal to src/config.
 #pragma once
 

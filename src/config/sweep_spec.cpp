@@ -1,8 +1,6 @@
 #include "config/sweep_spec.h"
 
 #include <algorithm>
-#include <limits>
-#include <optional>
 #include <set>
 
 #include "util/error.h"

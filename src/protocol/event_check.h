@@ -26,10 +26,13 @@ inline bool is_whole(const nlohmann::json& v) { return v.is_number_integer() && 
 
 inline bool is_finite_number(const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); }
 
-// Which rules: `placement` — those that place an event in its run (a step, a train event's tokens,
-// a loss, a split, an end's state as a string); the store holds every event to these alone and
-// reads an optional field of the wrong type as missing, so that events of a newer worker still
-// load. `trainer` — those and every field's type, and an end state a trainer of your own may say.
+// Which rules: `placement` — those that place an event in its run: a whole step (an end's may be
+// missing or of another type: a failed worker's end has none), a train event's tokens, a loss, a
+// split, an end's state a string when given (none, or one it does not know, is read as failed);
+// an event of a type it does not know needs only its step (its time still counts toward its
+// segment's). The store holds every event to these alone and reads an optional field of the wrong
+// type as missing, so that events of a newer worker still load. `trainer` — every field's type,
+// the event's type one events.h defines, and an end state a trainer of your own may say.
 enum class Rules { placement, trainer };
 
 namespace check {
@@ -42,7 +45,7 @@ inline Problem common(const nlohmann::json& ev, const std::string& type, Rules r
     return "\"time\" must be unix seconds (a number)";
   }
   if (type != end ? !(ev.contains(field::step) && is_whole(ev[field::step]))
-                  : ev.contains(field::step) && !is_whole(ev[field::step])) {
+                  : rules == Rules::trainer && ev.contains(field::step) && !is_whole(ev[field::step])) {
     return "\"step\" must be a whole number ≥ 0 (optimizer steps taken)";
   }
   const bool needs_tokens = type == train;
@@ -112,13 +115,13 @@ inline Problem start_event(const nlohmann::json& ev, Rules rules) {
   return "";
 }
 
-// The state: a string (the store reads one it does not know as failed); a trainer of your own
-// says done, diverged, failed or preempted (interrupted is sweep's own worker's: a disk it could
-// not write).
+// The state: a string when given (the store reads none, or one it does not know, as failed); a
+// trainer of your own says done, diverged, failed or preempted (interrupted is sweep's own
+// worker's: a disk it could not write).
 inline Problem end_event(const nlohmann::json& ev, Rules rules) {
   const bool is_text = ev.contains(field::status) && ev[field::status].is_string();
   if (rules != Rules::trainer) {
-    return is_text ? "" : "\"status\" must be a string";
+    return is_text || !ev.contains(field::status) ? "" : "\"status\" must be a string";
   }
   if (Problem p = numbers(ev, rules); !p.empty()) {
     return p;
@@ -145,11 +148,16 @@ inline const std::vector<std::string>& known_events() {
 }
 
 // "" when `ev` (an object) keeps the rules; else the first it breaks: "\"event\" must be one of
-// ..." for a type events.h does not define, else "TYPE event: \"FIELD\" must be ...".
+// ..." for a type events.h does not define (placement: "unknown event: ..." without a whole step),
+// else "TYPE event: \"FIELD\" must be ...".
 inline std::string event_problem(const nlohmann::json& ev, Rules rules) {
   const nlohmann::json& type = ev.contains(field::event) ? ev[field::event] : nlohmann::json();
   const auto& known = known_events();
-  if (!type.is_string() || std::find(known.begin(), known.end(), type.get<std::string>()) == known.end()) {
+  const bool is_known = type.is_string() && std::find(known.begin(), known.end(), type.get<std::string>()) != known.end();
+  if (!is_known && rules == Rules::placement) {
+    return ev.contains(field::step) && is_whole(ev[field::step]) ? "" : "unknown event: \"step\" must be a whole number ≥ 0";
+  }
+  if (!is_known) {
     std::string names;
     for (const auto& k : known) {
       names += (names.empty() ? "" : ", ") + k;

@@ -9,7 +9,7 @@
 //     so (the run is retried), never as a result;
 //   - one process says `start` once; a `train` event's step is past the one before it (and past
 //     the step its `start` resumed from).
-// The events reaching it have passed the field checks (trainer_host/host.cpp); the store (and the
+// The events reaching it have passed the field checks (protocol/event_check.h, in the trainer host); the store (and the
 // scheduler's stream from sweep's own workers, which this rule filtered) takes them as they come.
 #pragma once
 

@@ -31,7 +31,7 @@ using Rows = std::vector<std::vector<std::string>>;
 Rows ranked_rows(const Analysis& a);
 // Columns of text, left-aligned; the others are numbers, right-aligned.
 bool left_aligned(const std::string& header);
-// The verdict as the JSON and the CSV spell it: "diverged k/n" when some of its runs finished.
+// The verdict as report.json and the live view spell it: "diverged k/n" when some of its runs finished.
 std::string verdict_name(const VariantStats& v);
 // ... and as the tables print it: " (< δ)" after a difference shown smaller than min_effect.
 std::string verdict_text(const VariantStats& v);

@@ -622,7 +622,7 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     if (!events::event_problem(ev, events::Rules::placement).empty()) {
       continue;
     }
-    const std::string type = ev[field::event].get<std::string>();
+    const std::string type = field_or<std::string>(ev, field::event, "");  // "": a type it does not know
     const int64_t step = field_or<int64_t>(ev, field::step, 0);
     if (type != events::start && total_steps > 0 && step > total_steps) {
       continue;

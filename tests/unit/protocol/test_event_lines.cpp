@@ -138,7 +138,12 @@ TEST_CASE("the event rules: the store's placement rules, and the stricter ones a
        "end event: \"status\" must be \"done\", \"diverged\", \"failed\" or \"preempted\""},
       {R"({"event":"end","status":"done","test_loss":"low"})", "", "end event: \"test_loss\" must be a number"},
       {R"({"event":"end","status":"done","time":"noon"})", "", "end event: \"time\" must be unix seconds (a number)"},
-      {R"({"event":"progress","step":1})", "\"event\" must be one of start, train, eval, checkpoint, heartbeat, end",
+      // the store: none, or one it does not know, read as failed; a step of another type read as 0
+      {R"({"event":"end"})", "", "end event: \"status\" must be \"done\", \"diverged\", \"failed\" or \"preempted\""},
+      {R"({"event":"end","status":"failed","step":"12"})", "", "end event: \"step\" must be a whole number ≥ 0 (optimizer steps taken)"},
+      // a type events.h does not define: the store keeps its time (a newer worker's), with a step
+      {R"({"event":"progress","step":1})", "", "\"event\" must be one of start, train, eval, checkpoint, heartbeat, end"},
+      {R"({"event":"progress"})", "unknown event: \"step\" must be a whole number ≥ 0",
        "\"event\" must be one of start, train, eval, checkpoint, heartbeat, end"},
   };
   for (const auto& r : table) {
