@@ -22,14 +22,7 @@ Exit run_ls(Store& store) {
   return Exit::ok;
 }
 
-Exit run_status(Store& store, std::string name) {
-  if (name.empty()) {
-    const auto all = store.sweeps();
-    if (all.empty()) {
-      throw Error("the database holds no sweep yet", Exit::bad_input);
-    }
-    name = all.front().name;
-  }
+Exit run_status(Store& store, const std::string& name) {
   const auto rows = store.sweep_runs(name);
   if (rows.empty()) {
     throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);

@@ -1,5 +1,6 @@
 // The sweep engine's commands: their options, the dispatch, and the helpers they share
 // (sweep_commands.h); each command's work is in its own file.
+#include <memory>
 #include <set>
 
 #include "cli/sweep_commands.h"
@@ -144,11 +145,13 @@ Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
   if (which == o.ingest) {
     return run_ingest(o);
   }
-  if (!fs::exists(db_path(o.results))) {
-    throw Error("no database at " + db_path(o.results) + " — run a sweep first (`sweep run FILE`)", Exit::bad_input);
+  std::unique_ptr<Store> store;
+  if (which == o.ls) {
+    store = open_results(o.results);
+    return run_ls(*store);
   }
-  Store store(db_path(o.results), Store::Access::read);
-  return which == o.ls ? run_ls(store) : run_status(store, o.sweep);
+  const std::string sweep = sweep_to_read(o.results, o.sweep, store);
+  return run_status(*store, sweep);
 }
 
 }  // namespace sweep

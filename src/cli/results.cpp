@@ -7,17 +7,21 @@ namespace sweep::commands {
 
 std::string db_path(const std::string& results) { return (fs::path(results) / "sweep.db").string(); }
 
-std::string sweep_to_read(const std::string& results, std::string sweep, std::unique_ptr<Store>& store) {
+std::unique_ptr<Store> open_results(const std::string& results) {
   const std::string db = db_path(results);
   if (!fs::exists(db)) {
     throw Error("no database at " + db + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
                 Exit::bad_input);
   }
-  store = std::make_unique<Store>(db, Store::Access::read);
+  return std::make_unique<Store>(db, Store::Access::read);
+}
+
+std::string sweep_to_read(const std::string& results, std::string sweep, std::unique_ptr<Store>& store) {
+  store = open_results(results);
   if (sweep.empty()) {
     const auto all = store->sweeps();
     if (all.empty()) {
-      throw Error("the database " + db + " holds no sweep yet", Exit::bad_input);
+      throw Error("the database " + db_path(results) + " holds no sweep yet", Exit::bad_input);
     }
     sweep = all.front().name;
   }

@@ -12,6 +12,9 @@ namespace sweep::commands {
 // results/sweep.db
 std::string db_path(const std::string& results);
 
+// The results database, read-only. Throws Error (bad input) when there is none.
+std::unique_ptr<Store> open_results(const std::string& results);
+
 // The results database, opened read-only into `store`, and the sweep named (default: the
 // latest). Throws Error (bad input) when there is no database or no sweep in it.
 std::string sweep_to_read(const std::string& results, std::string sweep, std::unique_ptr<Store>& store);

@@ -43,7 +43,7 @@ std::string join_counts(const Map& counts) {
 Exit run_plan(const SweepOptions& o, const SweepSpec& spec, const std::set<std::string>& missing);
 Exit run_run(const SweepOptions& o, SweepSpec spec);
 Exit run_ls(Store& store);
-Exit run_status(Store& store, std::string name);
+Exit run_status(Store& store, const std::string& name);  // name: sweep_to_read's
 // A run directory, or a results folder: its saved sweep files and every run directory. A saved
 // sweep's datasets need not be where they were: their vocabulary sizes are its runs' own.
 Exit run_ingest(const SweepOptions& o);

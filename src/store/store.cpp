@@ -618,13 +618,14 @@ void Store::ingest(const std::string& run_id, const std::vector<std::string>& li
     }
     // No worker writes these: an event that breaks the protocol's placement rules (a step, a train
     // event's tokens, a loss, a split, an end's state; protocol/event_check.h), or one at a step
-    // outside the run. Skipped, like a line that is no JSON. (A failed worker's end event has no step.)
+    // outside the run (an end's negative step too: its step is optional, and one of another type
+    // reads as 0). Skipped, like a line that is no JSON. (A failed worker's end event has no step.)
     if (!events::event_problem(ev, events::Rules::placement).empty()) {
       continue;
     }
     const std::string type = field_or<std::string>(ev, field::event, "");  // "": a type it does not know
     const int64_t step = field_or<int64_t>(ev, field::step, 0);
-    if (type != events::start && total_steps > 0 && step > total_steps) {
+    if (step < 0 || (type != events::start && total_steps > 0 && step > total_steps)) {
       continue;
     }
     const std::string split = field_or<std::string>(ev, field::split, "");

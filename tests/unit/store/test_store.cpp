@@ -260,6 +260,12 @@ TEST_CASE("events with fields of the wrong type, or that are no object, are skip
                          "'missing' FROM metrics WHERE step = 3")
               .getInt() == 1);
   }
+  // An end at a negative step is no end of it (its step may be missing, or of another type: read as 0).
+  RecordedRun other;
+  other.store.ingest(other.id, {R"({"event":"end","status":"done","step":-3,"test_loss":2.5})"});
+  CHECK(other.store.run(other.id)->status != RunState::done);
+  other.store.ingest(other.id, {R"({"event":"end","status":"done","step":"six","test_loss":2.5})"});
+  CHECK(other.store.run(other.id)->status == RunState::done);
   // A step past the run's total (its start said 6) is no step of it.
   store.ingest(id, {R"({"event":"start","step":0,"total_steps":6,"time":20})",
                     R"({"event":"train","step":7,"tokens":700,"loss":2.0})"});
