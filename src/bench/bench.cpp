@@ -66,12 +66,12 @@ RunConfig bench_gpt2_small_config() {
   c.model.vocab_size = 50257;
   c.model.pad_vocab_to = 64;  // 50304
   c.model.tie_weights = true;
-  c.train.precision = "bf16";
+  c.train.precision = Precision::bf16;
   return c;
 }
 
-double measure_matmul_peak(const std::string& precision, bool fused, int64_t n) {
-  auto dtype = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+double measure_matmul_peak(Precision precision, bool fused, int64_t n) {
+  auto dtype = precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat;
   torch::NoGradGuard no_grad;
   auto a = torch::randn({n, n}).to(dtype);
   auto b = torch::randn({n, n}).to(dtype);
@@ -195,7 +195,7 @@ OpTiming time_op(F&& f, int reps) {
 // An MoE layer of the config, forward + backward at the step's shapes: the whole layer against
 // its experts alone on the same rows, already grouped — the difference is what routing and
 // dispatch cost (router, top-k, sort, gather, scatter, the aux loss and statistics).
-void bench_moe(const RunConfig& c, const std::string& precision, double step_ms, std::ostream& out) {
+void bench_moe(const RunConfig& c, Precision precision, double step_ms, std::ostream& out) {
   const ModelConfig m = c.model.resolved();
   const int64_t B = c.train.micro_batch, T = m.block_size, C = m.n_embd, E = m.n_routed_experts;
   const int64_t layers = m.n_layer - m.first_k_dense;
@@ -235,20 +235,20 @@ void bench_moe(const RunConfig& c, const std::string& precision, double step_ms,
   std::snprintf(line, sizeof line,
                 "  MoE layer (%s, forward + backward, median of %d): %.2f ms, its experts alone %.2f ms — routing and "
                 "dispatch %.2f ms (%.0f%% of the layer); × %lld MoE layers = %.0f%% of the step\n",
-                precision.c_str(), reps, whole.ms, experts.ms, dispatch, 100.0 * dispatch / whole.ms,
+                to_string(precision).c_str(), reps, whole.ms, experts.ms, dispatch, 100.0 * dispatch / whole.ms,
                 static_cast<long long>(layers), 100.0 * dispatch * static_cast<double>(layers * c.train.grad_accum) / step_ms);
   out << line;
 }
 
-void bench_ops(const RunConfig& c, const std::string& precision, std::ostream& out) {
-  const auto dtype = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+void bench_ops(const RunConfig& c, Precision precision, std::ostream& out) {
+  const auto dtype = precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat;
   const int64_t B = c.train.micro_batch, T = c.model.block_size, C = c.model.n_embd, nh = c.model.n_head;
   const int64_t V = c.model.padded_vocab(), N = B * T;
   const int reps = 10;
   torch::manual_seed(1);
   char line[256];
   std::snprintf(line, sizeof line, "  ops (%s; forward + backward per call, median of %d; peak tensor memory the op allocates):\n",
-                precision.c_str(), reps);
+                to_string(precision).c_str(), reps);
   out << line;
   out << "    op                                  reference      fused   speed-up    reference      fused   fused path\n";
   auto row = [&](const std::string& name, const OpTiming& ref, const OpTiming& fused, const std::string& path) {
@@ -366,7 +366,7 @@ StepPath step_path_here(const RunConfig& config) {
 }
 
 double measure_weight_matmuls(const RunConfig& c, bool fused) {
-  const auto dtype = c.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const auto dtype = c.train.precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat;
   const ModelConfig& m = c.model;
   const int64_t N = c.train.micro_batch * m.block_size;
   // (rows, in, out) of each linear layer, from the model itself: every token goes through each
@@ -447,8 +447,8 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
     resolved.vocab_size = data->vocab_size;
     const ModelSize size = model_size(resolved);
     std::snprintf(line, sizeof line, "model: %s (%s, %s, %s, %s%s), %s parameters, %s active per token, %.1f MFLOP per token\n",
-                  resolved.family.c_str(), resolved.norm.c_str(), resolved.position.c_str(), resolved.mlp_activation.c_str(),
-                  resolved.attention.c_str(),
+                  to_string(resolved.family).c_str(), to_string(resolved.norm).c_str(), to_string(resolved.position).c_str(), to_string(resolved.mlp_activation).c_str(),
+                  to_string(resolved.attention).c_str(),
                   resolved.moe() ? (", MoE " + std::to_string(resolved.moe_top_k) + " of " + std::to_string(resolved.n_routed_experts) +
                                     " + " + std::to_string(resolved.n_shared_experts) + " shared")
                                        .c_str()
@@ -460,10 +460,10 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
   std::vector<BenchResult> results;
   for (const auto& precision : settings.precisions) {
     out << "precision  path        tokens/s   step ms   model GFLOP/s   matmul peak GFLOP/s    MFU   step tensors MiB   peak RSS MiB\n";
-    const std::vector<std::string> optimizers =
-        settings.optimizers.empty() ? std::vector<std::string>{base.train.optimizer} : settings.optimizers;
+    const std::vector<Optimizer> optimizers =
+        settings.optimizers.empty() ? std::vector<Optimizer>{base.train.optimizer} : settings.optimizers;
     for (const bool fused : settings.fused) {
-    for (const std::string& optimizer : optimizers) {
+    for (const Optimizer optimizer : optimizers) {
       // The memory the previous configuration kept goes back first, else this one's peak RSS
       // would start from that one's.
       release_freed_memory();
@@ -511,8 +511,8 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       r.achieved_flops = r.tokens_per_s * r.flops_per_token;
       r.peak_flops = peak;
       // the path, and the optimizer when more than one is timed ("fused+muon")
-      const std::string path = std::string(fused ? "fused" : "reference") + (optimizers.size() > 1 ? "+" + optimizer : "");
-      std::snprintf(line, sizeof line, "%-9s  %-9s %10.0f %9.1f %15.1f %21.1f %5.1f%% %18.0f %14.0f\n", precision.c_str(),
+      const std::string path = std::string(fused ? "fused" : "reference") + (optimizers.size() > 1 ? "+" + to_string(optimizer) : "");
+      std::snprintf(line, sizeof line, "%-9s  %-9s %10.0f %9.1f %15.1f %21.1f %5.1f%% %18.0f %14.0f\n", to_string(precision).c_str(),
                     path.c_str(), r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
                     r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
       out << line;
@@ -531,7 +531,7 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
         out << line;
       }
       std::snprintf(line, sizeof line, "  optimizer step (%s): %.2f ms, %.1f%% of the step\n",
-                    optimizer == "muon" ? "Muon on the blocks' matrices, AdamW on the rest" : "AdamW", r.optimizer_ms,
+                    optimizer == Optimizer::muon ? "Muon on the blocks' matrices, AdamW on the rest" : "AdamW", r.optimizer_ms,
                     100.0 * r.optimizer_ms / r.step_ms);
       out << line;
       const double floor_s = measure_weight_matmuls(c, fused);

@@ -34,9 +34,9 @@ std::shared_ptr<TrainData> bench_data(const RunConfig& config);
 StepPath step_path_here(const RunConfig& config);
 
 struct BenchResult {
-  std::string precision;
+  Precision precision = Precision::fp32;
   bool fused = true;
-  std::string optimizer = "adamw";  // train.optimizer of the timed steps
+  Optimizer optimizer = Optimizer::adamw;  // train.optimizer of the timed steps
   double optimizer_ms = 0;          // the optimizer's update, of step_ms
   double peak_rss_mib = 0;  // the process's peak resident memory over the timed steps
   double tokens_per_s = 0;
@@ -52,7 +52,7 @@ struct BenchResult {
 // Best-of-N FLOP/s of an n×n×n matmul at `precision` (fp32 | bf16) on the current threads, with
 // the matmul the path uses (fused: kernels::linear or linear_bf16, whichever GEMM they take on
 // this CPU; otherwise LibTorch's mm).
-double measure_matmul_peak(const std::string& precision, bool fused, int64_t n = 1024);
+double measure_matmul_peak(Precision precision, bool fused, int64_t n = 1024);
 
 // Seconds of one step's weight matmuls alone (every linear layer's forward, input-gradient and
 // weight-gradient products at the config's shapes, with the path's matmul): a ceiling on the
@@ -60,7 +60,7 @@ double measure_matmul_peak(const std::string& precision, bool fused, int64_t n =
 double measure_weight_matmuls(const RunConfig& config, bool fused);
 
 struct BenchSettings {
-  std::vector<std::string> precisions{"fp32", "bf16"};
+  std::vector<Precision> precisions{Precision::fp32, Precision::bf16};
   std::vector<bool> fused{false, true};  // the reference ops, the fused kernels
   int64_t steps = 20;
   int64_t warmup = 3;
@@ -69,7 +69,7 @@ struct BenchSettings {
   std::string nanogpt;   // nanoGPT's model.py: its step beside sweep's, torch.compile off and on ("" = none)
   std::string python = "python3";
   // The optimizers to time each step with (train.optimizer: adamw, muon); empty: the config's.
-  std::vector<std::string> optimizers;
+  std::vector<Optimizer> optimizers;
 };
 
 std::vector<BenchResult> run_bench(const RunConfig& config, const BenchSettings& settings, std::ostream& out);

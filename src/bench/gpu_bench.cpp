@@ -42,9 +42,9 @@ double peak_tensor_mib(const torch::Device& device, bool reset) {
 
 }  // namespace
 
-double measure_cuda_matmul_peak(const std::string& precision, const torch::Device& device, int64_t n) {
+double measure_cuda_matmul_peak(Precision precision, const torch::Device& device, int64_t n) {
   configure_matmul_precision(precision);
-  const auto options = torch::TensorOptions().device(device).dtype(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
+  const auto options = torch::TensorOptions().device(device).dtype(precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat);
   torch::NoGradGuard no_grad;
   const auto a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
   auto c = torch::mm(a, b);
@@ -73,10 +73,10 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
                 settings.device.c_str(), gpu.name.c_str(), gpu.memory_gib, gpu.major, gpu.minor, b.libtorch.c_str(),
                 b.cuda_version.c_str(), static_cast<long long>(settings.steps), static_cast<long long>(settings.warmup));
   out << line;
-  std::map<std::string, double> peaks;
+  std::map<Precision, double> peaks;
   for (const auto& precision : settings.precisions) {
     peaks[precision] = measure_cuda_matmul_peak(precision, device);
-    std::snprintf(line, sizeof line, "matmul peak %-5s (8192³, best of 10): %.1f TFLOP/s\n", precision.c_str(),
+    std::snprintf(line, sizeof line, "matmul peak %-5s (8192³, best of 10): %.1f TFLOP/s\n", to_string(precision).c_str(),
                   peaks[precision] / 1e12);
     out << line << std::flush;
   }
@@ -96,10 +96,10 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
                   format_count(static_cast<double>(size.total)).c_str(), size.flops_per_token / 1e6);
     out << line;
     out << "precision  who                                     tokens/s    step ms   model TFLOP/s    MFU   peak tensors MiB\n";
-    auto row = [&](const std::string& precision, const std::string& who, double tokens_per_s, double step_ms,
+    auto row = [&](Precision precision, const std::string& who, double tokens_per_s, double step_ms,
                    double mib) {
       const double achieved = tokens_per_s * size.flops_per_token;
-      std::snprintf(line, sizeof line, "%-9s  %-38s %10.0f %10.1f %15.1f %5.1f%% %18.0f\n", precision.c_str(),
+      std::snprintf(line, sizeof line, "%-9s  %-38s %10.0f %10.1f %15.1f %5.1f%% %18.0f\n", to_string(precision).c_str(),
                     who.c_str(), tokens_per_s, step_ms, achieved / 1e12, 100.0 * achieved / peaks[precision], mib);
       out << line << std::flush;
     };

@@ -19,7 +19,7 @@ namespace sweep {
 
 struct GpuBenchSettings {
   std::string device = "cuda";
-  std::vector<std::string> precisions{"bf16", "tf32"};
+  std::vector<Precision> precisions{Precision::bf16, Precision::tf32};
   int64_t steps = 20;
   int64_t warmup = 3;
   std::string nanogpt;  // nanoGPT's model.py ("" = no comparison)
@@ -31,6 +31,6 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
                    std::ostream& out);
 
 // Best-of-N FLOP/s of an n×n×n CUDA matmul at `precision` (bf16 | tf32 | fp32).
-double measure_cuda_matmul_peak(const std::string& precision, const torch::Device& device, int64_t n = 8192);
+double measure_cuda_matmul_peak(Precision precision, const torch::Device& device, int64_t n = 8192);
 
 }  // namespace sweep

@@ -36,7 +36,7 @@ NanoGptResult run_nanogpt(const RunConfig& config, const NanoGptRun& run) {
     }
   } remove{script};
   const Captured c = run_capture({run.python, script.string(), "--model", run.model_py, "--device", run.device,
-                                  "--precision", run.precision, "--compile", run.compile ? "1" : "0",
+                                  "--precision", to_string(run.precision), "--compile", run.compile ? "1" : "0",
                                   "--n-layer", std::to_string(m.n_layer), "--n-head", std::to_string(m.n_head),
                                   "--n-embd", std::to_string(m.n_embd), "--block", std::to_string(m.block_size),
                                   "--batch", std::to_string(config.train.micro_batch), "--vocab",

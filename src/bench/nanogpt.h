@@ -14,7 +14,7 @@ struct NanoGptRun {
   std::string python = "python3";
   std::string model_py;  // nanoGPT's model.py
   std::string device = "cpu";
-  std::string precision = "fp32";
+  Precision precision = Precision::fp32;
   bool compile = false;
   int64_t steps = 20, warmup = 3;
   int threads = 0;

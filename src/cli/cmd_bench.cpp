@@ -31,7 +31,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--warmup", o.warmup, "Untimed warm-up steps")->capture_default_str()->check(at_least(0));
   cmd->add_option("--precision", o.precisions, "Precisions to measure (default: fp32,bf16 on cpu; bf16,tf32 on cuda)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+      ->check(CLI::IsMember(choice_names<Precision>()))
       ->each([&o](const std::string&) { o.precisions_given = true; });
   cmd->add_option("--device", o.device, "cpu, or a CUDA device (cuda, cuda:N)")->capture_default_str();
   cmd->add_option("--model", o.models,
@@ -58,7 +58,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_flag("--rank-child", o.rank_child)->group("");  // one rank of --nproc, started by it
   cmd->add_option("--optimizer", o.optimizers, "Optimizers to time each step with (default: the config's)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"adamw", "muon"}));
+      ->check(CLI::IsMember(choice_names<Optimizer>()));
   cmd->add_flag("--no-ops", o.no_ops, "Skip the per-op table (each fused op against its reference)");
   cmd->add_flag("--profile", o.profile, "Print each timed step's top ops by self time");
   cmd->add_option("--data-gib", o.data_gib,
@@ -174,7 +174,7 @@ Exit run_bench(const BenchOptions& o) {
     GpuBenchSettings gpu;
     gpu.device = o.device.find(':') == std::string::npos ? "cuda:0" : o.device;
     if (o.precisions_given) {
-      gpu.precisions = o.precisions;
+      gpu.precisions = choices_of<Precision>(o.precisions);
     }
     gpu.steps = o.steps;
     gpu.warmup = o.warmup;
@@ -200,7 +200,7 @@ Exit run_bench(const BenchOptions& o) {
   }
   if (o.rank_child) {
     cfg.parallel.zero = o.zero.front();
-    cfg.train.precision = o.precisions.front();
+    cfg.train.precision = choice_of<Precision>(o.precisions.front());
     cfg.train.fused = o.paths.front() == "fused";
     bench_rank(cfg, o.steps, o.warmup, std::cout);
     return Exit::ok;
@@ -210,7 +210,7 @@ Exit run_bench(const BenchOptions& o) {
   }
   keep_freed_memory();
   BenchSettings settings;
-  settings.precisions = o.precisions;
+  settings.precisions = choices_of<Precision>(o.precisions);
   settings.fused.clear();
   for (const auto& path : o.paths) {
     settings.fused.push_back(path == "fused");
@@ -221,7 +221,7 @@ Exit run_bench(const BenchOptions& o) {
   settings.profile = o.profile;
   settings.nanogpt = o.nanogpt;
   settings.python = python;
-  settings.optimizers = o.optimizers;
+  settings.optimizers = choices_of<Optimizer>(o.optimizers);
   const std::vector<BenchResult> results = sweep::run_bench(cfg, settings, std::cout);
   if (o.data_gib > 0) {
     double fastest = 0;

@@ -24,7 +24,10 @@ CLI::App* setup_eval(CLI::App& app, EvalCliOptions& o) {
                   "Attention heads, without --config (default: a nanoGPT checkpoint's model_args, or 64-wide heads "
                   "for GPT-2's published shapes)")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--precision", s.precision, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--precision", [&s](const std::string& spelled) { s.precision = choice_of<Precision>(spelled); }, "fp32 or bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->default_str(to_string(s.precision));
   cmd->add_option("--batch", s.batch, "Windows per forward pass")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--tokens", s.tokens, "Score only the split's first N tokens (no bits per byte then)")
       ->check(at_least(0));
@@ -52,7 +55,7 @@ Exit run_eval(const EvalCliOptions& o) {
   }
   std::printf(" over %lld tokens, context %lld; %s, %lld layers × %lld heads × %lld wide, %lld parameters\n",
               static_cast<long long>(s.tokens), static_cast<long long>(s.model.block_size),
-              s.model.family.c_str(), static_cast<long long>(s.model.n_layer), static_cast<long long>(s.model.n_head),
+              to_string(s.model.family).c_str(), static_cast<long long>(s.model.n_layer), static_cast<long long>(s.model.n_head),
               static_cast<long long>(s.model.n_embd), static_cast<long long>(s.parameters));
   return Exit::ok;
 }

@@ -18,7 +18,7 @@ Exit run_export(const ExportOptions& o) {
   RunConfig cfg;
   GPT model = load_run_model(o.run_dir, &cfg);
   export_state_dict(model, o.out);
-  const bool gpt2 = cfg.model.family == "gpt2";
+  const bool gpt2 = cfg.model.family == Family::gpt2;
   std::printf("wrote %s: %lld parameters, %s%s\n", o.out.c_str(), static_cast<long long>(model->num_params()),
               gpt2 ? "nanoGPT names" : "nanoGPT's container, Hugging Face DeepSeek-V2's names inside each block",
               !gpt2 || cfg.model.tie_weights ? ""

@@ -145,7 +145,7 @@ Exit run_train(const TrainOptions& o) {
                 Exit::bad_input);
   }
   // ---- the device: usable here, and a GPU for each rank (checked once, before ranks start) ----
-  const Backend backend = backend_from_string(cfg.resources.backend);
+  const Backend backend = cfg.resources.backend;
   check_device(cfg.resources.device, o.config + ": resources.device " + cfg.resources.device);
   if (cfg.resources.ranks > 1 && cfg.resources.device.rfind("cuda", 0) == 0) {
     DistEnv here = env;

@@ -52,9 +52,9 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
   const MemoryPlan& p = most;
   out.lines.push_back("memory per device (the plan, docs/parallel.md#memory), the most of any run (" + largest->variant +
                       ": " + c.resources.device + ", " + p.layout.describe() + ", sequences of " +
-                      std::to_string(c.model.block_size) + " tokens, " + c.train.precision + "):");
+                      std::to_string(c.model.block_size) + " tokens, " + to_string(c.train.precision) + "):");
   out.lines.push_back("  weights " + format_bytes(p.weights) + ", gradients " + format_bytes(p.gradients) +
-                      (c.train.optimizer == "muon" ? ", AdamW moments and Muon's momentum " : ", AdamW moments ") +
+                      (c.train.optimizer == Optimizer::muon ? ", AdamW moments and Muon's momentum " : ", AdamW moments ") +
                       format_bytes(p.optimizer) + ", activations " + format_bytes(p.activations) +
                       ", temporaries " + format_bytes(p.transient) +
                       (p.communication > 0 ? ", collectives " + format_bytes(p.communication) : "") + ": " +

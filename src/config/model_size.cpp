@@ -11,7 +11,7 @@ ModelConfig ModelConfig::resolved() const {
   ModelConfig m = *this;
   const int64_t hd = n_head > 0 ? n_embd / n_head : 0;
   if (m.intermediate_size == 0) {
-    m.intermediate_size = m.mlp_activation == "swiglu" ? (8 * n_embd / 3 + 7) / 8 * 8 : 4 * n_embd;
+    m.intermediate_size = m.mlp_activation == MlpActivation::swiglu ? (8 * n_embd / 3 + 7) / 8 * 8 : 4 * n_embd;
   }
   if (m.kv_lora_rank == 0) {
     m.kv_lora_rank = n_embd / 2;
@@ -20,7 +20,7 @@ ModelConfig ModelConfig::resolved() const {
     m.qk_nope_head_dim = hd;
   }
   if (m.qk_rope_head_dim < 0) {
-    m.qk_rope_head_dim = m.position == "rope" ? hd / 2 / 2 * 2 : 0;
+    m.qk_rope_head_dim = m.position == Position::rope ? hd / 2 / 2 * 2 : 0;
   }
   if (m.v_head_dim == 0) {
     m.v_head_dim = hd;
@@ -44,18 +44,18 @@ ModelSize model_size(const ModelConfig& given) {
   };
   const bool b = m.linear_bias();
   auto linear = [&](int64_t in, int64_t out, bool bias) { return Count{in * out, bias ? out : 0}; };
-  auto norm = [&](int64_t dim) { return Count{0, m.norm == "layernorm" ? 2 * dim : dim}; };
+  auto norm = [&](int64_t dim) { return Count{0, m.norm == Norm::layernorm ? 2 * dim : dim}; };
   auto mlp = [&](int64_t hidden) {
     Count c = linear(C, hidden, b);
     c += linear(hidden, C, b);
-    if (m.mlp_activation == "swiglu") {
+    if (m.mlp_activation == MlpActivation::swiglu) {
       c += linear(C, hidden, b);
     }
     return c;
   };
   Count attention;
   int64_t attention_flops = 0;  // per token, forward + backward: QKᵀ and the weighted sum over T keys
-  if (m.attention == "mha") {
+  if (m.attention == Attention::mha) {
     attention = linear(C, 3 * C, m.qkv_bias);
     attention += linear(C, C, b);
     attention_flops = 6 * L * T * 2 * C;
@@ -75,7 +75,7 @@ ModelSize model_size(const ModelConfig& given) {
     attention_flops = 6 * L * T * H * (dq + m.v_head_dim);
   }
   ModelSize s;
-  s.embedding = V * C + (m.position == "learned" ? T * C : 0);
+  s.embedding = V * C + (m.position == Position::learned ? T * C : 0);
   Count total = norm(C), active = norm(C);  // ln_f
   const Count head{V * C, 0};               // a matmul every token runs, tied or not
   for (int64_t l = 0; l < L; ++l) {

@@ -23,17 +23,17 @@ void read_model(MapReader r, ModelConfig& m) {
   r.read("dropout", m.dropout, 0.0, 1.0, false, true);
   r.read("qkv_bias", m.qkv_bias);
   r.read("tie_weights", m.tie_weights);
-  r.read_choice("family", m.family, {"gpt2", "deepseek"});
-  if (m.family == "deepseek") {  // DeepSeek-V2's choices, each still a switch below
-    m.norm = "rmsnorm";
-    m.position = "rope";
-    m.mlp_activation = "swiglu";
-    m.attention = "mla";
+  r.read_choice("family", m.family);
+  if (m.family == Family::deepseek) {  // DeepSeek-V2's choices, each still a switch below
+    m.norm = Norm::rmsnorm;
+    m.position = Position::rope;
+    m.mlp_activation = MlpActivation::swiglu;
+    m.attention = Attention::mla;
   }
-  r.read_choice("norm", m.norm, {"layernorm", "rmsnorm"});
-  r.read_choice("position", m.position, {"learned", "rope"});
-  r.read_choice("mlp_activation", m.mlp_activation, {"gelu", "swiglu", "relu2"});
-  r.read_choice("attention", m.attention, {"mha", "mla"});
+  r.read_choice("norm", m.norm);
+  r.read_choice("position", m.position);
+  r.read_choice("mlp_activation", m.mlp_activation);
+  r.read_choice("attention", m.attention);
   r.read("rope_theta", m.rope_theta, 1.0, k_inf);
   r.read("qk_norm", m.qk_norm);
   r.read("zero_init_proj", m.zero_init_proj);
@@ -53,7 +53,7 @@ void read_model(MapReader r, ModelConfig& m) {
   r.read("moe_top_k", m.moe_top_k, 1, 4096);
   r.read("moe_intermediate_size", m.moe_intermediate_size, 0, 1 << 20);
   r.read("first_k_dense", m.first_k_dense, 0, 1024);
-  r.read_choice("balance", m.balance, {"aux_loss", "bias", "none"});
+  r.read_choice("balance", m.balance);
   r.read("aux_loss_alpha", m.aux_loss_alpha, 0.0, k_inf);
   r.read("bias_update_speed", m.bias_update_speed, 0.0, k_inf);
   r.finish();
@@ -79,7 +79,7 @@ void read_train(MapReader r, TrainConfig& t) {
   r.read_size("tokens", t.tokens, 1);
   r.read("lr", t.lr, 0.0, k_inf, true);
   r.read("min_lr", t.min_lr, 0.0, k_inf);
-  r.read_choice("schedule", t.schedule, {"constant", "cosine", "linear", "wsd"});
+  r.read_choice("schedule", t.schedule);
   r.read("warmup", t.warmup, 0.0, k_inf);
   r.read("decay", t.decay, 0.0, 1.0);
   r.read("weight_decay", t.weight_decay, 0.0, k_inf);
@@ -87,11 +87,11 @@ void read_train(MapReader r, TrainConfig& t) {
   r.read("beta2", t.beta2, 0.0, 1.0, false, true);
   r.read("eps", t.eps, 0.0, k_inf, true);
   r.read("grad_clip", t.grad_clip, 0.0, k_inf);
-  r.read_choice("optimizer", t.optimizer, {"adamw", "muon"});
+  r.read_choice("optimizer", t.optimizer);
   r.read("muon_lr", t.muon_lr, 0.0, k_inf, true);
   r.read("muon_momentum", t.muon_momentum, 0.0, 1.0, false, true);
   r.read("muon_momentum_warmup", t.muon_momentum_warmup, 0, k_max_int);
-  r.read_choice("precision", t.precision, {"fp32", "tf32", "bf16"});
+  r.read_choice("precision", t.precision);
   r.read("fused", t.fused);
   r.read("activation_checkpointing", t.activation_checkpointing);
   r.finish();
@@ -130,7 +130,7 @@ void read_resources(MapReader r, ResourceConfig& res) {
                             "'resources.device' must be cpu, cuda or cuda:N, got '" + d + "'");
     }
   }
-  r.read_choice("backend", res.backend, {"auto", "nccl", "gloo"});
+  r.read_choice("backend", res.backend);
   r.read("stall_timeout", res.stall_timeout, 0, 999999);
   r.read("device_memory", res.device_memory, 0, 1e6);
   r.finish();
@@ -162,31 +162,31 @@ void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& 
     error("logit_softcap", "'model.logit_softcap' must be in [0.001, 10000], got " + at("logit_softcap").Scalar() +
                                " — the cap the logits tend to (the speedrun's is 30); 'none' or no key for none");
   }
-  if (given.qk_norm && given.attention == "mla") {
+  if (given.qk_norm && given.attention == Attention::mla) {
     error("qk_norm", "'model.qk_norm' normalises the queries and keys of 'attention: mha'; latent attention's keys "
                      "come from its normalised latent already — set 'model.attention: mha', or remove qk_norm");
   }
-  if (given.position == "rope" && given.attention == "mha" && given.head_dim() % 2 != 0) {
+  if (given.position == Position::rope && given.attention == Attention::mha && given.head_dim() % 2 != 0) {
     error("n_head", "rotary positions need an even head width; n_embd / n_head is " + num(given.head_dim()));
   }
-  if (given.family == "gpt2") {
+  if (given.family == Family::gpt2) {
     for (const std::string& key : k_deepseek_keys) {
       if (has(key)) {
         error(key, "'model." + key + "' is an option of the deepseek family — add 'model.family: deepseek', or remove it");
       }
     }
-    if (given.attention == "mla") {
+    if (given.attention == Attention::mla) {
       error("attention", "'model.attention: mla' (latent attention) belongs to the deepseek family — add "
                          "'model.family: deepseek'");
     }
     return;
   }
   const ModelConfig m = given.resolved();
-  if (m.attention == "mla") {
+  if (m.attention == Attention::mla) {
     if (m.qkv_bias) {
       error("qkv_bias", "'model.qkv_bias' applies to 'attention: mha'; latent attention has no QKV bias");
     }
-    if (m.position == "rope" && (m.qk_rope_head_dim == 0 || m.qk_rope_head_dim % 2 != 0)) {
+    if (m.position == Position::rope && (m.qk_rope_head_dim == 0 || m.qk_rope_head_dim % 2 != 0)) {
       if (has("qk_rope_head_dim")) {
         error("qk_rope_head_dim", "'model.qk_rope_head_dim' (" + num(m.qk_rope_head_dim) +
                                       ") must be even and > 0 with 'position: rope' — the rotary part of each query and key");
@@ -195,7 +195,7 @@ void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& 
                           "default, half of n_embd / n_head (" + num(m.head_dim()) + ") rounded down to even, is 0 — set it");
       }
     }
-    if (m.position == "learned" && m.qk_rope_head_dim != 0) {
+    if (m.position == Position::learned && m.qk_rope_head_dim != 0) {
       error(has("qk_rope_head_dim") ? "qk_rope_head_dim" : "position",
             "'model.qk_rope_head_dim' must be 0 with 'position: learned' (the rotary part needs 'position: rope')");
     }
@@ -225,7 +225,7 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
     return s.IsDefined() ? s : root;
   };
   check_model(root, diags, c.model, [&](const std::string& key) { return at("model", key); });
-  if (c.train.optimizer == "muon") {
+  if (c.train.optimizer == Optimizer::muon) {
     // Each matrix is orthogonalised whole: ZeRO's flat pieces of it, or experts held on other
     // ranks, would orthogonalise something else.
     if (c.parallel.zero > 0 && c.resources.ranks > 1) {
@@ -267,7 +267,7 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
                     ") is less than one optimizer step of " + std::to_string(c.tokens_per_step()) +
                     " tokens (micro_batch × block_size × grad_accum)");
   }
-  if (c.train.precision == "tf32" && c.resources.device == "cpu") {
+  if (c.train.precision == Precision::tf32 && c.resources.device == "cpu") {
     diags.error("train.precision", at("train", "precision"),
                 "'train.precision: tf32' needs a CUDA device — use fp32 or bf16 on cpu");
   }
@@ -296,7 +296,7 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
                       " ranks: the experts are partitioned over every rank — set it to resources.ranks, or 1");
     }
   }
-  if (c.resources.backend == "nccl" && c.resources.device == "cpu") {
+  if (c.resources.backend == Backend::nccl && c.resources.device == "cpu") {
     diags.error("resources.backend", at("resources", "backend"),
                 "'resources.backend: nccl' needs resources.device: cuda — use gloo (or auto) on cpu");
   }

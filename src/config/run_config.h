@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
 #include "config/trainer.h"
 #include "config/yaml_reader.h"
 
@@ -41,11 +42,11 @@ struct ModelConfig {
   // ---- the architecture (docs/models.md). gpt2 is GPT-2's choice for each part; deepseek
   // changes the defaults to DeepSeek-V2's (rmsnorm, rope, swiglu, mla, no linear biases). Each
   // part is also a switch of its own. A gpt2 config that leaves them as they are keeps its run id.
-  std::string family = "gpt2";          // gpt2 | deepseek
-  std::string norm = "layernorm";       // layernorm | rmsnorm
-  std::string position = "learned";     // learned | rope
-  std::string mlp_activation = "gelu";  // gelu | swiglu | relu2 (relu(x)², the speedrun's)
-  std::string attention = "mha";        // mha | mla (deepseek)
+  Family family = Family::gpt2;
+  Norm norm = Norm::layernorm;
+  Position position = Position::learned;
+  MlpActivation mlp_activation = MlpActivation::gelu;
+  Attention attention = Attention::mha;  // mla: deepseek's
   double rope_theta = 10000;
   int64_t intermediate_size = 0;  // a dense MLP's hidden width; 0: 4C (gelu, relu2), 8C/3 up to a multiple of 8 (swiglu)
   // ---- the NanoGPT speedrun's switches (docs/models.md); off by default, and left out of the run
@@ -65,7 +66,7 @@ struct ModelConfig {
   int64_t moe_top_k = 2;
   int64_t moe_intermediate_size = 0;  // 0: intermediate_size / (moe_top_k + n_shared_experts), rounded up
   int64_t first_k_dense = 1;          // the first layers keep a dense MLP
-  std::string balance = "aux_loss";   // aux_loss | bias | none
+  Balance balance = Balance::aux_loss;
   double aux_loss_alpha = 0.001;      // balance: aux_loss
   double bias_update_speed = 0.001;   // balance: bias
 
@@ -73,8 +74,8 @@ struct ModelConfig {
   int64_t head_dim() const { return n_embd / n_head; }
   bool moe() const { return n_routed_experts > 0; }
   bool moe_layer(int64_t layer) const { return moe() && layer >= first_k_dense; }
-  bool linear_bias() const { return family == "gpt2"; }  // DeepSeek's linear layers have none
-  bool aux_loss_on() const { return moe() && balance == "aux_loss" && aux_loss_alpha > 0; }
+  bool linear_bias() const { return family == Family::gpt2; }  // DeepSeek's linear layers have none
+  bool aux_loss_on() const { return moe() && balance == Balance::aux_loss && aux_loss_alpha > 0; }
   // Query/key head width under MLA (the non-rotary and rotary parts together).
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
   // This config with every derived size (the 0 and -1 above) filled in; idempotent.
@@ -105,7 +106,7 @@ struct TrainConfig {
   int64_t tokens = 0;  // the budget; steps = tokens / tokens_per_step
   double lr = 6e-4;
   double min_lr = 6e-5;
-  std::string schedule = "constant";  // constant | cosine | linear | wsd
+  Schedule schedule = Schedule::constant;
   double warmup = 0;                  // steps (>= 1) or a fraction of the steps (< 1)
   double decay = 0.2;                 // wsd: the fraction of steps spent decaying at the end
   double weight_decay = 0.1;
@@ -117,11 +118,11 @@ struct TrainConfig {
   // SGD whose update is orthogonalised by 5 Newton–Schulz steps (train/muon.h), at muon_lr on the
   // same schedule; embeddings, the head, biases and norms stay on AdamW at lr. Named in a run's
   // identity only when on.
-  std::string optimizer = "adamw";  // adamw | muon
+  Optimizer optimizer = Optimizer::adamw;
   double muon_lr = 0.02;
   double muon_momentum = 0.95;       // Nesterov
   int64_t muon_momentum_warmup = 0;  // steps over which the momentum rises from 0.85 to muon_momentum
-  std::string precision = "fp32";  // fp32 | tf32 | bf16
+  Precision precision = Precision::fp32;
   bool fused = true;               // kernels/'s fused CPU ops; false = the reference LibTorch ops
   // Activation checkpointing: each block keeps only its input in forward and is run again in
   // backward (the same values: dropout's generator state is restored); not part of the run id
@@ -149,7 +150,7 @@ struct ResourceConfig {
   int64_t threads = 0;          // 0 = auto: every core given to the run (per rank)
   std::string device = "cpu";   // cpu | cuda | cuda:N
   int64_t ranks = 1;            // data-parallel processes; the global batch is micro × accum × ranks
-  std::string backend = "auto";  // auto | nccl | gloo: the ranks' process group (auto: NCCL on CUDA, Gloo on cpu)
+  Backend backend = Backend::automatic;  // spelled auto
   // Seconds without an event from the worker after which the scheduler kills it as stuck and
   // retries it from its checkpoint (0 = never). The worker sends heartbeats in long phases.
   double stall_timeout = 600;

@@ -16,7 +16,7 @@ static void add_architecture(nlohmann::ordered_json& j, const ModelConfig& given
   j["mlp_activation"] = m.mlp_activation;
   j["attention"] = m.attention;
   j["intermediate_size"] = m.intermediate_size;
-  if (m.position == "rope") {
+  if (m.position == Position::rope) {
     j["rope_theta"] = m.rope_theta;
   }
   if (m.qk_norm) {  // the speedrun's switches: named only when on (the ids of runs before them kept)
@@ -28,14 +28,14 @@ static void add_architecture(nlohmann::ordered_json& j, const ModelConfig& given
   if (m.logit_softcap > 0) {
     j["logit_softcap"] = m.logit_softcap;
   }
-  if (m.attention == "mla") {
+  if (m.attention == Attention::mla) {
     j["q_lora_rank"] = m.q_lora_rank;
     j["kv_lora_rank"] = m.kv_lora_rank;
     j["qk_nope_head_dim"] = m.qk_nope_head_dim;
     j["qk_rope_head_dim"] = m.qk_rope_head_dim;
     j["v_head_dim"] = m.v_head_dim;
   }
-  if (m.family == "deepseek") {
+  if (m.family == Family::deepseek) {
     j["n_routed_experts"] = m.n_routed_experts;
   }
   if (m.moe()) {
@@ -44,10 +44,10 @@ static void add_architecture(nlohmann::ordered_json& j, const ModelConfig& given
     j["moe_intermediate_size"] = m.moe_intermediate_size;
     j["first_k_dense"] = m.first_k_dense;
     j["balance"] = m.balance;
-    if (m.balance == "aux_loss") {
+    if (m.balance == Balance::aux_loss) {
       j["aux_loss_alpha"] = m.aux_loss_alpha;
     }
-    if (m.balance == "bias") {
+    if (m.balance == Balance::bias) {
       j["bias_update_speed"] = m.bias_update_speed;
     }
   }
@@ -98,7 +98,7 @@ nlohmann::json RunConfig::to_json() const {
                 {"precision", train.precision},
                 {"fused", train.fused},
                 {"activation_checkpointing", train.activation_checkpointing}};
-  if (train.optimizer != "adamw") {  // named only when not AdamW: the runs before Muon keep their ids
+  if (train.optimizer != Optimizer::adamw) {  // named only when not AdamW: the runs before Muon keep their ids
     j["train"]["optimizer"] = train.optimizer;
     j["train"]["muon_lr"] = train.muon_lr;
     j["train"]["muon_momentum"] = train.muon_momentum;

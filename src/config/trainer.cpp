@@ -258,21 +258,10 @@ nlohmann::json ExternalTrainer::to_json(bool identity) const {
   return j;
 }
 
-TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags, const std::string& dir) {
-  TrainerSpec spec;
-  ExternalTrainer& t = spec.trainer;
-  t.dir = dir.empty() ? fs::absolute(file).lexically_normal().parent_path().string() : dir;
-  MapReader r(node, "trainer", diags);
-  r.read("name", t.name);
-  r.require("command", "the program that trains one run, as a list: command: [python3, train.py, --config, \"{config_json}\"]");
-  const YAML::Node command = r.section("command");
-  const YAML::Node files = r.section("files");
-  const YAML::Node keys = r.section("keys");
-  r.read("stall_timeout", spec.stall_timeout, 0, 999999);
-  r.finish();
-  if (t.name.empty()) {
-    t.name = fs::path(file).stem().string();
-  }
+namespace {
+
+// trainer.files: each file's SHA-256, part of every run id.
+void read_trainer_files(const YAML::Node& files, const YAML::Node& node, ExternalTrainer& t, Diagnostics& diags) {
   if (!files.IsDefined() || files.IsNull() || (files.IsSequence() && files.size() == 0)) {
     diags.error(files.IsDefined() ? files.Mark() : node.Mark(),
                 "'trainer.files' lists the files whose contents define the trainer (e.g. [train.py, model.py]): they "
@@ -297,6 +286,11 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
       }
     }
   }
+}
+
+// trainer.keys: each key's name, type and default.
+void read_trainer_keys(const YAML::Node& keys, const YAML::Node& node, const std::string& file, TrainerSpec& spec,
+                       Diagnostics& diags) {
   if (!keys.IsDefined() || !keys.IsMap() || keys.size() == 0) {
     diags.error(keys.IsDefined() ? keys.Mark() : node.Mark(),
                 "'trainer.keys' declares the keys of the trainer's config, each with its default or type, e.g. "
@@ -323,6 +317,11 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
       spec.keys.back().at = {file, kv.first.Mark().line + 1, kv.first.Mark().column + 1};
     }
   }
+}
+
+// trainer.command: each part's placeholders known, the program found.
+void read_trainer_command(const YAML::Node& command, TrainerSpec& spec, Diagnostics& diags) {
+  ExternalTrainer& t = spec.trainer;
   if (command.IsDefined() && (!command.IsSequence() || command.size() == 0)) {
     diags.error(command.Mark(), "'trainer.command' must be a non-empty list: the program and its arguments, e.g. "
                                 "[python3, train.py, --config, \"{config_json}\"]");
@@ -378,9 +377,30 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
       }
     }
   }
-  return spec;
 }
 
+}  // namespace
+
+TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags, const std::string& dir) {
+  TrainerSpec spec;
+  ExternalTrainer& t = spec.trainer;
+  t.dir = dir.empty() ? fs::absolute(file).lexically_normal().parent_path().string() : dir;
+  MapReader r(node, "trainer", diags);
+  r.read("name", t.name);
+  r.require("command", "the program that trains one run, as a list: command: [python3, train.py, --config, \"{config_json}\"]");
+  const YAML::Node command = r.section("command");
+  const YAML::Node files = r.section("files");
+  const YAML::Node keys = r.section("keys");
+  r.read("stall_timeout", spec.stall_timeout, 0, 999999);
+  r.finish();
+  if (t.name.empty()) {
+    t.name = fs::path(file).stem().string();
+  }
+  read_trainer_files(files, node, t, diags);
+  read_trainer_keys(keys, node, file, spec, diags);  // before the command: its placeholders name the keys
+  read_trainer_command(command, spec, diags);
+  return spec;
+}
 
 nlohmann::json resolve_trainer_values(const YAML::Node& tree, const TrainerSpec& spec, const std::string& file,
                                       const std::map<std::string, Origin>& origins) {

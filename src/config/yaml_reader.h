@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
 #include "util/error.h"
 
 namespace sweep {
@@ -59,6 +60,12 @@ class MapReader {
   void read_size(const std::string& key, int64_t& out, int64_t min);
   // A string from a fixed set.
   void read_choice(const std::string& key, std::string& out, const std::vector<std::string>& choices);
+  template <Choice E>
+  void read_choice(const std::string& key, E& out) {
+    std::string spelled = to_string(out);
+    read_choice(key, spelled, choice_names<E>());
+    out = parse_choice<E>(spelled).value_or(out);
+  }
   // A nested map; absent → an empty node. The key counts as known.
   YAML::Node section(const std::string& key);
   void require(const std::string& key, const std::string& hint);

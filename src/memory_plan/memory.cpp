@@ -65,7 +65,7 @@ struct Walk {
   // Its fp32 output is kept by the linear layers after it without autocast (with it, their bf16
   // copies are: linear_input).
   void norm(const std::string& what, double width, bool input_fp32) {
-    if (m.norm == "rmsnorm") {
+    if (m.norm == Norm::rmsnorm) {
       // x32 (the input itself when fp32), x32² (LibTorch 1.13's mean keeps its input: measured),
       // x32·rsqrt (kept by ·weight), rsqrt (N)
       if (!input_fp32) {
@@ -94,7 +94,7 @@ struct Walk {
   // positions add nothing kept on the fused path: the rotated q and k are packed again.
   void attention(const std::string& what, double H, double dq, double dv) {
     const double d = std::max(dq, dv);
-    if (p.attention == "fused") {
+    if (p.fused) {  // kernels/' attention; else LibTorch's scaled_dot_product_attention
       t.keep(what + ": packed q, k, v", N * 3 * H * d * cd);
       t.keep(what + ": output", N * H * d * cd);
       t.keep(what + ": log-sum-exp", N * H * k_f32);
@@ -112,7 +112,7 @@ struct Walk {
   // A feed-forward of `hidden` units over `rows` tokens (its input kept by its first linears
   // as linear_input says); `name` labels it.
   void mlp(const std::string& name, double rows, double hidden) {
-    if (m.mlp_activation == "swiglu") {
+    if (m.mlp_activation == MlpActivation::swiglu) {
       // gate (kept by silu), silu(gate) and up (kept by the product), the product (kept by down)
       t.keep(name + ": gate, silu, up, product", rows * hidden * 4 * cd);
     } else {
@@ -122,14 +122,14 @@ struct Walk {
     }
   }
 
-  int layer_inputs() const { return m.mlp_activation == "swiglu" ? 2 : 1; }
+  int layer_inputs() const { return m.mlp_activation == MlpActivation::swiglu ? 2 : 1; }
 
   void block(int64_t layer) {
     // The residual stream: the layer's input (kept by ln_1) and after attention (kept by ln_2),
     // fp32.
     t.keep("residual stream (fp32)", 2 * N * C * k_f32);
     const double H = static_cast<double>(m.n_head);
-    if (m.attention == "mla") {
+    if (m.attention == Attention::mla) {
       const double r = static_cast<double>(m.kv_lora_rank), dr = static_cast<double>(m.qk_rope_head_dim),
                    dn = static_cast<double>(m.qk_nope_head_dim), dv = static_cast<double>(m.v_head_dim),
                    dq = dn + dr, qr = static_cast<double>(m.q_lora_rank);
@@ -160,7 +160,7 @@ struct Walk {
         t.keep("attention: QK-norm", (p.autocast ? 2 * N * C : 3 * N * C) * k_f32 + 2 * N * C * k_f32 + 2 * N * H * k_f32);
       }
       attention("attention", H, hs, hs);
-      if (m.position == "rope" && p.attention == "sdpa") {
+      if (m.position == Position::rope && !p.fused) {
         t.keep("attention: rotated q, k", 2 * N * C * cd);  // sdpa keeps them beside the qkv v is a view of
       }
     }
@@ -283,7 +283,7 @@ double routed_expert_params(const ModelConfig& m) {
     return 0;
   }
   const double C = static_cast<double>(m.n_embd), h = static_cast<double>(m.moe_intermediate_size);
-  const double per_expert = (m.mlp_activation == "swiglu" ? 3 : 2) * C * h + (m.linear_bias() ? h + C : 0);
+  const double per_expert = (m.mlp_activation == MlpActivation::swiglu ? 3 : 2) * C * h + (m.linear_bias() ? h + C : 0);
   int64_t moe_layers = 0;
   for (int64_t l = 0; l < m.n_layer; ++l) {
     moe_layers += m.moe_layer(l) ? 1 : 0;
@@ -324,8 +324,7 @@ StepPath step_path(const RunConfig& config, bool bf16_copies, double widened_blo
   StepPath p;
   p.cuda = config.resources.device.rfind("cuda", 0) == 0;
   p.fused = config.train.fused && !p.cuda;
-  p.autocast = config.train.precision == "bf16";
-  p.attention = p.fused ? "fused" : "sdpa";
+  p.autocast = config.train.precision == Precision::bf16;
   p.bf16_copies = p.fused && p.autocast && bf16_copies;
   p.widened_block = p.fused && p.autocast && !bf16_copies ? widened_block : 0;
   return p;
@@ -367,7 +366,7 @@ MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepP
   }
   plan.gradients = k_f32 * sharded(l.zero >= 2);
   plan.optimizer = 2 * k_f32 * sharded(l.zero >= 1);
-  if (config.train.optimizer == "muon") {  // one momentum buffer for the blocks' matrices (no ZeRO with it)
+  if (config.train.optimizer == Optimizer::muon) {  // one momentum buffer for the blocks' matrices (no ZeRO with it)
     const double head = static_cast<double>(m.padded_vocab() * m.n_embd);
     plan.optimizer -= k_f32 * std::max(0.0, matmul_params(m, size) - head);
   }

@@ -29,12 +29,11 @@ struct Layout {
 };
 
 // Which ops the step runs (the training core decides; this says what it decided):
-// fused CPU kernels or LibTorch's ops, and which attention.
+// fused CPU kernels (attention included) or LibTorch's ops (scaled_dot_product_attention).
 struct StepPath {
   bool cuda = false;
   bool fused = false;       // kernels/ on the CPU
   bool autocast = false;    // bf16
-  std::string attention;    // fused (kernels/, CPU) | sdpa (LibTorch's scaled_dot_product_attention)
   bool bf16_copies = false;  // fused bf16: the linear layers' weights have bf16 copies kept between steps
   // fused bf16 on a CPU without bf16 products: the linear layers widen their operands to fp32 in
   // row blocks of at most this many bytes (kernels::linear_bf16_widened_block); 0 where they don't

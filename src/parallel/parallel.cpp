@@ -182,19 +182,6 @@ class GroupCommunicator : public Communicator {
 
 }  // namespace
 
-Backend backend_from_string(const std::string& name) {
-  if (name == "auto") {
-    return Backend::automatic;
-  }
-  if (name == "nccl") {
-    return Backend::nccl;
-  }
-  if (name == "gloo") {
-    return Backend::gloo;
-  }
-  throw Error("unknown data-parallel backend '" + name + "' — use auto, nccl or gloo", Exit::bad_input);
-}
-
 Backend resolve_backend(Backend backend, const torch::Device& device) {
   if (backend != Backend::automatic) {
     return backend;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
+
 namespace sweep {
 
 struct DistEnv {
@@ -56,12 +58,9 @@ class Communicator {
                                    const std::vector<int64_t>& recv) = 0;
 };
 
-// The process group a run's ranks meet in: NCCL (CUDA tensors, one GPU per rank), Gloo (CPU
-// tensors, or CUDA tensors copied through the host: ranks may share a GPU), or auto (NCCL on
-// CUDA, Gloo on the CPU).
-enum class Backend { automatic, nccl, gloo };
-Backend backend_from_string(const std::string& name);  // auto | nccl | gloo; throws on others
-
+// Backend (config/choices.h): the process group a run's ranks meet in: NCCL (CUDA tensors, one
+// GPU per rank), Gloo (CPU tensors, or CUDA tensors copied through the host: ranks may share a
+// GPU), or auto (NCCL on CUDA, Gloo on the CPU).
 // What `backend` means on `device`: auto is NCCL on CUDA where this build has it, else Gloo.
 Backend resolve_backend(Backend backend, const torch::Device& device);
 

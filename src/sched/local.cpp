@@ -48,7 +48,7 @@ namespace {
 // `auto` is NCCL on GPUs (Gloo alone lets ranks share one).
 bool needs_distinct_gpus(const RunConfig& c, const std::vector<Slot>& slots) {
   return c.resources.ranks > 1 && !slots.empty() && !slots.front().cuda_visible.empty() &&
-         c.resources.backend != "gloo";
+         c.resources.backend != Backend::gloo;
 }
 
 }  // namespace
@@ -71,7 +71,7 @@ void check_fits(const SweepSpec& spec, const std::string& devices) {
     }
     if (needs_distinct_gpus(r.config, parsed) && ranks > static_cast<int64_t>(gpus)) {
       throw Error("variant " + r.variant + " asks for resources.ranks = " + std::to_string(ranks) + " on NCCL (resources.backend: " +
-                      r.config.resources.backend + ") but --devices " + devices + " lists " +
+                      to_string(r.config.resources.backend) + ") but --devices " + devices + " lists " +
                       plural(static_cast<int64_t>(gpus), "distinct GPU") +
                       " — NCCL needs a GPU a rank: list more GPUs, or set resources.backend: gloo to share them",
                   Exit::bad_input);

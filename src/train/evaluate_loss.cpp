@@ -6,7 +6,7 @@
 namespace sweep {
 
 EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t batch,
-                       const std::string& precision, const torch::Device& device, bool per_window,
+                       Precision precision, const torch::Device& device, bool per_window,
                        const std::function<void()>& alive) {
   const int64_t T = model->config.block_size;
   auto windows = eval_windows(tokens.size(), T, limit);

@@ -28,7 +28,7 @@ struct EvalLoss {
 // per_window also keeps each window's loss (the total is computed as without it, to the bit).
 // `alive` is called after every batch (a worker's heartbeat).
 EvalLoss evaluate_loss(GPT& model, const Tokens& tokens, int64_t limit, int64_t batch,
-                       const std::string& precision, const torch::Device& device, bool per_window = false,
+                       Precision precision, const torch::Device& device, bool per_window = false,
                        const std::function<void()>& alive = {});
 
 // The test loss in at most `most` blocks of consecutive windows (as equal as the windows allow):

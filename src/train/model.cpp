@@ -52,10 +52,10 @@ torch::Tensor project(const torch::Tensor& x, const torch::nn::Linear& layer, bo
 
 // Which attention a forward on `device` runs: the one place that decides (the run's metadata
 // reports it through GPTImpl::attention).
-enum class Attention { fused, sdpa };
+enum class AttentionPath { fused, sdpa };
 
-Attention attention_kind(bool fused, const torch::Device& device) {
-  return fused && device.is_cpu() ? Attention::fused : Attention::sdpa;
+AttentionPath attention_kind(bool fused, const torch::Device& device) {
+  return fused && device.is_cpu() ? AttentionPath::fused : AttentionPath::sdpa;
 }
 
 // Causal attention through LibTorch's scaled_dot_product_attention (flash or memory-efficient
@@ -74,9 +74,9 @@ uint64_t dropout_mask_seed(double p) {
 // equal head widths: the narrower side is zero-padded (zeros add nothing to QKᵀ, and padded
 // value columns are cut from the output), and q is rescaled so the kernel's 1/sqrt(width) is
 // 1/sqrt(d_qk).
-torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double p, Attention kind) {
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double p, AttentionPath kind) {
   const int64_t B = q.size(0), T = q.size(1), H = q.size(2), dq = q.size(3), dv = v.size(3);
-  if (kind == Attention::sdpa) {
+  if (kind == AttentionPath::sdpa) {
     return sdpa_causal(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), p)
         .transpose(1, 2)
         .reshape({B, T, H * dv});
@@ -134,8 +134,8 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + eps) * weight;
 }
 
-Norm::Norm(torch::nn::Module& owner, const std::string& name, const ModelConfig& c, int64_t dim) {
-  if (c.norm == "rmsnorm") {
+NormLayer::NormLayer(torch::nn::Module& owner, const std::string& name, const ModelConfig& c, int64_t dim) {
+  if (c.norm == Norm::rmsnorm) {
     rms = owner.register_module(name, RMSNorm(dim, 1e-6));
   } else {
     layer = owner.register_module(
@@ -145,7 +145,7 @@ Norm::Norm(torch::nn::Module& owner, const std::string& name, const ModelConfig&
 
 // In fp32 (the residual stream is fp32 already; MLA's latent is bf16 under autocast, and
 // LibTorch 1.13's CPU layer_norm refuses a bf16 input with fp32 weights)
-torch::Tensor Norm::operator()(const torch::Tensor& x) const {
+torch::Tensor NormLayer::operator()(const torch::Tensor& x) const {
   if (rms) {
     return rms.ptr()->forward(x);
   }
@@ -180,7 +180,7 @@ static torch::Tensor unit_rms(const torch::Tensor& x) {
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& c)
-    : n_head(c.n_head), dropout(c.dropout), rope(c.position == "rope"), qk_norm(c.qk_norm), rope_theta(c.rope_theta) {
+    : n_head(c.n_head), dropout(c.dropout), rope(c.position == Position::rope), qk_norm(c.qk_norm), rope_theta(c.rope_theta) {
   c_attn = register_module("c_attn", linear(c.n_embd, 3 * c.n_embd, c.qkv_bias));
   c_proj = register_module("c_proj", linear(c.n_embd, c.n_embd, c.linear_bias()));
 }
@@ -204,7 +204,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, LayerCach
       k = apply_rope(k, offset, rope_theta);
     }
     y = cache != nullptr ? attend_cached(q, append(cache->k, k), append(cache->v, v), offset) : attend(q, k, v, p, kind);
-  } else if (kind == Attention::fused) {
+  } else if (kind == AttentionPath::fused) {
     // flash-style tiles, no T × T scores; the dropout mask's seed comes from the default generator
     y = kernels::causal_attention(qkv, n_head, p, dropout_mask_seed(p));
   } else {
@@ -219,13 +219,13 @@ LatentAttentionImpl::LatentAttentionImpl(const ModelConfig& c) : config(c) {
   const int64_t C = c.n_embd, H = c.n_head;
   if (c.q_lora_rank > 0) {
     q_a_proj = register_module("q_a_proj", linear(C, c.q_lora_rank, false));
-    q_a_layernorm = Norm(*this, "q_a_layernorm", c, c.q_lora_rank);
+    q_a_layernorm = NormLayer(*this, "q_a_layernorm", c, c.q_lora_rank);
     q_b_proj = register_module("q_b_proj", linear(c.q_lora_rank, H * c.qk_head_dim(), false));
   } else {
     q_proj = register_module("q_proj", linear(C, H * c.qk_head_dim(), false));
   }
   kv_a_proj_with_mqa = register_module("kv_a_proj_with_mqa", linear(C, c.kv_lora_rank + c.qk_rope_head_dim, false));
-  kv_a_layernorm = Norm(*this, "kv_a_layernorm", c, c.kv_lora_rank);
+  kv_a_layernorm = NormLayer(*this, "kv_a_layernorm", c, c.kv_lora_rank);
   kv_b_proj = register_module("kv_b_proj", linear(c.kv_lora_rank, H * (c.qk_nope_head_dim + c.v_head_dim), false));
   o_proj = register_module("o_proj", linear(H * c.v_head_dim, C, false));
 }
@@ -263,9 +263,9 @@ torch::Tensor LatentAttentionImpl::forward(const torch::Tensor& x, LayerCache* c
 // ---- MLP ----
 
 MLPImpl::MLPImpl(const ModelConfig& c, int64_t hidden)
-    : activation(c.mlp_activation == "relu2" ? kernels::Activation::relu2 : kernels::Activation::gelu) {
+    : activation(c.mlp_activation == MlpActivation::relu2 ? kernels::Activation::relu2 : kernels::Activation::gelu) {
   const bool bias = c.linear_bias();
-  if (c.mlp_activation == "swiglu") {
+  if (c.mlp_activation == MlpActivation::swiglu) {
     gate_proj = register_module("gate_proj", linear(c.n_embd, hidden, bias));
     up_proj = register_module("up_proj", linear(c.n_embd, hidden, bias));
     down_proj = register_module("down_proj", linear(hidden, c.n_embd, bias));
@@ -296,7 +296,7 @@ MoEImpl::MoEImpl(const ModelConfig& c) : config(c) {
   if (c.n_shared_experts > 0) {
     shared_experts = register_module("shared_experts", MLP(c, c.moe_intermediate_size * c.n_shared_experts));
   }
-  if (c.balance == "bias") {
+  if (c.balance == Balance::bias) {
     expert_bias = register_buffer("expert_bias", torch::zeros({c.n_routed_experts}));
   }
 }
@@ -402,13 +402,13 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
 // ---- block ----
 
 BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) : dropout(c.dropout) {
-  ln_1 = Norm(*this, "ln_1", c, c.n_embd);
-  if (c.attention == "mla") {
+  ln_1 = NormLayer(*this, "ln_1", c, c.n_embd);
+  if (c.attention == Attention::mla) {
     mla = register_module("attn", LatentAttention(c));
   } else {
     attn = register_module("attn", CausalSelfAttention(c));
   }
-  ln_2 = Norm(*this, "ln_2", c, c.n_embd);
+  ln_2 = NormLayer(*this, "ln_2", c, c.n_embd);
   if (c.moe_layer(layer)) {
     moe = register_module("mlp", MoE(c));
   } else {
@@ -427,14 +427,14 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, LayerCache* cache, int64_t off
 
 TransformerImpl::TransformerImpl(const ModelConfig& c) {
   wte = register_module("wte", torch::nn::Embedding(c.padded_vocab(), c.n_embd));
-  if (c.position == "learned") {
+  if (c.position == Position::learned) {
     wpe = register_module("wpe", torch::nn::Embedding(c.block_size, c.n_embd));
   }
   h = register_module("h", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.n_layer; ++i) {
     h->push_back(Block(c, i));
   }
-  ln_f = Norm(*this, "ln_f", c, c.n_embd);
+  ln_f = NormLayer(*this, "ln_f", c, c.n_embd);
 }
 
 GPTImpl::GPTImpl(const ModelConfig& given, int64_t init_seed) : config(given.resolved()) {
@@ -601,7 +601,7 @@ MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards
 }
 
 std::string GPTImpl::attention(const torch::Device& device) const {
-  return attention_kind(fused, device) == Attention::fused ? "fused" : "sdpa";
+  return attention_kind(fused, device) == AttentionPath::fused ? "fused" : "sdpa";
 }
 
 void GPTImpl::set_fused(bool on) {

@@ -51,9 +51,9 @@ TORCH_MODULE(RMSNorm);
 
 // LayerNorm (weight and bias, eps 1e-5) or RMSNorm (weight, eps 1e-6), by model.norm; registered
 // on its owner under one name, so either has the parameters `name.weight` (and `name.bias`).
-struct Norm {
-  Norm() = default;
-  Norm(torch::nn::Module& owner, const std::string& name, const ModelConfig& c, int64_t dim);
+struct NormLayer {
+  NormLayer() = default;
+  NormLayer(torch::nn::Module& owner, const std::string& name, const ModelConfig& c, int64_t dim);
   torch::Tensor operator()(const torch::Tensor& x) const;
   torch::nn::LayerNorm layer{nullptr};
   RMSNorm rms{nullptr};
@@ -89,9 +89,9 @@ struct LatentAttentionImpl : torch::nn::Module {
 
   torch::nn::Linear q_proj{nullptr};                         // C -> H·d_qk (no q_lora_rank)
   torch::nn::Linear q_a_proj{nullptr}, q_b_proj{nullptr};    // C -> q_lora_rank -> H·d_qk
-  Norm q_a_layernorm;
+  NormLayer q_a_layernorm;
   torch::nn::Linear kv_a_proj_with_mqa{nullptr};             // C -> kv_lora_rank + d_rope
-  Norm kv_a_layernorm;
+  NormLayer kv_a_layernorm;
   torch::nn::Linear kv_b_proj{nullptr};                      // kv_lora_rank -> H·(d_nope + d_v)
   torch::nn::Linear o_proj{nullptr};                         // H·d_v -> C
   ModelConfig config;
@@ -160,7 +160,7 @@ struct BlockImpl : torch::nn::Module {
   BlockImpl(const ModelConfig& c, int64_t layer);
   torch::Tensor forward(torch::Tensor x, LayerCache* cache = nullptr, int64_t offset = 0);
 
-  Norm ln_1, ln_2;
+  NormLayer ln_1, ln_2;
   CausalSelfAttention attn{nullptr};  // attention: mha
   LatentAttention mla{nullptr};       // attention: mla (registered as "attn")
   MLP mlp{nullptr};                   // a dense layer
@@ -176,7 +176,7 @@ struct TransformerImpl : torch::nn::Module {
   torch::nn::Embedding wte{nullptr};  // (V_padded, C)
   torch::nn::Embedding wpe{nullptr};  // (block_size, C); position: learned only
   torch::nn::ModuleList h{nullptr};
-  Norm ln_f;
+  NormLayer ln_f;
 };
 TORCH_MODULE(Transformer);
 

@@ -4,8 +4,8 @@
 
 namespace sweep {
 
-AutocastScope::AutocastScope(const std::string& precision, c10::DeviceType device) : m_device(device) {
-  if (precision != "bf16") {
+AutocastScope::AutocastScope(Precision precision, c10::DeviceType device) : m_device(device) {
+  if (precision != Precision::bf16) {
     return;
   }
   m_active = true;
@@ -27,11 +27,11 @@ AutocastScope::~AutocastScope() {
   at::autocast::set_autocast_dtype(m_device, static_cast<at::ScalarType>(m_prev_dtype));
 }
 
-void configure_matmul_precision(const std::string& precision) {
+void configure_matmul_precision(Precision precision) {
   // The one switch that means the same from LibTorch 1.12 to 2.x ("high": TF32 tensor cores for
   // fp32 matmuls on CUDA; allow_tf32 warns that it is deprecated from 2.9). No convolutions here:
   // cuDNN's own TF32 switch does not matter.
-  at::globalContext().setFloat32MatmulPrecision(precision == "tf32" ? "high" : "highest");
+  at::globalContext().setFloat32MatmulPrecision(precision == Precision::tf32 ? "high" : "highest");
 }
 
 }  // namespace sweep

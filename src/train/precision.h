@@ -6,14 +6,14 @@
 
 #include <c10/core/DeviceType.h>
 
-#include <string>
+#include "config/choices.h"
 
 namespace sweep {
 
 class AutocastScope {
  public:
-  // precision: fp32 | tf32 | bf16; only bf16 turns autocast on.
-  AutocastScope(const std::string& precision, c10::DeviceType device);
+  // Only bf16 turns autocast on.
+  AutocastScope(Precision precision, c10::DeviceType device);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
@@ -26,6 +26,6 @@ class AutocastScope {
 };
 
 // Turns TF32 matmuls on (precision tf32) or off (anything else). CUDA only.
-void configure_matmul_precision(const std::string& precision);
+void configure_matmul_precision(Precision precision);
 
 }  // namespace sweep

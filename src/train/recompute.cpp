@@ -75,7 +75,7 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
       // are — and the generator and the MoE flag are put back even if the rerun throws.
       Rerun rerun(device, ctx->saved_data["rng"].toTensor(), block->moe ? block->moe.get() : nullptr);
       torch::AutoGradMode grad_on(true);
-      AutocastScope autocast(ctx->saved_data["autocast"].toBool() ? "bf16" : "fp32", device.type());
+      AutocastScope autocast(ctx->saved_data["autocast"].toBool() ? Precision::bf16 : Precision::fp32, device.type());
       std::tie(y, aux) = run_block(*block, x);
     }
     std::vector<torch::Tensor> outputs{y}, output_grads{grads[0]};

@@ -21,7 +21,7 @@ struct ScoreOptions {
   int64_t n_head = 0;            // with no config: 0 = a nanoGPT checkpoint's model_args, or 64-wide heads for
                                  // GPT-2's published shapes; required otherwise
   bool ignore_extra = false;     // score a file that holds tensors the model does not have
-  std::string precision = "fp32";
+  Precision precision = Precision::fp32;
   int64_t batch = 8;             // windows per forward
   int64_t tokens = 0;            // score the split's first `tokens` only (0 = all of it)
 };

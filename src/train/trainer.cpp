@@ -381,9 +381,9 @@ RunResult Trainer::run(const RunOptions& o) {
           format_count(static_cast<double>(m_num_params)) + " parameters" +
           (m_cfg.model.moe() ? " (" + format_count(static_cast<double>(active_params)) + " active)" : "") +
           ", " +
-          std::to_string(at::get_num_threads()) + " threads, " + m_cfg.train.precision +
+          std::to_string(at::get_num_threads()) + " threads, " + to_string(m_cfg.train.precision) +
           (m_cfg.train.fused ? ", fused kernels" : ", reference ops") +
-          (m_cfg.train.optimizer == "muon" ? ", Muon on the blocks' matrices" : "") + m_state->describe());
+          (m_cfg.train.optimizer == Optimizer::muon ? ", Muon on the blocks' matrices" : "") + m_state->describe());
   if (m_cfg.parallel.zero > 0 && m_cfg.world_size == 1) {
     ev.note("parallel.zero: " + std::to_string(m_cfg.parallel.zero) +
             " with one rank: nothing to shard, the run trains unsharded (the same run)");

@@ -23,7 +23,7 @@ TEST_SUITE_BEGIN("gpu");  // CTest's label for each test case (CMakeLists.txt di
 
 namespace {
 
-RunConfig on_gpu(RunConfig c, const std::string& precision = "fp32") {
+RunConfig on_gpu(RunConfig c, Precision precision = Precision::fp32) {
   c.resources.device = "cuda:0";
   c.train.precision = precision;
   return c;
@@ -43,7 +43,7 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
 TEST_CASE("cuda: training makes the loss fall in fp32 and tf32 and bf16 (each family)") {
   auto data = test::synthetic_data();
   for (const RunConfig& family : test::families()) {
-    for (const std::string precision : {"fp32", "tf32", "bf16"}) {
+    for (const Precision precision : {Precision::fp32, Precision::tf32, Precision::bf16}) {
       CAPTURE(family.model.family);
       CAPTURE(precision);
       Trainer t(on_gpu(family, precision), data);
@@ -62,8 +62,8 @@ TEST_CASE("cuda: fp32 follows the CPU's curve from the same weights and batches 
     CHECK(torch::equal(test::flat_params(cpu.model()), test::flat_params(gpu.model()).cpu()));
     const auto a = test::losses(cpu, 8), b = test::losses(gpu, 8);
     CHECK(max_relative_difference(b, a) < 1e-4);
-    const EvalLoss ec = evaluate_loss(cpu.model(), *data->test, 0, 8, "fp32", torch::kCPU, true);
-    const EvalLoss eg = evaluate_loss(gpu.model(), *data->test, 0, 8, "fp32", gpu.device(), true);
+    const EvalLoss ec = evaluate_loss(cpu.model(), *data->test, 0, 8, Precision::fp32, torch::kCPU, true);
+    const EvalLoss eg = evaluate_loss(gpu.model(), *data->test, 0, 8, Precision::fp32, gpu.device(), true);
     CHECK(eg.mean() == doctest::Approx(ec.mean()).epsilon(1e-4));
     CHECK(eg.window_nats.size() == ec.window_nats.size());
     CHECK(eg.window_tokens == ec.window_tokens);
@@ -82,7 +82,7 @@ TEST_CASE("cuda: activation checkpointing trains the same curve (deterministic a
   // the rerun restores the CUDA generator for dropout; bitwise where the kernels are deterministic
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
   for (const RunConfig& family : test::families()) {
-    for (const std::string precision : {"fp32", "bf16"}) {
+    for (const Precision precision : {Precision::fp32, Precision::bf16}) {
       test::check_recompute(on_gpu(family), precision);
     }
   }
@@ -192,7 +192,7 @@ struct SyncCounter : c10::WarningHandler {
 
 TEST_CASE("cuda: a training step reads the device twice (its loss and its gradient norm) whatever the accumulation") {
   auto data = test::synthetic_data();
-  RunConfig c = on_gpu(test::tiny_config(), "bf16");
+  RunConfig c = on_gpu(test::tiny_config(), Precision::bf16);
   c.model.dropout = 0.1;
   c.train.grad_accum = 4;
   c.train.grad_clip = 1.0;
@@ -209,7 +209,7 @@ TEST_CASE("cuda: a training step reads the device twice (its loss and its gradie
   // MoE layers read their routing (the counts per expert and the order) on the host: one more
   // read per MoE layer and micro-batch, and one for the step's load statistics (the balancing
   // bias moves on the device)
-  RunConfig moe = on_gpu(test::tiny_deepseek_config("bias"), "bf16");
+  RunConfig moe = on_gpu(test::tiny_deepseek_config(Balance::bias), Precision::bf16);
   moe.train.grad_accum = 2;
   Trainer m(moe, data);
   m.train_step();
@@ -228,7 +228,7 @@ TEST_CASE("cuda: a training step reads the device twice (its loss and its gradie
 
 TEST_CASE("cuda: data parallel over Gloo on CUDA tensors (two ranks sharing the GPU) equals accumulation 2") {
   test::check_data_parallel_equals_accumulation(2, 1, on_gpu(test::tiny_config()));
-  test::check_data_parallel_equals_accumulation(2, 1, on_gpu(test::tiny_deepseek_config("bias")));
+  test::check_data_parallel_equals_accumulation(2, 1, on_gpu(test::tiny_deepseek_config(Balance::bias)));
 }
 
 #ifdef SWEEP_WITH_NCCL

@@ -10,8 +10,8 @@ namespace sweep::test {
 // aux loss is per sequence and the bias moves on the whole step's load, so both are exact),
 // GPT-2 with the speedrun's architecture switches, and GPT-2 trained with Muon.
 inline std::vector<RunConfig> families() {
-  std::vector<RunConfig> out{tiny_config(), tiny_deepseek_config("aux_loss"), tiny_deepseek_config("bias")};
-  out.back().model.norm = "layernorm";  // LayerNorm on MLA's latent (bf16 under autocast)
+  std::vector<RunConfig> out{tiny_config(), tiny_deepseek_config(Balance::aux_loss), tiny_deepseek_config(Balance::bias)};
+  out.back().model.norm = Norm::layernorm;  // LayerNorm on MLA's latent (bf16 under autocast)
   out.push_back(tiny_speedrun_config());
   out.push_back(tiny_muon_config());
   return out;
@@ -73,7 +73,7 @@ inline void check_accumulation(const RunConfig& family, double max_abs, double r
 // with dropout (the rerun must draw the same masks), clipping and accumulation: the same per-step
 // losses, grad norms and MoE statistics, and the same weights after 6 steps — bitwise: the rerun
 // computes the same values in the same order, and each weight's gradient arrives as it did.
-inline void check_recompute(const RunConfig& family, const std::string& precision) {
+inline void check_recompute(const RunConfig& family, Precision precision) {
   CAPTURE(family.model.family);
   CAPTURE(family.model.balance);
   CAPTURE(precision);

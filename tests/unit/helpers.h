@@ -34,7 +34,7 @@ inline RunConfig tiny_config() {
   c.train.tokens = 16 * 8 * 20;  // 20 steps
   c.train.lr = 3e-3;
   c.train.min_lr = 3e-4;
-  c.train.precision = "fp32";
+  c.train.precision = Precision::fp32;
   c.eval.every = 0;
   c.eval.val_tokens = 512;
   c.resources.threads = 1;
@@ -44,14 +44,14 @@ inline RunConfig tiny_config() {
 // tiny_config as a DeepSeek-V2-style model: RMSNorm, rotary positions, SwiGLU, latent attention
 // (queries through a low-rank bottleneck), and one MoE layer of 4 routed experts (top 2) and a
 // shared expert after one dense layer, balanced by `balance`.
-inline RunConfig tiny_deepseek_config(const std::string& balance = "aux_loss") {
+inline RunConfig tiny_deepseek_config(Balance balance = Balance::aux_loss) {
   RunConfig c = tiny_config();
   ModelConfig& m = c.model;
-  m.family = "deepseek";
-  m.norm = "rmsnorm";
-  m.position = "rope";
-  m.mlp_activation = "swiglu";
-  m.attention = "mla";
+  m.family = Family::deepseek;
+  m.norm = Norm::rmsnorm;
+  m.position = Position::rope;
+  m.mlp_activation = MlpActivation::swiglu;
+  m.attention = Attention::mla;
   m.q_lora_rank = 24;
   m.kv_lora_rank = 16;
   m.n_routed_experts = 4;
@@ -70,9 +70,9 @@ inline RunConfig tiny_deepseek_config(const std::string& balance = "aux_loss") {
 // that the tiny model's logits reach the tanh's bend).
 inline RunConfig tiny_speedrun_config() {
   RunConfig c = tiny_config();
-  c.model.position = "rope";
+  c.model.position = Position::rope;
   c.model.qk_norm = true;
-  c.model.mlp_activation = "relu2";
+  c.model.mlp_activation = MlpActivation::relu2;
   c.model.zero_init_proj = true;
   c.model.logit_softcap = 3;
   return c;
@@ -81,7 +81,7 @@ inline RunConfig tiny_speedrun_config() {
 // tiny_config trained with Muon (the blocks' matrices; AdamW for the rest), its momentum warming up.
 inline RunConfig tiny_muon_config() {
   RunConfig c = tiny_config();
-  c.train.optimizer = "muon";
+  c.train.optimizer = Optimizer::muon;
   c.train.muon_lr = 0.02;
   c.train.muon_momentum_warmup = 4;
   return c;

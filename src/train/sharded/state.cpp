@@ -46,7 +46,7 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     m_names.push_back(item.key());
     m_shapes.emplace(key(p), p.sizes().vec());
   }
-  if (config.train.optimizer == "muon" && m_world > 1 && (config.parallel.zero > 0 || config.parallel.expert > 1)) {
+  if (config.train.optimizer == Optimizer::muon && m_world > 1 && (config.parallel.zero > 0 || config.parallel.expert > 1)) {
     // (the config refuses it at the key; ranks given on the command line come here)
     throw Error("train.optimizer: muon orthogonalises each weight matrix whole on every rank: not with parallel.zero or "
                 "parallel.expert over " + std::to_string(m_world) + " ranks — set both to their defaults, or use adamw",
@@ -93,7 +93,7 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     if (m_experts) {
       m_opt = make_adamw(m_experts->local, m_train);
     }
-  } else if (config.train.optimizer == "muon") {
+  } else if (config.train.optimizer == Optimizer::muon) {
     // Muon takes the blocks' 2-D weights (each matrix whole: no ZeRO, no expert parallelism, both
     // refused with it at the config); AdamW the embeddings, the head, biases and norms.
     const std::unordered_set<const void*> in_blocks = block_parameters(m_model);
@@ -112,7 +112,7 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     options.lr = config.train.muon_lr;
     options.momentum = config.train.muon_momentum;
     options.momentum_warmup = config.train.muon_momentum_warmup;
-    options.dtype = config.train.precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+    options.dtype = config.train.precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat;
     m_muon = std::make_unique<Muon>(matrices, stacked, options);
     m_opt = make_adamw(rest, m_train);
   } else {
@@ -120,7 +120,7 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
   }
   // The fused bf16 step multiplies by bf16 copies of the weights that stay whole between steps,
   // kept and written by the fused AdamW (kernels/linear.h); ZeRO-3 gathers its weights at each use.
-  if (config.train.fused && config.train.precision == "bf16" && !m_all.empty() && m_all.front().device().is_cpu() &&
+  if (config.train.fused && config.train.precision == Precision::bf16 && !m_all.empty() && m_all.front().device().is_cpu() &&
       !(m_zero && m_zero->stage() == 3)) {
     std::vector<torch::Tensor> kept;
     for (const auto& w : model->matmul_weights()) {

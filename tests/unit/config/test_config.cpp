@@ -19,9 +19,9 @@ TEST_CASE("a valid config sets every field") {
   CHECK(c.model.qkv_bias);
   CHECK(c.model.tie_weights);
   CHECK(c.train.tokens == 5'000'000);
-  CHECK(c.train.schedule == "wsd");
+  CHECK(c.train.schedule == Schedule::wsd);
   CHECK(c.train.decay == doctest::Approx(0.3));
-  CHECK(c.train.precision == "bf16");
+  CHECK(c.train.precision == Precision::bf16);
   CHECK(c.eval.val_tokens == 65536);
   CHECK(c.seeds.init == 3);
   CHECK(c.seeds.data == 4);
@@ -29,6 +29,37 @@ TEST_CASE("a valid config sets every field") {
   CHECK(c.threads() >= 1);
   CHECK(c.total_steps() == 5'000'000 / (4 * 32 * 2));
   CHECK(c.warmup_steps() == static_cast<int64_t>(std::llround(0.05 * c.total_steps())));
+}
+
+// One table spells each choice: parsing a spelling gives back its value, and the run identity's
+// JSON writes the same spelling.
+template <Choice E>
+static void check_spellings(std::vector<std::string> expected) {
+  CHECK(choice_names<E>() == expected);
+  for (const std::string& name : expected) {
+    const std::optional<E> value = parse_choice<E>(name);
+    REQUIRE(value);
+    CHECK(to_string(*value) == name);
+    CHECK(nlohmann::json(*value) == name);
+    CHECK(nlohmann::ordered_json(*value) == name);  // the run identity's kind of JSON
+  }
+  CHECK_FALSE(parse_choice<E>("no such choice"));
+  CHECK_THROWS(choice_of<E>(""));
+}
+
+TEST_CASE("each closed set of choices has one table of spellings, in its enum's order") {
+  check_spellings<Family>({"gpt2", "deepseek"});
+  check_spellings<Norm>({"layernorm", "rmsnorm"});
+  check_spellings<Position>({"learned", "rope"});
+  check_spellings<MlpActivation>({"gelu", "swiglu", "relu2"});
+  check_spellings<Attention>({"mha", "mla"});
+  check_spellings<Balance>({"aux_loss", "bias", "none"});
+  check_spellings<Schedule>({"constant", "cosine", "linear", "wsd"});
+  check_spellings<Optimizer>({"adamw", "muon"});
+  check_spellings<Precision>({"fp32", "tf32", "bf16"});
+  check_spellings<Backend>({"auto", "nccl", "gloo"});
+  CHECK(to_string(Backend::automatic) == "auto");
+  CHECK(to_string(MlpActivation::relu2) == "relu2");
 }
 
 TEST_CASE("the canonical YAML round-trips to the same config") {

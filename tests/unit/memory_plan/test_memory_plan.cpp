@@ -36,14 +36,14 @@ Measured measure(const RunConfig& c) {
   return m;
 }
 
-RunConfig small(const std::string& family) {
+RunConfig small(Family family) {
   RunConfig c = test::tiny_config();
   c.model.family = family;
-  if (family == "deepseek") {
-    c.model.norm = "rmsnorm";
-    c.model.position = "rope";
-    c.model.mlp_activation = "swiglu";
-    c.model.attention = "mla";
+  if (family == Family::deepseek) {
+    c.model.norm = Norm::rmsnorm;
+    c.model.position = Position::rope;
+    c.model.mlp_activation = MlpActivation::swiglu;
+    c.model.attention = Attention::mla;
   }
   c.model.n_layer = 2;
   c.model.n_head = 4;
@@ -71,22 +71,22 @@ void check_against_measured(const RunConfig& c, const std::string& what) {
 }  // namespace
 
 TEST_CASE("memory plan: within 15% of the tensor memory training steps take, on three paths and with checkpointing") {
-  RunConfig a = small("gpt2");  // fp32, fused kernels, dropout (the noise tensors)
+  RunConfig a = small(Family::gpt2);  // fp32, fused kernels, dropout (the noise tensors)
   a.model.dropout = 0.1;
   check_against_measured(a, "gpt2 fp32 fused, dropout 0.1");
 
-  RunConfig b = small("gpt2");  // bf16 autocast, LibTorch's ops (the T × T scores), tied head
-  b.train.precision = "bf16";
+  RunConfig b = small(Family::gpt2);  // bf16 autocast, LibTorch's ops (the T × T scores), tied head
+  b.train.precision = Precision::bf16;
   b.train.fused = false;
   b.model.tie_weights = true;
   check_against_measured(b, "gpt2 bf16 reference, tied");
 
-  RunConfig d = small("deepseek");  // MLA, RMSNorm, rope, SwiGLU, MoE with a shared expert, bf16
+  RunConfig d = small(Family::deepseek);  // MLA, RMSNorm, rope, SwiGLU, MoE with a shared expert, bf16
   d.model.n_routed_experts = 4;
   d.model.n_shared_experts = 1;
   d.model.moe_top_k = 2;
   d.model.first_k_dense = 1;
-  d.train.precision = "bf16";
+  d.train.precision = Precision::bf16;
   check_against_measured(d, "deepseek MoE + MLA bf16 fused");
 
   d.train.activation_checkpointing = true;  // each block's input kept, the block run again in backward
@@ -96,7 +96,7 @@ TEST_CASE("memory plan: within 15% of the tensor memory training steps take, on 
 }
 
 TEST_CASE("memory plan: ZeRO stages shard what they say, expert parallelism partitions the routed experts") {
-  RunConfig c = small("gpt2");
+  RunConfig c = small(Family::gpt2);
   const StepPath path = step_path(c, true);
   const MemoryPlan zero0 = plan_memory(c, Layout{2, 0, 1, 0}, path);
   const MemoryPlan zero1 = plan_memory(c, Layout{2, 1, 1, 0}, path);
@@ -114,7 +114,7 @@ TEST_CASE("memory plan: ZeRO stages shard what they say, expert parallelism part
   CHECK(zero0.activations == zero2.activations);             // sharding leaves a micro-batch's activations as they are
   CHECK(zero3.activations < zero0.activations);              // but ZeRO-3 runs its blocks checkpointed
 
-  RunConfig moe = small("deepseek");
+  RunConfig moe = small(Family::deepseek);
   moe.model.n_routed_experts = 8;
   moe.model.moe_top_k = 2;
   const MemoryPlan one = plan_memory(moe, Layout{4, 0, 1, 0}, step_path(moe, true));
@@ -132,7 +132,7 @@ TEST_CASE("memory plan: ZeRO stages shard what they say, expert parallelism part
 }
 
 TEST_CASE("memory plan: the layouts that fit a device, or none") {
-  RunConfig c = small("gpt2");
+  RunConfig c = small(Family::gpt2);
   c.resources.ranks = 2;
   const StepPath path = step_path(c, true);
   const MemoryPlan now = plan_memory(c, Layout{2, 0, 1, 0}, path);

@@ -16,13 +16,13 @@ TEST_CASE("data parallel: world 2 × accum 2 equals world 1 × accum 4") { test:
 
 TEST_CASE("data parallel in bf16: world 2 × accum 1 equals world 1 × accum 2") {
   RunConfig c = test::tiny_config();
-  c.train.precision = "bf16";
+  c.train.precision = Precision::bf16;
   test::check_data_parallel_equals_accumulation(2, 1, c);
 }
 
 TEST_CASE("data parallel, deepseek with MoE: world 2 equals accumulation 2 — loads, aux loss and balancing biases too") {
-  test::check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config("aux_loss"));
-  test::check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config("bias"));
+  test::check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config(Balance::aux_loss));
+  test::check_data_parallel_equals_accumulation(2, 1, test::tiny_deepseek_config(Balance::bias));
 }
 
 TEST_CASE("data parallel, the speedrun's switches (rope, QK-norm, ReLU², zero-init, soft-cap): world 2 equals accumulation 2") {
@@ -138,11 +138,7 @@ TEST_CASE("the environment: torchrun's variables, Slurm's, and their errors") {
   CHECK_THROWS_WITH(from({{"RANK", "0"}}), doctest::Contains("WORLD_SIZE"));
 }
 
-TEST_CASE("backends: names, and a GPU for each rank (ranks share GPUs only through Gloo)") {
-  CHECK(backend_from_string("auto") == Backend::automatic);
-  CHECK(backend_from_string("nccl") == Backend::nccl);
-  CHECK(backend_from_string("gloo") == Backend::gloo);
-  CHECK(test::bad_input_message([] { backend_from_string("mpi"); }).find("use auto, nccl or gloo") != std::string::npos);
+TEST_CASE("backends: a GPU for each rank (ranks share GPUs only through Gloo)") {
   DistEnv env;
   env.world = 4;
   env.local_world = 4;

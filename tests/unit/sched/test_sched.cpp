@@ -302,6 +302,6 @@ TEST_CASE("check_fits: a run needs its ranks in slots, and on GPUs over NCCL a d
   CHECK(shared.find("variant two-ranks asks for resources.ranks = 2 on NCCL (resources.backend: auto) but --devices "
                     "cuda:0,0 lists 1 distinct GPU") != std::string::npos);
   CHECK(shared.find("resources.backend: gloo") != std::string::npos);
-  spec.runs[0].config.resources.backend = "gloo";
+  spec.runs[0].config.resources.backend = Backend::gloo;
   CHECK_NOTHROW(check_fits(spec, "cuda:0,0"));
 }

@@ -39,7 +39,7 @@ Curve curve_of(const std::string& events_file) {
 
 RunConfig resumable_config(RunConfig c = test::tiny_config()) {
   c.model.dropout = 0.1;  // the RNG stream must be restored too
-  c.train.schedule = "cosine";
+  c.train.schedule = Schedule::cosine;
   c.train.warmup = 2;
   c.train.grad_clip = 1.0;
   c.train.tokens = c.tokens_per_step() * 12;
@@ -51,9 +51,9 @@ RunConfig resumable_config(RunConfig c = test::tiny_config()) {
 
 TEST_CASE("resume: k steps, stop, resume for k more == 2k steps straight (bitwise), each family, fp32 and bf16") {
   // deepseek with bias balancing: the experts' biases are resumed with the weights
-  for (const RunConfig& family : {test::tiny_config(), test::tiny_deepseek_config("aux_loss"), test::tiny_deepseek_config("bias"),
+  for (const RunConfig& family : {test::tiny_config(), test::tiny_deepseek_config(Balance::aux_loss), test::tiny_deepseek_config(Balance::bias),
                                   test::tiny_speedrun_config(), test::tiny_muon_config()}) {
-  for (const std::string precision : {"fp32", "bf16"}) {
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
   CAPTURE(family.model.family);
   CAPTURE(family.model.balance);
   CAPTURE(precision);
@@ -114,7 +114,7 @@ TEST_CASE("a checkpoint of another config is refused") {
   CHECK_THROWS_WITH_AS(b.load(dir.str("ckpt.pt")), doctest::Contains("another config"), Error);
   // another optimizer, either way round: a one-line error, nothing loaded
   RunConfig muon = resumable_config();
-  muon.train.optimizer = "muon";
+  muon.train.optimizer = Optimizer::muon;
   Trainer m(muon, data);
   CHECK_THROWS_WITH_AS(m.load(dir.str("ckpt.pt")), doctest::Contains("another config.yaml"), Error);
   m.train_step();

@@ -151,7 +151,7 @@ torch::Tensor moe_reference(MoEImpl& moe, const torch::Tensor& x) {
 }  // namespace
 
 TEST_CASE("MoE: grouped dispatch equals routing token by token, with the bias choosing and not weighting") {
-  for (const std::string balance : {"aux_loss", "bias"}) {
+  for (const Balance balance : {Balance::aux_loss, Balance::bias}) {
     CAPTURE(balance);
     const ModelConfig m = resolved(test::tiny_deepseek_config(balance));
     MoE moe(m);
@@ -219,7 +219,7 @@ TEST_CASE("MoE: ties go to the lower expert, an expert without tokens gets a zer
 }
 
 TEST_CASE("balancing: the aux loss is α Σ f·P per sequence, and a bias moves against the step's load") {
-  RunConfig c = test::tiny_deepseek_config("aux_loss");
+  RunConfig c = test::tiny_deepseek_config(Balance::aux_loss);
   const ModelConfig m = resolved(c);
   MoE moe(m);
   moe->train();
@@ -241,7 +241,7 @@ TEST_CASE("balancing: the aux loss is α Σ f·P per sequence, and a bias moves 
   }
 
   // bias: after a step, the busiest expert's bias goes down by γ and an idle one's up by γ
-  RunConfig cb = test::tiny_deepseek_config("bias");
+  RunConfig cb = test::tiny_deepseek_config(Balance::bias);
   auto data = test::synthetic_data();
   Trainer t(cb, data);
   const StepStats s = t.train_step();
@@ -254,14 +254,14 @@ TEST_CASE("balancing: the aux loss is α Σ f·P per sequence, and a bias moves 
 }
 
 TEST_CASE("parameter counts from the config equal the model's, and active counts only the top-k experts") {
-  std::vector<RunConfig> configs{test::tiny_config(), test::tiny_deepseek_config(), test::tiny_deepseek_config("bias")};
+  std::vector<RunConfig> configs{test::tiny_config(), test::tiny_deepseek_config(), test::tiny_deepseek_config(Balance::bias)};
   configs[0].model.tie_weights = true;
   configs[0].model.qkv_bias = true;
   configs[1].model.q_lora_rank = 0;
-  configs[1].model.norm = "layernorm";
-  configs[2].model.attention = "mha";
-  configs[2].model.position = "learned";
-  configs[2].model.mlp_activation = "gelu";
+  configs[1].model.norm = Norm::layernorm;
+  configs[2].model.attention = Attention::mha;
+  configs[2].model.position = Position::learned;
+  configs[2].model.mlp_activation = MlpActivation::gelu;
   for (const RunConfig& c : configs) {
     const ModelSize s = model_size(c.model);
     GPT g(c.model, 1);
@@ -284,10 +284,10 @@ TEST_CASE("parameter counts from the config equal the model's, and active counts
 }
 
 TEST_CASE("generation's KV cache gives the logits of full recomputation, for each attention and position") {
-  std::vector<RunConfig> configs{test::tiny_config(), test::tiny_deepseek_config(), test::tiny_deepseek_config("bias")};
-  configs[0].model.position = "rope";  // mha with rotary keys in the cache
-  configs[2].model.attention = "mha";
-  configs[2].model.position = "learned";
+  std::vector<RunConfig> configs{test::tiny_config(), test::tiny_deepseek_config(), test::tiny_deepseek_config(Balance::bias)};
+  configs[0].model.position = Position::rope;  // mha with rotary keys in the cache
+  configs[2].model.attention = Attention::mha;
+  configs[2].model.position = Position::learned;
   for (const RunConfig& c : configs) {
     CAPTURE(c.model.attention);
     GPT g(c.model, 3);
@@ -304,7 +304,7 @@ TEST_CASE("generation's KV cache gives the logits of full recomputation, for eac
       CHECK(max_diff(step.squeeze(1), full.select(1, t)) < 1e-4);
     }
     CHECK(cache.length == 12);
-    if (c.model.attention == "mla") {  // the latent is what is kept, not keys and values
+    if (c.model.attention == Attention::mla) {  // the latent is what is kept, not keys and values
       CHECK(cache.layers[0].latent.size(2) == g->config.kv_lora_rank);
       CHECK_FALSE(cache.layers[0].k.defined());
     }
@@ -312,7 +312,7 @@ TEST_CASE("generation's KV cache gives the logits of full recomputation, for eac
 }
 
 TEST_CASE("sampling, each family: a seed gives one text, the KV cache gives what recomputation gives, past block_size too") {
-  for (const RunConfig& c : {test::tiny_config(), test::tiny_deepseek_config("bias")}) {
+  for (const RunConfig& c : {test::tiny_config(), test::tiny_deepseek_config(Balance::bias)}) {
     CAPTURE(c.model.family);
     GPT g(c.model, 2);
     const std::vector<int64_t> prompt{3, 10, 31};

@@ -150,7 +150,7 @@ TEST_CASE("bf16 autocast: loss within 2% of fp32, master weights and gradients s
   auto data = test::synthetic_data();
   RunConfig c = test::tiny_config();
   Trainer fp32(c, data);
-  c.train.precision = "bf16";
+  c.train.precision = Precision::bf16;
   Trainer bf16(c, data);
   const auto s32 = fp32.train_step();
   const auto s16 = bf16.train_step();
@@ -160,7 +160,7 @@ TEST_CASE("bf16 autocast: loss within 2% of fp32, master weights and gradients s
   }
   auto [x, y] = bf16.batch(1, 0);
   {
-    AutocastScope autocast("bf16", torch::kCPU);
+    AutocastScope autocast(Precision::bf16, torch::kCPU);
     bf16.model()->loss(x, y).backward();
   }
   for (const auto& p : bf16.model()->parameters()) {
@@ -174,12 +174,12 @@ TEST_CASE("autocast sees in-place weight updates (its cast cache is cleared afte
   torch::NoGradGuard no_grad;
   torch::Tensor before, after;
   {
-    AutocastScope autocast("bf16", torch::kCPU);
+    AutocastScope autocast(Precision::bf16, torch::kCPU);
     before = g->forward(x);
   }
   g->lm_head->weight.mul_(2.0);  // what optimizer.step() does: an in-place update
   {
-    AutocastScope autocast("bf16", torch::kCPU);
+    AutocastScope autocast(Precision::bf16, torch::kCPU);
     after = g->forward(x);
   }
   CHECK((before.scalar_type() == torch::kBFloat16));

@@ -129,7 +129,7 @@ TEST_CASE("train.optimizer: muon: the blocks' matrices on Muon, everything else 
   CHECK(last < first - 0.3);
   // with the same lr on AdamW, only the matrices' optimizer differs from an AdamW run's
   RunConfig adamw = c;
-  adamw.train.optimizer = "adamw";
+  adamw.train.optimizer = Optimizer::adamw;
   Trainer a(adamw, data);
   a.train_step();
   Trainer m(c, data);
@@ -160,7 +160,7 @@ TEST_CASE("Muon's options with 'optimizer: adamw' said are ignored (an intervent
     return load_run_config(dir.str("c.yaml"));
   };
   const RunConfig back = load("optimizer: adamw, muon_lr: 0.05");
-  CHECK(back.train.optimizer == "adamw");
+  CHECK(back.train.optimizer == Optimizer::adamw);
   CHECK_FALSE(back.identity_json()["train"].contains("muon_lr"));
   CHECK(back.identity_json() == load("optimizer: adamw").identity_json());
   CHECK_THROWS_AS(load("muon_lr: 0.05"), InputErrors);

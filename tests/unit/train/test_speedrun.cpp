@@ -60,7 +60,7 @@ TEST_CASE("QK-norm: each head's query and key scaled to unit RMS before the scor
 
 TEST_CASE("ReLU² MLP: c_proj(relu(c_fc x)²), and its default width 4C") {
   ModelConfig m = test::tiny_config().model;
-  m.mlp_activation = "relu2";
+  m.mlp_activation = MlpActivation::relu2;
   m.vocab_size = 50;
   CHECK(m.resolved().intermediate_size == 4 * m.n_embd);
   for (const bool fused : {true, false}) {

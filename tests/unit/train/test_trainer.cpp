@@ -31,19 +31,19 @@ TEST_CASE("accumulation: micro_batch 4 × grad_accum 4 equals micro_batch 16 × 
     // 1.9e-6 with AVX2's on an AMD Zen 3); SwiGLU's gate products leave more weights with
     // gradients near 0 than GELU does (seen: the dense layer's gate_proj, up_proj, down_proj at
     // 1e-6 to 1e-5 after 6 steps of lr 3e-3)
-    test::check_accumulation(family, family.model.mlp_activation == "swiglu" ? 5e-5 : 3e-6);
+    test::check_accumulation(family, family.model.mlp_activation == MlpActivation::swiglu ? 5e-5 : 3e-6);
   }
 }
 
 TEST_CASE("accumulation in bf16: micro_batch 4 × grad_accum 4 equals micro_batch 16 × grad_accum 1") {
   RunConfig c = test::tiny_config();
-  c.train.precision = "bf16";
+  c.train.precision = Precision::bf16;
   test::check_accumulation(c, 1e-3, 3e-3);
 }
 
 TEST_CASE("activation checkpointing trains the same curve, bitwise (each family, fp32 and bf16)") {
   for (const RunConfig& family : test::families()) {
-    for (const std::string precision : {"fp32", "bf16"}) {
+    for (const Precision precision : {Precision::fp32, Precision::bf16}) {
       test::check_recompute(family, precision);
     }
   }
@@ -52,7 +52,7 @@ TEST_CASE("activation checkpointing trains the same curve, bitwise (each family,
 TEST_CASE("the fused kernels and the reference ops train the same curve (fp32 1e-5, bf16 1e-2, Muon's bf16 weights 2e-2), each family") {
   auto data = test::synthetic_data();
   for (const RunConfig& family : test::families())
-  for (const std::string precision : {"fp32", "bf16"}) {
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
     CAPTURE(family.model.family);
     CAPTURE(family.model.balance);
     CAPTURE(family.train.optimizer);
@@ -63,17 +63,17 @@ TEST_CASE("the fused kernels and the reference ops train the same curve (fp32 1e
     RunConfig reference = fused;
     reference.train.fused = false;
     Trainer a(fused, data), b(reference, data);
-    const double tol = precision == "fp32" ? 1e-5 : 1e-2;
+    const double tol = precision == Precision::fp32 ? 1e-5 : 1e-2;
     for (int step = 0; step < 8; ++step) {
       const StepStats sa = a.train_step(), sb = b.train_step();
       CAPTURE(step);
       CHECK(sa.loss == doctest::Approx(sb.loss).epsilon(tol));
-      CHECK(sa.grad_norm == doctest::Approx(sb.grad_norm).epsilon(precision == "fp32" ? 1e-4 : 5e-2));
+      CHECK(sa.grad_norm == doctest::Approx(sb.grad_norm).epsilon(precision == Precision::fp32 ? 1e-4 : 5e-2));
     }
     const auto pa = test::flat_params(a.model()), pb = test::flat_params(b.model());
     // Muon's Newton–Schulz runs in bf16 in a bf16 step: each update is rounded to bf16 afresh, and
     // the weights drift apart faster (1.2% after 8 steps, measured)
-    const double weights_tol = family.train.optimizer == "muon" && precision == "bf16" ? 2e-2 : tol;
+    const double weights_tol = family.train.optimizer == Optimizer::muon && precision == Precision::bf16 ? 2e-2 : tol;
     CHECK((pa - pb).norm().item<double>() / pb.norm().item<double>() < weights_tol);
     CHECK(a.evaluate("val") == doctest::Approx(b.evaluate("val")).epsilon(tol));
   }
@@ -186,8 +186,8 @@ TEST_CASE("the end event's test blocks add up to the test loss, and keeping them
   CHECK(tokens == 1499);
   CHECK(nats / static_cast<double>(tokens) == doctest::Approx(end["test_loss"].get<double>()).epsilon(1e-6));
   // With or without the windows, the total is the same to the bit; blocks pool consecutive windows.
-  const EvalLoss plain = evaluate_loss(t.model(), *data->test, 0, 8, "fp32", torch::kCPU);
-  const EvalLoss kept = evaluate_loss(t.model(), *data->test, 0, 8, "fp32", torch::kCPU, true);
+  const EvalLoss plain = evaluate_loss(t.model(), *data->test, 0, 8, Precision::fp32, torch::kCPU);
+  const EvalLoss kept = evaluate_loss(t.model(), *data->test, 0, 8, Precision::fp32, torch::kCPU, true);
   CHECK(plain.sum_nats == kept.sum_nats);
   CHECK(plain.window_nats.empty());
   const auto pooled = loss_blocks(kept, 10);

@@ -120,7 +120,7 @@ TEST_CASE("sharded checkpoint: resharded to one process with accumulation 2, it 
   auto data = test::synthetic_data();
   for (const bool experts : {false, true}) {
     CAPTURE(experts);
-    RunConfig c = experts ? test::tiny_deepseek_config("bias") : test::tiny_config();
+    RunConfig c = experts ? test::tiny_deepseek_config(Balance::bias) : test::tiny_config();
     c.parallel.zero = experts ? 2 : 3;
     c.parallel.expert = experts ? 2 : 1;
     c.resources.ranks = 2;

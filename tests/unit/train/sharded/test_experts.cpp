@@ -54,26 +54,26 @@ void check_experts_equal_data_parallel(RunConfig c, int steps = 6, int64_t zero 
 }  // namespace
 
 TEST_CASE("expert parallel 2 trains as expert parallel 1 (plain data parallel): aux-loss balancing") {
-  check_experts_equal_data_parallel(test::tiny_deepseek_config("aux_loss"));
+  check_experts_equal_data_parallel(test::tiny_deepseek_config(Balance::aux_loss));
 }
 
 TEST_CASE("expert parallel 2 trains as expert parallel 1: bias balancing, and with activation checkpointing") {
-  check_experts_equal_data_parallel(test::tiny_deepseek_config("bias"));
-  RunConfig c = test::tiny_deepseek_config("aux_loss");
+  check_experts_equal_data_parallel(test::tiny_deepseek_config(Balance::bias));
+  RunConfig c = test::tiny_deepseek_config(Balance::aux_loss);
   c.train.activation_checkpointing = true;  // the rerun exchanges the tokens again, in backward
   check_experts_equal_data_parallel(c, 3);
 }
 
 TEST_CASE("expert parallel with ZeRO 1, 2 and 3 on the dense weights (DeepSeek-V2's layout is ZeRO-1 with it)") {
   for (int64_t zero = 1; zero <= 3; ++zero) {
-    check_experts_equal_data_parallel(test::tiny_deepseek_config(zero == 2 ? "bias" : "aux_loss"), 4, zero);
+    check_experts_equal_data_parallel(test::tiny_deepseek_config(zero == 2 ? Balance::bias : Balance::aux_loss), 4, zero);
   }
 }
 
 TEST_CASE("expert parallel: a rank whose experts get no token still takes part in both exchanges") {
   // Balancing biases that send every token to experts 0 and 1 (rank 0's): rank 1 runs nothing.
   auto data = test::synthetic_data();
-  RunConfig c = test::tiny_deepseek_config("bias");
+  RunConfig c = test::tiny_deepseek_config(Balance::bias);
   c.model.bias_update_speed = 0;  // the biases stay where they are put
   RunConfig ep = c;
   ep.resources.ranks = 2;
@@ -97,8 +97,8 @@ TEST_CASE("expert parallel: a rank whose experts get no token still takes part i
 
 TEST_CASE("expert parallel: bf16 trains, close to plain data parallel") {
   auto data = test::synthetic_data();
-  RunConfig c = test::tiny_deepseek_config("aux_loss");
-  c.train.precision = "bf16";
+  RunConfig c = test::tiny_deepseek_config(Balance::aux_loss);
+  c.train.precision = Precision::bf16;
   RunConfig ep = c;
   ep.resources.ranks = 2;
   ep.parallel.expert = 2;
@@ -114,7 +114,7 @@ TEST_CASE("expert parallel: resumes bitwise, and plain data parallel goes on fro
     CAPTURE(zero);
     test::TempDir dir;
     auto data = test::synthetic_data();
-    RunConfig c = test::tiny_deepseek_config("bias");
+    RunConfig c = test::tiny_deepseek_config(Balance::bias);
     c.resources.ranks = 2;
     c.parallel.expert = 2;
     c.parallel.zero = zero;

@@ -74,7 +74,7 @@ TEST_CASE("ZeRO in bf16: the curve of plain data parallel within bf16's toleranc
   // the loss by the third step).
   auto data = test::synthetic_data();
   RunConfig c = test::tiny_config();
-  c.train.precision = "bf16";  // ZeRO-3 also clears autocast's weight copies block by block
+  c.train.precision = Precision::bf16;  // ZeRO-3 also clears autocast's weight copies block by block
   c.train.grad_clip = 1.0;
   for (int64_t stage = 1; stage <= 3; ++stage) {
     CAPTURE(stage);
@@ -102,8 +102,8 @@ TEST_CASE("ZeRO with gradient accumulation: stage 3 reduces each micro-batch's g
 }
 
 TEST_CASE("ZeRO on deepseek with MoE: loads, aux loss and balancing biases as plain data parallel's") {
-  check_zero_equals_data_parallel(3, test::tiny_deepseek_config("aux_loss"));
-  check_zero_equals_data_parallel(2, test::tiny_deepseek_config("bias"));
+  check_zero_equals_data_parallel(3, test::tiny_deepseek_config(Balance::aux_loss));
+  check_zero_equals_data_parallel(2, test::tiny_deepseek_config(Balance::bias));
 }
 
 TEST_CASE("ZeRO: each stage resumes bitwise from its checkpoint, and at another stage as it would have gone on") {

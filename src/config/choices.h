@@ -1,0 +1,136 @@
+// The closed sets a run config chooses from, as enums, each with one string table: its
+// spellings in YAML, in the run identity's JSON, on the command line and in messages. An enum's
+// values are declared in its table's order (Choices<E>::names[i] spells the value i).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sweep {
+
+enum class Family { gpt2, deepseek };
+enum class Norm { layernorm, rmsnorm };
+enum class Position { learned, rope };
+enum class MlpActivation { gelu, swiglu, relu2 };  // relu2: relu(x)², the speedrun's
+enum class Attention { mha, mla };
+enum class Balance { aux_loss, bias, none };
+enum class Schedule { constant, cosine, linear, wsd };
+enum class Optimizer { adamw, muon };
+enum class Precision { fp32, tf32, bf16 };
+enum class Backend { automatic, nccl, gloo };  // the ranks' process group; automatic: NCCL on CUDA, Gloo on cpu
+enum class AxisKind { grid, zip, tune, scale };  // a sweep file's dimension (config/sweep_spec.h)
+
+template <class E>
+struct Choices;
+
+template <>
+struct Choices<Family> {
+  static constexpr std::array<std::string_view, 2> names{"gpt2", "deepseek"};
+};
+template <>
+struct Choices<Norm> {
+  static constexpr std::array<std::string_view, 2> names{"layernorm", "rmsnorm"};
+};
+template <>
+struct Choices<Position> {
+  static constexpr std::array<std::string_view, 2> names{"learned", "rope"};
+};
+template <>
+struct Choices<MlpActivation> {
+  static constexpr std::array<std::string_view, 3> names{"gelu", "swiglu", "relu2"};
+};
+template <>
+struct Choices<Attention> {
+  static constexpr std::array<std::string_view, 2> names{"mha", "mla"};
+};
+template <>
+struct Choices<Balance> {
+  static constexpr std::array<std::string_view, 3> names{"aux_loss", "bias", "none"};
+};
+template <>
+struct Choices<Schedule> {
+  static constexpr std::array<std::string_view, 4> names{"constant", "cosine", "linear", "wsd"};
+};
+template <>
+struct Choices<Optimizer> {
+  static constexpr std::array<std::string_view, 2> names{"adamw", "muon"};
+};
+template <>
+struct Choices<Precision> {
+  static constexpr std::array<std::string_view, 3> names{"fp32", "tf32", "bf16"};
+};
+template <>
+struct Choices<Backend> {
+  static constexpr std::array<std::string_view, 3> names{"auto", "nccl", "gloo"};
+};
+template <>
+struct Choices<AxisKind> {
+  static constexpr std::array<std::string_view, 4> names{"grid", "zip", "tune", "scale"};
+};
+
+template <class E>
+concept Choice = requires { Choices<E>::names; };
+
+template <Choice E>
+std::string to_string(E value) {
+  return std::string(Choices<E>::names.at(static_cast<size_t>(value)));
+}
+
+// nullopt: not one of E's spellings.
+template <Choice E>
+std::optional<E> parse_choice(std::string_view spelled) {
+  for (size_t i = 0; i < Choices<E>::names.size(); ++i) {
+    if (Choices<E>::names[i] == spelled) {
+      return static_cast<E>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+// For input already checked against choice_names (a CLI option's IsMember); throws on others.
+template <Choice E>
+E choice_of(std::string_view spelled) {
+  if (const std::optional<E> value = parse_choice<E>(spelled)) {
+    return *value;
+  }
+  throw std::invalid_argument("not a known choice: " + std::string(spelled));
+}
+
+template <Choice E>
+std::vector<E> choices_of(const std::vector<std::string>& spelled) {
+  std::vector<E> values;
+  for (const std::string& s : spelled) {
+    values.push_back(choice_of<E>(s));
+  }
+  return values;
+}
+
+template <Choice E>
+std::vector<std::string> choice_names() {
+  return {Choices<E>::names.begin(), Choices<E>::names.end()};
+}
+
+template <Choice E>
+std::ostream& operator<<(std::ostream& out, E value) {
+  return out << Choices<E>::names.at(static_cast<size_t>(value));
+}
+
+}  // namespace sweep
+
+// Every nlohmann JSON type (json, ordered_json: the run identity's) spells a choice as its
+// string. A to_json found by ADL would not do: nlohmann's own one for enums (their integer) is
+// as good a match for ordered_json, and a run id would change without a word.
+template <sweep::Choice E>
+struct nlohmann::adl_serializer<E, void> {
+  template <class Json>
+  static void to_json(Json& j, E value) {
+    j = sweep::to_string(value);
+  }
+};
