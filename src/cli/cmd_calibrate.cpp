@@ -8,6 +8,7 @@
 #include "cli/results.h"
 #include "report/calibration.h"
 #include "report/load.h"
+#include "report/tuned_calibration.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -35,10 +36,54 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("--spending", o.spending, "--until-decided's alpha spending, to compare (sweep run uses pocock)")
       ->check(CLI::IsMember({"pocock", "obrien-fleming"}))
       ->capture_default_str();
+  cmd->add_flag("--tune", o.tune,
+                "The verdicts at each arm's best value of a tune axis: simulated bowls in log(learning rate)");
+  cmd->add_option("--curvature", o.curvature, "--tune: the bowl's rise per doubling² of the value")
+      ->check(at_least(0, true))
+      ->capture_default_str();
+  cmd->add_option("--run-sigma", o.run_sigma, "--tune: each run's own noise, beside the seed's")
+      ->check(at_least(0))
+      ->capture_default_str();
   return cmd;
 }
 
+namespace {
+
+// --tune: simulated bowls; σ, ρ, δ, the seeds and arms from the options, else the named sweep's
+// results, else TunedCalibrationSetup's defaults.
+Exit run_tuned_calibration(const CalibrateOptions& o) {
+  TunedCalibrationSetup tuned;
+  if (!o.sweep.empty()) {
+    std::unique_ptr<Store> store;
+    const std::string sweep = sweep_to_read(o.results, o.sweep, store);
+    const ReportInput input = load_report_input(*store, sweep, "test_loss", "");
+    const CalibrationSetup from = setup_from(analyze(input), input);
+    tuned.sigma = from.sigma;
+    tuned.rho = from.rho;
+    tuned.min_effect = from.min_effect;
+    tuned.seeds = from.seeds;
+    tuned.interventions = from.interventions;
+    tuned.alpha = from.alpha;
+  }
+  tuned.sigma = o.sigma > 0 ? o.sigma : tuned.sigma;
+  tuned.rho = o.rho <= 1 ? o.rho : tuned.rho;
+  tuned.min_effect = o.min_effect > 0 ? o.min_effect : tuned.min_effect;
+  tuned.seeds = o.seeds > 0 ? o.seeds : tuned.seeds;
+  tuned.interventions = o.interventions > 0 ? o.interventions : tuned.interventions;
+  tuned.replicates = o.replicates;
+  tuned.seed = o.seed;
+  tuned.curvature = o.curvature;
+  tuned.run_sigma = o.run_sigma;
+  std::fputs(tuned_calibration_markdown(tuned, calibrate_tuned(tuned)).c_str(), stdout);
+  return Exit::ok;
+}
+
+}  // namespace
+
 Exit run_calibrate(const CalibrateOptions& o) {
+  if (o.tune) {
+    return run_tuned_calibration(o);
+  }
   CalibrationSetup setup;
   if (!o.sweep.empty()) {
     std::unique_ptr<Store> store;

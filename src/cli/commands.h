@@ -112,6 +112,8 @@ struct CalibrateOptions {
   uint64_t seed = 1;
   std::string effects = "0,0.5,1,2";  // a list of numbers, read by run_calibrate (an empty one refused)
   std::string spending = "pocock";
+  bool tune = false;  // --tune: the tuned verdicts (report/tuned_calibration.h)
+  double curvature = 0.03, run_sigma = 0.004;
 };
 CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o);
 Exit run_calibrate(const CalibrateOptions& o);

@@ -110,7 +110,7 @@ struct TopLevel {
 };
 
 // sweep, baseline, seeds, min_effect, base (its keys only: it is parsed per variant), references,
-// trainer, grid/zip or scale.
+// trainer, grid/zip/tune or scale.
 TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_variants, const std::string& trainer_dir,
                         Diagnostics& diags) {
   const std::string& path = spec.file;
@@ -147,9 +147,13 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
   // Nodes are constructed, never assigned: yaml-cpp throws on assigning a key that is absent.
   const YAML::Node interventions = top.section("interventions");
   const YAML::Node combine = top.section("combine");
-  std::vector<Combo> combos = read_axes(top.section("grid"), top.section("zip"), path, spec.axes, max_variants, diags);
+  std::vector<Combo> combos =
+      read_axes(top.section("grid"), top.section("zip"), top.section("tune"), path, spec.axes, max_variants, diags);
   if (const YAML::Node scale = top.section("scale"); scale.IsDefined() && !scale.IsNull()) {
-    if (!spec.axes.empty()) {
+    if (const YAML::Node tune = root["tune"]; tune.IsDefined() && !tune.IsNull()) {
+      diags.error(tune.Mark(), "a tuning axis with a scale ladder is not supported yet: each rung would need its own "
+                               "best value — tune each rung as a sweep of its own at one size");
+    } else if (!spec.axes.empty()) {
       diags.error(scale.Mark(), "a sweep has a scale ladder or grid/zip axes, not both: crossing them would compare "
                                 "every grid point at every rung — run the grid as its own sweep at one size, or one "
                                 "ladder per grid value");
@@ -269,7 +273,7 @@ void check_variants(const YAML::Node& root, const SweepSpec& spec, const TopLeve
       } else if (on_axis && v.parts.empty()) {  // a combination repeats its parts' overrides: reported there
         diags.error(o.origin,
                     "intervention '" + v.name + "' sets '" + o.path +
-                        "', which a grid/zip axis also varies: the axis would replace it at every point — "
+                        "', which a grid/zip/tune axis also varies: the axis would replace it at every point — "
                         "drop it from the intervention or from the axis");
       }
     }
@@ -280,9 +284,12 @@ void check_variants(const YAML::Node& root, const SweepSpec& spec, const TopLeve
                                              ": {}' under interventions");
   }
   if (named.size() * top.combos.size() > max_variants) {
-    diags.error((root["grid"].IsDefined() ? root["grid"] : root["zip"].IsDefined() ? root["zip"] : top.interventions).Mark(),
-                too_many(max_variants, std::to_string(named.size()) + " interventions and combinations × " +
-                                           std::to_string(top.combos.size()) + " grid/zip points"));
+    const YAML::Node where = root["grid"].IsDefined() ? root["grid"]
+                             : root["zip"].IsDefined() ? root["zip"]
+                             : root["tune"].IsDefined() ? root["tune"]
+                                                        : top.interventions;
+    diags.error(where.Mark(), too_many(max_variants, std::to_string(named.size()) + " interventions and combinations × " +
+                                                         std::to_string(top.combos.size()) + " grid/zip/tune points"));
   }
 }
 
@@ -380,7 +387,7 @@ class Resolution {
       }
       const YAML::Mark mark = m_root["baseline"].Mark();
       m_problems.add({{m_spec.file, mark.line + 1, mark.column + 1,
-                       "the baseline '" + m_spec.baseline + "' is on no grid/zip point: base has " + base_values +
+                       "the baseline '" + m_spec.baseline + "' is on no grid/zip/tune point: base has " + base_values +
                            " — add these values to the axes (as one zip position), or set base to one of the points"}});
     }
   }
@@ -420,7 +427,7 @@ class Resolution {
                          : !v.overrides.empty() ? v.overrides.front().origin
                                                 : Origin{m_spec.file, 0, 0};
     if (!is_safe_name(full.name)) {
-      m_problems.add({at(where, "the grid/zip values make the variant name '" + full.name +
+      m_problems.add({at(where, "the grid/zip/tune values make the variant name '" + full.name +
                                     "', which is not a safe name — use plain values (numbers, words): names allow "
                                     "letters, digits and _ - . + = , only, at most 100 characters")});
       return;
@@ -432,7 +439,7 @@ class Resolution {
                                     ? "rung '" + point + "' of the scale ladder is the same run config as rung '" +
                                           m_points[same->second] + "' — each rung must be another size (scale.rungs)"
                                 : other.intervention == v.name
-                                    ? "the grid/zip point " + point + " of '" + v.name +
+                                    ? "the grid/zip/tune point " + point + " of '" + v.name +
                                           "' is the same run config as its point " + m_points[same->second] +
                                           " — each value must be a different setting (e.g. not both 1e-3 and 0.001)"
                                     : "variant '" + full.name + "' is the same run config as variant '" + other.name +
@@ -440,7 +447,7 @@ class Resolution {
       return;
     }
     if (const auto other = m_by_name.find(full.name); other != m_by_name.end()) {
-      m_problems.add({at(where, "two variants are named '" + full.name + "' (the grid/zip point of '" + v.name +
+      m_problems.add({at(where, "two variants are named '" + full.name + "' (the grid/zip/tune point of '" + v.name +
                                     "' and '" + m_spec.variants[other->second].intervention + "') — rename the intervention")});
       return;
     }

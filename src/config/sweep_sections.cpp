@@ -1,6 +1,7 @@
 #include "config/sweep_sections.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "util/error.h"
@@ -46,11 +47,6 @@ Diagnostic at(const Origin& o, const std::string& message) { return {o.file, o.l
 Origin origin_of(const std::string& file, const YAML::Node& node) {
   const YAML::Mark m = node.Mark();
   return {file, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1};
-}
-
-std::string short_key(const std::string& path) {
-  const size_t dot = path.rfind('.');
-  return dot == std::string::npos ? path : path.substr(dot + 1);
 }
 
 std::string scalar_text(const YAML::Node& value) {
@@ -137,11 +133,106 @@ std::string too_many(size_t max_variants, const std::string& why) {
          ") — split it into smaller sweeps, or raise --max-variants";
 }
 
-// Reads `grid` (each key its own dimension) and `zip` (its keys one dimension) into the points
-// of their cartesian product, and the dimensions into `axes` — or stops, reporting it, before
-// the points would pass `max_points`.
-std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, const std::string& file,
-                             std::vector<SweepAxis>& axes, size_t max_points, Diagnostics& diags) {
+namespace {
+
+// A number as YAML writes it (3e-4, 0.02, 64): what a tuning axis's values must be.
+bool is_number(const YAML::Node& value) {
+  if (!value.IsScalar()) {
+    return false;
+  }
+  try {
+    size_t used = 0;
+    const double v = std::stod(value.Scalar(), &used);
+    return used == value.Scalar().size() && std::isfinite(v);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// `zip` or `tune`: keys whose lists of one length vary together, one dimension of the points.
+void read_together(const YAML::Node& node, AxisKind axis_kind, const std::string& file, std::vector<Combo>& combos,
+                   std::vector<SweepAxis>& axes, size_t max_points, Diagnostics& diags) {
+  if (!node.IsDefined() || node.IsNull() || (node.IsMap() && node.size() == 0)) {
+    return;
+  }
+  const bool tune = axis_kind == AxisKind::tune;
+  const std::string kind = to_string(axis_kind);
+  if (!node.IsMap()) {
+    diags.error(node.Mark(), "'" + kind + "' must be a map of dotted key: [values]" +
+                                 (tune ? ", e.g. tune: {train.lr: [3e-4, 6e-4, 1.2e-3, 2.4e-3]}" : ", all lists of one length"));
+    return;
+  }
+  MapReader dup_check(node, kind, diags);
+  size_t length = 0;
+  for (const auto& axis : node) {
+    const std::string key = axis.first.Scalar();
+    if (!axis.second.IsSequence() || axis.second.size() == 0) {
+      diags.error(axis.second.Mark(), kind + " axis '" + key + "' must be a non-empty list");
+      return;
+    }
+    if (length != 0 && axis.second.size() != length) {
+      diags.error(axis.second.Mark(), kind + " axis '" + key + "' has " + std::to_string(axis.second.size()) +
+                                          " values, the first axis has " + std::to_string(length) + " — " + kind +
+                                          " axes vary together");
+      return;
+    }
+    length = axis.second.size();
+    refuse_seeds(key, axis.first.Mark(), diags);
+    if (const auto other = std::find_if(axes.begin(), axes.end(),
+                                        [&](const SweepAxis& a) {
+                                          return std::find(a.keys.begin(), a.keys.end(), key) != a.keys.end();
+                                        });
+        other != axes.end()) {
+      diags.error(axis.first.Mark(), "'" + key + "' is on both " + to_string(other->kind) + " and " + kind +
+                                         " — an axis key belongs to one of them");
+    }
+    if (tune) {
+      if (axis.second.size() < 3) {
+        diags.error(axis.second.Mark(), "tune axis '" + key + "' has " + std::to_string(axis.second.size()) +
+                                            " values: a best value needs at least 3 (a bowl), e.g. [3e-4, 6e-4, 1.2e-3, 2.4e-3]");
+        return;
+      }
+      for (const auto& value : axis.second) {
+        if (!is_number(value)) {
+          diags.error(value.Mark(), "tune axis '" + key + "': '" + scalar_text(value) +
+                                        "' is not a number — a tuning axis varies a numeric key (a learning rate, a "
+                                        "weight decay); compare choices with interventions or a grid");
+          return;
+        }
+      }
+    }
+  }
+  SweepAxis dimension{axis_kind, {}};
+  for (const auto& axis : node) {
+    dimension.keys.push_back(axis.first.Scalar());
+  }
+  axes.push_back(dimension);
+  if (combos.size() * length > max_points) {
+    diags.error(node.Mark(), too_many(max_points, std::to_string(combos.size()) + " grid points × " +
+                                                      std::to_string(length) + " " + kind + " positions"));
+    return;
+  }
+  std::vector<Combo> next;
+  for (const auto& c : combos) {
+    for (size_t i = 0; i < length; ++i) {
+      Combo n = c;
+      for (const auto& axis : node) {
+        n.overrides.push_back({axis.first.Scalar(), axis.second[i], origin_of(file, axis.first)});
+        n.values_at.push_back(origin_of(file, axis.second[i]));
+      }
+      next.push_back(n);
+    }
+  }
+  combos = next;
+}
+
+}  // namespace
+
+// Reads `grid` (each key its own dimension), `zip` (its keys one dimension) and `tune` (the
+// same, numbers only, 3 values or more) into the points of their cartesian product, and the
+// dimensions into `axes` — or stops, reporting it, before the points would pass `max_points`.
+std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, const YAML::Node& tune,
+                             const std::string& file, std::vector<SweepAxis>& axes, size_t max_points, Diagnostics& diags) {
   std::vector<Combo> combos{{}};
   if (grid.IsDefined() && !grid.IsNull() && !(grid.IsMap() && grid.size() == 0)) {
     if (!grid.IsMap()) {
@@ -154,7 +245,7 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
           continue;
         }
         refuse_seeds(axis.first.Scalar(), axis.first.Mark(), diags);
-        axes.push_back({"grid", {axis.first.Scalar()}});
+        axes.push_back({AxisKind::grid, {axis.first.Scalar()}});
         if (combos.size() * axis.second.size() > max_points) {  // before expanding: memory stays small
           diags.error(axis.first.Mark(), too_many(max_points, std::to_string(combos.size()) + " grid points × " +
                                                                   std::to_string(axis.second.size()) + " values of '" +
@@ -174,53 +265,8 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
       }
     }
   }
-  if (zip.IsDefined() && !zip.IsNull() && !(zip.IsMap() && zip.size() == 0)) {
-    if (!zip.IsMap()) {
-      diags.error(zip.Mark(), "'zip' must be a map of dotted key: [values], all lists of one length");
-      return combos;
-    }
-    MapReader dup_check(zip, "zip", diags);
-    size_t length = 0;
-    for (const auto& axis : zip) {
-      if (!axis.second.IsSequence() || axis.second.size() == 0) {
-        diags.error(axis.second.Mark(), "zip axis '" + axis.first.Scalar() + "' must be a non-empty list");
-        return combos;
-      }
-      if (length != 0 && axis.second.size() != length) {
-        diags.error(axis.second.Mark(), "zip axis '" + axis.first.Scalar() + "' has " +
-                                            std::to_string(axis.second.size()) + " values, the first axis has " +
-                                            std::to_string(length) + " — zip axes vary together");
-        return combos;
-      }
-      length = axis.second.size();
-      refuse_seeds(axis.first.Scalar(), axis.first.Mark(), diags);
-      if (std::any_of(axes.begin(), axes.end(), [&](const SweepAxis& a) { return a.keys.front() == axis.first.Scalar(); })) {
-        diags.error(axis.first.Mark(), "'" + axis.first.Scalar() + "' is on both grid and zip — an axis key belongs to one of them");
-      }
-    }
-    SweepAxis dimension{"zip", {}};
-    for (const auto& axis : zip) {
-      dimension.keys.push_back(axis.first.Scalar());
-    }
-    axes.push_back(dimension);
-    if (combos.size() * length > max_points) {
-      diags.error(zip.Mark(), too_many(max_points, std::to_string(combos.size()) + " grid points × " +
-                                                       std::to_string(length) + " zip positions"));
-      return combos;
-    }
-    std::vector<Combo> next;
-    for (const auto& c : combos) {
-      for (size_t i = 0; i < length; ++i) {
-        Combo n = c;
-        for (const auto& axis : zip) {
-          n.overrides.push_back({axis.first.Scalar(), axis.second[i], origin_of(file, axis.first)});
-          n.values_at.push_back(origin_of(file, axis.second[i]));
-        }
-        next.push_back(n);
-      }
-    }
-    combos = next;
-  }
+  read_together(zip, AxisKind::zip, file, combos, axes, max_points, diags);
+  read_together(tune, AxisKind::tune, file, combos, axes, max_points, diags);
   return combos;
 }
 
@@ -239,7 +285,7 @@ std::vector<Combo> read_scale(const YAML::Node& node, const std::string& file, s
   r.read("beyond", l.beyond, 1, 1e12);
   const YAML::Node target = r.section("target");
   r.finish();
-  SweepAxis dimension{"scale", {}};
+  SweepAxis dimension{AxisKind::scale, {}};
   if (rungs.IsDefined() && (!rungs.IsMap() || rungs.size() < 3)) {
     diags.error(rungs.Mark(), "'scale.rungs' must be a map of 3 or more named rungs (a trend needs 3), smallest "
                               "first, e.g. {small: {model.n_layer: 2}, medium: {model.n_layer: 4}, large: {model.n_layer: 8}}");

@@ -31,9 +31,6 @@ struct Combo {
 Origin origin_of(const std::string& file, const YAML::Node& node);
 Diagnostic at(const Origin& o, const std::string& message);
 
-// A dotted key's last part ("train.lr" -> "lr").
-std::string short_key(const std::string& path);
-
 // A value as written: a scalar's text, else its flow YAML.
 std::string scalar_text(const YAML::Node& value);
 
@@ -54,11 +51,12 @@ void check_name(const std::string& name, const YAML::Node& at, const std::string
 // "the sweep expands to more than N variants (...) — ...", for an expansion past --max-variants.
 std::string too_many(size_t max_variants, const std::string& why);
 
-// Reads `grid` (each key its own dimension) and `zip` (its keys one dimension) into the points
-// of their cartesian product, and the dimensions into `axes` — or stops, reporting it, before
-// the points would pass `max_points`.
-std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, const std::string& file,
-                             std::vector<SweepAxis>& axes, size_t max_points, Diagnostics& diags);
+// Reads `grid` (each key its own dimension), `zip` (its keys one dimension) and `tune` (the
+// same, numbers only, 3 values or more: every variant at every value, each compared at its own
+// best) into the points of their cartesian product, and the dimensions into `axes` — or stops,
+// reporting it, before the points would pass `max_points`.
+std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, const YAML::Node& tune,
+                             const std::string& file, std::vector<SweepAxis>& axes, size_t max_points, Diagnostics& diags);
 
 // Reads `scale:` into the ladder and one point per rung, and the rung keys into `axes` (one
 // dimension). The tokens a `tokens_per_param` ladder trains are set later, once the baseline's

@@ -88,4 +88,9 @@ std::vector<PlannedRun> added_seed_runs(const SweepSpec& spec, const std::string
   return out;
 }
 
+std::string short_key(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
 }  // namespace sweep

@@ -28,10 +28,11 @@ struct Variant {
   nlohmann::ordered_json axes = nlohmann::ordered_json::object();  // grid/zip key -> its resolved value
 };
 
-// One dimension of `grid` (a key), of `zip` (keys that vary together) or `scale` (the keys its
-// rungs set, train.tokens among them when the ladder derives it).
+// One dimension of `grid` (a key), of `zip` (keys that vary together), of `tune` (keys tuned
+// together: every variant at every value, each compared at its own best) or `scale` (the keys
+// its rungs set, train.tokens among them when the ladder derives it).
 struct SweepAxis {
-  std::string kind;               // grid | zip | scale
+  AxisKind kind = AxisKind::grid;
   std::vector<std::string> keys;  // dotted keys
 };
 
@@ -92,7 +93,7 @@ struct SweepSpec {
   std::string text;  // the sweep file as written
   std::string name;
   std::string baseline;
-  std::vector<SweepAxis> axes;    // grid keys in the file's order, then the zip (one dimension); or the scale
+  std::vector<SweepAxis> axes;    // grid keys in the file's order, then the zip and the tune (a dimension each); or the scale
   std::optional<Ladder> ladder;   // `scale:`
   std::optional<TrainerSpec> trainer;  // `trainer:` a user's own program trains the runs (config/trainer.h)
   std::vector<Variant> variants;  // the baseline first
@@ -130,6 +131,9 @@ std::string run_id_of(const RunConfig& config, int64_t repeat);
 // given, which the workers train on whatever the file says), its id recomputed: the kind of
 // device is part of what a run is (RunConfig::identity_json).
 void train_on(SweepSpec& spec, const std::string& device);
+
+// A dotted key's last part ("train.lr" -> "lr"), as variant names and reports show it.
+std::string short_key(const std::string& path);
 
 // Names become directory and table keys: letters, digits, '_', '-', '.', '+', '=' and ',',
 // starting with a letter or digit, at most 100 characters.

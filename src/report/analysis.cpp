@@ -10,6 +10,7 @@
 #include "report/curves.h"
 #include "report/noise.h"
 #include "report/response.h"
+#include "report/tuned.h"
 #include "report/seeds.h"
 #include "report/sequential.h"
 #include "util/error.h"
@@ -387,6 +388,9 @@ void rank(Analysis& a) {
 Analysis analyze(const ReportInput& in) {
   if (in.ladder) {
     return analyze_ladder(in);
+  }
+  if (tune_axis(in) != nullptr) {
+    return analyze_tuned(in);
   }
   const VariantRuns& base_runs = baseline_of(in);
   Analysis a = analysis_header(in);

@@ -235,6 +235,26 @@ struct LadderSummary {
   std::vector<Trend> trends;  // in the sweep file's order
 };
 
+// An arm of a sweep with a tune axis (report/tuned.h): an intervention, the other axes fixed.
+struct TunedArm {
+  std::string arm;             // its variant at the base value: its name in both tables
+  std::string series;          // its curve along the tune axis (Response::series)
+  std::vector<std::string> variants;  // its variants, one per value tried (--until-decided adds seeds to all)
+  OptimumFit fit;              // along the tune axis, over all its seeds
+  double sensitivity = 0;      // the loss a 2× error in the value costs at the fitted best (NaN: no minimum inside)
+  Verdict at_base = Verdict::undecided, at_best = Verdict::undecided;
+  TunedOutcome outcome = TunedOutcome::no_result;
+  std::string why;             // the outcome in words
+};
+
+struct TunedSummary {
+  std::vector<std::string> keys;     // the tuned keys (the first is the fits' x)
+  std::string base_value;            // the baseline's value of the first key
+  std::vector<VariantStats> at_best;  // each arm's per-seed tuned values against the baseline's, ranked
+  std::vector<TunedArm> arms;        // in the sweep file's order, the baseline first
+  std::vector<std::string> notes;    // what the tuned comparison's reader must know
+};
+
 struct Analysis {
   std::string sweep, baseline, metric;
   double alpha = 0.05;
@@ -255,6 +275,7 @@ struct Analysis {
   // and the trends across them. `variants` then holds every rung's variants, rung by rung.
   std::vector<Analysis> rungs;
   std::optional<LadderSummary> ladder;
+  std::optional<TunedSummary> tuned;  // a tune axis: the verdicts at each arm's own best (`variants`: at the base value)
 };
 
 Analysis analyze(const ReportInput& input);

@@ -264,7 +264,7 @@ std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, 
   const std::map<std::string, int64_t> want = next_round(a);
   std::vector<PlannedRun> runs;
   std::vector<std::string> undecided, capped;
-  for (const auto& v : a.variants) {
+  for (const auto& v : a.tuned ? a.tuned->at_best : a.variants) {  // a tune axis: the verdicts at each arm's best
     if (!v.is_baseline && v.verdict == Verdict::undecided) {
       (want.count(v.name) ? undecided : capped).push_back(v.name);
     }

@@ -9,6 +9,7 @@
 #include "report/ladder_render.h"
 #include "report/report_json.h"
 #include "report/tables.h"
+#include "report/tuned_render.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -252,7 +253,7 @@ std::string render_text(const Analysis& a) {
   for (const auto& l : reference_lines(a)) {
     out << "reference " << l << '\n';
   }
-  out << (method.empty() ? "" : "\n" + method + "\n") << "\nnoise:\n";
+  out << (method.empty() ? "" : "\n" + method + "\n") << (a.tuned ? tuned_text(a) : "") << "\nnoise:\n";
   for (const auto& l : noise_lines(a)) {
     out << "  " << l << '\n';
   }
@@ -306,7 +307,7 @@ std::string study_markdown(const Analysis& a) {
   for (const auto& l : reference_lines(a)) {
     out << "\nReference " << md_code(l) << '\n';
   }
-  out << (method.empty() ? "" : "\n" + method + "\n") << "\n## Noise\n\n";
+  out << (method.empty() ? "" : "\n" + method + "\n") << (a.tuned ? tuned_markdown(a) : "") << "\n## Noise\n\n";
   for (const auto& l : noise_lines(a)) {
     out << "- " << l << '\n';
   }
@@ -413,7 +414,7 @@ std::string study_html(const Analysis& a) {
   for (const auto& l : reference_lines(a)) {
     out << "<p class=\"reference\">Reference " << html_escape(l) << "</p>\n";
   }
-  out << (method.empty() ? "" : "<p>" + html_escape(method) + "</p>\n")
+  out << (method.empty() ? "" : "<p>" + html_escape(method) + "</p>\n") << (a.tuned ? tuned_html(a) : "")
       << "<h2>Noise</h2>\n<ul>\n";
   for (const auto& l : noise_lines(a)) {
     out << "<li>" << html_escape(l) << "</li>\n";
@@ -522,6 +523,9 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   j["tokens_to_target"] = json_array(a.targets);
   j["compute_matched"] = json_array(a.matched);
   j["delta_curves"] = json_array(a.deltas);
+  if (a.tuned) {  // only then: the reports of sweeps without a tune axis keep their bytes
+    j["tuned"] = json_of(*a.tuned);
+  }
   j["code"] = a.code;
   j["notes"] = a.notes;
   return j.dump(2) + "\n";

@@ -210,4 +210,30 @@ nlohmann::ordered_json json_of(const LadderSummary& l) {
           {"trends", json_array(l.trends)}};
 }
 
+nlohmann::ordered_json json_of(const TunedArm& t) {
+  return {{"arm", t.arm},
+          {"series", t.series},
+          {"variants", t.variants},
+          {"best", number_or_null(t.fit.fitted ? t.fit.best : std::nan(""))},
+          {"best_ci", {number_or_null(t.fit.ci_low), number_or_null(t.fit.ci_high)}},
+          {"inside", t.fit.inside},
+          {"sensitivity_2x", number_or_null(t.sensitivity)},
+          {"verdict_at_base", to_string(t.at_base)},
+          {"verdict_at_best", to_string(t.at_best)},
+          {"outcome", to_string(t.outcome)},
+          {"why", t.why}};
+}
+
+nlohmann::ordered_json json_of(const TunedSummary& t) {
+  nlohmann::ordered_json base_value = nullptr;
+  if (!t.base_value.empty()) {
+    base_value = nlohmann::ordered_json::parse(t.base_value, nullptr, false);
+  }
+  return {{"keys", t.keys},
+          {"base_value", base_value},
+          {"arms", json_array(t.arms)},
+          {"at_best", json_array(t.at_best)},
+          {"notes", t.notes}};
+}
+
 }  // namespace sweep

@@ -22,6 +22,8 @@ nlohmann::ordered_json json_of(const DeltaCurve& d);
 nlohmann::ordered_json json_of(const RungInfo& r);
 nlohmann::ordered_json json_of(const Trend& t);
 nlohmann::ordered_json json_of(const LadderSummary& l);
+nlohmann::ordered_json json_of(const TunedArm& t);
+nlohmann::ordered_json json_of(const TunedSummary& t);
 // The design as the analysis applied it: min_effect (and its source), the suggested one, the seeds.
 nlohmann::ordered_json design_json(const Analysis& a);
 

@@ -17,7 +17,9 @@ bool changes_batch(const std::string& key) {
   return key == "train.micro_batch" || key == "train.grad_accum" || key == "resources.ranks";
 }
 
-std::optional<double> number(const std::string& json_text) {
+}  // namespace
+
+std::optional<double> axis_number(const std::string& json_text) {
   try {
     size_t used = 0;
     const double v = std::stod(json_text, &used);
@@ -28,6 +30,8 @@ std::optional<double> number(const std::string& json_text) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 // (t, value) pairs of the given seeds (a seed drawn twice counts twice) at every point.
 void gather(const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& seeds, bool log_x,
@@ -45,6 +49,132 @@ void gather(const std::vector<ResponsePoint>& points, const std::vector<SeedKey>
 }
 
 void add_note(OptimumFit& f, const std::string& note) { f.note += (f.note.empty() ? "" : "; ") + note; }
+
+// (x, summary of its values) of each point with results.
+std::vector<std::pair<double, Summary>> point_means(const std::vector<ResponsePoint>& points) {
+  std::vector<std::pair<double, Summary>> means;
+  for (const auto& p : points) {
+    std::vector<double> values;
+    for (const auto& [key, value] : p.values) {
+      values.push_back(value);
+    }
+    if (!values.empty()) {
+      means.emplace_back(p.x, summarize(values));
+    }
+  }
+  return means;
+}
+
+bool by_mean(const std::pair<double, Summary>& a, const std::pair<double, Summary>& b) { return a.second.mean < b.second.mean; }
+
+// Why the fitted curve's lowest value is not a bowl the data show, if it lies far below every
+// measured mean: by more than half the spread of the means, or than the widest mean's CI (noise).
+std::optional<std::string> far_below_the_means(double lowest_fitted, const std::vector<std::pair<double, Summary>>& means) {
+  const auto [lowest, highest] = std::minmax_element(means.begin(), means.end(), by_mean);
+  double tolerance = (highest->second.mean - lowest->second.mean) / 2;
+  for (const auto& [x, m] : means) {
+    if (std::isfinite(m.ci_high)) {
+      tolerance = std::max(tolerance, m.ci_high - m.mean);
+    }
+  }
+  if (lowest_fitted >= lowest->second.mean - tolerance) {
+    return std::nullopt;
+  }
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "no optimum: the fitted quadratic's lowest value (%.4g) lies far below every measured mean "
+                "(the lowest, %.4f, at %g) — this response is not a bowl a quadratic describes",
+                lowest_fitted, lowest->second.mean, lowest->first);
+  return text;
+}
+
+// The best value's CI: seeds drawn with replacement, the curve fitted again, its minimum on
+// [lo, hi] taken each time (in t, the fit's axis).
+void bootstrap_best(OptimumFit& f, const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& all, double lo,
+                    double hi, int64_t resamples, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, all.size() - 1);
+  std::vector<double> bests, t, y;
+  int64_t inside = 0;
+  std::vector<SeedKey> drawn(all.size());
+  for (int64_t r = 0; r < resamples; ++r) {
+    for (auto& d : drawn) {
+      d = all[pick(rng)];
+    }
+    gather(points, drawn, f.log_x, t, y);
+    const std::optional<Quadratic> qr = fit_quadratic(t, y);
+    if (!qr) {
+      continue;
+    }
+    const double b = argmin_on(*qr, lo, hi);
+    inside += b > lo && b < hi;
+    bests.push_back(b);
+  }
+  f.resamples = static_cast<int64_t>(bests.size());
+  if (!bests.empty()) {
+    const auto to_x = [&](double t) { return f.log_x ? std::exp(t) : t; };
+    f.ci_low = to_x(percentile(bests, 0.025));
+    f.ci_high = to_x(percentile(bests, 0.975));
+    f.share_inside = static_cast<double>(inside) / static_cast<double>(bests.size());
+  }
+}
+
+// Lack of fit: means the curve misses by more than their own 95% CI. The bootstrap CI covers
+// seed noise, not a curve of the wrong shape.
+void note_lack_of_fit(OptimumFit& f, const std::vector<std::pair<double, Summary>>& means, size_t values) {
+  int64_t missed = 0;
+  double worst = 0, worst_x = 0;
+  for (const auto& [x, m] : means) {
+    const double miss = std::abs(m.mean - f.curve.at(f.log_x ? std::log(x) : x));
+    if (m.n >= 2 && miss > m.ci_high - m.mean) {
+      ++missed;
+      if (miss > worst) {
+        worst = miss;
+        worst_x = x;
+      }
+    }
+  }
+  if (missed > 0) {
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "the quadratic misses the mean at %lld of %zu values by more than its 95%% CI (most: %.4f at %g): "
+                  "the CI of the best value covers seed noise, not the curve's shape",
+                  static_cast<long long>(missed), values, worst, worst_x);
+    add_note(f, text);
+  }
+}
+
+// Where the best value sits against the ends of the values with results (xs): the lowest mean
+// at an end with the curve's minimum inside, or the curve lowest at an end (low_end: the
+// smallest; then the values tried beyond it that have no result are named).
+void note_range_end(OptimumFit& f, const std::vector<ResponsePoint>& points, const std::set<double>& xs,
+                    const std::vector<std::pair<double, Summary>>& means, bool low_end) {
+  char text[320];
+  const double lowest_x = std::min_element(means.begin(), means.end(), by_mean)->first;
+  if (f.inside && (lowest_x == *xs.begin() || lowest_x == *xs.rbegin())) {
+    std::snprintf(text, sizeof text,
+                  "the lowest measured mean is at the end of the range (%g): the minimum inside it is the curve's, "
+                  "between values tried",
+                  lowest_x);
+    add_note(f, text);
+  }
+  if (f.inside) {
+    return;
+  }
+  // Values tried beyond this end that have no result (every run diverged, or not finished).
+  std::string beyond;
+  for (const auto& p : points) {
+    if (p.values.empty() && (low_end ? p.x < *xs.begin() : p.x > *xs.rbegin())) {
+      std::snprintf(text, sizeof text, "%s%g", beyond.empty() ? "" : ", ", p.x);
+      beyond += text;
+    }
+  }
+  add_note(f, std::string("the fitted curve is lowest at the ") + (low_end ? "smallest" : "largest") +
+                  " value with results: the best value lies there or beyond it" +
+                  (beyond.empty() ? " (try values beyond it, where the key allows)"
+                                  : "; the " + std::string(low_end ? "smaller" : "larger") + " values tried (" + beyond +
+                                        ") have no result — their runs diverged or have not finished"));
+}
 
 }  // namespace
 
@@ -68,9 +198,7 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resampl
     return f;
   }
   f.log_x = *xs.begin() > 0;
-  const auto to_t = [&](double x) { return f.log_x ? std::log(x) : x; };
-  const auto to_x = [&](double t) { return f.log_x ? std::exp(t) : t; };
-  const double lo = to_t(*xs.begin()), hi = to_t(*xs.rbegin());
+  const double lo = f.log_x ? std::log(*xs.begin()) : *xs.begin(), hi = f.log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
   const std::vector<SeedKey> all(seed_set.begin(), seed_set.end());
   std::vector<double> t, y;
   gather(points, all, f.log_x, t, y);
@@ -81,114 +209,34 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resampl
   }
   f.curve = *q;
   const double best_t = argmin_on(*q, lo, hi);
-  // The measured means: a curve far below all of them is not a bowl the data show.
-  std::vector<std::pair<double, Summary>> means;  // (x, summary) of the points with results
-  for (const auto& p : points) {
-    std::vector<double> values;
-    for (const auto& [key, value] : p.values) {
-      values.push_back(value);
-    }
-    if (!values.empty()) {
-      means.emplace_back(p.x, summarize(values));
-    }
-  }
-  const auto by_mean = [](const auto& a, const auto& b) { return a.second.mean < b.second.mean; };
-  const auto [lowest, highest] = std::minmax_element(means.begin(), means.end(), by_mean);
-  // Far: by more than half the spread of the means, or than the widest mean's CI (noise).
-  double tolerance = (highest->second.mean - lowest->second.mean) / 2;
-  for (const auto& [x, m] : means) {
-    if (std::isfinite(m.ci_high)) {
-      tolerance = std::max(tolerance, m.ci_high - m.mean);
-    }
-  }
-  if (q->at(best_t) < lowest->second.mean - tolerance) {
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "no optimum: the fitted quadratic's lowest value (%.4g) lies far below every measured mean "
-                  "(the lowest, %.4f, at %g) — this response is not a bowl a quadratic describes",
-                  q->at(best_t), lowest->second.mean, lowest->first);
-    f.note = text;
+  const std::vector<std::pair<double, Summary>> means = point_means(points);
+  if (std::optional<std::string> why = far_below_the_means(q->at(best_t), means)) {
+    f.note = *why;
     return f;
   }
   f.fitted = true;
-  f.best = to_x(best_t);
+  f.best = f.log_x ? std::exp(best_t) : best_t;
   f.inside = best_t > lo && best_t < hi;
-
   if (all.size() >= 2) {
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<size_t> pick(0, all.size() - 1);
-    std::vector<double> bests;
-    int64_t inside = 0;
-    std::vector<SeedKey> drawn(all.size());
-    for (int64_t r = 0; r < resamples; ++r) {
-      for (auto& d : drawn) {
-        d = all[pick(rng)];
-      }
-      gather(points, drawn, f.log_x, t, y);
-      const std::optional<Quadratic> qr = fit_quadratic(t, y);
-      if (!qr) {
-        continue;
-      }
-      const double b = argmin_on(*qr, lo, hi);
-      inside += b > lo && b < hi;
-      bests.push_back(b);
-    }
-    f.resamples = static_cast<int64_t>(bests.size());
-    if (!bests.empty()) {
-      f.ci_low = to_x(percentile(bests, 0.025));
-      f.ci_high = to_x(percentile(bests, 0.975));
-      f.share_inside = static_cast<double>(inside) / static_cast<double>(bests.size());
-    }
+    bootstrap_best(f, points, all, lo, hi, resamples, seed);
   } else {
     add_note(f, "one seed: no bootstrap CI");
   }
-  // Lack of fit: means the curve misses by more than their own 95% CI. The bootstrap CI covers
-  // seed noise, not a curve of the wrong shape.
-  int64_t missed = 0;
-  double worst = 0, worst_x = 0;
-  for (const auto& [x, m] : means) {
-    const double miss = std::abs(m.mean - q->at(to_t(x)));
-    if (m.n >= 2 && miss > m.ci_high - m.mean) {
-      ++missed;
-      if (miss > worst) {
-        worst = miss;
-        worst_x = x;
-      }
-    }
-  }
-  char text[320];
-  if (missed > 0) {
-    std::snprintf(text, sizeof text,
-                  "the quadratic misses the mean at %lld of %zu values by more than its 95%% CI (most: %.4f at %g): "
-                  "the CI of the best value covers seed noise, not the curve's shape",
-                  static_cast<long long>(missed), xs.size(), worst, worst_x);
-    add_note(f, text);
-  }
-  const bool lowest_at_end = lowest->first == *xs.begin() || lowest->first == *xs.rbegin();
-  if (f.inside && lowest_at_end) {
-    std::snprintf(text, sizeof text,
-                  "the lowest measured mean is at the end of the range (%g): the minimum inside it is the curve's, "
-                  "between values tried",
-                  lowest->first);
-    add_note(f, text);
-  }
-  if (!f.inside) {
-    // Values tried beyond this end that have no result (every run diverged, or not finished).
-    const bool low_end = best_t <= lo;
-    std::string beyond;
-    for (const auto& p : points) {
-      if (p.values.empty() && (low_end ? p.x < *xs.begin() : p.x > *xs.rbegin())) {
-        std::snprintf(text, sizeof text, "%s%g", beyond.empty() ? "" : ", ", p.x);
-        beyond += text;
-      }
-    }
-    add_note(f, std::string("the fitted curve is lowest at the ") + (low_end ? "smallest" : "largest") +
-                    " value with results: the best value lies there or beyond it" +
-                    (beyond.empty() ? " (try values beyond it, where the key allows)"
-                                    : "; the " + std::string(low_end ? "smaller" : "larger") + " values tried (" + beyond +
-                                          ") have no result — their runs diverged or have not finished"));
-  }
+  note_lack_of_fit(f, means, xs.size());
+  note_range_end(f, points, xs, means, best_t <= lo);
   return f;
+}
+
+std::string series_of(const VariantRuns& v, const std::vector<std::string>& along) {
+  std::string key = v.intervention;
+  for (const auto& [axis, value] : v.axes) {
+    if (std::find(along.begin(), along.end(), axis) == along.end()) {
+      // as variant names show it: the key's last part, a string without its JSON quotes
+      const bool text = value.size() >= 2 && value.front() == '"';
+      key += "+" + short_key(axis) + "=" + (text ? value.substr(1, value.size() - 2) : value);
+    }
+  }
+  return key;
 }
 
 std::vector<Response> find_responses(const ReportInput& in, std::vector<std::string>& notes) {
@@ -197,14 +245,7 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
     // Series: variants that differ only along this dimension.
     std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> series;
     for (const auto& v : in.variants) {
-      std::string key = v.intervention;
-      for (const auto& [axis, value] : v.axes) {
-        if (std::find(dim.keys.begin(), dim.keys.end(), axis) == dim.keys.end()) {
-          // as variant names show it: the key's last part, a string without its JSON quotes
-          const bool text = value.size() >= 2 && value.front() == '"';
-          key += "+" + axis.substr(axis.rfind('.') + 1) + "=" + (text ? value.substr(1, value.size() - 2) : value);
-        }
-      }
+      const std::string key = series_of(v, dim.keys);
       auto it = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == key; });
       if (it == series.end()) {
         series.push_back({key, {}});
@@ -225,7 +266,7 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
     if (!by_batch) {
       const auto numeric = std::find_if(dim.keys.begin(), dim.keys.end(), [&](const std::string& key) {
         return std::all_of(in.variants.begin(), in.variants.end(),
-                           [&](const VariantRuns& v) { return v.axes.count(key) && number(v.axes.at(key)); });
+                           [&](const VariantRuns& v) { return v.axes.count(key) && axis_number(v.axes.at(key)); });
       });
       if (numeric == dim.keys.end()) {
         notes.push_back("axis " + join(dim.keys, ", ") + ": no numeric value, so no response");
@@ -241,7 +282,7 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
       for (const VariantRuns* v : members) {
         ResponsePoint p;
         p.variant = v->name;
-        p.x = by_batch ? v->batch_sequences : *number(v->axes.at(x_key));
+        p.x = by_batch ? v->batch_sequences : *axis_number(v->axes.at(x_key));
         p.values = seed_values(v->runs);
         std::vector<double> values;
         for (const auto& [seed, value] : p.values) {

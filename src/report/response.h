@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@ namespace sweep {
 // grad_accum × ranks); otherwise its first numeric key. `notes` receives what the reader must
 // know (a dimension with no numeric key, too few values to fit).
 std::vector<Response> find_responses(const ReportInput& in, std::vector<std::string>& notes);
+
+// The series `v` belongs to along the dimension of keys `along`: its intervention and its values
+// of the other axes ("clip+grad_accum=4"), as variant names show them.
+std::string series_of(const VariantRuns& v, const std::vector<std::string>& along);
+
+// A grid value's JSON text as a finite number; nullopt when it is not one.
+std::optional<double> axis_number(const std::string& json_text);
 
 // The best x of `points` (by x): see the file comment. `resamples` bootstrap resamples from a
 // generator seeded with `seed`, so a report is reproducible.

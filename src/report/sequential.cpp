@@ -138,6 +138,22 @@ std::map<std::string, int64_t> next_round(const Analysis& a) {
     }
     return out;
   }
+  if (a.tuned) {
+    // The arms whose verdict at their best is open get seeds at every value tried.
+    Analysis at_best = a;
+    at_best.variants = a.tuned->at_best;
+    at_best.tuned.reset();
+    for (const auto& [arm, n] : next_round(at_best)) {
+      for (const auto& t : a.tuned->arms) {
+        if (t.arm == arm) {
+          for (const auto& v : t.variants) {
+            out[v] = n;
+          }
+        }
+      }
+    }
+    return out;
+  }
   int64_t most = 0;
   for (const auto& v : a.variants) {
     if (!v.is_baseline && v.verdict == Verdict::undecided && !v.halted && v.seeds_planned < a.design.max_seeds) {

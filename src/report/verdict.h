@@ -40,6 +40,15 @@ enum class SumVerdict { adds_up, overlaps, interferes, better_than_sum, unknown 
 // An intervention's improvement across a ladder's rungs.
 enum class TrendVerdict { holds, grows, shrinks, flips_sign, undecided, no_result };
 
+// An arm of a sweep with a tune axis: its verdict at the base value against its verdict at its
+// own best value (report/tuned.h).
+enum class TunedOutcome {
+  agrees,       // the same verdict at the base value and at the best
+  confounded,   // they differ: printed "<key>-confounded" (lr-confounded)
+  extend_grid,  // its best value (or the baseline's) lies at the edge of the values tried
+  no_result,    // no tuned verdict: too few values with results
+};
+
 constexpr const char* to_string(Verdict v) {
   switch (v) {
     case Verdict::better: return "better";
@@ -98,6 +107,16 @@ constexpr const char* to_string(TrendVerdict v) {
     case TrendVerdict::flips_sign: return "flips sign";
     case TrendVerdict::undecided: return "undecided";
     case TrendVerdict::no_result: return "no result";
+  }
+  return "no result";
+}
+
+constexpr const char* to_string(TunedOutcome o) {
+  switch (o) {
+    case TunedOutcome::agrees: return "agrees";
+    case TunedOutcome::confounded: return "confounded";
+    case TunedOutcome::extend_grid: return "extend the grid";
+    case TunedOutcome::no_result: return "no result";
   }
   return "no result";
 }

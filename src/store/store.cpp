@@ -18,6 +18,7 @@
 #include "protocol/json_line.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -203,7 +204,7 @@ void Store::record_sweep(const SweepSpec& spec) try {
   nlohmann::json axes = nlohmann::json::array();
   for (const auto& a : spec.axes) {
     axes.push_back({{"kind", a.kind}, {"keys", a.keys}});
-    if (a.kind == "scale" && spec.ladder) {
+    if (a.kind == AxisKind::scale && spec.ladder) {
       axes.back()["ladder"] = spec.ladder->to_json();
     }
   }
@@ -350,7 +351,14 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   info.design.interventions = design.value("interventions", int64_t{0});
   info.design.variant_runs = design.value("variant_runs", std::map<std::string, std::string>{});
   for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {
-    info.axes.push_back({a.at("kind").get<std::string>(), a.at("keys").get<std::vector<std::string>>()});
+    const std::string kind = a.at("kind").get<std::string>();
+    const std::optional<AxisKind> known = parse_choice<AxisKind>(kind);
+    if (!known) {
+      throw Error("sweep " + sweep + " in the database has an axis of kind '" + kind + "', which this sweep does not " +
+                      "know (one of " + join(choice_names<AxisKind>(), ", ") + ") — a newer sweep wrote it",
+                  Exit::bad_input);
+    }
+    info.axes.push_back({*known, a.at("keys").get<std::vector<std::string>>()});
     if (a.contains("ladder")) {
       info.ladder = Ladder::from_json(a["ladder"]);
     }

@@ -12,6 +12,27 @@ using namespace sweep;
 
 static const std::string k_sweep_dir = std::string(SWEEP_TEST_DATA) + "/sweep";
 
+TEST_CASE("expansion: a tune axis trains every variant at every value, keys tuned together, beside a grid") {
+  const SweepSpec s = load_sweep(k_sweep_dir + "/tune.yaml");
+  REQUIRE(s.axes.size() == 2);
+  CHECK(s.axes[0].kind == AxisKind::grid);
+  CHECK(s.axes[1].kind == AxisKind::tune);
+  CHECK(s.axes[1].keys == std::vector<std::string>{"train.lr", "train.muon_lr"});
+  REQUIRE(s.variants.size() == 2 * 2 * 3);  // interventions × weight decays × tune positions
+  std::set<std::string> names;
+  for (const auto& v : s.variants) {
+    names.insert(v.name);
+  }
+  CHECK(names.count("base"));  // base's values: its bare name
+  CHECK(names.count("lr=5e-4+muon_lr=0.01"));
+  CHECK(names.count("muon"));
+  CHECK(names.count("muon+weight_decay=0.0+lr=2e-3+muon_lr=0.04"));
+  CHECK(s.runs.size() == 12 * 2);
+  for (const auto& r : s.runs) {
+    CHECK(r.config.train.muon_lr == doctest::Approx(20 * r.config.train.lr));  // one position sets both
+  }
+}
+
 TEST_CASE("expansion: interventions, combine, grid, zip, seeds and repeats") {
   const SweepSpec s = load_sweep(k_sweep_dir + "/small.yaml");
   // 4 named variants (base first) × 2 grid values × 2 zip positions
@@ -27,9 +48,9 @@ TEST_CASE("expansion: interventions, combine, grid, zip, seeds and repeats") {
   CHECK(s.variants[1].axes.dump() == R"({"train.weight_decay":0.0,"train.micro_batch":4,"train.grad_accum":1})");
   CHECK(s.variants.back().parts == std::vector<std::string>{"clip", "nodrop"});
   REQUIRE(s.axes.size() == 2);
-  CHECK(s.axes[0].kind == "grid");
+  CHECK(s.axes[0].kind == AxisKind::grid);
   CHECK(s.axes[0].keys == std::vector<std::string>{"train.weight_decay"});
-  CHECK(s.axes[1].kind == "zip");
+  CHECK(s.axes[1].kind == AxisKind::zip);
   CHECK(s.axes[1].keys == std::vector<std::string>{"train.micro_batch", "train.grad_accum"});
   // × (2 init × 1 data) × 2 repeats
   CHECK(s.runs.size() == 16 * 4);
@@ -193,7 +214,7 @@ TEST_CASE("a scale ladder: every intervention at every rung, named by its rung, 
   CHECK(s.ladder->target_unit == "params");
   CHECK(s.ladder->target == 1e6);
   REQUIRE(s.axes.size() == 1);
-  CHECK(s.axes[0].kind == "scale");
+  CHECK(s.axes[0].kind == AxisKind::scale);
   CHECK(s.axes[0].keys == std::vector<std::string>{"model.n_layer", "model.n_embd", "train.tokens"});
   std::vector<std::string> names;
   for (const auto& v : s.variants) {

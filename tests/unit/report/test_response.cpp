@@ -117,7 +117,7 @@ TEST_CASE("responses: the batch in sequences for batch keys, a series per interv
   ReportInput in;
   in.metric = "test_loss";
   in.baseline = "baseline";
-  in.axes = {{"grid", {"train.grad_accum"}}};
+  in.axes = {{AxisKind::grid, {"train.grad_accum"}}};
   for (const auto& [ga, loss] : std::vector<std::pair<int, double>>{{1, 5.0}, {2, 4.9}, {4, 5.1}}) {
     const std::string axis = std::to_string(ga);
     in.variants.push_back(grid_point(ga == 2 ? "baseline" : "grad_accum=" + axis, "baseline", 8.0 * ga,
@@ -141,7 +141,7 @@ TEST_CASE("responses: the batch in sequences for batch keys, a series per interv
   CHECK(notes.empty());
 
   // A zip that keeps the global batch: its x is its first numeric key; a text axis has no response.
-  in.axes = {{"zip", {"train.micro_batch", "train.grad_accum"}}, {"grid", {"train.schedule"}}};
+  in.axes = {{AxisKind::zip, {"train.micro_batch", "train.grad_accum"}}, {AxisKind::grid, {"train.schedule"}}};
   in.variants = {
       grid_point("baseline", "baseline", 16, {{"train.micro_batch", "16"}, {"train.grad_accum", "1"}, {"train.schedule", "\"cosine\""}}, 5.0),
       grid_point("micro_batch=8+grad_accum=2", "baseline", 16, {{"train.micro_batch", "8"}, {"train.grad_accum", "2"}, {"train.schedule", "\"cosine\""}}, 5.0),

@@ -212,14 +212,14 @@ TEST_CASE("a sweep's design is recorded: axes, each variant's intervention, part
   test::TempDir dir;
   Store store(dir.str("sweep.db"));
   SweepSpec s = one_run_sweep();
-  s.axes = {{"grid", {"train.grad_accum"}}};
+  s.axes = {{AxisKind::grid, {"train.grad_accum"}}};
   s.variants[0].axes = {{"train.grad_accum", 1}};
   Variant both{"both+grad_accum=2", {}, "both", {"a", "b"}, {{"train.grad_accum", 2}}};
   s.variants.push_back(both);
   store.record_sweep(s);
   const SweepInfo info = *store.sweep_info("t");
   REQUIRE(info.axes.size() == 1);
-  CHECK(info.axes[0].kind == "grid");
+  CHECK(info.axes[0].kind == AxisKind::grid);
   CHECK(info.axes[0].keys == std::vector<std::string>{"train.grad_accum"});
   REQUIRE(info.variants.size() == 2);
   CHECK(info.variants[0].intervention == "base");  // no intervention given: its own name

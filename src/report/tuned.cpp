@@ -1,0 +1,275 @@
+#include "report/tuned.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "report/response.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+// The variant's values of the tuned keys, as JSON text, in the axis's order.
+std::vector<std::string> tuned_values(const VariantRuns& v, const SweepAxis& tune) {
+  std::vector<std::string> values;
+  for (const auto& key : tune.keys) {
+    const auto it = v.axes.find(key);
+    values.push_back(it == v.axes.end() ? "" : it->second);
+  }
+  return values;
+}
+
+const VariantRuns* find_variant(const ReportInput& in, const std::string& name) {
+  for (const auto& v : in.variants) {
+    if (v.name == name) {
+      return &v;
+    }
+  }
+  return nullptr;
+}
+
+// Each arm's variants along the tune axis, by series, in the sweep file's order.
+std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> arms_of(const ReportInput& in, const SweepAxis& tune) {
+  std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> arms;
+  for (const auto& v : in.variants) {
+    const std::string series = series_of(v, tune.keys);
+    auto it = std::find_if(arms.begin(), arms.end(), [&](const auto& a) { return a.first == series; });
+    if (it == arms.end()) {
+      arms.push_back({series, {}});
+      it = arms.end() - 1;
+    }
+    it->second.push_back(&v);
+  }
+  return arms;
+}
+
+// Which way to extend the values tried when a curve's best lies at an end of them: "below
+// 0.0003" or "above 0.0024".
+std::string beyond_edge(const Response& r) {
+  std::vector<double> xs;
+  for (const auto& p : r.points) {
+    if (!p.values.empty()) {
+      xs.push_back(p.x);
+    }
+  }
+  if (xs.empty() || !r.fit.fitted) {
+    return "";
+  }
+  const bool low = std::abs(r.fit.best - xs.front()) <= std::abs(r.fit.best - xs.back());
+  char text[96];
+  std::snprintf(text, sizeof text, "%s %g", low ? "below" : "above", low ? xs.front() : xs.back());
+  return text;
+}
+
+}  // namespace
+
+const SweepAxis* tune_axis(const ReportInput& in) {
+  for (const auto& a : in.axes) {
+    if (a.kind == AxisKind::tune) {
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+ReportInput base_value_input(const ReportInput& in) {
+  const SweepAxis* tune = tune_axis(in);
+  ReportInput out = in;
+  if (tune == nullptr) {
+    return out;
+  }
+  const VariantRuns* base = find_variant(in, in.baseline);
+  out.variants.clear();
+  if (base != nullptr) {
+    const std::vector<std::string> at = tuned_values(*base, *tune);
+    for (const auto& v : in.variants) {
+      if (tuned_values(v, *tune) == at) {
+        out.variants.push_back(v);
+      }
+    }
+  }
+  out.axes.erase(std::remove_if(out.axes.begin(), out.axes.end(), [](const SweepAxis& a) { return a.kind == AxisKind::tune; }),
+                 out.axes.end());
+  return out;
+}
+
+double tuned_value(const std::vector<std::pair<double, double>>& points) {
+  std::set<double> xs;
+  for (const auto& [x, y] : points) {
+    xs.insert(x);
+  }
+  if (xs.size() < 3) {
+    return k_nan;
+  }
+  const bool log_x = *xs.begin() > 0;
+  std::vector<double> t, y;
+  for (const auto& [x, value] : points) {
+    t.push_back(log_x ? std::log(x) : x);
+    y.push_back(value);
+  }
+  const std::optional<Quadratic> q = fit_quadratic(t, y);
+  if (!q) {
+    return k_nan;
+  }
+  const double lo = log_x ? std::log(*xs.begin()) : *xs.begin(), hi = log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
+  return q->at(argmin_on(*q, lo, hi));
+}
+
+ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) {
+  const SweepAxis* tune = tune_axis(in);
+  ReportInput out = base_value_input(in);
+  if (tune == nullptr) {
+    return out;
+  }
+  const ReportInput at_base = out;
+  out.variants.clear();
+  const std::string& x_key = tune->keys.front();
+  int64_t short_seeds = 0;
+  for (const auto& [series, members] : arms_of(in, *tune)) {
+    // the arm's variant at the base value names it
+    const auto named = std::find_if(at_base.variants.begin(), at_base.variants.end(),
+                                    [&](const VariantRuns& v) { return series_of(v, tune->keys) == series; });
+    if (named == at_base.variants.end()) {
+      continue;
+    }
+    std::map<SeedKey, std::vector<std::pair<double, double>>> by_seed;
+    std::set<SeedKey> planned;
+    for (const VariantRuns* v : members) {
+      const auto it = v->axes.find(x_key);
+      const std::optional<double> x = it == v->axes.end() ? std::nullopt : axis_number(it->second);
+      for (const auto& r : v->runs) {
+        planned.insert({r.init_seed, r.data_seed});
+      }
+      if (!x) {
+        continue;
+      }
+      for (const auto& [seed, value] : seed_values(v->runs)) {
+        by_seed[seed].push_back({*x, value});
+      }
+    }
+    VariantRuns arm = *named;
+    arm.runs.clear();
+    for (const SeedKey& seed : planned) {
+      ReportRun r;
+      r.run_id = named->name + "@" + std::to_string(seed.first) + "," + std::to_string(seed.second);
+      r.init_seed = seed.first;
+      r.data_seed = seed.second;
+      const double value = by_seed.count(seed) ? tuned_value(by_seed.at(seed)) : k_nan;
+      if (std::isfinite(value)) {
+        r.status = RunState::done;
+        r.value = value;
+      } else {
+        r.status = RunState::pending;  // results at fewer than 3 values, so far
+        ++short_seeds;
+      }
+      arm.runs.push_back(r);
+    }
+    out.variants.push_back(arm);
+  }
+  if (short_seeds > 0) {
+    notes.push_back(plural(short_seeds, "seed") + " of the arms have results at fewer than 3 values of " + x_key +
+                    ": no tuned value yet (a seed's value is the lowest point of a quadratic through its runs)");
+  }
+  out.notes.clear();
+  return out;
+}
+
+void judge_tuned_arm(TunedArm& arm, const Response* curve, const Response* baseline_curve, const std::string& key) {
+  const std::string confounded = short_key(key) + "-confounded";
+  if (curve == nullptr || !curve->fit.fitted) {
+    arm.outcome = TunedOutcome::no_result;
+    arm.why = "no best " + short_key(key) + ": " + (curve ? curve->fit.note : "no curve along " + key);
+    return;
+  }
+  for (const Response* c : {curve, baseline_curve}) {
+    if (c != nullptr && c->fit.fitted && !c->fit.inside) {
+      arm.outcome = TunedOutcome::extend_grid;
+      arm.why = confounded + ": " + (c == curve ? "its" : "the baseline's") + " best " + short_key(key) +
+                " lies at the edge of the values tried — extend the grid " + beyond_edge(*c);
+      return;
+    }
+  }
+  if (arm.at_base != arm.at_best) {
+    arm.outcome = TunedOutcome::confounded;
+    arm.why = confounded + ": " + to_string(arm.at_base) + " at the base " + short_key(key) + ", " +
+              to_string(arm.at_best) + " with each arm at its own best";
+    return;
+  }
+  arm.outcome = TunedOutcome::agrees;
+  if (arm.at_base == Verdict::baseline) {
+    arm.why = "its best " + short_key(key) + " lies inside the values tried";
+    return;
+  }
+  arm.why = std::string(to_string(arm.at_best)) + " at the base " + short_key(key) + " and at each arm's best";
+}
+
+Analysis analyze_tuned(const ReportInput& in) {
+  const SweepAxis* tune = tune_axis(in);
+  Analysis a = analyze(base_value_input(in));
+  if (tune == nullptr) {
+    return a;
+  }
+  // the curves along the tune axis: each arm's best value
+  ReportInput along = in;
+  along.axes = {*tune};
+  std::vector<std::string> response_notes;
+  const std::vector<Response> responses = find_responses(along, response_notes);
+  a.responses.insert(a.responses.end(), responses.begin(), responses.end());
+
+  TunedSummary t;
+  t.keys = tune->keys;
+  const ReportInput best_input = tuned_input(in, t.notes);
+  const Analysis best = analyze(best_input);
+  t.at_best = best.variants;
+  t.notes.insert(t.notes.end(), best.notes.begin(), best.notes.end());
+  if (const VariantRuns* base = find_variant(in, in.baseline); base != nullptr && base->axes.count(tune->keys.front())) {
+    t.base_value = base->axes.at(tune->keys.front());
+  }
+  const auto curve_of = [&](const std::string& series) -> const Response* {
+    for (const auto& r : responses) {
+      if (r.series == series) {
+        return &r;
+      }
+    }
+    return nullptr;
+  };
+  const auto verdict_in = [](const std::vector<VariantStats>& stats, const std::string& name) {
+    for (const auto& s : stats) {
+      if (s.name == name) {
+        return s.verdict;
+      }
+    }
+    return Verdict::no_result;
+  };
+  const VariantRuns* baseline = find_variant(best_input, in.baseline);
+  const Response* baseline_curve = baseline ? curve_of(series_of(*baseline, tune->keys)) : nullptr;
+  for (const auto& v : best_input.variants) {
+    TunedArm arm;
+    arm.arm = v.name;
+    arm.series = series_of(v, tune->keys);
+    for (const auto& [series, members] : arms_of(in, *tune)) {
+      if (series == arm.series) {
+        for (const VariantRuns* m : members) {
+          arm.variants.push_back(m->name);
+        }
+      }
+    }
+    const Response* curve = curve_of(arm.series);
+    if (curve != nullptr) {
+      arm.fit = curve->fit;
+    }
+    // a 2× error in the value moves log x by ln 2 from the fitted minimum: a·ln²2 higher on the curve
+    arm.sensitivity = arm.fit.fitted && arm.fit.inside && arm.fit.log_x ? arm.fit.curve.a * std::log(2.0) * std::log(2.0) : k_nan;
+    arm.at_base = verdict_in(a.variants, v.name);
+    arm.at_best = verdict_in(t.at_best, v.name);
+    judge_tuned_arm(arm, curve, v.name == in.baseline ? nullptr : baseline_curve, tune->keys.front());
+    t.arms.push_back(arm);
+  }
+  a.tuned = t;
+  return a;
+}
+
+}  // namespace sweep

@@ -1,0 +1,46 @@
+// The tuned verdicts' error rates and coverage, measured (`sweep calibrate --tune`): synthetic
+// studies with a tune axis over a learning rate, analysed by the report's own code. Arm a's
+// metric at seed s and value 2^t (t = log2 of the value ÷ the base value) is a bowl plus noise:
+//   depth_a + curvature · (t − centre_a)² + σ · (ρ · z_s + √(1 − ρ²) · w_as) + run_sigma · e_asv,
+// with z_s shared by every run of seed s (the same initial weights and batches), w_as by an arm's
+// runs at that seed, e_asv each run's own. The scenarios: every arm with the baseline's bowl; arms
+// whose bowl only moves sideways (to the base value, from a baseline whose best lies half a
+// doubling above it); arms deeper by δ and 2δ (the interval's coverage of the true difference).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sweep {
+
+struct TunedCalibrationSetup {
+  double sigma = 0.008;       // seed-to-seed sd of an arm's metric
+  double rho = 0.5;           // correlation of two arms' seed noise at one seed
+  double run_sigma = 0.004;   // each run's own noise
+  double curvature = 0.03;    // the bowl's rise per (doubling)² away from its minimum
+  double min_effect = 0.005;  // δ
+  int64_t seeds = 3;
+  int64_t interventions = 4;
+  std::vector<double> grid{-1, 0, 1, 2};  // log2 of the values tried ÷ the base value (0 must be one)
+  int64_t replicates = 1000;
+  uint64_t seed = 1;
+  double alpha = 0.05;
+};
+
+struct TunedCalibrationRow {
+  std::string scenario;
+  double truth = 0;             // the true difference of minima, baseline − arm (positive: the arm is better)
+  int64_t judged = 0;           // arms judged: replicates × interventions
+  double better = 0, worse = 0, equivalent = 0, undecided = 0;  // at each arm's best, shares
+  double any_false = 0;         // share of studies with a false better or worse at the best
+  double base_better = 0;       // share called better at the base value
+  double confounded_when_base_better = 0;  // of those, the share called <key>-confounded (any reason)
+  double extend = 0;            // share whose outcome is "extend the grid"
+  double coverage = 0;          // share whose 95% interval at the best covers the truth
+};
+
+std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& setup);
+std::string tuned_calibration_markdown(const TunedCalibrationSetup& setup, const std::vector<TunedCalibrationRow>& rows);
+
+}  // namespace sweep

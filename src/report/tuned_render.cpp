@@ -1,0 +1,130 @@
+#include "report/tuned_render.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+std::string ci_text(double low, double high, const char* format) {
+  return std::isfinite(low) ? "[" + format_number(format, low) + ", " + format_number(format, high) + "]" : "-";
+}
+
+const VariantStats* stats_of(const std::vector<VariantStats>& stats, const std::string& name) {
+  for (const auto& s : stats) {
+    if (s.name == name) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+std::string best_text(const TunedArm& arm) {
+  const OptimumFit& f = arm.fit;
+  if (!f.fitted) {
+    return "-";
+  }
+  std::string s = format_number("%.3g", f.best);
+  if (!f.inside) {
+    return s + " (edge)";
+  }
+  return std::isfinite(f.ci_low) ? s + " " + ci_text(f.ci_low, f.ci_high, "%.3g") : s;
+}
+
+std::string improvement_text(const VariantStats* v) {
+  if (v == nullptr) {
+    return "-";
+  }
+  return v->is_baseline ? "0" : format_number("%+.4f", v->improvement);
+}
+
+}  // namespace
+
+std::vector<std::string> tuned_headers(const TunedSummary& t) {
+  const std::string key = short_key(t.keys.front());
+  return {"#", "arm", "best " + key + " [95% CI]", "2× off costs", "n", "at its best", "95% CI", "verdict",
+          "at base " + key, "verdict at base", "outcome"};
+}
+
+Rows tuned_rows(const Analysis& a) {
+  Rows rows;
+  const TunedSummary& t = *a.tuned;
+  for (size_t i = 0; i < t.at_best.size(); ++i) {
+    const VariantStats& best = t.at_best[i];
+    const TunedArm* arm = nullptr;
+    for (const auto& x : t.arms) {
+      if (x.arm == best.name) {
+        arm = &x;
+      }
+    }
+    const VariantStats* base = stats_of(a.variants, best.name);
+    const std::string n = best.seeds == best.seeds_planned ? std::to_string(best.seeds)
+                                                           : std::to_string(best.seeds) + "/" + std::to_string(best.seeds_planned);
+    rows.push_back({std::to_string(i + 1), best.name, arm ? best_text(*arm) : "-",
+                    arm && std::isfinite(arm->sensitivity) ? format_number("%.4f", arm->sensitivity) : "-", n,
+                    improvement_text(&best), ci_text(best.ci_low, best.ci_high, "%+.4f"), verdict_text(best),
+                    improvement_text(base), base ? verdict_text(*base) : "-", arm ? arm->why : "-"});
+  }
+  return rows;
+}
+
+std::string tuned_title(const TunedSummary& t) { return "Tuned: each arm at its own best " + short_key(t.keys.front()); }
+
+std::string tuned_sentence(const Analysis& a) {
+  const TunedSummary& t = *a.tuned;
+  const std::string key = t.keys.front();
+  return "Each arm (an intervention) was trained at every value of " + join(t.keys, ", ") +
+         ". On each seed, its tuned value is the lowest point, on the values tried, of a quadratic in log(" + key +
+         ") fitted to that seed's runs, so the best is chosen again on every seed and its noise is in the seeds' "
+         "spread; 'at its best' = mean(baseline's tuned values) − mean(arm's), judged as the table above judges the "
+         "runs at the base value (" + short_key(key) + " = " + (t.base_value.empty() ? "?" : t.base_value) +
+         "). best " + short_key(key) + ": the fitted minimum over all seeds, 95% CI from a bootstrap over seeds; 2× off "
+         "costs: the fitted loss a factor 2 away from it. An arm is " + short_key(key) +
+         "-confounded when its verdict at the base value and at its best differ, or when its best (or the baseline's) "
+         "lies at the edge of the values tried.";
+}
+
+std::string tuned_text(const Analysis& a) {
+  std::ostringstream out;
+  out << "\n" << tuned_title(*a.tuned) << ":\n"
+      << text_table(tuned_headers(*a.tuned), tuned_rows(a), "  ") << "  " << tuned_sentence(a) << '\n';
+  for (const auto& n : a.tuned->notes) {
+    out << "  note: " << n << '\n';
+  }
+  return out.str();
+}
+
+std::string tuned_markdown(const Analysis& a) {
+  Rows rows = tuned_rows(a);
+  for (auto& row : rows) {
+    row[1] = md_code(row[1]);
+    row[10] = md_code(row[10]);
+  }
+  std::ostringstream out;
+  out << "\n## " << tuned_title(*a.tuned) << "\n\n"
+      << markdown_table(tuned_headers(*a.tuned), rows) << '\n' << tuned_sentence(a) << '\n';
+  for (const auto& n : a.tuned->notes) {
+    out << "\n- " << md_code(n);
+  }
+  out << (a.tuned->notes.empty() ? "" : "\n");
+  return out.str();
+}
+
+std::string tuned_html(const Analysis& a) {
+  std::ostringstream out;
+  out << "<h2>" << html_escape(tuned_title(*a.tuned)) << "</h2>\n"
+      << html_table(tuned_headers(*a.tuned), tuned_rows(a)) << "<p>" << html_escape(tuned_sentence(a)) << "</p>\n";
+  if (!a.tuned->notes.empty()) {
+    out << "<ul>\n";
+    for (const auto& n : a.tuned->notes) {
+      out << "<li>" << html_escape(n) << "</li>\n";
+    }
+    out << "</ul>\n";
+  }
+  return out.str();
+}
+
+}  // namespace sweep

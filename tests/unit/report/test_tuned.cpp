@@ -1,0 +1,223 @@
+// Tuning-fair verdicts: a seed's tuned value against a brute-force search, the tuned comparison's
+// interval against one computed by hand from those values, and the outcomes — agrees, an arm
+// whose bowl only moves sideways (lr-confounded), a best value at the edge (extend the grid).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "report/stats.h"
+#include "report/tuned.h"
+#include "report/tuned_calibration.h"
+#include "util/error.h"
+
+using namespace sweep;
+
+namespace {
+
+const std::vector<double> k_lrs{5e-4, 1e-3, 2e-3, 4e-3};
+
+// A bowl in log2(lr): its lowest value `depth` at `centre`.
+double bowl(double lr, double centre, double depth) { return depth + 0.05 * std::pow(std::log2(lr / centre), 2); }
+
+// Seed s's offset, shared by all of its runs (the seed noise of a study), and a little noise of
+// its own for each run.
+double seed_offset(int64_t s) { return 0.02 * std::sin(1.7 * static_cast<double>(s)); }
+double run_noise(int64_t s, size_t i, int arm) {
+  return 0.002 * std::sin(3.1 * static_cast<double>(s) + 1.3 * static_cast<double>(i) + 0.7 * arm);
+}
+
+std::string lr_text(double lr) { return nlohmann::json(lr).dump(); }
+
+// One arm of a study with a tune axis over train.lr (base value 1e-3): a variant per value.
+void add_arm(ReportInput& in, const std::string& name, int arm, double centre, double depth, int64_t seeds) {
+  for (size_t i = 0; i < k_lrs.size(); ++i) {
+    VariantRuns v;
+    v.intervention = name;
+    v.name = k_lrs[i] == 1e-3 ? name : (name == "baseline" ? "" : name + "+") + "lr=" + lr_text(k_lrs[i]);
+    v.axes = {{"train.lr", lr_text(k_lrs[i])}};
+    for (int64_t s = 1; s <= seeds; ++s) {
+      ReportRun r;
+      r.run_id = v.name + std::to_string(s);
+      r.status = RunState::done;
+      r.init_seed = r.data_seed = s;
+      r.value = bowl(k_lrs[i], centre, depth) + seed_offset(s) + run_noise(s, i, arm);
+      v.runs.push_back(r);
+    }
+    in.variants.push_back(v);
+  }
+}
+
+ReportInput study(int64_t seeds) {
+  ReportInput in;
+  in.sweep = "tuned";
+  in.baseline = "baseline";
+  in.metric = "test_loss";
+  in.axes = {{AxisKind::tune, {"train.lr"}}};
+  in.design.first = seeds;
+  in.design.min_effect = 0.01;
+  in.power = false;
+  add_arm(in, "baseline", 0, 1e-3, 5.0, seeds);
+  add_arm(in, "deeper", 1, 1e-3, 4.95, seeds);      // better at any lr
+  add_arm(in, "sideways", 2, 2e-3, 5.0, seeds);     // the same bowl at twice the lr
+  add_arm(in, "beyond", 3, 1.6e-2, 4.9, seeds);     // still falling at the largest lr tried
+  return in;
+}
+
+const TunedArm& arm_named(const TunedSummary& t, const std::string& name) {
+  for (const auto& a : t.arms) {
+    if (a.arm == name) {
+      return a;
+    }
+  }
+  FAIL("no arm " << name);
+  return t.arms.front();
+}
+
+const VariantStats& stats_named(const std::vector<VariantStats>& stats, const std::string& name) {
+  for (const auto& s : stats) {
+    if (s.name == name) {
+      return s;
+    }
+  }
+  FAIL("no variant " << name);
+  return stats.front();
+}
+
+}  // namespace
+
+TEST_CASE("tuned: a seed's tuned value is the fitted quadratic's lowest point on the values tried (brute force)") {
+  for (const double centre : {1.4e-3, 3e-4, 9e-3}) {  // inside; below and above the values tried
+    std::vector<std::pair<double, double>> points;
+    for (size_t i = 0; i < k_lrs.size(); ++i) {
+      points.push_back({k_lrs[i], bowl(k_lrs[i], centre, 5.0)});
+    }
+    // the points lie on a quadratic in log(lr): its lowest point on [5e-4, 4e-3] by a fine search
+    double brute = std::numeric_limits<double>::infinity();
+    for (int k = 0; k <= 100000; ++k) {
+      const double lr = 5e-4 * std::pow(8.0, k / 100000.0);
+      brute = std::min(brute, bowl(lr, centre, 5.0));
+    }
+    CAPTURE(centre);
+    CHECK(tuned_value(points) == doctest::Approx(brute).epsilon(1e-9));
+  }
+  CHECK(std::isnan(tuned_value({{1e-3, 5.0}, {2e-3, 4.9}})));  // two values: no bowl
+  CHECK(std::isnan(tuned_value({{1e-3, 5.0}, {1e-3, 4.9}, {2e-3, 4.8}})));
+}
+
+TEST_CASE("tuned: each arm at its own best — the paired interval over seeds' tuned values, computed by hand") {
+  const int64_t seeds = 5;
+  const ReportInput in = study(seeds);
+  const Analysis a = analyze(in);
+  REQUIRE(a.tuned);
+  const TunedSummary& t = *a.tuned;
+  CHECK(t.keys == std::vector<std::string>{"train.lr"});
+  CHECK(t.base_value == lr_text(1e-3));
+  // the table at the base value holds the variants at lr = 1e-3 only
+  REQUIRE(a.variants.size() == 4);
+  for (const auto& v : a.variants) {
+    CHECK(v.name.find("lr=") == std::string::npos);
+  }
+  // by hand: each seed's tuned value (its own fit), the paired differences, a t interval
+  std::vector<std::string> notes;
+  const ReportInput tuned = tuned_input(in, notes);
+  CHECK(notes.empty());
+  std::vector<double> d;
+  for (int64_t s = 1; s <= seeds; ++s) {
+    std::vector<std::pair<double, double>> base_points, arm_points;
+    for (size_t i = 0; i < k_lrs.size(); ++i) {
+      base_points.push_back({k_lrs[i], bowl(k_lrs[i], 1e-3, 5.0) + seed_offset(s) + run_noise(s, i, 0)});
+      arm_points.push_back({k_lrs[i], bowl(k_lrs[i], 1e-3, 4.95) + seed_offset(s) + run_noise(s, i, 1)});
+    }
+    d.push_back(tuned_value(base_points) - tuned_value(arm_points));
+  }
+  const Summary by_hand = summarize(d);
+  const VariantStats& deeper = stats_named(t.at_best, "deeper");
+  CHECK(deeper.method == Method::paired);
+  CHECK(deeper.seeds == seeds);
+  CHECK(deeper.improvement == doctest::Approx(by_hand.mean).epsilon(1e-9));
+  CHECK(deeper.ci_low == doctest::Approx(by_hand.ci_low).epsilon(1e-9));
+  CHECK(deeper.ci_high == doctest::Approx(by_hand.ci_high).epsilon(1e-9));
+  CHECK(tuned.variants.size() == 4);
+}
+
+TEST_CASE("tuned: agrees, lr-confounded (a bowl moved sideways) and extend the grid (a best at the edge)") {
+  const Analysis a = analyze(study(5));
+  REQUIRE(a.tuned);
+  const TunedSummary& t = *a.tuned;
+
+  const TunedArm& deeper = arm_named(t, "deeper");
+  CHECK(deeper.at_base == Verdict::better);
+  CHECK(deeper.at_best == Verdict::better);
+  CHECK(deeper.outcome == TunedOutcome::agrees);
+  CHECK(deeper.fit.inside);
+  CHECK(deeper.fit.best == doctest::Approx(1e-3).epsilon(0.1));
+  CHECK(deeper.sensitivity == doctest::Approx(0.05).epsilon(0.1));  // 0.05 per doubling squared
+
+  // the same bowl at twice the lr: worse at the base lr, not better at its own best
+  const TunedArm& sideways = arm_named(t, "sideways");
+  CHECK(sideways.at_base == Verdict::worse);
+  CHECK(sideways.at_best != Verdict::better);
+  CHECK(sideways.at_best != Verdict::worse);
+  CHECK(sideways.fit.best == doctest::Approx(2e-3).epsilon(0.1));
+  CHECK(sideways.outcome == TunedOutcome::confounded);
+  CHECK(sideways.why.rfind("lr-confounded: worse at the base lr, ", 0) == 0);
+
+  const TunedArm& beyond = arm_named(t, "beyond");
+  CHECK_FALSE(beyond.fit.inside);
+  CHECK(beyond.outcome == TunedOutcome::extend_grid);
+  CHECK(beyond.why == "lr-confounded: its best lr lies at the edge of the values tried — extend the grid above 0.004");
+
+  const TunedArm& baseline = arm_named(t, "baseline");
+  CHECK(baseline.outcome == TunedOutcome::agrees);
+  CHECK(baseline.why == "its best lr lies inside the values tried");
+}
+
+TEST_CASE("tuned: the judge's rules on constructed inputs") {
+  Response inside, edge;
+  inside.fit.fitted = edge.fit.fitted = true;
+  inside.fit.inside = true;
+  edge.fit.best = 5e-4;
+  for (const double x : k_lrs) {
+    ResponsePoint p;
+    p.x = x;
+    p.values[{1, 1}] = 5.0;
+    inside.points.push_back(p);
+    edge.points.push_back(p);
+  }
+  TunedArm arm;
+  arm.at_base = Verdict::better;
+  arm.at_best = Verdict::better;
+  judge_tuned_arm(arm, &inside, &inside, "train.weight_decay");
+  CHECK(arm.outcome == TunedOutcome::agrees);
+  arm.at_best = Verdict::undecided;  // better only at the base value
+  judge_tuned_arm(arm, &inside, &inside, "train.weight_decay");
+  CHECK(arm.outcome == TunedOutcome::confounded);
+  CHECK(arm.why == "weight_decay-confounded: better at the base weight_decay, undecided with each arm at its own best");
+  judge_tuned_arm(arm, &inside, &edge, "train.weight_decay");  // the baseline's best at the edge
+  CHECK(arm.outcome == TunedOutcome::extend_grid);
+  CHECK(arm.why == "weight_decay-confounded: the baseline's best weight_decay lies at the edge of the values tried — "
+                   "extend the grid below 0.0005");
+  Response none;
+  none.fit.note = "fewer than 3 distinct values with results: no optimum fitted";
+  judge_tuned_arm(arm, &none, &inside, "train.lr");
+  CHECK(arm.outcome == TunedOutcome::no_result);
+}
+
+TEST_CASE("tuned calibration: a smoke check of the figures docs/verdicts.md gives at 1,000 studies") {
+  TunedCalibrationSetup s;
+  s.replicates = 40;
+  const std::vector<TunedCalibrationRow> rows = calibrate_tuned(s);
+  REQUIRE(rows.size() == 4);
+  for (const auto& r : rows) {
+    CAPTURE(r.scenario);
+    CHECK(r.judged == 40 * s.interventions);
+    CHECK(r.better + r.worse + r.equivalent + r.undecided == doctest::Approx(1.0));
+    CHECK(r.coverage >= 0.85);  // ≥ 0.93 at 1,000 studies
+  }
+  CHECK(rows[0].any_false <= 0.15);  // the same bowl: alpha per study
+  CHECK(rows[1].better <= 0.1);      // moved sideways: not better at its best...
+  CHECK(rows[1].base_better >= 0.5);  // ...though better at the base value, where it is
+  CHECK(rows[1].confounded_when_base_better >= 0.8);
+  CHECK(rows[3].better > rows[2].better);
+  CHECK_THROWS_AS(calibrate_tuned(TunedCalibrationSetup{.sigma = 0}), Error);
+}
