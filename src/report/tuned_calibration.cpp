@@ -66,9 +66,9 @@ ReportInput tuned_study(const TunedCalibrationSetup& s, const std::vector<Arm>& 
 
 struct Scenario {
   std::string name;
-  double shift = 0;  // arms' centre − the baseline's
+  double shift = 0;   // arms' centre − the baseline's, in doublings
   double deeper = 0;  // arms' depth below the baseline's, in multiples of δ
-  bool random_centre = true;  // the baseline's centre drawn in [0, 1] per study; else 0.5
+  bool random_centre = true;  // the baseline's centre drawn in [0, 1] per study; else at 1 (twice the base value)
 };
 
 }  // namespace
@@ -83,7 +83,7 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
   }
   const std::vector<Scenario> scenarios{
       {"the baseline's bowl", 0, 0, true},
-      {"moved half a doubling down to the base value", -0.5, 0, false},
+      {"moved a doubling down, to the base value", -1, 0, false},
       {"deeper by δ", 0, 1, true},
       {"deeper by 2δ", 0, 2, true},
   };
@@ -97,7 +97,7 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
     int64_t better = 0, worse = 0, equivalent = 0, undecided = 0, studies_false = 0, base_better = 0;
     int64_t confounded = 0, extend = 0, covered = 0;
     for (int64_t r = 0; r < s.replicates; ++r) {
-      const double c = sc.random_centre ? centre(rng) : 0.5;
+      const double c = sc.random_centre ? centre(rng) : 1.0;
       std::vector<Arm> arms{{3.0, c}};
       for (int64_t i = 0; i < s.interventions; ++i) {
         arms.push_back({3.0 - row.truth, c + sc.shift});
@@ -154,8 +154,8 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
                     " between arms at a seed), each run's own noise " + format_number("%g", s.run_sigma) + ", δ = " +
                     format_number("%g", s.min_effect) + ", " + plural(s.seeds, "seed") + ", alpha " + format_number("%g", s.alpha) +
                     ", " + std::to_string(s.replicates) + " studies per row, seed " + std::to_string(s.seed) +
-                    ". The baseline's best lies at a random place between the base value and twice it (half a doubling "
-                    "above the base value in the sideways row). Verdicts at each arm's best:\n\n";
+                    ". The baseline's best lies at a random place between the base value and twice it (at twice it in the "
+                    "sideways row, where the arms' best is the base value). Verdicts at each arm's best:\n\n";
   out += "| arms' bowl | true difference | better | worse | equivalent | undecided | any false better/worse (per study) "
          "| 95% CI covers it | better at the base value | of those, lr-confounded | extend the grid |\n"
          "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";

@@ -4,8 +4,8 @@
 //   depth_a + curvature · (t − centre_a)² + σ · (ρ · z_s + √(1 − ρ²) · w_as) + run_sigma · e_asv,
 // with z_s shared by every run of seed s (the same initial weights and batches), w_as by an arm's
 // runs at that seed, e_asv each run's own. The scenarios: every arm with the baseline's bowl; arms
-// whose bowl only moves sideways (to the base value, from a baseline whose best lies half a
-// doubling above it); arms deeper by δ and 2δ (the interval's coverage of the true difference).
+// whose bowl only moves sideways (its best at the base value, the baseline's a doubling above);
+// arms deeper by δ and 2δ (the interval's coverage of the true difference).
 #pragma once
 
 #include <cstdint>

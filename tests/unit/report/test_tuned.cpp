@@ -216,7 +216,7 @@ TEST_CASE("tuned calibration: a smoke check of the figures docs/verdicts.md give
   }
   CHECK(rows[0].any_false <= 0.15);  // the same bowl: alpha per study
   CHECK(rows[1].better <= 0.1);      // moved sideways: not better at its best...
-  CHECK(rows[1].base_better >= 0.5);  // ...though better at the base value, where it is
+  CHECK(rows[1].base_better >= 0.1);  // ...though often better at the base value, where its best is
   CHECK(rows[1].confounded_when_base_better >= 0.8);
   CHECK(rows[3].better > rows[2].better);
   CHECK_THROWS_AS(calibrate_tuned(TunedCalibrationSetup{.sigma = 0}), Error);
