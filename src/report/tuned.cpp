@@ -215,12 +215,10 @@ Analysis analyze_tuned(const ReportInput& in) {
   // the curves along the tune axis: each arm's best value
   ReportInput along = in;
   along.axes = {*tune};
-  std::vector<std::string> response_notes;
-  const std::vector<Response> responses = find_responses(along, response_notes);
-  a.responses.insert(a.responses.end(), responses.begin(), responses.end());
-
   TunedSummary t;
   t.keys = tune->keys;
+  const std::vector<Response> responses = find_responses(along, t.notes);
+  a.responses.insert(a.responses.end(), responses.begin(), responses.end());
   const ReportInput best_input = tuned_input(in, t.notes);
   const Analysis best = analyze(best_input);
   t.at_best = best.variants;
@@ -246,11 +244,12 @@ Analysis analyze_tuned(const ReportInput& in) {
   };
   const VariantRuns* baseline = find_variant(best_input, in.baseline);
   const Response* baseline_curve = baseline ? curve_of(series_of(*baseline, tune->keys)) : nullptr;
+  const auto arms = arms_of(in, *tune);
   for (const auto& v : best_input.variants) {
     TunedArm arm;
     arm.arm = v.name;
     arm.series = series_of(v, tune->keys);
-    for (const auto& [series, members] : arms_of(in, *tune)) {
+    for (const auto& [series, members] : arms) {
       if (series == arm.series) {
         for (const VariantRuns* m : members) {
           arm.variants.push_back(m->name);
