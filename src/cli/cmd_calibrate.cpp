@@ -37,7 +37,8 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
       ->check(CLI::IsMember({"pocock", "obrien-fleming"}))
       ->capture_default_str();
   cmd->add_flag("--tune", o.tune,
-                "The verdicts at each arm's best value of a tune axis: simulated bowls in log(learning rate)");
+                "The verdicts at each arm's best value of a tune axis: simulated bowls in log(learning rate) "
+                "(fixed designs: --effects, --max-seeds and --spending do not apply)");
   cmd->add_option("--curvature", o.curvature, "--tune: the bowl's rise per doubling² of the value")
       ->check(at_least(0, true))
       ->capture_default_str();

@@ -150,7 +150,7 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
   std::vector<Combo> combos =
       read_axes(top.section("grid"), top.section("zip"), top.section("tune"), path, spec.axes, max_variants, diags);
   if (const YAML::Node scale = top.section("scale"); scale.IsDefined() && !scale.IsNull()) {
-    if (const YAML::Node tune = root["tune"]; tune.IsDefined() && !tune.IsNull()) {
+    if (const YAML::Node tune = root["tune"]; tune.IsDefined() && !tune.IsNull() && !(tune.IsMap() && tune.size() == 0)) {
       diags.error(tune.Mark(), "a tuning axis with a scale ladder is not supported yet: each rung would need its own "
                                "best value — tune each rung as a sweep of its own at one size");
     } else if (!spec.axes.empty()) {

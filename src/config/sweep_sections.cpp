@@ -135,15 +135,16 @@ std::string too_many(size_t max_variants, const std::string& why) {
 
 namespace {
 
-// A number as YAML writes it (3e-4, 0.02, 64): what a tuning axis's values must be.
-bool is_number(const YAML::Node& value) {
+// A number above 0 as YAML writes it (3e-4, 0.02, 64): what a tuning axis's values must be (the
+// report fits the loss against log(value)).
+bool is_positive_number(const YAML::Node& value) {
   if (!value.IsScalar()) {
     return false;
   }
   try {
     size_t used = 0;
     const double v = std::stod(value.Scalar(), &used);
-    return used == value.Scalar().size() && std::isfinite(v);
+    return used == value.Scalar().size() && std::isfinite(v) && v > 0;
   } catch (const std::exception&) {
     return false;
   }
@@ -193,10 +194,11 @@ void read_together(const YAML::Node& node, AxisKind axis_kind, const std::string
         return;
       }
       for (const auto& value : axis.second) {
-        if (!is_number(value)) {
+        if (!is_positive_number(value)) {
           diags.error(value.Mark(), "tune axis '" + key + "': '" + scalar_text(value) +
-                                        "' is not a number — a tuning axis varies a numeric key (a learning rate, a "
-                                        "weight decay); compare choices with interventions or a grid");
+                                        "' is not a number above 0 — a tuning axis varies a positive numeric key (a "
+                                        "learning rate, a weight decay: its best is fitted against log(value)); "
+                                        "compare choices with interventions or a grid");
           return;
         }
       }

@@ -139,9 +139,17 @@ std::map<std::string, int64_t> next_round(const Analysis& a) {
     return out;
   }
   if (a.tuned) {
-    // The arms whose verdict at their best is open get seeds at every value tried.
+    // The arms whose verdict at their best is open get seeds at every value tried — not those
+    // whose best lies at an edge of the values: seeds cannot move it; the grid must.
     Analysis at_best = a;
-    at_best.variants = a.tuned->at_best;
+    at_best.variants.clear();
+    for (const auto& v : a.tuned->at_best) {
+      const auto arm = std::find_if(a.tuned->arms.begin(), a.tuned->arms.end(),
+                                    [&](const TunedArm& t) { return t.arm == v.name; });
+      if (v.is_baseline || arm == a.tuned->arms.end() || arm->outcome != TunedOutcome::extend_grid) {
+        at_best.variants.push_back(v);
+      }
+    }
     at_best.tuned.reset();
     for (const auto& [arm, n] : next_round(at_best)) {
       for (const auto& t : a.tuned->arms) {

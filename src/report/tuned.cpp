@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "report/response.h"
@@ -12,14 +13,28 @@ namespace sweep {
 
 namespace {
 
-// The variant's values of the tuned keys, as JSON text, in the axis's order.
-std::vector<std::string> tuned_values(const VariantRuns& v, const SweepAxis& tune) {
-  std::vector<std::string> values;
+// Whether two variants sit at the same position of the tune axis: every tuned key has one value
+// in both, except a key one of them ignores ("null": AdamW's runs leave train.muon_lr out).
+bool same_position(const VariantRuns& a, const VariantRuns& b, const SweepAxis& tune) {
   for (const auto& key : tune.keys) {
-    const auto it = v.axes.find(key);
-    values.push_back(it == v.axes.end() ? "" : it->second);
+    const auto x = a.axes.find(key), y = b.axes.find(key);
+    const std::string u = x == a.axes.end() ? "null" : x->second, w = y == b.axes.end() ? "null" : y->second;
+    if (u != w && u != "null" && w != "null") {
+      return false;
+    }
   }
-  return values;
+  return true;
+}
+
+// The fits' x: the first tuned key with a number in every variant (as find_responses takes it).
+std::optional<std::string> x_key_of(const ReportInput& in, const SweepAxis& tune) {
+  for (const auto& key : tune.keys) {
+    if (std::all_of(in.variants.begin(), in.variants.end(),
+                    [&](const VariantRuns& v) { return v.axes.count(key) && axis_number(v.axes.at(key)); })) {
+      return key;
+    }
+  }
+  return std::nullopt;
 }
 
 const VariantRuns* find_variant(const ReportInput& in, const std::string& name) {
@@ -84,9 +99,8 @@ ReportInput base_value_input(const ReportInput& in) {
   const VariantRuns* base = find_variant(in, in.baseline);
   out.variants.clear();
   if (base != nullptr) {
-    const std::vector<std::string> at = tuned_values(*base, *tune);
     for (const auto& v : in.variants) {
-      if (tuned_values(v, *tune) == at) {
+      if (same_position(v, *base, *tune)) {
         out.variants.push_back(v);
       }
     }
@@ -126,7 +140,12 @@ ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) 
   }
   const ReportInput at_base = out;
   out.variants.clear();
-  const std::string& x_key = tune->keys.front();
+  const std::optional<std::string> x = x_key_of(in, *tune);
+  if (!x) {
+    notes.push_back("no tuned key has a number in every variant: no tuned values");
+    return out;
+  }
+  const std::string& x_key = *x;
   int64_t short_seeds = 0;
   for (const auto& [series, members] : arms_of(in, *tune)) {
     // the arm's variant at the base value names it
@@ -137,17 +156,18 @@ ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) 
     }
     std::map<SeedKey, std::vector<std::pair<double, double>>> by_seed;
     std::set<SeedKey> planned;
+    std::map<SeedKey, int64_t> numerics;  // the oldest numerics among a seed's runs: what pairing asks
     for (const VariantRuns* v : members) {
-      const auto it = v->axes.find(x_key);
-      const std::optional<double> x = it == v->axes.end() ? std::nullopt : axis_number(it->second);
+      const double value_x = *axis_number(v->axes.at(x_key));
       for (const auto& r : v->runs) {
         planned.insert({r.init_seed, r.data_seed});
-      }
-      if (!x) {
-        continue;
+        if (r.value) {
+          const SeedKey seed{r.init_seed, r.data_seed};
+          numerics[seed] = std::min(numerics.count(seed) ? numerics[seed] : int64_t{1} << 40, r.numerics.value_or(1));
+        }
       }
       for (const auto& [seed, value] : seed_values(v->runs)) {
-        by_seed[seed].push_back({*x, value});
+        by_seed[seed].push_back({value_x, value});
       }
     }
     VariantRuns arm = *named;
@@ -161,6 +181,7 @@ ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) 
       if (std::isfinite(value)) {
         r.status = RunState::done;
         r.value = value;
+        r.numerics = numerics.at(seed);
       } else {
         r.status = RunState::pending;  // results at fewer than 3 values, so far
         ++short_seeds;
@@ -170,8 +191,8 @@ ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) 
     out.variants.push_back(arm);
   }
   if (short_seeds > 0) {
-    notes.push_back(plural(short_seeds, "seed") + " of the arms have results at fewer than 3 values of " + x_key +
-                    ": no tuned value yet (a seed's value is the lowest point of a quadratic through its runs)");
+    notes.push_back(plural(short_seeds, "seed") + " of the arms have no tuned value: results at fewer than 3 values of " +
+                    x_key + " (unfinished or diverged runs), or a degenerate fit");
   }
   out.notes.clear();
   return out;
@@ -216,15 +237,16 @@ Analysis analyze_tuned(const ReportInput& in) {
   ReportInput along = in;
   along.axes = {*tune};
   TunedSummary t;
-  t.keys = tune->keys;
+  t.keys = tune->keys;  // the fits' x first
+  if (const std::optional<std::string> x = x_key_of(in, *tune)) {
+    std::stable_partition(t.keys.begin(), t.keys.end(), [&](const std::string& k) { return k == *x; });
+  }
   const std::vector<Response> responses = find_responses(along, t.notes);
   a.responses.insert(a.responses.end(), responses.begin(), responses.end());
   const ReportInput best_input = tuned_input(in, t.notes);
-  const Analysis best = analyze(best_input);
-  t.at_best = best.variants;
-  t.notes.insert(t.notes.end(), best.notes.begin(), best.notes.end());
-  if (const VariantRuns* base = find_variant(in, in.baseline); base != nullptr && base->axes.count(tune->keys.front())) {
-    t.base_value = base->axes.at(tune->keys.front());
+  t.at_best = analyze(best_input).variants;  // its notes would repeat the first table's, about made-up runs
+  if (const VariantRuns* base = find_variant(in, in.baseline); base != nullptr && base->axes.count(t.keys.front())) {
+    t.base_value = base->axes.at(t.keys.front());
   }
   const auto curve_of = [&](const std::string& series) -> const Response* {
     for (const auto& r : responses) {
@@ -264,7 +286,7 @@ Analysis analyze_tuned(const ReportInput& in) {
     arm.sensitivity = arm.fit.fitted && arm.fit.inside && arm.fit.log_x ? arm.fit.curve.a * std::log(2.0) * std::log(2.0) : k_nan;
     arm.at_base = verdict_in(a.variants, v.name);
     arm.at_best = verdict_in(t.at_best, v.name);
-    judge_tuned_arm(arm, curve, v.name == in.baseline ? nullptr : baseline_curve, tune->keys.front());
+    judge_tuned_arm(arm, curve, v.name == in.baseline ? nullptr : baseline_curve, t.keys.front());
     t.arms.push_back(arm);
   }
   a.tuned = t;

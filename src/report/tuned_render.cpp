@@ -82,7 +82,7 @@ std::string tuned_sentence(const Analysis& a) {
          "spread; 'at its best' = mean(baseline's tuned values) − mean(arm's), judged as the table above judges the "
          "runs at the base value (" + short_key(key) + " = " + (t.base_value.empty() ? "?" : t.base_value) +
          "). best " + short_key(key) + ": the fitted minimum over all seeds, 95% CI from a bootstrap over seeds; 2× off "
-         "costs: the fitted loss a factor 2 away from it. An arm is " + short_key(key) +
+         "costs: how much higher the fitted curve lies a factor 2 from it. An arm is " + short_key(key) +
          "-confounded when its verdict at the base value and at its best differ, or when its best (or the baseline's) "
          "lies at the edge of the values tried.";
 }

@@ -221,3 +221,27 @@ TEST_CASE("tuned calibration: a smoke check of the figures docs/verdicts.md give
   CHECK(rows[3].better > rows[2].better);
   CHECK_THROWS_AS(calibrate_tuned(TunedCalibrationSetup{.sigma = 0}), Error);
 }
+
+TEST_CASE("tuned: keys tuned together where some arms ignore one (null), and arms of another model pair by seed") {
+  ReportInput in = study(4);
+  // train.muon_lr tuned beside train.lr: AdamW's arms leave it out of their configs (null); the
+  // "deeper" arm uses it (20 × lr). And "deeper" is another model, trained at numerics 2.
+  in.axes = {{AxisKind::tune, {"train.muon_lr", "train.lr"}}};
+  for (auto& v : in.variants) {
+    const double lr = std::stod(v.axes.at("train.lr"));
+    v.axes["train.muon_lr"] = v.intervention == "deeper" ? nlohmann::json(20 * lr).dump() : "null";
+    v.model = v.intervention == "deeper" ? "wider" : "gpt2";
+    for (auto& r : v.runs) {
+      r.numerics = 2;
+    }
+  }
+  const Analysis a = analyze(in);
+  REQUIRE(a.tuned);
+  CHECK(a.tuned->keys == std::vector<std::string>{"train.lr", "train.muon_lr"});  // the fits' x first
+  CHECK(a.variants.size() == 4);  // every arm at the base value, "deeper" with its own muon_lr
+  const VariantStats& deeper = stats_named(a.tuned->at_best, "deeper");
+  CHECK(deeper.method == Method::paired);
+  CHECK(deeper.seeds == 4);
+  CHECK(arm_named(*a.tuned, "deeper").outcome == TunedOutcome::agrees);
+  CHECK(arm_named(*a.tuned, "deeper").variants.size() == 4);
+}
