@@ -8,6 +8,7 @@
 #include "cli/results.h"
 #include "report/calibration.h"
 #include "report/load.h"
+#include "report/tuned.h"
 #include "report/tuned_calibration.h"
 #include "util/text.h"
 
@@ -57,7 +58,8 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   if (!o.sweep.empty()) {
     std::unique_ptr<Store> store;
     const std::string sweep = sweep_to_read(o.results, o.sweep, store);
-    const ReportInput input = load_report_input(*store, sweep, "test_loss", "");
+    // a tune axis: the noise and the arms of the study at the base value, not every value's variants
+    const ReportInput input = base_value_input(load_report_input(*store, sweep, "test_loss", ""));
     const CalibrationSetup from = setup_from(analyze(input), input);
     tuned.sigma = from.sigma;
     tuned.rho = from.rho;
@@ -89,7 +91,7 @@ Exit run_calibrate(const CalibrateOptions& o) {
   if (!o.sweep.empty()) {
     std::unique_ptr<Store> store;
     const std::string sweep = sweep_to_read(o.results, o.sweep, store);
-    const ReportInput input = load_report_input(*store, sweep, "test_loss", "");
+    const ReportInput input = base_value_input(load_report_input(*store, sweep, "test_loss", ""));
     setup = setup_from(analyze(input), input);
   } else if (o.sigma <= 0 || o.rho > 1 || o.min_effect <= 0) {
     throw Error("calibrate: name a sweep whose results give the noise, or pass --sigma, --rho and --min-effect",

@@ -254,7 +254,7 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
 
 std::string calibration_markdown(const CalibrationSetup& s, const std::vector<CalibrationRow>& rows) {
   std::string out = "Synthetic studies: a baseline and " + std::to_string(s.interventions) +
-                    (s.interventions == 1 ? " intervention" : " interventions sharing") + " one true improvement, σ = " + format_number("%.4g", s.sigma) + ", ρ = " +
+                    (s.interventions == 1 ? " intervention with" : " interventions sharing") + " one true improvement, σ = " + format_number("%.4g", s.sigma) + ", ρ = " +
                     format_number("%.4f", s.rho) + (s.source.empty() ? "" : " (" + s.source + ")") + ", δ = " +
                     format_number("%g", s.min_effect) + ", alpha " + format_number("%g", s.alpha) + ", " + std::to_string(s.replicates) +
                     " studies per row (the same studies in every row), seed " + std::to_string(s.seed) + ".\n\n";

@@ -61,21 +61,30 @@ std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> arms_of(con
   return arms;
 }
 
-// Which way to extend the values tried when a curve's best lies at an end of them: "below
-// 0.0003" or "above 0.0024".
+// Where a curve's best may lie beyond the values tried: its fitted minimum at an end of them, or
+// its lowest measured mean there (a curve still falling at the last value: the quadratic's vertex
+// inside is the fit's guess, not the data's). Empty when neither; else "below 0.0005" or
+// "above 0.004".
 std::string beyond_edge(const Response& r) {
-  std::vector<double> xs;
+  std::vector<const ResponsePoint*> measured;
   for (const auto& p : r.points) {
     if (!p.values.empty()) {
-      xs.push_back(p.x);
+      measured.push_back(&p);
     }
   }
-  if (xs.empty() || !r.fit.fitted) {
+  if (measured.size() < 2 || !r.fit.fitted) {
     return "";
   }
-  const bool low = std::abs(r.fit.best - xs.front()) <= std::abs(r.fit.best - xs.back());
+  const double low = measured.front()->x, high = measured.back()->x;
+  const auto lowest = std::min_element(measured.begin(), measured.end(), [](const ResponsePoint* a, const ResponsePoint* b) {
+    return a->summary.mean < b->summary.mean;
+  });
+  const bool at_low = !r.fit.inside ? std::abs(r.fit.best - low) <= std::abs(r.fit.best - high) : (*lowest)->x == low;
+  if (r.fit.inside && (*lowest)->x != low && (*lowest)->x != high) {
+    return "";
+  }
   char text[96];
-  std::snprintf(text, sizeof text, "%s %g", low ? "below" : "above", low ? xs.front() : xs.back());
+  std::snprintf(text, sizeof text, "%s %g", at_low ? "below" : "above", at_low ? low : high);
   return text;
 }
 
@@ -206,10 +215,10 @@ void judge_tuned_arm(TunedArm& arm, const Response* curve, const Response* basel
     return;
   }
   for (const Response* c : {curve, baseline_curve}) {
-    if (c != nullptr && c->fit.fitted && !c->fit.inside) {
+    if (const std::string beyond = c == nullptr ? "" : beyond_edge(*c); !beyond.empty()) {
       arm.outcome = TunedOutcome::extend_grid;
-      arm.why = confounded + ": " + (c == curve ? "its" : "the baseline's") + " best " + short_key(key) +
-                " lies at the edge of the values tried — extend the grid " + beyond_edge(*c);
+      arm.why = (arm.at_base == Verdict::baseline ? "" : confounded + ": ") + (c == curve ? "its" : "the baseline's") +
+                " best " + short_key(key) + " may lie beyond the values tried — extend the grid " + beyond;
       return;
     }
   }

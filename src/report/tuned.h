@@ -6,7 +6,7 @@
 //     seed's runs and its lowest point on the tried range taken. The best is re-chosen on every
 //     seed, so the noise of choosing it is in the seeds' spread, and the per-seed tuned values
 //     are compared as any variant's are (paired t, Holm across the arms, TOST, --until-decided).
-// An arm whose two verdicts differ, or whose best value (or the baseline's) lies at the edge of
+// An arm whose two verdicts differ, or whose best value (or the baseline's) may lie beyond
 // the values tried, is "<key>-confounded": its verdict at the base value is not a verdict on the
 // intervention. Pure: no database, no files.
 #pragma once

@@ -77,14 +77,14 @@ std::string tuned_sentence(const Analysis& a) {
   const TunedSummary& t = *a.tuned;
   const std::string key = t.keys.front();
   return "Each arm (an intervention) was trained at every value of " + join(t.keys, ", ") +
-         ". On each seed, its tuned value is the lowest point, on the values tried, of a quadratic in log(" + key +
+         ". On each seed, its tuned value is the lowest loss, over the range of values tried, of a quadratic in log(" + key +
          ") fitted to that seed's runs, so the best is chosen again on every seed and its noise is in the seeds' "
          "spread; 'at its best' = mean(baseline's tuned values) − mean(arm's), judged as the table above judges the "
          "runs at the base value (" + short_key(key) + " = " + (t.base_value.empty() ? "?" : t.base_value) +
          "). best " + short_key(key) + ": the fitted minimum over all seeds, 95% CI from a bootstrap over seeds; 2× off "
          "costs: how much higher the fitted curve lies a factor 2 from it. An arm is " + short_key(key) +
          "-confounded when its verdict at the base value and at its best differ, or when its best (or the baseline's) "
-         "lies at the edge of the values tried.";
+         "may lie beyond the values tried (the fitted minimum, or the lowest measured mean, at an end of them).";
 }
 
 std::string tuned_text(const Analysis& a) {

@@ -45,7 +45,7 @@ enum class TrendVerdict { holds, grows, shrinks, flips_sign, undecided, no_resul
 enum class TunedOutcome {
   agrees,       // the same verdict at the base value and at the best
   confounded,   // they differ: printed "<key>-confounded" (lr-confounded)
-  extend_grid,  // its best value (or the baseline's) lies at the edge of the values tried
+  extend_grid,  // its best value (or the baseline's) may lie beyond the values tried
   no_result,    // no tuned verdict: too few values with results
 };
 

@@ -165,7 +165,7 @@ TEST_CASE("tuned: agrees, lr-confounded (a bowl moved sideways) and extend the g
   const TunedArm& beyond = arm_named(t, "beyond");
   CHECK_FALSE(beyond.fit.inside);
   CHECK(beyond.outcome == TunedOutcome::extend_grid);
-  CHECK(beyond.why == "lr-confounded: its best lr lies at the edge of the values tried — extend the grid above 0.004");
+  CHECK(beyond.why == "lr-confounded: its best lr may lie beyond the values tried — extend the grid above 0.004");
 
   const TunedArm& baseline = arm_named(t, "baseline");
   CHECK(baseline.outcome == TunedOutcome::agrees);
@@ -181,7 +181,9 @@ TEST_CASE("tuned: the judge's rules on constructed inputs") {
     ResponsePoint p;
     p.x = x;
     p.values[{1, 1}] = 5.0;
+    p.summary.mean = bowl(x, 1.4e-3, 5.0);  // lowest at 1e-3: inside
     inside.points.push_back(p);
+    p.summary.mean = bowl(x, 3e-4, 5.0);  // lowest at 5e-4: the first value
     edge.points.push_back(p);
   }
   TunedArm arm;
@@ -195,7 +197,20 @@ TEST_CASE("tuned: the judge's rules on constructed inputs") {
   CHECK(arm.why == "weight_decay-confounded: better at the base weight_decay, undecided with each arm at its own best");
   judge_tuned_arm(arm, &inside, &edge, "train.weight_decay");  // the baseline's best at the edge
   CHECK(arm.outcome == TunedOutcome::extend_grid);
-  CHECK(arm.why == "weight_decay-confounded: the baseline's best weight_decay lies at the edge of the values tried — "
+  CHECK(arm.why == "weight_decay-confounded: the baseline's best weight_decay may lie beyond the values tried — "
+                   "extend the grid below 0.0005");
+  // a fitted minimum inside, but the lowest measured mean at the last value: still falling there
+  Response falling = inside;
+  for (auto& p : falling.points) {
+    p.summary.mean = 5.0 - 0.01 * std::log(p.x);
+  }
+  falling.fit.best = 3e-3;
+  judge_tuned_arm(arm, &falling, &inside, "train.lr");
+  CHECK(arm.outcome == TunedOutcome::extend_grid);
+  CHECK(arm.why == "lr-confounded: its best lr may lie beyond the values tried — extend the grid above 0.004");
+  judge_tuned_arm(arm, &inside, &edge, "train.weight_decay");
+  CHECK(arm.outcome == TunedOutcome::extend_grid);
+  CHECK(arm.why == "weight_decay-confounded: the baseline's best weight_decay may lie beyond the values tried — "
                    "extend the grid below 0.0005");
   Response none;
   none.fit.note = "fewer than 3 distinct values with results: no optimum fitted";
