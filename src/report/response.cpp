@@ -239,20 +239,35 @@ std::string series_of(const VariantRuns& v, const std::vector<std::string>& alon
   return key;
 }
 
+std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> series_along(const ReportInput& in,
+                                                                                  const std::vector<std::string>& keys) {
+  std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> series;
+  for (const auto& v : in.variants) {
+    const std::string key = series_of(v, keys);
+    auto it = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == key; });
+    if (it == series.end()) {
+      series.push_back({key, {}});
+      it = series.end() - 1;
+    }
+    it->second.push_back(&v);
+  }
+  return series;
+}
+
+std::optional<std::string> first_numeric_key(const ReportInput& in, const std::vector<std::string>& keys) {
+  for (const auto& key : keys) {
+    if (std::all_of(in.variants.begin(), in.variants.end(),
+                    [&](const VariantRuns& v) { return v.axes.count(key) && axis_number(v.axes.at(key)); })) {
+      return key;
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<Response> find_responses(const ReportInput& in, std::vector<std::string>& notes) {
   std::vector<Response> out;
   for (const auto& dim : in.axes) {
-    // Series: variants that differ only along this dimension.
-    std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> series;
-    for (const auto& v : in.variants) {
-      const std::string key = series_of(v, dim.keys);
-      auto it = std::find_if(series.begin(), series.end(), [&](const auto& s) { return s.first == key; });
-      if (it == series.end()) {
-        series.push_back({key, {}});
-        it = series.end() - 1;
-      }
-      it->second.push_back(&v);
-    }
+    const auto series = series_along(in, dim.keys);
     // x: the batch when this dimension changes it along a series, else the first key with numbers everywhere.
     const bool by_batch = std::any_of(dim.keys.begin(), dim.keys.end(), changes_batch) &&
                           std::any_of(series.begin(), series.end(), [](const auto& s) {
@@ -264,11 +279,8 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
                           });
     std::string x_key;
     if (!by_batch) {
-      const auto numeric = std::find_if(dim.keys.begin(), dim.keys.end(), [&](const std::string& key) {
-        return std::all_of(in.variants.begin(), in.variants.end(),
-                           [&](const VariantRuns& v) { return v.axes.count(key) && axis_number(v.axes.at(key)); });
-      });
-      if (numeric == dim.keys.end()) {
+      const std::optional<std::string> numeric = first_numeric_key(in, dim.keys);
+      if (!numeric) {
         notes.push_back("axis " + join(dim.keys, ", ") + ": no numeric value, so no response");
         continue;
       }

@@ -23,6 +23,14 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
 // of the other axes ("clip+grad_accum=4"), as variant names show them.
 std::string series_of(const VariantRuns& v, const std::vector<std::string>& along);
 
+// The series along the dimension of keys `keys`: each one's name and its variants (in the sweep
+// file's order: a series first met first).
+std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> series_along(const ReportInput& in,
+                                                                                  const std::vector<std::string>& keys);
+
+// The first of `keys` with a number in every variant: a dimension's x; nullopt when none.
+std::optional<std::string> first_numeric_key(const ReportInput& in, const std::vector<std::string>& keys);
+
 // A grid value's JSON text as a finite number; nullopt when it is not one.
 std::optional<double> axis_number(const std::string& json_text);
 

@@ -26,17 +26,6 @@ bool same_position(const VariantRuns& a, const VariantRuns& b, const SweepAxis& 
   return true;
 }
 
-// The fits' x: the first tuned key with a number in every variant (as find_responses takes it).
-std::optional<std::string> x_key_of(const ReportInput& in, const SweepAxis& tune) {
-  for (const auto& key : tune.keys) {
-    if (std::all_of(in.variants.begin(), in.variants.end(),
-                    [&](const VariantRuns& v) { return v.axes.count(key) && axis_number(v.axes.at(key)); })) {
-      return key;
-    }
-  }
-  return std::nullopt;
-}
-
 const VariantRuns* find_variant(const ReportInput& in, const std::string& name) {
   for (const auto& v : in.variants) {
     if (v.name == name) {
@@ -44,21 +33,6 @@ const VariantRuns* find_variant(const ReportInput& in, const std::string& name) 
     }
   }
   return nullptr;
-}
-
-// Each arm's variants along the tune axis, by series, in the sweep file's order.
-std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> arms_of(const ReportInput& in, const SweepAxis& tune) {
-  std::vector<std::pair<std::string, std::vector<const VariantRuns*>>> arms;
-  for (const auto& v : in.variants) {
-    const std::string series = series_of(v, tune.keys);
-    auto it = std::find_if(arms.begin(), arms.end(), [&](const auto& a) { return a.first == series; });
-    if (it == arms.end()) {
-      arms.push_back({series, {}});
-      it = arms.end() - 1;
-    }
-    it->second.push_back(&v);
-  }
-  return arms;
 }
 
 // Where a curve's best may lie beyond the values tried: its fitted minimum at an end of them, or
@@ -149,14 +123,14 @@ ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) 
   }
   const ReportInput at_base = out;
   out.variants.clear();
-  const std::optional<std::string> x = x_key_of(in, *tune);
+  const std::optional<std::string> x = first_numeric_key(in, tune->keys);
   if (!x) {
     notes.push_back("no tuned key has a number in every variant: no tuned values");
     return out;
   }
   const std::string& x_key = *x;
   int64_t short_seeds = 0;
-  for (const auto& [series, members] : arms_of(in, *tune)) {
+  for (const auto& [series, members] : series_along(in, tune->keys)) {
     // the arm's variant at the base value names it
     const auto named = std::find_if(at_base.variants.begin(), at_base.variants.end(),
                                     [&](const VariantRuns& v) { return series_of(v, tune->keys) == series; });
@@ -247,7 +221,7 @@ Analysis analyze_tuned(const ReportInput& in) {
   along.axes = {*tune};
   TunedSummary t;
   t.keys = tune->keys;  // the fits' x first
-  if (const std::optional<std::string> x = x_key_of(in, *tune)) {
+  if (const std::optional<std::string> x = first_numeric_key(in, tune->keys)) {
     std::stable_partition(t.keys.begin(), t.keys.end(), [&](const std::string& k) { return k == *x; });
   }
   const std::vector<Response> responses = find_responses(along, t.notes);
@@ -275,7 +249,7 @@ Analysis analyze_tuned(const ReportInput& in) {
   };
   const VariantRuns* baseline = find_variant(best_input, in.baseline);
   const Response* baseline_curve = baseline ? curve_of(series_of(*baseline, tune->keys)) : nullptr;
-  const auto arms = arms_of(in, *tune);
+  const auto arms = series_along(in, tune->keys);
   for (const auto& v : best_input.variants) {
     TunedArm arm;
     arm.arm = v.name;
