@@ -26,6 +26,11 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("--rho", o.rho, "Correlation of a variant's and the baseline's metric at one seed")
       ->check(between(-0.99, 0.9999));
   cmd->add_option("--min-effect", o.min_effect, "The smallest effect of interest δ")->check(at_least(0, true));
+  cmd->add_option("--better-by", o.better_by,
+                  "A margin m: also measure how often `better (by > m)` is claimed (e.g. at a true improvement of m)")
+      ->check(at_least(0, true));
+  cmd->add_option("--better-by-alpha", o.better_by_alpha, "--better-by's level (default: the sweep's, else 0.05)")
+      ->check(between(0.0001, 0.5));
   cmd->add_option("--seeds", o.seeds, "Declared seeds (default: the sweep's, else 3)")->check(CLI::Range(2, 1000));
   cmd->add_option("--max-seeds", o.max_seeds, "--until-decided's cap (default: the sweep's, else 4 × seeds)")
       ->check(CLI::Range(2, 1000));
@@ -39,7 +44,7 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--tune", o.tune,
                 "The verdicts at each arm's best value of a tune axis: simulated bowls in log(learning rate) "
-                "(fixed designs: --effects, --max-seeds and --spending do not apply)");
+                "(a fixed design, and with --max-seeds --until-decided too; --effects does not apply)");
   cmd->add_option("--curvature", o.curvature, "--tune: the bowl's rise per doubling² of the value")
       ->check(at_least(0, true))
       ->capture_default_str();
@@ -66,6 +71,7 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
     tuned.min_effect = from.min_effect;
     tuned.seeds = from.seeds;
     tuned.interventions = from.interventions;
+    tuned.max_seeds = input.design.sequential() ? input.design.max_seeds : 0;
     tuned.alpha = from.alpha;
   }
   tuned.sigma = o.sigma > 0 ? o.sigma : tuned.sigma;
@@ -75,6 +81,8 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   tuned.interventions = o.interventions > 0 ? o.interventions : tuned.interventions;
   tuned.replicates = o.replicates;
   tuned.seed = o.seed;
+  tuned.max_seeds = o.max_seeds > 0 ? o.max_seeds : tuned.max_seeds;
+  tuned.spending = o.spending;
   tuned.curvature = o.curvature;
   tuned.run_sigma = o.run_sigma;
   std::fputs(tuned_calibration_markdown(tuned, calibrate_tuned(tuned)).c_str(), stdout);
@@ -120,6 +128,8 @@ Exit run_calibrate(const CalibrateOptions& o) {
   setup.replicates = o.replicates;
   setup.seed = o.seed;
   setup.spending = o.spending;
+  setup.better_by = o.better_by > 0 ? o.better_by : setup.better_by;
+  setup.better_by_alpha = o.better_by_alpha > 0 ? o.better_by_alpha : setup.better_by_alpha;
   if (setup.max_seeds < setup.seeds) {
     throw Error("calibrate: --max-seeds " + std::to_string(setup.max_seeds) + " is below --seeds " +
                     std::to_string(setup.seeds),

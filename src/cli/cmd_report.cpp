@@ -19,7 +19,8 @@ using commands::sweep_to_read;
 
 namespace {
 
-double parse_min_effect(const std::string& option, const std::string& text, const std::string& metric) {
+// --min-effect or --better-by: a number above 0 (`what` it is, for the error)
+double parse_margin(const std::string& option, const std::string& text, const std::string& metric, const std::string& what) {
   size_t used = 0;
   double v = std::nan("");
   try {
@@ -28,7 +29,7 @@ double parse_min_effect(const std::string& option, const std::string& text, cons
   }
   if (text.empty() || text.find_first_of("xX") != std::string::npos || used != text.size() || !std::isfinite(v) ||
       v <= 0) {
-    throw Error(option + " " + printable(text) + ": must be a number above 0 — the smallest improvement that matters, in " +
+    throw Error(option + " " + printable(text) + ": must be a number above 0 — " + what + ", in " +
                     metric + "'s units (e.g. " + option + " 0.01)",
                 Exit::bad_input);
   }
@@ -50,6 +51,12 @@ CLI::App* setup_report(CLI::App& app, ReportOptions& o) {
                   "The smallest improvement that matters, in the metric's units: verdicts become better, worse, "
                   "equivalent (within ±it) or undecided (default: the sweep file's min_effect)")
       ->each([&o](const std::string&) { o.min_effect_given = true; });
+  cmd->add_option("--better-by", o.better_by,
+                  "A margin in the metric's units: a better variant is also tested for an improvement of more than "
+                  "it, one-sided (default: the sweep file's better_by), e.g. --better-by 0.005 --better-by-alpha 0.01")
+      ->each([&o](const std::string&) { o.better_by_given = true; });
+  cmd->add_option("--better-by-alpha", o.better_by_alpha, "--better-by's level (default: the sweep file's, else 0.05)")
+      ->check(between(0.0001, 0.5));
   cmd->add_option("--format", o.format, "What to print: text (the ranked table), markdown, csv or json")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
       ->capture_default_str();
@@ -62,8 +69,14 @@ Exit run_report(const ReportOptions& o) {
   Store& store = *owned;
   ReportInput input = load_report_input(store, sweep, o.metric, o.noise_from);
   if (o.min_effect_given) {
-    input.design.min_effect = parse_min_effect("--min-effect", o.min_effect, o.metric);
+    input.design.min_effect = parse_margin("--min-effect", o.min_effect, o.metric, "the smallest improvement that matters");
     input.min_effect_source = MinEffectSource::option;
+  }
+  if (o.better_by_given) {
+    input.design.better_by = parse_margin("--better-by", o.better_by, o.metric, "the margin an improvement must be shown to exceed");
+  }
+  if (o.better_by_alpha > 0) {
+    input.design.better_by_alpha = o.better_by_alpha;
   }
   const Analysis analysis = analyze(input);
   const fs::path out = o.out.empty() ? fs::path("reports") / input.sweep : fs::path(o.out);

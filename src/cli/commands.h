@@ -97,6 +97,9 @@ struct ReportOptions {
   std::string format = "text";
   std::string min_effect;         // as given (checked when given)
   bool min_effect_given = false;  // else the sweep file's
+  std::string better_by;          // as given (checked when given)
+  bool better_by_given = false;   // else the sweep file's
+  double better_by_alpha = 0;     // 0: the sweep file's
 };
 CLI::App* setup_report(CLI::App& app, ReportOptions& o);
 Exit run_report(const ReportOptions& o);
@@ -108,6 +111,7 @@ struct CalibrateOptions {
   std::string sweep;  // "": σ, ρ and δ from the options
   std::string results = "results";
   double sigma = 0, rho = 2, min_effect = 0;  // not given: 0, 2 (ρ), 0
+  double better_by = 0, better_by_alpha = 0;  // m in the metric's units; 0: the sweep's (else none, 0.05)
   int64_t seeds = 0, max_seeds = 0, interventions = 0, replicates = 1000;
   uint64_t seed = 1;
   std::string effects = "0,0.5,1,2";  // a list of numbers, read by run_calibrate (an empty one refused)

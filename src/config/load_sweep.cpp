@@ -109,7 +109,7 @@ struct TopLevel {
   std::vector<Combo> combos;
 };
 
-// sweep, baseline, seeds, min_effect, base (its keys only: it is parsed per variant), references,
+// sweep, baseline, seeds, min_effect, better_by(_alpha), base (its keys only: it is parsed per variant), references,
 // trainer, grid/zip/tune or scale.
 TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_variants, const std::string& trainer_dir,
                         Diagnostics& diags) {
@@ -124,6 +124,8 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
   spec.design.seed_list = seeds.repeat == 1 && std::all_of(seeds.pairs.begin(), seeds.pairs.end(),
                                                            [](const auto& p) { return p.first == p.second; });
   top.read("min_effect", spec.design.min_effect, 0, std::numeric_limits<double>::infinity(), true, true);
+  top.read("better_by", spec.design.better_by, 0, std::numeric_limits<double>::infinity(), true, true);
+  top.read("better_by_alpha", spec.design.better_by_alpha, 0, 0.5, true, false);
   top.require("base", "the baseline RunConfig (data, model, train, eval)");
   const YAML::Node base = top.section("base");
   if (base.IsDefined() && !base.IsMap()) {

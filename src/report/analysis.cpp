@@ -158,7 +158,7 @@ VariantStats count_runs(const ReportInput& in, const VariantRuns& v, size_t posi
     s.starts += r.starts;
   }
   s.improvement = s.ci_low = s.ci_high = s.p = s.p_holm = s.prob_improvement = s.correlation = k_nan;
-  s.p_equivalence = s.p_equivalence_holm = s.seed_se = s.test_se = k_nan;
+  s.p_equivalence = s.p_equivalence_holm = s.p_better_by = s.p_better_by_holm = s.seed_se = s.test_se = k_nan;
   if (s.diverged > 0) {
     notes.push_back(v.name + ": " + std::to_string(s.diverged) + " of " + plural(s.runs, "run") + " diverged" +
                     (s.finished > 0 ? "; its statistics use the " + std::to_string(s.finished) + " that finished" : ""));
@@ -175,6 +175,17 @@ struct Baseline {
   std::map<SeedKey, double> by_seed;
   std::vector<double> values;
 };
+
+// The comparison's tests against the design's margins: equivalence within ±min_effect (TOST) and
+// superiority by better_by (one-sided).
+void test_margins(const ReportInput& in, const Comparison& c, VariantStats& s) {
+  if (in.design.min_effect > 0) {
+    s.p_equivalence = tost_p(c, in.design.min_effect);
+  }
+  if (in.design.better_by > 0) {
+    s.p_better_by = margin_p(c, in.design.better_by);
+  }
+}
 
 // Two seeds or more on both sides: a paired t-test on the seeds both have (Welch's where they
 // cannot pair), its equivalence test, the seeds it would need, and under --until-decided the
@@ -211,9 +222,7 @@ void compare_seeds(const ReportInput& in, const Baseline& base, const VariantRun
     a.notes.push_back(v.name + ": paired on its " + plural(s.seeds, "seed") + "; the baseline's other " +
                       std::to_string(base.by_seed.size() - mine.size()) + " are not in this comparison");
   }
-  if (in.design.min_effect > 0) {
-    s.p_equivalence = tost_p(c, in.design.min_effect);
-  }
+  test_margins(in, c, s);
   if (in.power) {
     detectable.push_back(detectable_effect(s.seeds, sd, paired, alpha_each(in)));
   }
@@ -237,9 +246,7 @@ void compare_band(const ReportInput& in, const Baseline& base, const std::vector
   s.p = c.p;
   s.seed_se = se;
   s.seeds_needed = in.power ? seeds_needed(s.improvement, noise.sigma, false, alpha_each(in)) : -1;
-  if (in.design.min_effect > 0) {
-    s.p_equivalence = tost_p(c, in.design.min_effect);
-  }
+  test_margins(in, c, s);
   s.verdict = std::isfinite(s.p) ? Verdict::undecided : Verdict::unknown;
 }
 
@@ -317,6 +324,31 @@ void apply_holm(const ReportInput& in, Analysis& a, const std::vector<size_t>& t
                 : equivalent        ? Verdict::equivalent
                                     : Verdict::undecided;
     s.below_min_effect = s.p_holm < in.alpha && equivalent;
+  }
+}
+
+// `better by more than m` (the design's better_by): a one-sided test of improvement > m at
+// better_by_alpha, Holm across the tested interventions, claimed only of a variant already
+// `better`. Under --until-decided decide_sequentially read it from the deciding look's one-sided
+// repeated bound (a fixed-design p-value would not hold after stopping on the verdicts).
+void apply_margin(const ReportInput& in, Analysis& a, const std::vector<size_t>& tested) {
+  if (!(in.design.better_by > 0)) {
+    return;
+  }
+  std::vector<double> ps;
+  for (size_t i : tested) {
+    ps.push_back(a.variants[i].p_better_by);
+  }
+  const std::vector<double> adjusted = holm_adjust(ps);
+  for (size_t k = 0; k < tested.size(); ++k) {
+    VariantStats& s = a.variants[tested[k]];
+    if (in.design.sequential()) {
+      s.p_better_by = k_nan;
+      s.better_by = s.better_by && s.verdict == Verdict::better;
+    } else {
+      s.p_better_by_holm = adjusted[k];
+      s.better_by = s.verdict == Verdict::better && s.p_better_by_holm < in.design.better_by_alpha;
+    }
   }
 }
 
@@ -412,6 +444,7 @@ Analysis analyze(const ReportInput& in) {
   note_progress(a, repeated, restarted);
   apply_holm(in, a, tested);
   judge_diverged(a);
+  apply_margin(in, a, tested);
   note_effect_size(in, a, std::move(detectable), !tested.empty());
   check_additivity(in, base_runs, a);
   note_own_trainers(in, a);

@@ -105,6 +105,8 @@ struct VariantStats {
   Verdict verdict = Verdict::undecided;
   bool below_min_effect = false; // better or worse, and yet shown smaller than the smallest effect of interest
   double p_equivalence = 0, p_equivalence_holm = 0;  // TOST within ±min_effect (fixed design); NaN: no test
+  double p_better_by = 0, p_better_by_holm = 0;  // one-sided, improvement > better_by (fixed design); NaN: no test
+  bool better_by = false;        // better, and shown better by more than the design's better_by margin
   std::vector<int64_t> looks;    // --until-decided: the seed counts it was analysed at
   std::string stopped;           // --until-decided: why it has the seeds it has
   bool halted = false;           // --until-decided: a look lacks a result; no seeds are added

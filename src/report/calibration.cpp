@@ -81,12 +81,12 @@ bool false_equivalence(const VariantStats& v, double effect, double delta) {
 // Tallies of one design at one effect.
 struct Tally {
   int64_t judged = 0, better = 0, worse = 0, equivalent = 0, undecided = 0, correct = 0, studies_false = 0;
-  int64_t false_equivalent = 0, studies_false_equivalent = 0;
+  int64_t false_equivalent = 0, studies_false_equivalent = 0, better_by = 0, studies_better_by = 0;
   double seeds = 0;
   int64_t studies = 0;
 
   void add(const Analysis& a, const std::vector<double>& effects, double delta, double seeds_per_variant) {
-    bool any_false = false, any_false_equivalent = false;
+    bool any_false = false, any_false_equivalent = false, any_better_by = false;
     for (const auto& v : a.variants) {
       if (v.is_baseline) {
         continue;
@@ -102,7 +102,10 @@ struct Tally {
       const bool claimed = sweep::false_equivalence(v, effect, delta);
       false_equivalent += claimed;
       any_false_equivalent |= claimed;
+      better_by += v.better_by;
+      any_better_by |= v.better_by;
     }
+    studies_better_by += any_better_by;
     studies_false += any_false;
     studies_false_equivalent += any_false_equivalent;
     seeds += seeds_per_variant;
@@ -124,6 +127,8 @@ struct Tally {
     r.any_false = static_cast<double>(studies_false) / static_cast<double>(std::max<int64_t>(1, studies));
     r.false_equivalent = static_cast<double>(false_equivalent) / j;
     r.any_false_equivalent = static_cast<double>(studies_false_equivalent) / static_cast<double>(std::max<int64_t>(1, studies));
+    r.better_by = static_cast<double>(better_by) / j;
+    r.any_better_by = static_cast<double>(studies_better_by) / static_cast<double>(std::max<int64_t>(1, studies));
     r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, studies));
     return r;
   }
@@ -161,6 +166,8 @@ CalibrationSetup setup_from(const Analysis& a, const ReportInput& in) {
   const double sd_d = percentile(sd_differences, 0.5);
   s.rho = std::clamp(1 - sd_d * sd_d / (2 * s.sigma * s.sigma), -0.99, 0.9999);
   s.min_effect = in.design.min_effect > 0 ? in.design.min_effect : a.suggested_min_effect;
+  s.better_by = in.design.better_by;
+  s.better_by_alpha = in.design.better_by_alpha;
   s.seeds = in.design.first > 0 ? in.design.first : std::max<int64_t>(2, a.noise.seeds);
   s.max_seeds = in.design.sequential() ? in.design.max_seeds : 4 * s.seeds;
   s.interventions = static_cast<int64_t>(in.variants.size()) - 1;
@@ -189,6 +196,8 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
   const auto m = static_cast<size_t>(s.interventions);
   SeedDesign fixed;
   fixed.min_effect = s.min_effect;
+  fixed.better_by = s.better_by;
+  fixed.better_by_alpha = s.better_by_alpha;
   SeedDesign sequential = fixed;
   sequential.first = s.seeds;
   sequential.max_seeds = s.max_seeds;
@@ -308,6 +317,24 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
     out += "- " + r.design + ": " + format_number("%.4f", r.false_equivalent) + " ± " + format_number("%.4f", half) + " per intervention, " +
            format_number("%.4f", r.any_false_equivalent) + " ± " + format_number("%.4f", half_any) + " per study (alpha " +
            format_number("%g", s.alpha) + ")\n";
+  }
+  if (s.better_by > 0) {
+    const double studies = static_cast<double>(s.replicates);
+    out += "\nCalled better by more than m = " + format_number("%g", s.better_by) + " (better_by, one-sided at " +
+           format_number("%g", s.better_by_alpha) + " in a fixed design; the repeated interval above m under "
+           "--until-decided), per intervention and per study — false where the true improvement is m or less:\n\n";
+    for (const auto& r : rows) {
+      if (r.mixed) {
+        continue;
+      }
+      const double n = static_cast<double>(r.judged);
+      const double half = 1.96 * std::sqrt(std::max(r.better_by * (1 - r.better_by), 1.0 / n) / n);
+      const double half_any = 1.96 * std::sqrt(std::max(r.any_better_by * (1 - r.any_better_by), 1.0 / studies) / studies);
+      out += "- true improvement " + format_number("%g", r.effect) + (r.effect <= s.better_by ? " (≤ m)" : " (> m)") +
+             ", " + r.design + ": " + format_number("%.4f", r.better_by) + " ± " + format_number("%.4f", half) +
+             " per intervention, " + format_number("%.4f", r.any_better_by) + " ± " + format_number("%.4f", half_any) +
+             " per study\n";
+    }
   }
   return out;
 }

@@ -18,6 +18,8 @@ struct CalibrationSetup {
   double sigma = 0;          // seed-to-seed standard deviation of one variant's metric
   double rho = 0;            // correlation of a variant's and the baseline's metric at one seed
   double min_effect = 0;     // δ
+  double better_by = 0;      // m, the margin of `better by more than m` (0: not tested)
+  double better_by_alpha = 0.05;
   int64_t seeds = 3;         // declared seeds (the fixed design, and --until-decided's first look)
   int64_t max_seeds = 12;    // --until-decided's cap
   int64_t interventions = 1;
@@ -44,6 +46,8 @@ struct CalibrationRow {
   double any_false = 0;         // share of studies with a false better or worse (worse, or better at 0)
   double false_equivalent = 0, any_false_equivalent = 0;  // effect ≥ δ: equivalent or (< δ) claims,
                                                           // per intervention and per study
+  double better_by = 0, any_better_by = 0;  // shares called better by more than m, per intervention
+                                            // and per study (false where the truth is m or less)
   double seeds = 0;             // mean seeds per variant (the baseline included)
   int64_t fixed_same = -1;      // --until-decided rows: the fewest seeds a fixed design needs to
                                 // decide correctly as often, within the 95% binomial error of this

@@ -52,7 +52,7 @@ Rows ladder_rows(const Analysis& a) {
     std::vector<std::string> row{t.intervention};
     for (size_t k = 0; k < a.rungs.size(); ++k) {
       const VariantStats* v = stats_named(a.rungs[k], t.rung_variants[k]);
-      row.push_back(v ? signed4(v->improvement) + " " + verdict_text(*v) : "-");
+      row.push_back(v ? signed4(v->improvement) + " " + verdict_text(*v, a.design.better_by) : "-");
     }
     row.insert(row.end(), {signed4(t.slope), interval(t.slope_low, t.slope_high), p_text(t.p_holm)});
     if (a.design.min_effect > 0) {

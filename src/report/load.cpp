@@ -225,6 +225,11 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
     in.design.min_effect = 0;
     in.min_effect_source = MinEffectSource::none_for_bpb;  // said above: no suggestion of another
   }
+  if (metric == "test_bpb" && in.design.better_by > 0) {
+    in.notes.push_back("the sweep file's better_by (" + format_number("%g", in.design.better_by) + ") is in nats per token, not in test_bpb's bits per byte: no margin is tested — pass "
+                       "--better-by in bits per byte for one");
+    in.design.better_by = 0;
+  }
   std::map<std::string, ReportRun*> before;  // the earlier load's runs by id
   if (previous && previous->sweep == in.sweep && previous->metric == metric) {
     for (auto& v : previous->variants) {

@@ -297,7 +297,7 @@ std::string study_markdown(const Analysis& a) {
     std::vector<std::string> row;
     const VariantStats& v = a.variants[i];
     for (const auto& c : cells(a, v, static_cast<int>(i + 1))) {
-      const bool decided = c.text == verdict_text(v) && sweep::decided(v.verdict);
+      const bool decided = c.text == verdict_text(v, a.design.better_by) && sweep::decided(v.verdict);
       row.push_back(row.size() == 1 ? md_code(c.text) :  decided ? "**" + c.text + "**" : c.text);
     }
     rows.push_back(row);
@@ -513,6 +513,9 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
         {"rank", rung == rung_rank.end() ? i + 1 : rung->second.second},
         {"rung", rung == rung_rank.end() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rung->second.first)}};
     row.update(json_of(v));
+    if (a.design.better_by > 0) {
+      row.update(margin_json(v));
+    }
     row["runs_detail"] = json_array(runs[v.name]->runs);
     variants.push_back(std::move(row));
   }
@@ -525,6 +528,9 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   j["delta_curves"] = json_array(a.deltas);
   if (a.tuned) {  // only then: the reports of sweeps without a tune axis keep their bytes
     j["tuned"] = json_of(*a.tuned);
+    for (size_t i = 0; a.design.better_by > 0 && i < a.tuned->at_best.size(); ++i) {
+      j["tuned"]["at_best"][i].update(margin_json(a.tuned->at_best[i]));
+    }
   }
   j["code"] = a.code;
   j["notes"] = a.notes;

@@ -20,12 +20,17 @@ nlohmann::ordered_json json_of(const ReferenceScore& r) {
 }
 
 nlohmann::ordered_json design_json(const Analysis& a) {
-  return {{"min_effect", a.design.min_effect > 0 ? nlohmann::ordered_json(a.design.min_effect) : nlohmann::ordered_json(nullptr)},
+  nlohmann::ordered_json j{{"min_effect", a.design.min_effect > 0 ? nlohmann::ordered_json(a.design.min_effect) : nlohmann::ordered_json(nullptr)},
           {"min_effect_source", to_string(a.min_effect_source)},
           {"suggested_min_effect", number_or_null(a.suggested_min_effect)},
           {"sequential", a.design.sequential()},
           {"first_seeds", a.design.first},
           {"max_seeds", a.design.max_seeds}};
+  if (a.design.better_by > 0) {  // only then: reports without a margin keep their bytes
+    j["better_by"] = a.design.better_by;
+    j["better_by_alpha"] = a.design.better_by_alpha;
+  }
+  return j;
 }
 
 nlohmann::ordered_json json_of(const NoiseSummary& n) {
@@ -84,6 +89,12 @@ nlohmann::ordered_json json_of(const VariantStats& v) {
           {"tokens_per_s", number_or_null(v.tokens_per_s)},
           {"wall_seconds", number_or_null(v.wall_seconds)},
           {"starts", v.starts}};
+}
+
+nlohmann::ordered_json margin_json(const VariantStats& v) {
+  return {{"p_better_by", number_or_null(v.p_better_by)},
+          {"p_better_by_holm", number_or_null(v.p_better_by_holm)},
+          {"better_by", v.better_by}};
 }
 
 nlohmann::ordered_json json_of(const Response& r) {

@@ -14,6 +14,8 @@ nlohmann::ordered_json json_of(const ReferenceScore& r);
 nlohmann::ordered_json json_of(const NoiseSummary& n);
 nlohmann::ordered_json json_of(const ReportRun& r);     // one of a variant's runs (runs_detail)
 nlohmann::ordered_json json_of(const VariantStats& v);  // its statistics and verdict, without its runs
+// Its test of superiority by the design's better_by margin: added to its row where one is declared.
+nlohmann::ordered_json margin_json(const VariantStats& v);
 nlohmann::ordered_json json_of(const Response& r);
 nlohmann::ordered_json json_of(const Additivity& x);
 nlohmann::ordered_json json_of(const TokensToTarget& t);

@@ -37,6 +37,9 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
                          const std::vector<ReportRun>& runs, bool paired) {
   const SeedDesign& d = in.design;
   const double alpha = alpha_each(in);
+  // `better by more than better_by`: a one-sided repeated bound at better_by_alpha, Bonferroni
+  // across the interventions as the design's alpha is
+  const double margin_alpha = d.better_by_alpha * alpha / in.alpha;
   const Spending spending = d.spending == "obrien-fleming" ? Spending::obrien_fleming : Spending::pocock;
   std::set<SeedKey> planned;
   for (const auto& r : runs) {
@@ -47,12 +50,14 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
   const int64_t n_max = std::max<int64_t>(d.max_seeds, static_cast<int64_t>(seeds.size()));
   const std::vector<double>* difference = nullptr;
   const std::vector<double>* equivalence = nullptr;
+  const std::vector<double>* margin = nullptr;
   if (paired) {
     difference = &boundaries(s.looks, n_max, alpha, spending, true);
     equivalence = &boundaries(s.looks, n_max, alpha, spending, false);
+    margin = d.better_by > 0 ? &boundaries(s.looks, n_max, margin_alpha, spending, false) : nullptr;
   }
   s.verdict = Verdict::undecided;
-  double spent_difference = 0, spent_equivalence = 0;
+  double spent_difference = 0, spent_equivalence = 0, spent_margin = 0;
   for (size_t j = 0; j < s.looks.size(); ++j) {
     std::vector<double> b, v;
     for (int64_t k = 0; k < s.looks[j]; ++k) {
@@ -81,8 +86,11 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     const double now_difference = spent(spending, alpha / 2, t), now_equivalence = spent(spending, alpha, t);
     const double diff_c = paired ? (*difference)[j] : upper_t(now_difference - spent_difference, c.df);
     const double eq_c = paired ? (*equivalence)[j] : upper_t(now_equivalence - spent_equivalence, c.df);
+    const double now_margin = spent(spending, margin_alpha, t);
+    const double margin_c = d.better_by <= 0 ? k_nan : paired ? (*margin)[j] : upper_t(now_margin - spent_margin, c.df);
     spent_difference = now_difference;
     spent_equivalence = now_equivalence;
+    spent_margin = now_margin;
     const double half = c.se * diff_c, eq_half = c.se * eq_c;  // se 0: the estimate is exact
     const double low = c.se == 0 ? c.improvement : c.improvement - half;
     const double high = c.se == 0 ? c.improvement : c.improvement + half;
@@ -96,6 +104,8 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     if (differs || equivalent) {
       s.verdict = !differs ? Verdict::equivalent : c.improvement > 0 ? Verdict::better : Verdict::worse;
       s.below_min_effect = differs && equivalent;
+      s.better_by = d.better_by > 0 && s.verdict == Verdict::better &&
+                    (c.se == 0 ? c.improvement > d.better_by : c.improvement - c.se * margin_c > d.better_by);
       s.stopped = "decided at look " + std::to_string(j + 1) + " (" + plural(s.looks[j], "seed") + ")";
       return;
     }

@@ -128,6 +128,16 @@ double tost_p(const Comparison& c, double delta) {
   return std::max(p_low, p_high);
 }
 
+double margin_p(const Comparison& c, double margin) {
+  if (!(c.df > 0) || !std::isfinite(c.se) || !std::isfinite(c.improvement)) {
+    return k_nan;
+  }
+  if (c.se == 0) {
+    return c.improvement > margin ? 0.0 : 1.0;
+  }
+  return boost::math::cdf(boost::math::complement(boost::math::students_t(c.df), (c.improvement - margin) / c.se));
+}
+
 double spent(Spending spending, double alpha, double t) {
   const boost::math::normal normal;
   return spending == Spending::pocock

@@ -61,6 +61,11 @@ Comparison contrast(const std::vector<std::vector<double>>& groups, const std::v
 // NaN where c has no test; with se = 0, 0 inside the margin and 1 outside.
 double tost_p(const Comparison& c, double delta);
 
+// A one-sided test of superiority by a margin: the p-value of H0: effect ≤ margin against
+// effect > margin for an estimate (improvement, se, df). NaN where c has no test; with se = 0,
+// 0 above the margin and 1 at or below it.
+double margin_p(const Comparison& c, double margin);
+
 // Lan & DeMets' (1983) alpha-spending functions: the share of a total error rate `alpha` spent by
 // information fraction t (0 < t ≤ 1; 1: all of it), for one one-sided test. O'Brien–Fleming-type,
 // 2 − 2Φ(z_{1−alpha/2} / √t), keeps nearly all of it for the end; Pocock-type,

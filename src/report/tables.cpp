@@ -23,6 +23,9 @@ std::vector<std::string> headers(const Analysis& a) {
     if (a.design.min_effect > 0) {
       h.push_back("p equiv (Holm)");
     }
+    if (a.design.better_by > 0) {
+      h.push_back("p by m (Holm)");
+    }
   }
   h.insert(h.end(), {"P(better)", "verdict"});
   h.push_back(a.design.sequential() ? "stopped" : "seeds for 80%");
@@ -42,7 +45,9 @@ std::string verdict_name(const VariantStats& v) {
              : to_string(v.verdict);
 }
 
-std::string verdict_text(const VariantStats& v) { return verdict_name(v) + (v.below_min_effect ? " (< δ)" : ""); }
+std::string verdict_text(const VariantStats& v, double better_by) {
+  return verdict_name(v) + (v.below_min_effect ? " (< δ)" : "") + (v.better_by ? " (by > " + format_number("%g", better_by) + ")" : "");
+}
 
 // A row of the ranked table, in the order of headers(a).
 std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
@@ -72,9 +77,12 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
     if (a.design.min_effect > 0) {
       row.push_back({p_text(v.p_equivalence_holm), v.p_equivalence_holm});
     }
+    if (a.design.better_by > 0) {
+      row.push_back({p_text(v.p_better_by_holm), v.p_better_by_holm});
+    }
   }
   row.push_back({format_number("%.2f", v.prob_improvement), v.prob_improvement});
-  row.push_back({verdict_text(v), std::nan("")});
+  row.push_back({verdict_text(v, a.design.better_by), std::nan("")});
   if (a.design.sequential()) {
     row.push_back({v.stopped.empty() ? "-" : v.stopped, std::nan("")});
   } else {
@@ -141,6 +149,16 @@ std::string method_sentence(const Analysis& a) {
                       "of interest (min_effect) to test equivalence.") +
          " Seeds for 80%: the seeds per variant a t-test at alpha / " + m +
          " needs to detect the observed improvement with power 0.8.";
+  }
+  if ((tested > 0 || band > 0) && a.design.better_by > 0) {
+    const std::string m = format_number("%g", a.design.better_by);
+    s += std::string(s.empty() ? "" : " ") + "(by > " + m + "): better, and shown better by more than the margin m = " + m +
+         " (better_by) — " +
+         (a.design.sequential()
+              ? "the deciding look's one-sided repeated bound, at " + format_number("%g", a.design.better_by_alpha) +
+                    " / the interventions, lies above it."
+              : "a one-sided t-test of improvement > m, its p Holm-adjusted across the interventions (p by m) below " +
+                    format_number("%g", a.design.better_by_alpha) + ".");
   }
   if (tested > 0 || band > 0) {
     s += std::string(s.empty() ? "" : " ") + "n: seeds (identical-seed repeats count once). corr: the correlation of the variant's per-seed values "

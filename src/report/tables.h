@@ -33,8 +33,9 @@ Rows ranked_rows(const Analysis& a);
 bool left_aligned(const std::string& header);
 // The verdict as report.json and the live view spell it: "diverged k/n" when some of its runs finished.
 std::string verdict_name(const VariantStats& v);
-// ... and as the tables print it: " (< δ)" after a difference shown smaller than min_effect.
-std::string verdict_text(const VariantStats& v);
+// ... and as the tables print it: " (< δ)" after a difference shown smaller than min_effect,
+// " (by > m)" after one shown larger than the design's better_by margin m.
+std::string verdict_text(const VariantStats& v, double better_by);
 // How the verdicts were reached, in words.
 std::string method_sentence(const Analysis& a);
 // Where σ comes from, its components, the noise band and the detectable effect.

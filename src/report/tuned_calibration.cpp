@@ -5,6 +5,7 @@
 #include <random>
 
 #include "report/analysis.h"
+#include "report/sequential.h"
 #include "report/tuned.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -19,49 +20,77 @@ struct Arm {
 
 std::string value_text(double t) { return format_number("%.6g", 1e-3 * std::exp2(t)); }
 
-// One study: the baseline (arm 0) and the interventions, every arm at every grid value.
-ReportInput tuned_study(const TunedCalibrationSetup& s, const std::vector<Arm>& arms, std::mt19937_64& rng) {
+// One study's noise, enough for the most seeds any design gives it: z per seed, w per arm and
+// seed, e per arm, value and seed.
+struct Draws {
+  std::vector<double> shared;
+  std::vector<std::vector<double>> arm_seed;
+  std::vector<std::vector<std::vector<double>>> run;
+};
+
+Draws draw(const TunedCalibrationSetup& s, size_t arms, std::mt19937_64& rng) {
   std::normal_distribution<double> normal;
+  const int64_t most = std::max(s.seeds, s.max_seeds);
+  const auto seeds = [&] {
+    std::vector<double> x;
+    for (int64_t k = 0; k < most; ++k) {
+      x.push_back(normal(rng));
+    }
+    return x;
+  };
+  Draws d;
+  d.shared = seeds();
+  for (size_t a = 0; a < arms; ++a) {
+    d.arm_seed.push_back(seeds());
+    d.run.emplace_back();
+    for (size_t t = 0; t < s.grid.size(); ++t) {
+      d.run.back().push_back(seeds());
+    }
+  }
+  return d;
+}
+
+// One study: the baseline (arm 0) and the interventions, every arm at every grid value with its
+// n[arm] seeds.
+ReportInput tuned_study(const TunedCalibrationSetup& s, const std::vector<Arm>& arms, const Draws& d,
+                        const std::vector<int64_t>& n, const SeedDesign& design) {
   ReportInput in;
   in.sweep = "tuned-calibration";
   in.baseline = "baseline";
   in.metric = "test_loss";
   in.alpha = s.alpha;
-  in.design.first = s.seeds;
-  in.design.min_effect = s.min_effect;
+  in.design = design;
   in.min_effect_source = MinEffectSource::simulation;
   in.power = false;
   in.axes = {{AxisKind::tune, {"train.lr"}}};
-  std::vector<double> shared;
-  for (int64_t k = 0; k < s.seeds; ++k) {
-    shared.push_back(normal(rng));
-  }
   const double own = std::sqrt(std::max(0.0, 1 - s.rho * s.rho));
   for (size_t a = 0; a < arms.size(); ++a) {
     const std::string name = a == 0 ? "baseline" : "i" + std::to_string(a);
-    std::vector<double> arm_seed;
-    for (int64_t k = 0; k < s.seeds; ++k) {
-      arm_seed.push_back(normal(rng));
-    }
-    for (const double t : s.grid) {
+    for (size_t g = 0; g < s.grid.size(); ++g) {
+      const double t = s.grid[g];
       VariantRuns v;
       v.intervention = name;
       v.name = t == 0 ? name : (a == 0 ? "" : name + "+") + "lr=" + value_text(t);
       v.axes = {{"train.lr", value_text(t)}};
-      for (int64_t k = 0; k < s.seeds; ++k) {
+      for (int64_t k = 0; k < n[a]; ++k) {
         ReportRun r;
         r.run_id = v.name + "-" + std::to_string(k);
         r.status = RunState::done;
         r.init_seed = r.data_seed = k + 1;
         const size_t i = static_cast<size_t>(k);
         r.value = arms[a].depth + s.curvature * std::pow(t - arms[a].centre, 2) +
-                  s.sigma * (s.rho * shared[i] + own * arm_seed[i]) + s.run_sigma * normal(rng);
+                  s.sigma * (s.rho * d.shared[i] + own * d.arm_seed[a][i]) + s.run_sigma * d.run[a][g][i];
         v.runs.push_back(r);
       }
       in.variants.push_back(std::move(v));
     }
   }
   return in;
+}
+
+// The arm a variant of tuned_study belongs to: "baseline" and "lr=…" are arm 0, "i3" and "i3+lr=…" arm 3.
+size_t arm_of(const std::string& variant) {
+  return variant.rfind('i', 0) == 0 ? static_cast<size_t>(std::stoll(variant.substr(1))) : 0;
 }
 
 struct Scenario {
@@ -71,14 +100,76 @@ struct Scenario {
   bool random_centre = true;  // the baseline's centre drawn in [0, 1] per study; else at 1 (twice the base value)
 };
 
+// Tallies of one scenario in one design.
+struct TunedTally {
+  int64_t better = 0, worse = 0, equivalent = 0, undecided = 0, studies = 0, studies_false = 0, base_better = 0;
+  int64_t confounded = 0, extend = 0, covered = 0;
+  double seeds = 0;
+  TunedCalibrationRow row;
+
+  void add(const Analysis& a, const std::vector<int64_t>& n) {
+    bool any_false = false;
+    for (const auto& v : a.tuned->at_best) {
+      if (v.is_baseline) {
+        continue;
+      }
+      ++row.judged;
+      better += v.verdict == Verdict::better;
+      worse += v.verdict == Verdict::worse;
+      equivalent += v.verdict == Verdict::equivalent;
+      undecided += v.verdict == Verdict::undecided;
+      any_false |= v.verdict == Verdict::worse || (row.truth == 0 && v.verdict == Verdict::better);
+      covered += v.ci_low <= row.truth && row.truth <= v.ci_high;
+    }
+    for (const auto& arm : a.tuned->arms) {
+      if (arm.at_base == Verdict::baseline) {
+        continue;
+      }
+      extend += arm.outcome == TunedOutcome::extend_grid;
+      if (arm.at_base == Verdict::better) {
+        ++base_better;
+        confounded += arm.outcome == TunedOutcome::confounded || arm.outcome == TunedOutcome::extend_grid;
+      }
+    }
+    studies_false += any_false;
+    ++studies;
+    for (const int64_t x : n) {
+      seeds += static_cast<double>(x) / static_cast<double>(n.size());
+    }
+  }
+
+  TunedCalibrationRow finish() const {
+    TunedCalibrationRow r = row;
+    const double j = static_cast<double>(std::max<int64_t>(1, r.judged));
+    r.better = static_cast<double>(better) / j;
+    r.worse = static_cast<double>(worse) / j;
+    r.equivalent = static_cast<double>(equivalent) / j;
+    r.undecided = static_cast<double>(undecided) / j;
+    r.any_false = static_cast<double>(studies_false) / static_cast<double>(std::max<int64_t>(1, studies));
+    r.base_better = static_cast<double>(base_better) / j;
+    r.confounded_when_base_better = base_better > 0 ? static_cast<double>(confounded) / static_cast<double>(base_better) : std::nan("");
+    r.extend = static_cast<double>(extend) / j;
+    r.coverage = static_cast<double>(covered) / j;
+    r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, studies));
+    return r;
+  }
+};
+
 }  // namespace
 
 std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s) {
   if (!(s.sigma > 0) || !(s.min_effect > 0) || s.seeds < 2 || s.interventions < 1 || s.replicates < 1 ||
       !(s.rho > -1 && s.rho < 1) || !(s.run_sigma >= 0) || !(s.curvature > 0) || s.grid.size() < 3 ||
-      std::find(s.grid.begin(), s.grid.end(), 0.0) == s.grid.end()) {
-    throw Error("calibrate --tune: needs σ > 0, a min_effect > 0, 2 or more seeds, an intervention, a replicate, "
-                "−1 < ρ < 1, a run σ ≥ 0, a curvature > 0 and 3 or more values with the base value among them",
+      std::find(s.grid.begin(), s.grid.end(), 0.0) == s.grid.end() || (s.max_seeds != 0 && s.max_seeds < s.seeds)) {
+    throw Error("calibrate --tune: needs σ > 0, a min_effect > 0, 2 or more seeds (and --max-seeds at or above them), "
+                "an intervention, a replicate, −1 < ρ < 1, a run σ ≥ 0, a curvature > 0 and 3 or more values with "
+                "the base value among them",
+                Exit::bad_input);
+  }
+  if (s.max_seeds > 0 && (s.max_seeds + s.seeds - 1) / s.seeds > SeedDesign::k_max_looks) {
+    throw Error("calibrate --tune: --max-seeds " + std::to_string(s.max_seeds) + " gives more than " +
+                    std::to_string(SeedDesign::k_max_looks) + " looks of " + std::to_string(s.seeds) +
+                    " seeds: pass more --seeds or a lower --max-seeds",
                 Exit::bad_input);
   }
   const std::vector<Scenario> scenarios{
@@ -87,58 +178,48 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
       {"deeper by δ", 0, 1, true},
       {"deeper by 2δ", 0, 2, true},
   };
+  SeedDesign fixed;
+  fixed.first = s.seeds;
+  fixed.min_effect = s.min_effect;
+  SeedDesign sequential = fixed;
+  sequential.max_seeds = s.max_seeds;
+  sequential.spending = s.spending;
+  const auto arms_n = static_cast<size_t>(s.interventions + 1);
   std::vector<TunedCalibrationRow> rows;
   for (const auto& sc : scenarios) {
     std::mt19937_64 rng(s.seed);  // the same noise in every scenario
     std::uniform_real_distribution<double> centre(0, 1);
-    TunedCalibrationRow row;
-    row.scenario = sc.name;
-    row.truth = sc.deeper * s.min_effect;
-    int64_t better = 0, worse = 0, equivalent = 0, undecided = 0, studies_false = 0, base_better = 0;
-    int64_t confounded = 0, extend = 0, covered = 0;
+    TunedTally fixed_tally, until;
+    fixed_tally.row.scenario = until.row.scenario = sc.name;
+    fixed_tally.row.truth = until.row.truth = sc.deeper * s.min_effect;
+    fixed_tally.row.design = "fixed, " + std::to_string(s.seeds) + " seeds";
+    until.row.design = "until decided (" + s.spending + "), " + std::to_string(s.seeds) + " to " +
+                       std::to_string(s.max_seeds) + " seeds";
     for (int64_t r = 0; r < s.replicates; ++r) {
       const double c = sc.random_centre ? centre(rng) : 1.0;
       std::vector<Arm> arms{{3.0, c}};
       for (int64_t i = 0; i < s.interventions; ++i) {
-        arms.push_back({3.0 - row.truth, c + sc.shift});
+        arms.push_back({3.0 - fixed_tally.row.truth, c + sc.shift});
       }
-      const Analysis a = analyze(tuned_study(s, arms, rng));
-      bool any_false = false;
-      for (const auto& v : a.tuned->at_best) {
-        if (v.is_baseline) {
-          continue;
+      const Draws d = draw(s, arms.size(), rng);
+      std::vector<int64_t> n(arms_n, s.seeds);
+      fixed_tally.add(analyze(tuned_study(s, arms, d, n, fixed)), n);
+      if (s.max_seeds > 0) {
+        // --until-decided: the runner's loop, on the report's own next_round
+        Analysis a = analyze(tuned_study(s, arms, d, n, sequential));
+        for (auto more = next_round(a); !more.empty(); more = next_round(a)) {
+          for (const auto& [name, seeds] : more) {
+            n[arm_of(name)] = std::max(n[arm_of(name)], seeds);
+          }
+          a = analyze(tuned_study(s, arms, d, n, sequential));
         }
-        ++row.judged;
-        better += v.verdict == Verdict::better;
-        worse += v.verdict == Verdict::worse;
-        equivalent += v.verdict == Verdict::equivalent;
-        undecided += v.verdict == Verdict::undecided;
-        any_false |= v.verdict == Verdict::worse || (row.truth == 0 && v.verdict == Verdict::better);
-        covered += v.ci_low <= row.truth && row.truth <= v.ci_high;
+        until.add(a, n);
       }
-      for (const auto& arm : a.tuned->arms) {
-        if (arm.at_base == Verdict::baseline) {
-          continue;
-        }
-        extend += arm.outcome == TunedOutcome::extend_grid;
-        if (arm.at_base == Verdict::better) {
-          ++base_better;
-          confounded += arm.outcome == TunedOutcome::confounded || arm.outcome == TunedOutcome::extend_grid;
-        }
-      }
-      studies_false += any_false;
     }
-    const double j = static_cast<double>(std::max<int64_t>(1, row.judged));
-    row.better = static_cast<double>(better) / j;
-    row.worse = static_cast<double>(worse) / j;
-    row.equivalent = static_cast<double>(equivalent) / j;
-    row.undecided = static_cast<double>(undecided) / j;
-    row.any_false = static_cast<double>(studies_false) / static_cast<double>(s.replicates);
-    row.base_better = static_cast<double>(base_better) / j;
-    row.confounded_when_base_better = base_better > 0 ? static_cast<double>(confounded) / static_cast<double>(base_better) : std::nan("");
-    row.extend = static_cast<double>(extend) / j;
-    row.coverage = static_cast<double>(covered) / j;
-    rows.push_back(row);
+    rows.push_back(fixed_tally.finish());
+    if (s.max_seeds > 0) {
+      rows.push_back(until.finish());
+    }
   }
   return rows;
 }
@@ -156,13 +237,14 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
                     ", " + std::to_string(s.replicates) + " studies per row, seed " + std::to_string(s.seed) +
                     ". The baseline's best lies at a random place between the base value and twice it (at twice it in the "
                     "sideways row, where the arms' best is the base value). Verdicts at each arm's best:\n\n";
-  out += "| arms' bowl | true difference | better | worse | equivalent | undecided | any false better/worse (per study) "
+  out += "| arms' bowl | true difference | design | seeds per arm | better | worse | equivalent | undecided | any false better/worse (per study) "
          "| 95% CI covers it | better at the base value | of those, lr-confounded | extend the grid |\n"
-         "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+         "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {
     const double n = static_cast<double>(std::max<int64_t>(1, r.judged));
     const double half = 1.96 * std::sqrt(std::max(r.coverage * (1 - r.coverage), 1.0 / n) / n);
-    out += "| " + r.scenario + " | " + format_number("%g", r.truth) + " | " + format_number("%.3f", r.better) + " | " +
+    out += "| " + r.scenario + " | " + format_number("%g", r.truth) + " | " + r.design + " | " +
+           format_number("%.2f", r.seeds) + " | " + format_number("%.3f", r.better) + " | " +
            format_number("%.3f", r.worse) + " | " + format_number("%.3f", r.equivalent) + " | " +
            format_number("%.3f", r.undecided) + " | " + format_number("%.3f", r.any_false) + " | " +
            format_number("%.3f", r.coverage) + " ± " + format_number("%.3f", half) + " | " +

@@ -5,7 +5,9 @@
 // with z_s shared by every run of seed s (the same initial weights and batches), w_as by an arm's
 // runs at that seed, e_asv each run's own. The scenarios: every arm with the baseline's bowl; arms
 // whose bowl only moves sideways (its best at the base value, the baseline's a doubling above);
-// arms deeper by δ and 2δ (the interval's coverage of the true difference).
+// arms deeper by δ and 2δ (the interval's coverage of the true difference). Each scenario in a
+// fixed design and, with max_seeds, under --until-decided: the runner's loop on the report's own
+// next_round, seeds added per arm (at every value) while its verdict at its best is open.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,8 @@ struct TunedCalibrationSetup {
   double curvature = 0.03;    // the bowl's rise per (doubling)² away from its minimum
   double min_effect = 0.005;  // δ
   int64_t seeds = 3;
+  int64_t max_seeds = 0;      // --until-decided's cap (0: the fixed design only)
+  std::string spending = "pocock";
   int64_t interventions = 4;
   std::vector<double> grid{-1, 0, 1, 2};  // log2 of the values tried ÷ the base value (0 must be one)
   int64_t replicates = 1000;
@@ -30,6 +34,7 @@ struct TunedCalibrationSetup {
 
 struct TunedCalibrationRow {
   std::string scenario;
+  std::string design;           // "fixed, 3 seeds", "until decided, 3 to 8 seeds"
   double truth = 0;             // the true difference of minima, baseline − arm (positive: the arm is better)
   int64_t judged = 0;           // arms judged: replicates × interventions
   double better = 0, worse = 0, equivalent = 0, undecided = 0;  // at each arm's best, shares
@@ -38,6 +43,7 @@ struct TunedCalibrationRow {
   double confounded_when_base_better = 0;  // of those, the share called <key>-confounded (any reason)
   double extend = 0;            // share whose outcome is "extend the grid"
   double coverage = 0;          // share whose 95% interval at the best covers the truth
+  double seeds = 0;             // mean seeds per arm (the baseline's included)
 };
 
 std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& setup);

@@ -65,8 +65,8 @@ Rows tuned_rows(const Analysis& a) {
                                                            : std::to_string(best.seeds) + "/" + std::to_string(best.seeds_planned);
     rows.push_back({std::to_string(i + 1), best.name, arm ? best_text(*arm) : "-",
                     arm && std::isfinite(arm->sensitivity) ? format_number("%.4f", arm->sensitivity) : "-", n,
-                    improvement_text(&best), ci_text(best.ci_low, best.ci_high, "%+.4f"), verdict_text(best),
-                    improvement_text(base), base ? verdict_text(*base) : "-", arm ? arm->why : "-"});
+                    improvement_text(&best), ci_text(best.ci_low, best.ci_high, "%+.4f"), verdict_text(best, a.design.better_by),
+                    improvement_text(base), base ? verdict_text(*base, a.design.better_by) : "-", arm ? arm->why : "-"});
   }
   return rows;
 }

@@ -229,6 +229,10 @@ void Store::record_sweep(const SweepSpec& spec) try {
   if (spec.design.min_effect > 0) {
     design["min_effect"] = spec.design.min_effect;
   }
+  if (spec.design.better_by > 0) {
+    design["better_by"] = spec.design.better_by;
+    design["better_by_alpha"] = spec.design.better_by_alpha;
+  }
   sweep.bind(7, design.dump());
   sweep.exec();
   // The sweep's membership is replaced as a whole: a variant removed from the file leaves it.
@@ -346,6 +350,8 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   info.design.first = design.value("first", int64_t{0});
   info.design.max_seeds = design.value("max_seeds", int64_t{0});
   info.design.min_effect = design.value("min_effect", 0.0);
+  info.design.better_by = design.value("better_by", 0.0);
+  info.design.better_by_alpha = design.value("better_by_alpha", info.design.better_by_alpha);
   // Sequential designs recorded before the spending was (commits c41573a–49ee4ff) used O'Brien–Fleming's.
   info.design.spending = design.value("spending", info.design.sequential() ? "obrien-fleming" : info.design.spending);
   info.design.interventions = design.value("interventions", int64_t{0});

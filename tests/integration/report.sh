@@ -84,6 +84,31 @@ for bad in 0 -1 abc nan 1e999; do
   expect_rc 2 "$SWEEP" report fixture --out report-d --min-effect "$bad" 2> err.txt
   grep -q -- "--min-effect .*must be a number above 0" err.txt || fail "--min-effect $bad: $(cat err.txt)"
 done
+# Better by a margin: a one-sided test beside the verdict, its column and report.json's fields.
+"$SWEEP" report fixture --out report-m --better-by 0.001 --better-by-alpha 0.01 > table-m.txt 2> err.txt ||
+  fail "--better-by 0.001: $(cat err.txt)"
+grep -q "p by m (Holm)" table-m.txt || fail "no margin column: $(cat table-m.txt)"
+grep -qE "^1 +good .*better \(by > 0.001\)" table-m.txt || fail "good by > 0.001: $(grep good table-m.txt)"
+grep -q "(by > 0.001): better, and shown better by more than the margin" report-m/report.md || fail "no margin sentence"
+python3 - <<'PY' || fail "report.json's margin fields"
+import json
+r = json.load(open("report-m/report.json"))
+assert r["design"]["better_by"] == 0.001 and r["design"]["better_by_alpha"] == 0.01, r["design"]
+for v in r["variants"]:
+    if v["verdict"] in ("baseline", "no result") or v["p_better_by_holm"] is None:
+        assert v["better_by"] is False, v
+        continue
+    assert v["better_by"] == (v["verdict"] == "better" and v["p_better_by_holm"] < 0.01), v
+    assert v["p_better_by_holm"] >= v["p_better_by"], v
+PY
+"$SWEEP" report fixture --out report-m --better-by 100 > table-m.txt 2> err.txt || fail "--better-by 100: $(cat err.txt)"
+grep -qE "^[0-9]+ .*better \(by > " table-m.txt && fail "shown better by more than 100: $(cat table-m.txt)"
+for bad in 0 -1 abc nan; do
+  expect_rc 2 "$SWEEP" report fixture --out report-m --better-by "$bad" 2> err.txt
+  grep -q -- "--better-by .*must be a number above 0" err.txt || fail "--better-by $bad: $(cat err.txt)"
+done
+expect_rc 2 "$SWEEP" report fixture --out report-m --better-by 0.01 --better-by-alpha 0.9 2> err.txt
+grep -q -- "--better-by-alpha" err.txt || fail "--better-by-alpha 0.9: $(cat err.txt)"
 [ "$(verdict unstable)" = diverged ] || fail "unstable: $(verdict unstable)"
 grep -q "unstable: 3 of 3 runs diverged" table.txt || fail "no note on the diverged variant"
 

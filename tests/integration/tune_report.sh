@@ -10,6 +10,7 @@ sweep: tuned
 baseline: base
 seeds: [1, 2, 3]
 min_effect: 0.01
+better_by: 0.001
 base:
   data: {dataset: data/bytes}
   model: {n_layer: 1, n_head: 2, n_embd: 32, block_size: 32, dropout: 0.0}
@@ -45,15 +46,23 @@ assert clip["outcome"] in ("agrees", "confounded", "extend the grid", "no result
 assert clip["verdict_at_base"] == [v for v in r["variants"] if v["name"] == "clip"][0]["verdict"], clip
 best = [v for v in t["at_best"] if v["name"] == "clip"][0]
 assert best["seeds"] == 3 and best["method"] == "paired", best
+# the file's better_by, recorded with the sweep: tested at the base value and at each arm's best
+assert r["design"]["better_by"] == 0.001 and r["design"]["better_by_alpha"] == 0.05, r["design"]
+for v in r["variants"] + t["at_best"]:
+    assert "p_better_by_holm" in v and v["better_by"] == (v["verdict"] == "better" and v["p_better_by_holm"] < 0.05), v
 print("tuned report.json: ok")
 PY
 "$SWEEP" calibrate --tune --replicates 20 --interventions 2 > calibration.md || fail "calibrate --tune: $(cat calibration.md)"
-grep -q "| the baseline's bowl | 0 |" calibration.md || fail "calibrate --tune: $(cat calibration.md)"
+grep -q "| the baseline's bowl | 0 | fixed, 3 seeds |" calibration.md || fail "calibrate --tune: $(cat calibration.md)"
+"$SWEEP" calibrate --tune --replicates 10 --interventions 2 --max-seeds 6 > calibration.md ||
+  fail "calibrate --tune --max-seeds: $(cat calibration.md)"
+grep -q "| the baseline's bowl | 0 | until decided (pocock), 3 to 6 seeds |" calibration.md ||
+  fail "calibrate --tune --max-seeds: $(cat calibration.md)"
 
 # Bad tune axes: file:line:col, nothing written
 cp tune.yaml bad.yaml
 sed -i 's/  train.lr: \[1.5e-3, 3e-3, 6e-3, 1.2e-2\]/  train.lr: [3e-3, 6e-3]/' bad.yaml
 expect_rc 2 "$SWEEP" run bad.yaml --results bad_res 2> err.txt
-grep -q "bad.yaml:14:13: tune axis 'train.lr' has 2 values" err.txt || fail "two values: $(cat err.txt)"
+grep -q "bad.yaml:15:13: tune axis 'train.lr' has 2 values" err.txt || fail "two values: $(cat err.txt)"
 [ ! -e bad_res ] || fail "a refused sweep wrote bad_res"
 echo "tune_report: ok"

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "report/plots.h"
 #include "report/render.h"
 #include "report/sequential.h"
+#include "report/stats.h"
 #include "report/tables.h"
 
 using namespace sweep;
@@ -381,6 +383,47 @@ TEST_CASE("equivalence: TOST within the smallest effect of interest, Holm-adjust
                  n.find("min_effect:") != std::string::npos;
   }
   CHECK(suggested);
+}
+
+TEST_CASE("better by a margin: one-sided, Holm-adjusted, claimed of a better variant only") {
+  const std::vector<double> base{3.00, 3.02, 2.98, 3.01, 2.99};
+  ReportInput in = input({
+      variant("baseline", base),
+      variant("tiny-gain", {2.997, 3.017, 2.977, 3.007, 2.987}),  // better by 0.003 at every seed
+      variant("big-gain", {2.90, 2.915, 2.885, 2.905, 2.89}),     // by 0.101 on average
+      variant("worse", {3.10, 3.12, 3.08, 3.11, 3.09}),
+  });
+  in.design.better_by = 0.005;
+  in.design.better_by_alpha = 0.01;
+  Analysis a = analyze(in);
+  CHECK(find(a, "tiny-gain").verdict == Verdict::better);
+  CHECK_FALSE(find(a, "tiny-gain").better_by);  // better, but not by more than 0.005
+  CHECK(find(a, "big-gain").better_by);
+  CHECK_FALSE(find(a, "worse").better_by);
+  // the raw p is the one-sided t-test of improvement > m; Holm never lowers it
+  const Comparison c = compare_paired(base, {2.90, 2.915, 2.885, 2.905, 2.89});
+  CHECK(find(a, "big-gain").p_better_by == doctest::Approx(margin_p(c, 0.005)));
+  CHECK(find(a, "big-gain").p_better_by_holm >= find(a, "big-gain").p_better_by);
+  CHECK(find(a, "big-gain").p_better_by_holm < 0.01);
+  CHECK(verdict_text(find(a, "big-gain"), 0.005) == "better (by > 0.005)");
+  // the record-keepers' rule against a brute-force reading: one-sided p < α ⇔ the lower end of the
+  // two-sided (1 − 2α) interval lies above m (one intervention: Holm changes nothing)
+  for (const double m : {0.05, 0.095, 0.1, 0.105}) {
+    ReportInput one = input({variant("baseline", base), variant("big-gain", {2.90, 2.915, 2.885, 2.905, 2.89})});
+    one.design.better_by = m;
+    one.design.better_by_alpha = 0.01;
+    const Comparison wide = compare_paired(base, {2.90, 2.915, 2.885, 2.905, 2.89});
+    const double low = wide.improvement - boost::math::quantile(boost::math::students_t(wide.df), 0.99) * wide.se;
+    CAPTURE(m);
+    CHECK(find(analyze(one), "big-gain").better_by == (low > m));
+  }
+  // a margin it cannot show: not claimed; and without one, no test at all
+  in.design.better_by = 0.1;
+  CHECK_FALSE(find(analyze(in), "big-gain").better_by);
+  in.design.better_by = 0;
+  a = analyze(in);
+  CHECK(std::isnan(find(a, "big-gain").p_better_by));
+  CHECK(verdict_text(find(a, "big-gain"), 0) == "better");
 }
 
 TEST_CASE("one seed with a smallest effect: equivalent when the whole noise band lies inside it") {

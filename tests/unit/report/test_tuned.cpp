@@ -237,6 +237,28 @@ TEST_CASE("tuned calibration: a smoke check of the figures docs/verdicts.md give
   CHECK_THROWS_AS(calibrate_tuned(TunedCalibrationSetup{.sigma = 0}), Error);
 }
 
+TEST_CASE("tuned calibration under --until-decided: seeds added per arm where the verdict at its best is open") {
+  TunedCalibrationSetup s;
+  s.replicates = 30;
+  s.max_seeds = 6;
+  const std::vector<TunedCalibrationRow> rows = calibrate_tuned(s);
+  REQUIRE(rows.size() == 8);  // each scenario: fixed, then until decided
+  for (size_t k = 0; k < rows.size(); k += 2) {
+    CAPTURE(rows[k].scenario);
+    CHECK(rows[k].design == "fixed, 3 seeds");
+    CHECK(rows[k].seeds == doctest::Approx(3.0));
+    CHECK(rows[k + 1].design == "until decided (pocock), 3 to 6 seeds");
+    CHECK(rows[k + 1].seeds >= 3.0);
+    CHECK(rows[k + 1].seeds <= 6.0);
+    CHECK(rows[k + 1].better + rows[k + 1].worse + rows[k + 1].equivalent + rows[k + 1].undecided == doctest::Approx(1.0));
+  }
+  CHECK(rows[1].any_false <= 0.2);    // the same bowl: alpha per study (measured in docs at 1,000)
+  CHECK(rows[1].seeds > 3.0);         // undecided arms got seeds
+  CHECK(rows[3].better <= 0.15);      // moved sideways: not better at its best
+  CHECK(rows[7].better >= rows[6].better);  // deeper by 2δ: more seeds find it at least as often
+  CHECK_THROWS_AS(calibrate_tuned(TunedCalibrationSetup{.seeds = 4, .max_seeds = 3}), Error);
+}
+
 TEST_CASE("tuned: keys tuned together where some arms ignore one (null), and arms of another model pair by seed") {
   ReportInput in = study(4);
   // train.muon_lr tuned beside train.lr: AdamW's arms leave it out of their configs (null); the

@@ -192,3 +192,27 @@ TEST_CASE("calibration: false better/worse and false equivalence stay within alp
   CHECK(until.fixed_same >= 2);
   CHECK(calibration_markdown(s, rows).find("| mixed: 0δ, 1δ | until decided (pocock), 3 to 9 seeds |") != std::string::npos);
 }
+
+TEST_CASE("calibration: `better (by > m)` at a true improvement of exactly m stays within its level per study") {
+  CalibrationSetup s;
+  s.sigma = 0.0066;
+  s.rho = 0.95;
+  s.min_effect = 0.005;
+  s.better_by = 0.005;  // the margin at the truth of the 1δ rows: every claim there is false
+  s.better_by_alpha = 0.05;
+  s.seeds = 3;
+  s.max_seeds = 9;
+  s.interventions = 3;
+  s.effects = {1, 4};
+  s.replicates = 600;
+  const std::vector<CalibrationRow> rows = calibrate(s);
+  REQUIRE(rows.size() == 9);  // 3 designs × (δ, 4δ, mixed)
+  const double bound = 0.05 + 3 * std::sqrt(0.05 * 0.95 / 600.0);
+  for (size_t k = 0; k < 3; ++k) {
+    CAPTURE(rows[k].design);
+    CHECK(rows[k].any_better_by <= bound);   // fixed: Holm; until decided: repeated bounds
+    CHECK(rows[k + 3].better_by > 0.3);       // 4δ: shown by more than δ, often
+    CHECK(rows[k + 3].better_by <= rows[k + 3].better);  // claimed of better variants only
+  }
+  CHECK(calibration_markdown(s, rows).find("Called better by more than m = 0.005") != std::string::npos);
+}
