@@ -321,7 +321,7 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
   if (s.better_by > 0) {
     const double studies = static_cast<double>(s.replicates);
     out += "\nCalled better by more than m = " + format_number("%g", s.better_by) + " (better_by, one-sided at " +
-           format_number("%g", s.better_by_alpha) + " in a fixed design; the repeated interval above m under "
+           format_number("%g", s.better_by_alpha) + ": Holm-adjusted in a fixed design, a repeated bound under "
            "--until-decided), per intervention and per study — false where the true improvement is m or less:\n\n";
     for (const auto& r : rows) {
       if (r.mixed) {
