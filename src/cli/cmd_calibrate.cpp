@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/results.h"
+#include "report/backtest_calibration.h"
 #include "report/calibration.h"
 #include "report/load.h"
 #include "report/tuned.h"
@@ -45,6 +46,15 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_flag("--tune", o.tune,
                 "The verdicts at each arm's best value of a tune axis: simulated bowls in log(learning rate) "
                 "(a fixed design, and with --max-seeds --until-decided too; --effects does not apply)");
+  cmd->add_flag("--backtest", o.backtest,
+                "The backtest's coverage and decision accuracy on synthetic ladders: straight, bent and crossing 0 "
+                "(--sigma, --seeds, --interventions, --replicates, --seed, --rungs and --bend apply)");
+  cmd->add_option("--rungs", o.rungs, "--backtest: rungs per ladder, a decade of FLOPs apart")
+      ->check(CLI::Range(3, 20))
+      ->capture_default_str();
+  cmd->add_option("--bend", o.bend, "--backtest: the bent trends' curvature per decade²")
+      ->check(at_least(0))
+      ->capture_default_str();
   cmd->add_option("--curvature", o.curvature, "--tune: the bowl's rise per doubling² of the value")
       ->check(at_least(0, true))
       ->capture_default_str();
@@ -92,8 +102,23 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
 }  // namespace
 
 Exit run_calibrate(const CalibrateOptions& o) {
+  if (o.tune && o.backtest) {
+    throw Error("calibrate: --tune and --backtest measure different things: pass one", Exit::bad_input);
+  }
   if (o.tune) {
     return run_tuned_calibration(o);
+  }
+  if (o.backtest) {
+    BacktestCalibrationSetup b;
+    b.sigma = o.sigma > 0 ? o.sigma : b.sigma;
+    b.seeds = o.seeds > 0 ? o.seeds : b.seeds;
+    b.interventions = o.interventions > 0 ? o.interventions : b.interventions;
+    b.rungs = o.rungs;
+    b.bend = o.bend;
+    b.replicates = o.replicates;
+    b.seed = o.seed;
+    std::fputs(backtest_calibration_markdown(b, calibrate_backtest(b)).c_str(), stdout);
+    return Exit::ok;
   }
   CalibrationSetup setup;
   if (!o.sweep.empty()) {

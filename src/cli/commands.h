@@ -118,9 +118,21 @@ struct CalibrateOptions {
   std::string spending = "pocock";
   bool tune = false;  // --tune: the tuned verdicts (report/tuned_calibration.h)
   double curvature = 0.03, run_sigma = 0.004;
+  bool backtest = false;  // --backtest: the backtest on synthetic ladders (report/backtest_calibration.h)
+  int64_t rungs = 4;
+  double bend = 0.01;
 };
 CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o);
 Exit run_calibrate(const CalibrateOptions& o);
+
+struct BacktestOptions {
+  std::vector<std::string> sweeps;  // empty: every sweep with a scale ladder
+  std::string results = "results";
+  std::string metric = "test_loss";
+  std::string format = "text";
+};
+CLI::App* setup_backtest(CLI::App& app, BacktestOptions& o);
+Exit run_backtest(const BacktestOptions& o);
 
 struct ExportOptions {
   std::string run_dir;

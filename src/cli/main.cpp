@@ -23,10 +23,12 @@ int main(int argc, char** argv) {
   SweepOptions sweep_options;
   ReportOptions report;
   CalibrateOptions calibrate;
+  BacktestOptions backtest;
   ServeOptions serve;
   setup_sweep_commands(app, sweep_options);
   CLI::App* report_cmd = setup_report(app, report);
   CLI::App* calibrate_cmd = setup_calibrate(app, calibrate);
+  CLI::App* backtest_cmd = setup_backtest(app, backtest);
   CLI::App* train_cmd = setup_train(app, train, "train", "Train one run from a config file");
   CLI::App* worker_cmd = setup_train(app, worker, "worker", "Train one run for the scheduler (same as train)");
   CLI::App* data_cmd = setup_data(app, data);
@@ -66,6 +68,8 @@ int main(int argc, char** argv) {
       code = run_report(report);
     } else if (*calibrate_cmd) {
       code = run_calibrate(calibrate);
+    } else if (*backtest_cmd) {
+      code = run_backtest(backtest);
     } else if (*serve_cmd) {
       code = run_serve(serve);
     } else {

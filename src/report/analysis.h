@@ -225,6 +225,32 @@ struct Trend {
   double at_target = 0, target_low = 0, target_high = 0;  // extrapolated improvement, 95% prediction interval
   TrendVerdict verdict = TrendVerdict::no_result;
   std::string why;  // the verdict's reason, in words
+  std::vector<std::vector<double>> paired;  // per rung: its seeds' paired improvements (the line's data)
+};
+
+// A ladder's backtest (report/backtest.h): one rung hidden, each intervention's improvement there
+// predicted from the rungs below it and compared with what the rung measured.
+struct BacktestPrediction {
+  std::string intervention;
+  double measured = 0;                // the hidden rung's mean paired improvement
+  int64_t seeds = 0;                  // ... over that many seeds
+  double trend = 0, pi_low = 0, pi_high = 0;  // the line through the rungs below, read at the hidden rung; 95% PI
+  double single = 0;                  // the largest rung below's mean paired improvement (the single-scale rule)
+};
+struct BacktestRow {
+  std::string sweep, hidden;          // the ladder and the rung hidden
+  int64_t rungs_below = 0;            // the rungs the predictions come from
+  double compute_ratio = 0;           // training FLOPs of the largest rung below ÷ the hidden rung's
+  std::vector<BacktestPrediction> predictions;  // the interventions with results on both sides
+  // shares over the interventions (sign) and over pairs of arms, the baseline one of them (decision
+  // accuracy, as DataDecide defines it); NaN where there is nothing to compare
+  double trend_sign = 0, single_sign = 0, trend_accuracy = 0, single_accuracy = 0;
+  int64_t arm_pairs = 0;
+  double coverage = 0;                // share of the trend's 95% PIs that hold the measured improvement
+};
+struct Backtest {
+  std::vector<BacktestRow> rows;      // every rung with 2 or more rungs below it, smallest first
+  std::string why;                    // when there are none: what is missing
 };
 
 struct LadderSummary {
@@ -235,6 +261,7 @@ struct LadderSummary {
   bool far = false;          // target_factor > ladder.beyond
   std::string target_rule;   // how a params target became FLOPs
   std::vector<Trend> trends;  // in the sweep file's order
+  Backtest backtest;          // every rung that can be hidden, predicted from the rungs below it
 };
 
 // An arm of a sweep with a tune axis (report/tuned.h): an intervention, the other axes fixed.
@@ -297,8 +324,12 @@ ReportInput rung_input(const ReportInput& input, const std::string& rung);
 // The line through paired improvements d[r] (baseline − variant, one per seed) at x[r] =
 // log10(rung r's training FLOPs): everything but the Holm-adjusted p-values and the verdict.
 // `x_target` NaN: no extrapolation.
+// `min_rungs`: the fewest rungs with pairs it fits (2: the backtest's, whose scatter between rungs
+// then cannot be told from seed noise and counts all of it). `new_seeds` > 0: the prediction
+// interval at x_target is for the mean of that many new seeds there (their noise added), not
+// for the line itself.
 Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<double>>& d, double min_effect,
-                double x_target, double level = 0.95);
+                double x_target, double level = 0.95, int64_t min_rungs = 3, double new_seeds = 0);
 // The verdict from the Holm-adjusted p-values: flips sign, grows or shrinks when the slope differs
 // from 0 (flips when the line's 95% CIs at the two ends exclude 0 on opposite sides); holds when
 // the change across the ladder is shown within ±min_effect; else undecided.

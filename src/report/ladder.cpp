@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/analysis.h"
+#include "report/backtest.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -69,7 +70,7 @@ ReportInput rung_input(const ReportInput& in, const std::string& rung) {
 }
 
 Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<double>>& d, double min_effect,
-                double x_target, double level) {
+                double x_target, double level, int64_t min_rungs, double new_seeds) {
   Trend t;
   t.mean = t.slope = t.slope_low = t.slope_high = t.df = t.p = t.p_holm = t.change = k_nan;
   t.p_holds = t.p_holds_holm = t.low_end = t.low_end_lo = t.low_end_hi = t.high_end = t.high_end_lo = k_nan;
@@ -91,9 +92,9 @@ Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<doub
     }
   }
   t.pairs = static_cast<int64_t>(n);
-  if (t.rungs < 3) {
+  if (t.rungs < min_rungs || t.rungs < 2) {
     t.verdict = TrendVerdict::no_result;
-    t.why = "a trend needs paired results at 3 rungs; " + std::to_string(t.rungs) + " have them";
+    t.why = "a trend needs paired results at " + std::to_string(min_rungs) + " rungs; " + std::to_string(t.rungs) + " have them";
     return t;
   }
   const double x_bar = sum_x / n, d_bar = sum_d / n;
@@ -168,7 +169,9 @@ Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<doub
   t.tau = std::sqrt(tau2);
   if (std::isfinite(x_target)) {
     t.at_target = line(x_target);
-    const double half = q * std::sqrt(se_line(x_target) * se_line(x_target) + tau2);
+    // new_seeds: the mean of that many new seeds there, with their own noise (the rungs' within-rung variance)
+    const double seed_var = df_within > 0 ? ss_within / df_within : s2;
+    const double half = q * std::sqrt(se_line(x_target) * se_line(x_target) + tau2 + (new_seeds > 0 ? seed_var / new_seeds : 0));
     t.target_low = t.at_target - half;
     t.target_high = t.at_target + half;
   }
@@ -353,6 +356,7 @@ void fit_trends(const ReportInput& in, const std::vector<ReportInput>& inputs, c
       }
     }
     Trend t = fit_trend(x, d, in.design.min_effect, x_target);
+    t.paired = d;
     t.intervention = interventions[i];
     t.position = static_cast<int>(i + 1);
     t.rung_variants = names;
@@ -380,6 +384,7 @@ Analysis analyze_ladder(const ReportInput& in) {
   const std::vector<ReportInput> inputs = analyze_rungs(in, a, summary);
   const auto [x, x_target] = place_rungs_and_target(*in.ladder, summary, a.notes);
   fit_trends(in, inputs, x, x_target, summary);
+  summary.backtest = backtest_ladder(summary, in.sweep);
   a.ladder = summary;
   return a;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "report/backtest.h"
 #include "report/tables.h"
 #include "util/text.h"
 
@@ -106,6 +107,21 @@ std::string target_sentence(const Analysis& a) {
   return s + ".";
 }
 
+// The backtest in words: whether the trend beats the single-scale rule, what it says of the target.
+std::vector<std::string> backtest_lines(const Analysis& a) {
+  const LadderSummary& l = *a.ladder;
+  std::vector<std::string> out;
+  if (const std::string s = backtest_sentence(l.backtest.rows); !s.empty()) {
+    out.push_back("backtest: " + s);
+  } else {
+    out.push_back("backtest: none — " + l.backtest.why);
+  }
+  if (const std::string t = backtest_target_sentence(l); !t.empty()) {
+    out.push_back(t);
+  }
+  return out;
+}
+
 std::string ladder_method(const Analysis& a) {
   const double delta = a.design.min_effect;
   return "Each rung is judged as a study of its own (the tables below: its variants against the baseline at the "
@@ -121,7 +137,11 @@ std::string ladder_method(const Analysis& a) {
                       "decades) within ±δ = ±" + format_number("%g", delta) + " (Holm); "
                     : std::string("holds needs a declared min_effect (none here); ")) +
          "else undecided. The value at the target is the line extrapolated, its 95% prediction interval the line's "
-         "uncertainty there plus the rungs' own scatter about the line (τ).";
+         "uncertainty there plus the rungs' own scatter about the line (τ). The backtest hides each rung with 2 or more "
+         "rungs below it and predicts its improvements from them — by the line (its interval for the hidden rung's "
+         "mean of its seeds) and by the single-scale rule (the largest rung below's): sign agreement, decision "
+         "accuracy over pairs of arms (the baseline one of them) and the interval's coverage, at the compute ratio "
+         "of the largest rung below to the hidden one.";
 }
 
 std::string rung_title(const RungInfo& r) {
@@ -143,6 +163,12 @@ std::string ladder_text(const Analysis& a) {
   }
   if (const std::string t = target_sentence(a); !t.empty()) {
     out << '\n' << t << '\n';
+  }
+  if (!a.ladder->backtest.rows.empty()) {
+    out << '\n' << text_table(backtest_headers(), backtest_table(a.ladder->backtest.rows));
+  }
+  for (const auto& l : backtest_lines(a)) {
+    out << l << '\n';
   }
   out << '\n' << ladder_method(a) << '\n';
   for (size_t k = 0; k < a.rungs.size(); ++k) {
@@ -184,6 +210,18 @@ std::string ladder_markdown(const Analysis& a) {
   if (const std::string t = target_sentence(a); !t.empty()) {
     out << '\n' << t << '\n';
   }
+  if (!a.ladder->backtest.rows.empty()) {
+    Rows backtest = backtest_table(a.ladder->backtest.rows);
+    for (auto& row : backtest) {
+      row[0] = md_code(row[0]);
+      row[1] = md_code(row[1]);
+    }
+    out << '\n' << markdown_table(backtest_headers(), backtest);
+  }
+  out << '\n';
+  for (const auto& l : backtest_lines(a)) {
+    out << "- " << l << '\n';
+  }
   out << '\n' << ladder_method(a) << '\n';
   for (size_t k = 0; k < a.rungs.size(); ++k) {
     const Analysis& r = a.rungs[k];
@@ -216,7 +254,14 @@ std::string ladder_html(const Analysis& a) {
   if (const std::string t = target_sentence(a); !t.empty()) {
     out << "<p>" << html_escape(t) << "</p>\n";
   }
-  out << "<p>" << html_escape(ladder_method(a)) << "</p>\n";
+  if (!a.ladder->backtest.rows.empty()) {
+    out << html_table(backtest_headers(), backtest_table(a.ladder->backtest.rows));
+  }
+  out << "<ul>\n";
+  for (const auto& l : backtest_lines(a)) {
+    out << "<li>" << html_escape(l) << "</li>\n";
+  }
+  out << "</ul>\n<p>" << html_escape(ladder_method(a)) << "</p>\n";
   for (size_t k = 0; k < a.rungs.size(); ++k) {
     const Analysis& r = a.rungs[k];
     const Rows rows = ranked_rows(r);

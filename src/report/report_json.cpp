@@ -204,6 +204,30 @@ nlohmann::ordered_json json_of(const Trend& t) {
           {"why", t.why}};
 }
 
+nlohmann::ordered_json json_of(const BacktestPrediction& p) {
+  return {{"intervention", p.intervention},
+          {"measured", number_or_null(p.measured)},
+          {"seeds", p.seeds},
+          {"trend", number_or_null(p.trend)},
+          {"pi_low", number_or_null(p.pi_low)},
+          {"pi_high", number_or_null(p.pi_high)},
+          {"single_scale", number_or_null(p.single)}};
+}
+
+nlohmann::ordered_json json_of(const BacktestRow& r) {
+  return {{"sweep", r.sweep},
+          {"hidden", r.hidden},
+          {"rungs_below", r.rungs_below},
+          {"compute_ratio", number_or_null(r.compute_ratio)},
+          {"sign_trend", number_or_null(r.trend_sign)},
+          {"sign_single_scale", number_or_null(r.single_sign)},
+          {"accuracy_trend", number_or_null(r.trend_accuracy)},
+          {"accuracy_single_scale", number_or_null(r.single_accuracy)},
+          {"arm_pairs", r.arm_pairs},
+          {"coverage", number_or_null(r.coverage)},
+          {"predictions", json_array(r.predictions)}};
+}
+
 nlohmann::ordered_json json_of(const LadderSummary& l) {
   nlohmann::ordered_json target = nullptr;
   if (!l.ladder.target_unit.empty()) {
@@ -218,7 +242,8 @@ nlohmann::ordered_json json_of(const LadderSummary& l) {
   return {{"rungs", json_array(l.rungs)},
           {"tokens_per_param", l.ladder.tokens_per_param},
           {"target", target},
-          {"trends", json_array(l.trends)}};
+          {"trends", json_array(l.trends)},
+          {"backtest", {{"rows", json_array(l.backtest.rows)}, {"why", l.backtest.why}}}};
 }
 
 nlohmann::ordered_json json_of(const TunedArm& t) {

@@ -36,7 +36,7 @@ std::vector<std::string> headers(const Analysis& a) {
 // Columns of text, left-aligned; the others are numbers, right-aligned.
 bool left_aligned(const std::string& header) {
   return header == "variant" || header == "intervention" || header == "trend" || header == "test" || header == "verdict" || header == "stopped" ||
-         header == "combination" || header == "parts";
+         header == "combination" || header == "parts" || header == "ladder" || header == "hidden rung";
 }
 
 std::string verdict_name(const VariantStats& v) {

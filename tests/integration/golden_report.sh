@@ -12,5 +12,10 @@ for sweep in golden golden-ladder; do
   "$SWEEP" report "$sweep" --out "out/$sweep" > "out-$sweep.txt" || fail "sweep report $sweep: $(cat "out-$sweep.txt")"
   mv "out-$sweep.txt" "out/$sweep/table.txt"
 done
+# sweep backtest over every ladder: the fixture's one; a sweep without a ladder is refused by name
+"$SWEEP" backtest > backtest.txt || fail "sweep backtest: $(cat backtest.txt)"
+grep -qE "^golden-ladder +large +2 " backtest.txt || fail "sweep backtest: $(cat backtest.txt)"
+expect_rc 2 "$SWEEP" backtest golden 2> err.txt
+grep -q "sweep golden has no scale ladder" err.txt || fail "backtest of a sweep without a ladder: $(cat err.txt)"
 diff -r "$golden/expected" out > diff.txt || fail "reports differ from tests/data/golden/expected: $(head -c 4000 diff.txt)"
 echo "golden_report: ok ($(find out -type f | wc -l) files identical)"

@@ -59,6 +59,29 @@ assert sum(v["baseline"] for v in r["variants"]) == 3
 print("ladder report.json: ok")
 PY
 
+# The backtest: the top rung hidden and predicted from the two below, in the report and by itself
+grep -q "^backtest: the trend " report.txt || fail "no backtest sentence in the report"
+grep -q "^the target lies at a compute ratio of " report.txt || fail "no backtest sentence on the target"
+"$SWEEP" backtest --results res > backtest.txt || fail "sweep backtest: $(cat backtest.txt)"
+cat backtest.txt
+grep -qE "^lad +large +2 +0\.[0-9]+ +2 " backtest.txt || fail "no backtest row for the hidden rung large"
+grep -q "^test_loss: the trend " backtest.txt || fail "no backtest verdict"
+"$SWEEP" backtest lad --results res --format json > backtest.json || fail "sweep backtest --format json"
+python3 - <<'PY' || fail "sweep backtest's JSON"
+import json
+b = json.load(open("backtest.json"))
+rows = b["rows"]
+assert [r["hidden"] for r in rows] == ["large"] and rows[0]["rungs_below"] == 2, rows
+assert [p["intervention"] for p in rows[0]["predictions"]] == ["clip", "wd"], rows[0]
+for p in rows[0]["predictions"]:
+    assert p["pi_low"] <= p["trend"] <= p["pi_high"] and p["seeds"] == 2, p
+assert rows[0]["arm_pairs"] == 3 and 0 <= rows[0]["accuracy_trend"] <= 1, rows[0]
+print("backtest json: ok")
+PY
+expect_rc 2 "$SWEEP" backtest nosuch --results res 2> bad.txt
+grep -q "nosuch" bad.txt || fail "backtest of an unknown sweep: $(cat bad.txt)"
+expect_rc 2 "$SWEEP" backtest --results res --metric bits 2> bad.txt
+
 # --until-decided on a ladder: undecided rungs get seeds, each rung's baseline with them
 "$SWEEP" run ladder.yaml --results res --devices cpu:2x1 --until-decided --max-seeds 4 > more.txt ||
   fail "until-decided ladder: $(cat more.txt)"

@@ -1,0 +1,95 @@
+// `sweep backtest [SWEEP...]`: how often a ladder's small-scale predictions come true — each
+// rung with 2 or more below it hidden and predicted from them (report/backtest.h), for the ladders
+// named or every ladder in the results.
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/results.h"
+#include "report/backtest.h"
+#include "report/load.h"
+#include "report/report_json.h"
+#include "util/text.h"
+
+namespace sweep {
+
+CLI::App* setup_backtest(CLI::App& app, BacktestOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "backtest", "Hide each rung of a scale ladder, predict it from the rungs below, and say how often it came true");
+  cmd->add_option("sweeps", o.sweeps, "Ladders to backtest (default: every sweep with a scale ladder)");
+  cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
+  cmd->add_option("--metric", o.metric, "The metric the improvements are in")
+      ->check(CLI::IsMember(k_report_metrics))
+      ->capture_default_str();
+  cmd->add_option("--format", o.format, "text (a table), markdown or json")
+      ->check(CLI::IsMember({"text", "markdown", "json"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+Exit run_backtest(const BacktestOptions& o) {
+  const std::unique_ptr<Store> store = commands::open_results(o.results);
+  std::vector<std::string> names = o.sweeps;
+  const bool every = names.empty();
+  if (every) {
+    for (const auto& s : store->sweeps()) {
+      if (const auto info = store->sweep_info(s.name); info && info->ladder) {
+        names.push_back(s.name);
+      }
+    }
+    if (names.empty()) {
+      throw Error("no sweep in " + commands::db_path(o.results) + " has a scale ladder (a `scale:` section): nothing to "
+                  "backtest", Exit::bad_input);
+    }
+  }
+  std::vector<BacktestRow> rows;
+  std::vector<std::string> without;  // every ladder: those that cannot be backtested, and why
+  for (const auto& name : names) {
+    const ReportInput in = load_report_input(*store, name, o.metric, "");
+    if (!in.ladder) {
+      throw Error("sweep " + in.sweep + " has no scale ladder (no `scale:` section in " + in.file +
+                      "): a backtest hides a rung of a ladder and predicts it from the rungs below",
+                  Exit::bad_input);
+    }
+    const Analysis a = analyze(in);
+    const Backtest& b = a.ladder->backtest;
+    if (b.rows.empty()) {
+      if (!every) {
+        throw Error("sweep " + in.sweep + " cannot be backtested on " + o.metric + ": " + b.why, Exit::bad_input);
+      }
+      without.push_back(in.sweep + ": " + b.why);
+    }
+    rows.insert(rows.end(), b.rows.begin(), b.rows.end());
+  }
+  if (rows.empty()) {
+    throw Error("no ladder can be backtested on " + o.metric + " — " + join(without, "; "), Exit::bad_input);
+  }
+  std::string out;
+  if (o.format == "json") {
+    const BacktestPooled p = pool_backtest(rows);
+    nlohmann::ordered_json j{{"metric", o.metric},
+                             {"rows", json_array(rows)},
+                             {"pooled",
+                              {{"rows", p.rows},
+                               {"predictions", p.predictions},
+                               {"arm_pairs", p.arm_pairs},
+                               {"sign_trend", number_or_null(p.trend_sign)},
+                               {"sign_single_scale", number_or_null(p.single_sign)},
+                               {"accuracy_trend", number_or_null(p.trend_accuracy)},
+                               {"accuracy_single_scale", number_or_null(p.single_accuracy)},
+                               {"coverage", number_or_null(p.coverage)}}},
+                             {"without", without}};
+    out = j.dump(2) + "\n";
+  } else {
+    const Rows table = backtest_table(rows);
+    out = (o.format == "markdown" ? markdown_table(backtest_headers(), table) : text_table(backtest_headers(), table)) +
+          "\n" + o.metric + ": " + backtest_sentence(rows) + ".\n";
+    for (const auto& w : without) {
+      out += "not backtested: " + w + "\n";
+    }
+  }
+  std::fputs(out.c_str(), stdout);
+  return Exit::ok;
+}
+
+}  // namespace sweep

@@ -1,0 +1,219 @@
+#include "report/backtest.h"
+
+#include <cmath>
+
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (const double x : v) {
+    sum += x;
+  }
+  return v.empty() ? k_nan : sum / static_cast<double>(v.size());
+}
+
+// Agreement counts: the shares' numerators and denominators.
+struct Tally {
+  double trend_sign = 0, single_sign = 0, signs = 0;
+  double trend_pairs = 0, single_pairs = 0, pairs = 0;
+  double covered = 0, intervals = 0;
+
+  // Sign agreement of each prediction; ties (a measured 0) left out.
+  void add_signs(const std::vector<BacktestPrediction>& ps) {
+    for (const auto& p : ps) {
+      if (p.measured == 0) {
+        continue;
+      }
+      signs += 1;
+      trend_sign += (p.trend > 0) == (p.measured > 0) && p.trend != 0;
+      single_sign += (p.single > 0) == (p.measured > 0) && p.single != 0;
+      if (std::isfinite(p.pi_low) && std::isfinite(p.pi_high)) {
+        intervals += 1;
+        covered += p.pi_low <= p.measured && p.measured <= p.pi_high;
+      }
+    }
+  }
+
+  // Decision accuracy: every pair of arms, the baseline (0 everywhere) among them, ordered alike
+  // by the prediction and by the hidden rung; a pair the hidden rung ties is left out, a predicted
+  // tie counts half.
+  void add_pairs(const std::vector<BacktestPrediction>& ps) {
+    std::vector<BacktestPrediction> arms{{}};  // the baseline
+    arms.insert(arms.end(), ps.begin(), ps.end());
+    const auto agree = [](double predicted, double measured) {
+      return predicted == 0 ? 0.5 : (predicted > 0) == (measured > 0) ? 1.0 : 0.0;
+    };
+    for (size_t i = 0; i < arms.size(); ++i) {
+      for (size_t j = i + 1; j < arms.size(); ++j) {
+        const double measured = arms[i].measured - arms[j].measured;
+        if (measured == 0) {
+          continue;
+        }
+        pairs += 1;
+        trend_pairs += agree(arms[i].trend - arms[j].trend, measured);
+        single_pairs += agree(arms[i].single - arms[j].single, measured);
+      }
+    }
+  }
+
+  static double share(double k, double n) { return n > 0 ? k / n : k_nan; }
+};
+
+BacktestRow hide(const LadderSummary& ladder, const std::string& sweep, const std::vector<double>& x, size_t hidden) {
+  BacktestRow row;
+  row.sweep = sweep;
+  row.hidden = ladder.rungs[hidden].name;
+  row.rungs_below = static_cast<int64_t>(hidden);
+  row.compute_ratio = ladder.rungs[hidden - 1].flops / ladder.rungs[hidden].flops;
+  const std::vector<double> x_below(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(hidden));
+  for (const auto& t : ladder.trends) {
+    if (t.paired.size() <= hidden || t.paired[hidden].empty() || t.paired[hidden - 1].empty()) {
+      continue;
+    }
+    const std::vector<std::vector<double>> below(t.paired.begin(), t.paired.begin() + static_cast<std::ptrdiff_t>(hidden));
+    const double seeds = static_cast<double>(t.paired[hidden].size());
+    const Trend fit = fit_trend(x_below, below, 0, x[hidden], 0.95, 2, seeds);
+    if (!std::isfinite(fit.at_target)) {
+      continue;
+    }
+    BacktestPrediction p;
+    p.intervention = t.intervention;
+    p.measured = mean_of(t.paired[hidden]);
+    p.seeds = static_cast<int64_t>(t.paired[hidden].size());
+    p.trend = fit.at_target;
+    p.pi_low = fit.target_low;
+    p.pi_high = fit.target_high;
+    p.single = mean_of(t.paired[hidden - 1]);
+    row.predictions.push_back(p);
+  }
+  Tally tally;
+  tally.add_signs(row.predictions);
+  tally.add_pairs(row.predictions);
+  row.trend_sign = Tally::share(tally.trend_sign, tally.signs);
+  row.single_sign = Tally::share(tally.single_sign, tally.signs);
+  row.trend_accuracy = Tally::share(tally.trend_pairs, tally.pairs);
+  row.single_accuracy = Tally::share(tally.single_pairs, tally.pairs);
+  row.arm_pairs = static_cast<int64_t>(tally.pairs);
+  row.coverage = Tally::share(tally.covered, tally.intervals);
+  return row;
+}
+
+std::string share_text(double x) { return std::isfinite(x) ? format_number("%.2f", x) : "-"; }
+
+}  // namespace
+
+Backtest backtest_ladder(const LadderSummary& ladder, const std::string& sweep) {
+  Backtest b;
+  std::vector<double> x;
+  for (const auto& r : ladder.rungs) {
+    x.push_back(r.flops > 0 ? std::log10(r.flops) : k_nan);
+  }
+  for (size_t hidden = 2; hidden < ladder.rungs.size(); ++hidden) {
+    bool placed = true;
+    for (size_t k = 0; k <= hidden; ++k) {
+      placed = placed && std::isfinite(x[k]);
+    }
+    if (!placed) {
+      continue;  // a rung without FLOPs has no place on the line (the ladder's notes say which)
+    }
+    BacktestRow row = hide(ladder, sweep, x, hidden);
+    if (!row.predictions.empty()) {
+      b.rows.push_back(std::move(row));
+    }
+  }
+  if (b.rows.empty()) {
+    b.why = ladder.rungs.size() < 3
+                ? "a backtest hides a rung with 2 rungs below it: the ladder has " + plural(static_cast<int64_t>(ladder.rungs.size()), "rung")
+                : "no rung with 2 rungs below it has paired results of an intervention at it and at the 2 below "
+                  "(with known training FLOPs)";
+  }
+  return b;
+}
+
+BacktestPooled pool_backtest(const std::vector<BacktestRow>& rows) {
+  BacktestPooled p;
+  Tally tally;
+  for (const auto& r : rows) {
+    tally.add_signs(r.predictions);
+    tally.add_pairs(r.predictions);
+    p.predictions += static_cast<int64_t>(r.predictions.size());
+  }
+  p.rows = static_cast<int64_t>(rows.size());
+  p.arm_pairs = static_cast<int64_t>(tally.pairs);
+  p.trend_sign = Tally::share(tally.trend_sign, tally.signs);
+  p.single_sign = Tally::share(tally.single_sign, tally.signs);
+  p.trend_accuracy = Tally::share(tally.trend_pairs, tally.pairs);
+  p.single_accuracy = Tally::share(tally.single_pairs, tally.pairs);
+  p.coverage = Tally::share(tally.covered, tally.intervals);
+  return p;
+}
+
+std::string backtest_sentence(const std::vector<BacktestRow>& rows) {
+  if (rows.empty()) {
+    return "";
+  }
+  const BacktestPooled p = pool_backtest(rows);
+  const std::string over = "over " + plural(p.arm_pairs, "pair") + " of arms at " + plural(p.rows, "hidden rung");
+  if (!std::isfinite(p.trend_accuracy)) {
+    return "the backtest has no pair of arms the hidden rungs tell apart";
+  }
+  const std::string figures = "decision accuracy " + share_text(p.trend_accuracy) + " by the trend against " +
+                              share_text(p.single_accuracy) + " by the single-scale rule " + over;
+  return p.trend_accuracy > p.single_accuracy
+             ? "the trend beats the single-scale rule (the ranking at the largest rung below): " + figures
+             : "the trend does not beat the single-scale rule (the ranking at the largest rung below) — trust the "
+               "largest rung's verdicts over the extrapolation: " + figures;
+}
+
+std::string backtest_target_sentence(const LadderSummary& l) {
+  if (l.ladder.target_unit.empty() || !std::isfinite(l.target_flops) || l.rungs.empty()) {
+    return "";
+  }
+  const double ratio = l.rungs.back().flops / l.target_flops;
+  const std::string at = "the target lies at a compute ratio of " + format_number("%.3g", ratio) + " (the largest rung ÷ the target)";
+  if (l.backtest.rows.empty()) {
+    return at + "; no backtest measures how often this ladder's intervals come true (" + l.backtest.why + ")";
+  }
+  const BacktestRow* nearest = nullptr;
+  const BacktestRow* farthest = nullptr;
+  for (const auto& r : l.backtest.rows) {
+    const auto distance = [&](const BacktestRow* x) { return std::abs(std::log(x->compute_ratio / ratio)); };
+    nearest = nearest == nullptr || distance(&r) < distance(nearest) ? &r : nearest;
+    farthest = farthest == nullptr || r.compute_ratio < farthest->compute_ratio ? &r : farthest;
+  }
+  const std::string measured = "coverage " + share_text(nearest->coverage) + " at ratio " + format_number("%.3g", nearest->compute_ratio) +
+                               " (rung " + nearest->hidden + " hidden)";
+  if (ratio < farthest->compute_ratio / 3) {
+    return at + "; the backtest measured none that far — its farthest: " + measured +
+           ": how often the target's interval holds is not measured";
+  }
+  return at + "; the backtest measured the 95% interval's " + measured + ", the nearest to it";
+}
+
+std::vector<std::string> backtest_headers() {
+  return {"ladder", "hidden rung", "rungs below", "compute ratio", "interventions", "sign: trend", "sign: single",
+          "accuracy: trend", "accuracy: single", "pairs", "95% PI covers"};
+}
+
+Rows backtest_table(const std::vector<BacktestRow>& rows) {
+  Rows out;
+  for (const auto& r : rows) {
+    out.push_back({r.sweep, r.hidden, std::to_string(r.rungs_below), format_number("%.3g", r.compute_ratio),
+                   std::to_string(r.predictions.size()), share_text(r.trend_sign), share_text(r.single_sign),
+                   share_text(r.trend_accuracy), share_text(r.single_accuracy), std::to_string(r.arm_pairs),
+                   share_text(r.coverage)});
+  }
+  if (rows.size() > 1) {
+    const BacktestPooled p = pool_backtest(rows);
+    out.push_back({"all", "-", "-", "-", std::to_string(p.predictions), share_text(p.trend_sign), share_text(p.single_sign),
+                   share_text(p.trend_accuracy), share_text(p.single_accuracy), std::to_string(p.arm_pairs),
+                   share_text(p.coverage)});
+  }
+  return out;
+}
+
+}  // namespace sweep

@@ -1,0 +1,115 @@
+// A ladder's backtest: each rung with 2 or more below it hidden and predicted from them — the
+// trend read at the hidden rung against the single-scale rule — sign agreement, decision
+// accuracy over pairs of arms and the interval's coverage, checked against hand-computed figures;
+// and coverage on straight synthetic ladders.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "report/analysis.h"
+#include "report/backtest.h"
+
+using namespace sweep;
+
+namespace {
+
+// A ladder of rungs at 10^12, 10^13, … training FLOPs (x = 12, 13, …).
+LadderSummary ladder_of(size_t rungs) {
+  LadderSummary l;
+  for (size_t k = 0; k < rungs; ++k) {
+    l.rungs.push_back({"r" + std::to_string(k), 1e6, 1e6, std::pow(10.0, 12.0 + static_cast<double>(k))});
+  }
+  return l;
+}
+
+// An intervention whose paired improvements at rung k are means[k] ± e (two seeds).
+Trend intervention(const std::string& name, const std::vector<double>& means, double e = 0.001) {
+  Trend t;
+  t.intervention = name;
+  for (const double m : means) {
+    t.paired.push_back({m - e, m + e});
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("backtest: predictions, sign agreement and decision accuracy, computed by hand") {
+  LadderSummary l = ladder_of(3);
+  // With 2 rungs below at x = 12, 13 the line reads 2·a1 − a0 at x = 14; the single-scale rule a1.
+  // A: trend +0.01, single −0.005, measured +0.02. B: trend +0.005, single +0.003, measured −0.01.
+  l.trends = {intervention("A", {-0.02, -0.005, 0.02}), intervention("B", {0.001, 0.003, -0.01})};
+  const Backtest b = backtest_ladder(l, "ladder");
+  REQUIRE(b.rows.size() == 1);
+  const BacktestRow& r = b.rows.front();
+  CHECK(r.hidden == "r2");
+  CHECK(r.rungs_below == 2);
+  CHECK(r.compute_ratio == doctest::Approx(0.1));
+  REQUIRE(r.predictions.size() == 2);
+  CHECK(r.predictions[0].trend == doctest::Approx(0.01));
+  CHECK(r.predictions[0].single == doctest::Approx(-0.005));
+  CHECK(r.predictions[0].measured == doctest::Approx(0.02));
+  CHECK(r.predictions[1].trend == doctest::Approx(0.005));
+  // signs: A agrees by the trend only; B by neither
+  CHECK(r.trend_sign == doctest::Approx(0.5));
+  CHECK(r.single_sign == doctest::Approx(0.0));
+  // pairs (baseline, A), (baseline, B), (A, B): the trend orders 1st and 3rd as measured, the rule none
+  CHECK(r.arm_pairs == 3);
+  CHECK(r.trend_accuracy == doctest::Approx(2.0 / 3));
+  CHECK(r.single_accuracy == doctest::Approx(0.0));
+  CHECK(backtest_sentence(b.rows).find("the trend beats the single-scale rule") == 0);
+  // the interval holds A's measured value? It is for the mean of the hidden rung's 2 seeds
+  CHECK(r.predictions[0].pi_low < r.predictions[0].trend);
+  CHECK(r.predictions[0].pi_high > r.predictions[0].trend);
+}
+
+TEST_CASE("backtest: every rung with 2 below is hidden in turn, and too short a ladder says why") {
+  LadderSummary l = ladder_of(4);
+  l.trends = {intervention("A", {0.01, 0.01, 0.01, 0.01}), intervention("B", {-0.01, -0.005, 0.0, 0.005})};
+  const Backtest b = backtest_ladder(l, "ladder");
+  REQUIRE(b.rows.size() == 2);
+  CHECK(b.rows[0].hidden == "r2");
+  CHECK(b.rows[1].hidden == "r3");
+  CHECK(b.rows[1].rungs_below == 3);
+  CHECK(b.rows[1].coverage == doctest::Approx(1.0));  // straight lines: predicted exactly
+  CHECK(b.rows[1].trend_accuracy == doctest::Approx(1.0));
+  const BacktestPooled p = pool_backtest(b.rows);
+  CHECK(p.predictions == 4);
+  CHECK(p.arm_pairs == b.rows[0].arm_pairs + b.rows[1].arm_pairs);
+  CHECK(backtest_table(b.rows).size() == 3);  // the rows and the pooled one
+  // B crosses 0 at the hidden rung r2: a measured tie with the baseline is left out of the signs
+  CHECK(b.rows[0].trend_sign == doctest::Approx(1.0));
+
+  LadderSummary short_ladder = ladder_of(2);
+  short_ladder.trends = {intervention("A", {0.01, 0.01})};
+  const Backtest none = backtest_ladder(short_ladder, "short");
+  CHECK(none.rows.empty());
+  CHECK(none.why.find("the ladder has 2 rungs") != std::string::npos);
+}
+
+TEST_CASE("backtest: on straight ladders with seed noise the 95% interval holds the hidden rung's mean about 95% of the time") {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0, 0.01);
+  int covered = 0, total = 0;
+  for (int rep = 0; rep < 400; ++rep) {
+    LadderSummary l = ladder_of(4);
+    Trend t;
+    t.intervention = "A";
+    for (size_t k = 0; k < 4; ++k) {
+      const double truth = 0.02 - 0.005 * static_cast<double>(k);
+      t.paired.push_back({truth + noise(rng), truth + noise(rng), truth + noise(rng)});
+    }
+    l.trends = {t};
+    for (const auto& r : backtest_ladder(l, "synthetic").rows) {
+      for (const auto& p : r.predictions) {
+        ++total;
+        covered += p.pi_low <= p.measured && p.measured <= p.pi_high;
+      }
+    }
+  }
+  REQUIRE(total == 800);
+  const double coverage = static_cast<double>(covered) / total;
+  CHECK(coverage >= 0.92);
+  CHECK(coverage <= 0.995);
+}
