@@ -76,6 +76,11 @@ Exit run_report(const ReportOptions& o) {
     input.design.better_by = parse_margin("--better-by", o.better_by, o.metric, "the margin an improvement must be shown to exceed");
   }
   if (o.better_by_alpha > 0) {
+    if (!(input.design.better_by > 0)) {
+      throw Error("--better-by-alpha " + format_number("%g", o.better_by_alpha) + ": no margin to test it at on " + o.metric +
+                      " — pass --better-by M too (or set better_by in the sweep file), e.g. --better-by 0.005",
+                  Exit::bad_input);
+    }
     input.design.better_by_alpha = o.better_by_alpha;
   }
   const Analysis analysis = analyze(input);

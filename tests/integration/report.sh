@@ -107,6 +107,8 @@ for bad in 0 -1 abc nan; do
   expect_rc 2 "$SWEEP" report fixture --out report-m --better-by "$bad" 2> err.txt
   grep -q -- "--better-by .*must be a number above 0" err.txt || fail "--better-by $bad: $(cat err.txt)"
 done
+expect_rc 2 "$SWEEP" report fixture --out report-m --better-by-alpha 0.01 2> err.txt
+grep -q -- "--better-by-alpha 0.01: no margin to test" err.txt || fail "--better-by-alpha alone: $(cat err.txt)"
 expect_rc 2 "$SWEEP" report fixture --out report-m --better-by 0.01 --better-by-alpha 0.9 2> err.txt
 grep -q -- "--better-by-alpha" err.txt || fail "--better-by-alpha 0.9: $(cat err.txt)"
 [ "$(verdict unstable)" = diverged ] || fail "unstable: $(verdict unstable)"
