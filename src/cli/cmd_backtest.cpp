@@ -19,7 +19,7 @@ CLI::App* setup_backtest(CLI::App& app, BacktestOptions& o) {
   cmd->add_option("sweeps", o.sweeps, "Ladders to backtest (default: every sweep with a scale ladder)");
   cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
   cmd->add_option("--metric", o.metric, "The metric the improvements are in")
-      ->check(CLI::IsMember(k_report_metrics))
+      ->check(metric_name())
       ->capture_default_str();
   cmd->add_option("--format", o.format, "text (a table), markdown or json")
       ->check(CLI::IsMember({"text", "markdown", "json"}))

@@ -42,8 +42,8 @@ CLI::App* setup_report(CLI::App& app, ReportOptions& o) {
   CLI::App* cmd = app.add_subcommand("report", "Rank a sweep's interventions against its baseline: table, plots, files");
   cmd->add_option("sweep", o.sweep, "Sweep name (default: the latest sweep)");
   cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
-  cmd->add_option("--metric", o.metric, "What to rank by")
-      ->check(CLI::IsMember(k_report_metrics))
+  cmd->add_option("--metric", o.metric, "What to rank by: test_loss, test_bpb, val_loss or val_lastK (the mean of the last K validation evaluations)")
+      ->check(metric_name())
       ->capture_default_str();
   cmd->add_option("--out", o.out, "Folder for the report files (default: reports/<sweep>)");
   cmd->add_option("--noise-from", o.noise_from, "A sweep whose baseline's seeds give σ (e.g. a noise study)");

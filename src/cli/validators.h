@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "report/signal.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -44,6 +45,15 @@ inline CLI::Validator at_least(double min, bool strictly = false) {
                    : "'" + text + "' is not a number " + (strictly ? "above " : "of at least ") + bound;
       },
       (strictly ? "> " : ">= ") + bound);
+}
+
+// A metric a report can rank by (report/signal.h).
+inline CLI::Validator metric_name() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return known_metric(text) ? "" : "'" + text + "' is not a metric: " + metric_names();
+      },
+      "METRIC");
 }
 
 // A number from `min` to `max`.

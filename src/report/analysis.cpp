@@ -13,6 +13,7 @@
 #include "report/tuned.h"
 #include "report/seeds.h"
 #include "report/sequential.h"
+#include "report/signal.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -29,6 +30,15 @@ Analysis analysis_header(const ReportInput& in) {
   a.notes = in.notes;
   a.references = in.references;
   return a;
+}
+
+const VariantRuns* find_variant(const ReportInput& in, const std::string& name) {
+  for (const auto& v : in.variants) {
+    if (v.name == name) {
+      return &v;
+    }
+  }
+  return nullptr;
 }
 
 double alpha_each(const ReportInput& in) {
@@ -427,6 +437,7 @@ Analysis analyze(const ReportInput& in) {
   const VariantRuns& base_runs = baseline_of(in);
   Analysis a = analysis_header(in);
   a.noise = noise_summary(in, base_runs.runs);
+  a.signals = metric_signals(in);
   const auto base_by_seed = seed_values(base_runs.runs);
   const Baseline base{base_runs, base_by_seed, values_of(base_by_seed)};
   std::vector<double> detectable;  // per tested intervention: the effect its seeds detect

@@ -116,6 +116,17 @@ struct VariantStats {
   int64_t starts = 0;            // worker starts over its runs
 };
 
+// One metric's signal across a sweep's arms (report/signal.h).
+struct MetricSignal {
+  std::string metric;
+  int64_t arms = 0, seeds = 0;  // arms with 2 or more seeds; seeds per arm (the median)
+  double signal = 0;            // the sd of the arms' means
+  double noise = 0;             // the seed-to-seed sd within an arm (pooled)
+  double snr = 0;               // signal / noise
+  double detectable = 0;        // the improvement these seeds detect with power 0.8, paired (median over the arms)
+  bool hides_min_effect = false;  // detectable > min_effect: too noisy to separate the effect that matters
+};
+
 struct NoiseSummary {
   int64_t n = 0;             // seeds σ is computed from
   double sigma = 0;          // the σ of one seed's metric (NaN when unknown)
@@ -292,6 +303,7 @@ struct Analysis {
   double suggested_min_effect = 0;     // the effect these seeds detect with power 0.8 (median; NaN: unknown)
   std::vector<VariantStats> variants;  // ranked: best improvement first, no-result variants last
   NoiseSummary noise;
+  std::vector<MetricSignal> signals;  // per metric recorded, highest signal-to-noise first
   std::vector<Response> responses;
   std::vector<Additivity> additivity;
   std::vector<DeltaCurve> deltas;         // per intervention with paired validation curves
@@ -316,6 +328,9 @@ Analysis analysis_header(const ReportInput& in);
 // The level each intervention's power figures are computed at: alpha split across the
 // interventions (Bonferroni, a bound on Holm's first step).
 double alpha_each(const ReportInput& in);
+
+// The variant of that name (null: none).
+const VariantRuns* find_variant(const ReportInput& in, const std::string& name);
 
 // A ladder's analysis (report/ladder.cpp): each rung as a study of its own, then the trends.
 Analysis analyze_ladder(const ReportInput& input);

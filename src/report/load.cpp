@@ -1,5 +1,7 @@
 #include "report/load.h"
 
+#include "report/signal.h"
+
 #include <algorithm>
 #include <fstream>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include "protocol/events.h"
 #include "protocol/json_line.h"
 #include "report/sequential.h"
+#include "report/signal.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -92,7 +95,7 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
     if (!rr.val_curve.empty()) {
       rr.val_loss = rr.val_curve.back().second;
     }
-    rr.value = metric == "test_loss" ? rr.test_loss : metric == "test_bpb" ? rr.test_bpb : rr.val_loss;
+    rr.value = metric_value(rr, metric);
   }
   return rr;
 }
@@ -202,8 +205,8 @@ void epoch_note(ReportInput& in) {
 
 ReportInput load_report_input(Store& store, const std::string& sweep, const std::string& metric,
                               const std::string& noise_from, ReportInput* previous) {
-  if (std::find(k_report_metrics.begin(), k_report_metrics.end(), metric) == k_report_metrics.end()) {
-    throw Error("--metric " + metric + ": expected test_loss, val_loss or test_bpb", Exit::bad_input);
+  if (!known_metric(metric)) {
+    throw Error("--metric " + metric + ": expected " + metric_names(), Exit::bad_input);
   }
   const std::optional<SweepInfo> info = store.sweep_info(sweep);
   if (!info) {

@@ -9,9 +9,6 @@
 
 namespace sweep {
 
-// Metrics a report can rank by.
-inline const std::vector<std::string> k_report_metrics{"test_loss", "val_loss", "test_bpb"};
-
 // The sweep's runs with `metric` as each finished run's value. noise_from: "" or a sweep whose
 // baseline's runs give σ. Unknown sweeps and metrics are bad input. previous: an earlier load of
 // the same sweep and metric (sweep serve's, as runs finish) whose finished runs, where their

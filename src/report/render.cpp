@@ -495,6 +495,7 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   j["references"] = json_array(a.references);
   j["design"] = design_json(a);
   j["noise"] = json_of(a.noise);
+  j["metric_signal"] = json_array(a.signals);
   std::map<std::string, const VariantRuns*> runs;
   for (const auto& v : in.variants) {
     runs[v.name] = &v;

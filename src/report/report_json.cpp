@@ -48,6 +48,17 @@ nlohmann::ordered_json json_of(const NoiseSummary& n) {
           {"test_blocks", n.test_blocks}};
 }
 
+nlohmann::ordered_json json_of(const MetricSignal& m) {
+  return {{"metric", m.metric},
+          {"arms", m.arms},
+          {"seeds", m.seeds},
+          {"signal", number_or_null(m.signal)},
+          {"noise", number_or_null(m.noise)},
+          {"snr", number_or_null(m.snr)},
+          {"detectable", number_or_null(m.detectable)},
+          {"hides_min_effect", m.hides_min_effect}};
+}
+
 nlohmann::ordered_json json_of(const ReportRun& r) {
   return {{"run_id", r.run_id},
           {"init_seed", r.init_seed},

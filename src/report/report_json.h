@@ -12,6 +12,7 @@ namespace sweep {
 nlohmann::ordered_json json_of(const Summary& s);  // mean, ci_low, ci_high, seeds
 nlohmann::ordered_json json_of(const ReferenceScore& r);
 nlohmann::ordered_json json_of(const NoiseSummary& n);
+nlohmann::ordered_json json_of(const MetricSignal& m);
 nlohmann::ordered_json json_of(const ReportRun& r);     // one of a variant's runs (runs_detail)
 nlohmann::ordered_json json_of(const VariantStats& v);  // its statistics and verdict, without its runs
 // Its test of superiority by the design's better_by margin: added to its row where one is declared.

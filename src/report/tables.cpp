@@ -208,6 +208,22 @@ std::vector<std::string> noise_lines(const Analysis& a) {
                   (n.alpha < a.alpha ? " / " + std::to_string(std::lround(a.alpha / n.alpha)) + " interventions" : "") +
                   ", as the seeds-for-80% column): " + format_number("%.4f", n.detectable));
   }
+  if (a.signals.size() >= 2) {
+    std::string line = "metric signal (the sd of the arms' means ÷ the seed sd within an arm; the paired improvement "
+                       "its seeds detect with power 0.8), highest first:";
+    for (const auto& m : a.signals) {
+      line += " " + m.metric + " " + format_number("%.3g", m.snr) + " (" + format_number("%.4f", m.signal) + " ÷ " +
+              format_number("%.4f", m.noise) + (std::isfinite(m.detectable) ? "; detects " + format_number("%.4f", m.detectable) : "") + ")" +
+              (&m == &a.signals.back() ? "" : ";");
+    }
+    out.push_back(line + " — " + a.signals.front().metric + " separates these arms most reliably");
+  }
+  for (const auto& m : a.signals) {
+    if (m.hides_min_effect) {
+      out.push_back(m.metric + ": too noisy for the smallest effect of interest — its seeds detect " +
+                    format_number("%.4f", m.detectable) + ", more than min_effect " + format_number("%g", a.design.min_effect));
+    }
+  }
   return out;
 }
 

@@ -26,15 +26,6 @@ bool same_position(const VariantRuns& a, const VariantRuns& b, const SweepAxis& 
   return true;
 }
 
-const VariantRuns* find_variant(const ReportInput& in, const std::string& name) {
-  for (const auto& v : in.variants) {
-    if (v.name == name) {
-      return &v;
-    }
-  }
-  return nullptr;
-}
-
 // Where a curve's best may lie beyond the values tried: its fitted minimum at an end of them, or
 // its lowest measured mean there (a curve still falling at the last value: the quadratic's vertex
 // inside is the fit's guess, not the data's). Empty when neither; else "below 0.0005" or

@@ -84,6 +84,21 @@ for bad in 0 -1 abc nan 1e999; do
   expect_rc 2 "$SWEEP" report fixture --out report-d --min-effect "$bad" 2> err.txt
   grep -q -- "--min-effect .*must be a number above 0" err.txt || fail "--min-effect $bad: $(cat err.txt)"
 done
+# The metric signal in every report, and the mean of the last K validation evaluations as the metric
+grep -q "metric signal (the sd of the arms' means" table.txt || fail "no metric signal: $(cat table.txt)"
+"$SWEEP" report fixture --out report-k --metric val_last2 --format json > last2.json 2> err.txt || fail "--metric val_last2: $(cat err.txt)"
+python3 - <<'PY' || fail "val_last2 or metric_signal"
+import json
+r = json.load(open("last2.json"))
+assert r["metric"] == "val_last2", r["metric"]
+assert any(v["verdict"] in ("better", "worse", "undecided", "equivalent") for v in r["variants"]), r["variants"]
+m = r["metric_signal"]
+assert m[0]["metric"] in ("val_last2", "test_loss", "test_bpb", "val_loss", "val_last3"), m
+assert all(x["noise"] > 0 and x["arms"] >= 2 for x in m), m
+PY
+expect_rc 2 "$SWEEP" report fixture --out report-k --metric val_last1 2> err.txt
+grep -q "val_lastK (K from 2 to 100" err.txt || fail "--metric val_last1: $(cat err.txt)"
+
 # Better by a margin: a one-sided test beside the verdict, its column and report.json's fields.
 "$SWEEP" report fixture --out report-m --better-by 0.001 --better-by-alpha 0.01 > table-m.txt 2> err.txt ||
   fail "--better-by 0.001: $(cat err.txt)"

@@ -1,0 +1,138 @@
+#include "report/signal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "report/seeds.h"
+#include "report/stats.h"
+
+namespace sweep {
+
+namespace {
+
+constexpr int64_t k_last_most = 100;
+
+// K of "val_lastK", or 0 when the name is not one.
+int64_t last_k(const std::string& metric) {
+  const std::string prefix = "val_last";
+  if (metric.rfind(prefix, 0) != 0 || metric.size() == prefix.size() || metric.size() > prefix.size() + 3) {
+    return 0;
+  }
+  const std::string digits = metric.substr(prefix.size());
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) || digits[0] == '0') {
+    return 0;
+  }
+  const int64_t k = std::stoll(digits);
+  return k >= 2 && k <= k_last_most ? k : 0;
+}
+
+}  // namespace
+
+bool known_metric(const std::string& metric) {
+  return metric == "test_loss" || metric == "test_bpb" || metric == "val_loss" || last_k(metric) > 0;
+}
+
+std::string metric_names() { return "test_loss, test_bpb, val_loss or val_lastK (K from 2 to 100, e.g. val_last3)"; }
+
+std::optional<double> metric_value(const ReportRun& r, const std::string& metric) {
+  if (metric == "test_loss") {
+    return r.test_loss;
+  }
+  if (metric == "test_bpb") {
+    return r.test_bpb;
+  }
+  if (metric == "val_loss") {
+    return r.val_loss;
+  }
+  const int64_t k = last_k(metric);
+  if (k == 0 || static_cast<int64_t>(r.val_curve.size()) < k) {
+    return std::nullopt;
+  }
+  double sum = 0;
+  for (auto it = r.val_curve.end() - k; it != r.val_curve.end(); ++it) {
+    sum += it->second;
+  }
+  return sum / static_cast<double>(k);
+}
+
+std::vector<MetricSignal> metric_signals(const ReportInput& in) {
+  // the report's own metric first: it wins a tie (test_bpb is test_loss rescaled when every arm
+  // has the same tokenizer: the same SNR)
+  std::vector<std::string> metrics{in.metric};
+  for (const std::string m : {"test_loss", "test_bpb", "val_loss", "val_last3"}) {
+    if (m != in.metric) {
+      metrics.push_back(m);
+    }
+  }
+  const VariantRuns* base = find_variant(in, in.baseline);
+  std::vector<MetricSignal> out;
+  for (const auto& metric : metrics) {
+    // each arm's per-seed values (repeats averaged), from its finished runs
+    const auto values_of_metric = [&](const VariantRuns& v) {
+      std::vector<ReportRun> runs;
+      for (const auto& r : v.runs) {
+        ReportRun copy;
+        copy.init_seed = r.init_seed;
+        copy.data_seed = r.data_seed;
+        copy.status = r.status;
+        copy.value = r.status == RunState::done ? metric_value(r, metric) : std::nullopt;
+        if (copy.value && !std::isfinite(*copy.value)) {
+          copy.value.reset();
+        }
+        runs.push_back(copy);
+      }
+      return seed_values(runs);
+    };
+    std::vector<double> means, detectable;
+    double within = 0, df = 0;
+    std::vector<double> counts;
+    const auto base_values = base ? values_of_metric(*base) : std::map<SeedKey, double>{};
+    for (const auto& v : in.variants) {
+      const auto by_seed = values_of_metric(v);
+      if (by_seed.size() < 2) {
+        continue;
+      }
+      const std::vector<double> vals = values_of(by_seed);
+      const Summary s = summarize(vals);
+      means.push_back(s.mean);
+      within += s.sd * s.sd * static_cast<double>(vals.size() - 1);
+      df += static_cast<double>(vals.size() - 1);
+      counts.push_back(static_cast<double>(vals.size()));
+      if (&v != base) {
+        const auto [b, m] = common(base_values, by_seed);
+        std::vector<double> d;
+        for (size_t i = 0; i < b.size(); ++i) {
+          d.push_back(b[i] - m[i]);
+        }
+        if (d.size() >= 2) {
+          detectable.push_back(detectable_effect(static_cast<int64_t>(d.size()), summarize(d).sd, true, alpha_each(in)));
+        }
+      }
+    }
+    if (means.size() < 2 || !(df > 0)) {
+      continue;
+    }
+    MetricSignal sig;
+    sig.metric = metric;
+    sig.arms = static_cast<int64_t>(means.size());
+    sig.seeds = static_cast<int64_t>(percentile(counts, 0.5));
+    sig.signal = summarize(means).sd;
+    sig.noise = std::sqrt(within / df);
+    sig.snr = sig.noise > 0 ? sig.signal / sig.noise : k_nan;
+    sig.detectable = percentile(detectable, 0.5);
+    // min_effect is in nats per token: comparable with the losses, not with bits per byte
+    sig.hides_min_effect = in.design.min_effect > 0 && metric != "test_bpb" && std::isfinite(sig.detectable) &&
+                           sig.detectable > in.design.min_effect;
+    out.push_back(sig);
+  }
+  // highest first; equal to 6 significant digits is a tie, kept in the order above
+  const auto key = [](const MetricSignal& m) {
+    return std::isfinite(m.snr) && m.snr > 0 ? std::round(std::log(m.snr) * 1e6) : -std::numeric_limits<double>::infinity();
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const MetricSignal& a, const MetricSignal& b) { return key(a) > key(b); });
+  return out;
+}
+
+}  // namespace sweep

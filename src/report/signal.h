@@ -1,0 +1,29 @@
+// Which metric decides most reliably? Per metric a sweep recorded — final test loss, test bits per
+// byte, final validation loss, the mean of the last k validation evaluations — its signal-to-noise
+// ratio across the sweep's arms (the spread of the arms' means against the seed noise within them,
+// as "Signal and Noise", arXiv 2508.13144, defines it for evaluations), and whether its noise lets
+// these seeds separate the smallest effect of interest. Pure: no database, no files.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/analysis.h"
+
+namespace sweep {
+
+// The metrics a report can rank by: test_loss, test_bpb, val_loss, and val_lastK (K from 2 to 100:
+// the mean of a run's last K validation evaluations).
+bool known_metric(const std::string& metric);
+// The names, for an error message.
+std::string metric_names();
+
+// A finished run's value of `metric` (empty when it lacks one: a val_lastK needs K evaluations).
+std::optional<double> metric_value(const ReportRun& run, const std::string& metric);
+
+// The signal of `in.metric`, test_loss, test_bpb, val_loss and val_last3, each that has values on 2
+// or more arms with 2 or more seeds, highest SNR first (a tie: in that order).
+std::vector<MetricSignal> metric_signals(const ReportInput& in);
+
+}  // namespace sweep
