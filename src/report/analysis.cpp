@@ -437,7 +437,9 @@ Analysis analyze(const ReportInput& in) {
   const VariantRuns& base_runs = baseline_of(in);
   Analysis a = analysis_header(in);
   a.noise = noise_summary(in, base_runs.runs);
-  a.signals = metric_signals(in);
+  if (in.power) {  // the simulations skip it with the power figures
+    a.signals = metric_signals(in);
+  }
   const auto base_by_seed = seed_values(base_runs.runs);
   const Baseline base{base_runs, base_by_seed, values_of(base_by_seed)};
   std::vector<double> detectable;  // per tested intervention: the effect its seeds detect
