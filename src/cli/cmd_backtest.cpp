@@ -66,18 +66,9 @@ Exit run_backtest(const BacktestOptions& o) {
   }
   std::string out;
   if (o.format == "json") {
-    const BacktestPooled p = pool_backtest(rows);
     nlohmann::ordered_json j{{"metric", o.metric},
                              {"rows", json_array(rows)},
-                             {"pooled",
-                              {{"rows", p.rows},
-                               {"predictions", p.predictions},
-                               {"arm_pairs", p.arm_pairs},
-                               {"sign_trend", number_or_null(p.trend_sign)},
-                               {"sign_single_scale", number_or_null(p.single_sign)},
-                               {"accuracy_trend", number_or_null(p.trend_accuracy)},
-                               {"accuracy_single_scale", number_or_null(p.single_accuracy)},
-                               {"coverage", number_or_null(p.coverage)}}},
+                             {"pooled", json_of(pool_backtest(rows))},
                              {"without", without}};
     out = j.dump(2) + "\n";
   } else {

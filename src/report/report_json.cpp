@@ -239,6 +239,17 @@ nlohmann::ordered_json json_of(const BacktestRow& r) {
           {"predictions", json_array(r.predictions)}};
 }
 
+nlohmann::ordered_json json_of(const BacktestPooled& p) {
+  return {{"rows", p.rows},
+          {"predictions", p.predictions},
+          {"arm_pairs", p.arm_pairs},
+          {"sign_trend", number_or_null(p.trend_sign)},
+          {"sign_single_scale", number_or_null(p.single_sign)},
+          {"accuracy_trend", number_or_null(p.trend_accuracy)},
+          {"accuracy_single_scale", number_or_null(p.single_accuracy)},
+          {"coverage", number_or_null(p.coverage)}};
+}
+
 nlohmann::ordered_json json_of(const LadderSummary& l) {
   nlohmann::ordered_json target = nullptr;
   if (!l.ladder.target_unit.empty()) {

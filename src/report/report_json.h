@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report/analysis.h"
+#include "report/backtest.h"
 
 namespace sweep {
 
@@ -26,6 +27,7 @@ nlohmann::ordered_json json_of(const RungInfo& r);
 nlohmann::ordered_json json_of(const Trend& t);
 nlohmann::ordered_json json_of(const BacktestPrediction& p);
 nlohmann::ordered_json json_of(const BacktestRow& r);
+nlohmann::ordered_json json_of(const BacktestPooled& p);
 nlohmann::ordered_json json_of(const LadderSummary& l);
 nlohmann::ordered_json json_of(const TunedArm& t);
 nlohmann::ordered_json json_of(const TunedSummary& t);
