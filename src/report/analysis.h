@@ -197,6 +197,7 @@ struct TokensToTarget {
   Summary saving;                  // over the seeds that reached it; its CI only when all did
   int64_t flops_reached = 0, time_seeds = 0, time_reached = 0;  // time: seeds whose runs have their steps' speeds
   Summary flops_saving, time_saving;
+  std::vector<double> flops_speedups;  // per seed that reached it: the baseline's FLOPs to it ÷ the variant's
 };
 
 // An intervention against the baseline at equal compute: the final validation loss's improvement
@@ -239,6 +240,19 @@ struct Trend {
   std::vector<std::vector<double>> paired;  // per rung: its seeds' paired improvements (the line's data)
 };
 
+// How an intervention's speed-up changes across a ladder's rungs: at each rung, the training FLOPs
+// the baseline needs to reach its final validation loss ÷ the FLOPs the intervention needs (per
+// seed; the seeds whose intervention reaches it), and a line through their natural logarithms
+// against log10(the rung's training FLOPs) — `line`'s values are ln(speed-up), its slope the
+// change of ln(speed-up) per 10× FLOPs; no `holds` (no margin is declared for speed-ups).
+struct SpeedupTrend {
+  std::string intervention;
+  std::vector<std::string> rung_variants;  // as its Trend's
+  std::vector<int64_t> seeds, reached;     // per rung: the seeds compared, those that reached the target
+  std::vector<double> at_rung;             // per rung: the geometric mean speed-up (NaN: no seed reached it)
+  Trend line;
+};
+
 // A ladder's backtest (report/backtest.h): one rung hidden, each intervention's improvement there
 // predicted from the rungs below it and compared with what the rung measured.
 struct BacktestPrediction {
@@ -272,6 +286,7 @@ struct LadderSummary {
   bool far = false;          // target_factor > ladder.beyond
   std::string target_rule;   // how a params target became FLOPs
   std::vector<Trend> trends;  // in the sweep file's order
+  std::vector<SpeedupTrend> speedups;  // the same interventions, in FLOPs to the baseline's final loss
   Backtest backtest;          // every rung that can be hidden, predicted from the rungs below it
 };
 

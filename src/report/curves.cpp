@@ -208,6 +208,9 @@ void analyze_curves(const ReportInput& in, Analysis& a) {
         const Curve bf = scaled_curve(*b->second, base_it->flops_per_token), mf = scaled_curve(*run, mine_it->flops_per_token);
         if (const auto saved = saving_to_target(bf, mf)) {
           flops_savings.push_back(*saved);
+          if (*saved < 1) {
+            target.flops_speedups.push_back(1 / (1 - *saved));
+          }
         }
         if (const auto d = at_equal(bf, mf)) {
           at_flops.push_back(*d);

@@ -221,6 +221,21 @@ void judge_trend(Trend& t, double alpha, double min_effect) {
 
 namespace {
 
+// Holm across the lines' slope tests (and their holds tests), then each line judged.
+void judge_trends(const std::vector<Trend*>& lines, double alpha, double min_effect) {
+  std::vector<double> ps, holds;
+  for (const Trend* t : lines) {
+    ps.push_back(t->p);
+    holds.push_back(t->p_holds);
+  }
+  const std::vector<double> ps_holm = holm_adjust(ps), holds_holm = holm_adjust(holds);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    lines[i]->p_holm = ps_holm[i];
+    lines[i]->p_holds_holm = holds_holm[i];
+    judge_trend(*lines[i], alpha, min_effect);
+  }
+}
+
 // Each rung as a study of its own (its input, its analysis, its baseline's size), gathered into
 // the ladder's analysis: every rung's variants, targets, compute matches and Δ curves, the notes
 // merged, the largest rung's noise, the suggested min_effect and the code versions.
@@ -362,16 +377,66 @@ void fit_trends(const ReportInput& in, const std::vector<ReportInput>& inputs, c
     t.rung_variants = names;
     summary.trends.push_back(t);
   }
-  std::vector<double> ps, holds;
-  for (const auto& t : summary.trends) {
-    ps.push_back(t.p);
-    holds.push_back(t.p_holds);
+  std::vector<Trend*> lines;
+  for (auto& t : summary.trends) {
+    lines.push_back(&t);
   }
-  const std::vector<double> ps_holm = holm_adjust(ps), holds_holm = holm_adjust(holds);
-  for (size_t i = 0; i < summary.trends.size(); ++i) {
-    summary.trends[i].p_holm = ps_holm[i];
-    summary.trends[i].p_holds_holm = holds_holm[i];
-    judge_trend(summary.trends[i], in.alpha, in.design.min_effect);
+  judge_trends(lines, in.alpha, in.design.min_effect);
+}
+
+std::string speedup_text(double ln_speedup) { return format_number("%.3g", std::exp(ln_speedup)) + "×"; }
+
+// Per intervention: its FLOPs speed-up to the baseline's final validation loss at each rung (every
+// rung's tokens-to-target, per seed) and the line through their logarithms; Holm across them.
+void fit_speedups(const std::vector<Analysis>& rungs, const std::vector<double>& x, double x_target, double alpha,
+                  LadderSummary& summary) {
+  for (const auto& trend : summary.trends) {
+    SpeedupTrend s;
+    s.intervention = trend.intervention;
+    s.rung_variants = trend.rung_variants;
+    std::vector<std::vector<double>> d(rungs.size());
+    for (size_t k = 0; k < rungs.size(); ++k) {
+      const auto t = std::find_if(rungs[k].targets.begin(), rungs[k].targets.end(),
+                                  [&](const TokensToTarget& t) { return t.variant == trend.rung_variants[k]; });
+      const bool found = !trend.rung_variants[k].empty() && t != rungs[k].targets.end();
+      s.seeds.push_back(found ? t->seeds : 0);
+      s.reached.push_back(found ? static_cast<int64_t>(t->flops_speedups.size()) : 0);
+      for (double v : found ? t->flops_speedups : std::vector<double>{}) {
+        d[k].push_back(std::log(v));
+      }
+      s.at_rung.push_back(d[k].empty() ? k_nan : std::exp(summarize(d[k]).mean));
+    }
+    s.line = fit_trend(x, d, 0, x_target);
+    s.line.intervention = trend.intervention;
+    s.line.position = trend.position;
+    s.line.rung_variants = trend.rung_variants;
+    s.line.paired = d;
+    summary.speedups.push_back(std::move(s));
+  }
+  std::vector<Trend*> lines;
+  for (auto& s : summary.speedups) {
+    lines.push_back(&s.line);
+  }
+  judge_trends(lines, alpha, 0);
+  for (auto& s : summary.speedups) {  // the reason in speed-ups rather than in the metric's units
+    Trend& t = s.line;
+    if (!std::isfinite(t.p)) {
+      continue;
+    }
+    const std::string ends = "from " + speedup_text(t.low_end) + " at the smallest rung to " + speedup_text(t.high_end) +
+                             " at the largest, ×" + format_number("%.3g", std::exp(t.slope)) + " per 10× FLOPs";
+    switch (t.verdict) {
+      case TrendVerdict::flips_sign:
+        t.why = ends + ": " + (t.low_end > 0 ? "faster" : "slower") + " at the smallest rung, " +
+                (t.high_end > 0 ? "faster" : "slower") + " at the largest (both ends' 95% CI exclude 1×)";
+        break;
+      case TrendVerdict::grows:
+      case TrendVerdict::shrinks:
+        t.why = ends;
+        break;
+      default:
+        t.why = "not shown to change with scale (" + ends + ")";
+    }
   }
 }
 
@@ -384,6 +449,7 @@ Analysis analyze_ladder(const ReportInput& in) {
   const std::vector<ReportInput> inputs = analyze_rungs(in, a, summary);
   const auto [x, x_target] = place_rungs_and_target(*in.ladder, summary, a.notes);
   fit_trends(in, inputs, x, x_target, summary);
+  fit_speedups(a.rungs, x, x_target, in.alpha, summary);
   summary.backtest = backtest_ladder(summary, in.sweep);
   a.ladder = summary;
   return a;

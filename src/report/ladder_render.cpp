@@ -68,6 +68,78 @@ Rows ladder_rows(const Analysis& a) {
   return rows;
 }
 
+std::string factor(double v) { return std::isfinite(v) ? format_number("%.3g", v) + "×" : "-"; }
+
+// The speed-ups' table: FLOPs to the baseline's final validation loss, per rung and their trend.
+std::vector<std::string> speedup_headers(const Analysis& a) {
+  std::vector<std::string> h{"intervention"};
+  for (const auto& r : a.ladder->rungs) {
+    h.push_back(r.name);
+  }
+  h.insert(h.end(), {"× per 10× FLOPs", "95% CI", "p (Holm)", "trend"});
+  if (!a.ladder->ladder.target_unit.empty()) {
+    h.insert(h.end(), {"at " + target_label(*a.ladder), "95% PI"});
+  }
+  return h;
+}
+
+Rows speedup_rows(const Analysis& a) {
+  Rows rows;
+  for (const auto& s : a.ladder->speedups) {
+    std::vector<std::string> row{s.intervention};
+    for (size_t k = 0; k < s.at_rung.size(); ++k) {
+      if (s.seeds[k] == 0) {
+        row.push_back("-");
+      } else if (s.reached[k] == 0) {
+        row.push_back("never (0/" + std::to_string(s.seeds[k]) + ")");
+      } else {
+        row.push_back(factor(s.at_rung[k]) + (s.reached[k] < s.seeds[k] ? " (" + std::to_string(s.reached[k]) + "/" +
+                                                                               std::to_string(s.seeds[k]) + ")"
+                                                                         : ""));
+      }
+    }
+    const Trend& t = s.line;
+    row.insert(row.end(), {factor(std::exp(t.slope)),
+                           std::isfinite(t.slope_low) ? "[" + factor(std::exp(t.slope_low)) + ", " +
+                                                            factor(std::exp(t.slope_high)) + "]"
+                                                      : "-",
+                           p_text(t.p_holm), to_string(t.verdict)});
+    if (!a.ladder->ladder.target_unit.empty()) {
+      row.insert(row.end(), {factor(std::exp(t.at_target)),
+                             std::isfinite(t.target_low) ? "[" + factor(std::exp(t.target_low)) + ", " +
+                                                               factor(std::exp(t.target_high)) + "]"
+                                                         : "-"});
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<std::string> speedup_lines(const Analysis& a) {
+  std::vector<std::string> out;
+  for (const auto& s : a.ladder->speedups) {
+    out.push_back(s.intervention + ": " + to_string(s.line.verdict) + " — " + s.line.why);
+  }
+  return out;
+}
+
+// Whether any rung compared any seed's curves (a ladder without validation curves has no speed-ups).
+bool has_speedups(const Analysis& a) {
+  for (const auto& s : a.ladder->speedups) {
+    for (int64_t n : s.seeds) {
+      if (n > 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+const char* const k_speedup_title =
+    "Speed-up: the training FLOPs the baseline needs to reach its final validation loss ÷ those the intervention "
+    "needs (same seed; > 1×: it gets there sooner), the geometric mean over the seeds that reach it (n/m: n of m "
+    "did), and the line through their logarithms against log10 training FLOPs:";
+
 std::vector<std::string> rung_lines(const Analysis& a) {
   std::vector<std::string> out;
   const LadderSummary& l = *a.ladder;
@@ -164,6 +236,12 @@ std::string ladder_text(const Analysis& a) {
   if (const std::string t = target_sentence(a); !t.empty()) {
     out << '\n' << t << '\n';
   }
+  if (has_speedups(a)) {
+    out << '\n' << k_speedup_title << "\n\n" << text_table(speedup_headers(a), speedup_rows(a));
+    for (const auto& l : speedup_lines(a)) {
+      out << "  " << l << '\n';
+    }
+  }
   if (!a.ladder->backtest.rows.empty()) {
     out << '\n' << text_table(backtest_headers(), backtest_table(a.ladder->backtest.rows));
   }
@@ -210,6 +288,16 @@ std::string ladder_markdown(const Analysis& a) {
   if (const std::string t = target_sentence(a); !t.empty()) {
     out << '\n' << t << '\n';
   }
+  if (has_speedups(a)) {
+    Rows speedups = speedup_rows(a);
+    for (auto& row : speedups) {
+      row[0] = md_code(row[0]);
+    }
+    out << '\n' << k_speedup_title << "\n\n" << markdown_table(speedup_headers(a), speedups) << '\n';
+    for (const auto& l : speedup_lines(a)) {
+      out << "- " << md_code(l) << '\n';
+    }
+  }
   if (!a.ladder->backtest.rows.empty()) {
     Rows backtest = backtest_table(a.ladder->backtest.rows);
     for (auto& row : backtest) {
@@ -253,6 +341,13 @@ std::string ladder_html(const Analysis& a) {
   out << "</ul>\n";
   if (const std::string t = target_sentence(a); !t.empty()) {
     out << "<p>" << html_escape(t) << "</p>\n";
+  }
+  if (has_speedups(a)) {
+    out << "<p>" << html_escape(k_speedup_title) << "</p>\n" << html_table(speedup_headers(a), speedup_rows(a)) << "<ul>\n";
+    for (const auto& l : speedup_lines(a)) {
+      out << "<li>" << html_escape(l) << "</li>\n";
+    }
+    out << "</ul>\n";
   }
   if (!a.ladder->backtest.rows.empty()) {
     out << html_table(backtest_headers(), backtest_table(a.ladder->backtest.rows));

@@ -215,6 +215,29 @@ nlohmann::ordered_json json_of(const Trend& t) {
           {"why", t.why}};
 }
 
+// In factors (e^ of the line's ln values), the line's p and verdict as a Trend's.
+nlohmann::ordered_json json_of(const SpeedupTrend& s) {
+  const auto factor = [](double ln) { return number_or_null(std::exp(ln)); };
+  nlohmann::ordered_json rungs = nlohmann::ordered_json::array();
+  for (size_t k = 0; k < s.at_rung.size(); ++k) {
+    rungs.push_back({{"variant", s.rung_variants[k]},
+                     {"seeds", s.seeds[k]},
+                     {"reached", s.reached[k]},
+                     {"speedup", number_or_null(s.at_rung[k])}});
+  }
+  const Trend& t = s.line;
+  return {{"intervention", s.intervention},
+          {"rungs", rungs},
+          {"per_decade", factor(t.slope)},
+          {"per_decade_ci", {factor(t.slope_low), factor(t.slope_high)}},
+          {"p", number_or_null(t.p)},
+          {"p_holm", number_or_null(t.p_holm)},
+          {"at_target", factor(t.at_target)},
+          {"target_pi", {factor(t.target_low), factor(t.target_high)}},
+          {"verdict", to_string(t.verdict)},
+          {"why", t.why}};
+}
+
 nlohmann::ordered_json json_of(const BacktestPrediction& p) {
   return {{"intervention", p.intervention},
           {"measured", number_or_null(p.measured)},
@@ -265,6 +288,7 @@ nlohmann::ordered_json json_of(const LadderSummary& l) {
           {"tokens_per_param", l.ladder.tokens_per_param},
           {"target", target},
           {"trends", json_array(l.trends)},
+          {"speedups", json_array(l.speedups)},
           {"backtest", {{"rows", json_array(l.backtest.rows)}, {"why", l.backtest.why}}}};
 }
 

@@ -25,6 +25,7 @@ nlohmann::ordered_json json_of(const ComputeMatch& m);
 nlohmann::ordered_json json_of(const DeltaCurve& d);
 nlohmann::ordered_json json_of(const RungInfo& r);
 nlohmann::ordered_json json_of(const Trend& t);
+nlohmann::ordered_json json_of(const SpeedupTrend& s);
 nlohmann::ordered_json json_of(const BacktestPrediction& p);
 nlohmann::ordered_json json_of(const BacktestRow& r);
 nlohmann::ordered_json json_of(const BacktestPooled& p);

@@ -14,7 +14,7 @@ base:
   data: {dataset: data/bytes}
   model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 32, dropout: 0.0}
   train: {micro_batch: 4, tokens: 8K, lr: 3e-3, precision: fp32}
-  eval: {every: 0, val_tokens: 2K}
+  eval: {every: 2, val_tokens: 2K}
 scale:
   rungs:
     small: {model.n_embd: 16}
@@ -37,6 +37,10 @@ grep -qE "^intervention +small +medium +large +Δ per 10× FLOPs +95% CI +p \(Ho
 grep -qE "^clip +[+-][0-9.]+ [a-z]+ " report.txt || fail "no clip row"
 grep -qE "^  wd: (holds|grows|shrinks|flips sign|undecided) — " report.txt || fail "no trend verdict for wd"
 grep -q "^target 1.00M params: " report.txt || fail "no target sentence"
+grep -q "^Speed-up: the training FLOPs the baseline needs" report.txt || fail "no speed-up section"
+grep -qE "^intervention +small +medium +large +× per 10× FLOPs +95% CI +p \(Holm\) +trend +at 1\.00M params +95% PI$" report.txt ||
+  fail "no speed-up table"
+grep -qE "^  clip: ([a-z ]+ — .*×[0-9.]+ per 10× FLOPs|no result — )" report.txt || fail "no speed-up trend for clip"
 for rung in small medium large; do
   grep -q "^rung $rung (" report.txt || fail "no table for rung $rung"
 done
@@ -56,6 +60,11 @@ for t in l["trends"]:
 assert l["target"]["unit"] == "params" and l["target"]["far"] is False or l["target"]["factor"] > 10
 assert sorted({v["rung"] for v in r["variants"]}) == ["large", "medium", "small"]
 assert sum(v["baseline"] for v in r["variants"]) == 3
+# the speed-ups to the baseline's final validation loss, per rung (every seed compared) and their line
+assert [s["intervention"] for s in l["speedups"]] == ["clip", "wd"], l["speedups"]
+for s in l["speedups"]:
+    assert [x["seeds"] for x in s["rungs"]] == [2, 2, 2], s
+    assert all(x["speedup"] is None or x["speedup"] > 0 for x in s["rungs"]), s
 print("ladder report.json: ok")
 PY
 

@@ -236,3 +236,46 @@ TEST_CASE("ladder trends: undecided without a margin, no result below 3 rungs wi
   CHECK(none.verdict == TrendVerdict::no_result);
   CHECK(std::isnan(none.p));
 }
+
+TEST_CASE("ladder speed-ups: FLOPs to the baseline's final loss at each rung, their trend, never reached said so") {
+  ReportInput in = ladder({{"faster", [](double) { return 0.05; }}, {"slower", [](double) { return -0.05; }}}, 4, 0.004, 0.01);
+  // validation curves: the baseline falls from 5 by 1 over its 1M tokens; an intervention with a
+  // speed-up s falls s times as fast (reaching the baseline's final loss at 1M / s tokens): 1.5×,
+  // 1.3×, 1.1× at the three rungs for `faster` (×0.856 per 10× FLOPs), 0.8× for `slower` (never there)
+  std::mt19937_64 gen(11);
+  std::normal_distribution<double> normal(0, 1);
+  for (auto& v : in.variants) {
+    const size_t rung = v.name.back() == 's' ? 0 : v.name.back() == 'm' ? 1 : 2;
+    for (auto& r : v.runs) {
+      const double s = v.intervention == "baseline" ? 1
+                       : v.intervention == "slower" ? 0.8
+                                                    : (1.5 - 0.2 * static_cast<double>(rung)) * std::exp(0.01 * normal(gen));
+      for (int64_t t = 0; t <= 1000000; t += 50000) {
+        r.val_curve.emplace_back(t, 5 - s * static_cast<double>(t) / 1e6);
+      }
+    }
+  }
+  const Analysis a = analyze(in);
+  REQUIRE(a.ladder);
+  REQUIRE(a.ladder->speedups.size() == 2);
+  const SpeedupTrend& fast = a.ladder->speedups[0];
+  CHECK(fast.intervention == "faster");
+  CHECK(fast.reached == std::vector<int64_t>{4, 4, 4});
+  CHECK(fast.at_rung[0] == doctest::Approx(1.5).epsilon(0.02));
+  CHECK(fast.at_rung[1] == doctest::Approx(1.3).epsilon(0.02));
+  CHECK(fast.at_rung[2] == doctest::Approx(1.1).epsilon(0.02));
+  CHECK(std::exp(fast.line.slope) == doctest::Approx(std::sqrt(1.1 / 1.5)).epsilon(0.02));
+  CHECK(fast.line.verdict == TrendVerdict::shrinks);
+  CAPTURE(fast.line.why);
+  CHECK(fast.line.why.rfind("from 1.5", 0) == 0);  // from 1.5…× at the smallest rung to 1.1…× at the largest
+  CHECK(fast.line.why.find("× at the largest, ×0.8") != std::string::npos);
+  const SpeedupTrend& slow = a.ladder->speedups[1];
+  CHECK(slow.reached == std::vector<int64_t>{0, 0, 0});
+  CHECK(slow.line.verdict == TrendVerdict::no_result);
+  const std::string text = render_text(a);
+  CHECK(text.find("Speed-up: the training FLOPs") != std::string::npos);
+  CHECK(text.find("never (0/4)") != std::string::npos);
+  CHECK(text.find("faster: shrinks — from 1.5") != std::string::npos);
+  CHECK(render_json(in, a).find("\"speedups\"") != std::string::npos);
+  CHECK(render_markdown(in, a, {}).find("| never (0/4) |") != std::string::npos);
+}
