@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A study's raw results as one file that travels (committed beside its report, copied off a
+# cluster): the sweep file as it was run and, for each of its finished runs, config.yaml and
+# events.jsonl — everything `sweep report`, `sweep backtest` and `--until-decided` read, without
+# the checkpoints (a finished run is never trained again). Unfinished runs are left out: they
+# start afresh where the archive is restored.
+#
+#   scripts/results-archive.sh SWEEP [--results DIR] [--out FILE]   (default FILE: reports/SWEEP/runs.tar.gz)
+#
+# Restore it into a results folder, then rebuild that folder's database from its run folders:
+#   tar xzf reports/SWEEP/runs.tar.gz -C results && ./build/sweep ingest results
+set -euo pipefail
+die() { echo "results-archive: $*" >&2; exit 2; }
+sweep=${1:?usage: scripts/results-archive.sh SWEEP [--results DIR] [--out FILE]}
+shift
+results=results out=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --results) results=${2:?--results needs a folder}; shift ;;
+    --out) out=${2:?--out needs a file}; shift ;;
+    *) die "unknown argument $1" ;;
+  esac
+  shift
+done
+out=${out:-reports/$sweep/runs.tar.gz}
+db=$results/sweep.db
+[ -f "$db" ] || die "$db: no results database (--results names the folder that holds sweep.db)"
+[ -f "$results/sweeps/$sweep.yaml" ] || die "$results/sweeps/$sweep.yaml: no sweep $sweep in $results (sweep status lists them)"
+sql_name=${sweep//\'/\'\'}
+mapfile -t ids < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s join runs r on r.run_id = s.run_id
+                                   where s.sweep = '$sql_name' and r.status = 'done' order by r.run_id")
+[ ${#ids[@]} -gt 0 ] || die "sweep $sweep has no finished runs in $results"
+files=("sweeps/$sweep.yaml")
+for id in "${ids[@]}"; do
+  for f in config.yaml events.jsonl; do
+    [ -f "$results/runs/$id/$f" ] || die "$results/runs/$id/$f is missing: the run is recorded done but its folder is not whole"
+    files+=("runs/$id/$f")
+  done
+done
+mkdir -p "$(dirname "$out")"
+tmp=$(mktemp "$(dirname "$out")/.runs.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+tar czf "$tmp" -C "$results" --owner=0 --group=0 --mtime=@0 --sort=name "${files[@]}"
+mv "$tmp" "$out"
+trap - EXIT
+echo "results-archive: $out: sweep $sweep, ${#ids[@]} finished runs ($(du -h "$out" | cut -f1))"
