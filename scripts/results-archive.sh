@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A study's raw results as one file that travels (committed beside its report, copied off a
-# cluster): the sweep file as it was run and, for each of its finished runs, config.yaml and
-# events.jsonl — everything `sweep report`, `sweep backtest` and `--until-decided` read, without
+# cluster): the sweep file as it was run (with what `sweep run` saved beside it: the kind of
+# device, --until-decided's design and the seeds its rounds added) and, for each of its finished
+# runs, config.yaml and events.jsonl — everything `sweep report`, `sweep backtest` and `--until-decided` read, without
 # the checkpoints (a finished run is never trained again). Unfinished runs are left out: they
 # start afresh where the archive is restored.
 #
@@ -31,6 +32,9 @@ mapfile -t ids < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s joi
                                    where s.sweep = '$sql_name' and r.status = 'done' order by r.run_id")
 [ ${#ids[@]} -gt 0 ] || die "sweep $sweep has no finished runs in $results"
 files=("sweeps/$sweep.yaml")
+for extra in device rounds trainer-dir; do  # its device kind, --until-decided's design and added seeds, a trainer's folder
+  [ -f "$results/sweeps/$sweep.$extra" ] && files+=("sweeps/$sweep.$extra")
+done
 for id in "${ids[@]}"; do
   for f in config.yaml events.jsonl; do
     [ -f "$results/runs/$id/$f" ] || die "$results/runs/$id/$f is missing: the run is recorded done but its folder is not whole"

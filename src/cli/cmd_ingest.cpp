@@ -61,6 +61,7 @@ Exit run_ingest(const SweepOptions& o) {
           }
           train_on(spec, kind);
         }
+        restore_rounds(o.dir, spec);  // --until-decided's design and the seeds its rounds added
         store.record_sweep(spec);
       } catch (const Error& e) {
         problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));

@@ -145,6 +145,7 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   } else {
     fs::remove(saved_device_file(o.results, spec.name));
   }
+  save_rounds(o.results, spec);
   if (spec.trainer) {  // the saved copy's trainer paths are relative to the original's folder: `sweep ingest` needs it
     write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".trainer-dir"), spec.trainer->trainer.dir + "\n");
   }
@@ -164,8 +165,12 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   ro.retry_failed = o.retry_failed;
   ro.stall_timeout = o.stall_timeout;
   if (spec.design.sequential()) {
-    ro.next_round = [&store](const SweepSpec& current, std::string& why) {
-      return next_seed_round(store, current, why);
+    ro.next_round = [&store, &o](const SweepSpec& current, std::string& why) {
+      std::vector<PlannedRun> added = next_seed_round(store, current, why);
+      SweepSpec next = current;
+      next.runs.insert(next.runs.end(), added.begin(), added.end());
+      save_rounds(o.results, next);
+      return added;
     };
   }
   return SweepRunner(spec, store, std::move(lock), std::move(executor), ro).run();

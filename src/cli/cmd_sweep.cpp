@@ -1,12 +1,18 @@
 // The sweep engine's commands: their options, the dispatch, and the helpers they share
 // (sweep_commands.h); each command's work is in its own file.
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/sweep_commands.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
+#include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -34,6 +40,57 @@ std::optional<std::string> slot_device(const SweepOptions& o) {
 
 fs::path saved_device_file(const std::string& results, const std::string& sweep) {
   return fs::path(results) / "sweeps" / (sweep + ".device");
+}
+
+namespace {
+fs::path saved_rounds_file(const std::string& results, const std::string& sweep) {
+  return fs::path(results) / "sweeps" / (sweep + ".rounds");
+}
+}  // namespace
+
+void save_rounds(const std::string& results, const SweepSpec& spec) {
+  if (!spec.design.sequential()) {
+    fs::remove(saved_rounds_file(results, spec.name));
+    return;
+  }
+  std::map<std::string, int64_t> seeds;
+  for (const auto& r : spec.runs) {
+    seeds[r.variant]++;
+  }
+  const nlohmann::json j{{"max_seeds", spec.design.max_seeds}, {"spending", spec.design.spending}, {"seeds", seeds}};
+  write_file_atomic(saved_rounds_file(results, spec.name), j.dump() + "\n");
+}
+
+void restore_rounds(const std::string& results, SweepSpec& spec) {
+  const fs::path file = saved_rounds_file(results, spec.name);
+  if (!fs::exists(file)) {
+    return;
+  }
+  int64_t max_seeds = 0;
+  std::string spending;
+  std::map<std::string, int64_t> seeds;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_file(file));
+    max_seeds = j.at("max_seeds").get<int64_t>();
+    spending = j.at("spending").get<std::string>();
+    seeds = j.at("seeds").get<std::map<std::string, int64_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file.string() + ": not a saved seed design (" + first_line(e.what()) + ")");
+  }
+  if (max_seeds < spec.design.first) {
+    throw Error(file.string() + ": max_seeds " + std::to_string(max_seeds) + " is below the sweep's " +
+                std::to_string(spec.design.first) + " declared seeds");
+  }
+  spec.design.max_seeds = max_seeds;
+  spec.design.spending = spending;
+  const SweepSpec declared = spec;
+  for (const auto& v : declared.variants) {
+    const auto n = seeds.find(v.name);
+    for (auto& run : n != seeds.end() ? added_seed_runs(declared, v.name, std::min(n->second, max_seeds))
+                                      : std::vector<PlannedRun>{}) {
+      spec.runs.push_back(std::move(run));
+    }
+  }
 }
 
 }  // namespace commands

@@ -28,6 +28,15 @@ std::optional<std::string> slot_device(const SweepOptions& o);
 // ingest` (a sweep saved before it: its file's own).
 fs::path saved_device_file(const std::string& results, const std::string& sweep);
 
+// What `--until-decided` adds to a sweep beyond its file — the cap, the spending and how many
+// seeds each variant has after the rounds so far — saved beside it (`sweeps/NAME.rounds`; a fixed
+// design: none) and read back by `sweep ingest`, so that a database rebuilt from the folder keeps
+// the design its looks were judged by and the seeds its rounds added.
+void save_rounds(const std::string& results, const SweepSpec& spec);
+// Restores them into `spec` (loaded from the saved sweep file) when the file is there; throws
+// Error naming the file when it cannot be read.
+void restore_rounds(const std::string& results, SweepSpec& spec);
+
 // "3 done, 1 failed"
 template <typename Map>
 std::string join_counts(const Map& counts) {

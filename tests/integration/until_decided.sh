@@ -66,6 +66,21 @@ check_database
 grep -q "was run --until-decided (--max-seeds 6): it goes on so" again.txt || fail "$(cat again.txt)"
 ! grep -q "start " again.txt || fail "a finished run was trained again: $(cat again.txt)"
 [ "$(sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'ud'")" -eq "$runs" ] || fail "the added seeds left the sweep"
+
+# ---- the database lost and rebuilt from the folder by `sweep ingest`: the design its looks were
+# judged by and the seeds its rounds added come back (sweeps/ud.rounds), and so does its report ----
+cp -r res rebuilt && rm -f rebuilt/sweep.db*
+[ -s rebuilt/sweeps/ud.rounds ] || fail "no saved rounds beside the sweep file: $(ls rebuilt/sweeps)"
+"$SWEEP" ingest rebuilt > ingest.txt || fail "ingest: $(cat ingest.txt)"
+[ "$(DB=rebuilt/sweep.db sql "SELECT COUNT(*) FROM sweep_runs WHERE sweep = 'ud'")" -eq "$runs" ] ||
+  fail "the added seeds were lost with the database"
+[ "$(DB=rebuilt/sweep.db sql "SELECT design FROM sweeps WHERE name = 'ud'")" = "$(sql "SELECT design FROM sweeps WHERE name = 'ud'")" ] ||
+  fail "the design was lost with the database: $(DB=rebuilt/sweep.db sql "SELECT design FROM sweeps")"
+"$SWEEP" report ud --results res > orig.txt && "$SWEEP" report ud --results rebuilt > rebuilt.txt || fail "reports"
+diff orig.txt rebuilt.txt || fail "the rebuilt database reports otherwise"
+echo '{"max_seeds": "six"}' > rebuilt/sweeps/ud.rounds
+expect_rc 1 "$SWEEP" ingest rebuilt 2> err.txt
+grep -q "ud.rounds: not a saved seed design" err.txt || fail "a damaged rounds file: $(cat err.txt)"
 # A report on test_bpb does not apply the file's margin, which is in nats per token.
 "$SWEEP" report ud --results res --metric test_bpb --out rep-bpb > bpb.txt 2>&1 || fail "bpb: $(cat bpb.txt)"
 grep -q "min_effect (0.01) is in nats per token" bpb.txt || fail "no note on test_bpb's margin: $(cat bpb.txt)"
