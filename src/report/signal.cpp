@@ -90,7 +90,7 @@ std::vector<MetricSignal> metric_signals(const ReportInput& in) {
     std::vector<double> counts;
     const auto base_values = base ? values_of_metric(*base) : std::map<SeedKey, double>{};
     for (const auto& v : in.variants) {
-      const auto by_seed = values_of_metric(v);
+      const auto by_seed = &v == base ? base_values : values_of_metric(v);
       if (by_seed.size() < 2) {
         continue;
       }
