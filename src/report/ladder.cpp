@@ -11,6 +11,7 @@
 
 #include "report/analysis.h"
 #include "report/backtest.h"
+#include "report/tables.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -384,7 +385,7 @@ void fit_trends(const ReportInput& in, const std::vector<ReportInput>& inputs, c
   judge_trends(lines, in.alpha, in.design.min_effect);
 }
 
-std::string speedup_text(double ln_speedup) { return format_number("%.3g", std::exp(ln_speedup)) + "×"; }
+std::string speedup_text(double ln_speedup) { return factor_text(std::exp(ln_speedup)); }
 
 // Per intervention: its FLOPs speed-up to the baseline's final validation loss at each rung (every
 // rung's tokens-to-target, per seed) and the line through their logarithms; Holm across them.

@@ -68,7 +68,12 @@ Rows ladder_rows(const Analysis& a) {
   return rows;
 }
 
-std::string factor(double v) { return std::isfinite(v) ? format_number("%.3g", v) + "×" : "-"; }
+// An interval of logarithms as factors: "[0.9×, 1.2×]"; "-" when it has no ends.
+std::string factor_interval(double ln_low, double ln_high) {
+  return std::isfinite(ln_low) && std::isfinite(ln_high)
+             ? "[" + factor_text(std::exp(ln_low)) + ", " + factor_text(std::exp(ln_high)) + "]"
+             : "-";
+}
 
 // The speed-ups' table: FLOPs to the baseline's final validation loss, per rung and their trend.
 std::vector<std::string> speedup_headers(const Analysis& a) {
@@ -93,22 +98,16 @@ Rows speedup_rows(const Analysis& a) {
       } else if (s.reached[k] == 0) {
         row.push_back("never (0/" + std::to_string(s.seeds[k]) + ")");
       } else {
-        row.push_back(factor(s.at_rung[k]) + (s.reached[k] < s.seeds[k] ? " (" + std::to_string(s.reached[k]) + "/" +
+        row.push_back(factor_text(s.at_rung[k]) + (s.reached[k] < s.seeds[k] ? " (" + std::to_string(s.reached[k]) + "/" +
                                                                                std::to_string(s.seeds[k]) + ")"
                                                                          : ""));
       }
     }
     const Trend& t = s.line;
-    row.insert(row.end(), {factor(std::exp(t.slope)),
-                           std::isfinite(t.slope_low) ? "[" + factor(std::exp(t.slope_low)) + ", " +
-                                                            factor(std::exp(t.slope_high)) + "]"
-                                                      : "-",
+    row.insert(row.end(), {factor_text(std::exp(t.slope)), factor_interval(t.slope_low, t.slope_high),
                            p_text(t.p_holm), to_string(t.verdict)});
     if (!a.ladder->ladder.target_unit.empty()) {
-      row.insert(row.end(), {factor(std::exp(t.at_target)),
-                             std::isfinite(t.target_low) ? "[" + factor(std::exp(t.target_low)) + ", " +
-                                                               factor(std::exp(t.target_high)) + "]"
-                                                         : "-"});
+      row.insert(row.end(), {factor_text(std::exp(t.at_target)), factor_interval(t.target_low, t.target_high)});
     }
     rows.push_back(row);
   }

@@ -186,10 +186,9 @@ Rows matched_rows(const Analysis& a) {
     return std::isfinite(s.ci_low) ? "[" + format_number("%+.4f", s.ci_low) + ", " + format_number("%+.4f", s.ci_high) + "]"
                                    : std::string("-");
   };
-  auto ratio = [](double r) { return std::isfinite(r) ? format_number("%.3g", r) + "×" : std::string("-"); };
   Rows rows;
   for (const auto& m : a.matched) {
-    rows.push_back({m.variant, ratio(m.flops_ratio), ratio(m.time_ratio), value(m.at_tokens), ci(m.at_tokens),
+    rows.push_back({m.variant, factor_text(m.flops_ratio), factor_text(m.time_ratio), value(m.at_tokens), ci(m.at_tokens),
                     value(m.at_flops), ci(m.at_flops), value(m.at_time), ci(m.at_time)});
   }
   return rows;

@@ -10,6 +10,8 @@
 
 namespace sweep {
 
+std::string factor_text(double v) { return std::isfinite(v) ? format_number("%.3g", v) + "×" : "-"; }
+
 std::string p_text(double p) { return !std::isfinite(p) ? "-" : p < 1e-4 ? "<0.0001" : format_number("%.4f", p); }
 
 

@@ -14,6 +14,8 @@ namespace sweep {
 
 // A p-value as a table shows it: 4 decimals, "<0.0001", "-" for none.
 std::string p_text(double p);
+// A ratio as a factor: "1.23×" (3 significant digits); "-" when it is not finite.
+std::string factor_text(double v);
 
 // One cell of the ranked table: its text, and the number a sortable table sorts it by.
 struct Cell {
