@@ -167,9 +167,7 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   if (spec.design.sequential()) {
     ro.next_round = [&store, &o](const SweepSpec& current, std::string& why) {
       std::vector<PlannedRun> added = next_seed_round(store, current, why);
-      SweepSpec next = current;
-      next.runs.insert(next.runs.end(), added.begin(), added.end());
-      save_rounds(o.results, next);
+      save_rounds(o.results, current, added);
       return added;
     };
   }

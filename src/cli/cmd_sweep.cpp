@@ -48,14 +48,16 @@ fs::path saved_rounds_file(const std::string& results, const std::string& sweep)
 }
 }  // namespace
 
-void save_rounds(const std::string& results, const SweepSpec& spec) {
+void save_rounds(const std::string& results, const SweepSpec& spec, const std::vector<PlannedRun>& added) {
   if (!spec.design.sequential()) {
     fs::remove(saved_rounds_file(results, spec.name));
     return;
   }
   std::map<std::string, int64_t> seeds;
-  for (const auto& r : spec.runs) {
-    seeds[r.variant]++;
+  for (const auto* runs : {&spec.runs, &added}) {
+    for (const auto& r : *runs) {
+      seeds[r.variant]++;
+    }
   }
   const nlohmann::json j{{"max_seeds", spec.design.max_seeds}, {"spending", spec.design.spending}, {"seeds", seeds}};
   write_file_atomic(saved_rounds_file(results, spec.name), j.dump() + "\n");

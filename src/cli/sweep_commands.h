@@ -32,7 +32,8 @@ fs::path saved_device_file(const std::string& results, const std::string& sweep)
 // seeds each variant has after the rounds so far — saved beside it (`sweeps/NAME.rounds`; a fixed
 // design: none) and read back by `sweep ingest`, so that a database rebuilt from the folder keeps
 // the design its looks were judged by and the seeds its rounds added.
-void save_rounds(const std::string& results, const SweepSpec& spec);
+// `added`: the runs a round is about to add to `spec`'s.
+void save_rounds(const std::string& results, const SweepSpec& spec, const std::vector<PlannedRun>& added = {});
 // Restores them into `spec` (loaded from the saved sweep file) when the file is there; throws
 // Error naming the file when it cannot be read.
 void restore_rounds(const std::string& results, SweepSpec& spec);
