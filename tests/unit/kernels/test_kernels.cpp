@@ -374,7 +374,8 @@ TEST_CASE("linear in bf16 (bf16 products, or widened to fp32 without them): outp
 // The sums' order is the GEMM's own, so an element may differ from the exact sum by n fp32
 // roundings of its n terms (n·2⁻²⁴ of their absolute sum) besides the one bf16 rounding (2⁻⁸ of
 // it). The bias: autocast and the widened path round it to bf16, oneDNN's bf16 matmul adds it in
-// fp32 — a difference of at most 2⁻⁹ of it, allowed for.
+// fp32 — a difference of at most half a bf16 step, 2⁻⁸ of it (bf16 keeps 8 significant bits),
+// allowed for; where the product nearly cancels the bias that is most of the output.
 TEST_CASE("linear in bf16 has autocast's numerics: bf16-rounded operands, fp32 sums, one bf16 rounding") {
   torch::manual_seed(19);
   const auto exact = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); };
@@ -404,7 +405,7 @@ TEST_CASE("linear in bf16 has autocast's numerics: bf16-rounded operands, fp32 s
       if (with_bias) {
         want += exact(b0);
         abs_sum += exact(b0).abs();
-        bias_slack = b0.to(torch::kDouble).abs() / 512;
+        bias_slack = b0.to(torch::kDouble).abs() / 256;
       }
       CHECK(within(y.reshape({-1, n}), want, abs_sum, k + 1, 1.0 / 256, bias_slack));
       const auto dy = torch::randn(y.sizes()).to(torch::kBFloat16);
