@@ -1,5 +1,6 @@
 // `sweep calibrate [SWEEP]`: the verdicts' error rates measured on synthetic studies with a known
 // truth (report/calibration.h), σ, ρ and δ from a sweep's results or from the options.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -58,6 +59,13 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("--curvature", o.curvature, "--tune: the bowl's rise per doubling² of the value")
       ->check(at_least(0, true))
       ->capture_default_str();
+  cmd->add_option("--asymmetry", o.asymmetry, "--tune: the asymmetric bowls' rise above the minimum ÷ below it")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--tune-grid", o.tune_grid,
+                  "--tune: the values tried, as log2 of each ÷ the base value, comma-separated (0 among them; "
+                  "-1,-0.5,0,0.5,1,1.5,2: steps of √2)")
+      ->capture_default_str();
   cmd->add_option("--run-sigma", o.run_sigma, "--tune: each run's own noise, beside the seed's")
       ->check(at_least(0))
       ->capture_default_str();
@@ -65,6 +73,20 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
 }
 
 namespace {
+
+// Each value of a comma-separated list a finite number: CLI11's own splitting dropped an empty
+// one ("1,,2"). `option` and `example` name it in the error.
+std::vector<double> number_list(const std::string& option, const std::string& text, const std::string& example) {
+  std::vector<double> out;
+  for (const std::string& value : split(text, ',')) {
+    const auto v = validate::number(trim(value));
+    if (!v || !std::isfinite(*v)) {
+      throw Error(option + " " + text + ": '" + value + "' is not a finite number — e.g. " + example, Exit::bad_input);
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
 
 // --tune: simulated bowls; σ, ρ, δ, the seeds and arms from the options, else the named sweep's
 // results, else TunedCalibrationSetup's defaults.
@@ -95,6 +117,9 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   tuned.spending = o.spending;
   tuned.curvature = o.curvature;
   tuned.run_sigma = o.run_sigma;
+  tuned.asymmetry = o.asymmetry;
+  tuned.grid = number_list("--tune-grid", o.tune_grid, "-1,0,1,2 (log2 of each value ÷ the base value)");
+  std::sort(tuned.grid.begin(), tuned.grid.end());
   std::fputs(tuned_calibration_markdown(tuned, calibrate_tuned(tuned)).c_str(), stdout);
   return Exit::ok;
 }
@@ -140,16 +165,7 @@ Exit run_calibrate(const CalibrateOptions& o) {
   setup.seeds = o.seeds > 0 ? o.seeds : setup.seeds;
   setup.max_seeds = o.max_seeds > 0 ? o.max_seeds : o.seeds > 0 ? std::max(setup.max_seeds, o.seeds) : setup.max_seeds;
   setup.interventions = o.interventions > 0 ? o.interventions : setup.interventions;
-  // each value of the list a number: CLI11's own splitting dropped an empty one ("1,,2")
-  setup.effects.clear();
-  for (const std::string& value : split(o.effects, ',')) {
-    const auto v = validate::number(trim(value));
-    if (!v || !std::isfinite(*v)) {
-      throw Error("--effects " + o.effects + ": '" + value + "' is not a finite number — list multiples of δ, e.g. 0,0.5,1,2",
-                  Exit::bad_input);
-    }
-    setup.effects.push_back(*v);
-  }
+  setup.effects = number_list("--effects", o.effects, "0,0.5,1,2 (multiples of δ)");
   setup.replicates = o.replicates;
   setup.seed = o.seed;
   setup.spending = o.spending;

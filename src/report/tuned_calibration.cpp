@@ -16,6 +16,7 @@ namespace {
 
 struct Arm {
   double depth = 3.0, centre = 0;
+  double steep_above = 1;  // the bowl's curvature above its centre ÷ below it
 };
 
 std::string value_text(double t) { return format_number("%.6g", 1e-3 * std::exp2(t)); }
@@ -78,7 +79,8 @@ ReportInput tuned_study(const TunedCalibrationSetup& s, const std::vector<Arm>& 
         r.status = RunState::done;
         r.init_seed = r.data_seed = k + 1;
         const size_t i = static_cast<size_t>(k);
-        r.value = arms[a].depth + s.curvature * std::pow(t - arms[a].centre, 2) +
+        const double rise = s.curvature * std::pow(t - arms[a].centre, 2) * (t > arms[a].centre ? arms[a].steep_above : 1);
+        r.value = arms[a].depth + rise +
                   s.sigma * (s.rho * d.shared[i] + own * d.arm_seed[a][i]) + s.run_sigma * d.run[a][g][i];
         v.runs.push_back(r);
       }
@@ -98,6 +100,7 @@ struct Scenario {
   double shift = 0;   // arms' centre − the baseline's, in doublings
   double deeper = 0;  // arms' depth below the baseline's, in multiples of δ
   bool random_centre = true;  // the baseline's centre drawn in [0, 1] per study; else at 1 (twice the base value)
+  bool asymmetric = false;    // every arm's bowl `asymmetry` times steeper above its minimum
 };
 
 // Tallies of one scenario in one design.
@@ -159,10 +162,10 @@ struct TunedTally {
 
 std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s) {
   if (!(s.sigma > 0) || !(s.min_effect > 0) || s.seeds < 2 || s.interventions < 1 || s.replicates < 1 ||
-      !(s.rho > -1 && s.rho < 1) || !(s.run_sigma >= 0) || !(s.curvature > 0) || s.grid.size() < 3 ||
+      !(s.rho > -1 && s.rho < 1) || !(s.run_sigma >= 0) || !(s.curvature > 0) || !(s.asymmetry >= 1) || s.grid.size() < 3 ||
       std::find(s.grid.begin(), s.grid.end(), 0.0) == s.grid.end() || (s.max_seeds != 0 && s.max_seeds < s.seeds)) {
     throw Error("calibrate --tune: needs σ > 0, a min_effect > 0, 2 or more seeds (and --max-seeds at or above them), "
-                "an intervention, a replicate, −1 < ρ < 1, a run σ ≥ 0, a curvature > 0 and 3 or more values with "
+                "an intervention, a replicate, −1 < ρ < 1, a run σ ≥ 0, a curvature > 0, an asymmetry ≥ 1 and 3 or more values with "
                 "the base value among them",
                 Exit::bad_input);
   }
@@ -172,11 +175,16 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
                     " seeds: pass more --seeds or a lower --max-seeds",
                 Exit::bad_input);
   }
+  const std::string steeper = ", " + format_number("%g", s.asymmetry) + "× steeper above the best";
   const std::vector<Scenario> scenarios{
       {"the baseline's bowl", 0, 0, true},
       {"moved a doubling down, to the base value", -1, 0, false},
       {"deeper by δ", 0, 1, true},
       {"deeper by 2δ", 0, 2, true},
+      {"the baseline's bowl" + steeper, 0, 0, true, true},
+      {"moved a doubling down" + steeper, -1, 0, false, true},
+      {"moved half a doubling down" + steeper, -0.5, 0, true, true},
+      {"deeper by 2δ" + steeper, 0, 2, true, true},
   };
   SeedDesign fixed;
   fixed.first = s.seeds;
@@ -197,9 +205,10 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
                        std::to_string(s.max_seeds) + " seeds";
     for (int64_t r = 0; r < s.replicates; ++r) {
       const double c = sc.random_centre ? centre(rng) : 1.0;
-      std::vector<Arm> arms{{3.0, c}};
+      const double steep = sc.asymmetric ? s.asymmetry : 1;
+      std::vector<Arm> arms{{3.0, c, steep}};
       for (int64_t i = 0; i < s.interventions; ++i) {
-        arms.push_back({3.0 - fixed_tally.row.truth, c + sc.shift});
+        arms.push_back({3.0 - fixed_tally.row.truth, c + sc.shift, steep});
       }
       const Draws d = draw(s, arms.size(), rng);
       std::vector<int64_t> n(arms_n, s.seeds);
@@ -231,7 +240,8 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
   }
   std::string out = "Synthetic studies with a tune axis (values " + grid + " the base value): a baseline and " +
                     plural(s.interventions, "arm") + ", each a bowl in log2(value) rising " + format_number("%g", s.curvature) +
-                    " per doubling², seed noise σ = " + format_number("%g", s.sigma) + " (ρ = " + format_number("%g", s.rho) +
+                    " per doubling² (in the asymmetric rows, " + format_number("%g", s.asymmetry) +
+                    " times that above the minimum), seed noise σ = " + format_number("%g", s.sigma) + " (ρ = " + format_number("%g", s.rho) +
                     " between arms at a seed), each run's own noise " + format_number("%g", s.run_sigma) + ", δ = " +
                     format_number("%g", s.min_effect) + ", " + plural(s.seeds, "seed") + ", alpha " + format_number("%g", s.alpha) +
                     ", " + std::to_string(s.replicates) + " studies per row, seed " + std::to_string(s.seed) +

@@ -1,11 +1,15 @@
 // The tuned verdicts' error rates and coverage, measured (`sweep calibrate --tune`): synthetic
 // studies with a tune axis over a learning rate, analysed by the report's own code. Arm a's
 // metric at seed s and value 2^t (t = log2 of the value ÷ the base value) is a bowl plus noise:
-//   depth_a + curvature · (t − centre_a)² + σ · (ρ · z_s + √(1 − ρ²) · w_as) + run_sigma · e_asv,
+//   depth_a + curvature · k · (t − centre_a)² + σ · (ρ · z_s + √(1 − ρ²) · w_as) + run_sigma · e_asv,
 // with z_s shared by every run of seed s (the same initial weights and batches), w_as by an arm's
-// runs at that seed, e_asv each run's own. The scenarios: every arm with the baseline's bowl; arms
-// whose bowl only moves sideways (its best at the base value, the baseline's a doubling above);
-// arms deeper by δ and 2δ (the interval's coverage of the true difference). Each scenario in a
+// runs at that seed, e_asv each run's own; k = 1 in a symmetric bowl, and `asymmetry` above the
+// best in an asymmetric one (a real learning rate's loss rises far more steeply above its best
+// than below). The scenarios: every arm with the baseline's bowl; arms whose bowl only moves
+// sideways (its best at the base value, the baseline's a doubling above); arms deeper by δ and 2δ
+// (the interval's coverage of the true difference); then the same bowl, the sideways moves (by a
+// doubling, and by half of one: its best off the values' grid where the baseline's is not) and 2δ
+// deeper with asymmetric bowls. Each scenario in a
 // fixed design and, with max_seeds, under --until-decided: the runner's loop on the report's own
 // next_round, seeds added per arm (at every value) while its verdict at its best is open.
 #pragma once
@@ -21,6 +25,7 @@ struct TunedCalibrationSetup {
   double rho = 0.5;           // correlation of two arms' seed noise at one seed
   double run_sigma = 0.004;   // each run's own noise
   double curvature = 0.03;    // the bowl's rise per (doubling)² away from its minimum
+  double asymmetry = 4;       // the asymmetric bowls: how many times steeper above the minimum than below
   double min_effect = 0.005;  // δ
   int64_t seeds = 3;
   int64_t max_seeds = 0;      // --until-decided's cap (0: the fixed design only)

@@ -58,6 +58,17 @@ grep -q "| the baseline's bowl | 0 | fixed, 3 seeds |" calibration.md || fail "c
   fail "calibrate --tune --max-seeds: $(cat calibration.md)"
 grep -q "| the baseline's bowl | 0 | until decided (pocock), 3 to 6 seeds |" calibration.md ||
   fail "calibrate --tune --max-seeds: $(cat calibration.md)"
+# a grid of its own (steps of √2) and the asymmetric bowls; a grid that is no list of numbers, or
+# without the base value, refused
+"$SWEEP" calibrate --tune --replicates 10 --interventions 2 --tune-grid=-1,-0.5,0,0.5,1,1.5,2 --asymmetry 3 > calibration.md ||
+  fail "calibrate --tune-grid: $(cat calibration.md)"
+grep -q "values 0.5×, 0.707107×, 1×, 1.41421×, 2×, 2.82843×, 4× the base value" calibration.md &&
+  grep -q "| moved half a doubling down, 3× steeper above the best | 0 | fixed, 3 seeds |" calibration.md ||
+  fail "calibrate --tune-grid: $(cat calibration.md)"
+expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=-1,,1 2> err.txt
+grep -q -- "--tune-grid -1,,1: '' is not a finite number" err.txt || fail "calibrate --tune-grid -1,,1: $(cat err.txt)"
+expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=1,2,3 2> err.txt
+grep -q "3 or more values with the base value among them" err.txt || fail "calibrate --tune-grid 1,2,3: $(cat err.txt)"
 
 # Bad tune axes: file:line:col, nothing written
 cp tune.yaml bad.yaml
