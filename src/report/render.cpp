@@ -109,8 +109,11 @@ std::string fit_sentence(const Response& r) {
     s += (f.best <= r.points.front().x ? "at or below " : "at or above ") + format_number("%.3g", f.best) +
          ", the end of the tried range";
   }
-  s += " — a quadratic in " + against + " fitted by least squares to every seed's value at " +
-       std::to_string(f.points) + " values";
+  s += f.local ? " — a quadratic in " + against + " fitted by least squares to every seed's value at the 3 of " +
+                     std::to_string(f.points) + " values around the lowest mean (" + format_number("%g", f.fit_low) +
+                     " to " + format_number("%g", f.fit_high) + ")"
+               : " — a quadratic in " + against + " fitted by least squares to every seed's value at " +
+                     std::to_string(f.points) + " values";
   if (std::isfinite(f.ci_low)) {
     s += "; " + std::to_string(f.resamples) + " bootstrap resamples of the " + std::to_string(f.seeds) + " seeds, " +
          format_number("%.0f", 100 * f.share_inside) + "% of them with their minimum inside the range";

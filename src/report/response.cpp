@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "util/text.h"
 
@@ -88,25 +90,69 @@ std::optional<std::string> far_below_the_means(double lowest_fitted, const std::
   return text;
 }
 
-// The best value's CI: seeds drawn with replacement, the curve fitted again, its minimum on
-// [lo, hi] taken each time (in t, the fit's axis).
-void bootstrap_best(OptimumFit& f, const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& all, double lo,
-                    double hi, int64_t resamples, uint64_t seed) {
+// A curve fitted to the values of `seeds` (a seed drawn twice counts twice), and the range of t
+// it was fitted over, where its minimum is sought: a global fit's every value and [lo, hi]; a
+// local fit's the values at the 3 x's around these seeds' lowest mean, and their range.
+struct FittedCurve {
+  Quadratic q;
+  double first = 0, last = 0;  // the x's, as tried
+  double lo = 0, hi = 0;       // the same in t
+};
+
+std::optional<FittedCurve> fit_curve(const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& seeds,
+                                     bool log_x, OptimumFitKind kind, double first, double last) {
+  std::vector<ResponsePoint> used;
+  if (kind == OptimumFitKind::local) {
+    std::vector<std::pair<double, double>> x_means;
+    for (const auto& p : points) {
+      double sum = 0;
+      int64_t n = 0;
+      for (const auto& s : seeds) {
+        if (const auto it = p.values.find(s); it != p.values.end()) {
+          sum += it->second;
+          ++n;
+        }
+      }
+      if (n > 0) {
+        x_means.emplace_back(p.x, sum / static_cast<double>(n));
+      }
+    }
+    if (x_means.size() < 3) {
+      return std::nullopt;
+    }
+    std::tie(first, last) = local_window(x_means);
+    std::copy_if(points.begin(), points.end(), std::back_inserter(used),
+                 [&](const ResponsePoint& p) { return p.x >= first && p.x <= last; });
+  }
+  std::vector<double> t, y;
+  gather(kind == OptimumFitKind::local ? used : points, seeds, log_x, t, y);
+  const std::optional<Quadratic> q = fit_quadratic(t, y);
+  if (!q) {
+    return std::nullopt;
+  }
+  return FittedCurve{*q, first, last, log_x ? std::log(first) : first, log_x ? std::log(last) : last};
+}
+
+// The best value's CI: seeds drawn with replacement, the curve fitted again (a local fit's 3
+// values chosen again), its minimum taken each time (in t, the fit's axis); inside: strictly
+// within [lo, hi], the values tried.
+void bootstrap_best(OptimumFit& f, const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& all,
+                    OptimumFitKind kind, const std::set<double>& xs, int64_t resamples, uint64_t seed) {
+  const double lo = f.log_x ? std::log(*xs.begin()) : *xs.begin(), hi = f.log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, all.size() - 1);
-  std::vector<double> bests, t, y;
+  std::vector<double> bests;
   int64_t inside = 0;
   std::vector<SeedKey> drawn(all.size());
   for (int64_t r = 0; r < resamples; ++r) {
     for (auto& d : drawn) {
       d = all[pick(rng)];
     }
-    gather(points, drawn, f.log_x, t, y);
-    const std::optional<Quadratic> qr = fit_quadratic(t, y);
-    if (!qr) {
+    const std::optional<FittedCurve> c = fit_curve(points, drawn, f.log_x, kind, *xs.begin(), *xs.rbegin());
+    if (!c) {
       continue;
     }
-    const double b = argmin_on(*qr, lo, hi);
+    const double b = argmin_on(c->q, c->lo, c->hi);
     inside += b > lo && b < hi;
     bests.push_back(b);
   }
@@ -178,9 +224,20 @@ void note_range_end(OptimumFit& f, const std::vector<ResponsePoint>& points, con
 
 }  // namespace
 
-OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resamples, uint64_t seed) {
+std::pair<double, double> local_window(const std::vector<std::pair<double, double>>& x_means) {
+  if (x_means.size() <= 3) {
+    return {x_means.front().first, x_means.back().first};
+  }
+  const auto lowest = std::min_element(x_means.begin(), x_means.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto i = static_cast<size_t>(lowest - x_means.begin());
+  const size_t first = std::min(i > 0 ? i - 1 : 0, x_means.size() - 3);
+  return {x_means[first].first, x_means[first + 2].first};
+}
+
+OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind kind, int64_t resamples, uint64_t seed) {
   OptimumFit f;
-  f.best = f.ci_low = f.ci_high = f.share_inside = k_nan;
+  f.best = f.ci_low = f.ci_high = f.share_inside = f.fit_low = f.fit_high = k_nan;
   std::set<double> xs;
   std::set<SeedKey> seed_set;
   for (const auto& p : points) {
@@ -200,29 +257,33 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resampl
   f.log_x = *xs.begin() > 0;
   const double lo = f.log_x ? std::log(*xs.begin()) : *xs.begin(), hi = f.log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
   const std::vector<SeedKey> all(seed_set.begin(), seed_set.end());
-  std::vector<double> t, y;
-  gather(points, all, f.log_x, t, y);
-  const std::optional<Quadratic> q = fit_quadratic(t, y);
-  if (!q) {
+  const std::optional<FittedCurve> c = fit_curve(points, all, f.log_x, kind, *xs.begin(), *xs.rbegin());
+  if (!c) {
     f.note = "the quadratic fit is degenerate";
     return f;
   }
-  f.curve = *q;
-  const double best_t = argmin_on(*q, lo, hi);
+  const auto to_x = [&](double t) { return f.log_x ? std::exp(t) : t; };
+  f.local = kind == OptimumFitKind::local;
+  f.curve = c->q;
+  f.fit_low = c->first;
+  f.fit_high = c->last;
+  const double best_t = argmin_on(c->q, c->lo, c->hi);
   const std::vector<std::pair<double, Summary>> means = point_means(points);
-  if (std::optional<std::string> why = far_below_the_means(q->at(best_t), means)) {
+  if (std::optional<std::string> why = far_below_the_means(c->q.at(best_t), means)) {
     f.note = *why;
     return f;
   }
   f.fitted = true;
-  f.best = f.log_x ? std::exp(best_t) : best_t;
+  f.best = to_x(best_t);
   f.inside = best_t > lo && best_t < hi;
   if (all.size() >= 2) {
-    bootstrap_best(f, points, all, lo, hi, resamples, seed);
+    bootstrap_best(f, points, all, kind, xs, resamples, seed);
   } else {
     add_note(f, "one seed: no bootstrap CI");
   }
-  note_lack_of_fit(f, means, xs.size());
+  if (!f.local) {  // a local fit passes through the means of its 3 values
+    note_lack_of_fit(f, means, xs.size());
+  }
   note_range_end(f, points, xs, means, best_t <= lo);
   return f;
 }
@@ -310,7 +371,7 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
       }
       const double x_min = r.points.front().x, x_max = r.points.back().x;
       r.log_x = x_min > 0 && x_max / x_min >= 4;
-      r.fit = fit_optimum(r.points);
+      r.fit = fit_optimum(r.points, dim.kind == AxisKind::tune ? OptimumFitKind::local : OptimumFitKind::global);
       if (!r.fit.fitted) {
         notes.push_back("response to " + r.label + " (series " + name + "): " + r.fit.note);
       } else if (!r.fit.log_x) {

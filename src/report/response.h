@@ -1,7 +1,8 @@
 // How the metric responds along a sweep's numeric grid/zip dimensions, and which value is best:
-// a quadratic in log(x) fitted by least squares over every seed's value, its lowest point within
-// the tried range, and a 95% CI from a bootstrap over seeds (whole seeds are resampled, so each
-// resample keeps a seed's values at every x together). Pure: no database, no files.
+// a quadratic in log(x) fitted by least squares over every seed's value (a tune axis's: over the
+// 3 values around the lowest mean), its lowest point within the tried range, and a 95% CI from a
+// bootstrap over seeds (whole seeds are resampled, so each resample keeps a seed's values at every
+// x together). Pure: no database, no files.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,21 @@ std::optional<std::string> first_numeric_key(const ReportInput& in, const std::v
 // A grid value's JSON text as a finite number; nullopt when it is not one.
 std::optional<double> axis_number(const std::string& json_text);
 
+// How an optimum is fitted. `global`: the quadratic through every value tried (a response's).
+// `local`: the quadratic through the value with the lowest mean and its two neighbours (the three
+// at an end), so that a curve that is no parabola away from its minimum — a learning rate's loss,
+// far steeper above its best than below — does not pull the minimum (a tune axis's, see
+// docs/verdicts.md). With 3 values the two are one.
+enum class OptimumFitKind { global, local };
+
+// The first and last x of a local fit's 3 values among (x, mean) pairs sorted by x: the lowest
+// mean's x and its neighbours, or the 3 at the end where it lies (all of them when 3 or fewer).
+std::pair<double, double> local_window(const std::vector<std::pair<double, double>>& x_means);
+
 // The best x of `points` (by x): see the file comment. `resamples` bootstrap resamples from a
-// generator seeded with `seed`, so a report is reproducible.
-OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resamples = 2000, uint64_t seed = 1);
+// generator seeded with `seed`, so a report is reproducible; a local fit's resamples choose their
+// 3 values again.
+OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind kind = OptimumFitKind::global,
+                       int64_t resamples = 2000, uint64_t seed = 1);
 
 }  // namespace sweep

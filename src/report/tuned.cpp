@@ -85,25 +85,33 @@ ReportInput base_value_input(const ReportInput& in) {
 }
 
 double tuned_value(const std::vector<std::pair<double, double>>& points) {
-  std::set<double> xs;
+  std::map<double, std::pair<double, int64_t>> sums;  // x → (sum, count)
   for (const auto& [x, y] : points) {
-    xs.insert(x);
+    sums[x].first += y;
+    sums[x].second += 1;
   }
-  if (xs.size() < 3) {
+  if (sums.size() < 3) {
     return k_nan;
   }
-  const bool log_x = *xs.begin() > 0;
+  std::vector<std::pair<double, double>> x_means;
+  for (const auto& [x, sum] : sums) {
+    x_means.emplace_back(x, sum.first / static_cast<double>(sum.second));
+  }
+  const auto [first, last] = local_window(x_means);
+  const bool log_x = x_means.front().first > 0;
+  const auto t_of = [&](double x) { return log_x ? std::log(x) : x; };
   std::vector<double> t, y;
   for (const auto& [x, value] : points) {
-    t.push_back(log_x ? std::log(x) : x);
-    y.push_back(value);
+    if (x >= first && x <= last) {
+      t.push_back(t_of(x));
+      y.push_back(value);
+    }
   }
   const std::optional<Quadratic> q = fit_quadratic(t, y);
   if (!q) {
     return k_nan;
   }
-  const double lo = log_x ? std::log(*xs.begin()) : *xs.begin(), hi = log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
-  return q->at(argmin_on(*q, lo, hi));
+  return q->at(argmin_on(*q, t_of(first), t_of(last)));
 }
 
 ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) {

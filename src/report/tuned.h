@@ -2,8 +2,9 @@
 // trains every variant at every value of the tuned keys; each arm — an intervention, the other
 // axes held fixed — is then judged twice against the baseline:
 //   - at the base value: the runs a sweep without the axis would have, judged as today;
-//   - at each arm's own best value: on every seed, a quadratic in log(value) is fitted to that
-//     seed's runs and its lowest point on the tried range taken. The best is re-chosen on every
+//   - at each arm's own best value: on every seed, a quadratic in log(value) is fitted through
+//     that seed's lowest value and its two neighbours and its lowest point between them taken (a
+//     local fit: a learning rate's loss is no parabola far from its best). The best is re-chosen on every
 //     seed, so the noise of choosing it is in the seeds' spread, and the per-seed tuned values
 //     are compared as any variant's are (paired t, Holm across the arms, TOST, --until-decided).
 // An arm whose two verdicts differ, or whose best value (or the baseline's) may lie beyond
@@ -30,8 +31,9 @@ ReportInput base_value_input(const ReportInput& in);
 // has none. `notes` receives what the reader must know (seeds without a tuned value).
 ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes);
 
-// The lowest point on [x's range] of the quadratic in log x (in x when some x ≤ 0) fitted to
-// (x, value) pairs; NaN with fewer than 3 distinct x or a degenerate fit.
+// The lowest value of the quadratic in log x (in x when some x ≤ 0) through (x, value) pairs at
+// the x with the lowest value and its two neighbours (the 3 at an end: local_window), on their
+// range; NaN with fewer than 3 distinct x or a degenerate fit.
 double tuned_value(const std::vector<std::pair<double, double>>& points);
 
 // The outcome of one arm (its verdicts set) from its two verdicts and where its best value and

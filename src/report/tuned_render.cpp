@@ -1,5 +1,6 @@
 #include "report/tuned_render.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -41,6 +42,24 @@ std::string improvement_text(const VariantStats* v) {
   return v->is_baseline ? "0" : format_number("%+.4f", v->improvement);
 }
 
+// The widest step between neighbouring values tried along the tune axis (a ratio), or 0.
+double widest_step(const Analysis& a) {
+  double widest = 0;
+  for (const auto& r : a.responses) {
+    if (!r.fit.local || !r.fit.log_x) {
+      continue;
+    }
+    double previous = 0;
+    for (const auto& p : r.points) {
+      if (!p.values.empty()) {
+        widest = previous > 0 ? std::max(widest, p.x / previous) : widest;
+        previous = p.x;
+      }
+    }
+  }
+  return widest;
+}
+
 }  // namespace
 
 std::vector<std::string> tuned_headers(const TunedSummary& t) {
@@ -76,15 +95,26 @@ std::string tuned_title(const TunedSummary& t) { return "Tuned: each arm at its 
 std::string tuned_sentence(const Analysis& a) {
   const TunedSummary& t = *a.tuned;
   const std::string key = t.keys.front();
+  const double step = widest_step(a);
+  // a grid coarser than √2 (with some slack for rounded values): the local fit's bias on a lopsided curve
+  const std::string caution =
+      step > 1.5 ? " Values up to " + format_number("%.3g", step) + "× apart: where the curve is steeper above its best "
+                   "than below, the fitted minimum is off by an amount that depends on where the best falls between "
+                   "two values, so arms whose bests lie part of a step apart can differ by that alone, and more seeds "
+                   "make it significant (docs/verdicts.md measures it); values √2 apart around the best avoid it."
+                 : "";
   return "Each arm (an intervention) was trained at every value of " + join(t.keys, ", ") +
-         ". On each seed, its tuned value is the lowest loss, over the range of values tried, of a quadratic in log(" + key +
-         ") fitted to that seed's runs, so the best is chosen again on every seed and its noise is in the seeds' "
-         "spread; 'at its best' = mean(baseline's tuned values) − mean(arm's), judged as the table above judges the "
-         "runs at the base value (" + short_key(key) + " = " + (t.base_value.empty() ? "?" : t.base_value) +
-         "). best " + short_key(key) + ": the fitted minimum over all seeds, 95% CI from a bootstrap over seeds; 2× off "
+         ". On each seed, its tuned value is the lowest loss of a quadratic in log(" + key +
+         ") through that seed's lowest value and its two neighbours (a local fit: the curve far from its best, "
+         "steeper above it than below, does not pull it), so the best is chosen again on every seed and its noise is "
+         "in the seeds' spread; 'at its best' = mean(baseline's tuned values) − mean(arm's), judged as the table above "
+         "judges the runs at the base value (" + short_key(key) + " = " + (t.base_value.empty() ? "?" : t.base_value) +
+         "). best " + short_key(key) + ": the minimum of the same local fit to all seeds, 95% CI from a bootstrap over "
+         "seeds; 2× off "
          "costs: how much higher the fitted curve lies a factor 2 from it. An arm is " + short_key(key) +
          "-confounded when its verdict at the base value and at its best differ, or when its best (or the baseline's) "
-         "may lie beyond the values tried (the fitted minimum, or the lowest measured mean, at an end of them).";
+         "may lie beyond the values tried (the fitted minimum, or the lowest measured mean, at an end of them)." +
+         caution;
 }
 
 std::string tuned_text(const Analysis& a) {

@@ -27,6 +27,11 @@ std::vector<ResponsePoint> points(const std::vector<double>& xs, int seeds, doub
 
 double bowl_at_16(double x) { return 5.0 + 0.1 * std::pow(std::log(x) - std::log(16.0), 2); }
 double falling(double x) { return 5.0 - 0.1 * std::log(x); }
+// a learning rate's loss: 4× steeper above its best (16) than below, in log x
+double steep_above_16(double x) {
+  const double t = std::log2(x / 16.0);
+  return 5.0 + 0.05 * t * t * (t > 0 ? 4.0 : 1.0);
+}
 
 const std::vector<double> k_batches{2, 4, 8, 16, 32, 64, 128};
 
@@ -51,6 +56,49 @@ TEST_CASE("optimum: a known minimum at 16 is found, with a bootstrap CI over see
   const OptimumFit again = fit_optimum(points(k_batches, 5, bowl_at_16));
   CHECK(again.ci_low == f.ci_low);
   CHECK(again.ci_high == f.ci_high);
+}
+
+TEST_CASE("optimum, local (a tune axis's): the quadratic through the lowest mean and its neighbours, which far values do not pull") {
+  const std::vector<ResponsePoint> ps = points(k_batches, 5, steep_above_16);
+  const OptimumFit local = fit_optimum(ps, OptimumFitKind::local);
+  const OptimumFit global = fit_optimum(ps);
+  REQUIRE(local.fitted);
+  REQUIRE(global.fitted);
+  CHECK(local.local);
+  CHECK(!global.local);
+  CHECK(local.fit_low == 8.0);  // the lowest mean at 16, and its neighbours
+  CHECK(local.fit_high == 32.0);
+  CHECK(global.fit_low == 2.0);
+  CHECK(global.fit_high == 128.0);
+  // by hand: the quadratic through the 3 means, in log x, and its vertex
+  double y[3];
+  for (int k = 0; k < 3; ++k) {
+    double sum = 0;
+    for (const auto& [seed, value] : ps[static_cast<size_t>(2 + k)].values) {
+      sum += value;
+    }
+    y[k] = sum / 5;
+  }
+  const double h = std::log(2.0), a = (y[0] + y[2] - 2 * y[1]) / (2 * h * h), b = (y[2] - y[0]) / (2 * h);
+  CHECK(local.best == doctest::Approx(16.0 * std::exp(-b / (2 * a))).epsilon(1e-9));
+  // the steep side pulls the global quadratic's minimum well below 16; the local one stays near it
+  CHECK(global.best < 12.0);
+  CHECK(local.best > 12.0);
+  CHECK(local.best < 16.0);
+  CHECK(local.ci_low <= local.best);
+  CHECK(local.ci_high >= local.best);
+  CHECK(local.note.empty());  // through its 3 means: no lack of fit to say
+  // a far value moved does not move it
+  std::vector<ResponsePoint> moved = ps;
+  for (auto& [seed, value] : moved.back().values) {
+    value += 1.0;
+  }
+  CHECK(fit_optimum(moved, OptimumFitKind::local).best == local.best);
+  // the lowest mean at an end: the 3 values there
+  CHECK(local_window({{1, 5.0}, {2, 5.1}, {4, 5.2}, {8, 5.3}}) == std::pair<double, double>{1, 4});
+  CHECK(local_window({{1, 5.3}, {2, 5.2}, {4, 5.1}, {8, 5.0}}) == std::pair<double, double>{2, 8});
+  CHECK(local_window({{1, 5.3}, {2, 5.0}, {4, 5.1}, {8, 5.2}}) == std::pair<double, double>{1, 4});
+  CHECK(local_window({{1, 5.3}, {2, 5.0}, {4, 5.1}}) == std::pair<double, double>{1, 4});
 }
 
 TEST_CASE("optimum: a curve that is not a quadratic is said to be so") {
