@@ -45,6 +45,7 @@ mkdir -p "$(dirname "$out")"
 tmp=$(mktemp "$(dirname "$out")/.runs.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 tar czf "$tmp" -C "$results" --owner=0 --group=0 --mtime=@0 --sort=name "${files[@]}"
+chmod 644 "$tmp"  # mktemp made it private; the archive is meant to be shared
 mv "$tmp" "$out"
 trap - EXIT
 echo "results-archive: $out: sweep $sweep, ${#ids[@]} finished runs ($(du -h "$out" | cut -f1))"
