@@ -169,6 +169,13 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
                 "the base value among them",
                 Exit::bad_input);
   }
+  std::vector<double> sorted = s.grid;
+  std::sort(sorted.begin(), sorted.end());
+  if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
+    throw Error("calibrate --tune: the value " + format_number("%g", *twice) +
+                    " is in the grid twice — list each value tried once (log2 of it ÷ the base value)",
+                Exit::bad_input);
+  }
   if (s.max_seeds > 0 && (s.max_seeds + s.seeds - 1) / s.seeds > SeedDesign::k_max_looks) {
     throw Error("calibrate --tune: --max-seeds " + std::to_string(s.max_seeds) + " gives more than " +
                     std::to_string(SeedDesign::k_max_looks) + " looks of " + std::to_string(s.seeds) +

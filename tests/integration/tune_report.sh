@@ -67,6 +67,8 @@ grep -q "values 0.5×, 0.707107×, 1×, 1.41421×, 2×, 2.82843×, 4× the base 
   fail "calibrate --tune-grid: $(cat calibration.md)"
 expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=-1,,1 2> err.txt
 grep -q -- "--tune-grid -1,,1: '' is not a finite number" err.txt || fail "calibrate --tune-grid -1,,1: $(cat err.txt)"
+expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=0,0,1,2 2> err.txt
+grep -q "the value 0 is in the grid twice" err.txt || fail "calibrate --tune-grid 0,0,1,2: $(cat err.txt)"
 expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=1,2,3 2> err.txt
 grep -q "3 or more values with the base value among them" err.txt || fail "calibrate --tune-grid 1,2,3: $(cat err.txt)"
 
