@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <tuple>
@@ -35,19 +35,17 @@ std::optional<double> axis_number(const std::string& json_text) {
 
 namespace {
 
-// (t, value) pairs of the given seeds (a seed drawn twice counts twice) at every point.
-void gather(const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& seeds, bool log_x,
-            std::vector<double>& t, std::vector<double>& y) {
-  t.clear();
-  y.clear();
+// (x, value) pairs of the given seeds (a seed drawn twice counts twice) at every point, by x.
+std::vector<std::pair<double, double>> values_of(const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& seeds) {
+  std::vector<std::pair<double, double>> xy;
   for (const auto& p : points) {
     for (const auto& s : seeds) {
       if (const auto it = p.values.find(s); it != p.values.end()) {
-        t.push_back(log_x ? std::log(p.x) : p.x);
-        y.push_back(it->second);
+        xy.emplace_back(p.x, it->second);
       }
     }
   }
+  return xy;
 }
 
 void add_note(OptimumFit& f, const std::string& note) { f.note += (f.note.empty() ? "" : "; ") + note; }
@@ -90,49 +88,6 @@ std::optional<std::string> far_below_the_means(double lowest_fitted, const std::
   return text;
 }
 
-// A curve fitted to the values of `seeds` (a seed drawn twice counts twice), and the range of t
-// it was fitted over, where its minimum is sought: a global fit's every value and [lo, hi]; a
-// local fit's the values at the 3 x's around these seeds' lowest mean, and their range.
-struct FittedCurve {
-  Quadratic q;
-  double first = 0, last = 0;  // the x's, as tried
-  double lo = 0, hi = 0;       // the same in t
-};
-
-std::optional<FittedCurve> fit_curve(const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& seeds,
-                                     bool log_x, OptimumFitKind kind, double first, double last) {
-  std::vector<ResponsePoint> used;
-  if (kind == OptimumFitKind::local) {
-    std::vector<std::pair<double, double>> x_means;
-    for (const auto& p : points) {
-      double sum = 0;
-      int64_t n = 0;
-      for (const auto& s : seeds) {
-        if (const auto it = p.values.find(s); it != p.values.end()) {
-          sum += it->second;
-          ++n;
-        }
-      }
-      if (n > 0) {
-        x_means.emplace_back(p.x, sum / static_cast<double>(n));
-      }
-    }
-    if (x_means.size() < 3) {
-      return std::nullopt;
-    }
-    std::tie(first, last) = local_window(x_means);
-    std::copy_if(points.begin(), points.end(), std::back_inserter(used),
-                 [&](const ResponsePoint& p) { return p.x >= first && p.x <= last; });
-  }
-  std::vector<double> t, y;
-  gather(kind == OptimumFitKind::local ? used : points, seeds, log_x, t, y);
-  const std::optional<Quadratic> q = fit_quadratic(t, y);
-  if (!q) {
-    return std::nullopt;
-  }
-  return FittedCurve{*q, first, last, log_x ? std::log(first) : first, log_x ? std::log(last) : last};
-}
-
 // The best value's CI: seeds drawn with replacement, the curve fitted again (a local fit's 3
 // values chosen again), its minimum taken each time (in t, the fit's axis); inside: strictly
 // within [lo, hi], the values tried.
@@ -148,7 +103,7 @@ void bootstrap_best(OptimumFit& f, const std::vector<ResponsePoint>& points, con
     for (auto& d : drawn) {
       d = all[pick(rng)];
     }
-    const std::optional<FittedCurve> c = fit_curve(points, drawn, f.log_x, kind, *xs.begin(), *xs.rbegin());
+    const std::optional<FittedCurve> c = fit_curve(values_of(points, drawn), f.log_x, kind, *xs.begin(), *xs.rbegin());
     if (!c) {
       continue;
     }
@@ -235,6 +190,37 @@ std::pair<double, double> local_window(const std::vector<std::pair<double, doubl
   return {x_means[first].first, x_means[first + 2].first};
 }
 
+std::optional<FittedCurve> fit_curve(const std::vector<std::pair<double, double>>& xy, bool log_x, OptimumFitKind kind,
+                                     double first, double last) {
+  std::vector<double> t, y;
+  if (kind == OptimumFitKind::local) {
+    std::map<double, std::pair<double, int64_t>> sums;  // x → (sum, count)
+    for (const auto& [x, value] : xy) {
+      sums[x].first += value;
+      sums[x].second += 1;
+    }
+    if (sums.size() < 3) {
+      return std::nullopt;
+    }
+    std::vector<std::pair<double, double>> x_means;
+    for (const auto& [x, sum] : sums) {
+      x_means.emplace_back(x, sum.first / static_cast<double>(sum.second));
+    }
+    std::tie(first, last) = local_window(x_means);
+  }
+  for (const auto& [x, value] : xy) {
+    if (kind == OptimumFitKind::global || (x >= first && x <= last)) {
+      t.push_back(log_x ? std::log(x) : x);
+      y.push_back(value);
+    }
+  }
+  const std::optional<Quadratic> q = fit_quadratic(t, y);
+  if (!q) {
+    return std::nullopt;
+  }
+  return FittedCurve{*q, first, last, log_x ? std::log(first) : first, log_x ? std::log(last) : last};
+}
+
 OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind kind, int64_t resamples, uint64_t seed) {
   OptimumFit f;
   f.best = f.ci_low = f.ci_high = f.share_inside = f.fit_low = f.fit_high = k_nan;
@@ -257,7 +243,7 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind 
   f.log_x = *xs.begin() > 0;
   const double lo = f.log_x ? std::log(*xs.begin()) : *xs.begin(), hi = f.log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
   const std::vector<SeedKey> all(seed_set.begin(), seed_set.end());
-  const std::optional<FittedCurve> c = fit_curve(points, all, f.log_x, kind, *xs.begin(), *xs.rbegin());
+  const std::optional<FittedCurve> c = fit_curve(values_of(points, all), f.log_x, kind, *xs.begin(), *xs.rbegin());
   if (!c) {
     f.note = "the quadratic fit is degenerate";
     return f;

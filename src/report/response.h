@@ -46,6 +46,18 @@ enum class OptimumFitKind { global, local };
 // mean's x and its neighbours, or the 3 at the end where it lies (all of them when 3 or fewer).
 std::pair<double, double> local_window(const std::vector<std::pair<double, double>>& x_means);
 
+// A quadratic in log x (in x when not log_x) fitted by least squares to (x, value) pairs — all of
+// them (global), or those at local_window's 3 x's by their mean values (local) — and the first
+// and last x it speaks for (a global fit: `first` and `last` as given), in x and in t, the fit's
+// axis. Empty with fewer than 3 distinct x or a degenerate fit.
+struct FittedCurve {
+  Quadratic q;
+  double first = 0, last = 0;  // the x's, as tried
+  double lo = 0, hi = 0;       // the same in t
+};
+std::optional<FittedCurve> fit_curve(const std::vector<std::pair<double, double>>& xy, bool log_x, OptimumFitKind kind,
+                                     double first = 0, double last = 0);
+
 // The best x of `points` (by x): see the file comment. `resamples` bootstrap resamples from a
 // generator seeded with `seed`, so a report is reproducible; a local fit's resamples choose their
 // 3 values again.

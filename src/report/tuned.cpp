@@ -85,33 +85,12 @@ ReportInput base_value_input(const ReportInput& in) {
 }
 
 double tuned_value(const std::vector<std::pair<double, double>>& points) {
-  std::map<double, std::pair<double, int64_t>> sums;  // x → (sum, count)
-  for (const auto& [x, y] : points) {
-    sums[x].first += y;
-    sums[x].second += 1;
-  }
-  if (sums.size() < 3) {
+  if (points.empty()) {
     return k_nan;
   }
-  std::vector<std::pair<double, double>> x_means;
-  for (const auto& [x, sum] : sums) {
-    x_means.emplace_back(x, sum.first / static_cast<double>(sum.second));
-  }
-  const auto [first, last] = local_window(x_means);
-  const bool log_x = x_means.front().first > 0;
-  const auto t_of = [&](double x) { return log_x ? std::log(x) : x; };
-  std::vector<double> t, y;
-  for (const auto& [x, value] : points) {
-    if (x >= first && x <= last) {
-      t.push_back(t_of(x));
-      y.push_back(value);
-    }
-  }
-  const std::optional<Quadratic> q = fit_quadratic(t, y);
-  if (!q) {
-    return k_nan;
-  }
-  return q->at(argmin_on(*q, t_of(first), t_of(last)));
+  const bool log_x = std::min_element(points.begin(), points.end())->first > 0;
+  const std::optional<FittedCurve> c = fit_curve(points, log_x, OptimumFitKind::local);
+  return c ? c->q.at(argmin_on(c->q, c->lo, c->hi)) : k_nan;
 }
 
 ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) {
