@@ -192,6 +192,8 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
   return ev;
 }
 
+namespace {
+
 // What the program's trouble, its end event (the first: stamped) and its exit code make of the run.
 struct Trouble {
   bool breach = false;           // a done before the start: stopped, retried
@@ -300,10 +302,9 @@ Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
   return {std::move(argv), std::move(env), ranks};
 }
 
-Exit run_external(const RunConfig& cfg, const HostOptions& o) {
-  const ExternalTrainer& trainer = *cfg.trainer;
-  // The files the run's id was made from: a trainer edited since (a queued or retried run) would
-  // train under an id that no longer names it.
+// The files the run's id was made from: a trainer edited since (a queued or retried run) would
+// train under an id that no longer names it.
+void check_trainer_unchanged(const ExternalTrainer& trainer) {
   for (const auto& [file, sha] : trainer.files) {
     const fs::path at = fs::path(file).is_absolute() ? fs::path(file) : fs::path(trainer.dir) / file;
     std::error_code ec;
@@ -313,6 +314,208 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
                   Exit::bad_input);
     }
   }
+}
+
+// One attempt at a run with its trainer: the ranks it started, what they write and how they end.
+// Rank 0's stdout holds the events (to events.jsonl and, while the scheduler reads it, stdout);
+// every other line, and every rank's stderr, goes to the log (stderr: worker.log).
+class HostedRun {
+ public:
+  HostedRun(const ExternalTrainer& trainer, const fs::path& dir, bool to_stdout)
+      : m_trainer(trainer), m_dir(dir), m_to_stdout(to_stdout), m_events_file(dir / "events.jsonl", std::ios::app) {}
+
+  void spawn_ranks(const Launch& launch) {
+    for (int r = 0; r < launch.ranks; ++r) {
+      SpawnOptions so;
+      so.argv = launch.argv;
+      so.env = launch.env;
+      so.cwd = m_trainer.dir;
+      if (launch.ranks > 1) {
+        so.env["RANK"] = so.env["LOCAL_RANK"] = std::to_string(r);
+      }
+      so.own_process_group = false;  // in the host's group: a signal to the group reaches the trainer
+      so.pipe_stderr = true;         // through the host, to worker.log within its cap
+      Rank rank;
+      rank.child = spawn(so);
+      m_ranks.push_back(std::move(rank));
+    }
+  }
+
+  // Reads the ranks until every one has exited: a stop request passed on, a failed rank stopping
+  // the others (they cannot finish the run without it), SIGKILL 30 s after a stop that must end it.
+  void supervise() {
+    size_t running = m_ranks.size();
+    while (running > 0) {
+      for (size_t r = 0; r < m_ranks.size(); ++r) {
+        drain(r);
+      }
+      // A stop (SIGTERM, SIGINT) sent to the host alone is passed on; one sent to the run's process
+      // group (as the executors send it) reaches the trainer twice: the contract says to take a
+      // repeat as the same request (the Python client does).
+      if (stop_requested() && !m_stopping) {
+        m_stopping = true;
+        signal_running(stop_signal());
+      }
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        for (auto& rank : m_ranks) {
+          if (rank.child.pid == pid) {
+            rank.code = exit_code_of(status);
+            --running;
+            const bool stopped = rank.code == static_cast<int>(Exit::preempted) || rank.code == 128 + SIGTERM ||
+                                 rank.code == 128 + SIGINT;
+            if (rank.code != 0 && m_first_failure < 0 && !(m_stopping && stopped)) {  // a stop: every rank checkpoints
+              m_first_failure = rank.code;
+              stop_ranks(true);  // one rank is gone: the others cannot finish the run
+            }
+          }
+        }
+        continue;
+      }
+      if (pid < 0 && errno != EINTR && errno != ECHILD) {
+        break;
+      }
+      if (m_kill_at && std::chrono::steady_clock::now() > *m_kill_at) {
+        signal_running(SIGKILL);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  // What the ranks wrote last (their last line even without a line break), the log's tail, what
+  // they left running stopped, and the run's exit.
+  Exit finish() {
+    for (size_t r = 0; r < m_ranks.size(); ++r) {
+      drain(r);
+      ::close(m_ranks[r].child.stdout_fd);
+      ::close(m_ranks[r].child.stderr_fd);
+    }
+    m_log.finish();
+    if (const int left = stop_descendants(2000); left > 0) {
+      std::fprintf(stderr, "sweep: the program left %d process%s running after it ended: stopped\n", left,
+                   left == 1 ? "" : "es");
+    }
+    const int code = m_first_failure >= 0 ? m_first_failure : m_ranks.front().code;
+    return exit_of(m_end, code, m_trouble, m_events_cap);
+  }
+
+ private:
+  struct Rank {
+    Child child;
+    int code = -1;
+    std::string buffer;
+    bool skipping = false;
+  };
+
+  void signal_running(int sig) {
+    for (const auto& rank : m_ranks) {
+      if (rank.code < 0) {
+        ::kill(rank.child.pid, sig);
+      }
+    }
+  }
+
+  // SIGTERM to every rank still running; with then_kill, SIGKILL to what is left 30 s later.
+  void stop_ranks(bool then_kill) {
+    signal_running(SIGTERM);
+    if (then_kill) {
+      m_kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    }
+  }
+
+  void drain(size_t r) {
+    Rank& rank = m_ranks[r];
+    char chunk[65536];
+    ssize_t n;
+    // at most 1 MiB of stderr a turn: a program that never stops writing there is still read on stdout
+    for (int turn = 0; turn < 16 && rank.child.stderr_fd >= 0 &&
+                       (n = ::read(rank.child.stderr_fd, chunk, sizeof chunk)) > 0;
+         ++turn) {
+      m_log.write(chunk, static_cast<size_t>(n));
+    }
+    std::vector<std::string> lines = read_lines(rank.child.stdout_fd, rank.buffer, rank.skipping);
+    if (rank.code >= 0 && !rank.buffer.empty()) {  // it has exited: its last line, even without a break
+      rank.buffer += '\n';
+      for (auto& line : split_lines(rank.buffer, rank.skipping)) {
+        lines.push_back(std::move(line));
+      }
+    }
+    for (const auto& line : lines) {
+      take(r, line);
+    }
+  }
+
+  // One line of rank r's stdout: an event recorded in order, or a line of the log.
+  void take(size_t r, const std::string& line) {
+    std::string why;
+    std::optional<nlohmann::json> ev = r == 0 ? accept_event(line, m_trainer, why) : std::nullopt;
+    if (!ev) {
+      m_log.line((r > 0 ? "[rank " + std::to_string(r) + "] " : std::string()) +
+                 (why.empty() ? "" : "sweep: not an event (" + why + "): ") + line);
+      return;
+    }
+    if (const std::string ignored = m_order.next(*ev); !ignored.empty()) {
+      m_log.line("sweep: ignored (" + ignored + "): " + line);
+      return;
+    }
+    if ((*ev)[field::event] == events::heartbeat) {  // liveness only: one a second is plenty
+      const double t = now_seconds();
+      if (t - m_last_heartbeat < 1.0) {
+        return;
+      }
+      m_last_heartbeat = t;
+    }
+    const std::string text = ev->dump();
+    m_events_bytes += static_cast<int64_t>(text.size()) + 1;
+    if (m_events_bytes > m_events_cap) {
+      if (!m_trouble.too_many_events) {  // the program is stopped; the run fails, not retried
+        m_trouble.too_many_events = true;
+        stop_ranks(true);
+      }
+      return;
+    }
+    m_events_file << text << '\n';
+    m_events_file.flush();
+    if (!m_events_file && !m_trouble.write_failed) {  // a full disk: the trainer is stopped, nothing of it is lost
+      m_trouble.write_failed = true;
+      std::fprintf(stderr, "sweep: cannot write %s: %s\n", (m_dir / "events.jsonl").c_str(), std::strerror(errno));
+      stop_ranks(false);
+    }
+    if (m_to_stdout && (std::fprintf(stdout, "%s\n", text.c_str()) < 0 || std::fflush(stdout) != 0)) {
+      m_to_stdout = false;  // the scheduler is gone: events.jsonl keeps the record
+    }
+    if ((*ev)[field::event] == events::end) {
+      m_end = *ev;
+      if (m_end->value(field::reason, "") == events::k_done_before_start && !m_trouble.breach) {
+        m_trouble.breach = true;  // whatever it says next is ignored: stop it, and the run is retried
+        stop_ranks(true);
+      }
+    }
+  }
+
+  const ExternalTrainer& m_trainer;
+  const fs::path m_dir;
+  bool m_to_stdout;
+  std::ofstream m_events_file;
+  CappedLog m_log;
+  std::vector<Rank> m_ranks;
+  // the order events keep (protocol/event_order.h): the first end event is the run's
+  events::EventOrder m_order{events::EventOrder::Source::one_process};
+  std::optional<nlohmann::json> m_end;
+  Trouble m_trouble;
+  int m_first_failure = -1;
+  bool m_stopping = false;
+  std::optional<std::chrono::steady_clock::time_point> m_kill_at;
+  int64_t m_events_bytes = 0;
+  const int64_t m_events_cap = cap("SWEEP_TEST_EVENTS_CAP", k_max_events_bytes);
+  double m_last_heartbeat = 0;
+};
+
+}  // namespace
+
+Exit run_external(const RunConfig& cfg, const HostOptions& o) {
+  check_trainer_unchanged(*cfg.trainer);
   const fs::path dir(o.run_dir), checkpoints = dir / "checkpoint";
   fs::create_directories(checkpoints);
   std::string holder;
@@ -329,187 +532,18 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   nlohmann::json config = cfg.values;  // the trainer's config, with the run's seeds
   config["seeds"] = {{"init", cfg.seeds.init}, {"data", cfg.seeds.data}};
   write_file_atomic(dir / "config.json", config.dump(2) + "\n");
-  const bool resume = o.resume && !fs::is_empty(checkpoints);
-
-  const Launch launch = launch_of(cfg, dir, resume);
-  const std::vector<std::string>& argv = launch.argv;
-  const std::map<std::string, std::string>& env = launch.env;
-  const int ranks = launch.ranks;
+  const Launch launch = launch_of(cfg, dir, o.resume && !fs::is_empty(checkpoints));
 
   install_stop_handlers();
   // A scheduler that dies (kill -9) closes our stdout: we go on, writing events.jsonl only, until
   // the next `sweep run` stops us (and, through us, the trainer) and resumes the run.
   ::signal(SIGPIPE, SIG_IGN);
-  bool to_stdout = o.events;
-  std::ofstream events_file(dir / "events.jsonl", std::ios::app);
-  struct Rank {
-    Child child;
-    int code = -1;
-    std::string buffer;
-    bool skipping = false;
-  };
   // nothing the program starts outlives it: what it leaves behind becomes ours, and is stopped
   become_subreaper();
-  CappedLog log;
-  std::vector<Rank> children;
-  for (int r = 0; r < ranks; ++r) {
-    SpawnOptions so;
-    so.argv = argv;
-    so.env = env;
-    so.cwd = trainer.dir;
-    if (ranks > 1) {
-      so.env["RANK"] = so.env["LOCAL_RANK"] = std::to_string(r);
-    }
-    so.own_process_group = false;  // in the host's group: a signal to the group reaches the trainer
-    so.pipe_stderr = true;         // through the host, to worker.log within its cap
-    Rank rank;
-    rank.child = spawn(so);
-    children.push_back(std::move(rank));
-  }
-  // the order events keep (protocol/event_order.h): the first end event is the run's
-  events::EventOrder order(events::EventOrder::Source::one_process);
-  std::optional<nlohmann::json> the_end;
-  bool breach = false;  // a done before the start: the trainer is stopped, the run retried
-  bool write_failed = false;
-  int first_failure = -1;
-  bool stopping = false;
-  // SIGTERM to every rank still running; with a deadline, SIGKILL to what is left 30 s later
-  std::optional<std::chrono::steady_clock::time_point> kill_at;
-  auto stop_ranks = [&](bool then_kill) {
-    for (const auto& c : children) {
-      if (c.code < 0) {
-        ::kill(c.child.pid, SIGTERM);
-      }
-    }
-    if (then_kill) {
-      kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    }
-  };
-  // Rank 0's stdout holds the events; every other line goes to the log (stderr: worker.log).
-  int64_t events_bytes = 0;
-  const int64_t events_cap = cap("SWEEP_TEST_EVENTS_CAP", k_max_events_bytes);
-  double last_heartbeat = 0;
-  bool too_many_events = false;
-  auto drain = [&](size_t r) {
-    char chunk[65536];
-    ssize_t n;
-    // at most 1 MiB of stderr a turn: a program that never stops writing there is still read on stdout
-    for (int turn = 0; turn < 16 && children[r].child.stderr_fd >= 0 &&
-                       (n = ::read(children[r].child.stderr_fd, chunk, sizeof chunk)) > 0;
-         ++turn) {
-      log.write(chunk, static_cast<size_t>(n));
-    }
-    std::vector<std::string> lines = read_lines(children[r].child.stdout_fd, children[r].buffer, children[r].skipping);
-    if (children[r].code >= 0 && !children[r].buffer.empty()) {  // it has exited: its last line, even without a break
-      children[r].buffer += '\n';
-      for (auto& line : split_lines(children[r].buffer, children[r].skipping)) {
-        lines.push_back(std::move(line));
-      }
-    }
-    for (const auto& line : lines) {
-      std::string why;
-      std::optional<nlohmann::json> ev = r == 0 ? accept_event(line, trainer, why) : std::nullopt;
-      if (!ev) {
-        log.line((r > 0 ? "[rank " + std::to_string(r) + "] " : std::string()) +
-                 (why.empty() ? "" : "sweep: not an event (" + why + "): ") + line);
-        continue;
-      }
-      if (const std::string ignored = order.next(*ev); !ignored.empty()) {
-        log.line("sweep: ignored (" + ignored + "): " + line);
-        continue;
-      }
-      if ((*ev)[field::event] == events::heartbeat) {  // liveness only: one a second is plenty
-        const double t = now_seconds();
-        if (t - last_heartbeat < 1.0) {
-          continue;
-        }
-        last_heartbeat = t;
-      }
-      const std::string text = ev->dump();
-      events_bytes += static_cast<int64_t>(text.size()) + 1;
-      if (events_bytes > events_cap) {
-        if (!too_many_events) {  // the program is stopped; the run fails, not retried
-          too_many_events = true;
-          stop_ranks(true);
-        }
-        continue;
-      }
-      events_file << text << '\n';
-      events_file.flush();
-      if (!events_file && !write_failed) {  // a full disk: the trainer is stopped, nothing of it is lost
-        write_failed = true;
-        std::fprintf(stderr, "sweep: cannot write %s: %s\n", (dir / "events.jsonl").c_str(), std::strerror(errno));
-        stop_ranks(false);
-      }
-      if (to_stdout && (std::fprintf(stdout, "%s\n", text.c_str()) < 0 || std::fflush(stdout) != 0)) {
-        to_stdout = false;  // the scheduler is gone: events.jsonl keeps the record
-      }
-      if ((*ev)[field::event] == events::end) {
-        the_end = *ev;
-        if (the_end->value(field::reason, "") == events::k_done_before_start && !breach) {
-          breach = true;  // whatever it says next is ignored: stop it, and the run is retried
-          stop_ranks(true);
-        }
-      }
-    }
-  };
-  size_t running = children.size();
-  while (running > 0) {
-    for (size_t r = 0; r < children.size(); ++r) {
-      drain(r);
-    }
-    // A stop (SIGTERM, SIGINT) sent to the host alone is passed on; one sent to the run's process
-    // group (as the executors send it) reaches the trainer twice: the contract says to take a
-    // repeat as the same request (the Python client does).
-    if (stop_requested() && !stopping) {
-      stopping = true;
-      for (const auto& c : children) {
-        if (c.code < 0) {
-          ::kill(c.child.pid, stop_signal());
-        }
-      }
-    }
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      for (auto& c : children) {
-        if (c.child.pid == pid) {
-          c.code = exit_code_of(status);
-          --running;
-          const bool stopped = c.code == static_cast<int>(Exit::preempted) || c.code == 128 + SIGTERM ||
-                               c.code == 128 + SIGINT;
-          if (c.code != 0 && first_failure < 0 && !(stopping && stopped)) {  // a stop: every rank checkpoints
-            first_failure = c.code;
-            stop_ranks(true);  // one rank is gone: the others cannot finish the run
-          }
-        }
-      }
-      continue;
-    }
-    if (pid < 0 && errno != EINTR && errno != ECHILD) {
-      break;
-    }
-    if (kill_at && std::chrono::steady_clock::now() > *kill_at) {
-      for (const auto& c : children) {
-        if (c.code < 0) {
-          ::kill(c.child.pid, SIGKILL);
-        }
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  for (size_t r = 0; r < children.size(); ++r) {
-    drain(r);  // what it wrote before it exited, its last line even without a line break
-    ::close(children[r].child.stdout_fd);
-    ::close(children[r].child.stderr_fd);
-  }
-  log.finish();
-  if (const int left = stop_descendants(2000); left > 0) {
-    std::fprintf(stderr, "sweep: the program left %d process%s running after it ended: stopped\n", left,
-                 left == 1 ? "" : "es");
-  }
-  const int code = first_failure >= 0 ? first_failure : children.front().code;
-  return exit_of(the_end, code, {breach, too_many_events, write_failed}, events_cap);
+  HostedRun run(*cfg.trainer, dir, o.events);
+  run.spawn_ranks(launch);
+  run.supervise();
+  return run.finish();
 }
 
 }  // namespace sweep
