@@ -347,17 +347,55 @@ std::pair<bool, std::string> Trainer::resume(const std::string& path) {
   return {false, problems.empty() ? "" : problems + " — no whole checkpoint: the run starts over from step 0"};
 }
 
-RunResult Trainer::run(const RunOptions& o) {
-  EventSink& ev = *o.events;
-  const std::string ckpt = o.run_dir.empty() ? "" : (fs::path(o.run_dir) / "checkpoint" / "ckpt.pt").string();
-  bool resumed = false;
-  std::string checkpoint_note;
-  if (o.resume && !ckpt.empty()) {
-    std::tie(resumed, checkpoint_note) = resume(ckpt);
+// What one run() keeps beside the trainer: its sink, its checkpoint file, its heartbeats, its start.
+struct Trainer::RunContext {
+  Trainer& t;
+  EventSink& ev;
+  std::string ckpt;  // "" without a run folder: no checkpoints
+  int64_t tps;
+  int64_t slow_ms;   // test builds: evaluations made slow for the watchdog's tests
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  // The heartbeat of a long phase (micro-batches, evaluations, checkpoint writes): the scheduler
+  // hears that the run lives.
+  std::function<void()> alive(const char* phase) const {
+    return [this, phase]() {
+      ev.alive(t.m_step, phase);
+      if (slow_ms > 0 && (std::string(phase) == "eval" || std::string(phase) == "test")) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+      }
+    };
   }
-  if (!checkpoint_note.empty()) {
-    ev.note(checkpoint_note);
+  void eval_val(const std::function<void()>& beat) const {
+    const double val = t.evaluate("val", beat);
+    ev.emit(events::eval, {{field::split, events::val_split},
+                           {field::step, t.m_step},
+                           {field::tokens, t.m_step * tps},
+                           {field::loss, json_number(val)}});
+    ev.note("step " + std::to_string(t.m_step) + ": val loss " + std::to_string(val));
   }
+  void checkpoint() const {
+    if (ckpt.empty()) {
+      return;
+    }
+    t.save(ckpt, alive("checkpoint"));
+    ev.emit(events::checkpoint, {{field::step, t.m_step}});
+  }
+  // The end event of a run that stops early (preempted, diverged), and its result.
+  RunResult stop_early(RunState status, const std::string& reason) const {
+    ev.emit(events::end, {{field::status, to_string(status)},
+                          {field::step, t.m_step},
+                          {field::tokens, t.m_step * tps},
+                          {field::reason, reason}});
+    RunResult r;
+    r.status = status;
+    r.step = t.m_step;
+    r.reason = reason;
+    return r;
+  }
+};
+
+void Trainer::announce_start(EventSink& ev, bool resumed, const std::string& checkpoint_note) const {
   const int64_t total = m_cfg.total_steps();
   const int64_t tps = m_cfg.tokens_per_step();
   const int64_t active_params = model_size(m_model->config).active;
@@ -388,67 +426,24 @@ RunResult Trainer::run(const RunOptions& o) {
     ev.note("parallel.zero: " + std::to_string(m_cfg.parallel.zero) +
             " with one rank: nothing to shard, the run trains unsharded (the same run)");
   }
+}
 
-  // ---- heartbeats: long phases (micro-batches, evaluations, checkpoint writes) tell the scheduler they live ----
-  ev.set_heartbeat(m_cfg.resources.heartbeat_seconds());
-  const int64_t slow_ms = slow_eval_ms(o.run_dir);
-  auto alive = [&](const char* phase) {
-    return [&, phase]() {
-      ev.alive(m_step, phase);
-      if (slow_ms > 0 && (std::string(phase) == "eval" || std::string(phase) == "test")) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
-      }
-    };
-  };
-  m_alive = alive("train");
-  struct Forget {  // the heartbeat refers to this call's sink: gone with it
-    std::function<void()>& f;
-    ~Forget() { f = nullptr; }
-  } forget{m_alive};
-  auto eval_val = [&](const std::function<void()>& beat) {
-    const double val = evaluate("val", beat);
-    ev.emit(events::eval, {{field::split, events::val_split},
-                           {field::step, m_step},
-                           {field::tokens, m_step * tps},
-                           {field::loss, json_number(val)}});
-    ev.note("step " + std::to_string(m_step) + ": val loss " + std::to_string(val));
-  };
-  auto checkpoint = [&]() {
-    if (ckpt.empty()) {
-      return;
-    }
-    save(ckpt, alive("checkpoint"));
-    ev.emit(events::checkpoint, {{field::step, m_step}});
-  };
-  // The end event of a run that stops early (preempted, diverged), and its result.
-  auto stop_early = [&](RunState status, const std::string& reason) {
-    ev.emit(events::end, {{field::status, to_string(status)},
-                          {field::step, m_step},
-                          {field::tokens, m_step * tps},
-                          {field::reason, reason}});
-    RunResult r;
-    r.status = status;
-    r.step = m_step;
-    r.reason = reason;
-    return r;
-  };
-
-  if (m_step == 0 && m_cfg.eval.every > 0) {
-    eval_val(alive("eval"));
-  }
-  const auto started = std::chrono::steady_clock::now();
+std::optional<RunResult> Trainer::train_steps(const RunContext& c, const RunOptions& o) {
+  EventSink& ev = c.ev;
+  const int64_t total = m_cfg.total_steps();
+  const int64_t tps = c.tps;
   double step_seconds = 0;  // moving average, for the ETA
   while (m_step < total) {
     // Data parallel: stop only where every rank agreed to (at the last step's all-reduce).
     const bool stop = m_comm != nullptr && m_comm->world() > 1 ? m_stop : stop_requested();
     if (stop || (o.max_steps >= 0 && m_step >= o.max_steps)) {
-      checkpoint();
+      c.checkpoint();
       // every rank stops at the step any rank was signalled at: this one may have had no signal itself
       std::string reason = !stop                ? "step limit"
                            : stop_signal() != 0 ? "stopped by signal " + std::to_string(stop_signal())
                                                 : "stopped with another rank, which had a signal";
       ev.note("preempted at step " + std::to_string(m_step) + " (" + reason + "); resume with --resume");
-      return stop_early(RunState::preempted, reason);
+      return c.stop_early(RunState::preempted, reason);
     }
     const StepStats s = train_step();
     fault_hook(o.run_dir, m_step);
@@ -468,7 +463,7 @@ RunResult Trainer::run(const RunOptions& o) {
       std::string reason = std::string("non-finite ") + (std::isfinite(s.loss) ? "gradient norm" : "loss") +
                            " at step " + std::to_string(m_step);
       ev.note("diverged: " + reason);
-      return stop_early(RunState::diverged, reason);
+      return c.stop_early(RunState::diverged, reason);
     }
     step_seconds = step_seconds == 0 ? s.seconds : 0.9 * step_seconds + 0.1 * s.seconds;
     char line[200];
@@ -480,25 +475,29 @@ RunResult Trainer::run(const RunOptions& o) {
     ev.progress(line);
     const bool eval_due = m_cfg.eval.every > 0 && m_step % m_cfg.eval.every == 0 && m_step < total;
     if (eval_due) {
-      eval_val(alive("eval"));
+      c.eval_val(c.alive("eval"));
     }
     const bool checkpoint_due = m_cfg.eval.checkpoint_every > 0 ? m_step % m_cfg.eval.checkpoint_every == 0
                                                                  : eval_due;
     if (checkpoint_due && m_step < total) {
-      checkpoint();
+      c.checkpoint();
     }
   }
+  return std::nullopt;
+}
 
-  // ---- the end: a checkpoint of the trained state, then the final validation and the test over
-  // the whole split. A stop inside them is honoured at once — a preemption's grace period is short
-  // (Slurm's: 30 s) and a test split can take long —, and the run resumes at its last step, where
-  // only the evaluation runs again. With several ranks evaluating together, a stop waits for
-  // the evaluation's end (one rank cannot leave the others' collectives).
-  checkpoint();
+// The end: a checkpoint of the trained state, then the final validation and the test over the
+// whole split. A stop inside them is honoured at once — a preemption's grace period is short
+// (Slurm's: 30 s) and a test split can take long —, and the run resumes at its last step, where
+// only the evaluation runs again. With several ranks evaluating together, a stop waits for the
+// evaluation's end (one rank cannot leave the others' collectives).
+RunResult Trainer::final_evaluation(const RunContext& c) {
+  EventSink& ev = c.ev;
+  c.checkpoint();
   struct StopInEvaluation {};
   const bool alone = m_comm == nullptr || m_comm->world() == 1;
   auto stoppable = [&](const char* phase) -> std::function<void()> {
-    return [beat = alive(phase), alone]() {
+    return [beat = c.alive(phase), alone]() {
       beat();
       if (alone && stop_requested()) {
         throw StopInEvaluation{};
@@ -510,12 +509,12 @@ RunResult Trainer::run(const RunOptions& o) {
     if (alone && stop_requested()) {
       throw StopInEvaluation{};
     }
-    eval_val(stoppable("eval"));
+    c.eval_val(stoppable("eval"));
     test = evaluate_split("test", true, stoppable("test"));
   } catch (const StopInEvaluation&) {
     const std::string reason = "stopped by signal " + std::to_string(stop_signal()) + " in the final evaluation";
     ev.note("preempted after the last step (" + reason + "); --resume evaluates again");
-    return stop_early(RunState::preempted, reason);
+    return c.stop_early(RunState::preempted, reason);
   }
   RunResult r;
   r.step = m_step;
@@ -525,17 +524,17 @@ RunResult Trainer::run(const RunOptions& o) {
   }
   ev.emit(events::eval, {{field::split, events::test_split},
                          {field::step, m_step},
-                         {field::tokens, m_step * tps},
+                         {field::tokens, m_step * c.tps},
                          {field::loss, json_number(r.test_loss)}});
   if (!std::isfinite(r.test_loss)) {  // every step was finite, the model's predictions are not: no result
     const std::string reason = "non-finite test loss after step " + std::to_string(m_step);
     ev.note("diverged: " + reason);
-    return stop_early(RunState::diverged, reason);
+    return c.stop_early(RunState::diverged, reason);
   }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.started).count();
   ev.emit(events::end, {{field::status, to_string(RunState::done)},
                         {field::step, m_step},
-                        {field::tokens, m_step * tps},
+                        {field::tokens, m_step * c.tps},
                         {field::test_loss, json_number(r.test_loss)},
                         {field::test_bpb, json_number(r.test_bpb)},
                         {field::wall_seconds, wall},
@@ -545,6 +544,34 @@ RunResult Trainer::run(const RunOptions& o) {
                 format_duration(wall).c_str());
   ev.note(line);
   return r;
+}
+
+RunResult Trainer::run(const RunOptions& o) {
+  EventSink& ev = *o.events;
+  const std::string ckpt = o.run_dir.empty() ? "" : (fs::path(o.run_dir) / "checkpoint" / "ckpt.pt").string();
+  bool resumed = false;
+  std::string checkpoint_note;
+  if (o.resume && !ckpt.empty()) {
+    std::tie(resumed, checkpoint_note) = resume(ckpt);
+  }
+  if (!checkpoint_note.empty()) {
+    ev.note(checkpoint_note);
+  }
+  announce_start(ev, resumed, checkpoint_note);
+  ev.set_heartbeat(m_cfg.resources.heartbeat_seconds());
+  const RunContext c{*this, ev, ckpt, m_cfg.tokens_per_step(), slow_eval_ms(o.run_dir)};
+  m_alive = c.alive("train");
+  struct Forget {  // the heartbeat refers to this call's sink: gone with it
+    std::function<void()>& f;
+    ~Forget() { f = nullptr; }
+  } forget{m_alive};
+  if (m_step == 0 && m_cfg.eval.every > 0) {
+    c.eval_val(c.alive("eval"));
+  }
+  if (std::optional<RunResult> stopped = train_steps(c, o)) {
+    return *stopped;
+  }
+  return final_evaluation(c);
 }
 
 }  // namespace sweep

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,12 @@ class Trainer {
   void check_same_run(const CheckpointMeta& meta, const std::string& path) const;
   // A split's loss (stage 3 gathers the weights outside the blocks for it); `blocks`: as evaluate_loss.
   EvalLoss evaluate_split(const std::string& split, bool blocks, const std::function<void()>& alive);
+  // run(), in its three parts: the start event and note; the steps (a result when the run stops
+  // early: preempted, diverged); the final validation and test.
+  struct RunContext;
+  void announce_start(EventSink& ev, bool resumed, const std::string& checkpoint_note) const;
+  std::optional<RunResult> train_steps(const RunContext& c, const RunOptions& o);
+  RunResult final_evaluation(const RunContext& c);
 
   RunConfig m_cfg;
   std::shared_ptr<const TrainData> m_data;
