@@ -83,6 +83,166 @@ void remove_folders(const fs::path& dir, const std::string& prefix, const std::s
   }
 }
 
+// The shards of an llm.c folder by their names: *_train*, *_val*, and those --test names.
+struct Shards {
+  std::vector<std::string> train, val, test;
+};
+
+Shards find_shards(const fs::path& dir, const ImportOptions& o) {
+  Shards found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".bin") != 0) {
+      continue;
+    }
+    std::error_code ec;
+    const bool regular = entry.is_regular_file(ec);
+    if (ec) {  // a link that loops or leads nowhere: the folder's content, not the disk, is wrong
+      bad(entry.path().string() + ": " + ec.message() + " — a shard must be a file (or a link to one)");
+    }
+    if (!regular) {
+      continue;
+    }
+    if (std::find(o.test_shards.begin(), o.test_shards.end(), name) != o.test_shards.end()) {
+      found.test.push_back(name);
+    } else if (name.find("_train") != std::string::npos) {
+      found.train.push_back(name);
+    } else if (name.find("_val") != std::string::npos) {
+      found.val.push_back(name);
+    }
+  }
+  for (const auto& name : o.test_shards) {
+    if (std::find(found.test.begin(), found.test.end(), name) == found.test.end()) {
+      bad("--test " + name + ": no such shard in " + o.dir + " (give file names inside the folder)");
+    }
+  }
+  for (auto* names : {&found.train, &found.val, &found.test}) {
+    std::sort(names->begin(), names->end());
+  }
+  if (found.val.empty() && !found.test.empty()) {
+    bad("--test names every val shard of " + o.dir + " — leave at least one for the val split");
+  }
+  if (found.train.empty() || found.val.empty()) {
+    bad(o.dir + ": found " + std::to_string(found.train.size()) + " train and " + std::to_string(found.val.size()) +
+        " val shards — llm.c names them like fineweb_train_000001.bin and fineweb_val_000000.bin");
+  }
+  return found;
+}
+
+// Every shard's token count, from headers of one vocabulary (llm.c's version 1: GPT-2's uint16
+// tokens); train and val must hold some.
+std::map<std::string, int64_t> count_tokens(const fs::path& dir, const Shards& shards, const std::string& where) {
+  std::map<std::string, int64_t> counts;
+  std::string first_shard;
+  for (const auto* names : {&shards.train, &shards.val, &shards.test}) {
+    for (const auto& name : *names) {
+      const fs::path path = dir / name;
+      const int32_t version = header_version(path);
+      if (version != -1 && version != k_shard_version) {
+        bad("token shard " + path.string() + ": version " + std::to_string(version) +
+            (version == 2 ? " (llm.c's uint32 tokens, e.g. LLaMA 3's)" : "") +
+            (first_shard.empty() ? std::string() : ", while " + first_shard + " is version 1 (GPT-2's uint16 tokens): the shards mix vocabularies")
+            + " — sweep imports GPT-2-tokenized shards (version 1)");
+      }
+      counts[name] = shard_tokens(path.string());  // magic, version and exact length
+      if (first_shard.empty()) {
+        first_shard = name;
+      }
+    }
+  }
+  for (const auto& [split, names] : {std::pair<const char*, const std::vector<std::string>*>{"train", &shards.train},
+                                     {"val", &shards.val}}) {
+    int64_t tokens = 0;
+    for (const auto& name : *names) {
+      tokens += counts[name];
+    }
+    if (tokens == 0) {
+      bad(where + ": its " + split + " shards hold no token — nothing to " +
+          (std::string(split) == "train" ? "train on" : "validate on"));
+    }
+  }
+  return counts;
+}
+
+// Reads shards token by token: every token GPT-2's; a split's tokens, documents (<|endoftext|>s)
+// and bytes counted.
+class ShardScanner {
+ public:
+  ShardScanner(const fs::path& dir, std::map<std::string, int64_t> counts, const Gpt2Bpe& gpt2)
+      : m_dir(dir), m_counts(std::move(counts)), m_bytes_of(Gpt2Bpe::k_vocab) {
+    for (int id = 0; id < Gpt2Bpe::k_vocab; ++id) {
+      m_bytes_of[static_cast<size_t>(id)] = id == Gpt2Bpe::k_eot ? 0 : static_cast<int64_t>(gpt2.token_bytes(id).size());
+    }
+  }
+  int64_t bytes_of(uint16_t token) const { return m_bytes_of[token]; }
+  int64_t scanned() const { return m_scanned; }
+
+  // f sees each token.
+  template <class F>
+  void scan(const std::vector<std::string>& names, SplitInfo& split, F&& f) {
+    for (const auto& name : names) {
+      const int64_t count = m_counts.at(name);
+      split.tokens += count;
+      scan_shard(m_dir / name, count, [&](const uint16_t* t, int64_t n, int64_t at) {
+        for (int64_t i = 0; i < n; ++i) {
+          if (t[i] >= Gpt2Bpe::k_vocab) {
+            bad("token shard " + (m_dir / name).string() + ": token " + std::to_string(t[i]) + " at position " +
+                std::to_string(at + i) + " is outside GPT-2's vocabulary (50257) — the shards mix vocabularies or "
+                "are not GPT-2-tokenized");
+          }
+          split.bytes += m_bytes_of[t[i]];
+          split.documents += t[i] == Gpt2Bpe::k_eot;
+          f(t[i]);
+        }
+      });
+      m_scanned += count;
+    }
+  }
+  void scan(const std::vector<std::string>& names, SplitInfo& split) {
+    scan(names, split, [](uint16_t) {});
+  }
+
+ private:
+  fs::path m_dir;
+  std::map<std::string, int64_t> m_counts;
+  std::vector<int64_t> m_bytes_of;
+  int64_t m_scanned = 0;
+};
+
+// Val's documents carved into val and test (carved_to_test), as new shards in `tmp` (`folder`
+// inside the dataset): neither may be left empty.
+void carve_val(const ImportOptions& o, const std::vector<std::string>& val, ShardScanner& scanner, const fs::path& tmp,
+               const std::string& folder, DatasetInfo& info) {
+  SplitInfo scanned_val;
+  ShardWriter to_val{tmp, folder, "val", &info.splits["val"], {}};
+  ShardWriter to_test{tmp, folder, "test", &info.splits["test"], {}};
+  int64_t document = -1;  // tokens before val's first <|endoftext|> belong to document 0
+  ShardWriter* current = &to_val;
+  scanner.scan(val, scanned_val, [&](uint16_t t) {
+    if (t == Gpt2Bpe::k_eot || document < 0) {
+      document += 1;
+      current = carved_to_test(document, o.seed, o.test_fraction) ? &to_test : &to_val;
+      current->split->documents += 1;
+    }
+    current->split->bytes += scanner.bytes_of(t);
+    current->push(t);
+  });
+  for (ShardWriter* w : {&to_val, &to_test}) {
+    if (w->split->documents == 0) {
+      bad(o.dir + ": val's " + plural(document + 1, "document") + " (<|endoftext|> starts each) left the " + w->name +
+          " split empty at --test-fraction " + format_number("%g", o.test_fraction) + " and --seed " +
+          std::to_string(o.seed) + " — change them, or pass --test with shards of its own");
+    }
+    w->flush();
+  }
+  for (const char* split : {"val", "test"}) {
+    if (info.splits[split].tokens < 2) {  // not one prediction
+      bad(o.dir + ": the carved " + std::string(split) + " split has " + std::to_string(info.splits[split].tokens) +
+          " tokens — too few; pass --test with shards of its own");
+    }
+  }
+}
+
 }  // namespace
 
 bool carved_to_test(int64_t document, int64_t seed, double fraction) {
@@ -115,82 +275,11 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   }
   remove_folders(dir, ".sweep-import-");
 
-  // ---- the shards, by llm.c's names ----
-  std::vector<std::string> train, val, test;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".bin") != 0) {
-      continue;
-    }
-    std::error_code ec;
-    const bool regular = entry.is_regular_file(ec);
-    if (ec) {  // a link that loops or leads nowhere: the folder's content, not the disk, is wrong
-      bad(entry.path().string() + ": " + ec.message() + " — a shard must be a file (or a link to one)");
-    }
-    if (!regular) {
-      continue;
-    }
-    if (std::find(o.test_shards.begin(), o.test_shards.end(), name) != o.test_shards.end()) {
-      test.push_back(name);
-    } else if (name.find("_train") != std::string::npos) {
-      train.push_back(name);
-    } else if (name.find("_val") != std::string::npos) {
-      val.push_back(name);
-    }
-  }
-  for (const auto& name : o.test_shards) {
-    if (std::find(test.begin(), test.end(), name) == test.end()) {
-      bad("--test " + name + ": no such shard in " + o.dir + " (give file names inside the folder)");
-    }
-  }
-  for (auto* names : {&train, &val, &test}) {
-    std::sort(names->begin(), names->end());
-  }
-  if (val.empty() && !test.empty()) {
-    bad("--test names every val shard of " + o.dir + " — leave at least one for the val split");
-  }
-  if (train.empty() || val.empty()) {
-    bad(o.dir + ": found " + std::to_string(train.size()) + " train and " + std::to_string(val.size()) +
-        " val shards — llm.c names them like fineweb_train_000001.bin and fineweb_val_000000.bin");
-  }
-
-  // ---- every header, one vocabulary: llm.c's version 1 is GPT-2's uint16 tokens ----
-  std::map<std::string, int64_t> counts;
-  std::string first_shard;
-  for (const auto* names : {&train, &val, &test}) {
-    for (const auto& name : *names) {
-      const fs::path path = dir / name;
-      const int32_t version = header_version(path);
-      if (version != -1 && version != k_shard_version) {
-        bad("token shard " + path.string() + ": version " + std::to_string(version) +
-            (version == 2 ? " (llm.c's uint32 tokens, e.g. LLaMA 3's)" : "") +
-            (first_shard.empty() ? std::string() : ", while " + first_shard + " is version 1 (GPT-2's uint16 tokens): the shards mix vocabularies")
-            + " — sweep imports GPT-2-tokenized shards (version 1)");
-      }
-      counts[name] = shard_tokens(path.string());  // magic, version and exact length
-      if (first_shard.empty()) {
-        first_shard = name;
-      }
-    }
-  }
-  for (const auto& [split, names] : {std::pair<const char*, const std::vector<std::string>*>{"train", &train},
-                                     {"val", &val}}) {
-    int64_t tokens = 0;
-    for (const auto& name : *names) {
-      tokens += counts[name];
-    }
-    if (tokens == 0) {
-      bad(o.dir + ": its " + split + " shards hold no token — nothing to " +
-          (std::string(split) == "train" ? "train on" : "validate on"));
-    }
-  }
-
+  const Shards shards = find_shards(dir, o);
+  std::map<std::string, int64_t> counts = count_tokens(dir, shards, o.dir);
   const Gpt2Files files = gpt2_tokenizer_files(o.tokenizer_dir);
   const Gpt2Bpe gpt2(files.encoder_json, files.vocab_bpe);
-  std::vector<int64_t> bytes_of(Gpt2Bpe::k_vocab);
-  for (int id = 0; id < Gpt2Bpe::k_vocab; ++id) {
-    bytes_of[static_cast<size_t>(id)] = id == Gpt2Bpe::k_eot ? 0 : static_cast<int64_t>(gpt2.token_bytes(id).size());
-  }
+  ShardScanner scanner(dir, std::move(counts), gpt2);
   DatasetInfo info;
   info.dir = o.dir;
   info.tokenizer = "gpt2";
@@ -206,71 +295,22 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   info.tokenizer_model = folder + "/encoder.json";
   info.vocab_size = Gpt2Bpe::k_vocab;
   info.eot_token = Gpt2Bpe::k_eot;
-  int64_t scanned = 0;
-  // Every token GPT-2's; the split's tokens, documents (<|endoftext|>s) and bytes counted. f sees
-  // each token.
-  auto scan = [&](const std::vector<std::string>& names, SplitInfo& split, auto&& f) {
-    for (const auto& name : names) {
-      split.tokens += counts[name];
-      scan_shard(dir / name, counts[name], [&](const uint16_t* t, int64_t n, int64_t at) {
-        for (int64_t i = 0; i < n; ++i) {
-          if (t[i] >= Gpt2Bpe::k_vocab) {
-            bad("token shard " + (dir / name).string() + ": token " + std::to_string(t[i]) + " at position " +
-                std::to_string(at + i) + " is outside GPT-2's vocabulary (50257) — the shards mix vocabularies or "
-                "are not GPT-2-tokenized");
-          }
-          split.bytes += bytes_of[t[i]];
-          split.documents += t[i] == Gpt2Bpe::k_eot;
-          f(t[i]);
-        }
-      });
-      scanned += counts[name];
-    }
-  };
   SplitInfo& train_split = info.splits["train"];
-  train_split.shards = train;
-  scan(train, train_split, [](uint16_t) {});
+  train_split.shards = shards.train;
+  scanner.scan(shards.train, train_split);
 
   // ---- val and test: named shards as they are, or val's documents carved into the folder ----
   const fs::path tmp = dir / ("." + folder);
   fs::create_directories(tmp);
   try {
-    if (!test.empty()) {
-      for (const auto& [names, split] : {std::pair{&val, "val"}, std::pair{&test, "test"}}) {
+    if (!shards.test.empty()) {
+      for (const auto& [names, split] : {std::pair{&shards.val, "val"}, std::pair{&shards.test, "test"}}) {
         SplitInfo& s = info.splits[split];
         s.shards = *names;
-        scan(*names, s, [](uint16_t) {});
+        scanner.scan(*names, s);
       }
     } else {
-      SplitInfo scanned_val;
-      ShardWriter to_val{tmp, folder, "val", &info.splits["val"], {}};
-      ShardWriter to_test{tmp, folder, "test", &info.splits["test"], {}};
-      int64_t document = -1;  // tokens before val's first <|endoftext|> belong to document 0
-      ShardWriter* current = &to_val;
-      scan(val, scanned_val, [&](uint16_t t) {
-        if (t == Gpt2Bpe::k_eot || document < 0) {
-          document += 1;
-          current = carved_to_test(document, o.seed, o.test_fraction) ? &to_test : &to_val;
-          current->split->documents += 1;
-        }
-        current->split->bytes += bytes_of[t];
-        current->push(t);
-      });
-      for (ShardWriter* w : {&to_val, &to_test}) {
-        if (w->split->documents == 0) {
-          bad(o.dir + ": val's " + plural(document + 1, "document") +
-              " (<|endoftext|> starts each) left the " + w->name + " split empty at --test-fraction " +
-              format_number("%g", o.test_fraction) + " and --seed " + std::to_string(o.seed) +
-              " — change them, or pass --test with shards of its own");
-        }
-        w->flush();
-      }
-      for (const char* split : {"val", "test"}) {
-        if (info.splits[split].tokens < 2) {  // not one prediction
-          bad(o.dir + ": the carved " + std::string(split) + " split has " + std::to_string(info.splits[split].tokens) +
-              " tokens — too few; pass --test with shards of its own");
-        }
-      }
+      carve_val(o, shards.val, scanner, tmp, folder, info);
     }
 
     // ---- into place: the folder, then dataset.yaml; then the folders it no longer names ----
@@ -285,7 +325,7 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
     throw;
   }
   if (stats != nullptr) {
-    stats->scanned_tokens = scanned;
+    stats->scanned_tokens = scanner.scanned();
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return info;

@@ -153,8 +153,10 @@ std::vector<std::string> read_documents(const std::string& input, bool strip_tag
   return docs;
 }
 
-DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
-  // ---- check the options before doing any work ----
+namespace {
+
+// The options checked before any work: the BPE vocabulary of a bpe:N tokenizer (0 for the others).
+int64_t checked_options(const PrepareOptions& o) {
   int64_t bpe_vocab = 0;
   if (o.tokenizer.rfind("bpe:", 0) == 0) {
     try {
@@ -176,8 +178,12 @@ DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
   if (!(o.val_fraction >= 0 && o.test_fraction >= 0 && o.val_fraction + o.test_fraction < 1)) {  // NaN too
     throw Error("--val and --test must be fractions that leave documents for training", Exit::bad_input);
   }
-  // The output replaces a folder only when it is a dataset this command wrote (with --force):
-  // never a folder of the user's files, nor an imported llm.c folder.
+  return bpe_vocab;
+}
+
+// The output replaces a folder only when it is a dataset this command wrote (with --force): never a
+// folder of the user's files, nor an imported llm.c folder.
+void check_output_folder(const PrepareOptions& o) {
   if (fs::exists(o.out)) {
     if (!fs::is_directory(o.out)) {
       throw Error("--out " + o.out + " is a file — name a folder", Exit::bad_input);
@@ -201,16 +207,19 @@ DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
     }
   }
 
-  // ---- documents, split by document ----
-  std::vector<std::string> docs = read_documents(o.input, o.strip_tags);
-  size_t n_test = split_count(docs.size(), o.test_fraction);
-  size_t n_val = split_count(docs.size(), o.val_fraction);
-  if (n_test + n_val >= docs.size()) {
-    throw Error("--input " + o.input + " has only " + std::to_string(docs.size()) +
+}
+
+// The documents of each split (train, val, test), in corpus order: a seeded permutation's first
+// ones test, the next val.
+std::map<std::string, std::vector<size_t>> split_documents(size_t documents, const PrepareOptions& o) {
+  const size_t n_test = split_count(documents, o.test_fraction);
+  const size_t n_val = split_count(documents, o.val_fraction);
+  if (n_test + n_val >= documents) {
+    throw Error("--input " + o.input + " has only " + std::to_string(documents) +
                     " documents: too few to split into train/val/test",
                 Exit::bad_input);
   }
-  std::vector<size_t> order = seeded_permutation(docs.size(), static_cast<uint64_t>(o.seed));
+  std::vector<size_t> order = seeded_permutation(documents, static_cast<uint64_t>(o.seed));
   std::map<std::string, std::vector<size_t>> members;
   for (size_t i = 0; i < order.size(); ++i) {
     const char* split = i < n_test ? "test" : i < n_test + n_val ? "val" : "train";
@@ -221,6 +230,69 @@ DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
   }
   members.try_emplace("val");
   members.try_emplace("test");
+  return members;
+}
+
+// The tokenizer the options name, its files written to `tmp` (a BPE one trained on `train_docs`).
+std::unique_ptr<Tokenizer> make_tokenizer(const PrepareOptions& o, int64_t bpe_vocab,
+                                          const std::vector<std::string>& train_docs, const fs::path& tmp,
+                                          DatasetInfo& info) {
+  if (bpe_vocab > 0) {
+    info.tokenizer = "bpe";
+    info.tokenizer_model = "tokenizer.model";
+    return train_bpe_tokenizer(train_docs, bpe_vocab, (tmp / "tokenizer").string(), o.threads);
+  }
+  if (o.tokenizer == "gpt2") {
+    // The dataset keeps its own copy of the tables (decoding a sample needs them).
+    const Gpt2Files files = gpt2_tokenizer_files(o.tokenizer_dir);
+    std::unique_ptr<Tokenizer> tok = make_gpt2_tokenizer(files.encoder_json, files.vocab_bpe);
+    fs::copy_file(files.encoder_json, tmp / "encoder.json");
+    fs::copy_file(files.vocab_bpe, tmp / "vocab.bpe");
+    info.tokenizer = "gpt2";
+    info.tokenizer_model = "encoder.json";
+    return tok;
+  }
+  info.tokenizer = "bytes";
+  return make_bytes_tokenizer();
+}
+
+// One split's documents, each ended by <|endoftext|>, as shards NAME_000.bin... of about
+// shard_tokens tokens in `tmp` (one, maybe empty, at least).
+SplitInfo write_split(const std::string& name, const std::vector<size_t>& idx, const Encoded& encoded,
+                      const std::vector<std::string>& docs, int64_t shard_tokens, const fs::path& tmp) {
+  SplitInfo split;
+  std::vector<uint16_t> tokens;
+  auto flush = [&]() {
+    const std::string file = name + "_" + std::to_string(1000 + split.shards.size()).substr(1) + ".bin";
+    split.tokens += static_cast<int64_t>(tokens.size());
+    write_shard((tmp / file).string(), tokens);
+    split.shards.push_back(file);
+    tokens.clear();
+  };
+  for (size_t i : idx) {
+    for (int id : encoded.documents[i]) {
+      tokens.push_back(static_cast<uint16_t>(id));
+    }
+    tokens.push_back(static_cast<uint16_t>(encoded.eot_token));
+    split.bytes += static_cast<int64_t>(docs[i].size());
+    split.documents += 1;
+    if (static_cast<int64_t>(tokens.size()) >= shard_tokens) {
+      flush();
+    }
+  }
+  if (!tokens.empty() || split.shards.empty()) {
+    flush();
+  }
+  return split;
+}
+
+}  // namespace
+
+DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
+  const int64_t bpe_vocab = checked_options(o);
+  check_output_folder(o);
+  std::vector<std::string> docs = read_documents(o.input, o.strip_tags);
+  std::map<std::string, std::vector<size_t>> members = split_documents(docs.size(), o);
 
   // ---- build in a temporary folder; rename into place at the end ----
   fs::path out(o.out);
@@ -230,27 +302,13 @@ DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
   try {
     DatasetInfo info;
     info.dir = o.out;
-    std::unique_ptr<Tokenizer> tok;
+    std::vector<std::string> train_docs;
     if (bpe_vocab > 0) {
-      std::vector<std::string> train_docs;
       for (size_t i : members["train"]) {
         train_docs.push_back(docs[i]);
       }
-      tok = train_bpe_tokenizer(train_docs, bpe_vocab, (tmp / "tokenizer").string(), o.threads);
-      info.tokenizer = "bpe";
-      info.tokenizer_model = "tokenizer.model";
-    } else if (o.tokenizer == "gpt2") {
-      // The dataset keeps its own copy of the tables (decoding a sample needs them).
-      const Gpt2Files files = gpt2_tokenizer_files(o.tokenizer_dir);
-      tok = make_gpt2_tokenizer(files.encoder_json, files.vocab_bpe);
-      fs::copy_file(files.encoder_json, tmp / "encoder.json");
-      fs::copy_file(files.vocab_bpe, tmp / "vocab.bpe");
-      info.tokenizer = "gpt2";
-      info.tokenizer_model = "encoder.json";
-    } else {
-      tok = make_bytes_tokenizer();
-      info.tokenizer = "bytes";
     }
+    const std::unique_ptr<Tokenizer> tok = make_tokenizer(o, bpe_vocab, train_docs, tmp, info);
     const auto t0 = std::chrono::steady_clock::now();
     const Encoded encoded = tok->encode(docs);
     if (encode_seconds != nullptr) {
@@ -258,32 +316,8 @@ DatasetInfo prepare_dataset(const PrepareOptions& o, double* encode_seconds) {
     }
     info.vocab_size = encoded.vocab_size;
     info.eot_token = encoded.eot_token;
-
     for (const auto& [name, idx] : members) {
-      SplitInfo split;
-      std::vector<uint16_t> tokens;
-      auto flush = [&]() {
-        const std::string file = name + "_" + std::to_string(1000 + split.shards.size()).substr(1) + ".bin";
-        split.tokens += static_cast<int64_t>(tokens.size());
-        write_shard((tmp / file).string(), tokens);
-        split.shards.push_back(file);
-        tokens.clear();
-      };
-      for (size_t i : idx) {
-        for (int id : encoded.documents[i]) {
-          tokens.push_back(static_cast<uint16_t>(id));
-        }
-        tokens.push_back(static_cast<uint16_t>(info.eot_token));
-        split.bytes += static_cast<int64_t>(docs[i].size());
-        split.documents += 1;
-        if (static_cast<int64_t>(tokens.size()) >= o.shard_tokens) {
-          flush();
-        }
-      }
-      if (!tokens.empty() || split.shards.empty()) {
-        flush();
-      }
-      info.splits[name] = split;
+      info.splits[name] = write_split(name, idx, encoded, docs, o.shard_tokens, tmp);
     }
     write_dataset_yaml(info, tmp.string());
 
