@@ -8,6 +8,7 @@
 
 #include "report/ladder_render.h"
 #include "report/report_json.h"
+#include "report/response.h"
 #include "report/tables.h"
 #include "report/tuned_render.h"
 #include "util/fs.h"
@@ -115,8 +116,13 @@ std::string fit_sentence(const Response& r) {
                : " — a quadratic in " + against + " fitted by least squares to every seed's value at " +
                      std::to_string(f.points) + " values";
   if (std::isfinite(f.ci_low)) {
-    s += "; " + std::to_string(f.resamples) + " bootstrap resamples of the " + std::to_string(f.seeds) + " seeds, " +
-         format_number("%.0f", 100 * f.share_inside) + "% of them with their minimum inside the range";
+    s += std::string(f.local ? "; the CI: the t interval of each seed's own fit's minimum, widened by " +
+                                     format_number("%g", k_best_shape_allowance) + " of a step "
+                                     "each side for a curve up to 4× steeper on one side of its best"
+                             : "") +
+         "; " + std::to_string(f.resamples) + " bootstrap resamples of the " + std::to_string(f.seeds) + " seeds" +
+         (f.local ? "" : " give the CI") + ", " + format_number("%.0f", 100 * f.share_inside) +
+         "% of them with their minimum inside the range";
   }
   return s + (f.note.empty() ? "" : "; " + f.note);
 }

@@ -120,6 +120,36 @@ void bootstrap_best(OptimumFit& f, const std::vector<ResponsePoint>& points, con
   }
 }
 
+// A local fit's best value CI (k_best_shape_allowance says how). The bootstrap's percentile
+// interval covered the true best in 74% of symmetric bowls with 3 seeds (10 distinct resamples) and
+// in none of the asymmetric ones. Kept as the bootstrap's when fewer than 2 seeds give a fit.
+void local_best_interval(OptimumFit& f, const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& all,
+                         const std::set<double>& xs, const FittedCurve& c, double best_t) {
+  std::vector<double> seed_bests;
+  for (const SeedKey& key : all) {
+    if (const std::optional<FittedCurve> one = fit_curve(values_of(points, {key}), f.log_x, OptimumFitKind::local,
+                                                         *xs.begin(), *xs.rbegin())) {
+      seed_bests.push_back(argmin_on(one->q, one->lo, one->hi));
+    }
+  }
+  if (seed_bests.size() < 2) {
+    return;
+  }
+  double step = 0, previous = std::nan("");
+  for (const double x : xs) {
+    const double t = f.log_x ? std::log(x) : x;
+    if (x >= c.first && x <= c.last && std::isfinite(previous)) {
+      step = std::max(step, t - previous);
+    }
+    previous = x >= c.first && x <= c.last ? t : std::nan("");
+  }
+  const Summary spread = summarize(seed_bests);  // its CI: the t interval of the seeds' mean best
+  const double half = std::hypot(spread.ci_high - spread.mean, k_best_shape_allowance * step);
+  const auto to_x = [&](double t) { return f.log_x ? std::exp(t) : t; };
+  f.ci_low = to_x(best_t - half);
+  f.ci_high = to_x(best_t + half);
+}
+
 // Lack of fit: means the curve misses by more than their own 95% CI. The bootstrap CI covers
 // seed noise, not a curve of the wrong shape.
 void note_lack_of_fit(OptimumFit& f, const std::vector<std::pair<double, Summary>>& means, size_t values) {
@@ -264,6 +294,9 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind 
   f.inside = best_t > lo && best_t < hi;
   if (all.size() >= 2) {
     bootstrap_best(f, points, all, kind, xs, resamples, seed);
+    if (f.local) {
+      local_best_interval(f, points, all, xs, *c, best_t);
+    }
   } else {
     add_note(f, "one seed: no bootstrap CI");
   }

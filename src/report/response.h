@@ -2,7 +2,8 @@
 // a quadratic in log(x) fitted by least squares over every seed's value (a tune axis's: over the
 // 3 values around the lowest mean), its lowest point within the tried range, and a 95% CI from a
 // bootstrap over seeds (whole seeds are resampled, so each resample keeps a seed's values at every
-// x together). Pure: no database, no files.
+// x together) — a tune axis's from its seeds' own fits, widened for the curve's shape (below).
+// Pure: no database, no files.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,15 @@ std::optional<double> axis_number(const std::string& json_text);
 // far steeper above its best than below — does not pull the minimum (a tune axis's, see
 // docs/verdicts.md). With 3 values the two are one.
 enum class OptimumFitKind { global, local };
+
+// How far off a 3-point fit's minimum may lie, as a share of its values' larger step, when the
+// curve is up to 4× steeper on one side of its minimum than on the other (a learning rate's loss
+// is: ~3.3× above its best, measured in reports/tuned-speedrun): at most 0.344 of a step, toward
+// the shallower side. A local fit's best value CI is the t interval of each seed's own fit's
+// minimum (around the fit to all seeds), widened on each side by this share of a step — in
+// quadrature: the shape's error and the seeds' are independent. Resampling seeds cannot see the
+// shape's: it is the same on every seed. `sweep calibrate --tune` measures the coverage.
+inline constexpr double k_best_shape_allowance = 0.35;
 
 // The first and last x of a local fit's 3 values among (x, mean) pairs sorted by x: the lowest
 // mean's x and its neighbours, or the 3 at the end where it lies (all of them when 3 or fewer).

@@ -19,7 +19,9 @@ struct Arm {
   double steep_above = 1;  // the bowl's curvature above its centre ÷ below it
 };
 
-std::string value_text(double t) { return format_number("%.6g", 1e-3 * std::exp2(t)); }
+// The value 2^t times the base value 1e-3, and as a variant names it.
+double value_of(double t) { return 1e-3 * std::exp2(t); }
+std::string value_text(double t) { return format_number("%.6g", value_of(t)); }
 
 // One study's noise, enough for the most seeds any design gives it: z per seed, w per arm and
 // seed, e per arm, value and seed.
@@ -107,10 +109,11 @@ struct Scenario {
 struct TunedTally {
   int64_t better = 0, worse = 0, equivalent = 0, undecided = 0, studies = 0, studies_false = 0, base_better = 0;
   int64_t confounded = 0, extend = 0, covered = 0;
-  double seeds = 0;
+  int64_t best_judged = 0, best_covered = 0;  // arms with a best value's CI; those covering the true best
+  double seeds = 0, best_width = 0;
   TunedCalibrationRow row;
 
-  void add(const Analysis& a, const std::vector<int64_t>& n) {
+  void add(const Analysis& a, const std::vector<int64_t>& n, const std::vector<Arm>& truth) {
     bool any_false = false;
     for (const auto& v : a.tuned->at_best) {
       if (v.is_baseline) {
@@ -125,6 +128,13 @@ struct TunedTally {
       covered += v.ci_low <= row.truth && row.truth <= v.ci_high;
     }
     for (const auto& arm : a.tuned->arms) {
+      const OptimumFit& f = arm.fit;
+      if (f.fitted && std::isfinite(f.ci_low) && std::isfinite(f.ci_high)) {
+        const double best = value_of(truth[arm_of(arm.arm)].centre);
+        ++best_judged;
+        best_covered += f.ci_low <= best && best <= f.ci_high;
+        best_width += std::log2(f.ci_high / f.ci_low);
+      }
       if (arm.at_base == Verdict::baseline) {
         continue;
       }
@@ -153,6 +163,10 @@ struct TunedTally {
     r.confounded_when_base_better = base_better > 0 ? static_cast<double>(confounded) / static_cast<double>(base_better) : std::nan("");
     r.extend = static_cast<double>(extend) / j;
     r.coverage = static_cast<double>(covered) / j;
+    r.best_judged = best_judged;
+    const double b = static_cast<double>(std::max<int64_t>(1, best_judged));
+    r.best_coverage = static_cast<double>(best_covered) / b;
+    r.best_width = best_width / b;
     r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, studies));
     return r;
   }
@@ -219,7 +233,7 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
       }
       const Draws d = draw(s, arms.size(), rng);
       std::vector<int64_t> n(arms_n, s.seeds);
-      fixed_tally.add(analyze(tuned_study(s, arms, d, n, fixed)), n);
+      fixed_tally.add(analyze(tuned_study(s, arms, d, n, fixed)), n, arms);
       if (s.max_seeds > 0) {
         // --until-decided: the runner's loop, on the report's own next_round
         Analysis a = analyze(tuned_study(s, arms, d, n, sequential));
@@ -229,7 +243,7 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
           }
           a = analyze(tuned_study(s, arms, d, n, sequential));
         }
-        until.add(a, n);
+        until.add(a, n, arms);
       }
     }
     rows.push_back(fixed_tally.finish());
@@ -255,8 +269,9 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
                     ". The baseline's best lies at a random place between the base value and twice it (at twice it in the "
                     "sideways row, where the arms' best is the base value). Verdicts at each arm's best:\n\n";
   out += "| arms' bowl | true difference | design | seeds per arm | better | worse | equivalent | undecided | any false better/worse (per study) "
-         "| 95% CI covers it | better at the base value | of those, lr-confounded | extend the grid |\n"
-         "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+         "| 95% CI covers it | better at the base value | of those, lr-confounded | extend the grid "
+         "| best value's 95% CI covers the true best | its mean width (doublings) |\n"
+         "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {
     const double n = static_cast<double>(std::max<int64_t>(1, r.judged));
     const double half = 1.96 * std::sqrt(std::max(r.coverage * (1 - r.coverage), 1.0 / n) / n);
@@ -267,7 +282,8 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
            format_number("%.3f", r.coverage) + " ± " + format_number("%.3f", half) + " | " +
            format_number("%.3f", r.base_better) + " | " +
            (std::isfinite(r.confounded_when_base_better) ? format_number("%.3f", r.confounded_when_base_better) : "-") +
-           " | " + format_number("%.3f", r.extend) + " |\n";
+           " | " + format_number("%.3f", r.extend) + " | " + format_number("%.3f", r.best_coverage) + " | " +
+           format_number("%.2f", r.best_width) + " |\n";
   }
   return out;
 }

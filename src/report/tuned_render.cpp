@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "report/response.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -109,8 +110,10 @@ std::string tuned_sentence(const Analysis& a) {
          "steeper above it than below, does not pull it), so the best is chosen again on every seed and its noise is "
          "in the seeds' spread; 'at its best' = mean(baseline's tuned values) − mean(arm's), judged as the table above "
          "judges the runs at the base value (" + short_key(key) + " = " + (t.base_value.empty() ? "?" : t.base_value) +
-         "). best " + short_key(key) + ": the minimum of the same local fit to all seeds, 95% CI from a bootstrap over "
-         "seeds; 2× off "
+         "). best " + short_key(key) + ": the minimum of the same local fit to all seeds; its 95% CI the t interval "
+         "of each seed's own fit's minimum, widened on each side by " + format_number("%g", k_best_shape_allowance) +
+         " of the step between values — as far as a curve up to 4× steeper on one side of its best than the other moves a 3-point fit's minimum, which no "
+         "resampling of seeds sees (docs/verdicts.md measures its coverage); 2× off "
          "costs: how much higher the fitted curve lies a factor 2 from it. An arm is " + short_key(key) +
          "-confounded when its verdict at the base value and at its best differ, or when its best (or the baseline's) "
          "may lie beyond the values tried (the fitted minimum, or the lowest measured mean, at an end of them)." +
