@@ -80,56 +80,45 @@ bool false_equivalence(const VariantStats& v, double effect, double delta) {
 
 // Tallies of one design at one effect.
 struct Tally {
-  int64_t judged = 0, better = 0, worse = 0, equivalent = 0, undecided = 0, correct = 0, studies_false = 0;
-  int64_t false_equivalent = 0, studies_false_equivalent = 0, better_by = 0, studies_better_by = 0;
+  VerdictTally verdicts;
+  int64_t correct = 0, false_equivalent = 0, studies_false_equivalent = 0, better_by = 0, studies_better_by = 0;
   double seeds = 0;
-  int64_t studies = 0;
 
   void add(const Analysis& a, const std::vector<double>& effects, double delta, double seeds_per_variant) {
-    bool any_false = false, any_false_equivalent = false, any_better_by = false;
+    bool any_false_equivalent = false, any_better_by = false;
     for (const auto& v : a.variants) {
       if (v.is_baseline) {
         continue;
       }
       const double effect = effects[static_cast<size_t>(std::stoll(v.name.substr(1))) - 1];
-      ++judged;
-      better += v.verdict == Verdict::better;
-      worse += v.verdict == Verdict::worse;
-      equivalent += v.verdict == Verdict::equivalent;
-      undecided += v.verdict == Verdict::undecided;
+      verdicts.add(v.verdict, effect);
       correct += sweep::correct(v, effect, delta);
-      any_false |= v.verdict == Verdict::worse || (effect == 0 && v.verdict == Verdict::better);
       const bool claimed = sweep::false_equivalence(v, effect, delta);
       false_equivalent += claimed;
       any_false_equivalent |= claimed;
       better_by += v.better_by;
       any_better_by |= v.better_by;
     }
+    verdicts.end_study();
     studies_better_by += any_better_by;
-    studies_false += any_false;
     studies_false_equivalent += any_false_equivalent;
     seeds += seeds_per_variant;
-    ++studies;
   }
 
   CalibrationRow row(double effect, const std::string& design) const {
-    const double j = static_cast<double>(std::max<int64_t>(1, judged));
+    const double j = static_cast<double>(std::max<int64_t>(1, verdicts.judged()));
+    const double studies = static_cast<double>(std::max<int64_t>(1, verdicts.studies()));
     CalibrationRow r;
+    static_cast<VerdictShares&>(r) = verdicts.shares();
     r.effect = effect;
     r.design = design;
     r.mixed = std::isnan(effect);
-    r.judged = judged;
-    r.better = static_cast<double>(better) / j;
-    r.worse = static_cast<double>(worse) / j;
-    r.equivalent = static_cast<double>(equivalent) / j;
-    r.undecided = static_cast<double>(undecided) / j;
     r.correct = static_cast<double>(correct) / j;
-    r.any_false = static_cast<double>(studies_false) / static_cast<double>(std::max<int64_t>(1, studies));
     r.false_equivalent = static_cast<double>(false_equivalent) / j;
-    r.any_false_equivalent = static_cast<double>(studies_false_equivalent) / static_cast<double>(std::max<int64_t>(1, studies));
+    r.any_false_equivalent = static_cast<double>(studies_false_equivalent) / studies;
     r.better_by = static_cast<double>(better_by) / j;
-    r.any_better_by = static_cast<double>(studies_better_by) / static_cast<double>(std::max<int64_t>(1, studies));
-    r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, studies));
+    r.any_better_by = static_cast<double>(studies_better_by) / studies;
+    r.seeds = seeds / studies;
     return r;
   }
 };

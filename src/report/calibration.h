@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "report/analysis.h"
+#include "report/verdict_tally.h"
 
 namespace sweep {
 
@@ -35,15 +36,12 @@ struct CalibrationSetup {
 // δ, the declared seeds and the interventions from an analysed sweep. Throws when it lacks them.
 CalibrationSetup setup_from(const Analysis& a, const ReportInput& in);
 
-struct CalibrationRow {
+struct CalibrationRow : VerdictShares {  // the interventions judged: their verdicts' shares
   double effect = 0;            // the true improvement (NaN: mixed, the setup's effects in turn)
   bool mixed = false;
   std::string design;           // "fixed, 3 seeds", "until decided, 3 to 12 seeds"
-  int64_t judged = 0;           // interventions judged: replicates × interventions
-  double better = 0, worse = 0, equivalent = 0, undecided = 0;  // shares of them
   double correct = 0;           // share decided correctly: equivalent at 0; better or equivalent
                                 // below δ; better from δ on
-  double any_false = 0;         // share of studies with a false better or worse (worse, or better at 0)
   double false_equivalent = 0, any_false_equivalent = 0;  // effect ≥ δ: equivalent or (< δ) claims,
                                                           // per intervention and per study
   double better_by = 0, any_better_by = 0;  // shares called better by more than m, per intervention

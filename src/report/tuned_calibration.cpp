@@ -107,26 +107,21 @@ struct Scenario {
 
 // Tallies of one scenario in one design.
 struct TunedTally {
-  int64_t better = 0, worse = 0, equivalent = 0, undecided = 0, studies = 0, studies_false = 0, base_better = 0;
-  int64_t confounded = 0, extend = 0, covered = 0;
+  VerdictTally verdicts;
+  int64_t base_better = 0, confounded = 0, extend = 0, covered = 0;
   int64_t best_judged = 0, best_covered = 0;  // arms with a best value's CI; those covering the true best
   double seeds = 0, best_width = 0;
   TunedCalibrationRow row;
 
   void add(const Analysis& a, const std::vector<int64_t>& n, const std::vector<Arm>& truth) {
-    bool any_false = false;
     for (const auto& v : a.tuned->at_best) {
       if (v.is_baseline) {
         continue;
       }
-      ++row.judged;
-      better += v.verdict == Verdict::better;
-      worse += v.verdict == Verdict::worse;
-      equivalent += v.verdict == Verdict::equivalent;
-      undecided += v.verdict == Verdict::undecided;
-      any_false |= v.verdict == Verdict::worse || (row.truth == 0 && v.verdict == Verdict::better);
+      verdicts.add(v.verdict, row.truth);
       covered += v.ci_low <= row.truth && row.truth <= v.ci_high;
     }
+    verdicts.end_study();
     for (const auto& arm : a.tuned->arms) {
       const OptimumFit& f = arm.fit;
       if (f.fitted && std::isfinite(f.ci_low) && std::isfinite(f.ci_high)) {
@@ -144,8 +139,6 @@ struct TunedTally {
         confounded += arm.outcome == TunedOutcome::confounded || arm.outcome == TunedOutcome::extend_grid;
       }
     }
-    studies_false += any_false;
-    ++studies;
     for (const int64_t x : n) {
       seeds += static_cast<double>(x) / static_cast<double>(n.size());
     }
@@ -153,12 +146,8 @@ struct TunedTally {
 
   TunedCalibrationRow finish() const {
     TunedCalibrationRow r = row;
+    static_cast<VerdictShares&>(r) = verdicts.shares();
     const double j = static_cast<double>(std::max<int64_t>(1, r.judged));
-    r.better = static_cast<double>(better) / j;
-    r.worse = static_cast<double>(worse) / j;
-    r.equivalent = static_cast<double>(equivalent) / j;
-    r.undecided = static_cast<double>(undecided) / j;
-    r.any_false = static_cast<double>(studies_false) / static_cast<double>(std::max<int64_t>(1, studies));
     r.base_better = static_cast<double>(base_better) / j;
     r.confounded_when_base_better = base_better > 0 ? static_cast<double>(confounded) / static_cast<double>(base_better) : std::nan("");
     r.extend = static_cast<double>(extend) / j;
@@ -167,7 +156,7 @@ struct TunedTally {
     const double b = static_cast<double>(std::max<int64_t>(1, best_judged));
     r.best_coverage = static_cast<double>(best_covered) / b;
     r.best_width = best_width / b;
-    r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, studies));
+    r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, verdicts.studies()));
     return r;
   }
 };

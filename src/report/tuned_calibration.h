@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "report/verdict_tally.h"
+
 namespace sweep {
 
 struct TunedCalibrationSetup {
@@ -37,13 +39,10 @@ struct TunedCalibrationSetup {
   double alpha = 0.05;
 };
 
-struct TunedCalibrationRow {
+struct TunedCalibrationRow : VerdictShares {  // at each arm's best
   std::string scenario;
   std::string design;           // "fixed, 3 seeds", "until decided, 3 to 8 seeds"
   double truth = 0;             // the true difference of minima, baseline − arm (positive: the arm is better)
-  int64_t judged = 0;           // arms judged: replicates × interventions
-  double better = 0, worse = 0, equivalent = 0, undecided = 0;  // at each arm's best, shares
-  double any_false = 0;         // share of studies with a false better or worse at the best
   double base_better = 0;       // share called better at the base value
   double confounded_when_base_better = 0;  // of those, the share called <key>-confounded (any reason)
   double extend = 0;            // share whose outcome is "extend the grid"
