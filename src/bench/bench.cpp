@@ -428,9 +428,10 @@ std::shared_ptr<TrainData> bench_data(const RunConfig& config) {
   return data;
 }
 
-std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& settings, std::ostream& out) {
-  const auto data = bench_data(base);
+namespace {
 
+// What is measured: the model, its shape and its size, the threads and the kernels.
+void print_bench_header(const RunConfig& base, const BenchSettings& settings, int64_t vocab_size, std::ostream& out) {
   char line[320];
   const ModelConfig& m = base.model;
   std::snprintf(line, sizeof line,
@@ -438,118 +439,155 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
                 "%lld, %d threads, fused kernels: %s, %lld steps after %lld warm-up\n",
                 static_cast<long long>(m.n_layer), static_cast<long long>(m.n_head), static_cast<long long>(m.n_embd),
                 static_cast<long long>(m.block_size), static_cast<long long>(base.train.micro_batch),
-                static_cast<long long>(base.train.grad_accum), static_cast<long long>(data->vocab_size),
+                static_cast<long long>(base.train.grad_accum), static_cast<long long>(vocab_size),
                 at::get_num_threads(), kernels::cpu::ops().isa, static_cast<long long>(settings.steps),
                 static_cast<long long>(settings.warmup));
   out << line << "linear layers (fused): " << kernels::linear_paths() << "\n";
-  {
-    ModelConfig resolved = m.resolved();
-    resolved.vocab_size = data->vocab_size;
-    const ModelSize size = model_size(resolved);
-    std::snprintf(line, sizeof line, "model: %s (%s, %s, %s, %s%s), %s parameters, %s active per token, %.1f MFLOP per token\n",
-                  to_string(resolved.family).c_str(), to_string(resolved.norm).c_str(), to_string(resolved.position).c_str(), to_string(resolved.mlp_activation).c_str(),
-                  to_string(resolved.attention).c_str(),
-                  resolved.moe() ? (", MoE " + std::to_string(resolved.moe_top_k) + " of " + std::to_string(resolved.n_routed_experts) +
-                                    " + " + std::to_string(resolved.n_shared_experts) + " shared")
-                                       .c_str()
-                                 : "",
-                  format_count(static_cast<double>(size.total)).c_str(), format_count(static_cast<double>(size.active)).c_str(),
-                  size.flops_per_token / 1e6);
-    out << line;
+  ModelConfig resolved = m.resolved();
+  resolved.vocab_size = vocab_size;
+  const ModelSize size = model_size(resolved);
+  std::snprintf(line, sizeof line, "model: %s (%s, %s, %s, %s%s), %s parameters, %s active per token, %.1f MFLOP per token\n",
+                to_string(resolved.family).c_str(), to_string(resolved.norm).c_str(), to_string(resolved.position).c_str(), to_string(resolved.mlp_activation).c_str(),
+                to_string(resolved.attention).c_str(),
+                resolved.moe() ? (", MoE " + std::to_string(resolved.moe_top_k) + " of " + std::to_string(resolved.n_routed_experts) +
+                                  " + " + std::to_string(resolved.n_shared_experts) + " shared")
+                                     .c_str()
+                               : "",
+                format_count(static_cast<double>(size.total)).c_str(), format_count(static_cast<double>(size.active)).c_str(),
+                size.flops_per_token / 1e6);
+  out << line;
+}
+
+// One configuration timed: its steps' speed, its memory against the plan, its optimizer's share,
+// its weight matmuls' floor (and its experts', its ops' profile when asked). `path`: its row's name.
+BenchResult bench_path(const RunConfig& c, const std::shared_ptr<const TrainData>& data, const BenchSettings& settings,
+                       const std::string& path, std::ostream& out) {
+  char line[320];
+  // The memory the previous configuration kept goes back first, else this one's peak RSS
+  // would start from that one's.
+  release_freed_memory();
+  const double peak = measure_matmul_peak(c.train.precision, c.train.fused);
+  // Tensor memory: what the trainer holds between steps (weights, gradients, AdamW's moments),
+  // then the peak the steps add (activations, temporaries)
+  auto counting = std::make_unique<CountingAllocator>();
+  Trainer trainer(c, data);
+  for (int64_t i = 0; i < std::max<int64_t>(settings.warmup, 1); ++i) {
+    trainer.train_step();  // one at least: the gradients and AdamW's moments exist after it
   }
+  const double persistent_mib = counting->live_mib();
+  std::optional<at::CallbackHandle> profiling;
+  if (settings.profile) {
+    g_profile.clear();
+    profiling = at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end).needsInputs(false));
+  }
+  reset_peak_rss();
+  std::vector<double> times, optimizer_times;
+  counting->restart();
+  for (int64_t i = 0; i < settings.steps; ++i) {
+    const StepStats s = trainer.train_step();
+    times.push_back(s.seconds);
+    optimizer_times.push_back(s.optimizer_seconds);
+  }
+  const double step_tensors_mib = counting->peak_mib();
+  counting.reset();
+  if (profiling) {
+    at::removeCallback(*profiling);
+  }
+  BenchResult r;
+  r.precision = c.train.precision;
+  r.fused = c.train.fused;
+  r.optimizer = c.train.optimizer;
+  r.optimizer_ms = 1e3 * median(optimizer_times);
+  r.peak_rss_mib = peak_rss_mib();
+  r.step_ms = 1e3 * median(times);
+  r.tokens_per_s = static_cast<double>(c.tokens_per_step()) / (r.step_ms / 1e3);
+  r.flops_per_token = model_size(c.model).flops_per_token;
+  r.achieved_flops = r.tokens_per_s * r.flops_per_token;
+  r.peak_flops = peak;
+  std::snprintf(line, sizeof line, "%-9s  %-9s %10.0f %9.1f %15.1f %21.1f %5.1f%% %18.0f %14.0f\n",
+                to_string(r.precision).c_str(), path.c_str(), r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
+                r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
+  out << line;
+  const MemoryPlan plan = plan_memory(c, Layout{}, step_path_here(c));
+  r.held_mib = persistent_mib;
+  r.step_mib = step_tensors_mib;
+  r.held_plan_mib = plan.persistent() / (1 << 20);
+  r.step_plan_mib = plan.step() / (1 << 20);
+  std::snprintf(line, sizeof line,
+                "  tensor memory, planned / measured: %.1f / %.1f MiB held between steps, a step adds %.1f / %.1f "
+                "MiB (%+.0f%%), peak %.1f / %.1f MiB (%+.0f%%)\n",
+                r.held_plan_mib, r.held_mib, r.step_plan_mib, r.step_mib, 100.0 * (r.step_plan_mib / r.step_mib - 1),
+                r.held_plan_mib + r.step_plan_mib, r.held_mib + r.step_mib,
+                100.0 * ((r.held_plan_mib + r.step_plan_mib) / (r.held_mib + r.step_mib) - 1));
+  out << line;
+  std::snprintf(line, sizeof line, "  optimizer step (%s): %.2f ms, %.1f%% of the step\n",
+                r.optimizer == Optimizer::muon ? "Muon on the blocks' matrices, AdamW on the rest" : "AdamW", r.optimizer_ms,
+                100.0 * r.optimizer_ms / r.step_ms);
+  out << line;
+  const double floor_s = measure_weight_matmuls(c, c.train.fused);
+  std::snprintf(line, sizeof line, "  the step's weight matmuls alone: %.1f ms (%.0f%% of the step), a ceiling of %.0f tokens/s\n",
+                1e3 * floor_s, 100.0 * floor_s / (r.step_ms / 1e3), static_cast<double>(c.tokens_per_step()) / floor_s);
+  out << line << std::flush;
+  if (c.model.moe()) {
+    bench_moe(c, c.train.precision, r.step_ms, out);
+  }
+  if (settings.profile) {
+    double total = 0;
+    for (double t : times) {
+      total += t;
+    }
+    print_profile(settings.steps, total / static_cast<double>(settings.steps), out);
+  }
+  return r;
+}
+
+// nanoGPT's own training loop on the same model, eager and compiled, against `ours`.
+void compare_with_nanogpt(const RunConfig& c, Precision precision, const BenchSettings& settings, const BenchResult& ours,
+                          std::ostream& out) {
+  char line[320];
+  for (const bool compile : {false, true}) {
+    NanoGptRun run;
+    run.python = settings.python;
+    run.model_py = settings.nanogpt;
+    run.precision = precision;
+    run.compile = compile;
+    run.steps = settings.steps;
+    run.warmup = settings.warmup;
+    run.threads = at::get_num_threads();
+    const NanoGptResult r = run_nanogpt(c, run);
+    if (!r.error.empty()) {
+      out << "  " << nanogpt_label(r, compile) << ": no figure — " << r.error << "\n";
+      continue;
+    }
+    std::snprintf(line, sizeof line, "  %s: %.0f tokens/s, %.1f ms a step (median of %lld); sweep %s / nanoGPT: %.2f×\n",
+                  nanogpt_label(r, compile).c_str(), r.tokens_per_s, r.step_ms, static_cast<long long>(settings.steps),
+                  ours.fused ? "fused" : "reference", ours.tokens_per_s / r.tokens_per_s);
+    out << line << std::flush;
+  }
+}
+
+}  // namespace
+
+std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& settings, std::ostream& out) {
+  const auto data = bench_data(base);
+  print_bench_header(base, settings, data->vocab_size, out);
   std::vector<BenchResult> results;
   for (const auto& precision : settings.precisions) {
     out << "precision  path        tokens/s   step ms   model GFLOP/s   matmul peak GFLOP/s    MFU   step tensors MiB   peak RSS MiB\n";
     const std::vector<Optimizer> optimizers =
         settings.optimizers.empty() ? std::vector<Optimizer>{base.train.optimizer} : settings.optimizers;
+    RunConfig c = base;
+    c.model.vocab_size = data->vocab_size;
+    c.train.precision = precision;
     for (const bool fused : settings.fused) {
-    for (const Optimizer optimizer : optimizers) {
-      // The memory the previous configuration kept goes back first, else this one's peak RSS
-      // would start from that one's.
-      release_freed_memory();
-      const double peak = measure_matmul_peak(precision, fused);
-      RunConfig c = base;
-      c.train.precision = precision;
-      c.train.fused = fused;
-      c.train.optimizer = optimizer;
-      c.model.vocab_size = data->vocab_size;
-      // Tensor memory: what the trainer holds between steps (weights, gradients, AdamW's moments),
-      // then the peak the steps add (activations, temporaries)
-      auto counting = std::make_unique<CountingAllocator>();
-      Trainer trainer(c, data);
-      for (int64_t i = 0; i < std::max<int64_t>(settings.warmup, 1); ++i) {
-        trainer.train_step();  // one at least: the gradients and AdamW's moments exist after it
+      for (const Optimizer optimizer : optimizers) {
+        c.train.fused = fused;
+        c.train.optimizer = optimizer;
+        // the path, and the optimizer when more than one is timed ("fused+muon")
+        const std::string path =
+            std::string(fused ? "fused" : "reference") + (optimizers.size() > 1 ? "+" + to_string(optimizer) : "");
+        results.push_back(bench_path(c, data, settings, path, out));
       }
-      const double persistent_mib = counting->live_mib();
-      std::optional<at::CallbackHandle> profiling;
-      if (settings.profile) {
-        g_profile.clear();
-        profiling = at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end).needsInputs(false));
-      }
-      reset_peak_rss();
-      std::vector<double> times, optimizer_times;
-      counting->restart();
-      for (int64_t i = 0; i < settings.steps; ++i) {
-        const StepStats s = trainer.train_step();
-        times.push_back(s.seconds);
-        optimizer_times.push_back(s.optimizer_seconds);
-      }
-      const double step_tensors_mib = counting->peak_mib();
-      counting.reset();
-      if (profiling) {
-        at::removeCallback(*profiling);
-      }
-      BenchResult r;
-      r.precision = precision;
-      r.fused = fused;
-      r.optimizer = optimizer;
-      r.optimizer_ms = 1e3 * median(optimizer_times);
-      r.peak_rss_mib = peak_rss_mib();
-      r.step_ms = 1e3 * median(times);
-      r.tokens_per_s = static_cast<double>(c.tokens_per_step()) / (r.step_ms / 1e3);
-      r.flops_per_token = model_size(c.model).flops_per_token;
-      r.achieved_flops = r.tokens_per_s * r.flops_per_token;
-      r.peak_flops = peak;
-      // the path, and the optimizer when more than one is timed ("fused+muon")
-      const std::string path = std::string(fused ? "fused" : "reference") + (optimizers.size() > 1 ? "+" + to_string(optimizer) : "");
-      std::snprintf(line, sizeof line, "%-9s  %-9s %10.0f %9.1f %15.1f %21.1f %5.1f%% %18.0f %14.0f\n", to_string(precision).c_str(),
-                    path.c_str(), r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
-                    r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
-      out << line;
-      {
-        const MemoryPlan plan = plan_memory(c, Layout{}, step_path_here(c));
-        r.held_mib = persistent_mib;
-        r.step_mib = step_tensors_mib;
-        r.held_plan_mib = plan.persistent() / (1 << 20);
-        r.step_plan_mib = plan.step() / (1 << 20);
-        std::snprintf(line, sizeof line,
-                      "  tensor memory, planned / measured: %.1f / %.1f MiB held between steps, a step adds %.1f / %.1f "
-                      "MiB (%+.0f%%), peak %.1f / %.1f MiB (%+.0f%%)\n",
-                      r.held_plan_mib, r.held_mib, r.step_plan_mib, r.step_mib, 100.0 * (r.step_plan_mib / r.step_mib - 1),
-                      r.held_plan_mib + r.step_plan_mib, r.held_mib + r.step_mib,
-                      100.0 * ((r.held_plan_mib + r.step_plan_mib) / (r.held_mib + r.step_mib) - 1));
-        out << line;
-      }
-      std::snprintf(line, sizeof line, "  optimizer step (%s): %.2f ms, %.1f%% of the step\n",
-                    optimizer == Optimizer::muon ? "Muon on the blocks' matrices, AdamW on the rest" : "AdamW", r.optimizer_ms,
-                    100.0 * r.optimizer_ms / r.step_ms);
-      out << line;
-      const double floor_s = measure_weight_matmuls(c, fused);
-      std::snprintf(line, sizeof line, "  the step's weight matmuls alone: %.1f ms (%.0f%% of the step), a ceiling of %.0f tokens/s\n",
-                    1e3 * floor_s, 100.0 * floor_s / (r.step_ms / 1e3), static_cast<double>(c.tokens_per_step()) / floor_s);
-      out << line << std::flush;
-      if (c.model.moe()) {
-        bench_moe(c, precision, r.step_ms, out);
-      }
-      if (settings.profile) {
-        double total = 0;
-        for (double t : times) {
-          total += t;
-        }
-        print_profile(settings.steps, total / static_cast<double>(settings.steps), out);
-      }
-      results.push_back(r);
-    }
     }
     if (settings.fused.size() == 2 && optimizers.size() == 1) {
       // The last two results are this precision's, in the order of settings.fused.
@@ -557,40 +595,22 @@ std::vector<BenchResult> run_bench(const RunConfig& base, const BenchSettings& s
       const BenchResult& b = results.back();
       const BenchResult& fused = a.fused ? a : b;
       const BenchResult& reference = a.fused ? b : a;
+      char line[160];
       std::snprintf(line, sizeof line, "  fused / reference: %.2f× tokens/s (%.0f / %.0f)\n",
                     fused.tokens_per_s / reference.tokens_per_s, fused.tokens_per_s, reference.tokens_per_s);
       out << line;
     }
     if (!settings.nanogpt.empty()) {
-      RunConfig c = base;
-      c.model.vocab_size = data->vocab_size;
+      RunConfig plain = base;
+      plain.model.vocab_size = data->vocab_size;
       // the last path measured (fused, by default), with the first optimizer timed
-      const BenchResult& ours = results[results.size() - optimizers.size()];
-      for (const bool compile : {false, true}) {
-        NanoGptRun run;
-        run.python = settings.python;
-        run.model_py = settings.nanogpt;
-        run.precision = precision;
-        run.compile = compile;
-        run.steps = settings.steps;
-        run.warmup = settings.warmup;
-        run.threads = at::get_num_threads();
-        const NanoGptResult r = run_nanogpt(c, run);
-        if (!r.error.empty()) {
-          out << "  " << nanogpt_label(r, compile) << ": no figure — " << r.error << "\n";
-          continue;
-        }
-        std::snprintf(line, sizeof line, "  %s: %.0f tokens/s, %.1f ms a step (median of %lld); sweep %s / nanoGPT: %.2f×\n",
-                      nanogpt_label(r, compile).c_str(), r.tokens_per_s, r.step_ms, static_cast<long long>(settings.steps),
-                      ours.fused ? "fused" : "reference", ours.tokens_per_s / r.tokens_per_s);
-        out << line << std::flush;
-      }
+      compare_with_nanogpt(plain, precision, settings, results[results.size() - optimizers.size()], out);
     }
     if (settings.ops) {
-      RunConfig c = base;
-      c.train.precision = precision;
-      c.model.vocab_size = data->vocab_size;
-      bench_ops(c, precision, out);
+      RunConfig ops = base;
+      ops.train.precision = precision;
+      ops.model.vocab_size = data->vocab_size;
+      bench_ops(ops, precision, out);
     }
     out << std::flush;
   }
