@@ -61,6 +61,19 @@ ZipReader::ZipReader(const std::string& path) : m_path(path) {
     throw Error(path + ": not a regular file — give a state dict file", Exit::bad_input);
   }
   m_size = static_cast<uint64_t>(st.st_size);
+  const auto [dir, count] = central_directory();
+  size_t at = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    ZipEntry e = read_entry(dir, at, i);
+    if (!m_by_name.emplace(e.name, m_entries.size()).second) {
+      throw Error(path + ": two entries named '" + e.name + "' — damaged or crafted", Exit::bad_input);
+    }
+    m_entries.push_back(std::move(e));
+  }
+  check_no_overlap();
+}
+
+std::pair<std::string, uint64_t> ZipReader::central_directory() const {
   // The end-of-central-directory record: in the last 22 + 65535 bytes (its comment's room).
   const uint64_t tail_size = std::min<uint64_t>(m_size, 22 + 65535);
   const std::string tail = pread_exact(m_size - tail_size, tail_size, "its end");
@@ -72,7 +85,7 @@ ZipReader::ZipReader(const std::string& path) : m_path(path) {
     }
   }
   if (end == std::string::npos) {
-    throw Error(path + ": not a zip archive (no end of central directory) — PyTorch's files are; it is damaged or "
+    throw Error(m_path + ": not a zip archive (no end of central directory) — PyTorch's files are; it is damaged or "
                 "another format",
                 Exit::bad_input);
   }
@@ -80,86 +93,85 @@ ZipReader::ZipReader(const std::string& path) : m_path(path) {
   const uint64_t end_offset = m_size - tail_size + end;
   if (count == 0xFFFF || dir_size == 0xFFFFFFFF || dir_offset == 0xFFFFFFFF) {  // ZIP64: its locator just before
     if (end_offset < 20) {
-      throw Error(path + ": a ZIP64 archive without its locator — damaged", Exit::bad_input);
+      throw Error(m_path + ": a ZIP64 archive without its locator — damaged", Exit::bad_input);
     }
     const std::string locator = pread_exact(end_offset - 20, 20, "its ZIP64 locator");
     if (u32(locator, 0) != k_locator64_sig) {
-      throw Error(path + ": a ZIP64 archive without its locator — damaged", Exit::bad_input);
+      throw Error(m_path + ": a ZIP64 archive without its locator — damaged", Exit::bad_input);
     }
     const std::string end64 = pread_exact(u64(locator, 8), 56, "its ZIP64 end record");
     if (u32(end64, 0) != k_end64_sig) {
-      throw Error(path + ": its ZIP64 end record is not where its locator says — damaged", Exit::bad_input);
+      throw Error(m_path + ": its ZIP64 end record is not where its locator says — damaged", Exit::bad_input);
     }
     count = u64(end64, 32);
     dir_size = u64(end64, 40);
     dir_offset = u64(end64, 48);
   }
   if (dir_offset > m_size || dir_size > m_size - dir_offset || count > dir_size / 46) {
-    throw Error(path + ": its central directory lies outside the file — damaged or cut short", Exit::bad_input);
+    throw Error(m_path + ": its central directory lies outside the file — damaged or cut short", Exit::bad_input);
   }
-  const std::string dir = pread_exact(dir_offset, dir_size, "its central directory");
-  size_t at = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    if (at + 46 > dir.size() || u32(dir, at) != k_central_sig) {
-      throw Error(path + ": its central directory is damaged (entry " + std::to_string(i) + ")", Exit::bad_input);
-    }
-    const uint16_t method = u16(dir, at + 10), name_len = u16(dir, at + 28), extra_len = u16(dir, at + 30),
-                   comment_len = u16(dir, at + 32);
-    const uint16_t flags = u16(dir, at + 8);
-    if (at + 46 + name_len + extra_len + comment_len > dir.size()) {
-      throw Error(path + ": its central directory is damaged (entry " + std::to_string(i) + ")", Exit::bad_input);
-    }
-    ZipEntry e;
-    e.name = dir.substr(at + 46, name_len);
-    e.crc = u32(dir, at + 16);
-    uint64_t compressed = u32(dir, at + 20), size = u32(dir, at + 24), local = u32(dir, at + 42);
-    // ZIP64 sizes and offset, in the order of the fields that are full
-    for (size_t x = at + 46 + name_len; x + 4 <= at + 46 + name_len + extra_len;) {
-      const uint16_t id = u16(dir, x), len = u16(dir, x + 2);
-      if (x + 4 + len > at + 46 + name_len + extra_len) {
-        break;
-      }
-      if (id == 1) {
-        size_t f = x + 4;
-        auto next = [&](uint64_t& field) {
-          if (field == 0xFFFFFFFF && f + 8 <= x + 4 + len) {
-            field = u64(dir, f);
-            f += 8;
-          }
-        };
-        next(size);
-        next(compressed);
-        next(local);
-      }
-      x += 4 + static_cast<size_t>(len);
-    }
-    if (method != 0 || compressed != size || (flags & 1) != 0) {
-      throw Error(path + ": entry '" + e.name + "' is compressed or encrypted — PyTorch stores its entries as they are; "
-                  "not a PyTorch file",
-                  Exit::bad_input);
-    }
-    if (local > m_size || m_size - local < 30) {
-      throw Error(path + ": entry '" + e.name + "' lies outside the file — damaged or cut short", Exit::bad_input);
-    }
-    const std::string header = pread_exact(local, 30, "the header of '" + e.name + "'");
-    if (u32(header, 0) != k_local_sig) {
-      throw Error(path + ": entry '" + e.name + "' has no header where the directory says — damaged", Exit::bad_input);
-    }
-    e.header_offset = local;
-    e.data_offset = local + 30 + u16(header, 26) + u16(header, 28);
-    e.size = size;
-    if (e.data_offset > m_size || e.size > m_size - e.data_offset) {
-      throw Error(path + ": entry '" + e.name + "' (" + std::to_string(e.size) + " bytes) runs past the end of the " +
-                      "file — cut short",
-                  Exit::bad_input);
-    }
-    if (!m_by_name.emplace(e.name, m_entries.size()).second) {
-      throw Error(path + ": two entries named '" + e.name + "' — damaged or crafted", Exit::bad_input);
-    }
-    m_entries.push_back(std::move(e));
-    at += 46 + static_cast<size_t>(name_len) + extra_len + comment_len;
+  return {pread_exact(dir_offset, dir_size, "its central directory"), count};
+}
+
+ZipEntry ZipReader::read_entry(const std::string& dir, size_t& at, uint64_t i) const {
+  if (at + 46 > dir.size() || u32(dir, at) != k_central_sig) {
+    throw Error(m_path + ": its central directory is damaged (entry " + std::to_string(i) + ")", Exit::bad_input);
   }
-  // Each entry's header and bytes apart from every other's.
+  const uint16_t method = u16(dir, at + 10), name_len = u16(dir, at + 28), extra_len = u16(dir, at + 30),
+                 comment_len = u16(dir, at + 32);
+  const uint16_t flags = u16(dir, at + 8);
+  if (at + 46 + name_len + extra_len + comment_len > dir.size()) {
+    throw Error(m_path + ": its central directory is damaged (entry " + std::to_string(i) + ")", Exit::bad_input);
+  }
+  ZipEntry e;
+  e.name = dir.substr(at + 46, name_len);
+  e.crc = u32(dir, at + 16);
+  uint64_t compressed = u32(dir, at + 20), size = u32(dir, at + 24), local = u32(dir, at + 42);
+  // ZIP64 sizes and offset, in the order of the fields that are full
+  for (size_t x = at + 46 + name_len; x + 4 <= at + 46 + name_len + extra_len;) {
+    const uint16_t id = u16(dir, x), len = u16(dir, x + 2);
+    if (x + 4 + len > at + 46 + name_len + extra_len) {
+      break;
+    }
+    if (id == 1) {
+      size_t f = x + 4;
+      auto next = [&](uint64_t& field) {
+        if (field == 0xFFFFFFFF && f + 8 <= x + 4 + len) {
+          field = u64(dir, f);
+          f += 8;
+        }
+      };
+      next(size);
+      next(compressed);
+      next(local);
+    }
+    x += 4 + static_cast<size_t>(len);
+  }
+  if (method != 0 || compressed != size || (flags & 1) != 0) {
+    throw Error(m_path + ": entry '" + e.name + "' is compressed or encrypted — PyTorch stores its entries as they are; "
+                "not a PyTorch file",
+                Exit::bad_input);
+  }
+  if (local > m_size || m_size - local < 30) {
+    throw Error(m_path + ": entry '" + e.name + "' lies outside the file — damaged or cut short", Exit::bad_input);
+  }
+  const std::string header = pread_exact(local, 30, "the header of '" + e.name + "'");
+  if (u32(header, 0) != k_local_sig) {
+    throw Error(m_path + ": entry '" + e.name + "' has no header where the directory says — damaged", Exit::bad_input);
+  }
+  e.header_offset = local;
+  e.data_offset = local + 30 + u16(header, 26) + u16(header, 28);
+  e.size = size;
+  if (e.data_offset > m_size || e.size > m_size - e.data_offset) {
+    throw Error(m_path + ": entry '" + e.name + "' (" + std::to_string(e.size) + " bytes) runs past the end of the " +
+                    "file — cut short",
+                Exit::bad_input);
+  }
+  at += 46 + static_cast<size_t>(name_len) + extra_len + comment_len;
+  return e;
+}
+
+void ZipReader::check_no_overlap() const {
   std::vector<const ZipEntry*> by_offset;
   for (const auto& e : m_entries) {
     by_offset.push_back(&e);
@@ -168,7 +180,7 @@ ZipReader::ZipReader(const std::string& path) : m_path(path) {
             [](const ZipEntry* a, const ZipEntry* b) { return a->header_offset < b->header_offset; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     if (by_offset[i - 1]->data_offset + by_offset[i - 1]->size > by_offset[i]->header_offset) {
-      throw Error(path + ": entries '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
+      throw Error(m_path + ": entries '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
                       "' overlap — damaged or crafted",
                   Exit::bad_input);
     }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace sweep {
@@ -45,6 +46,12 @@ class ZipReader {
   std::vector<ZipEntry> m_entries;
   std::unordered_map<std::string, size_t> m_by_name;
   std::string pread_exact(uint64_t offset, uint64_t size, const std::string& what) const;
+  // The central directory's bytes and its entry count, from the end record (ZIP64's too).
+  std::pair<std::string, uint64_t> central_directory() const;
+  // Entry i of the directory at `at` (moved past it), its header and bytes inside the file.
+  ZipEntry read_entry(const std::string& dir, size_t& at, uint64_t i) const;
+  // Each entry's header and bytes apart from every other's.
+  void check_no_overlap() const;
 };
 
 // CRC-32 (ISO-HDLC, zip's) of `size` bytes, continuing from `crc` (0 to start).
