@@ -41,11 +41,20 @@ for id in "${ids[@]}"; do
     files+=("runs/$id/$f")
   done
 done
-mkdir -p "$(dirname "$out")"
-tmp=$(mktemp "$(dirname "$out")/.runs.XXXXXX")
+folder=$(dirname "$out")
+mkdir -p "$folder"
+# Written beside the archive under this process's id, then renamed over it: a kill leaves the old
+# archive whole. What a killed one left (its process gone) goes.
+for stale in "$folder"/.runs.*.tmp; do
+  [ -e "$stale" ] || continue
+  pid=${stale##*/.runs.}
+  pid=${pid%.tmp}
+  kill -0 "$pid" 2>/dev/null || rm -f "$stale"
+done
+tmp="$folder/.runs.$$.tmp"
 trap 'rm -f "$tmp"' EXIT
 tar czf "$tmp" -C "$results" --owner=0 --group=0 --mtime=@0 --sort=name "${files[@]}"
-chmod 644 "$tmp"  # mktemp made it private; the archive is meant to be shared
+chmod 644 "$tmp"  # the archive is meant to be shared, whatever the umask
 mv "$tmp" "$out"
 trap - EXIT
 echo "results-archive: $out: sweep $sweep, ${#ids[@]} finished runs ($(du -h "$out" | cut -f1))"

@@ -26,6 +26,17 @@ diff before.txt other/after.txt || fail "the restored results report otherwise"
 (cd other && "$SWEEP" run ../s.yaml --results res --devices cpu:2x1 > run.txt 2>&1) || fail "run in the restored: $(cat other/run.txt)"
 grep -q "4 already finished, 0 to run" other/run.txt || fail "the restored runs trained again: $(cat other/run.txt)"
 
+# a temp a killed archive left (its process gone) is removed by the next; a live one's is not
+sleep 60 & live=$!
+sh -c 'exit 0' & dead=$!
+wait "$dead"
+touch "kept/.runs.$dead.tmp" "kept/.runs.$live.tmp"
+"$archive" arch --results res --out kept/runs.tar.gz > archive.txt || fail "archive again: $(cat archive.txt)"
+[ ! -e "kept/.runs.$dead.tmp" ] || fail "a killed archive's temp was left"
+[ -e "kept/.runs.$live.tmp" ] || fail "a running archive's temp was removed"
+kill "$live"
+[ "$(stat -c %a kept/runs.tar.gz)" = 644 ] || fail "the archive is not readable by all: $(stat -c %a kept/runs.tar.gz)"
+
 expect_rc 2 "$archive" nosuch --results res 2> bad.txt
 grep -q "no sweep nosuch" bad.txt || fail "unknown sweep: $(cat bad.txt)"
 expect_rc 2 "$archive" arch --results nowhere 2> bad.txt
