@@ -88,15 +88,28 @@ std::vector<double> number_list(const std::string& option, const std::string& te
   return out;
 }
 
+// The named sweep's study at its base value, whose noise a simulation takes. A scale ladder's
+// rungs each have noise of their own: refused, with what to do instead.
+ReportInput study_to_simulate(const CalibrateOptions& o) {
+  std::unique_ptr<Store> store;
+  const std::string sweep = sweep_to_read(o.results, o.sweep, store);
+  ReportInput input = base_value_input(load_report_input(*store, sweep, "test_loss", ""));
+  if (input.ladder) {
+    throw Error("calibrate: sweep " + sweep + " is a scale ladder, each rung with noise of its own — pass one rung's "
+                    "σ, ρ and δ (`sweep report " + sweep + "` prints them) as --sigma, --rho and --min-effect without "
+                    "the sweep's name; `sweep calibrate --backtest` simulates whole ladders",
+                Exit::bad_input);
+  }
+  return input;
+}
+
 // --tune: simulated bowls; σ, ρ, δ, the seeds and arms from the options, else the named sweep's
 // results, else TunedCalibrationSetup's defaults.
 Exit run_tuned_calibration(const CalibrateOptions& o) {
   TunedCalibrationSetup tuned;
   if (!o.sweep.empty()) {
-    std::unique_ptr<Store> store;
-    const std::string sweep = sweep_to_read(o.results, o.sweep, store);
     // a tune axis: the noise and the arms of the study at the base value, not every value's variants
-    const ReportInput input = base_value_input(load_report_input(*store, sweep, "test_loss", ""));
+    const ReportInput input = study_to_simulate(o);
     const CalibrationSetup from = setup_from(analyze(input), input);
     tuned.sigma = from.sigma;
     tuned.rho = from.rho;
@@ -134,6 +147,12 @@ Exit run_calibrate(const CalibrateOptions& o) {
     return run_tuned_calibration(o);
   }
   if (o.backtest) {
+    if (!o.sweep.empty()) {
+      throw Error("calibrate --backtest simulates ladders of its own (--sigma, --seeds, --interventions, --rungs, "
+                  "--bend): it takes no sweep — drop " + o.sweep + ", or `sweep backtest " + o.sweep +
+                      "` for that ladder's own backtest",
+                  Exit::bad_input);
+    }
     BacktestCalibrationSetup b;
     b.sigma = o.sigma > 0 ? o.sigma : b.sigma;
     b.seeds = o.seeds > 0 ? o.seeds : b.seeds;
@@ -147,9 +166,7 @@ Exit run_calibrate(const CalibrateOptions& o) {
   }
   CalibrationSetup setup;
   if (!o.sweep.empty()) {
-    std::unique_ptr<Store> store;
-    const std::string sweep = sweep_to_read(o.results, o.sweep, store);
-    const ReportInput input = base_value_input(load_report_input(*store, sweep, "test_loss", ""));
+    const ReportInput input = study_to_simulate(o);
     setup = setup_from(analyze(input), input);
   } else if (o.sigma <= 0 || o.rho > 1 || o.min_effect <= 0) {
     throw Error("calibrate: name a sweep whose results give the noise, or pass --sigma, --rho and --min-effect",

@@ -40,6 +40,9 @@ inline CLI::Validator at_least(double min, bool strictly = false) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         const auto v = validate::number(text);
+        if (v && !std::isfinite(*v)) {
+          return "'" + text + "' is not a finite number";
+        }
         return v && (strictly ? *v > min : *v >= min)
                    ? ""
                    : "'" + text + "' is not a number " + (strictly ? "above " : "of at least ") + bound;

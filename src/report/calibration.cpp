@@ -129,9 +129,13 @@ CalibrationSetup setup_from(const Analysis& a, const ReportInput& in) {
   CalibrationSetup s;
   s.alpha = in.alpha;
   s.sigma = a.noise.sigma;
-  const auto base = seed_values(std::find_if(in.variants.begin(), in.variants.end(), [&](const VariantRuns& v) {
-                                  return v.name == in.baseline;
-                                })->runs);
+  const auto baseline = std::find_if(in.variants.begin(), in.variants.end(),
+                                     [&](const VariantRuns& v) { return v.name == in.baseline; });
+  if (baseline == in.variants.end()) {
+    throw Error("sweep " + in.sweep + " has no variant named " + in.baseline + " (its baseline) to take the noise from",
+                Exit::bad_input);
+  }
+  const auto base = seed_values(baseline->runs);
   std::vector<double> sd_differences;
   for (const auto& v : in.variants) {
     if (v.name == in.baseline) {

@@ -71,6 +71,10 @@ expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=0,0,1,2 2> err.
 grep -q "the value 0 is in the grid twice" err.txt || fail "calibrate --tune-grid 0,0,1,2: $(cat err.txt)"
 expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=1,2,3 2> err.txt
 grep -q "3 or more values with the base value among them" err.txt || fail "calibrate --tune-grid 1,2,3: $(cat err.txt)"
+for option in --sigma --curvature --asymmetry --run-sigma --min-effect; do  # no infinite noise, bowl or effect
+  expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 "$option" inf 2> err.txt
+  grep -q "'inf' is not a finite number" err.txt || fail "calibrate --tune $option inf: $(cat err.txt)"
+done
 
 # Bad tune axes: file:line:col, nothing written
 cp tune.yaml bad.yaml
