@@ -2,7 +2,8 @@
 # A study's raw results as one file that travels (committed beside its report, copied off a
 # cluster): the sweep file as it was run (with what `sweep run` saved beside it: the kind of
 # device, --until-decided's design and the seeds its rounds added) and, for each of its finished
-# runs, config.yaml and events.jsonl — everything `sweep report`, `sweep backtest` and `--until-decided` read, without
+# runs (done or diverged, as `sweep run` counts them), config.yaml and events.jsonl — everything
+# `sweep report`, `sweep backtest` and `--until-decided` read, without
 # the checkpoints (a finished run is never trained again). Unfinished runs are left out: they
 # start afresh where the archive is restored.
 #
@@ -29,7 +30,7 @@ db=$results/sweep.db
 [ -f "$results/sweeps/$sweep.yaml" ] || die "$results/sweeps/$sweep.yaml: no sweep $sweep in $results (sweep status lists them)"
 sql_name=${sweep//\'/\'\'}
 mapfile -t ids < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s join runs r on r.run_id = s.run_id
-                                   where s.sweep = '$sql_name' and r.status = 'done' order by r.run_id")
+                                   where s.sweep = '$sql_name' and r.status in ('done', 'diverged') order by r.run_id")
 [ ${#ids[@]} -gt 0 ] || die "sweep $sweep has no finished runs in $results"
 files=("sweeps/$sweep.yaml")
 for extra in device rounds trainer-dir; do  # its device kind, --until-decided's design and added seeds, a trainer's folder

@@ -3,6 +3,7 @@
 // named or every ladder in the results.
 #include <cstdio>
 #include <memory>
+#include <set>
 
 #include "cli/commands.h"
 #include "cli/results.h"
@@ -44,12 +45,27 @@ Exit run_backtest(const BacktestOptions& o) {
   }
   std::vector<BacktestRow> rows;
   std::vector<std::string> without;  // every ladder: those that cannot be backtested, and why
+  std::vector<std::string> partial;  // the ladders with runs still to finish
+  std::set<std::string> seen;
   for (const auto& name : names) {
+    if (!seen.insert(name).second) {
+      continue;  // a ladder named twice is backtested once: its rows would count twice in the pooled row
+    }
     const ReportInput in = load_report_input(*store, name, o.metric, "");
     if (!in.ladder) {
       throw Error("sweep " + in.sweep + " has no scale ladder (no `scale:` section in " + in.file +
                       "): a backtest hides a rung of a ladder and predicts it from the rungs below",
                   Exit::bad_input);
+    }
+    int64_t unfinished = 0;
+    for (const auto& v : in.variants) {
+      for (const auto& r : v.runs) {
+        unfinished += !finished(r.status);
+      }
+    }
+    if (unfinished > 0) {
+      partial.push_back(in.sweep + ": " + plural(unfinished, "run") + " not finished (pending, running or failed) — "
+                        "the backtest changes as they finish");
     }
     const Analysis a = analyze(in);
     const Backtest& b = a.ladder->backtest;
@@ -69,7 +85,8 @@ Exit run_backtest(const BacktestOptions& o) {
     nlohmann::ordered_json j{{"metric", o.metric},
                              {"rows", json_array(rows)},
                              {"pooled", json_of(pool_backtest(rows))},
-                             {"without", without}};
+                             {"without", without},
+                             {"partial", partial}};
     out = j.dump(2) + "\n";
   } else {
     const Rows table = backtest_table(rows);
@@ -77,6 +94,9 @@ Exit run_backtest(const BacktestOptions& o) {
           "\n" + o.metric + ": " + backtest_sentence(rows) + ".\n";
     for (const auto& w : without) {
       out += "not backtested: " + w + "\n";
+    }
+    for (const auto& w : partial) {
+      out += "partial: " + w + "\n";
     }
   }
   std::fputs(out.c_str(), stdout);

@@ -124,6 +124,7 @@ struct MetricSignal {
   double noise = 0;             // the seed-to-seed sd within an arm (pooled)
   double snr = 0;               // signal / noise
   double detectable = 0;        // the improvement these seeds detect with power 0.8, paired (median over the arms)
+  bool compared = false;          // with min_effect: one is declared, in this metric's units (not bits per byte)
   bool hides_min_effect = false;  // detectable > min_effect: too noisy to separate the effect that matters
 };
 

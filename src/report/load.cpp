@@ -100,6 +100,28 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
   return rr;
 }
 
+// A val_lastK needs K evaluations after step 0 in every finished run: a run with fewer has no value,
+// which the report would take for a run without a result. Refused, with the K the runs allow.
+void refuse_short_runs(const ReportInput& in) {
+  const int64_t k = last_k(in.metric);
+  int64_t short_runs = 0, fewest = std::numeric_limits<int64_t>::max();
+  for (const auto& v : in.variants) {
+    for (const auto& r : v.runs) {
+      if (k > 0 && r.status == RunState::done && !r.value) {
+        ++short_runs;
+        fewest = std::min(fewest, trained_evaluations(r));
+      }
+    }
+  }
+  if (short_runs > 0) {
+    throw Error("--metric " + in.metric + ": " + plural(short_runs, "finished run") + " of sweep " + in.sweep +
+                    " evaluated fewer than " + std::to_string(k) + " times after step 0 (the fewest: " +
+                    std::to_string(fewest) + ") — " +
+                    (fewest >= 2 ? "choose K from 2 to " + std::to_string(fewest) : std::string("use val_loss or test_loss")),
+                Exit::bad_input);
+  }
+}
+
 // The parameters a trainer of the user's said it has: its last start event's `params` in the run
 // folder's events.jsonl (0: not said).
 double params_said(const std::string& run_dir) {
@@ -245,6 +267,7 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   for (const auto& v : info->variants) {
     in.variants.push_back(variant_runs(store, rows, v, metric, before));
   }
+  refuse_short_runs(in);
   in.references = store.references(sweep);
   epoch_note(in);
   if (!noise_from.empty()) {

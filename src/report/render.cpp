@@ -504,6 +504,13 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   j["design"] = design_json(a);
   j["noise"] = json_of(a.noise);
   j["metric_signal"] = json_array(a.signals);
+  if (a.ladder) {  // each rung is a study of its own, with its own signal (the whole sweep's is empty)
+    nlohmann::ordered_json by_rung = nlohmann::ordered_json::object();
+    for (size_t k = 0; k < a.rungs.size(); ++k) {
+      by_rung[a.ladder->rungs[k].name] = json_array(a.rungs[k].signals);
+    }
+    j["metric_signal_by_rung"] = by_rung;
+  }
   std::map<std::string, const VariantRuns*> runs;
   for (const auto& v : in.variants) {
     runs[v.name] = &v;

@@ -56,7 +56,8 @@ nlohmann::ordered_json json_of(const MetricSignal& m) {
           {"noise", number_or_null(m.noise)},
           {"snr", number_or_null(m.snr)},
           {"detectable", number_or_null(m.detectable)},
-          {"hides_min_effect", m.hides_min_effect}};
+          // null: not compared (no min_effect, or one in nats against bits per byte)
+          {"hides_min_effect", m.compared ? nlohmann::ordered_json(m.hides_min_effect) : nlohmann::ordered_json()}};
 }
 
 nlohmann::ordered_json json_of(const ReportRun& r) {

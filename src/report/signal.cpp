@@ -14,7 +14,8 @@ namespace {
 
 constexpr int64_t k_last_most = 100;
 
-// K of "val_lastK", or 0 when the name is not one.
+}  // namespace
+
 int64_t last_k(const std::string& metric) {
   const std::string prefix = "val_last";
   if (metric.rfind(prefix, 0) != 0 || metric.size() == prefix.size() || metric.size() > prefix.size() + 3) {
@@ -28,7 +29,10 @@ int64_t last_k(const std::string& metric) {
   return k >= 2 && k <= k_last_most ? k : 0;
 }
 
-}  // namespace
+int64_t trained_evaluations(const ReportRun& run) {
+  return std::count_if(run.val_curve.begin(), run.val_curve.end(),
+                       [](const std::pair<int64_t, double>& p) { return p.first > 0; });
+}
 
 bool known_metric(const std::string& metric) {
   return metric == "test_loss" || metric == "test_bpb" || metric == "val_loss" || last_k(metric) > 0;
@@ -47,7 +51,7 @@ std::optional<double> metric_value(const ReportRun& r, const std::string& metric
     return r.val_loss;
   }
   const int64_t k = last_k(metric);
-  if (k == 0 || static_cast<int64_t>(r.val_curve.size()) < k) {
+  if (k == 0 || trained_evaluations(r) < k) {
     return std::nullopt;
   }
   double sum = 0;
@@ -123,8 +127,8 @@ std::vector<MetricSignal> metric_signals(const ReportInput& in) {
     sig.snr = sig.noise > 0 ? sig.signal / sig.noise : k_nan;
     sig.detectable = percentile(detectable, 0.5);
     // min_effect is in nats per token: comparable with the losses, not with bits per byte
-    sig.hides_min_effect = in.design.min_effect > 0 && metric != "test_bpb" && std::isfinite(sig.detectable) &&
-                           sig.detectable > in.design.min_effect;
+    sig.compared = in.design.min_effect > 0 && metric != "test_bpb";
+    sig.hides_min_effect = sig.compared && std::isfinite(sig.detectable) && sig.detectable > in.design.min_effect;
     out.push_back(sig);
   }
   // highest first; equal to 6 significant digits is a tie, kept in the order above

@@ -90,6 +90,17 @@ PY
 expect_rc 2 "$SWEEP" backtest nosuch --results res 2> bad.txt
 grep -q "nosuch" bad.txt || fail "backtest of an unknown sweep: $(cat bad.txt)"
 expect_rc 2 "$SWEEP" backtest --results res --metric bits 2> bad.txt
+# a ladder named twice is backtested once
+"$SWEEP" backtest lad lad --results res > twice.txt || fail "sweep backtest lad lad: $(cat twice.txt)"
+diff backtest.txt twice.txt || fail "a ladder named twice counted twice"
+# a val_lastK the runs did not evaluate often enough for: refused, with the K they allow
+expect_rc 2 "$SWEEP" backtest lad --results res --metric val_last100 2> bad.txt
+grep -q "evaluated fewer than 100 times after step 0 (the fewest: [0-9]*) — " bad.txt || fail "val_last100: $(cat bad.txt)"
+# calibrate takes no ladder's noise (each rung has its own), and --backtest no sweep at all
+expect_rc 2 "$SWEEP" calibrate lad --results res --replicates 2 2> bad.txt
+grep -q "sweep lad is a scale ladder, each rung with noise of its own" bad.txt || fail "calibrate of a ladder: $(cat bad.txt)"
+expect_rc 2 "$SWEEP" calibrate --backtest lad --results res --replicates 2 2> bad.txt
+grep -q "it takes no sweep" bad.txt || fail "calibrate --backtest with a sweep: $(cat bad.txt)"
 
 # --until-decided on a ladder: undecided rungs get seeds, each rung's baseline with them
 "$SWEEP" run ladder.yaml --results res --devices cpu:2x1 --until-decided --max-seeds 4 > more.txt ||
