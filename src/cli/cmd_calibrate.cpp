@@ -34,9 +34,9 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("--better-by-alpha", o.better_by_alpha, "--better-by's level (default: the sweep's, else 0.05)")
       ->check(between(0.0001, 0.5));
   cmd->add_option("--seeds", o.seeds, "Declared seeds (default: the sweep's, else 3)")->check(CLI::Range(2, 1000));
-  cmd->add_option("--max-seeds", o.max_seeds, "--until-decided's cap (default: the sweep's, else 4 × seeds)")
+  cmd->add_option("--max-seeds", o.max_seeds, "--until-decided's cap (default: the sweep's, else 4 × seeds; --tune: none, the fixed design only)")
       ->check(CLI::Range(2, 1000));
-  cmd->add_option("--interventions", o.interventions, "Interventions per study (default: the sweep's, else 1)")
+  cmd->add_option("--interventions", o.interventions, "Interventions per study (default: the sweep's, else 1; --tune 4, --backtest 3)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--effects", o.effects, "True improvements, in multiples of δ, comma-separated")->capture_default_str();
   cmd->add_option("--replicates", o.replicates, "Studies per effect")->check(CLI::Range(1, 1000000))->capture_default_str();
