@@ -157,7 +157,8 @@ CalibrationSetup setup_from(const Analysis& a, const ReportInput& in) {
                 Exit::bad_input);
   }
   const double sd_d = percentile(sd_differences, 0.5);
-  s.rho = std::clamp(1 - sd_d * sd_d / (2 * s.sigma * s.sigma), -0.99, 0.9999);
+  const double implied = 1 - sd_d * sd_d / (2 * s.sigma * s.sigma);  // from var(d) = 2σ²(1 − ρ)
+  s.rho = std::clamp(implied, -0.99, 0.9999);
   s.min_effect = in.design.min_effect > 0 ? in.design.min_effect : a.suggested_min_effect;
   s.better_by = in.design.better_by;
   s.better_by_alpha = in.design.better_by_alpha;
@@ -165,7 +166,11 @@ CalibrationSetup setup_from(const Analysis& a, const ReportInput& in) {
   s.max_seeds = in.design.sequential() ? in.design.max_seeds : 4 * s.seeds;
   s.interventions = static_cast<int64_t>(in.variants.size()) - 1;
   s.source = "sweep " + in.sweep + ": σ = " + format_number("%.4g", s.sigma) + " (its baseline's seeds), the median sd of an "
-             "intervention's paired differences " + format_number("%.4g", sd_d) + " (ρ = " + format_number("%.4f", s.rho) + ")";
+             "intervention's paired differences " + format_number("%.4g", sd_d) + " (ρ = " + format_number("%.4f", s.rho) +
+             (s.rho != implied ? ", held in [−0.99, 0.9999]: the two imply " + format_number("%.3g", implied) +
+                                     " — the interventions' seeds vary more than the baseline's; pass --sigma and --rho"
+                               : "") +
+             ")";
   return s;
 }
 
