@@ -152,6 +152,8 @@ BacktestPooled pool_backtest(const std::vector<BacktestRow>& rows) {
   p.trend_accuracy = Tally::share(tally.trend_pairs, tally.pairs);
   p.single_accuracy = Tally::share(tally.single_pairs, tally.pairs);
   p.coverage = Tally::share(tally.covered, tally.intervals);
+  p.intervals = static_cast<int64_t>(tally.intervals);
+  p.covered = static_cast<int64_t>(tally.covered);
   return p;
 }
 
@@ -167,21 +169,12 @@ std::string backtest_sentence(const std::vector<BacktestRow>& rows) {
   const std::string figures = "decision accuracy " + share_text(p.trend_accuracy) + " by the trend against " +
                               share_text(p.single_accuracy) + " by the single-scale rule " + over +
                               (p.trend_accuracy == p.single_accuracy ? " (a tie)" : "");
-  int64_t intervals = 0, covered = 0;
-  for (const auto& r : rows) {
-    for (const auto& q : r.predictions) {
-      if (std::isfinite(q.pi_low) && std::isfinite(q.pi_high)) {
-        ++intervals;
-        covered += q.pi_low <= q.measured && q.measured <= q.pi_high;
-      }
-    }
-  }
   // on synthetic straight trends the intervals cover ≥ 90% (sweep calibrate --backtest)
   const std::string coverage =
-      intervals == 0 ? ""
-                     : "; the trend's 95% intervals covered the hidden rung's mean in " + std::to_string(covered) + " of " +
-                           std::to_string(intervals) +
-                           (static_cast<double>(covered) < 0.9 * static_cast<double>(intervals)
+      p.intervals == 0 ? ""
+                       : "; the trend's 95% intervals covered the hidden rung's mean in " + std::to_string(p.covered) +
+                             " of " + std::to_string(p.intervals) +
+                             (static_cast<double>(p.covered) < 0.9 * static_cast<double>(p.intervals)
                                 ? " — less than straight trends give (≥ 0.90, sweep calibrate --backtest): the trend bends, "
                                   "or the hidden rungs are noisier than the rungs below"
                                 : "");

@@ -23,6 +23,7 @@ Backtest backtest_ladder(const LadderSummary& ladder, const std::string& sweep);
 // Rows pooled: every prediction and arm pair counted once.
 struct BacktestPooled {
   int64_t rows = 0, predictions = 0, arm_pairs = 0;
+  int64_t intervals = 0, covered = 0;  // the trend's intervals, and those covering the hidden rung's mean
   double trend_sign = 0, single_sign = 0, trend_accuracy = 0, single_accuracy = 0, coverage = 0;
 };
 BacktestPooled pool_backtest(const std::vector<BacktestRow>& rows);

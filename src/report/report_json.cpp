@@ -273,7 +273,9 @@ nlohmann::ordered_json json_of(const BacktestPooled& p) {
           {"sign_single_scale", number_or_null(p.single_sign)},
           {"accuracy_trend", number_or_null(p.trend_accuracy)},
           {"accuracy_single_scale", number_or_null(p.single_accuracy)},
-          {"coverage", number_or_null(p.coverage)}};
+          {"coverage", number_or_null(p.coverage)},
+          {"intervals", p.intervals},
+          {"covered", p.covered}};
 }
 
 nlohmann::ordered_json json_of(const LadderSummary& l) {

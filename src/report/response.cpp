@@ -135,13 +135,9 @@ void local_best_interval(OptimumFit& f, const std::vector<ResponsePoint>& points
   if (seed_bests.size() < 2) {
     return;
   }
-  double step = 0, previous = std::nan("");
-  for (const double x : xs) {
-    const double t = f.log_x ? std::log(x) : x;
-    if (x >= c.first && x <= c.last && std::isfinite(previous)) {
-      step = std::max(step, t - previous);
-    }
-    previous = x >= c.first && x <= c.last ? t : std::nan("");
+  double step = 0;  // the window's larger step between values, in t
+  for (auto x = xs.lower_bound(c.first); x != xs.end() && *x < c.last; ++x) {
+    step = std::max(step, (f.log_x ? std::log(*std::next(x)) - std::log(*x) : *std::next(x) - *x));
   }
   const Summary spread = summarize(seed_bests);  // its CI: the t interval of the seeds' mean best
   const double half = std::hypot(spread.ci_high - spread.mean, k_best_shape_allowance * step);
