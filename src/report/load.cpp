@@ -104,10 +104,13 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
 // which the report would take for a run without a result. Refused, with the K the runs allow.
 void refuse_short_runs(const ReportInput& in) {
   const int64_t k = last_k(in.metric);
+  if (k == 0) {
+    return;
+  }
   int64_t short_runs = 0, fewest = std::numeric_limits<int64_t>::max();
   for (const auto& v : in.variants) {
     for (const auto& r : v.runs) {
-      if (k > 0 && r.status == RunState::done && !r.value) {
+      if (r.status == RunState::done && !r.value) {
         ++short_runs;
         fewest = std::min(fewest, trained_evaluations(r));
       }
