@@ -60,6 +60,19 @@ ToDo runs_to_do(const std::vector<const PlannedRun*>& runs,
   return todo;
 }
 
+double estimated_flops(const PlannedRun& run) {
+  if (run.config.trainer) {
+    return 0;
+  }
+  return model_size(run.config.model).flops_per_token * static_cast<double>(run.config.train.tokens);
+}
+
+void longest_first(std::vector<const PlannedRun*>& runs) {
+  std::stable_sort(runs.begin(), runs.end(), [](const PlannedRun* a, const PlannedRun* b) {
+    return estimated_flops(*a) > estimated_flops(*b);
+  });
+}
+
 Outcome classify_end(const EndFacts& f) {
   const std::string stopped_by_user = "stopped with the sweep; `sweep run` again resumes it";
   // Its end event said done or diverged: that is its result, however the worker ended after it

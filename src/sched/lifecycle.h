@@ -33,6 +33,14 @@ struct ToDo {
 ToDo runs_to_do(const std::vector<const PlannedRun*>& runs,
                 const std::function<PlanState(const std::string& run_id)>& state_of, bool retry_failed);
 
+// A run's training FLOPs from its config (6·N per token and attention, times its tokens): what
+// it costs, to order the queue. 0 when the config does not say (a trainer of the user's own).
+double estimated_flops(const PlannedRun& run);
+// Orders `runs` longest first (plan order among equals): the last runs of a sweep, or of an
+// --until-decided round, are then its shortest, and a slot idles at the end for less — a
+// ladder's top-rung runs, 20× its bottom rung's, no longer start last and train alone.
+void longest_first(std::vector<const PlannedRun*>& runs);
+
 // What is known when a worker has ended.
 struct EndFacts {
   std::optional<int> exit_code;         // nullopt: the executor cannot tell (a batch task that left the queue)

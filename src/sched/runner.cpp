@@ -378,8 +378,9 @@ void SweepRunner::draw() {
 }
 
 void SweepRunner::plan(const std::vector<const PlannedRun*>& runs) {
-  const ToDo todo = runs_to_do(
+  ToDo todo = runs_to_do(
       runs, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);
+  longest_first(todo.runs);
   for (const PlannedRun* run : todo.runs) {
     if (!m_watched.count(run->run_id)) {  // not followed since recovery
       m_queue.push_back(run);
@@ -443,7 +444,7 @@ Exit SweepRunner::run() {
         m_executor->stop(1);  // its words are for Ctrl-C
         say("stopping the sweep: nothing more starts, the running runs checkpoint");
       }
-      // In plan order: the next run starts when the executor has room for it.
+      // In queue order (longest first): the next run starts when the executor has room for it.
       while (!stopping() && !m_queue.empty() && m_executor->can_start(*m_queue.front())) {
         const PlannedRun* run = m_queue.front();
         m_queue.pop_front();

@@ -96,6 +96,38 @@ TEST_CASE("runs_to_do: plan order, each run id once, finished skipped, failed on
   CHECK(retry.failed_before == 0);
 }
 
+TEST_CASE("longest_first: the costliest runs start first, plan order among equals") {
+  auto run = [](const char* id, int64_t layers, int64_t width, int64_t tokens) {
+    PlannedRun r;
+    r.run_id = id;
+    r.config.model.n_layer = layers;
+    r.config.model.n_head = 2;
+    r.config.model.n_embd = width;
+    r.config.train.tokens = tokens;
+    return r;
+  };
+  // a ladder's plan: each variant's rungs bottom up
+  const std::vector<PlannedRun> plan{run("a1", 2, 64, 100'000), run("a2", 4, 256, 1'000'000),
+                                     run("b1", 2, 64, 100'000), run("b2", 4, 256, 1'000'000),
+                                     run("c2", 4, 256, 2'000'000)};
+  CHECK(estimated_flops(plan[1]) > 10 * estimated_flops(plan[0]));
+  CHECK(estimated_flops(plan[4]) == doctest::Approx(2 * estimated_flops(plan[1])));
+  std::vector<const PlannedRun*> runs;
+  for (const auto& r : plan) {
+    runs.push_back(&r);
+  }
+  longest_first(runs);
+  std::string ids;
+  for (const PlannedRun* r : runs) {
+    ids += r->run_id + " ";
+  }
+  CHECK(ids == "c2 a2 b2 a1 b1 ");
+
+  PlannedRun own = run("t", 4, 256, 1'000'000);  // a trainer of the user's own: its cost is not known
+  own.config.trainer = ExternalTrainer{};
+  CHECK(estimated_flops(own) == 0);
+}
+
 TEST_CASE("classify_end: how an ended worker's run goes on") {
   const int ok = static_cast<int>(Exit::ok), diverged = static_cast<int>(Exit::diverged),
             preempted = static_cast<int>(Exit::preempted), bad_input = static_cast<int>(Exit::bad_input);
