@@ -204,6 +204,14 @@ grep -q "did you mean 'fixture'" err.txt || fail "no suggestion for a misspelt s
 expect_rc 2 "$SWEEP" report fixture --metric val_los 2> err.txt
 expect_rc 2 "$SWEEP" report --results nowhere 2> err.txt
 grep -q "no database" err.txt || fail "no clear error without a database"
+# An empty database file (a scheduler killed before its first write): refused, and left empty —
+# reading commands create no schema in it.
+mkdir -p emptydb && : > emptydb/sweep.db
+for cmd in "report" "ls" "status" "backtest"; do
+  expect_rc 2 "$SWEEP" $cmd --results emptydb 2> err.txt
+  grep -q "emptydb/sweep.db is empty (0 bytes)" err.txt || fail "$cmd on an empty database: $(cat err.txt)"
+done
+[ ! -s emptydb/sweep.db ] && [ "$(ls emptydb)" = "sweep.db" ] || fail "a reading command wrote into an empty database"
 touch afile
 expect_rc 2 "$SWEEP" report fixture --out afile 2> err.txt
 grep -q "cannot write the report into afile" err.txt || fail "--out on a file: $(cat err.txt)"
