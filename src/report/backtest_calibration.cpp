@@ -32,7 +32,7 @@ std::vector<BacktestCalibrationRow> calibrate_backtest(const BacktestCalibration
          return level + slope * u + sign * s.bend * u * u / 2;
        }},
       {"crosses 0 between the two largest rungs", [=](double u, double, double slope, double) {
-         const double size = std::max(std::abs(slope), 0.005);
+         const double size = 0.005 + std::abs(slope);  // 0.005–0.015 per decade: no two alike, no tie by construction
          return size * (top - 0.5 - u);  // the sign flips halfway between the rungs top − 1 and top
        }},
   };
@@ -95,7 +95,7 @@ std::string backtest_calibration_markdown(const BacktestCalibrationSetup& s, con
       " each, " + plural(s.seeds, "seed") + " per rung, a seed's paired improvement σ = " + format_number("%g", s.sigma) +
       " around the truth; straight: a level in ±0.02 and a slope in ±0.01 per decade drawn per intervention; bent: "
       "the same plus ±" + format_number("%g", s.bend) + "·u²/2 (u: decades above the smallest rung); crossing: a line "
-      "that is 0 halfway between the two largest rungs. Every rung with 2 or more below it hidden in turn; " +
+      "that is 0 halfway between the two largest rungs, its slope 0.005 + |a drawn slope| per decade (downward). Every rung with 2 or more below it hidden in turn; " +
       std::to_string(s.replicates) + " ladders per row, seed " + std::to_string(s.seed) + ".\n\n";
   out += "| trend | predictions | 95% PI covers | interventions flagged (a hidden rung outside its PI) | sign: trend "
          "| sign: single | accuracy: trend | accuracy: single |\n|:--|--:|--:|--:|--:|--:|--:|--:|\n";
