@@ -72,6 +72,7 @@ Exit run_report(const ReportOptions& o) {
     input.design.min_effect = parse_margin("--min-effect", o.min_effect, o.metric, "the smallest improvement that matters");
     input.min_effect_source = MinEffectSource::option;
   }
+  input.better_by_option = o.better_by_given || o.better_by_alpha > 0;
   if (o.better_by_given) {
     input.design.better_by = parse_margin("--better-by", o.better_by, o.metric, "the margin an improvement must be shown to exceed");
   }

@@ -76,6 +76,7 @@ struct ReportInput {
   double alpha = 0.05;
   SeedDesign design;               // as the sweep was last run; min_effect possibly from --min-effect
   MinEffectSource min_effect_source = MinEffectSource::none;
+  bool better_by_option = false;   // the margin or its level from `sweep report`'s options, not the runner's design
   bool power = true;               // seeds for 80% and detectable effects (the calibration skips them)
   std::vector<std::string> notes;  // what loading found that the reader must know
   std::vector<ReferenceScore> references;  // models the sweep file names as references, as scored
@@ -110,6 +111,8 @@ struct VariantStats {
   std::vector<int64_t> looks;    // --until-decided: the seed counts it was analysed at
   std::string stopped;           // --until-decided: why it has the seeds it has
   bool halted = false;           // --until-decided: a look lacks a result; no seeds are added
+  bool margin_open = false;      // --until-decided: better, its better_by margin neither shown nor out of reach,
+                                 // below the cap: the runner adds seeds for it
   double seed_se = 0;            // standard error of the improvement from seed noise (the test's)
   double test_se = 0;            // ... from the finite test set (paired, test metrics; NaN: unknown)
   double tokens = 0, tokens_per_s = 0, wall_seconds = 0;  // means over runs that report them

@@ -298,9 +298,13 @@ std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, 
   const std::map<std::string, int64_t> want = next_round(a);
   std::vector<PlannedRun> runs;
   std::vector<std::string> undecided, capped;
+  int64_t seeds = 0;  // what each of them gets
   for (const auto& v : a.tuned ? a.tuned->at_best : a.variants) {  // a tune axis: the verdicts at each arm's best
-    if (!v.is_baseline && v.verdict == Verdict::undecided) {
-      (want.count(v.name) ? undecided : capped).push_back(v.name);
+    if (!v.is_baseline && (v.verdict == Verdict::undecided || v.margin_open)) {
+      (want.count(v.name) ? undecided : capped).push_back(v.name + (v.margin_open ? "'s margin" : ""));
+      if (want.count(v.name)) {
+        seeds = want.at(v.name);
+      }
     }
   }
   for (const auto& [variant, n] : want) {
@@ -311,7 +315,7 @@ std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, 
   const std::string cap = std::to_string(a.design.max_seeds);
   if (!undecided.empty()) {
     why = "until decided: " + std::to_string(undecided.size()) + " undecided (" + join(undecided, ", ") + ") — " +
-          std::to_string(want.at(undecided.front())) + " seeds each, and the baseline, of at most " + cap + ": " +
+          std::to_string(seeds) + " seeds each, and the baseline, of at most " + cap + ": " +
           std::to_string(runs.size()) + " runs more";
   } else if (!capped.empty()) {
     why = "until decided: stopped at the cap of " + cap + " seeds, " + std::to_string(capped.size()) +

@@ -57,8 +57,17 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     margin = d.better_by > 0 ? &boundaries(s.looks, n_max, margin_alpha, spending, false) : nullptr;
   }
   s.verdict = Verdict::undecided;
+  const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != MinEffectSource::option;
+  const bool capped = static_cast<int64_t>(seeds.size()) >= d.max_seeds;
+  // The look that decided the verdict ("" while none has). A `better` with a margin to test goes
+  // on looking for the margin — shown, refuted or still open — the verdict staying as decided:
+  // repeated intervals cover at every look at once, so a later look's bound is as valid as the
+  // deciding one's, and the estimate and interval shown are the last look's.
+  std::string decided;
+  size_t decided_look = 0;
   double spent_difference = 0, spent_equivalence = 0, spent_margin = 0;
   for (size_t j = 0; j < s.looks.size(); ++j) {
+    const std::string look = "look " + std::to_string(j + 1);
     std::vector<double> b, v;
     for (int64_t k = 0; k < s.looks[j]; ++k) {
       const SeedKey& seed = seeds[static_cast<size_t>(k)];
@@ -71,10 +80,9 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
                                                                r.status == RunState::failed || r.status == RunState::oom);
         });
         const std::string whose = "seed " + std::to_string(seed.first) + (base.count(seed) ? "" : " of the baseline");
-        s.stopped = ended ? "undecided: look " + std::to_string(j + 1) + " lacks a result for " + whose +
-                                " (diverged or failed) — the design stops there"
-                          : "undecided: look " + std::to_string(j + 1) + " waits for " + whose +
-                                " (not finished: `sweep run` goes on)";
+        const std::string what = decided.empty() ? "undecided: " : decided + "; the margin's ";
+        s.stopped = ended ? what + look + " lacks a result for " + whose + " (diverged or failed) — the design stops there"
+                          : what + look + " waits for " + whose + " (not finished: `sweep run` goes on)";
         s.halted = ended;
         return;
       }
@@ -92,26 +100,50 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     spent_equivalence = now_equivalence;
     spent_margin = now_margin;
     const double half = c.se * diff_c, eq_half = c.se * eq_c;  // se 0: the estimate is exact
-    const double low = c.se == 0 ? c.improvement : c.improvement - half;
-    const double high = c.se == 0 ? c.improvement : c.improvement + half;
-    const bool differs = low > 0 || high < 0;
-    const bool equivalent = d.min_effect > 0 && (c.se == 0 ? std::abs(c.improvement) < d.min_effect
-                                                            : c.improvement - eq_half > -d.min_effect &&
-                                                                  c.improvement + eq_half < d.min_effect);
     s.improvement = c.improvement;
-    s.ci_low = low;
-    s.ci_high = high;
-    if (differs || equivalent) {
+    s.ci_low = c.se == 0 ? c.improvement : c.improvement - half;
+    s.ci_high = c.se == 0 ? c.improvement : c.improvement + half;
+    if (decided.empty()) {
+      const bool differs = s.ci_low > 0 || s.ci_high < 0;
+      const bool equivalent = d.min_effect > 0 && (c.se == 0 ? std::abs(c.improvement) < d.min_effect
+                                                              : c.improvement - eq_half > -d.min_effect &&
+                                                                    c.improvement + eq_half < d.min_effect);
+      if (!differs && !equivalent) {
+        continue;
+      }
       s.verdict = !differs ? Verdict::equivalent : c.improvement > 0 ? Verdict::better : Verdict::worse;
       s.below_min_effect = differs && equivalent;
-      s.better_by = d.better_by > 0 && s.verdict == Verdict::better &&
-                    (c.se == 0 ? c.improvement > d.better_by : c.improvement - c.se * margin_c > d.better_by);
-      s.stopped = "decided at look " + std::to_string(j + 1) + " (" + plural(s.looks[j], "seed") + ")";
+      decided = "decided at " + look + " (" + plural(s.looks[j], "seed") + ")";
+      decided_look = j;
+      s.stopped = decided;
+      if (!(d.better_by > 0 && s.verdict == Verdict::better)) {
+        return;
+      }
+    }
+    // better, with a margin to test: its one-sided repeated bound at this look
+    const double margin_half = c.se == 0 ? 0 : c.se * margin_c;
+    const std::string by = format_number("%g", d.better_by);
+    if (c.improvement - margin_half > d.better_by) {
+      s.better_by = true;
+      s.stopped = decided + (j == decided_look ? ", better by > " + by
+                                               : "; better by > " + by + " at " + look + " (" + plural(s.looks[j], "seed") + ")");
+      return;
+    }
+    if (c.improvement + margin_half <= d.better_by) {  // the margin is out of reach: no seeds more for it
+      s.stopped = decided + "; not better by > " + by + " (at most " +
+                  format_number("%.4f", c.improvement + margin_half) + " at " + look + ")";
       return;
     }
   }
-  const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != MinEffectSource::option;
-  s.stopped = static_cast<int64_t>(seeds.size()) >= d.max_seeds ? "undecided at the cap (" + plural(d.max_seeds, "seed") + ")"
+  if (!decided.empty()) {  // better, its margin open
+    const bool runner_adds = runner_would_add && !in.better_by_option;  // the runner tests the file's margin
+    s.margin_open = !capped && runner_adds;
+    s.stopped = decided + "; its margin open " + (capped ? "at the cap (" + plural(d.max_seeds, "seed") + ")"
+                                                 : "after " + plural(static_cast<int64_t>(seeds.size()), "seed") +
+                                                       (runner_adds ? ": `sweep run --until-decided` adds more" : ""));
+    return;
+  }
+  s.stopped = capped ? "undecided at the cap (" + plural(d.max_seeds, "seed") + ")"
               : runner_would_add ? "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed") +
                                        ": `sweep run --until-decided` adds more"
                                  : "undecided after " + plural(static_cast<int64_t>(seeds.size()), "seed");
@@ -174,7 +206,8 @@ std::map<std::string, int64_t> next_round(const Analysis& a) {
   }
   int64_t most = 0;
   for (const auto& v : a.variants) {
-    if (!v.is_baseline && v.verdict == Verdict::undecided && !v.halted && v.seeds_planned < a.design.max_seeds) {
+    const bool open = v.verdict == Verdict::undecided || v.margin_open;
+    if (!v.is_baseline && open && !v.halted && v.seeds_planned < a.design.max_seeds) {
       const int64_t n = std::min(v.seeds_planned + a.design.first, a.design.max_seeds);
       out[v.name] = n;
       most = std::max(most, n);

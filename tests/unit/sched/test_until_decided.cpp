@@ -16,6 +16,7 @@
 #include "report/analysis.h"
 #include "report/calibration.h"
 #include "report/load.h"
+#include "report/sequential.h"
 #include "sched/runner.h"
 #include "store/store.h"
 
@@ -70,15 +71,18 @@ class DrawnExecutor : public Executor {
   std::vector<const PlannedRun*> m_running;
 };
 
+using Truth = std::map<std::string, std::pair<double, double>>;  // variant -> (effect, own noise sd)
+
 struct Study {
   test::TempDir dir;
   SweepSpec spec;
-  Study() {
+  Truth truth{{"base", {0, 0.0005}}, {"big", {0.1, 0.0005}}, {"none", {0, 0.0005}}, {"noisy", {0.01, 0.05}}};
+  Study() : Study("min_effect: 0.01\n", "  big: {train.lr: 1e-3}\n  none: {train.lr: 2e-3}\n  noisy: {train.lr: 3e-3}\n") {}
+  Study(const std::string& design, const std::string& interventions) {
     write_file_atomic(dir.path / "s.yaml",
-               "sweep: s\nbaseline: base\nseeds: [1, 2, 3]\nmin_effect: 0.01\n"
+               "sweep: s\nbaseline: base\nseeds: [1, 2, 3]\n" + design +
                "base: {data: {dataset: data}, train: {tokens: 8192}}\n"
-               "interventions:\n  base: {}\n  big: {train.lr: 1e-3}\n  none: {train.lr: 2e-3}\n"
-               "  noisy: {train.lr: 3e-3}\n");
+               "interventions:\n  base: {}\n" + interventions);
     spec = load_sweep(dir.str("s.yaml"));
     spec.design.max_seeds = 9;
   }
@@ -86,7 +90,7 @@ struct Study {
   std::vector<std::vector<std::string>> run() {
     std::vector<std::vector<std::string>> rounds;  // outlives the executor, which the runner owns
     auto executor = std::make_unique<DrawnExecutor>(rounds);
-    executor->truth = {{"base", {0, 0.0005}}, {"big", {0.1, 0.0005}}, {"none", {0, 0.0005}}, {"noisy", {0.01, 0.05}}};
+    executor->truth = truth;
     Store store(dir.str("sweep.db"));
     RunnerOptions o;
     o.next_round = [&store](const SweepSpec& current, std::string& why) { return next_seed_round(store, current, why); };
@@ -143,6 +147,39 @@ TEST_CASE("until decided: seeds go only where undecided, each stops at its decid
   CHECK(study.run().empty());
   CHECK(static_cast<int64_t>(store.sweep_runs("s").size()) == by["base"]->seeds + by["big"]->seeds +
                                                                    by["none"]->seeds + by["noisy"]->seeds);
+}
+
+TEST_CASE("until decided with a margin: a better intervention gets seeds until its margin is shown or out of reach") {
+  Study study("min_effect: 0.01\nbetter_by: 0.025\n", "  edge: {train.lr: 1e-3}\n  small: {train.lr: 2e-3}\n");
+  // edge: 0.024, about the margin, better at once and its margin open at 3 seeds;
+  // small: 0.012, better at once, and its margin's bound already below 0.025
+  study.truth = {{"base", {0, 0.0005}}, {"edge", {0.024, 0.006}}, {"small", {0.012, 0.0005}}};
+  const auto rounds = study.run();
+  Store store(study.dir.str("sweep.db"));
+  const Analysis a = analyze(load_report_input(store, "s", "test_loss", ""));
+  REQUIRE(rounds.size() >= 2);
+  CHECK(count(rounds[1], "edge") == 3);
+  CHECK(count(rounds[1], "base") == 3);
+  CHECK(count(rounds[1], "small") == 0);
+  std::map<std::string, const VariantStats*> by;
+  for (const auto& v : a.variants) {
+    by[v.name] = &v;
+  }
+  CHECK(by["small"]->verdict == Verdict::better);
+  CHECK_FALSE(by["small"]->better_by);
+  CHECK(by["small"]->seeds == 3);
+  CHECK(by["small"]->stopped.rfind("decided at look 1 (3 seeds); not better by > 0.025 (at most 0.01", 0) == 0);
+  const VariantStats& edge = *by["edge"];
+  CHECK(edge.verdict == Verdict::better);
+  CHECK(edge.seeds > 3);
+  CHECK_FALSE(edge.margin_open);
+  CAPTURE(edge.stopped);
+  CHECK(edge.stopped.rfind("decided at look 1 (3 seeds); ", 0) == 0);
+  // shown at the look it stopped at, or still open at the cap
+  CHECK((edge.better_by ? edge.stopped.find("better by > 0.025 at look " + std::to_string(edge.looks.size()))
+                        : edge.stopped.find("its margin open at the cap (9 seeds)")) != std::string::npos);
+  // the runner gave seeds only while the margin was open: nothing more now
+  CHECK(next_round(a).empty());
 }
 
 TEST_CASE("added seeds continue the declared ones, with ids of their own") {
