@@ -138,8 +138,10 @@ std::string method_sentence(const Analysis& a) {
          "interval excludes 0, " +
          (delta > 0 ? "equivalent when both one-sided tests at that level put the effect inside " + margin
                     : std::string("equivalent never (no min_effect)")) +
-         "; the first look that decides stops the intervention's seeds, else undecided. RCI: the difference's "
-         "interval at its deciding (or last) look.";
+         "; the first look that decides stops the intervention's seeds, else undecided" +
+         (a.design.better_by > 0 ? std::string(" (a better one with its margin open goes on: below)") : std::string()) +
+         ". RCI: the difference's interval at its deciding (or last) look" +
+         (a.design.better_by > 0 ? std::string(" — the margin's last look where seeds went on for it.") : std::string("."));
   } else if (tested > 0) {
     s += "Verdicts: two-sided t-test (paired by seed where the baseline has the variant's seeds, Welch otherwise), "
          "p adjusted by Holm across " + plural(static_cast<int64_t>(tested + band), "intervention") +
@@ -157,8 +159,9 @@ std::string method_sentence(const Analysis& a) {
     s += std::string(s.empty() ? "" : " ") + "(by > " + m + "): better, and shown better by more than the margin m = " + m +
          " (better_by) — " +
          (a.design.sequential()
-              ? "the deciding look's one-sided repeated bound, at " + format_number("%g", a.design.better_by_alpha) +
-                    " / the interventions, lies above it."
+              ? "a look's one-sided repeated bound, at " + format_number("%g", a.design.better_by_alpha) +
+                    " / the interventions, lies above it; a better intervention gets seeds until a look shows that, "
+                    "or puts the improvement plus the bound's half-width at or below m (out of reach), or the cap."
               : "a one-sided t-test of improvement > m, its p Holm-adjusted across the interventions (p by m) below " +
                     format_number("%g", a.design.better_by_alpha) + ".");
   }
