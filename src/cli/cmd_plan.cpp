@@ -19,7 +19,8 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec, const std::set<std::
                 dataset.c_str(), spec.file.c_str());
   }
   std::unique_ptr<Store> store;
-  if (fs::exists(db_path(o.results))) {  // plan writes nothing: no database, every run pending
+  // plan writes nothing: no database (or an empty file), every run pending
+  if (fs::is_regular_file(db_path(o.results)) && fs::file_size(db_path(o.results)) > 0) {
     store = std::make_unique<Store>(db_path(o.results), Store::Access::read);
   }
   std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),

@@ -14,6 +14,7 @@
 #include "report/seeds.h"
 #include "report/sequential.h"
 #include "report/signal.h"
+#include "report/spread.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -27,6 +28,7 @@ Analysis analysis_header(const ReportInput& in) {
   a.alpha = in.alpha;
   a.design = in.design;
   a.min_effect_source = in.min_effect_source;
+  a.better_by_option = in.better_by_option;
   a.notes = in.notes;
   a.references = in.references;
   return a;
@@ -339,8 +341,8 @@ void apply_holm(const ReportInput& in, Analysis& a, const std::vector<size_t>& t
 
 // `better by more than m` (the design's better_by): a one-sided test of improvement > m at
 // better_by_alpha, Holm across the tested interventions, claimed only of a variant already
-// `better`. Under --until-decided decide_sequentially read it from the deciding look's one-sided
-// repeated bound (a fixed-design p-value would not hold after stopping on the verdicts).
+// `better`. Under --until-decided decide_sequentially read it from a look's one-sided repeated
+// bound (a fixed-design p-value would not hold after stopping on the verdicts).
 void apply_margin(const ReportInput& in, Analysis& a, const std::vector<size_t>& tested) {
   if (!(in.design.better_by > 0)) {
     return;
@@ -455,6 +457,9 @@ Analysis analyze(const ReportInput& in) {
     a.variants.push_back(s);
   }
   note_progress(a, repeated, restarted);
+  if (in.power) {  // the simulations skip it with the power figures
+    note_unstable_arms(in, a);
+  }
   apply_holm(in, a, tested);
   judge_diverged(a);
   apply_margin(in, a, tested);

@@ -321,6 +321,7 @@ struct Analysis {
   double alpha = 0.05;
   SeedDesign design;
   MinEffectSource min_effect_source = MinEffectSource::none;
+  bool better_by_option = false;  // the margin from `sweep report`'s options: not one the runner added seeds for
   double suggested_min_effect = 0;     // the effect these seeds detect with power 0.8 (median; NaN: unknown)
   std::vector<VariantStats> variants;  // ranked: best improvement first, no-result variants last
   NoiseSummary noise;

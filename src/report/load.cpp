@@ -298,14 +298,16 @@ std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, 
   const std::map<std::string, int64_t> want = next_round(a);
   std::vector<PlannedRun> runs;
   std::vector<std::string> undecided, capped;
-  int64_t seeds = 0;  // what each of them gets
+  int64_t margins = 0;  // of the undecided: better, its margin open
   for (const auto& v : a.tuned ? a.tuned->at_best : a.variants) {  // a tune axis: the verdicts at each arm's best
     if (!v.is_baseline && (v.verdict == Verdict::undecided || v.margin_open)) {
       (want.count(v.name) ? undecided : capped).push_back(v.name + (v.margin_open ? "'s margin" : ""));
-      if (want.count(v.name)) {
-        seeds = want.at(v.name);
-      }
+      margins += v.margin_open && want.count(v.name);
     }
+  }
+  int64_t most = 0;  // the seeds they are brought to (a ladder's rungs or a tuned arm's values may differ)
+  for (const auto& [variant, n] : want) {
+    most = std::max(most, n);
   }
   for (const auto& [variant, n] : want) {
     for (auto& run : added_seed_runs(current, variant, n)) {
@@ -314,8 +316,11 @@ std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, 
   }
   const std::string cap = std::to_string(a.design.max_seeds);
   if (!undecided.empty()) {
-    why = "until decided: " + std::to_string(undecided.size()) + " undecided (" + join(undecided, ", ") + ") — " +
-          std::to_string(seeds) + " seeds each, and the baseline, of at most " + cap + ": " +
+    const int64_t open = static_cast<int64_t>(undecided.size()) - margins;
+    why = "until decided: " +
+          (open > 0 ? std::to_string(open) + " undecided" + (margins > 0 ? ", " : "") : std::string()) +
+          (margins > 0 ? plural(margins, "margin") + " open" : std::string()) + " (" + join(undecided, ", ") +
+          ") — up to " + std::to_string(most) + " seeds each, and the baseline, of at most " + cap + ": " +
           std::to_string(runs.size()) + " runs more";
   } else if (!capped.empty()) {
     why = "until decided: stopped at the cap of " + cap + " seeds, " + std::to_string(capped.size()) +

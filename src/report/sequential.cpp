@@ -60,9 +60,10 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
   const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != MinEffectSource::option;
   const bool capped = static_cast<int64_t>(seeds.size()) >= d.max_seeds;
   // The look that decided the verdict ("" while none has). A `better` with a margin to test goes
-  // on looking for the margin — shown, refuted or still open — the verdict staying as decided:
-  // repeated intervals cover at every look at once, so a later look's bound is as valid as the
-  // deciding one's, and the estimate and interval shown are the last look's.
+  // on looking for the margin — shown, out of reach or still open: repeated bounds cover at every
+  // look at once, so a later look's is as valid as the deciding one's. The verdict, its estimate
+  // and its interval stay the deciding look's (a later look's interval could contain 0 beside a
+  // `better`); the margin's look is in `stopped`.
   std::string decided;
   size_t decided_look = 0;
   double spent_difference = 0, spent_equivalence = 0, spent_margin = 0;
@@ -100,10 +101,10 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     spent_equivalence = now_equivalence;
     spent_margin = now_margin;
     const double half = c.se * diff_c, eq_half = c.se * eq_c;  // se 0: the estimate is exact
-    s.improvement = c.improvement;
-    s.ci_low = c.se == 0 ? c.improvement : c.improvement - half;
-    s.ci_high = c.se == 0 ? c.improvement : c.improvement + half;
     if (decided.empty()) {
+      s.improvement = c.improvement;
+      s.ci_low = c.se == 0 ? c.improvement : c.improvement - half;
+      s.ci_high = c.se == 0 ? c.improvement : c.improvement + half;
       const bool differs = s.ci_low > 0 || s.ci_high < 0;
       const bool equivalent = d.min_effect > 0 && (c.se == 0 ? std::abs(c.improvement) < d.min_effect
                                                               : c.improvement - eq_half > -d.min_effect &&
@@ -132,6 +133,11 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     if (c.improvement + margin_half <= d.better_by) {  // the margin is out of reach: no seeds more for it
       s.stopped = decided + "; not better by > " + by + " (at most " +
                   format_number("%.4f", c.improvement + margin_half) + " at " + look + ")";
+      return;
+    }
+    if (s.below_min_effect && d.better_by >= d.min_effect) {  // shown smaller than δ ≤ m: out of reach too
+      s.stopped = decided + "; not better by > " + by + " (shown smaller than min_effect " +
+                  format_number("%g", d.min_effect) + ")";
       return;
     }
   }

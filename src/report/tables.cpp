@@ -139,9 +139,9 @@ std::string method_sentence(const Analysis& a) {
          (delta > 0 ? "equivalent when both one-sided tests at that level put the effect inside " + margin
                     : std::string("equivalent never (no min_effect)")) +
          "; the first look that decides stops the intervention's seeds, else undecided" +
-         (a.design.better_by > 0 ? std::string(" (a better one with its margin open goes on: below)") : std::string()) +
-         ". RCI: the difference's interval at its deciding (or last) look" +
-         (a.design.better_by > 0 ? std::string(" — the margin's last look where seeds went on for it.") : std::string("."));
+         (a.design.better_by > 0 && !a.better_by_option ? std::string(" (a better one with its margin open goes on: below)")
+                                                         : std::string()) +
+         ". RCI: the difference's interval at its deciding (or last) look.";
   } else if (tested > 0) {
     s += "Verdicts: two-sided t-test (paired by seed where the baseline has the variant's seeds, Welch otherwise), "
          "p adjusted by Holm across " + plural(static_cast<int64_t>(tested + band), "intervention") +
@@ -160,8 +160,11 @@ std::string method_sentence(const Analysis& a) {
          " (better_by) — " +
          (a.design.sequential()
               ? "a look's one-sided repeated bound, at " + format_number("%g", a.design.better_by_alpha) +
-                    " / the interventions, lies above it; a better intervention gets seeds until a look shows that, "
-                    "or puts the improvement plus the bound's half-width at or below m (out of reach), or the cap."
+                    " / the interventions, lies above it" +
+                    (a.better_by_option ? std::string(" (a margin from --better-by: not one the runner added seeds for).")
+                                        : std::string("; a better intervention gets seeds until a look shows that, or puts "
+                                                      "the improvement plus the bound's half-width at or below m (out of "
+                                                      "reach), or the cap."))
               : "a one-sided t-test of improvement > m, its p Holm-adjusted across the interventions (p by m) below " +
                     format_number("%g", a.design.better_by_alpha) + ".");
   }

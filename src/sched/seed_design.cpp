@@ -5,6 +5,7 @@
 #include <string>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -54,12 +55,17 @@ SeedDesign seed_design(const SweepSpec& spec, bool until_decided, int64_t max_se
   d.max_seeds = until_decided && max_seeds > 0 ? max_seeds : was.max_seeds;
   d.spending = was.spending;  // its looks were judged so
   const auto interventions = static_cast<int64_t>(spec.variants.size()) - 1;
-  if (d.max_seeds != was.max_seeds || d.min_effect != was.min_effect || d.first != was.first ||
+  // the margin decides seeds too: a better intervention with its margin open gets more
+  const bool margin_changed = d.better_by != was.better_by || (was.better_by > 0 && d.better_by_alpha != was.better_by_alpha);
+  if (d.max_seeds != was.max_seeds || d.min_effect != was.min_effect || d.first != was.first || margin_changed ||
       (was.interventions > 0 && was.interventions != interventions)) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%lld seeds, min_effect %g and --max-seeds %lld, alpha split among %lld interventions",
-                  static_cast<long long>(was.first), was.min_effect, static_cast<long long>(was.max_seeds),
-                  static_cast<long long>(was.interventions));
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "%lld seeds, min_effect %g%s and --max-seeds %lld, alpha split among %lld interventions",
+                  static_cast<long long>(was.first), was.min_effect,
+                  was.better_by > 0 ? (", better_by " + format_number("%g", was.better_by) + " at " +
+                                       format_number("%g", was.better_by_alpha)).c_str()
+                                    : ", no better_by",
+                  static_cast<long long>(was.max_seeds), static_cast<long long>(was.interventions));
     throw Error("sweep " + spec.name + " was run --until-decided with " + buf +
                     ": its looks were judged by those, so they stay — run it with them, or rename the sweep (sweep:) "
                     "for a new design",

@@ -121,6 +121,11 @@ Store::Store(const std::string& path, Access access)
         throw Error("no database at " + path + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
                     Exit::bad_input);
       }
+      if (fs::is_regular_file(path) && fs::file_size(path) == 0) {
+        throw Error("the database " + path + " is empty (0 bytes): it holds no sweep yet — run a sweep first (`sweep "
+                    "run FILE`), or `sweep ingest " + m_root.string() + "` to rebuild it from the run folders",
+                    Exit::bad_input);
+      }
       m_db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX, 10000);
       require_schema(" — run `sweep ls --results " + m_root.string() + "` once to migrate it, then serve it",
                      Exit::bad_input);

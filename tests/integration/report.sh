@@ -211,6 +211,7 @@ for cmd in "report" "ls" "status" "backtest"; do
   expect_rc 2 "$SWEEP" $cmd --results emptydb 2> err.txt
   grep -q "emptydb/sweep.db is empty (0 bytes)" err.txt || fail "$cmd on an empty database: $(cat err.txt)"
 done
+"$SWEEP" plan "$here/../../experiments/quick.yaml" --results emptydb > /dev/null 2> err.txt || fail "plan beside an empty database: $(cat err.txt)"
 [ ! -s emptydb/sweep.db ] && [ "$(ls emptydb)" = "sweep.db" ] || fail "a reading command wrote into an empty database"
 touch afile
 expect_rc 2 "$SWEEP" report fixture --out afile 2> err.txt

@@ -107,6 +107,9 @@ wait $server || fail "serve exited $? on SIGTERM"
 # Bad input: one line, exit 2.
 expect_rc 2 "$SWEEP" serve --results nowhere 2> err.txt
 [ "$(wc -l < err.txt)" -eq 1 ] && grep -q "no database at nowhere/sweep.db" err.txt || fail "no database: $(cat err.txt)"
+mkdir -p emptydb && : > emptydb/sweep.db  # an empty file: refused, and left empty
+expect_rc 2 "$SWEEP" serve --results emptydb 2> err.txt
+grep -q "emptydb/sweep.db is empty (0 bytes)" err.txt && [ ! -s emptydb/sweep.db ] || fail "serve on an empty database: $(cat err.txt)"
 "$SWEEP" serve --results res --port 0 > first.txt &
 first=$!
 for _ in $(seq 100); do grep -q "http://" first.txt && break; sleep 0.1; done

@@ -96,7 +96,12 @@ expect_rc 2 "$SWEEP" run changed.yaml --results res 2> err.txt
 grep -q "changes (or drops) 'base' since its looks were judged" err.txt || fail "a changed baseline: $(cat err.txt)"
 # ... and another cap is refused: the earlier looks were judged by this one
 expect_rc 2 "$SWEEP" run s.yaml --results res --until-decided --max-seeds 8 2> err.txt
-grep -q "was run --until-decided with 2 seeds, min_effect 0.01 and --max-seeds 6" err.txt || fail "$(cat err.txt)"
+grep -q "was run --until-decided with 2 seeds, min_effect 0.01, no better_by and --max-seeds 6" err.txt || fail "$(cat err.txt)"
+# ... and so is a margin added after the looks: it decides which interventions get seeds
+sed 's/^min_effect: 0.01/&\nbetter_by: 0.005/' s.yaml > margin.yaml
+grep -q "^better_by: 0.005" margin.yaml || fail "the test's margin.yaml has no better_by"
+expect_rc 2 "$SWEEP" run margin.yaml --results res 2> err.txt
+grep -q "no better_by and --max-seeds 6" err.txt || fail "a margin added after the looks: $(cat err.txt)"
 
 # ---- Ctrl-C in a later round: the next `sweep run` picks up where it stopped ----
 sed 's/^sweep: ud/sweep: ud2/; s/train.lr: 3e-2/train.lr: 2e-2/' s.yaml > s2.yaml
