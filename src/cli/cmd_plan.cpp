@@ -20,7 +20,7 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec, const std::set<std::
   }
   std::unique_ptr<Store> store;
   // plan writes nothing: no database (or an empty file), every run pending
-  if (fs::is_regular_file(db_path(o.results)) && fs::file_size(db_path(o.results)) > 0) {
+  if (fs::exists(db_path(o.results)) && !empty_database(db_path(o.results))) {
     store = std::make_unique<Store>(db_path(o.results), Store::Access::read);
   }
   std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),

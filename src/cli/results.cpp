@@ -13,10 +13,8 @@ std::unique_ptr<Store> open_results(const std::string& results) {
     throw Error("no database at " + db + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
                 Exit::bad_input);
   }
-  if (fs::is_regular_file(db) && fs::file_size(db) == 0) {  // nothing to read, and a reader writes nothing
-    throw Error("the database " + db + " is empty (0 bytes): it holds no sweep yet — run a sweep first (`sweep run "
-                "FILE`), or `sweep ingest " + results + "` to rebuild it from the run folders",
-                Exit::bad_input);
+  if (empty_database(db)) {  // nothing to read, and a reader writes nothing
+    throw empty_database_error(db);
   }
   return std::make_unique<Store>(db, Store::Access::read);
 }

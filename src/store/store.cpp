@@ -88,6 +88,18 @@ RunRow read_run(SQLite::Statement& q, const fs::path& root, int offset = 0) {
 
 }  // namespace
 
+bool empty_database(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && fs::file_size(path, ec) == 0 && !ec;
+}
+
+Error empty_database_error(const std::string& path) {
+  const std::string folder = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
+  return Error("the database " + path + " is empty (0 bytes): it holds no sweep yet — run a sweep first (`sweep run "
+               "FILE`), or `sweep ingest " + folder + "` to rebuild it from the run folders",
+               Exit::bad_input);
+}
+
 Store::Store(const std::string& path, Access access)
     : m_path(path), m_root(fs::absolute(path).lexically_normal().parent_path()) {
   // A connection that cannot migrate: its schema must be this sweep's (`fix` says what to do).
@@ -121,10 +133,8 @@ Store::Store(const std::string& path, Access access)
         throw Error("no database at " + path + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
                     Exit::bad_input);
       }
-      if (fs::is_regular_file(path) && fs::file_size(path) == 0) {
-        throw Error("the database " + path + " is empty (0 bytes): it holds no sweep yet — run a sweep first (`sweep "
-                    "run FILE`), or `sweep ingest " + m_root.string() + "` to rebuild it from the run folders",
-                    Exit::bad_input);
+      if (empty_database(path)) {
+        throw empty_database_error(path);
       }
       m_db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX, 10000);
       require_schema(" — run `sweep ls --results " + m_root.string() + "` once to migrate it, then serve it",

@@ -14,6 +14,7 @@
 
 #include "config/sweep_spec.h"
 #include "protocol/run_state.h"
+#include "util/error.h"
 
 namespace SQLite {
 class Database;
@@ -91,6 +92,11 @@ struct ReferenceScore {
   std::optional<double> bpb;
   int64_t tokens = 0, parameters = 0, block_size = 0;
 };
+
+// An empty (0-byte) database file — a scheduler stopped before its first write, or a `touch` —
+// holds no sweep: a reading command refuses it (bad input, the fix named) and writes nothing.
+bool empty_database(const std::string& path);
+Error empty_database_error(const std::string& path);
 
 class Store {
  public:
