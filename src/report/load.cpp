@@ -308,8 +308,6 @@ std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, 
   int64_t most = 0;  // the seeds they are brought to (a ladder's rungs or a tuned arm's values may differ)
   for (const auto& [variant, n] : want) {
     most = std::max(most, n);
-  }
-  for (const auto& [variant, n] : want) {
     for (auto& run : added_seed_runs(current, variant, n)) {
       runs.push_back(std::move(run));
     }
