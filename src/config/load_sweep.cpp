@@ -36,7 +36,13 @@ std::map<std::string, std::string> axis_labels(const std::vector<SweepAxis>& axe
   return out;
 }
 
-// The value of a dotted key in a resolved config ("train.lr" -> 0.001); null when absent.
+// What a sweep's dotted keys name in a resolved config: the built-in trainer's whole config, or
+// a trainer of the user's own's values (to_json nests those under "config").
+nlohmann::json settings(const RunConfig& config) {
+  return config.trainer ? config.values : config.to_json();
+}
+
+// The value of a dotted key in resolved settings ("train.lr" -> 0.001); null when absent.
 nlohmann::json value_at(const nlohmann::json& config, const std::string& dotted) {
   const nlohmann::json* node = &config;
   for (const auto& part : split(dotted, '.')) {
@@ -364,7 +370,7 @@ class Resolution {
     if (has_axes && !own && v.name == m_spec.baseline) {
       m_problems.add(own_errors);
     }
-    const nlohmann::json own_json = own ? own->to_json() : nlohmann::json();
+    const nlohmann::json own_json = own ? settings(*own) : nlohmann::json();
     bool at_own_config = false, all_resolved = true;
     for (const auto& c : combos) {
       Variant full = v;
@@ -376,7 +382,7 @@ class Resolution {
         all_resolved = false;
         continue;
       }
-      const Point point = name_at(v, c, own ? &own_json : nullptr, config->to_json(), full);
+      const Point point = name_at(v, c, own ? &own_json : nullptr, settings(*config), full);
       at_own_config = at_own_config || point.at_own_config;
       add(v, c, full, point.written, *config);
     }

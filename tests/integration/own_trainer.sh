@@ -85,6 +85,29 @@ expect_rc 2 "$SWEEP" worker "res/runs/$run1/config.yaml" --run-dir "res/runs/$ru
 grep -q "toy-trainer.sh has changed since this run was planned" edited.txt || fail "$(cat edited.txt)"
 sed -i '$ d' toy-trainer.sh
 
+# ---- grid and tune axes over the trainer's own keys: points named by their values, a tuned best ----
+own_sweep grid.yaml ownsgrid "better: {train.effect: 0.05}"
+printf 'grid:\n  train.steps: [12, 24]\n' >> grid.yaml
+"$SWEEP" plan grid.yaml --results res3 > grid.txt 2>&1 || fail "a grid of an own trainer's key: $(cat grid.txt)"
+[ "$(awk '$4 == "pending" {print $1}' grid.txt | sort -u | tr '\n' ' ')" = "base better better+steps=24 steps=24 " ] ||
+  fail "the grid's points are named by the trainer's values: $(cat grid.txt)"
+own_sweep tune.yaml ownstune "wide: {model.width: wide}"
+sed -i 's/^  train: {steps: 12}$/  train: {steps: 12, effect: 0.02}/' tune.yaml
+printf 'tune:\n  train.effect: [0.01, 0.02, 0.04]\n' >> tune.yaml
+"$SWEEP" run tune.yaml --results res3 --devices cpu:2x1 > tune.txt || fail "a tune of an own trainer's key: $(cat tune.txt)"
+"$SWEEP" report ownstune --results res3 --out tunerep > /dev/null 2> err.txt || fail "the tuned report: $(cat err.txt)"
+python3 - <<'PY' || fail "the tuned report of an own trainer: $(cat tunerep/report.json)"
+import json
+t = json.load(open("tunerep/report.json"))["tuned"]
+assert t["keys"] == ["train.effect"] and t["base_value"] == 0.02, t
+wide = [a for a in t["arms"] if a["arm"] == "wide"][0]
+assert wide["variants"] == ["wide+effect=0.01", "wide", "wide+effect=0.04"], wide
+# the loss falls with the effect: each arm's best is the largest value tried, at the grid's edge
+assert all(abs(a["best"] - 0.04) < 1e-9 and a["outcome"] == "extend the grid" for a in t["arms"]), t["arms"]
+assert [a["name"] for a in t["at_best"]] == ["base", "wide"] and t["at_best"][1]["verdict"] == "equivalent", t["at_best"]
+print("own trainer, grid and tune: ok")
+PY
+
 # ---- bad input: an undeclared key, a wrong type, an unknown placeholder, a missing file ----
 own_sweep bad.yaml bad "typo: {train.efect: 0.1}" "wrong: {train.steps: many}"
 expect_rc 2 "$SWEEP" run bad.yaml --results res2 2> bad.txt
