@@ -153,14 +153,18 @@ std::vector<double> t_boundaries(const std::vector<int64_t>& looks, int64_t n_ma
   std::vector<std::vector<float>> stat(K, std::vector<float>(static_cast<size_t>(paths)));
   std::mt19937_64 rng(20261123);
   std::normal_distribution<double> normal;
+  // Every path draws its n_max pairs whatever the looks, so path p is the same study in every
+  // call: c_k depends on n_1 … n_k and n_max alone, and the runner, which knows the looks so far,
+  // and a report made after more looks set the same boundary at the same look.
+  const int64_t draws = std::max(n_max, looks.empty() ? 0 : looks.back());
   for (int64_t p = 0; p < paths; ++p) {
     double sum = 0, squares = 0;
     size_t k = 0;
-    for (int64_t n = 1; k < K; ++n) {
+    for (int64_t n = 1; n <= draws; ++n) {
       const double x = normal(rng);
       sum += x;
       squares += x * x;
-      if (n == looks[k]) {
+      if (k < K && n == looks[k]) {
         const double nn = static_cast<double>(n), mean = sum / nn;
         const double var = std::max(0.0, (squares - nn * mean * mean) / (nn - 1));
         const double t = var > 0 ? mean / std::sqrt(var / nn) : 0.0;

@@ -265,6 +265,17 @@ TEST_CASE("group-sequential t boundaries: DeMets and Lan's at many degrees of fr
     const double rate = static_cast<double>(rejected) / studies;
     CHECK(std::abs(rate - 0.05) < 4 * std::sqrt(0.05 * 0.95 / studies) + 0.0015);
   }
+  // A look's boundary does not move once later looks exist: the runner deciding at look 1 and a
+  // report made after look 2 set the same c_1, to the last bit (every simulated study draws its
+  // n_max pairs whatever the looks).
+  for (bool two_sided : {true, false}) {
+    const std::vector<double> one = t_boundaries({3}, 8, 0.05, Spending::pocock, two_sided, 20000);
+    const std::vector<double> two = t_boundaries({3, 6}, 8, 0.05, Spending::pocock, two_sided, 20000);
+    const std::vector<double> three = t_boundaries({3, 6, 8}, 8, 0.05, Spending::pocock, two_sided, 20000);
+    CHECK(one[0] == two[0]);
+    CHECK(two[0] == three[0]);
+    CHECK(two[1] == three[1]);
+  }
   // The spending functions: all of alpha at t = 1, Pocock's ln(1 + (e − 1)t) shape.
   CHECK(spent(Spending::pocock, 0.05, 1.0) == doctest::Approx(0.05));
   CHECK(spent(Spending::obrien_fleming, 0.05, 1.0) == doctest::Approx(0.05));
