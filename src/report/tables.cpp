@@ -219,10 +219,18 @@ std::vector<std::string> noise_lines(const Analysis& a) {
   if (a.signals.size() >= 2) {
     std::string line = "metric signal (the sd of the arms' means ÷ the seed sd within an arm; the paired improvement "
                        "its seeds detect with power 0.8), highest first:";
+    const auto loss = std::find_if(a.signals.begin(), a.signals.end(), [](const MetricSignal& m) { return m.metric == "test_loss"; });
     for (const auto& m : a.signals) {
-      line += " " + m.metric + " " + format_number("%.3g", m.snr) + " (" + format_number("%.4f", m.signal) + " ÷ " +
-              format_number("%.4f", m.noise) + (std::isfinite(m.detectable) ? "; detects " + format_number("%.4f", m.detectable) : "") + ")" +
-              (&m == &a.signals.back() ? "" : ";");
+      // Every arm scored on the same test bytes: bits per byte is test_loss times one constant,
+      // the same signal — said, so that its smaller "detects" is not read as a better metric.
+      const bool rescaled = m.metric == "test_bpb" && loss != a.signals.end() && loss->signal > 0 &&
+                            std::abs(m.snr - loss->snr) <= 1e-9 * std::abs(loss->snr);
+      line += " " + m.metric + " " + format_number("%.3g", m.snr) + " (" +
+              (rescaled ? "= test_loss × " + format_number("%.4g", m.signal / loss->signal) +
+                              ", every arm scored on the same test bytes: the same signal"
+                        : format_number("%.4f", m.signal) + " ÷ " + format_number("%.4f", m.noise) +
+                              (std::isfinite(m.detectable) ? "; detects " + format_number("%.4f", m.detectable) : "")) +
+              ")" + (&m == &a.signals.back() ? "" : ";");
     }
     out.push_back(line + " — " + a.signals.front().metric + " separates these arms most reliably");
   }
