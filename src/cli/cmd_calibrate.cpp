@@ -118,6 +118,8 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
     tuned.interventions = from.interventions;
     tuned.max_seeds = input.design.sequential() ? input.design.max_seeds : 0;
     tuned.alpha = from.alpha;
+    tuned.better_by = from.better_by;
+    tuned.better_by_alpha = from.better_by_alpha;
   }
   tuned.sigma = o.sigma > 0 ? o.sigma : tuned.sigma;
   tuned.rho = o.rho <= 1 ? o.rho : tuned.rho;
@@ -131,6 +133,8 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   tuned.curvature = o.curvature;
   tuned.run_sigma = o.run_sigma;
   tuned.asymmetry = o.asymmetry;
+  tuned.better_by = o.better_by > 0 ? o.better_by : tuned.better_by;
+  tuned.better_by_alpha = o.better_by_alpha > 0 ? o.better_by_alpha : tuned.better_by_alpha;
   tuned.grid = number_list("--tune-grid", o.tune_grid, "-1,0,1,2 (log2 of each value ÷ the base value)");
   std::sort(tuned.grid.begin(), tuned.grid.end());
   std::fputs(tuned_calibration_markdown(tuned, calibrate_tuned(tuned)).c_str(), stdout);

@@ -54,6 +54,10 @@ print("tuned report.json: ok")
 PY
 "$SWEEP" calibrate --tune --replicates 20 --interventions 2 > calibration.md || fail "calibrate --tune: $(cat calibration.md)"
 grep -q "| the baseline's bowl | 0 | fixed, 3 seeds |" calibration.md || fail "calibrate --tune: $(cat calibration.md)"
+"$SWEEP" calibrate --tune --replicates 10 --interventions 2 --better-by 0.002 > calibration.md ||
+  fail "calibrate --tune --better-by: $(cat calibration.md)"
+grep -q "^- deeper by 2δ, true difference 0.01 (> m), fixed, 3 seeds: [0-9.]* ± [0-9.]* per arm" calibration.md ||
+  fail "calibrate --tune --better-by: no margin claims: $(cat calibration.md)"
 "$SWEEP" calibrate --tune --replicates 10 --interventions 2 --max-seeds 6 > calibration.md ||
   fail "calibrate --tune --max-seeds: $(cat calibration.md)"
 grep -q "| the baseline's bowl | 0 | until decided (pocock), 3 to 6 seeds |" calibration.md ||

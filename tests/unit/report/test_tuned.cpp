@@ -261,6 +261,7 @@ TEST_CASE("tuned calibration: a smoke check of the figures docs/verdicts.md give
     CHECK(r.best_judged == 40 * (s.interventions + 1));
     CHECK(r.best_coverage >= 0.9);  // 0.96–1.00 at 1,000 studies
     CHECK(r.best_width < 1.0);      // in doublings: 0.70–0.77 on this doubling grid
+    CHECK(r.better_by == 0);        // no margin declared: none claimed
   }
   // asymmetric bowls, moved a doubling sideways: the local fit does not call them better (a
   // global quadratic did, in 19% of arms, its interval covering the truth in 51%)
@@ -294,6 +295,33 @@ TEST_CASE("tuned calibration under --until-decided: seeds added per arm where th
   CHECK(rows[3].better <= 0.15);      // moved sideways: not better at its best
   CHECK(rows[7].better >= rows[6].better);  // deeper by 2δ: more seeds find it at least as often
   CHECK_THROWS_AS(calibrate_tuned(TunedCalibrationSetup{.seeds = 4, .max_seeds = 3}), Error);
+}
+
+TEST_CASE("tuned calibration with a margin: better by more than m counted at each arm's best") {
+  TunedCalibrationSetup s;
+  s.replicates = 40;
+  s.max_seeds = 6;
+  s.better_by = 0.001;
+  s.better_by_alpha = 0.05;
+  const std::vector<TunedCalibrationRow> rows = calibrate_tuned(s);
+  REQUIRE(rows.size() == 16);
+  for (const auto& r : rows) {
+    CAPTURE(r.scenario);
+    CAPTURE(r.design);
+    CHECK(r.better_by <= r.better);         // a margin claim is a better verdict with more shown
+    CHECK(r.any_better_by >= r.better_by);  // a study with a claim among its arms, at least as often
+    // false claims, every arm's bowl as deep as the baseline's — but for the half-doubling move,
+    // whose best between two values tried is a grid's bias, called better too (docs/verdicts.md)
+    if (r.truth <= s.better_by && r.scenario.rfind("moved half a doubling", 0) != 0) {
+      CHECK(r.better_by <= 0.05);
+    }
+  }
+  CHECK(rows[7].scenario == "deeper by 2δ");
+  CHECK(rows[7].design == "until decided (pocock), 3 to 6 seeds");
+  CHECK(rows[7].better_by > 0);  // 2δ = 10m deeper: shown by more than m in some arms
+  const std::string md = tuned_calibration_markdown(s, rows);
+  CHECK(md.find("Called better by more than m = 0.001 at its best") != std::string::npos);
+  CHECK(md.find("- deeper by 2δ, true difference 0.01 (> m), fixed, 3 seeds: ") != std::string::npos);
 }
 
 TEST_CASE("tuned: keys tuned together where some arms ignore one (null), and arms of another model pair by seed") {
