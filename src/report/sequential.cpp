@@ -41,6 +41,12 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
   // across the interventions as the design's alpha is
   const double margin_alpha = d.better_by_alpha * alpha / in.alpha;
   const Spending spending = d.spending == "obrien-fleming" ? Spending::obrien_fleming : Spending::pocock;
+  // The margin's claim spends O'Brien–Fleming-type whatever the verdicts do: it only adds to a
+  // `better` already decided, and the runner adds seeds while it is open, so an early claim saves
+  // few seeds — keeping its alpha for the last looks raises its power there. Its futility stop
+  // ("out of reach": the upper repeated bound at or below m) keeps the verdicts' spending, which
+  // stops early: a stop can only withhold the claim, and the upper bound is a valid one of its own.
+  const Spending margin_spending = Spending::obrien_fleming;
   std::set<SeedKey> planned;
   for (const auto& r : runs) {
     planned.insert({r.init_seed, r.data_seed});
@@ -51,10 +57,12 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
   const std::vector<double>* difference = nullptr;
   const std::vector<double>* equivalence = nullptr;
   const std::vector<double>* margin = nullptr;
+  const std::vector<double>* reach = nullptr;
   if (paired) {
     difference = &boundaries(s.looks, n_max, alpha, spending, true);
     equivalence = &boundaries(s.looks, n_max, alpha, spending, false);
-    margin = d.better_by > 0 ? &boundaries(s.looks, n_max, margin_alpha, spending, false) : nullptr;
+    margin = d.better_by > 0 ? &boundaries(s.looks, n_max, margin_alpha, margin_spending, false) : nullptr;
+    reach = d.better_by > 0 ? &boundaries(s.looks, n_max, margin_alpha, spending, false) : nullptr;
   }
   s.verdict = Verdict::undecided;
   const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != MinEffectSource::option;
@@ -66,7 +74,7 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
   // `better`); the margin's look is in `stopped`.
   std::string decided;
   size_t decided_look = 0;
-  double spent_difference = 0, spent_equivalence = 0, spent_margin = 0;
+  double spent_difference = 0, spent_equivalence = 0, spent_margin = 0, spent_reach = 0;
   for (size_t j = 0; j < s.looks.size(); ++j) {
     const std::string look = "look " + std::to_string(j + 1);
     std::vector<double> b, v;
@@ -95,11 +103,13 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     const double now_difference = spent(spending, alpha / 2, t), now_equivalence = spent(spending, alpha, t);
     const double diff_c = paired ? (*difference)[j] : upper_t(now_difference - spent_difference, c.df);
     const double eq_c = paired ? (*equivalence)[j] : upper_t(now_equivalence - spent_equivalence, c.df);
-    const double now_margin = spent(spending, margin_alpha, t);
+    const double now_margin = spent(margin_spending, margin_alpha, t), now_reach = spent(spending, margin_alpha, t);
     const double margin_c = d.better_by <= 0 ? k_nan : paired ? (*margin)[j] : upper_t(now_margin - spent_margin, c.df);
+    const double reach_c = d.better_by <= 0 ? k_nan : paired ? (*reach)[j] : upper_t(now_reach - spent_reach, c.df);
     spent_difference = now_difference;
     spent_equivalence = now_equivalence;
     spent_margin = now_margin;
+    spent_reach = now_reach;
     const double half = c.se * diff_c, eq_half = c.se * eq_c;  // se 0: the estimate is exact
     if (decided.empty()) {
       s.improvement = c.improvement;
@@ -121,8 +131,8 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
         return;
       }
     }
-    // better, with a margin to test: its one-sided repeated bound at this look
-    const double margin_half = c.se == 0 ? 0 : c.se * margin_c;
+    // better, with a margin to test: its one-sided repeated bounds at this look
+    const double margin_half = c.se == 0 ? 0 : c.se * margin_c, reach_half = c.se == 0 ? 0 : c.se * reach_c;
     const std::string by = format_number("%g", d.better_by);
     if (c.improvement - margin_half > d.better_by) {
       s.better_by = true;
@@ -130,9 +140,9 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
                                                : "; better by > " + by + " at " + look + " (" + plural(s.looks[j], "seed") + ")");
       return;
     }
-    if (c.improvement + margin_half <= d.better_by) {  // the margin is out of reach: no seeds more for it
+    if (c.improvement + reach_half <= d.better_by) {  // the margin is out of reach: no seeds more for it
       s.stopped = decided + "; not better by > " + by + " (at most " +
-                  format_number("%.4f", c.improvement + margin_half) + " at " + look + ")";
+                  format_number("%.4f", c.improvement + reach_half) + " at " + look + ")";
       return;
     }
     if (s.below_min_effect && d.better_by >= d.min_effect) {  // shown smaller than δ ≤ m: out of reach too
