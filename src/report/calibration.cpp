@@ -81,26 +81,23 @@ bool false_equivalence(const VariantStats& v, double effect, double delta) {
 // Tallies of one design at one effect.
 struct Tally {
   VerdictTally verdicts;
-  int64_t correct = 0, false_equivalent = 0, studies_false_equivalent = 0, better_by = 0, studies_better_by = 0;
+  int64_t correct = 0, false_equivalent = 0, studies_false_equivalent = 0;
   double seeds = 0;
 
   void add(const Analysis& a, const std::vector<double>& effects, double delta, double seeds_per_variant) {
-    bool any_false_equivalent = false, any_better_by = false;
+    bool any_false_equivalent = false;
     for (const auto& v : a.variants) {
       if (v.is_baseline) {
         continue;
       }
       const double effect = effects[static_cast<size_t>(std::stoll(v.name.substr(1))) - 1];
-      verdicts.add(v.verdict, effect);
+      verdicts.add(v.verdict, effect, v.better_by);
       correct += sweep::correct(v, effect, delta);
       const bool claimed = sweep::false_equivalence(v, effect, delta);
       false_equivalent += claimed;
       any_false_equivalent |= claimed;
-      better_by += v.better_by;
-      any_better_by |= v.better_by;
     }
     verdicts.end_study();
-    studies_better_by += any_better_by;
     studies_false_equivalent += any_false_equivalent;
     seeds += seeds_per_variant;
   }
@@ -116,8 +113,6 @@ struct Tally {
     r.correct = static_cast<double>(correct) / j;
     r.false_equivalent = static_cast<double>(false_equivalent) / j;
     r.any_false_equivalent = static_cast<double>(studies_false_equivalent) / studies;
-    r.better_by = static_cast<double>(better_by) / j;
-    r.any_better_by = static_cast<double>(studies_better_by) / studies;
     r.seeds = seeds / studies;
     return r;
   }
@@ -247,7 +242,7 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
                                              std::to_string(s.max_seeds) + " seeds");
     // As often: within the 95% binomial error of the sequential design's rate.
     const double judged = static_cast<double>(u.judged);
-    const double as_often = u.correct - 1.96 * std::sqrt(std::max(u.correct * (1 - u.correct), 1 / judged) / judged);
+    const double as_often = u.correct - binomial_half(u.correct, judged);
     for (int64_t n = 2; n <= s.max_seeds; ++n) {
       if (by_n[static_cast<size_t>(n)].row(effect, "").correct >= as_often) {
         u.fixed_same = n;
@@ -292,9 +287,9 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
       null_header = true;
     }
     const double n = static_cast<double>(r.judged), p = r.better + r.worse;
-    const double half = 1.96 * std::sqrt(std::max(p * (1 - p), 1.0 / n) / n);
+    const double half = binomial_half(p, n);
     const double studies = static_cast<double>(s.replicates);
-    const double half_any = 1.96 * std::sqrt(std::max(r.any_false * (1 - r.any_false), 1.0 / studies) / studies);
+    const double half_any = binomial_half(r.any_false, studies);
     out += "- " + r.design + ": false better/worse " + format_number("%.4f", p) + " ± " + format_number("%.4f", half) + " per intervention, " +
            format_number("%.4f", r.any_false) + " ± " + format_number("%.4f", half_any) + " per study (alpha " + format_number("%g", s.alpha) + ")\n";
   }
@@ -309,9 +304,8 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
       header = true;
     }
     const double n = static_cast<double>(r.judged), studies = static_cast<double>(s.replicates);
-    const double half = 1.96 * std::sqrt(std::max(r.false_equivalent * (1 - r.false_equivalent), 1.0 / n) / n);
-    const double half_any =
-        1.96 * std::sqrt(std::max(r.any_false_equivalent * (1 - r.any_false_equivalent), 1.0 / studies) / studies);
+    const double half = binomial_half(r.false_equivalent, n);
+    const double half_any = binomial_half(r.any_false_equivalent, studies);
     out += "- " + r.design + ": " + format_number("%.4f", r.false_equivalent) + " ± " + format_number("%.4f", half) + " per intervention, " +
            format_number("%.4f", r.any_false_equivalent) + " ± " + format_number("%.4f", half_any) + " per study (alpha " +
            format_number("%g", s.alpha) + ")\n";
@@ -326,8 +320,7 @@ std::string calibration_markdown(const CalibrationSetup& s, const std::vector<Ca
         continue;
       }
       const double n = static_cast<double>(r.judged);
-      const double half = 1.96 * std::sqrt(std::max(r.better_by * (1 - r.better_by), 1.0 / n) / n);
-      const double half_any = 1.96 * std::sqrt(std::max(r.any_better_by * (1 - r.any_better_by), 1.0 / studies) / studies);
+      const double half = binomial_half(r.better_by, n), half_any = binomial_half(r.any_better_by, studies);
       out += "- true improvement " + format_number("%g", r.effect) + (r.effect <= s.better_by ? " (≤ m)" : " (> m)") +
              ", " + r.design + ": " + format_number("%.4f", r.better_by) + " ± " + format_number("%.4f", half) +
              " per intervention, " + format_number("%.4f", r.any_better_by) + " ± " + format_number("%.4f", half_any) +

@@ -44,8 +44,6 @@ struct CalibrationRow : VerdictShares {  // the interventions judged: their verd
                                 // below δ; better from δ on
   double false_equivalent = 0, any_false_equivalent = 0;  // effect ≥ δ: equivalent or (< δ) claims,
                                                           // per intervention and per study
-  double better_by = 0, any_better_by = 0;  // shares called better by more than m, per intervention
-                                            // and per study (false where the truth is m or less)
   double seeds = 0;             // mean seeds per variant (the baseline included)
   int64_t fixed_same = -1;      // --until-decided rows: the fewest seeds a fixed design needs to
                                 // decide correctly as often, within the 95% binomial error of this

@@ -108,23 +108,19 @@ struct Scenario {
 // Tallies of one scenario in one design.
 struct TunedTally {
   VerdictTally verdicts;
-  int64_t base_better = 0, confounded = 0, extend = 0, covered = 0, better_by = 0, studies_better_by = 0;
+  int64_t base_better = 0, confounded = 0, extend = 0, covered = 0;
   int64_t best_judged = 0, best_covered = 0;  // arms with a best value's CI; those covering the true best
   double seeds = 0, best_width = 0;
   TunedCalibrationRow row;
 
   void add(const Analysis& a, const std::vector<int64_t>& n, const std::vector<Arm>& truth) {
-    bool any_better_by = false;
     for (const auto& v : a.tuned->at_best) {
       if (v.is_baseline) {
         continue;
       }
-      verdicts.add(v.verdict, row.truth);
+      verdicts.add(v.verdict, row.truth, v.better_by);
       covered += v.ci_low <= row.truth && row.truth <= v.ci_high;
-      better_by += v.better_by;
-      any_better_by = any_better_by || v.better_by;
     }
-    studies_better_by += any_better_by;
     verdicts.end_study();
     for (const auto& arm : a.tuned->arms) {
       const OptimumFit& f = arm.fit;
@@ -156,8 +152,6 @@ struct TunedTally {
     r.confounded_when_base_better = base_better > 0 ? static_cast<double>(confounded) / static_cast<double>(base_better) : std::nan("");
     r.extend = static_cast<double>(extend) / j;
     r.coverage = static_cast<double>(covered) / j;
-    r.better_by = static_cast<double>(better_by) / j;
-    r.any_better_by = static_cast<double>(studies_better_by) / static_cast<double>(std::max<int64_t>(1, verdicts.studies()));
     r.best_judged = best_judged;
     const double b = static_cast<double>(std::max<int64_t>(1, best_judged));
     r.best_coverage = static_cast<double>(best_covered) / b;
@@ -271,7 +265,7 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
          "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {
     const double n = static_cast<double>(std::max<int64_t>(1, r.judged));
-    const double half = 1.96 * std::sqrt(std::max(r.coverage * (1 - r.coverage), 1.0 / n) / n);
+    const double half = binomial_half(r.coverage, n);
     out += "| " + r.scenario + " | " + format_number("%g", r.truth) + " | " + r.design + " | " +
            format_number("%.2f", r.seeds) + " | " + format_number("%.3f", r.better) + " | " +
            format_number("%.3f", r.worse) + " | " + format_number("%.3f", r.equivalent) + " | " +
@@ -290,8 +284,7 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
     for (const auto& r : rows) {
       const double n = static_cast<double>(std::max<int64_t>(1, r.judged));
       const double studies = static_cast<double>(s.replicates);
-      const double half = 1.96 * std::sqrt(std::max(r.better_by * (1 - r.better_by), 1.0 / n) / n);
-      const double half_any = 1.96 * std::sqrt(std::max(r.any_better_by * (1 - r.any_better_by), 1.0 / studies) / studies);
+      const double half = binomial_half(r.better_by, n), half_any = binomial_half(r.any_better_by, studies);
       out += "- " + r.scenario + ", true difference " + format_number("%g", r.truth) + (r.truth <= s.better_by ? " (≤ m)" : " (> m)") +
              ", " + r.design + ": " + format_number("%.4f", r.better_by) + " ± " + format_number("%.4f", half) + " per arm, " +
              format_number("%.4f", r.any_better_by) + " ± " + format_number("%.4f", half_any) + " per study\n";

@@ -49,7 +49,6 @@ struct TunedCalibrationRow : VerdictShares {  // at each arm's best
   double confounded_when_base_better = 0;  // of those, the share called <key>-confounded (any reason)
   double extend = 0;            // share whose outcome is "extend the grid"
   double coverage = 0;          // share whose 95% interval at the best covers the truth
-  double better_by = 0, any_better_by = 0;  // shares called better by more than m at the best, per arm and per study
   int64_t best_judged = 0;      // arms (the baseline's too) whose best value has a bootstrap CI
   double best_coverage = 0;     // of those, the share whose CI covers the arm's true best value
   double best_width = 0;        // their CI's mean width, in doublings (log2 of high ÷ low)
