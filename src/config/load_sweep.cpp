@@ -37,9 +37,15 @@ std::map<std::string, std::string> axis_labels(const std::vector<SweepAxis>& axe
 }
 
 // What a sweep's dotted keys name in a resolved config: the built-in trainer's whole config, or
-// a trainer of the user's own's values (to_json nests those under "config").
+// a trainer of the user's own's values (to_json nests them under "config") and its resources.
 nlohmann::json settings(const RunConfig& config) {
-  return config.trainer ? config.values : config.to_json();
+  nlohmann::json all = config.to_json();
+  if (!config.trainer) {
+    return all;
+  }
+  nlohmann::json own = config.values;
+  own["resources"] = std::move(all["resources"]);
+  return own;
 }
 
 // The value of a dotted key in resolved settings ("train.lr" -> 0.001); null when absent.

@@ -266,6 +266,13 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind 
     f.note = "fewer than 3 distinct values with results: no optimum fitted";
     return f;
   }
+  const std::vector<std::pair<double, Summary>> means = point_means(points);
+  const auto [lowest, highest] = std::minmax_element(means.begin(), means.end(), by_mean);
+  if (highest->second.mean - lowest->second.mean <= 1e-9 * std::max(1.0, std::abs(highest->second.mean))) {
+    // a quadratic through rounding noise would put a best anywhere
+    f.note = "the metric is the same at every value tried: flat, no optimum (a key the trainer ignores?)";
+    return f;
+  }
   f.log_x = *xs.begin() > 0;
   const double lo = f.log_x ? std::log(*xs.begin()) : *xs.begin(), hi = f.log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
   const std::vector<SeedKey> all(seed_set.begin(), seed_set.end());
@@ -280,7 +287,6 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind 
   f.fit_low = c->first;
   f.fit_high = c->last;
   const double best_t = argmin_on(c->q, c->lo, c->hi);
-  const std::vector<std::pair<double, Summary>> means = point_means(points);
   if (std::optional<std::string> why = far_below_the_means(c->q.at(best_t), means)) {
     f.note = *why;
     return f;

@@ -91,6 +91,10 @@ printf 'grid:\n  train.steps: [12, 24]\n' >> grid.yaml
 "$SWEEP" plan grid.yaml --results res3 > grid.txt 2>&1 || fail "a grid of an own trainer's key: $(cat grid.txt)"
 [ "$(awk '$4 == "pending" {print $1}' grid.txt | sort -u | tr '\n' ' ')" = "base better better+steps=24 steps=24 " ] ||
   fail "the grid's points are named by the trainer's values: $(cat grid.txt)"
+sed -i 's/^  train.steps: \[12, 24\]$/  resources.ranks: [1, 2]/' grid.yaml  # resources, beside the trainer's keys
+"$SWEEP" plan grid.yaml --results res3 > grid.txt 2>&1 || fail "a grid of resources.ranks: $(cat grid.txt)"
+[ "$(awk '$4 == "pending" {print $1}' grid.txt | sort -u | tr '\n' ' ')" = "base better better+ranks=2 ranks=2 " ] ||
+  fail "the grid's points are named by the resources too: $(cat grid.txt)"
 own_sweep tune.yaml ownstune "wide: {model.width: wide}"
 sed -i 's/^  train: {steps: 12}$/  train: {steps: 12, effect: 0.02}/' tune.yaml
 printf 'tune:\n  train.effect: [0.01, 0.02, 0.04]\n' >> tune.yaml

@@ -58,6 +58,26 @@ TEST_CASE("optimum: a known minimum at 16 is found, with a bootstrap CI over see
   CHECK(again.ci_high == f.ci_high);
 }
 
+TEST_CASE("optimum: a flat response (every value's mean the same) has none, locally or globally") {
+  // a key the trainer ignores: each seed's value the same at every x — a quadratic through the
+  // means' rounding noise would put a best anywhere inside
+  std::vector<ResponsePoint> ps;
+  for (const double x : {6.0, 12.0, 24.0}) {
+    ResponsePoint p;
+    p.x = x;
+    p.values[{1, 1}] = 3.002;
+    p.values[{2, 2}] = 3.004;
+    ps.push_back(p);
+  }
+  for (const OptimumFitKind kind : {OptimumFitKind::global, OptimumFitKind::local}) {
+    const OptimumFit f = fit_optimum(ps, kind);
+    CHECK_FALSE(f.fitted);
+    CHECK(f.note.find("flat, no optimum") != std::string::npos);
+  }
+  ps[1].values[{1, 1}] = 3.0019;  // a real difference at 12: a best again
+  CHECK(fit_optimum(ps, OptimumFitKind::local).fitted);
+}
+
 TEST_CASE("optimum, local (a tune axis's): the quadratic through the lowest mean and its neighbours, which far values do not pull") {
   const std::vector<ResponsePoint> ps = points(k_batches, 5, steep_above_16);
   const OptimumFit local = fit_optimum(ps, OptimumFitKind::local);
