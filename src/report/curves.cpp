@@ -155,10 +155,12 @@ void analyze_curves(const ReportInput& in, Analysis& a) {
     }
   }
   if (fewest < k_wanted_val_points) {
+    const bool own_trainer = std::any_of(in.variants.begin(), in.variants.end(), [](const VariantRuns& v) { return !v.trainer.empty(); });
     a.notes.push_back("the validation curves have as few as " + std::to_string(fewest) +
                       (fewest == 1 ? " point" : " points") + " after step 0 (" +
-                      std::to_string(k_wanted_val_points) + " or more show their shape): a smaller eval.every "
-                      "gives more, at the cost of evaluation time");
+                      std::to_string(k_wanted_val_points) + " or more show their shape): " +
+                      (own_trainer ? "more frequent eval events of the trainer give more" : "a smaller eval.every gives more") +
+                      ", at the cost of evaluation time");
   }
   std::map<const ReportRun*, Curve> times;  // each run's time curve, made once (the baseline's serve every variant)
   const auto time_of = [&](const ReportRun& r) -> const Curve& {

@@ -224,15 +224,18 @@ std::vector<std::string> noise_lines(const Analysis& a) {
       // Every arm scored on the same test bytes: bits per byte is test_loss times one constant,
       // the same signal — said, so that its smaller "detects" is not read as a better metric.
       const bool rescaled = m.metric == "test_bpb" && loss != a.signals.end() && loss->signal > 0 &&
-                            std::abs(m.snr - loss->snr) <= 1e-9 * std::abs(loss->snr);
+                            std::abs(m.snr - loss->snr) <= 1e-6 * std::abs(loss->snr);  // bpb printed to 9 digits
       line += " " + m.metric + " " + format_number("%.3g", m.snr) + " (" +
               (rescaled ? "= test_loss × " + format_number("%.4g", m.signal / loss->signal) +
                               ", every arm scored on the same test bytes: the same signal"
                         : format_number("%.4f", m.signal) + " ÷ " + format_number("%.4f", m.noise) +
-                              (std::isfinite(m.detectable) ? "; detects " + format_number("%.4f", m.detectable) : "")) +
+                              (std::isfinite(m.detectable) ? "; detects " + (m.detectable < 5e-5 ? std::string("< 0.0001")
+                                                                                                    : format_number("%.4f", m.detectable))
+                                                            : "")) +
               ")" + (&m == &a.signals.back() ? "" : ";");
     }
-    out.push_back(line + " — " + a.signals.front().metric + " separates these arms most reliably");
+    out.push_back(line + " — " + (a.signals.front().snr > 0 ? a.signals.front().metric + " separates these arms most reliably"
+                                                               : "no metric separates these arms: their means are the same"));
   }
   for (const auto& m : a.signals) {
     if (m.hides_min_effect) {
