@@ -234,8 +234,15 @@ Analysis analyze_tuned(const ReportInput& in) {
     arm.series = series_of(v, tune->keys);
     for (const auto& [series, members] : arms) {
       if (series == arm.series) {
+        // in the order of the values tried (the baseline's arm, first in the file, would lead with the base value)
+        std::vector<std::pair<double, std::string>> by_value;
         for (const VariantRuns* m : members) {
-          arm.variants.push_back(m->name);
+          const auto x = m->axes.count(tune->keys.front()) ? axis_number(m->axes.at(tune->keys.front())) : std::nullopt;
+          by_value.emplace_back(x.value_or(0.0), m->name);
+        }
+        std::stable_sort(by_value.begin(), by_value.end(), [](const auto& l, const auto& r) { return l.first < r.first; });
+        for (const auto& named : by_value) {
+          arm.variants.push_back(named.second);
         }
       }
     }

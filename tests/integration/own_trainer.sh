@@ -106,6 +106,7 @@ t = json.load(open("tunerep/report.json"))["tuned"]
 assert t["keys"] == ["train.effect"] and t["base_value"] == 0.02, t
 wide = [a for a in t["arms"] if a["arm"] == "wide"][0]
 assert wide["variants"] == ["wide+effect=0.01", "wide", "wide+effect=0.04"], wide
+assert t["arms"][0]["variants"] == ["effect=0.01", "base", "effect=0.04"], t["arms"][0]  # by value, the baseline's too
 # the loss falls with the effect: each arm's best is the largest value tried, at the grid's edge
 assert all(abs(a["best"] - 0.04) < 1e-9 and a["outcome"] == "extend the grid" for a in t["arms"]), t["arms"]
 assert [a["name"] for a in t["at_best"]] == ["base", "wide"] and t["at_best"][1]["verdict"] == "equivalent", t["at_best"]
