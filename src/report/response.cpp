@@ -392,7 +392,7 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
       }
       const double x_min = r.points.front().x, x_max = r.points.back().x;
       r.log_x = x_min > 0 && x_max / x_min >= 4;
-      r.fit = fit_optimum(r.points, dim.kind == AxisKind::tune ? OptimumFitKind::local : OptimumFitKind::global);
+      r.fit = fit_optimum(r.points, OptimumFitKind::local);
       if (!r.fit.fitted) {
         notes.push_back("response to " + r.label + " (series " + name + "): " + r.fit.note);
       } else if (!r.fit.log_x) {

@@ -1,8 +1,7 @@
-// How the metric responds along a sweep's numeric grid/zip dimensions, and which value is best:
-// a quadratic in log(x) fitted by least squares over every seed's value (a tune axis's: over the
-// 3 values around the lowest mean), its lowest point within the tried range, and a 95% CI from a
-// bootstrap over seeds (whole seeds are resampled, so each resample keeps a seed's values at every
-// x together) — a tune axis's from its seeds' own fits, widened for the curve's shape (below).
+// How the metric responds along a sweep's numeric grid/zip/tune dimensions, and which value is
+// best: a quadratic in log(x) fitted by least squares over every seed's value at the 3 values
+// around the lowest mean, its lowest point within the tried range, and a 95% CI from its seeds'
+// own fits, widened for the curve's shape (below).
 // Pure: no database, no files.
 #pragma once
 
@@ -36,11 +35,13 @@ std::optional<std::string> first_numeric_key(const ReportInput& in, const std::v
 // A grid value's JSON text as a finite number; nullopt when it is not one.
 std::optional<double> axis_number(const std::string& json_text);
 
-// How an optimum is fitted. `global`: the quadratic through every value tried (a response's).
-// `local`: the quadratic through the value with the lowest mean and its two neighbours (the three
-// at an end), so that a curve that is no parabola away from its minimum — a learning rate's loss,
-// far steeper above its best than below — does not pull the minimum (a tune axis's, see
-// docs/verdicts.md). With 3 values the two are one.
+// How an optimum is fitted. `local` (every response's): the quadratic through the value with the
+// lowest mean and its two neighbours (the three at an end), so that a curve that is no parabola
+// away from its minimum — a learning rate's loss, far steeper above its best than below — does
+// not pull the minimum. `global`: the quadratic through every value tried, its CI a bootstrap
+// over seeds (whole seeds resampled) — what grid responses used until `sweep calibrate --tune`
+// measured its coverage (74–84% on true quadratics, none on lopsided curves: docs/verdicts.md);
+// kept for that measurement. With 3 values the two are one.
 enum class OptimumFitKind { global, local };
 
 // How far off a 3-point fit's minimum may lie, as a share of its values' larger step, when the
@@ -71,7 +72,7 @@ std::optional<FittedCurve> fit_curve(const std::vector<std::pair<double, double>
 // The best x of `points` (by x): see the file comment. `resamples` bootstrap resamples from a
 // generator seeded with `seed`, so a report is reproducible; a local fit's resamples choose their
 // 3 values again.
-OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind kind = OptimumFitKind::global,
+OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind kind = OptimumFitKind::local,
                        int64_t resamples = 2000, uint64_t seed = 1);
 
 }  // namespace sweep

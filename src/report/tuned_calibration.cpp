@@ -141,7 +141,7 @@ struct TunedTally {
         confounded += arm.outcome == TunedOutcome::confounded || arm.outcome == TunedOutcome::extend_grid;
       }
     }
-    for (const Response& r : a.responses) {  // the arm's curve as a grid axis's response fits it
+    for (const Response& r : a.responses) {  // the arm's curve by the global fit grid responses used before
       const OptimumFit g = fit_optimum(r.points, OptimumFitKind::global);
       if (g.fitted && std::isfinite(g.ci_low) && std::isfinite(g.ci_high)) {
         const double best = value_of(truth[arm_of(r.series)].centre);
@@ -277,7 +277,7 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
   out += "| arms' bowl | true difference | design | seeds per arm | better | worse | equivalent | undecided | any false better/worse (per study) "
          "| 95% CI covers it | better at the base value | of those, lr-confounded | extend the grid "
          "| best value's 95% CI covers the true best | its mean width (doublings) "
-         "| as a grid's response (one quadratic, bootstrap CI): covers | its width |\n"
+         "| by one quadratic through every value, bootstrap CI (the fit replaced): covers | its width |\n"
          "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {
     const double n = static_cast<double>(std::max<int64_t>(1, r.judged));

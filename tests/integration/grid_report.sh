@@ -1,6 +1,6 @@
 # Grid and zip sweeps end to end: `sweep run` then `sweep report` — the baseline found under its
 # bare name, every variant named by what it changes, the response of the test loss to the axis
-# (table, best value with its bootstrap CI, response.svg), and a zip that keeps the global batch
+# (table, best value with its CI, response.svg), and a zip that keeps the global batch
 # (micro-batch × accumulation) giving the same losses: accumulation equals a bigger micro-batch.
 source "$(dirname "$0")/lib.bash"
 prepare_bytes

@@ -1,5 +1,5 @@
 // The response of a metric along a numeric axis and its best value: the quadratic fit in log(x),
-// the bootstrap CI over seeds, the optimum outside the tried range, too few values; and how a
+// the CI over seeds, the optimum outside the tried range, too few values; and how a
 // report finds its axes (the batch in sequences, the first numeric key, series per intervention).
 #include <doctest/doctest.h>
 
@@ -37,7 +37,7 @@ const std::vector<double> k_batches{2, 4, 8, 16, 32, 64, 128};
 
 }  // namespace
 
-TEST_CASE("optimum: a known minimum at 16 is found, with a bootstrap CI over seeds around it") {
+TEST_CASE("optimum: a known minimum at 16 is found, with a CI over seeds around it") {
   const OptimumFit f = fit_optimum(points(k_batches, 5, bowl_at_16));
   REQUIRE(f.fitted);
   CHECK(f.log_x);
@@ -81,7 +81,7 @@ TEST_CASE("optimum: a flat response (every value's mean the same) has none, loca
 TEST_CASE("optimum, local (a tune axis's): the quadratic through the lowest mean and its neighbours, which far values do not pull") {
   const std::vector<ResponsePoint> ps = points(k_batches, 5, steep_above_16);
   const OptimumFit local = fit_optimum(ps, OptimumFitKind::local);
-  const OptimumFit global = fit_optimum(ps);
+  const OptimumFit global = fit_optimum(ps, OptimumFitKind::global);
   REQUIRE(local.fitted);
   REQUIRE(global.fitted);
   CHECK(local.local);
@@ -126,8 +126,8 @@ TEST_CASE("optimum, local (a tune axis's): the quadratic through the lowest mean
   CHECK(local_window({{1, 5.3}, {2, 5.0}, {4, 5.1}}) == std::pair<double, double>{1, 4});
 }
 
-TEST_CASE("optimum: a curve that is not a quadratic is said to be so") {
-  const OptimumFit f = fit_optimum(points(k_batches, 5, [](double x) { return 5.0 + std::abs(std::log(x / 16.0)); }));
+TEST_CASE("optimum, global (the fit grid responses used before): a curve that is not a quadratic is said to be so") {
+  const OptimumFit f = fit_optimum(points(k_batches, 5, [](double x) { return 5.0 + std::abs(std::log(x / 16.0)); }), OptimumFitKind::global);
   REQUIRE(f.fitted);
   CHECK(f.inside);
   CHECK(f.note.find("the quadratic misses the mean at") != std::string::npos);
