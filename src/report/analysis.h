@@ -155,9 +155,8 @@ struct OptimumFit {
   bool fitted = false;
   std::string note;           // why there is no fit, or what to know about it
   bool log_x = true;          // fitted against log(x) (false: some x ≤ 0, fitted against x)
-  bool local = false;         // fitted through the 3 values around the lowest mean only (a tune axis's)
   Quadratic curve;            // metric ≈ curve(log x) (or curve(x))
-  double fit_low = 0, fit_high = 0;  // the x's the curve was fitted over (a local fit: its 3 values')
+  double fit_low = 0, fit_high = 0;  // the x's the curve was fitted over: its 3 values'
   double best = 0;            // where the fitted curve is lowest within the tried range
   bool inside = false;        // a true minimum inside the range (else the best lies at an end, or beyond)
   double ci_low = 0, ci_high = 0;  // bootstrap 95% over seeds (NaN with one seed)

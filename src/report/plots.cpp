@@ -411,8 +411,8 @@ Script response_script(const Analysis& a) {
     block += 2;
     const OptimumFit& f = r.fit;
     if (f.fitted) {
-      // a local fit speaks for its 3 values only
-      const double lo = f.local ? f.fit_low : r.points.front().x, hi = f.local ? f.fit_high : r.points.back().x;
+      // the fit speaks for its 3 values only
+      const double lo = f.fit_low, hi = f.fit_high;
       for (int k = 0; k <= 100; ++k) {  // block: the fitted curve
         const double x = f.log_x ? lo * std::pow(hi / lo, k / 100.0) : lo + (hi - lo) * k / 100.0;
         data << x << ' ' << f.curve.at(f.log_x ? std::log(x) : x) << '\n';

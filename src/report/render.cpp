@@ -110,19 +110,14 @@ std::string fit_sentence(const Response& r) {
     s += (f.best <= r.points.front().x ? "at or below " : "at or above ") + format_number("%.3g", f.best) +
          ", the end of the tried range";
   }
-  s += f.local ? " — a quadratic in " + against + " fitted by least squares to every seed's value at the 3 of " +
-                     std::to_string(f.points) + " values around the lowest mean (" + format_number("%g", f.fit_low) +
-                     " to " + format_number("%g", f.fit_high) + ")"
-               : " — a quadratic in " + against + " fitted by least squares to every seed's value at " +
-                     std::to_string(f.points) + " values";
+  s += " — a quadratic in " + against + " fitted by least squares to every seed's value at the 3 of " +
+       std::to_string(f.points) + " values around the lowest mean (" + format_number("%g", f.fit_low) + " to " +
+       format_number("%g", f.fit_high) + ")";
   if (std::isfinite(f.ci_low)) {
-    s += std::string(f.local ? "; the CI: the t interval of each seed's own fit's minimum, widened by " +
-                                     format_number("%g", k_best_shape_allowance) + " of a step "
-                                     "each side for a curve up to 4× steeper on one side of its best"
-                             : "") +
-         "; " + std::to_string(f.resamples) + " bootstrap resamples of the " + std::to_string(f.seeds) + " seeds" +
-         (f.local ? "" : " give the CI") + ", " + format_number("%.0f", 100 * f.share_inside) +
-         "% of them with their minimum inside the range";
+    s += "; the CI: the t interval of each seed's own fit's minimum, widened by " +
+         format_number("%g", k_best_shape_allowance) + " of a step each side for a curve up to 4× steeper on one side "
+         "of its best; " + std::to_string(f.resamples) + " bootstrap resamples of the " + std::to_string(f.seeds) +
+         " seeds, " + format_number("%.0f", 100 * f.share_inside) + "% of them with their minimum inside the range";
   }
   return s + (f.note.empty() ? "" : "; " + f.note);
 }

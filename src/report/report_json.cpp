@@ -131,7 +131,6 @@ nlohmann::ordered_json json_of(const Response& r) {
           {"fit",
            {{"fitted", f.fitted},
             {"log_x", f.log_x},
-            {"local", f.local},
             {"fitted_over", {number_or_null(f.fit_low), number_or_null(f.fit_high)}},
             {"quadratic", {number_or_null(f.curve.a), number_or_null(f.curve.b), number_or_null(f.curve.c)}},
             {"best", number_or_null(f.best)},

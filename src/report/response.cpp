@@ -88,11 +88,11 @@ std::optional<std::string> far_below_the_means(double lowest_fitted, const std::
   return text;
 }
 
-// The best value's CI: seeds drawn with replacement, the curve fitted again (a local fit's 3
-// values chosen again), its minimum taken each time (in t, the fit's axis); inside: strictly
-// within [lo, hi], the values tried.
+// Seeds drawn with replacement, the curve fitted again (its 3 values chosen again), its minimum
+// taken each time (in t, the fit's axis): the share strictly within [lo, hi], the values tried, and
+// a percentile CI (replaced by local_best_interval's where 2 seeds have fits of their own).
 void bootstrap_best(OptimumFit& f, const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& all,
-                    OptimumFitKind kind, const std::set<double>& xs, int64_t resamples, uint64_t seed) {
+                    const std::set<double>& xs, int64_t resamples, uint64_t seed) {
   const double lo = f.log_x ? std::log(*xs.begin()) : *xs.begin(), hi = f.log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, all.size() - 1);
@@ -103,7 +103,7 @@ void bootstrap_best(OptimumFit& f, const std::vector<ResponsePoint>& points, con
     for (auto& d : drawn) {
       d = all[pick(rng)];
     }
-    const std::optional<FittedCurve> c = fit_curve(values_of(points, drawn), f.log_x, kind, *xs.begin(), *xs.rbegin());
+    const std::optional<FittedCurve> c = fit_curve(values_of(points, drawn), f.log_x);
     if (!c) {
       continue;
     }
@@ -120,15 +120,14 @@ void bootstrap_best(OptimumFit& f, const std::vector<ResponsePoint>& points, con
   }
 }
 
-// A local fit's best value CI (k_best_shape_allowance says how). The bootstrap's percentile
-// interval covered the true best in 74% of symmetric bowls with 3 seeds (10 distinct resamples) and
-// in none of the asymmetric ones. Kept as the bootstrap's when fewer than 2 seeds give a fit.
+// The best value's CI (k_best_shape_allowance says how). The bootstrap's percentile interval
+// covered the true best in 74% of symmetric bowls with 3 seeds (10 distinct resamples) and in none
+// of the asymmetric ones. Kept as the bootstrap's when fewer than 2 seeds give a fit.
 void local_best_interval(OptimumFit& f, const std::vector<ResponsePoint>& points, const std::vector<SeedKey>& all,
                          const std::set<double>& xs, const FittedCurve& c, double best_t) {
   std::vector<double> seed_bests;
   for (const SeedKey& key : all) {
-    if (const std::optional<FittedCurve> one = fit_curve(values_of(points, {key}), f.log_x, OptimumFitKind::local,
-                                                         *xs.begin(), *xs.rbegin())) {
+    if (const std::optional<FittedCurve> one = fit_curve(values_of(points, {key}), f.log_x)) {
       seed_bests.push_back(argmin_on(one->q, one->lo, one->hi));
     }
   }
@@ -144,31 +143,6 @@ void local_best_interval(OptimumFit& f, const std::vector<ResponsePoint>& points
   const auto to_x = [&](double t) { return f.log_x ? std::exp(t) : t; };
   f.ci_low = to_x(best_t - half);
   f.ci_high = to_x(best_t + half);
-}
-
-// Lack of fit: means the curve misses by more than their own 95% CI. The bootstrap CI covers
-// seed noise, not a curve of the wrong shape.
-void note_lack_of_fit(OptimumFit& f, const std::vector<std::pair<double, Summary>>& means, size_t values) {
-  int64_t missed = 0;
-  double worst = 0, worst_x = 0;
-  for (const auto& [x, m] : means) {
-    const double miss = std::abs(m.mean - f.curve.at(f.log_x ? std::log(x) : x));
-    if (m.n >= 2 && miss > m.ci_high - m.mean) {
-      ++missed;
-      if (miss > worst) {
-        worst = miss;
-        worst_x = x;
-      }
-    }
-  }
-  if (missed > 0) {
-    char text[320];
-    std::snprintf(text, sizeof text,
-                  "the quadratic misses the mean at %lld of %zu values by more than its 95%% CI (most: %.4f at %g): "
-                  "the CI of the best value covers seed noise, not the curve's shape",
-                  static_cast<long long>(missed), values, worst, worst_x);
-    add_note(f, text);
-  }
 }
 
 // Where the best value sits against the ends of the values with results (xs): the lowest mean
@@ -216,26 +190,23 @@ std::pair<double, double> local_window(const std::vector<std::pair<double, doubl
   return {x_means[first].first, x_means[first + 2].first};
 }
 
-std::optional<FittedCurve> fit_curve(const std::vector<std::pair<double, double>>& xy, bool log_x, OptimumFitKind kind,
-                                     double first, double last) {
-  std::vector<double> t, y;
-  if (kind == OptimumFitKind::local) {
-    std::map<double, std::pair<double, int64_t>> sums;  // x → (sum, count)
-    for (const auto& [x, value] : xy) {
-      sums[x].first += value;
-      sums[x].second += 1;
-    }
-    if (sums.size() < 3) {
-      return std::nullopt;
-    }
-    std::vector<std::pair<double, double>> x_means;
-    for (const auto& [x, sum] : sums) {
-      x_means.emplace_back(x, sum.first / static_cast<double>(sum.second));
-    }
-    std::tie(first, last) = local_window(x_means);
-  }
+std::optional<FittedCurve> fit_curve(const std::vector<std::pair<double, double>>& xy, bool log_x) {
+  std::map<double, std::pair<double, int64_t>> sums;  // x → (sum, count)
   for (const auto& [x, value] : xy) {
-    if (kind == OptimumFitKind::global || (x >= first && x <= last)) {
+    sums[x].first += value;
+    sums[x].second += 1;
+  }
+  if (sums.size() < 3) {
+    return std::nullopt;
+  }
+  std::vector<std::pair<double, double>> x_means;
+  for (const auto& [x, sum] : sums) {
+    x_means.emplace_back(x, sum.first / static_cast<double>(sum.second));
+  }
+  const auto [first, last] = local_window(x_means);
+  std::vector<double> t, y;
+  for (const auto& [x, value] : xy) {
+    if (x >= first && x <= last) {
       t.push_back(log_x ? std::log(x) : x);
       y.push_back(value);
     }
@@ -247,7 +218,7 @@ std::optional<FittedCurve> fit_curve(const std::vector<std::pair<double, double>
   return FittedCurve{*q, first, last, log_x ? std::log(first) : first, log_x ? std::log(last) : last};
 }
 
-OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind kind, int64_t resamples, uint64_t seed) {
+OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resamples, uint64_t seed) {
   OptimumFit f;
   f.best = f.ci_low = f.ci_high = f.share_inside = f.fit_low = f.fit_high = k_nan;
   std::set<double> xs;
@@ -276,13 +247,12 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind 
   f.log_x = *xs.begin() > 0;
   const double lo = f.log_x ? std::log(*xs.begin()) : *xs.begin(), hi = f.log_x ? std::log(*xs.rbegin()) : *xs.rbegin();
   const std::vector<SeedKey> all(seed_set.begin(), seed_set.end());
-  const std::optional<FittedCurve> c = fit_curve(values_of(points, all), f.log_x, kind, *xs.begin(), *xs.rbegin());
+  const std::optional<FittedCurve> c = fit_curve(values_of(points, all), f.log_x);
   if (!c) {
     f.note = "the quadratic fit is degenerate";
     return f;
   }
   const auto to_x = [&](double t) { return f.log_x ? std::exp(t) : t; };
-  f.local = kind == OptimumFitKind::local;
   f.curve = c->q;
   f.fit_low = c->first;
   f.fit_high = c->last;
@@ -295,15 +265,10 @@ OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind 
   f.best = to_x(best_t);
   f.inside = best_t > lo && best_t < hi;
   if (all.size() >= 2) {
-    bootstrap_best(f, points, all, kind, xs, resamples, seed);
-    if (f.local) {
-      local_best_interval(f, points, all, xs, *c, best_t);
-    }
+    bootstrap_best(f, points, all, xs, resamples, seed);
+    local_best_interval(f, points, all, xs, *c, best_t);
   } else {
     add_note(f, "one seed: no bootstrap CI");
-  }
-  if (!f.local) {  // a local fit passes through the means of its 3 values
-    note_lack_of_fit(f, means, xs.size());
   }
   note_range_end(f, points, xs, means, best_t <= lo);
   return f;
@@ -392,7 +357,7 @@ std::vector<Response> find_responses(const ReportInput& in, std::vector<std::str
       }
       const double x_min = r.points.front().x, x_max = r.points.back().x;
       r.log_x = x_min > 0 && x_max / x_min >= 4;
-      r.fit = fit_optimum(r.points, OptimumFitKind::local);
+      r.fit = fit_optimum(r.points);
       if (!r.fit.fitted) {
         notes.push_back("response to " + r.label + " (series " + name + "): " + r.fit.note);
       } else if (!r.fit.log_x) {

@@ -35,44 +35,39 @@ std::optional<std::string> first_numeric_key(const ReportInput& in, const std::v
 // A grid value's JSON text as a finite number; nullopt when it is not one.
 std::optional<double> axis_number(const std::string& json_text);
 
-// How an optimum is fitted. `local` (every response's): the quadratic through the value with the
-// lowest mean and its two neighbours (the three at an end), so that a curve that is no parabola
-// away from its minimum — a learning rate's loss, far steeper above its best than below — does
-// not pull the minimum. `global`: the quadratic through every value tried, its CI a bootstrap
-// over seeds (whole seeds resampled) — what grid responses used until `sweep calibrate --tune`
-// measured its coverage (74–84% on true quadratics, none on lopsided curves: docs/verdicts.md);
-// kept for that measurement. With 3 values the two are one.
-enum class OptimumFitKind { global, local };
+// An optimum is fitted locally: the quadratic through the value with the lowest mean and its two
+// neighbours (the three at an end), so that a curve that is no parabola away from its minimum — a
+// learning rate's loss, far steeper above its best than below — does not pull the minimum. (One
+// quadratic through every value, with a bootstrap CI over seeds, covered the true best in 74–84%
+// of true quadratics and none of the lopsided curves: docs/verdicts.md, measured at aa8150c.)
 
 // How far off a 3-point fit's minimum may lie, as a share of its values' larger step, when the
 // curve is up to 4× steeper on one side of its minimum than on the other (a learning rate's loss
 // is: ~3.3× above its best, measured in reports/tuned-speedrun): at most 0.344 of a step, toward
-// the shallower side. A local fit's best value CI is the t interval of each seed's own fit's
+// the shallower side. The best value's CI is the t interval of each seed's own fit's
 // minimum (around the fit to all seeds), widened on each side by this share of a step — in
 // quadrature: the shape's error and the seeds' are independent. Resampling seeds cannot see the
 // shape's: it is the same on every seed. `sweep calibrate --tune` measures the coverage.
 inline constexpr double k_best_shape_allowance = 0.35;
 
-// The first and last x of a local fit's 3 values among (x, mean) pairs sorted by x: the lowest
+// The first and last x of a fit's 3 values among (x, mean) pairs sorted by x: the lowest
 // mean's x and its neighbours, or the 3 at the end where it lies (all of them when 3 or fewer).
 std::pair<double, double> local_window(const std::vector<std::pair<double, double>>& x_means);
 
-// A quadratic in log x (in x when not log_x) fitted by least squares to (x, value) pairs — all of
-// them (global), or those at local_window's 3 x's by their mean values (local) — and the first
-// and last x it speaks for (a global fit: `first` and `last` as given), in x and in t, the fit's
-// axis. Empty with fewer than 3 distinct x or a degenerate fit.
+// A quadratic in log x (in x when not log_x) fitted by least squares to the (x, value) pairs at
+// local_window's 3 x's by their mean values, and the first and last x it speaks for, in x and in
+// t, the fit's axis. Empty with fewer than 3 distinct x or a degenerate fit.
 struct FittedCurve {
   Quadratic q;
   double first = 0, last = 0;  // the x's, as tried
   double lo = 0, hi = 0;       // the same in t
 };
-std::optional<FittedCurve> fit_curve(const std::vector<std::pair<double, double>>& xy, bool log_x, OptimumFitKind kind,
-                                     double first = 0, double last = 0);
+std::optional<FittedCurve> fit_curve(const std::vector<std::pair<double, double>>& xy, bool log_x);
 
-// The best x of `points` (by x): see the file comment. `resamples` bootstrap resamples from a
-// generator seeded with `seed`, so a report is reproducible; a local fit's resamples choose their
-// 3 values again.
-OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, OptimumFitKind kind = OptimumFitKind::local,
-                       int64_t resamples = 2000, uint64_t seed = 1);
+// The best x of `points` (by x): see the file comment. `resamples` bootstrap resamples of the
+// seeds (each choosing its 3 values again), from a generator seeded with `seed` so that a report
+// is reproducible, give the share of minima inside the range — and the CI when fewer than 2 seeds
+// have a fit of their own.
+OptimumFit fit_optimum(const std::vector<ResponsePoint>& points, int64_t resamples = 2000, uint64_t seed = 1);
 
 }  // namespace sweep

@@ -89,7 +89,7 @@ double tuned_value(const std::vector<std::pair<double, double>>& points) {
     return k_nan;
   }
   const bool log_x = std::min_element(points.begin(), points.end())->first > 0;
-  const std::optional<FittedCurve> c = fit_curve(points, log_x, OptimumFitKind::local);
+  const std::optional<FittedCurve> c = fit_curve(points, log_x);
   return c ? c->q.at(argmin_on(c->q, c->lo, c->hi)) : k_nan;
 }
 

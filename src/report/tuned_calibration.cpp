@@ -5,7 +5,6 @@
 #include <random>
 
 #include "report/analysis.h"
-#include "report/response.h"
 #include "report/sequential.h"
 #include "report/tuned.h"
 #include "util/error.h"
@@ -111,8 +110,7 @@ struct TunedTally {
   VerdictTally verdicts;
   int64_t base_better = 0, confounded = 0, extend = 0, covered = 0;
   int64_t best_judged = 0, best_covered = 0;  // arms with a best value's CI; those covering the true best
-  int64_t grid_judged = 0, grid_covered = 0;  // the same, fitted as a grid axis's response
-  double seeds = 0, best_width = 0, grid_width = 0;
+  double seeds = 0, best_width = 0;
   TunedCalibrationRow row;
 
   void add(const Analysis& a, const std::vector<int64_t>& n, const std::vector<Arm>& truth) {
@@ -141,15 +139,6 @@ struct TunedTally {
         confounded += arm.outcome == TunedOutcome::confounded || arm.outcome == TunedOutcome::extend_grid;
       }
     }
-    for (const Response& r : a.responses) {  // the arm's curve by the global fit grid responses used before
-      const OptimumFit g = fit_optimum(r.points, OptimumFitKind::global);
-      if (g.fitted && std::isfinite(g.ci_low) && std::isfinite(g.ci_high)) {
-        const double best = value_of(truth[arm_of(r.series)].centre);
-        ++grid_judged;
-        grid_covered += g.ci_low <= best && best <= g.ci_high;
-        grid_width += std::log2(g.ci_high / g.ci_low);
-      }
-    }
     for (const int64_t x : n) {
       seeds += static_cast<double>(x) / static_cast<double>(n.size());
     }
@@ -167,10 +156,6 @@ struct TunedTally {
     const double b = static_cast<double>(std::max<int64_t>(1, best_judged));
     r.best_coverage = static_cast<double>(best_covered) / b;
     r.best_width = best_width / b;
-    r.grid_judged = grid_judged;
-    const double g = static_cast<double>(std::max<int64_t>(1, grid_judged));
-    r.grid_coverage = static_cast<double>(grid_covered) / g;
-    r.grid_width = grid_width / g;
     r.seeds = seeds / static_cast<double>(std::max<int64_t>(1, verdicts.studies()));
     return r;
   }
@@ -276,9 +261,8 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
                     "sideways row, where the arms' best is the base value). Verdicts at each arm's best:\n\n";
   out += "| arms' bowl | true difference | design | seeds per arm | better | worse | equivalent | undecided | any false better/worse (per study) "
          "| 95% CI covers it | better at the base value | of those, lr-confounded | extend the grid "
-         "| best value's 95% CI covers the true best | its mean width (doublings) "
-         "| by one quadratic through every value, bootstrap CI (the fit replaced): covers | its width |\n"
-         "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+         "| best value's 95% CI covers the true best | its mean width (doublings) |\n"
+         "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {
     const double n = static_cast<double>(std::max<int64_t>(1, r.judged));
     const double half = binomial_half(r.coverage, n);
@@ -290,8 +274,7 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
            format_number("%.3f", r.base_better) + " | " +
            (std::isfinite(r.confounded_when_base_better) ? format_number("%.3f", r.confounded_when_base_better) : "-") +
            " | " + format_number("%.3f", r.extend) + " | " + format_number("%.3f", r.best_coverage) + " | " +
-           format_number("%.2f", r.best_width) + " | " + format_number("%.3f", r.grid_coverage) + " | " +
-           format_number("%.2f", r.grid_width) + " |\n";
+           format_number("%.2f", r.best_width) + " |\n";
   }
   if (s.better_by > 0) {
     out += "\nCalled better by more than m = " + format_number("%g", s.better_by) + " at its best (better_by, one-sided at " +

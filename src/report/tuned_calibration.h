@@ -52,10 +52,6 @@ struct TunedCalibrationRow : VerdictShares {  // at each arm's best
   int64_t best_judged = 0;      // arms (the baseline's too) whose best value has a bootstrap CI
   double best_coverage = 0;     // of those, the share whose CI covers the arm's true best value
   double best_width = 0;        // their CI's mean width, in doublings (log2 of high ÷ low)
-  // The same arms' best value by the fit grid responses used before (response.h,
-  // OptimumFitKind::global): one quadratic through every value, its CI a bootstrap over seeds
-  int64_t grid_judged = 0;
-  double grid_coverage = 0, grid_width = 0;
   double seeds = 0;             // mean seeds per arm (the baseline's included)
 };
 

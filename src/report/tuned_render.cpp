@@ -47,7 +47,7 @@ std::string improvement_text(const VariantStats* v) {
 double widest_step(const Analysis& a) {
   double widest = 0;
   for (const auto& r : a.responses) {
-    if (!r.fit.local || !r.fit.log_x) {
+    if (!r.fit.log_x) {
       continue;
     }
     double previous = 0;

@@ -58,7 +58,7 @@ TEST_CASE("optimum: a known minimum at 16 is found, with a CI over seeds around 
   CHECK(again.ci_high == f.ci_high);
 }
 
-TEST_CASE("optimum: a flat response (every value's mean the same) has none, locally or globally") {
+TEST_CASE("optimum: a flat response (every value's mean the same) has none") {
   // a key the trainer ignores: each seed's value the same at every x — a quadratic through the
   // means' rounding noise would put a best anywhere inside
   std::vector<ResponsePoint> ps;
@@ -69,27 +69,19 @@ TEST_CASE("optimum: a flat response (every value's mean the same) has none, loca
     p.values[{2, 2}] = 3.004;
     ps.push_back(p);
   }
-  for (const OptimumFitKind kind : {OptimumFitKind::global, OptimumFitKind::local}) {
-    const OptimumFit f = fit_optimum(ps, kind);
-    CHECK_FALSE(f.fitted);
-    CHECK(f.note.find("flat, no optimum") != std::string::npos);
-  }
+  const OptimumFit f = fit_optimum(ps);
+  CHECK_FALSE(f.fitted);
+  CHECK(f.note.find("flat, no optimum") != std::string::npos);
   ps[1].values[{1, 1}] = 3.0019;  // a real difference at 12: a best again
-  CHECK(fit_optimum(ps, OptimumFitKind::local).fitted);
+  CHECK(fit_optimum(ps).fitted);
 }
 
-TEST_CASE("optimum, local (a tune axis's): the quadratic through the lowest mean and its neighbours, which far values do not pull") {
+TEST_CASE("optimum: the quadratic through the lowest mean and its neighbours, which far values do not pull") {
   const std::vector<ResponsePoint> ps = points(k_batches, 5, steep_above_16);
-  const OptimumFit local = fit_optimum(ps, OptimumFitKind::local);
-  const OptimumFit global = fit_optimum(ps, OptimumFitKind::global);
+  const OptimumFit local = fit_optimum(ps);
   REQUIRE(local.fitted);
-  REQUIRE(global.fitted);
-  CHECK(local.local);
-  CHECK(!global.local);
   CHECK(local.fit_low == 8.0);  // the lowest mean at 16, and its neighbours
   CHECK(local.fit_high == 32.0);
-  CHECK(global.fit_low == 2.0);
-  CHECK(global.fit_high == 128.0);
   // by hand: the quadratic through the 3 means, in log x, and its vertex
   double y[3];
   for (int k = 0; k < 3; ++k) {
@@ -101,8 +93,17 @@ TEST_CASE("optimum, local (a tune axis's): the quadratic through the lowest mean
   }
   const double h = std::log(2.0), a = (y[0] + y[2] - 2 * y[1]) / (2 * h * h), b = (y[2] - y[0]) / (2 * h);
   CHECK(local.best == doctest::Approx(16.0 * std::exp(-b / (2 * a))).epsilon(1e-9));
-  // the steep side pulls the global quadratic's minimum well below 16; the local one stays near it
-  CHECK(global.best < 12.0);
+  // the steep side pulls a quadratic through every value's minimum well below 16; this one stays near it
+  std::vector<double> ts, ys;
+  for (const auto& p : ps) {
+    for (const auto& [seed, value] : p.values) {
+      ts.push_back(std::log(p.x));
+      ys.push_back(value);
+    }
+  }
+  const std::optional<Quadratic> through_all = fit_quadratic(ts, ys);
+  REQUIRE(through_all);
+  CHECK(std::exp(-through_all->b / (2 * through_all->a)) < 12.0);
   CHECK(local.best > 12.0);
   CHECK(local.best < 16.0);
   CHECK(local.ci_low <= local.best);
@@ -112,26 +113,18 @@ TEST_CASE("optimum, local (a tune axis's): the quadratic through the lowest mean
   CHECK(local.ci_high >= 16.0);
   CHECK(std::log2(local.ci_high / local.best) >= 0.35);
   CHECK(std::log2(local.best / local.ci_low) >= 0.35);
-  CHECK(local.note.empty());  // through its 3 means: no lack of fit to say
+  CHECK(local.note.empty());
   // a far value moved does not move it
   std::vector<ResponsePoint> moved = ps;
   for (auto& [seed, value] : moved.back().values) {
     value += 1.0;
   }
-  CHECK(fit_optimum(moved, OptimumFitKind::local).best == local.best);
+  CHECK(fit_optimum(moved).best == local.best);
   // the lowest mean at an end: the 3 values there
   CHECK(local_window({{1, 5.0}, {2, 5.1}, {4, 5.2}, {8, 5.3}}) == std::pair<double, double>{1, 4});
   CHECK(local_window({{1, 5.3}, {2, 5.2}, {4, 5.1}, {8, 5.0}}) == std::pair<double, double>{2, 8});
   CHECK(local_window({{1, 5.3}, {2, 5.0}, {4, 5.1}, {8, 5.2}}) == std::pair<double, double>{1, 4});
   CHECK(local_window({{1, 5.3}, {2, 5.0}, {4, 5.1}}) == std::pair<double, double>{1, 4});
-}
-
-TEST_CASE("optimum, global (the fit grid responses used before): a curve that is not a quadratic is said to be so") {
-  const OptimumFit f = fit_optimum(points(k_batches, 5, [](double x) { return 5.0 + std::abs(std::log(x / 16.0)); }), OptimumFitKind::global);
-  REQUIRE(f.fitted);
-  CHECK(f.inside);
-  CHECK(f.note.find("the quadratic misses the mean at") != std::string::npos);
-  CHECK(f.note.find("covers seed noise, not the curve's shape") != std::string::npos);
 }
 
 TEST_CASE("optimum: a metric still falling at the largest value says the best lies there or beyond") {
