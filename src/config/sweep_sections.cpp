@@ -150,6 +150,16 @@ bool is_positive_number(const YAML::Node& value) {
   }
 }
 
+// An axis value's origin: its key, and where the value itself is written (an error in the value
+// points there; an unknown key at the key).
+Origin key_and_value(const std::string& file, const YAML::Node& key, const YAML::Node& value) {
+  Origin o = origin_of(file, key);
+  const Origin v = origin_of(file, value);
+  o.value_line = v.line;
+  o.value_col = v.col;
+  return o;
+}
+
 // `zip` or `tune`: keys whose lists of one length vary together, one dimension of the points.
 void read_together(const YAML::Node& node, AxisKind axis_kind, const std::string& file, std::vector<Combo>& combos,
                    std::vector<SweepAxis>& axes, size_t max_points, Diagnostics& diags) {
@@ -219,7 +229,7 @@ void read_together(const YAML::Node& node, AxisKind axis_kind, const std::string
     for (size_t i = 0; i < length; ++i) {
       Combo n = c;
       for (const auto& axis : node) {
-        n.overrides.push_back({axis.first.Scalar(), axis.second[i], origin_of(file, axis.first)});
+        n.overrides.push_back({axis.first.Scalar(), axis.second[i], key_and_value(file, axis.first, axis.second[i])});
         n.values_at.push_back(origin_of(file, axis.second[i]));
       }
       next.push_back(n);
@@ -258,7 +268,7 @@ std::vector<Combo> read_axes(const YAML::Node& grid, const YAML::Node& zip, cons
         for (const auto& c : combos) {
           for (const auto& value : axis.second) {
             Combo n = c;
-            n.overrides.push_back({axis.first.Scalar(), value, origin_of(file, axis.first)});
+            n.overrides.push_back({axis.first.Scalar(), value, key_and_value(file, axis.first, value)});
             n.values_at.push_back(origin_of(file, value));
             next.push_back(n);
           }

@@ -427,7 +427,7 @@ nlohmann::json resolve_trainer_values(const YAML::Node& tree, const TrainerSpec&
     const auto key = std::find_if(spec.keys.begin(), spec.keys.end(), [&](const TrainerKey& k) { return k.name == path; });
     if (key == spec.keys.end()) {
       const std::string near = closest_match(path, names);
-      diags.error(path, node, "unknown key '" + path + "': the trainer does not declare it" +
+      diags.error_at_key(path, node, "unknown key '" + path + "': the trainer does not declare it" +
                                   (near.empty() ? "" : " — did you mean '" + near + "'?") +
                                   " (declare it under trainer.keys)");
       continue;

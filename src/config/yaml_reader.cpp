@@ -15,12 +15,22 @@ namespace sweep {
 // ---- diagnostics ----
 
 void Diagnostics::error(const std::string& path, const YAML::Node& node, const std::string& message) {
+  locate(path, node, message, false);
+}
+
+void Diagnostics::error_at_key(const std::string& path, const YAML::Node& node, const std::string& message) {
+  locate(path, node, message, true);
+}
+
+void Diagnostics::locate(const std::string& path, const YAML::Node& node, const std::string& message, bool key) {
   // An overridden value is reported where the override was written; a prefix counts too,
-  // so an override that replaced a whole section locates the errors inside it.
+  // so an override that replaced a whole section locates the errors inside it (in its value).
   for (std::string p = path; !p.empty();) {
     auto it = m_origins.find(p);
     if (it != m_origins.end()) {
-      m_list.push_back({it->second.file, it->second.line, it->second.col, message});
+      const Origin& o = it->second;
+      const bool at_value = o.value_line > 0 && !(key && p == path);
+      m_list.push_back({o.file, at_value ? o.value_line : o.line, at_value ? o.value_col : o.col, message});
       return;
     }
     size_t dot = p.rfind('.');
@@ -258,7 +268,7 @@ void MapReader::finish() {
       }
       message += " (known keys here: " + list + ")";
     }
-    m_diags.error(child_path(key), kv.first, message);
+    m_diags.error_at_key(child_path(key), kv.first, message);
   }
 }
 

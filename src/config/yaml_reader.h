@@ -24,6 +24,9 @@ struct Origin {
   std::string file;
   int line = 0;  // 1-based; 0 = none
   int col = 0;
+  // where the value is written, when that is not beside its key (a grid's list may span lines);
+  // 0 = beside it
+  int value_line = 0, value_col = 0;
 };
 
 class Diagnostics {
@@ -31,8 +34,11 @@ class Diagnostics {
   Diagnostics(std::string file, std::map<std::string, Origin> origins = {})
       : m_file(std::move(file)), m_origins(std::move(origins)) {}
 
-  // Records `message` about the value at `path`, located by `node`'s mark or by its origin.
+  // Records `message` about the value at `path`, located by `node`'s mark or by its origin (the
+  // value's place there, when it has one).
   void error(const std::string& path, const YAML::Node& node, const std::string& message);
+  // The same about the key at `path` itself (unknown, say): an override's key, not its value.
+  void error_at_key(const std::string& path, const YAML::Node& node, const std::string& message);
   void error(const YAML::Mark& mark, const std::string& message);
   void error(const Origin& at, const std::string& message);
   bool empty() const { return m_list.empty(); }
@@ -40,6 +46,8 @@ class Diagnostics {
   void throw_if_any() const;
 
  private:
+  void locate(const std::string& path, const YAML::Node& node, const std::string& message, bool key);
+
   std::string m_file;
   std::map<std::string, Origin> m_origins;
   std::vector<Diagnostic> m_list;
