@@ -428,8 +428,8 @@ nlohmann::json resolve_trainer_values(const YAML::Node& tree, const TrainerSpec&
     if (key == spec.keys.end()) {
       const std::string near = closest_match(path, names);
       diags.error_at_key(path, node, "unknown key '" + path + "': the trainer does not declare it" +
-                                  (near.empty() ? "" : " — did you mean '" + near + "'?") +
-                                  " (declare it under trainer.keys)");
+                                         (near.empty() ? "" : " — did you mean '" + near + "'?") +
+                                         " (declare it under trainer.keys)");
       continue;
     }
     std::string why;

@@ -24,8 +24,8 @@ struct Origin {
   std::string file;
   int line = 0;  // 1-based; 0 = none
   int col = 0;
-  // where the value is written, when that is not beside its key (a grid's list may span lines);
-  // 0 = beside it
+  // where a grid/zip/tune value is written, apart from its key (the list may span lines); 0 = not
+  // apart (an intervention's override, a --set)
   int value_line = 0, value_col = 0;
 };
 
