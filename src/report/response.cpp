@@ -6,7 +6,6 @@
 #include <map>
 #include <random>
 #include <set>
-#include <tuple>
 
 #include "util/text.h"
 
