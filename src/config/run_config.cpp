@@ -172,7 +172,8 @@ void check_model(const YAML::Node& root, Diagnostics& diags, const ModelConfig& 
   if (given.family == Family::gpt2) {
     for (const std::string& key : k_deepseek_keys) {
       if (has(key)) {
-        error(key, "'model." + key + "' is an option of the deepseek family — add 'model.family: deepseek', or remove it");
+        diags.error_at_key("model." + key, at(key),
+                           "'model." + key + "' is an option of the deepseek family — add 'model.family: deepseek', or remove it");
       }
     }
     if (given.attention == Attention::mla) {
@@ -248,8 +249,8 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
     // 'optimizer: adamw' said, they are ignored: an intervention can take a Muon base back to AdamW.)
     for (const char* key : {"muon_lr", "muon_momentum", "muon_momentum_warmup"}) {
       if (t.IsDefined() && t.IsMap() && t[key].IsDefined()) {
-        diags.error(std::string("train.") + key, t[key],
-                    std::string("'train.") + key + "' is an option of Muon — add 'train.optimizer: muon', or remove it");
+        diags.error_at_key(std::string("train.") + key, t[key],
+                           std::string("'train.") + key + "' is an option of Muon — add 'train.optimizer: muon', or remove it");
       }
     }
   }

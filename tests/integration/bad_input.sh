@@ -18,12 +18,16 @@ expect_rc 2 "$SWEEP" train bad.yaml --set model.n_head=4 --set train.lrr=1 2> er
 grep -q "^--set train.lrr=1: unknown key 'train.lrr'" err.txt || fail "a bad --set is reported at the option: $(cat err.txt)"
 
 # a grid's values: a wrong one is reported where it is written (a list may span lines), an unknown
-# axis key at the key, once for all its values
+# axis key — or one its config does not take — at the key, once for all its values
 tiny_sweep grid.yaml grid 10
 printf 'grid:\n  train.lr: [1e-3,\n             fast]\n  train.lrr: [1, 2]\n' >> grid.yaml
 expect_rc 2 "$SWEEP" plan grid.yaml 2> err.txt
 grep -q "^grid.yaml:13:14: 'train.lr' must be a number, got 'fast'" err.txt || fail "a grid's wrong value: $(cat err.txt)"
 [ "$(grep -c "^grid.yaml:14:3: unknown key 'train.lrr'" err.txt)" -eq 1 ] || fail "a grid's unknown key: $(cat err.txt)"
+tiny_sweep grid2.yaml grid2 10
+printf 'grid:\n  train.muon_lr: [0.01, 0.02]\n' >> grid2.yaml
+expect_rc 2 "$SWEEP" plan grid2.yaml 2> err.txt
+[ "$(grep -c "^grid2.yaml:12:3: 'train.muon_lr' is an option of Muon" err.txt)" -eq 1 ] || fail "a grid's key out of place: $(cat err.txt)"
 
 # a config that is valid but names a dataset that does not exist
 prepare_bytes
