@@ -1,5 +1,7 @@
 #include "kernels/attention.h"
 
+#include <ATen/SDPBackend.h>
+
 #include <cmath>
 #include <limits>
 
@@ -95,6 +97,21 @@ torch::Tensor causal_attention_reference(const torch::Tensor& qkv, int64_t n_hea
   }
   auto y = torch::bmm(att, heads(parts[2]));  // (B·nh, T, hs)
   return y.view({B, n_head, T, hs}).transpose(1, 2).reshape({B, T, C});
+}
+
+std::string sdpa_backend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout_p) {
+  switch (static_cast<at::SDPBackend>(at::_fused_sdp_choice(q, k, v, {}, dropout_p, /*is_causal=*/true))) {
+    case at::SDPBackend::cudnn_attention:
+      return "cuDNN";
+    case at::SDPBackend::flash_attention:
+      return "flash";
+    case at::SDPBackend::efficient_attention:
+      return "memory-efficient";
+    case at::SDPBackend::math:
+      return "math";
+    default:
+      return "other";
+  }
 }
 
 }  // namespace sweep::kernels

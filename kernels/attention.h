@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 namespace sweep::kernels {
 
 // Flash-style on the CPU: per head, 64 × 64 tiles of QKᵀ with an online softmax; no T × T mask or
@@ -17,6 +19,10 @@ torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t n_head, double 
 // (B·nh, T, T) tensor the weights are multiplied by (the tests pass dropout_mask's).
 torch::Tensor causal_attention_reference(const torch::Tensor& qkv, int64_t n_head, double dropout_p = 0.0,
                                          const torch::Tensor& dropout_scale = {});
+
+// Which of LibTorch's kernels scaled_dot_product_attention runs for causal attention of these
+// shapes (q, k, v: (B, nh, T, hs)): "cuDNN", "flash", "memory-efficient" or "math".
+std::string sdpa_backend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout_p);
 
 // The fused kernel's dropout scales (0 or 1 / (1 − p)) for B·nh heads of T × T weights, fp32.
 torch::Tensor dropout_mask(int64_t batch_heads, int64_t T, double dropout_p, uint64_t seed);

@@ -1,6 +1,14 @@
 #include "kernels/cross_entropy.h"
 
+#include <limits>
+
+#include "build_options.h"
 #include "kernels/common.h"
+#ifdef SWEEP_WITH_CUDA
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/cuda/cross_entropy.h"
+#endif
 
 namespace sweep::kernels {
 
@@ -10,6 +18,9 @@ struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                const torch::Tensor& targets, bool want_grad, double softcap) {
     RECORD_USER_SCOPE("sweep::cross_entropy_inplace");
+    if (logits.is_cuda()) {
+      return forward_cuda(ctx, logits, targets, want_grad, softcap);
+    }
     const auto dtype = cpu_dtype(logits, "cross_entropy_inplace");
     TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
                 "cross_entropy_inplace: logits (N, V) and targets (N) expected, got ", logits.sizes(), " and ",
@@ -30,13 +41,39 @@ struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
     return torch::full({}, loss, logits.options().dtype(torch::kFloat));
   }
 
+  // The CUDA twin: the row losses on the device, their mean returned as a tensor there.
+  static torch::Tensor forward_cuda(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
+                                    const torch::Tensor& targets, bool want_grad, double softcap) {
+    TORCH_CHECK(cuda_cross_entropy_takes(logits, targets), "cross_entropy_inplace: these logits ", logits.sizes(), " (",
+                logits.scalar_type(), ") are not the CUDA kernel's: use cross_entropy_reference");
+#ifdef SWEEP_WITH_CUDA
+    const int64_t rows = logits.size(0), vocab = logits.size(1);
+    auto g = logits.is_contiguous() ? logits.detach() : logits.detach().contiguous();
+    const auto t = targets.contiguous();
+    auto losses = torch::empty({rows}, logits.options().dtype(torch::kFloat));  // (N,)
+    const char* error = cuda::cross_entropy_inplace(
+        g.scalar_type() == torch::kBFloat16, g.data_ptr(), t.data_ptr<int64_t>(), rows, vocab,
+        want_grad ? 1.0f / static_cast<float>(rows) : 0.0f, static_cast<float>(softcap), losses.data_ptr<float>(),
+        c10::cuda::getCurrentCUDAStream(g.device().index()).stream());
+    TORCH_CHECK(*error == 0, "cross_entropy_inplace (CUDA): ", error);
+    if (want_grad) {
+      ctx->saved_data["grad"] = g;
+    }
+    return losses.mean();
+#else
+    (void)ctx, (void)want_grad, (void)softcap;
+    return torch::Tensor();
+#endif
+  }
+
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
     RECORD_USER_SCOPE("sweep::cross_entropy_inplace_backward");
     auto g = ctx->saved_data["grad"].toTensor();
     ctx->saved_data.erase("grad");  // spent: a second backward fails instead of scaling twice
-    const double scale = grads[0].item<double>();  // d(total loss) / d(this mean loss), e.g. 1 / accumulation
-    if (scale != 1.0) {
+    if (g.is_cuda()) {
+      g.mul_(grads[0]);  // d(total loss) / d(this mean loss), on the device: nothing read
+    } else if (const double scale = grads[0].item<double>(); scale != 1.0) {  // e.g. 1 / accumulation
       g.mul_(scale);
     }
     return {g, torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -49,6 +86,23 @@ torch::Tensor cross_entropy_inplace(const torch::Tensor& logits, const torch::Te
   TORCH_CHECK(softcap >= 0, "cross_entropy_inplace: a soft-cap >= 0 expected (0: none), got ", softcap);
   // Decided here: autograd runs forward() with gradients off.
   return CrossEntropyInplace::apply(logits, targets, torch::GradMode::is_enabled() && logits.requires_grad(), softcap);
+}
+
+bool cuda_cross_entropy_takes(c10::DeviceType device, torch::ScalarType dtype, torch::IntArrayRef sizes,
+                              torch::ScalarType target_dtype, torch::IntArrayRef target_sizes) {
+#ifdef SWEEP_WITH_CUDA
+  return device == c10::DeviceType::CUDA && (dtype == torch::kFloat || dtype == torch::kBFloat16) && sizes.size() == 2 &&
+         sizes[0] > 0 && sizes[0] <= std::numeric_limits<int32_t>::max() && sizes[1] > 0 && target_dtype == torch::kLong &&
+         target_sizes.size() == 1 && target_sizes[0] == sizes[0];
+#else
+  (void)device, (void)dtype, (void)sizes, (void)target_dtype, (void)target_sizes;
+  return false;
+#endif
+}
+
+bool cuda_cross_entropy_takes(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return cuda_cross_entropy_takes(logits.device().type(), logits.scalar_type(), logits.sizes(), targets.scalar_type(),
+                                  targets.sizes());
 }
 
 torch::Tensor soft_cap_reference(const torch::Tensor& logits, double softcap) {

@@ -8,8 +8,10 @@
 #               sweep and the GPU tests built against the Python's PyTorch (scripts/setup.sh
 #               --torch cuda) into build-gpu/, configure output shown
 #   test        the CTest label `gpu` (tests/gpu/), each test stopped after 4 minutes
-#   bench       sweep bench --device cuda on the reference config (bf16, tf32)
-#   bench-full  GPT-2 small too, beside nanoGPT (torch.compile off and on) with --nanogpt
+#   bench       sweep bench --device cuda on the reference config (bf16, tf32), a row per lever of
+#               the step (AdamW's path, reads, train.cuda_kernels)
+#   bench-full  the reference config and GPT-2 small, beside nanoGPT (torch.compile off and on) with
+#               --nanogpt, every lever's row; each row written to the log as it is measured
 # Default: build test bench. Each step's output goes to the terminal and to DIR/<step>.log
 # (default build-gpu/logs/), so that a step cut off by its window leaves what it printed. With
 # --deps DIR, or a .gpu-kit/ folder here, the other dependencies come from the .deb files there
@@ -76,8 +78,8 @@ step_bench() {
 }
 
 step_bench_full() {
-  say "the GPU bench: GPT-2 small${nanogpt:+, beside nanoGPT ($nanogpt; torch.compile off and on)}"
-  "$build/sweep" bench --device cuda --model gpt2-small ${nanogpt:+--nanogpt "$nanogpt" --python "$py"}
+  say "the GPU bench: the reference config and GPT-2 small${nanogpt:+, beside nanoGPT ($nanogpt; torch.compile off and on)}"
+  "$build/sweep" bench --device cuda --model reference --model gpt2-small ${nanogpt:+--nanogpt "$nanogpt" --python "$py"}
 }
 
 rc=0

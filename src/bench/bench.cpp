@@ -351,11 +351,15 @@ void bench_ops(const RunConfig& c, Precision precision, std::ostream& out) {
     for (auto& p : params) {
       p.mutable_grad() = torch::randn_like(p);
     }
-    auto run = [&](bool fused) { return [&, fused] { adamw_step(*opt, 0.5, fused); }; };
+    // the step's rule as a run gives it (the norm, the clip factor, the skip), then AdamW alone
+    const StepScale scale = step_scale(torch::zeros({1}), grad_norm(params), 1.0);
+    auto run = [&](AdamWPath path) { return [&, path] { adamw_step(*opt, scale, path); }; };
     char name[64];
-    std::snprintf(name, sizeof name, "AdamW + clip scale (%.2fM params)", static_cast<double>(model->num_params()) / 1e6);
-    const auto ref = time_op(run(false), reps);
-    row(name, ref, time_op(run(true), reps), vector);
+    std::snprintf(name, sizeof name, "AdamW + clip (%.2fM params)", static_cast<double>(model->num_params()) / 1e6);
+    const auto ref = time_op(run(AdamWPath::per_tensor), reps);
+    row(name, ref, time_op(run(AdamWPath::fused_cpu), reps), vector);
+    // PyTorch's own fused AdamW (the GPU's path) on this CPU, against the same reference
+    row("  the same by _fused_adamw_", ref, time_op(run(AdamWPath::foreach), reps), "ATen");
   }
 }
 

@@ -5,15 +5,21 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "bench/bench.h"
 #include "build_options.h"
+#include "kernels/attention.h"
 #include "train/device.h"
+#include "train/optim.h"
 #include "train/precision.h"
+#include "train/sharded/state.h"
 #include "train/trainer.h"
 #include "util/text.h"
 #ifdef SWEEP_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/Exception.h>
 #endif
 
 namespace sweep {
@@ -38,6 +44,96 @@ double peak_tensor_mib(const torch::Device& device, bool reset) {
   (void)reset;
   return 0;
 #endif
+}
+
+// The step's levers, one bench row each: which AdamW runs (train/optim.h), whether each step's
+// loss and norm are read at once (the step waits for the device) or once the next step is issued,
+// as run() trains, and train.cuda_kernels (kernels/cuda/). The first row is the step as sweep trains.
+struct Lever {
+  const char* name;
+  AdamWPath adamw;
+  bool read_each;
+  bool cuda_kernels;
+};
+constexpr Lever k_levers[] = {{"sweep", AdamWPath::automatic, false, false},
+                              {"  per-tensor AdamW (the old path)", AdamWPath::per_tensor, false, false},
+                              {"  each step read at once", AdamWPath::automatic, true, false},
+                              {"  both: the step before issue 57", AdamWPath::per_tensor, true, false},
+                              {"  with train.cuda_kernels", AdamWPath::automatic, false, true}};
+
+// `steps` training steps of `t`, each read after the next is issued, or at once (`read_each`).
+void take_steps(Trainer& t, int64_t steps, bool read_each) {
+  std::optional<IssuedStep> pending;
+  for (int64_t i = 0; i < steps; ++i) {
+    IssuedStep issued = t.issue_step();
+    if (read_each) {
+      t.read_step(issued);
+      continue;
+    }
+    if (pending) {
+      t.read_step(*pending);
+    }
+    pending = std::move(issued);
+  }
+  if (pending) {
+    t.read_step(*pending);
+  }
+}
+
+// The optimizer's part of a step alone, on the device: the gradient norm, the step's rule, AdamW,
+// the gradients zeroed — ms per step over 10, synchronised around them (the weights move: time it last).
+double optimizer_ms(Trainer& t, const torch::Device& device) {
+  TrainState& state = t.state();
+  const torch::Tensor loss = torch::ones({1}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  torch::cuda::synchronize(device.index());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i) {
+    state.step(t.config().train.lr, step_scale(loss, state.grad_norm(), t.config().train.grad_clip), t.step());
+    state.end_step();
+  }
+  torch::cuda::synchronize(device.index());
+  return 1e3 * seconds_since(t0) / 10;
+}
+
+#ifdef SWEEP_WITH_CUDA
+// Counts the warnings of CUDA's sync debug mode ("called a synchronizing CUDA operation").
+struct SyncCounter : c10::WarningHandler {
+  int syncs = 0;
+  void process(const c10::Warning& warning) override {
+    if (warning.msg().find("synchronizing") != std::string::npos) {
+      ++syncs;
+    }
+  }
+};
+#endif
+
+// The host's waits for the device in `steps` steps as take_steps takes them, per step (CUDA's
+// sync debug mode counts them; -1 where it cannot).
+double host_reads_per_step(Trainer& t, int64_t steps, bool read_each) {
+#ifdef SWEEP_WITH_CUDA
+  SyncCounter counter;
+  {
+    c10::WarningUtils::WarningHandlerGuard guard(&counter);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_WARN);
+    take_steps(t, steps, read_each);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  }
+  return static_cast<double>(counter.syncs) / static_cast<double>(steps);
+#else
+  (void)t;
+  (void)steps;
+  (void)read_each;
+  return -1;
+#endif
+}
+
+// The kernel scaled_dot_product_attention picks for this model's attention on `device`.
+std::string attention_backend(const RunConfig& c, const torch::Device& device) {
+  const ModelConfig& m = c.model;
+  const auto dtype = c.train.precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat;
+  const auto q = torch::empty({c.train.micro_batch, m.n_head, m.block_size, m.n_embd / m.n_head},
+                              torch::TensorOptions().device(device).dtype(dtype));
+  return kernels::sdpa_backend(q, q, q, m.dropout);
 }
 
 }  // namespace
@@ -69,7 +165,7 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
   char line[400];
   std::snprintf(line, sizeof line,
                 "sweep bench on %s: %s, %.0f GiB, compute capability %d.%d; LibTorch %s, CUDA %s; %lld steps after %lld "
-                "warm-up, timed back to back (the step's own waits: its loss and gradient norm)\n",
+                "warm-up, timed back to back; a row per lever of the step\n",
                 settings.device.c_str(), gpu.name.c_str(), gpu.memory_gib, gpu.major, gpu.minor, b.libtorch.c_str(),
                 b.cuda_version.c_str(), static_cast<long long>(settings.steps), static_cast<long long>(settings.warmup));
   out << line;
@@ -95,35 +191,44 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
                   static_cast<long long>(data->vocab_size), static_cast<long long>(shape.model.padded_vocab()),
                   format_count(static_cast<double>(size.total)).c_str(), size.flops_per_token / 1e6);
     out << line;
-    out << "precision  who                                     tokens/s    step ms   model TFLOP/s    MFU   peak tensors MiB\n";
-    auto row = [&](Precision precision, const std::string& who, double tokens_per_s, double step_ms,
-                   double mib) {
+    out << "precision  who                                     tokens/s    step ms   model TFLOP/s    MFU   peak tensors MiB"
+           "   optimizer ms   host waits/step\n";
+    auto row = [&](Precision precision, const std::string& who, double tokens_per_s, double step_ms, double mib,
+                   const std::string& tail = "") {
       const double achieved = tokens_per_s * size.flops_per_token;
-      std::snprintf(line, sizeof line, "%-9s  %-38s %10.0f %10.1f %15.1f %5.1f%% %18.0f\n", to_string(precision).c_str(),
-                    who.c_str(), tokens_per_s, step_ms, achieved / 1e12, 100.0 * achieved / peaks[precision], mib);
+      std::snprintf(line, sizeof line, "%-9s  %-38s %10.0f %10.1f %15.1f %5.1f%% %18.0f%s\n", to_string(precision).c_str(),
+                    who.c_str(), tokens_per_s, step_ms, achieved / 1e12, 100.0 * achieved / peaks[precision], mib,
+                    tail.c_str());
       out << line << std::flush;
     };
     for (const auto& precision : settings.precisions) {
       RunConfig c = shape;
       c.train.precision = precision;
       c.resources.device = settings.device;
+      out << "  attention: scaled_dot_product_attention's " << attention_backend(c, device) << " kernel\n";
       double sweep_tokens_per_s = 0;
-      {
-        Trainer trainer(c, data);
-        for (int64_t i = 0; i < settings.warmup; ++i) {
-          trainer.train_step();
-        }
+      for (const Lever& lever : k_levers) {
+        RunConfig lc = c;
+        lc.train.cuda_kernels = lever.cuda_kernels;
+        Trainer trainer(lc, data);
+        trainer.state().set_adamw_path(lever.adamw);
+        take_steps(trainer, settings.warmup, lever.read_each);
         torch::cuda::synchronize(device.index());
         peak_tensor_mib(device, true);
         const auto t0 = std::chrono::steady_clock::now();
-        for (int64_t i = 0; i < settings.steps; ++i) {
-          trainer.train_step();
-        }
+        take_steps(trainer, settings.steps, lever.read_each);
         torch::cuda::synchronize(device.index());
         const double step_s = seconds_since(t0) / static_cast<double>(settings.steps);
-        sweep_tokens_per_s = static_cast<double>(c.tokens_per_step()) / step_s;
-        row(precision, "sweep (" + trainer.model()->attention(device) + " attention)", sweep_tokens_per_s, 1e3 * step_s,
-            peak_tensor_mib(device, false));
+        const double tokens_per_s = static_cast<double>(c.tokens_per_step()) / step_s;
+        if (sweep_tokens_per_s == 0) {
+          sweep_tokens_per_s = tokens_per_s;
+        }
+        const double mib = peak_tensor_mib(device, false);
+        const double waits = host_reads_per_step(trainer, 3, lever.read_each);
+        char tail[96];
+        std::snprintf(tail, sizeof tail, " %14.2f %17.1f   (AdamW %s)", optimizer_ms(trainer, device), waits,
+                      to_string(trainer.state().adamw_path()));
+        row(precision, lever.name, tokens_per_s, 1e3 * step_s, mib, tail);
       }
       if (settings.nanogpt.empty()) {
         continue;

@@ -93,6 +93,7 @@ void read_train(MapReader r, TrainConfig& t) {
   r.read("muon_momentum_warmup", t.muon_momentum_warmup, 0, k_max_int);
   r.read_choice("precision", t.precision);
   r.read("fused", t.fused);
+  r.read("cuda_kernels", t.cuda_kernels);
   r.read("activation_checkpointing", t.activation_checkpointing);
   r.finish();
 }

@@ -97,6 +97,7 @@ nlohmann::json RunConfig::to_json() const {
                 {"grad_clip", train.grad_clip},
                 {"precision", train.precision},
                 {"fused", train.fused},
+                {"cuda_kernels", train.cuda_kernels},
                 {"activation_checkpointing", train.activation_checkpointing}};
   if (train.optimizer != Optimizer::adamw) {  // named only when not AdamW: the runs before Muon keep their ids
     j["train"]["optimizer"] = train.optimizer;
@@ -153,6 +154,9 @@ nlohmann::json RunConfig::identity_json() const {
   }
   if (train.fused) {  // absent when on (the default): the fused path is the default path
     j["train"].erase("fused");
+  }
+  if (!train.cuda_kernels) {  // absent when off (the default): every run before them keeps its id
+    j["train"].erase("cuda_kernels");
   }
   // How memory is spent, not what is computed (the same values, bitwise: tests/unit/equivalences.h),
   // like resources: a run interrupted with it off resumes with it on.

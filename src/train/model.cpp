@@ -155,6 +155,15 @@ torch::Tensor NormLayer::operator()(const torch::Tensor& x) const {
     return kernels::layer_norm(x.to(torch::kFloat), layer->weight, layer->bias, layer->options.eps(),
                                bf16 ? torch::kBFloat16 : torch::kFloat);
   }
+  if (cuda_kernels && x.is_cuda()) {
+    const bool bf16 =
+        at::autocast::is_autocast_enabled(c10::kCUDA) && at::autocast::get_autocast_dtype(c10::kCUDA) == at::kBFloat16;
+    const auto out = bf16 ? torch::kBFloat16 : torch::kFloat;
+    const auto x32 = x.to(torch::kFloat);
+    if (kernels::cuda_layer_norm_takes(x32, layer->weight, out)) {
+      return kernels::layer_norm(x32, layer->weight, layer->bias, layer->options.eps(), out);
+    }
+  }
   return layer.ptr()->forward(x.to(torch::kFloat));
 }
 
@@ -279,9 +288,16 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   if (gate_proj) {
     return project(torch::silu(project(x, gate_proj, fused)) * project(x, up_proj, fused), down_proj, fused);
   }
-  auto hidden = fused && x.device().is_cpu() && c_fc->bias.defined()
-                    ? kernels::bias_activation(project(x, c_fc->weight, {}, fused), c_fc->bias, activation)  // one pass
-                    : kernels::activation_reference(project(x, c_fc, fused), activation);
+  torch::Tensor hidden;
+  if (fused && x.device().is_cpu() && c_fc->bias.defined()) {
+    hidden = kernels::bias_activation(project(x, c_fc->weight, {}, fused), c_fc->bias, activation);  // one pass
+  } else if (cuda_kernels && x.is_cuda() && c_fc->bias.defined()) {
+    auto h = project(x, c_fc->weight, {}, fused);
+    hidden = kernels::cuda_bias_activation_takes(h, c_fc->bias) ? kernels::bias_activation(h, c_fc->bias, activation)
+                                                                : kernels::bias_activation_reference(h, c_fc->bias, activation);
+  } else {
+    hidden = kernels::activation_reference(project(x, c_fc, fused), activation);
+  }
   return project(hidden, c_proj, fused);
 }
 
@@ -532,8 +548,10 @@ torch::Tensor GPTImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
   auto logits = uncapped_logits(idx, nullptr);  // (B, T, V_padded); the losses cap them
   auto flat = logits.reshape({-1, logits.size(-1)});
   const double cap = config.logit_softcap;
-  return fused && flat.device().is_cpu() ? kernels::cross_entropy_inplace(flat, targets.reshape({-1}), cap)
-                                         : kernels::cross_entropy_reference(flat, targets.reshape({-1}), cap);
+  const auto flat_targets = targets.reshape({-1});
+  const bool inplace = flat.device().is_cpu() ? fused : cuda_kernels && kernels::cuda_cross_entropy_takes(flat, flat_targets);
+  return inplace ? kernels::cross_entropy_inplace(flat, flat_targets, cap)
+                 : kernels::cross_entropy_reference(flat, flat_targets, cap);
 }
 
 std::vector<MoE> GPTImpl::moe_layers() const {
@@ -566,7 +584,7 @@ torch::Tensor GPTImpl::take_moe_stats() {
   return parts.empty() ? torch::Tensor() : torch::cat(parts);  // on the model's device: read once, in end_moe_step
 }
 
-MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards, bool update_bias) {
+MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards, const torch::Tensor& skip) {
   MoEStepStats s;
   const int64_t E = config.n_routed_experts;
   const auto all = summed.to(torch::kCPU, torch::kDouble).contiguous();  // the step's one read of the loads
@@ -587,11 +605,13 @@ MoEStepStats GPTImpl::end_moe_step(const torch::Tensor& summed, int64_t forwards
       any_aux = true;
       aux += load[E + 2] / static_cast<double>(forwards);
     }
-    if (update_bias && layers[l]->expert_bias.defined()) {
+    if (layers[l]->expert_bias.defined()) {
       // DeepSeek-V3: an overloaded expert's bias goes down by γ, an underloaded one's up by γ
+      // (× 0 on a skipped step: decided on the device, as the weights' update is)
       torch::NoGradGuard no_grad;
       const auto loads = summed.narrow(0, static_cast<int64_t>(l) * (E + 3), E);  // where the bias is: no copy back
-      layers[l]->expert_bias.add_(((mean - loads).sign() * config.bias_update_speed).to(layers[l]->expert_bias.options()));
+      const auto move = (mean - loads).sign() * config.bias_update_speed * (1 - skip.to(loads.options()));
+      layers[l]->expert_bias.add_(move.to(layers[l]->expert_bias.options()));
     }
   }
   if (any_aux) {
@@ -622,6 +642,19 @@ void GPTImpl::set_fused(bool on) {
     }
     if (b.moe) {
       b.moe->set_fused(on);
+    }
+  }
+}
+
+void GPTImpl::set_cuda_kernels(bool on) {
+  cuda_kernels = on;
+  transformer->ln_f.cuda_kernels = on;
+  for (const auto& block : *transformer->h) {
+    auto& b = *block->as<Block>();
+    b.ln_1.cuda_kernels = on;
+    b.ln_2.cuda_kernels = on;
+    if (b.mlp) {
+      b.mlp->cuda_kernels = on;
     }
   }
 }

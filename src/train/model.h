@@ -60,6 +60,7 @@ struct NormLayer {
   // LayerNorm through kernels::layer_norm on the CPU: under bf16 autocast its output is bf16, as
   // the matmul after it takes it (the residual stream's norms; set by GPTImpl::set_fused)
   bool fused = false;
+  bool cuda_kernels = false;  // the same on a GPU (kernels/cuda/; GPTImpl::set_cuda_kernels)
 };
 
 // Multi-head attention with a fused QKV projection (GPT-2's), optionally rotary.
@@ -109,6 +110,7 @@ struct MLPImpl : torch::nn::Module {
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};  // swiglu
   kernels::Activation activation;  // gelu or relu2 (between c_fc and c_proj)
   bool fused = true;  // c_fc's bias add and the activation in one kernel on the CPU
+  bool cuda_kernels = false;  // the same on a GPU (kernels/cuda/; GPTImpl::set_cuda_kernels)
 };
 TORCH_MODULE(MLP);
 
@@ -233,13 +235,16 @@ struct GPTImpl : torch::nn::Module {
   // MoE layers), and reset: the trainer sums it over ranks, then hands it to end_moe_step.
   torch::Tensor take_moe_stats();
   // From the step's summed statistics (over `forwards` micro-batch forwards, all ranks): the
-  // figures of the step, and with balance: bias and update_bias (the optimizer stepped), each
-  // expert's bias moved by bias_update_speed towards balance (up when it got fewer tokens than
-  // the mean, down when more).
-  MoEStepStats end_moe_step(const torch::Tensor& summed, int64_t forwards, bool update_bias);
+  // figures of the step, and with balance: bias, each expert's bias moved by bias_update_speed
+  // towards balance (up when it got fewer tokens than the mean, down when more) — not where
+  // `skip` (0-dim, on the device: the step's rule of train/optim.h) says the weights did not move.
+  MoEStepStats end_moe_step(const torch::Tensor& summed, int64_t forwards, const torch::Tensor& skip);
 
   // The fused CPU kernels (kernels/) or the reference LibTorch ops, everywhere in the model.
   void set_fused(bool on);
+  // train.cuda_kernels: kernels/cuda's LayerNorm (bf16 out), bias + activation and in-place
+  // cross-entropy on a GPU, wherever they take the tensors (else the reference ops).
+  void set_cuda_kernels(bool on);
   // The attention training uses on `device`: "fused" (kernels/, CPU) or "sdpa" (LibTorch's
   // scaled_dot_product_attention).
   std::string attention(const torch::Device& device) const;
@@ -253,6 +258,7 @@ struct GPTImpl : torch::nn::Module {
 
   ModelConfig config;  // resolved (every derived size filled in)
   bool fused = true;
+  bool cuda_kernels = false;  // set_cuda_kernels
   bool activation_checkpointing = false;  // a training forward keeps each block's input only (recompute.h)
   // ZeRO-3: the blocks' weights (not owned); a forward with autograd then always runs them checkpointed
   BlockWeights* block_weights = nullptr;

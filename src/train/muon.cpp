@@ -47,8 +47,9 @@ double Muon::momentum_at(int64_t step) const {
   return (1 - frac) * 0.85 + frac * m_options.momentum;
 }
 
-void Muon::step(double lr_scale, double grad_scale, int64_t steps_before) {
+void Muon::step(double lr_scale, const StepScale& scale, int64_t steps_before) {
   torch::NoGradGuard no_grad;
+  const torch::Tensor skip = scale.skip.to(torch::kBool);  // where it is set, every buffer and weight stays
   const double lr = m_options.lr * lr_scale, mu = momentum_at(steps_before);
   auto& states = m_state.state();
   using Map = std::remove_reference_t<decltype(states)>;
@@ -62,7 +63,7 @@ void Muon::step(double lr_scale, double grad_scale, int64_t steps_before) {
     if (!p.grad().defined()) {
       continue;
     }
-    const auto g = grad_scale == 1.0 ? p.grad() : p.grad() * grad_scale;
+    const auto g = p.grad() * scale.factor;  // (× a 0-dim double: the bits of × the host's factor)
     const auto key = kernels::optimizer_state_key<Map>(p);
     auto it = states.find(key);
     if (it == states.end()) {
@@ -71,7 +72,7 @@ void Muon::step(double lr_scale, double grad_scale, int64_t steps_before) {
       it = states.emplace(key, std::move(state)).first;
     }
     auto& buf = static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer();
-    buf.mul_(mu).add_(g);
+    buf.copy_(torch::where(skip, buf, buf * mu + g));
     const int64_t n = m_stacked[i], rows = p.size(0) / n, cols = p.size(1);
     updates[i] = g.add(buf, mu).view({n, rows, cols});  // Nesterov
     by_shape[{rows, cols}].push_back(i);
@@ -82,16 +83,17 @@ void Muon::step(double lr_scale, double grad_scale, int64_t steps_before) {
       batch.push_back(updates[i]);
     }
     const auto o = newton_schulz(batch.size() == 1 ? batch[0] : torch::cat(batch), m_options.ns_steps, m_options.dtype);
-    const double scale = std::sqrt(std::max(1.0, static_cast<double>(shape.first) / static_cast<double>(shape.second)));
+    const double aspect = std::sqrt(std::max(1.0, static_cast<double>(shape.first) / static_cast<double>(shape.second)));
     int64_t first = 0;
     for (const size_t i : members) {
       torch::Tensor& p = m_params[i];
-      p.add_(o.narrow(0, first, m_stacked[i]).reshape_as(p).to(p.scalar_type()), -lr * scale);
+      const auto update = o.narrow(0, first, m_stacked[i]).reshape_as(p).to(p.scalar_type());
+      p.add_(torch::where(skip, torch::zeros({}, update.options()), update), -lr * aspect);
       first += m_stacked[i];
     }
   }
 }
 
-void Muon::zero_grad() { m_state.zero_grad(/*set_to_none=*/false); }  // as AdamW's zero_grad treats the other weights
+void Muon::zero_grad() { zero_gradients(m_params); }  // as the other weights' (kept, zeroed)
 
 }  // namespace sweep

@@ -10,6 +10,8 @@
 
 #include <vector>
 
+#include "train/optim.h"
+
 namespace sweep {
 
 // The published quintic's coefficients (a, b, c): X ← a·X + (b·A + c·A²)·X with A = X·Xᵀ.
@@ -34,9 +36,10 @@ class Muon {
   // for a fused QKV projection).
   Muon(std::vector<torch::Tensor> params, std::vector<int64_t> stacked, MuonOptions options);
 
-  // One step at lr = options.lr × lr_scale (the schedule's factor), the gradients × grad_scale
-  // (the clip factor); `steps_before`: the steps taken before this one (momentum warmup).
-  void step(double lr_scale, double grad_scale, int64_t steps_before);
+  // One step at lr = options.lr × lr_scale (the schedule's factor) under the step's rule
+  // (train/optim.h): the gradients × its clip factor, nothing changed where it skips — on the
+  // device, nothing read; `steps_before`: the steps taken before this one (momentum warmup).
+  void step(double lr_scale, const StepScale& scale, int64_t steps_before);
   void zero_grad();
 
   // The momentum buffers live in an SGD's per-parameter state, so that checkpoints save and load

@@ -33,26 +33,129 @@ void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
   }
 }
 
-double grad_norm(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> norms;
+torch::Tensor grad_norm(const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
   for (const auto& p : params) {
     if (p.grad().defined()) {
-      norms.push_back(p.grad().detach().to(torch::kFloat).norm(2));
+      grads.push_back(p.grad().detach().to(torch::kFloat));
     }
   }
-  return norms.empty() ? 0.0 : torch::stack(norms).norm(2).item<double>();  // one device sync a step
+  if (grads.empty()) {
+    return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(params.empty() ? torch::kCPU : params.front().device()));
+  }
+  // (the norm of the per-tensor norms, as before: on the CPU bitwise the per-tensor .norm(2)'s)
+  return torch::stack(at::_foreach_norm(grads, 2)).norm(2);
 }
 
 double clip_factor(double norm, double max_norm) {
   return max_norm > 0 && std::isfinite(norm) && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
 
-void adamw_step(torch::optim::AdamW& opt, double grad_scale, bool fused) {
-  const auto& first = opt.param_groups().front().params();
-  if (fused && !first.empty() && first.front().device().is_cpu()) {
-    kernels::adamw_step(opt, grad_scale);
+StepScale step_scale(const torch::Tensor& loss, const torch::Tensor& norm, double max_norm) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor n = norm.detach().to(torch::kDouble).reshape({});
+  const torch::Tensor norm_finite = torch::isfinite(n);
+  StepScale s;
+  s.norm = norm;
+  s.skip = torch::logical_not(norm_finite & torch::isfinite(loss.detach()).all()).to(torch::kFloat);
+  // clip_factor's rule, elementwise in double: the same bits as the host's
+  s.factor = max_norm > 0 ? torch::where(norm_finite & (n > max_norm), torch::full_like(n, max_norm) / (n + 1e-6),
+                                         torch::ones_like(n))
+                          : torch::ones_like(n);
+  return s;
+}
+
+AdamWPath resolve_adamw_path(AdamWPath path, const torch::Device& device, bool fused) {
+  if (path != AdamWPath::automatic) {
+    return path;
+  }
+  if (!device.is_cpu()) {
+    return AdamWPath::foreach;
+  }
+  return fused ? AdamWPath::fused_cpu : AdamWPath::per_tensor;
+}
+
+const char* to_string(AdamWPath path) {
+  switch (path) {
+    case AdamWPath::automatic:
+      return "automatic";
+    case AdamWPath::per_tensor:
+      return "per-tensor";
+    case AdamWPath::fused_cpu:
+      return "fused-cpu";
+    case AdamWPath::foreach:
+      return "foreach";
+  }
+  return "?";
+}
+
+namespace {
+
+// at::_fused_adamw_ over each group: it divides the gradients by grad_scale (the clip factor's
+// reciprocal) and leaves everything as it was where found_inf is 1. Its step counts are read on
+// the device: one 0-dim tensor a group, set from the state's count, which the host keeps (every
+// parameter of a group steps together). A skipped step still counts on the host; it ends its run
+// (diverged) before any checkpoint could write that count.
+void foreach_adamw_step(torch::optim::AdamW& opt, const StepScale& scale) {
+  RECORD_USER_SCOPE("sweep::adamw_foreach");
+  torch::NoGradGuard no_grad;
+  const torch::Tensor divisor = scale.factor.reciprocal().to(torch::kFloat);
+  for (auto& group : opt.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+    int64_t step = 0;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) {
+        continue;
+      }
+      auto& state = kernels::adamw_state(opt, p);
+      state.step(state.step() + 1);
+      TORCH_CHECK(params.empty() || state.step() == step, "adamw_step: the parameters of a group have different step counts");
+      step = state.step();
+      params.push_back(p.detach());
+      grads.push_back(p.grad());
+      exp_avgs.push_back(state.exp_avg());
+      exp_avg_sqs.push_back(state.exp_avg_sq());
+    }
+    if (params.empty()) {
+      continue;
+    }
+    const torch::Tensor steps = torch::full({}, static_cast<double>(step), params.front().options().dtype(torch::kFloat));
+    const std::vector<torch::Tensor> state_steps(params.size(), steps);
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, state_steps, o.lr(), std::get<0>(o.betas()),
+                      std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false, divisor,
+                      scale.skip);
+  }
+}
+
+}  // namespace
+
+void adamw_step(torch::optim::AdamW& opt, const StepScale& scale, AdamWPath path) {
+  if (path == AdamWPath::foreach) {
+    foreach_adamw_step(opt, scale);
+    return;
+  }
+  if (scale.skipped()) {
+    return;
+  }
+  if (path == AdamWPath::fused_cpu) {
+    kernels::adamw_step(opt, scale.factor_on_host());
   } else {
-    kernels::adamw_step_reference(opt, grad_scale);
+    kernels::adamw_step_reference(opt, scale.factor_on_host());
+  }
+}
+
+void zero_gradients(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) {
+    if (p.grad().defined()) {
+      grads.push_back(p.grad());
+    }
+  }
+  if (!grads.empty()) {
+    torch::NoGradGuard no_grad;
+    at::_foreach_zero_(grads);
   }
 }
 

@@ -1,6 +1,8 @@
 // AdamW with the two parameter groups of GPT training: weight decay on every >= 2-D weight
 // (matmul weights and embeddings), none on biases and LayerNorm parameters. A tied weight is
-// one registered parameter, so it appears here once. Plus the global gradient norm.
+// one registered parameter, so it appears here once. Plus the step's rule around it, kept on the
+// device: the global gradient norm, the clip factor and the skip of a non-finite step are tensors
+// there, so that a GPU step never waits for a read of the device (docs/performance.md).
 #pragma once
 
 #include <torch/torch.h>
@@ -18,15 +20,48 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>
 
 void set_learning_rate(torch::optim::Optimizer& opt, double lr);
 
-// The global L2 norm of all gradients (may be non-finite: the caller checks).
-double grad_norm(const std::vector<torch::Tensor>& params);
+// The global L2 norm of all gradients, a 0-dim fp32 tensor on their device (0 with none): one
+// _foreach_norm over them, then the norm of those norms — no read of the device. It may be
+// non-finite: the step's rule below sees it.
+torch::Tensor grad_norm(const std::vector<torch::Tensor>& params);
 
 // The factor that scales gradients of global norm `norm` to `max_norm`: 1 when clipping is off
 // (max_norm 0), not needed, or the norm is not finite.
 double clip_factor(double norm, double max_norm);
 
-// One AdamW step with the gradients multiplied by grad_scale (the clip factor): the fused
-// one-pass kernel (CPU parameters, `fused`) or LibTorch's AdamW.
-void adamw_step(torch::optim::AdamW& opt, double grad_scale, bool fused);
+// How a step applies its gradients, decided on the device from its loss and gradient norm:
+// every gradient is multiplied by `factor` (clip_factor's rule, in double as on the host), and
+// nothing is updated when `skip` is 1 (a non-finite loss or norm). A CPU tensor is read for free:
+// the host-side paths read both there (factor_on_host, skipped).
+struct StepScale {
+  torch::Tensor norm;    // () the global gradient norm before clipping
+  torch::Tensor factor;  // () double: the clip factor
+  torch::Tensor skip;    // () fp32: 1 = a non-finite loss or norm, the update is not applied
+  double factor_on_host() const { return factor.item<double>(); }  // a read of the device
+  bool skipped() const { return skip.item<float>() != 0; }         // a read of the device
+};
+// `loss`: the step's loss on the same device (any shape with one element).
+StepScale step_scale(const torch::Tensor& loss, const torch::Tensor& norm, double max_norm);
+
+// Which AdamW runs a step. The equations are one (PyTorch's AdamW, the clip factor on the
+// gradients); the paths differ in where the factor and the skip are read, and in speed.
+enum class AdamWPath {
+  automatic,    // foreach on a GPU; on the CPU fused_cpu with train.fused, else per_tensor
+  per_tensor,   // LibTorch's AdamW::step, 8-9 ops a parameter; the factor and the skip read on the host
+  fused_cpu,    // kernels/adamw: one pass over every parameter on the CPU (bf16 copies written); host-read factor
+  foreach,      // at::_fused_adamw_ over each group, the factor as its grad_scale and the skip as its
+                // found_inf: nothing read on the host (CPU and CUDA)
+};
+// The path `automatic` means for parameters on `device`.
+AdamWPath resolve_adamw_path(AdamWPath path, const torch::Device& device, bool fused);
+const char* to_string(AdamWPath path);
+
+// One AdamW step of `opt` (its groups' lr, betas, eps, weight decay; its per-parameter state, so
+// that a checkpoint of any path loads into any other) under the step's rule.
+void adamw_step(torch::optim::AdamW& opt, const StepScale& scale, AdamWPath path);
+
+// Every defined gradient of `params` set to zero in one _foreach_zero_ (kept allocated, as the
+// memory plan counts them).
+void zero_gradients(const std::vector<torch::Tensor>& params);
 
 }  // namespace sweep

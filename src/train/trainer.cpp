@@ -126,6 +126,12 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
   // ---- weights from init_seed (each parameter by its name: see GPTImpl) ----
   m_model = GPT(m_cfg.model, m_cfg.seeds.init);
   m_model->set_fused(m_cfg.train.fused);
+  if (m_cfg.train.cuda_kernels && !m_device.is_cuda()) {
+    throw Error("train.cuda_kernels: sweep's CUDA kernels run on a GPU, and this run trains on " + m_device.str() +
+                    " — remove train.cuda_kernels (on a CPU, train.fused chooses the fused kernels)",
+                Exit::bad_input);
+  }
+  m_model->set_cuda_kernels(m_cfg.train.cuda_kernels);
   m_model->activation_checkpointing = m_cfg.train.activation_checkpointing;
   m_model->to(m_device);
   m_num_params = m_model->num_params();
@@ -158,15 +164,16 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t mic
   return {x.to(m_device, /*non_blocking=*/true), y.to(m_device, /*non_blocking=*/true)};
 }
 
-StepStats Trainer::train_step() {
-  const auto t0 = std::chrono::steady_clock::now();
+IssuedStep Trainer::issue_step() {
+  IssuedStep issued;
+  issued.started = std::chrono::steady_clock::now();
   const int64_t accum = m_cfg.train.grad_accum;
-  StepStats s;
+  StepStats& s = issued.stats;
   s.step = m_step;
   m_model->train();
 
   // ---- gradient accumulation: loss / grad_accum, one backward per micro-batch; the losses are
-  // summed on the device, read once a step ----
+  // summed on the device ----
   torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(m_device));
   m_state->begin_step();
   for (int64_t micro = 0; micro < accum; ++micro) {
@@ -188,39 +195,59 @@ StepStats Trainer::train_step() {
   torch::Tensor moe_stats = m_model->take_moe_stats();  // summed over this rank's micro-batches
   // ---- data parallel: one average of the gradients per optimizer step, never per micro-step;
   // the loss averaged and a stop agreed on in one more small all-reduce. A non-finite loss on
-  // any rank makes the average non-finite on every rank, so all of them end as diverged. ----
+  // any rank makes the average non-finite on every rank, so all of them skip the step and end as
+  // diverged. ----
   m_state->reduce_gradients();
+  torch::Tensor stop;  // data parallel: how many ranks were asked to stop
   if (m_comm != nullptr && m_comm->world() > 1) {
     torch::Tensor shared = torch::cat({loss_sum, torch::full({1}, stop_requested() ? 1.0 : 0.0, loss_sum.options())});
     if (moe_stats.defined()) {
       shared = torch::cat({shared, moe_stats});
     }
     m_comm->all_reduce_sum(shared);
-    const torch::Tensor host = shared.cpu();  // the step's one read of the loss
-    s.loss = host[0].item<double>() / static_cast<double>(m_comm->world());
-    m_stop = host[1].item<double>() > 0;
+    loss_sum = shared.narrow(0, 0, 1) / static_cast<double>(m_comm->world());
+    stop = shared.narrow(0, 1, 1);
     if (moe_stats.defined()) {
       moe_stats = shared.narrow(0, 2, moe_stats.numel());
     }
-  } else {
-    s.loss = loss_sum.item<double>();  // the step's one read of the loss
   }
 
-  // ---- global grad norm (logged before clipping), clip, LR, AdamW ----
-  s.grad_norm = m_state->grad_norm();
+  // ---- global grad norm (logged before clipping), clip, LR, AdamW: the clip factor and the skip
+  // of a non-finite step decided on the device (train/optim.h) ----
+  const StepScale scale = step_scale(loss_sum, m_state->grad_norm(), m_cfg.train.grad_clip);
   s.lr = learning_rate(m_cfg, m_step);
-  if (s.finite()) {
-    const auto t_opt = std::chrono::steady_clock::now();
-    m_state->step(s.lr, clip_factor(s.grad_norm, m_cfg.train.grad_clip), m_cfg.train.fused, m_step);  // clipping folded in
-    s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
-  }
-  if (moe_stats.defined()) {  // the balancing bias moves with the weights, after the step
-    s.moe = m_model->end_moe_step(moe_stats, accum * m_cfg.world_size, s.finite());
+  const auto t_opt = std::chrono::steady_clock::now();
+  m_state->step(s.lr, scale, m_step);
+  s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
+  if (moe_stats.defined()) {  // the balancing bias moves with the weights, after the step (MoE reads its loads here)
+    s.moe = m_model->end_moe_step(moe_stats, accum * m_cfg.world_size, scale.skip);
   }
   m_state->end_step();
   ++m_step;
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // ---- the step's loss, norm and stop flag on their way to the host, not waited for ----
+  std::vector<torch::Tensor> values{loss_sum.reshape({1}), scale.norm.to(torch::kDouble).reshape({1})};
+  if (stop.defined()) {
+    values.push_back(stop);
+  }
+  issued.values = DeviceReadback(torch::cat(values));
+  return issued;
+}
+
+StepStats Trainer::read_step(IssuedStep& issued, std::optional<std::chrono::steady_clock::time_point> until) {
+  const std::vector<double> v = issued.values.get();
+  StepStats s = issued.stats;
+  s.loss = v[0];
+  s.grad_norm = v[1];
+  if (v.size() > 2) {
+    m_stop = v[2] > 0;  // every rank reads the same sum after the same step: they stop together
+  }
+  s.seconds = std::chrono::duration<double>(until.value_or(std::chrono::steady_clock::now()) - issued.started).count();
   return s;
+}
+
+StepStats Trainer::train_step() {
+  IssuedStep issued = issue_step();
+  return read_step(issued);
 }
 
 double Trainer::evaluate(const std::string& split, const std::function<void()>& alive) {
@@ -381,15 +408,17 @@ struct Trainer::RunContext {
     t.save(ckpt, alive("checkpoint"));
     ev.emit(events::checkpoint, {{field::step, t.m_step}});
   }
-  // The end event of a run that stops early (preempted, diverged), and its result.
-  RunResult stop_early(RunState status, const std::string& reason) const {
+  // The end event of a run that stops early (preempted, diverged) after `steps` steps (-1: the
+  // trainer's), and its result.
+  RunResult stop_early(RunState status, const std::string& reason, int64_t steps = -1) const {
+    const int64_t step = steps < 0 ? t.m_step : steps;
     ev.emit(events::end, {{field::status, to_string(status)},
-                          {field::step, t.m_step},
-                          {field::tokens, t.m_step * tps},
+                          {field::step, step},
+                          {field::tokens, step * tps},
                           {field::reason, reason}});
     RunResult r;
     r.status = status;
-    r.step = t.m_step;
+    r.step = step;
     r.reason = reason;
     return r;
   }
@@ -433,22 +462,20 @@ std::optional<RunResult> Trainer::train_steps(const RunContext& c, const RunOpti
   const int64_t total = m_cfg.total_steps();
   const int64_t tps = c.tps;
   double step_seconds = 0;  // moving average, for the ETA
-  while (m_step < total) {
-    // Data parallel: stop only where every rank agreed to (at the last step's all-reduce).
-    const bool stop = m_comm != nullptr && m_comm->world() > 1 ? m_stop : stop_requested();
-    if (stop || (o.max_steps >= 0 && m_step >= o.max_steps)) {
-      c.checkpoint();
-      // every rank stops at the step any rank was signalled at: this one may have had no signal itself
-      std::string reason = !stop                ? "step limit"
-                           : stop_signal() != 0 ? "stopped by signal " + std::to_string(stop_signal())
-                                                : "stopped with another rank, which had a signal";
-      ev.note("preempted at step " + std::to_string(m_step) + " (" + reason + "); resume with --resume");
-      return c.stop_early(RunState::preempted, reason);
+  // The last step issued, whose loss and norm are not read yet: read once the next one is issued
+  // (a GPU runs it meanwhile), or before anything that needs the run's state (an evaluation, a
+  // checkpoint, a stop, the end). Its event then goes out; a non-finite step (skipped on the
+  // device) ends the run as diverged, one step later than it happened, with the same record.
+  std::optional<IssuedStep> pending;
+  auto report = [&](std::optional<std::chrono::steady_clock::time_point> until = std::nullopt) -> std::optional<RunResult> {
+    if (!pending) {
+      return std::nullopt;
     }
-    const StepStats s = train_step();
-    fault_hook(o.run_dir, m_step);
-    nlohmann::json train_event{{field::step, m_step},
-                               {field::tokens, m_step * tps},
+    const StepStats s = read_step(*pending, until);
+    pending.reset();
+    const int64_t done = s.step + 1;
+    nlohmann::json train_event{{field::step, done},
+                               {field::tokens, done * tps},
                                {field::loss, json_number(s.loss)},
                                {field::lr, s.lr},
                                {field::grad_norm, json_number(s.grad_norm)},
@@ -461,29 +488,57 @@ std::optional<RunResult> Trainer::train_steps(const RunContext& c, const RunOpti
     ev.emit(events::train, train_event);
     if (!s.finite()) {
       std::string reason = std::string("non-finite ") + (std::isfinite(s.loss) ? "gradient norm" : "loss") +
-                           " at step " + std::to_string(m_step);
+                           " at step " + std::to_string(done);
       ev.note("diverged: " + reason);
-      return c.stop_early(RunState::diverged, reason);
+      return c.stop_early(RunState::diverged, reason, done);
     }
     step_seconds = step_seconds == 0 ? s.seconds : 0.9 * step_seconds + 0.1 * s.seconds;
     char line[200];
     std::snprintf(line, sizeof line, "step %lld/%lld | tokens %s | loss %.4f | lr %.2e | %s tok/s | ETA %s",
-                  static_cast<long long>(m_step), static_cast<long long>(total),
-                  format_count(static_cast<double>(m_step * tps)).c_str(), s.loss, s.lr,
+                  static_cast<long long>(done), static_cast<long long>(total),
+                  format_count(static_cast<double>(done * tps)).c_str(), s.loss, s.lr,
                   format_count(static_cast<double>(tps) / step_seconds).c_str(),
-                  format_duration(step_seconds * static_cast<double>(total - m_step)).c_str());
+                  format_duration(step_seconds * static_cast<double>(total - done)).c_str());
     ev.progress(line);
+    return std::nullopt;
+  };
+  while (m_step < total) {
+    // Data parallel: stop only where every rank agreed to (read with the last step's values).
+    const bool stop = m_comm != nullptr && m_comm->world() > 1 ? m_stop : stop_requested();
+    if (stop || (o.max_steps >= 0 && m_step >= o.max_steps)) {
+      if (auto diverged = report()) {
+        return diverged;
+      }
+      c.checkpoint();
+      // every rank stops at the step any rank was signalled at: this one may have had no signal itself
+      std::string reason = !stop                ? "step limit"
+                           : stop_signal() != 0 ? "stopped by signal " + std::to_string(stop_signal())
+                                                : "stopped with another rank, which had a signal";
+      ev.note("preempted at step " + std::to_string(m_step) + " (" + reason + "); resume with --resume");
+      return c.stop_early(RunState::preempted, reason);
+    }
+    IssuedStep issued = issue_step();
+    fault_hook(o.run_dir, m_step);
+    if (auto diverged = report(issued.started)) {  // the step before this one
+      return diverged;
+    }
+    pending = std::move(issued);
     const bool eval_due = m_cfg.eval.every > 0 && m_step % m_cfg.eval.every == 0 && m_step < total;
+    const bool checkpoint_due =
+        (m_cfg.eval.checkpoint_every > 0 ? m_step % m_cfg.eval.checkpoint_every == 0 : eval_due) && m_step < total;
+    if (eval_due || checkpoint_due) {
+      if (auto diverged = report()) {
+        return diverged;
+      }
+    }
     if (eval_due) {
       c.eval_val(c.alive("eval"));
     }
-    const bool checkpoint_due = m_cfg.eval.checkpoint_every > 0 ? m_step % m_cfg.eval.checkpoint_every == 0
-                                                                 : eval_due;
-    if (checkpoint_due && m_step < total) {
+    if (checkpoint_due) {
       c.checkpoint();
     }
   }
-  return std::nullopt;
+  return report();
 }
 
 // The end: a checkpoint of the trained state, then the final validation and the test over the

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -22,6 +23,7 @@
 #include "train/evaluate_loss.h"
 #include "train/events.h"
 #include "train/model.h"
+#include "train/readback.h"
 
 namespace sweep {
 
@@ -40,10 +42,19 @@ struct StepStats {
   double loss = 0;   // mean training loss over the step's micro-batches
   double grad_norm = 0;  // before clipping
   double lr = 0;
-  double seconds = 0;
-  double optimizer_seconds = 0;  // of `seconds`, the optimizer's update (host time: on a GPU, its launches)
+  double seconds = 0;  // from its start to the next step's (run()), or to its values read (train_step())
+  double optimizer_seconds = 0;  // the optimizer's update (host time: on a GPU, its launches)
   MoEStepStats moe;  // MoE models: the step's expert load, router entropy and aux loss
   bool finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
+};
+
+// A step issued to the device, its loss and gradient norm (and with several ranks, whether one was
+// asked to stop) on their way to the host: run() reads them once the next step is issued, so that
+// a GPU step never waits for the device (docs/performance.md).
+struct IssuedStep {
+  StepStats stats;  // all but loss, grad_norm and seconds until read
+  DeviceReadback values;  // loss, grad norm, the ranks' stop flag
+  std::chrono::steady_clock::time_point started;
 };
 
 // How a worker's training ended: done, diverged or preempted (a worker that fails throws).
@@ -75,7 +86,14 @@ class Trainer {
   Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Communicator* comm = nullptr);
   ~Trainer();
 
-  StepStats train_step();  // one optimizer step; does not step on a non-finite loss or norm
+  // One optimizer step, its loss and norm read at once; the update is skipped (on the device) where
+  // the loss or norm is not finite.
+  StepStats train_step();
+  // The same, issued: read_step() reads its values (waiting for them) and sets the stop agreed
+  // by the ranks; `until`: the end of its time (the next step's start), else now.
+  IssuedStep issue_step();
+  StepStats read_step(IssuedStep& issued,
+                      std::optional<std::chrono::steady_clock::time_point> until = std::nullopt);
   // The (inputs, targets) of one micro-batch of this rank, each (micro_batch, block_size).
   std::pair<torch::Tensor, torch::Tensor> batch(int64_t step, int64_t micro);
   // "val": the fixed slice; "test": the whole split. `alive`: called after every batch.
@@ -93,6 +111,7 @@ class Trainer {
 
   GPT& model() { return m_model; }
   torch::optim::Optimizer& optimizer();  // unsharded runs only
+  TrainState& state() { return *m_state; }  // how the weights are held and stepped (the bench's levers, tests)
   // ZeRO-3, expert parallelism: every weight of model() whole / back to this rank's pieces or
   // experts (collectives; tests).
   void gather_weights();

@@ -1,17 +1,25 @@
 // On a CUDA device, what the CPU tests prove on the CPU: a run trains and its loss falls (fp32,
 // tf32, bf16) and follows the CPU's curve; accumulation equals the bigger batch; resume is exact;
 // scaled-dot-product attention equals the manual one; a checkpoint's weights move between CPU and
-// GPU, and its run goes on only on its own kind of device;
-// the step reads the device only for its loss and gradient norm; data parallel over Gloo on CUDA
-// tensors (two ranks sharing the GPU) equals accumulation, and NCCL runs with one rank.
+// GPU, and its run goes on only on its own kind of device; the CUDA kernels (in-place cross-entropy,
+// LayerNorm, bias + activation) equal their references and train their curve; _fused_adamw_ under the device's rule
+// equals LibTorch's AdamW; issuing a step reads nothing from the device (its loss and norm are
+// read after the next is issued); data parallel over Gloo on CUDA tensors (two ranks sharing the
+// GPU) equals accumulation, and NCCL runs with one rank.
 #include <doctest/doctest.h>
+
+#include <optional>
 
 #include "build_options.h"
 #include "kernels/attention.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/layer_norm.h"
+#include "kernels/activation.h"
 #include "equivalences.h"
 #include "parallel_helpers.h"
 #include "train/checkpoint.h"
 #include "train/evaluate_loss.h"
+#include "train/sharded/state.h"
 #ifdef SWEEP_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
@@ -27,15 +35,6 @@ RunConfig on_gpu(RunConfig c, Precision precision = Precision::fp32) {
   c.resources.device = "cuda:0";
   c.train.precision = precision;
   return c;
-}
-
-double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
-  }
-  return worst;
 }
 
 }  // namespace
@@ -61,7 +60,7 @@ TEST_CASE("cuda: fp32 follows the CPU's curve from the same weights and batches 
     Trainer cpu(family, data), gpu(on_gpu(family), data);
     CHECK(torch::equal(test::flat_params(cpu.model()), test::flat_params(gpu.model()).cpu()));
     const auto a = test::losses(cpu, 8), b = test::losses(gpu, 8);
-    CHECK(max_relative_difference(b, a) < 1e-4);
+    CHECK(test::max_relative_difference(b, a) < 1e-4);
     const EvalLoss ec = evaluate_loss(cpu.model(), *data->test, 0, 8, Precision::fp32, torch::kCPU, true);
     const EvalLoss eg = evaluate_loss(gpu.model(), *data->test, 0, 8, Precision::fp32, gpu.device(), true);
     CHECK(eg.mean() == doctest::Approx(ec.mean()).epsilon(1e-4));
@@ -115,12 +114,132 @@ TEST_CASE("cuda: 3 steps then a checkpoint then 3 more == 6 steps straight (dete
     got.insert(got.end(), rest.begin(), rest.end());
     const auto pa = test::flat_params(straight.model()), pb = test::flat_params(second.model());
     WARN_MESSAGE(got == want, "resumed on CUDA: not bitwise (max relative loss difference ",
-                 max_relative_difference(got, want), ")");
+                 test::max_relative_difference(got, want), ")");
     WARN_MESSAGE(torch::equal(pa, pb), "resumed on CUDA: weights not bitwise equal");
-    CHECK(max_relative_difference(got, want) < 1e-6);
+    CHECK(test::max_relative_difference(got, want) < 1e-6);
     CHECK((pa - pb).abs().max().item<double>() < 1e-6);
   }
   at::globalContext().setDeterministicAlgorithms(false, false);
+}
+
+TEST_CASE("cuda: _fused_adamw_ with the clip factor and the skip on the device equals LibTorch's AdamW over 20 fp32 steps") {
+  auto data = test::synthetic_data();
+  RunConfig c = on_gpu(test::tiny_config());
+  c.train.grad_clip = 0.5;
+  Trainer reference(c, data), fused(c, data);
+  reference.state().set_adamw_path(AdamWPath::per_tensor);
+  CHECK(fused.state().adamw_path() == AdamWPath::foreach);  // a GPU's default
+  const auto want = test::losses(reference, 20), got = test::losses(fused, 20);
+  MESSAGE("max relative loss difference over 20 steps: ", test::max_relative_difference(got, want));
+  CHECK(test::max_relative_difference(got, want) < 1e-5);
+}
+
+TEST_CASE("cuda: the in-place cross-entropy kernel equals F::cross_entropy forward and backward (odd shapes and caps — bf16 and fp32)") {
+  torch::manual_seed(13);
+  const auto on_cuda = torch::TensorOptions().device(torch::kCUDA);
+  auto rel_err = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return ((a.to(torch::kFloat) - b.to(torch::kFloat)).norm() / (b.to(torch::kFloat).norm() + 1e-12)).item<double>();
+  };
+  for (const double cap : {0.0, 30.0, 1.5})
+  for (const auto& [rows, vocab] : std::vector<std::pair<int64_t, int64_t>>{{7, 13}, {64, 4096}, {1, 1}, {33, 50304}, {5, 50257}}) {
+    CAPTURE(cap);
+    CAPTURE(rows);
+    CAPTURE(vocab);
+    const auto logits0 = torch::randn({rows, vocab}, on_cuda) * 3;
+    const auto targets = torch::randint(vocab, {rows}, on_cuda.dtype(torch::kLong));
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      const double tol = dtype == torch::kFloat ? 1e-5 : 1e-2;
+      auto leaf = logits0.to(dtype).detach().requires_grad_(true);
+      auto leaf_ref = logits0.to(dtype).to(torch::kFloat).detach().requires_grad_(true);
+      auto logits = leaf * 1;
+      REQUIRE(kernels::cuda_cross_entropy_takes(logits, targets));
+      const void* memory = logits.data_ptr();
+      const auto loss = kernels::cross_entropy_inplace(logits, targets, cap);
+      const auto loss_ref = kernels::cross_entropy_reference(leaf_ref * 1, targets, cap);
+      CHECK(std::abs(loss.item<double>() - loss_ref.item<double>()) <= 1e-5 * std::abs(loss_ref.item<double>()) + 1e-6);
+      (loss * 0.5).backward();  // a gradient scale, as accumulation gives
+      (loss_ref * 0.5).backward();
+      const double err = rel_err(leaf.grad(), leaf_ref.grad());
+      CHECK_MESSAGE(err < tol, "gradient relative error ", err);
+      CHECK(logits.data_ptr() == memory);  // written over the logits: no second (N, V) buffer
+    }
+  }
+  // a target outside the vocabulary: a NaN loss (nothing is read on the host to refuse it)
+  const auto bad = kernels::cross_entropy_inplace(torch::randn({2, 4}, on_cuda), torch::tensor({1, 4}, on_cuda.dtype(torch::kLong)));
+  CHECK(std::isnan(bad.item<double>()));
+}
+
+TEST_CASE("cuda: the LayerNorm kernel equals torch::layer_norm forward and backward (bf16 and fp32 out — odd widths)") {
+  torch::manual_seed(17);
+  const auto on_cuda = torch::TensorOptions().device(torch::kCUDA);
+  for (const int64_t cols : {1, 7, 256, 768, 1000, 8192}) {
+    CAPTURE(cols);
+    const int64_t rows = 37;
+    const auto x0 = torch::randn({rows, cols}, on_cuda) * 2 + 0.5;
+    const auto w0 = torch::randn({cols}, on_cuda), b0 = torch::randn({cols}, on_cuda);
+    const auto dy0 = torch::randn({rows, cols}, on_cuda);
+    for (const auto out : {torch::kFloat, torch::kBFloat16}) {
+      const double tol = out == torch::kFloat ? 1e-5 : 1e-2;
+      auto x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+      auto xr = x0.clone().requires_grad_(true), wr = w0.clone().requires_grad_(true), br = b0.clone().requires_grad_(true);
+      REQUIRE(kernels::cuda_layer_norm_takes(x, w, out));
+      const auto y = kernels::layer_norm(x, w, b, 1e-5, out);
+      const auto yr = kernels::layer_norm_reference(xr, wr, br, 1e-5);
+      CHECK((y.scalar_type() == out));
+      CHECK((y.to(torch::kFloat) - yr).abs().max().item<double>() < tol * (1 + yr.abs().max().item<double>()));
+      y.backward(dy0.to(out));
+      yr.backward(dy0.to(out).to(torch::kFloat));
+      for (const auto& [got, want] : {std::pair{x.grad(), xr.grad()}, std::pair{w.grad(), wr.grad()}, std::pair{b.grad(), br.grad()}}) {
+        CHECK(((got - want).norm() / (want.norm() + 1e-12)).item<double>() < tol);
+      }
+    }
+  }
+  // what it does not take goes to the reference
+  CHECK_FALSE(kernels::cuda_layer_norm_takes(torch::randn({2, 8193}, on_cuda), torch::ones({8193}, on_cuda), torch::kFloat));
+  CHECK_FALSE(kernels::cuda_layer_norm_takes(torch::randn({2, 8}, on_cuda).to(torch::kBFloat16), torch::ones({8}, on_cuda), torch::kFloat));
+  CHECK_FALSE(kernels::cuda_layer_norm_takes(torch::randn({2, 8}, on_cuda), torch::ones({8}, on_cuda), torch::kHalf));
+}
+
+TEST_CASE("cuda: the bias + activation kernel equals gelu(h + b) and relu(h + b)² forward and backward (bf16 and fp32)") {
+  torch::manual_seed(19);
+  const auto on_cuda = torch::TensorOptions().device(torch::kCUDA);
+  for (const auto act : {kernels::Activation::gelu, kernels::Activation::relu2})
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {13, 7}, {64, 3072}, {5, 1001}}) {
+    CAPTURE(rows);
+    CAPTURE(cols);
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      const double tol = dtype == torch::kFloat ? 1e-5 : 2e-2;
+      const auto h0 = torch::randn({rows, cols}, on_cuda).to(dtype), b0 = torch::randn({cols}, on_cuda);
+      const auto dy = torch::randn({rows, cols}, on_cuda).to(dtype);
+      auto h = h0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+      auto hr = h0.to(torch::kFloat).requires_grad_(true), br = b0.clone().requires_grad_(true);
+      REQUIRE(kernels::cuda_bias_activation_takes(h, b));
+      const auto y = kernels::bias_activation(h, b, act);
+      const auto yr = kernels::bias_activation_reference(hr, br, act);
+      CHECK((y.scalar_type() == dtype));
+      CHECK(((y.to(torch::kFloat) - yr).norm() / (yr.norm() + 1e-12)).item<double>() < tol);
+      y.backward(dy);
+      yr.backward(dy.to(torch::kFloat));
+      CHECK(((h.grad().to(torch::kFloat) - hr.grad()).norm() / (hr.grad().norm() + 1e-12)).item<double>() < tol);
+      CHECK(((b.grad() - br.grad()).norm() / (br.grad().norm() + 1e-12)).item<double>() < tol);
+    }
+  }
+  CHECK_FALSE(kernels::cuda_bias_activation_takes(torch::randn({2, 8}, on_cuda).to(torch::kHalf), torch::ones({8}, on_cuda)));
+  CHECK_FALSE(kernels::cuda_bias_activation_takes(torch::randn({2, 8}, on_cuda), torch::ones({7}, on_cuda)));
+}
+
+TEST_CASE("cuda: train.cuda_kernels trains the reference ops' curve (fp32 and bf16)") {
+  auto data = test::synthetic_data();
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    CAPTURE(to_string(precision));
+    RunConfig c = on_gpu(test::tiny_config(), precision);
+    Trainer reference(c, data);
+    c.train.cuda_kernels = true;
+    Trainer kernels(c, data);
+    const auto want = test::losses(reference, 10), got = test::losses(kernels, 10);
+    MESSAGE(to_string(precision), ": max relative loss difference over 10 steps ", test::max_relative_difference(got, want));
+    CHECK(test::max_relative_difference(got, want) < (precision == Precision::fp32 ? 1e-5 : 2e-2));
+  }
 }
 
 TEST_CASE("cuda: scaled-dot-product attention equals the manual attention forward and backward (fp32 and bf16)") {
@@ -190,7 +309,7 @@ struct SyncCounter : c10::WarningHandler {
 
 }  // namespace
 
-TEST_CASE("cuda: a training step reads the device twice (its loss and its gradient norm) whatever the accumulation") {
+TEST_CASE("cuda: issuing a training step reads nothing from the device whatever the accumulation and clipping (MoE: its routing)") {
   auto data = test::synthetic_data();
   RunConfig c = on_gpu(test::tiny_config(), Precision::bf16);
   c.model.dropout = 0.1;
@@ -199,30 +318,37 @@ TEST_CASE("cuda: a training step reads the device twice (its loss and its gradie
   Trainer t(c, data);
   t.train_step();  // the first step's allocations and handles
   SyncCounter counter;
+  std::vector<IssuedStep> issued;
   {
     c10::WarningUtils::WarningHandlerGuard guard(&counter);
     c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_WARN);
-    test::losses(t, 3);
+    for (int i = 0; i < 3; ++i) {
+      issued.push_back(t.issue_step());
+    }
     c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
   }
-  CHECK(counter.syncs == 2 * 3);
-  // MoE layers read their routing (the counts per expert and the order) on the host: one more
-  // read per MoE layer and micro-batch, and one for the step's load statistics (the balancing
-  // bias moves on the device)
+  CHECK(counter.syncs == 0);
+  for (auto& step : issued) {  // read afterwards, each its own values
+    CHECK(std::isfinite(t.read_step(step).loss));
+  }
+  // MoE layers read their routing (the counts per expert and the order) on the host: one read
+  // per MoE layer and micro-batch, and one for the step's load statistics (the balancing bias
+  // moves on the device)
   RunConfig moe = on_gpu(test::tiny_deepseek_config(Balance::bias), Precision::bf16);
   moe.train.grad_accum = 2;
   Trainer m(moe, data);
   m.train_step();
   SyncCounter moe_counter;
+  std::optional<IssuedStep> moe_step;
   {
     c10::WarningUtils::WarningHandlerGuard guard(&moe_counter);
     c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_WARN);
-    m.train_step();
+    moe_step = m.issue_step();
     c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
   }
   const int moe_layers = static_cast<int>(m.model()->moe_layers().size());
   MESSAGE("deepseek step with ", moe_layers, " MoE layer(s), accumulation 2: ", moe_counter.syncs, " reads");
-  CHECK(moe_counter.syncs == 2 + 2 * moe_layers + 1);
+  CHECK(moe_counter.syncs == 2 * moe_layers + 1);
 }
 #endif
 

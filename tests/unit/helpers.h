@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "data/gpt2.h"
@@ -147,6 +148,16 @@ inline std::vector<double> losses(Trainer& t, int steps) {
     out.push_back(t.train_step().loss);
   }
   return out;
+}
+
+// The largest |a − b| / |b| over two curves of the same length.
+inline double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
+  }
+  return worst;
 }
 
 // 20 steps on synthetic_data() take the training and the validation loss down by over 0.5 nats.

@@ -130,6 +130,8 @@ TrainState::TrainState(GPT& model, const RunConfig& config, Communicator* comm)
     }
     m_bf16_copies = std::make_unique<kernels::KeptBf16Copies>(kept);
   }
+  m_fused = config.train.fused;
+  set_adamw_path(AdamWPath::automatic);
 }
 
 TrainState::~TrainState() = default;
@@ -185,27 +187,31 @@ void TrainState::reduce_gradients() {
   }
 }
 
-double TrainState::grad_norm() {
-  const double dense = m_zero ? m_zero->grad_norm() : sweep::grad_norm(m_dense);
+torch::Tensor TrainState::grad_norm() {
+  torch::Tensor dense = m_zero ? m_zero->grad_norm() : sweep::grad_norm(m_dense);
   if (!m_experts) {
     return dense;
   }
-  const double mine = sweep::grad_norm(m_experts->local);  // each expert counted once, on its rank
-  torch::Tensor experts = torch::full({1}, mine * mine, torch::TensorOptions().dtype(torch::kDouble));
+  // each expert counted once, on its rank; the squares summed over the ranks (in double)
+  torch::Tensor experts = sweep::grad_norm(m_experts->local).to(torch::kDouble).square().reshape({1});
   m_comm->all_reduce_sum(experts);
-  return std::sqrt(dense * dense + experts.item<double>());
+  return (dense.to(torch::kDouble).square() + experts.reshape({})).sqrt();
 }
 
-void TrainState::step(double lr, double grad_scale, bool fused, int64_t steps_before) {
+void TrainState::set_adamw_path(AdamWPath path) {
+  m_path = resolve_adamw_path(path, m_all.empty() ? torch::Device(torch::kCPU) : m_all.front().device(), m_fused);
+}
+
+void TrainState::step(double lr, const StepScale& scale, int64_t steps_before) {
   if (m_zero) {
-    m_zero->step(lr, grad_scale, fused);
+    m_zero->step(lr, scale, m_path);
   }
   if (m_opt) {
     set_learning_rate(*m_opt, lr);
-    adamw_step(*m_opt, grad_scale, fused);
+    adamw_step(*m_opt, scale, m_path);
   }
   if (m_muon) {  // on the same schedule: its lr scaled as AdamW's is
-    m_muon->step(lr / m_train.lr, grad_scale, steps_before);
+    m_muon->step(lr / m_train.lr, scale, steps_before);
   }
 }
 
@@ -217,9 +223,14 @@ void TrainState::end_step() {
     m_zero->release_resident();
   }
   // Gradients are zeroed, not freed (LibTorch 2.x's default): they stay allocated between steps,
-  // as the memory plan counts them (memory_plan/memory.cpp), and a weight no token reached keeps a zero one.
+  // as the memory plan counts them (memory_plan/memory.cpp), and a weight no token reached keeps a
+  // zero one. One _foreach_zero_ for all of them.
   if (m_opt) {
-    m_opt->zero_grad(/*set_to_none=*/false);
+    std::vector<torch::Tensor> params;
+    for (const auto& group : m_opt->param_groups()) {
+      params.insert(params.end(), group.params().begin(), group.params().end());
+    }
+    zero_gradients(params);
   }
   if (m_muon) {
     m_muon->zero_grad();

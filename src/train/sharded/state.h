@@ -14,6 +14,7 @@
 
 #include "config/run_config.h"
 #include "train/model.h"
+#include "train/optim.h"
 #include "train/sharded/checkpoint_shards.h"
 
 namespace sweep {
@@ -38,14 +39,18 @@ class TrainState {
 
   // A step: the weights it needs whole (ZeRO-3: those outside the blocks); after the last
   // backward, the gradients averaged (world > 1) — a weight no micro-batch reached counts a
-  // zero gradient; the global gradient norm; AdamW on what this rank holds, with the gradients ×
-  // grad_scale; the gradients zeroed and what was gathered for the step freed.
+  // zero gradient; the global gradient norm (a 0-dim tensor on the device, nothing read); AdamW
+  // (and Muon) on what this rank holds under the step's rule (train/optim.h: the clip factor, the
+  // skip of a non-finite step); the gradients zeroed and what was gathered for the step freed.
   void begin_step();
   void reduce_gradients();
-  double grad_norm();
+  torch::Tensor grad_norm();
   // `steps_before`: the optimizer steps taken before this one (Muon's momentum warmup).
-  void step(double lr, double grad_scale, bool fused, int64_t steps_before);
+  void step(double lr, const StepScale& scale, int64_t steps_before);
   void end_step();
+  // Which AdamW steps (train/optim.h; from the device and train.fused unless set: the bench's lever, tests).
+  AdamWPath adamw_path() const { return m_path; }
+  void set_adamw_path(AdamWPath path);
   // An evaluation: the weights outside the blocks whole for it (ZeRO-3), freed after.
   void begin_eval();
   void end_eval();
@@ -92,7 +97,9 @@ class TrainState {
   std::unique_ptr<ZeroShards> m_zero;         // over the dense weights
   std::unique_ptr<torch::optim::AdamW> m_opt;  // over what ZeRO does not hold: everything, or this rank's experts
   std::unique_ptr<Muon> m_muon;                // train.optimizer: muon: the blocks' matrices (m_opt the rest)
-  std::unique_ptr<kernels::KeptBf16Copies> m_bf16_copies;  // the fused bf16 step's copies of the matmul weights
+  std::unique_ptr<kernels::KeptBf16Copies> m_bf16_copies;
+  bool m_fused = false;   // train.fused
+  AdamWPath m_path = AdamWPath::automatic;  // resolved for the weights' device  // the fused bf16 step's copies of the matmul weights
 };
 
 }  // namespace sweep

@@ -164,7 +164,7 @@ void ZeroShards::reduce_gradients() {
   reduce_scatter(m_stage == 2 ? all() : m_resident);
 }
 
-double ZeroShards::grad_norm() {
+torch::Tensor ZeroShards::grad_norm() {
   if (m_stage == 1) {
     std::vector<torch::Tensor> params;
     for (const Slot& s : m_slots) {
@@ -173,35 +173,33 @@ double ZeroShards::grad_norm() {
     return sweep::grad_norm(params);  // the whole averaged gradients, on every rank: data parallel's norm
   }
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> squares;
+  std::vector<torch::Tensor> pieces;
   for (const Slot& s : m_slots) {
     if (s.grad.numel() > 0) {
-      squares.push_back(s.grad.norm(2).to(torch::kDouble).square());
+      pieces.push_back(s.grad);
     }
   }
-  torch::Tensor total = squares.empty() ? torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble))
-                                        : torch::stack(squares).sum().reshape({1});
+  // this rank's sum of squares (in double), summed over the ranks: one _foreach_norm, no read
+  torch::Tensor total = pieces.empty() ? torch::zeros({1}, m_slots.front().param.options().dtype(torch::kDouble))
+                                       : torch::stack(at::_foreach_norm(pieces, 2)).to(torch::kDouble).square().sum().reshape({1});
   m_comm.all_reduce_sum(total);
-  return total.sqrt().item<double>();
+  return total.sqrt().reshape({});
 }
 
-void ZeroShards::step(double lr, double grad_scale, bool fused) {
+void ZeroShards::step(double lr, const StepScale& scale, AdamWPath path) {
   set_learning_rate(*m_opt, lr);
-  adamw_step(*m_opt, grad_scale, fused);
+  adamw_step(*m_opt, scale, path);
   if (m_stage < 3) {  // every rank's updated pieces into every rank's weights
     all_gather(all(), [](const Slot& s) { return s.weight; }, [](const Slot& s) { return row(s.param); });
   }
 }
 
 void ZeroShards::zero_grad() {
-  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> held;  // stages 2-3: this rank's pieces (their gradients); 1: the whole weights
   for (Slot& s : m_slots) {
-    if (m_stage >= 2) {
-      s.grad.zero_();
-    } else if (s.param.grad().defined()) {
-      s.param.mutable_grad().zero_();
-    }
+    held.push_back(m_stage >= 2 ? s.weight : s.param);
   }
+  zero_gradients(held);
 }
 
 void ZeroShards::gather_weights(const std::vector<size_t>& which) {

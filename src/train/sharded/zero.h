@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "config/run_config.h"
+#include "train/optim.h"
 #include "train/model.h"
 
 namespace sweep {
@@ -43,11 +44,12 @@ class ZeroShards : public BlockWeights {
   // reduce-scatter those still whole into this rank's pieces (averaged) and free them. A weight
   // no micro-batch reached counts a zero gradient.
   void reduce_gradients();
-  // The global L2 norm of the averaged gradients, the same on every rank (a collective).
-  double grad_norm();
-  // AdamW on this rank's pieces with the gradients × grad_scale; stages 1 and 2 then gather the
-  // updated weights on every rank.
-  void step(double lr, double grad_scale, bool fused);
+  // The global L2 norm of the averaged gradients, the same on every rank (a collective), a 0-dim
+  // tensor on the device (no read of it).
+  torch::Tensor grad_norm();
+  // AdamW on this rank's pieces under the step's rule (train/optim.h); stages 1 and 2 then gather
+  // the updated weights on every rank (unchanged ones where the step was skipped).
+  void step(double lr, const StepScale& scale, AdamWPath path);
   // The gradients zeroed for the next step (taken or not).
   void zero_grad();
 

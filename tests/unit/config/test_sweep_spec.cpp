@@ -123,6 +123,16 @@ TEST_CASE("a run id ignores where a run executes (threads, which GPU), not what 
   CHECK(run_id_of(c, 0) != id);
 }
 
+TEST_CASE("train.cuda_kernels is part of a run id only when on: every run before it keeps its id") {
+  RunConfig c = test::tiny_config();
+  c.resources.device = "cuda:0";
+  const std::string id = run_id_of(c, 0);
+  CHECK(!c.identity_json()["train"].contains("cuda_kernels"));
+  c.train.cuda_kernels = true;
+  CHECK(run_id_of(c, 0) != id);
+  CHECK(c.identity_json()["train"]["cuda_kernels"] == true);
+}
+
 TEST_CASE("train_on: a sweep's runs on the kind of device of its slots, their ids with it") {
   SweepSpec s = load_sweep(k_sweep_dir + "/small.yaml");
   const SweepSpec cpu = s;

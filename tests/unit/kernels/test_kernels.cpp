@@ -16,6 +16,7 @@
 #include "kernels/cross_entropy.h"
 #include "kernels/activation.h"
 #include "kernels/layer_norm.h"
+#include "train/device.h"
 #include "kernels/linear.h"
 #include "kernels/onednn.h"
 
@@ -196,6 +197,30 @@ TEST_CASE("LayerNorm: output and the gradients of x, weight and bias equal layer
                                [&](const torch::Tensor& v) { return kernels::layer_norm_reference(v, w64, b64, 1e-5); }, x);
     }
   }
+}
+
+TEST_CASE("the CUDA kernels take only what they handle (the rest goes to the reference)") {
+  using c10::DeviceType;
+  const auto takes = [](DeviceType d, torch::ScalarType t, std::vector<int64_t> sizes, torch::ScalarType tt,
+                        std::vector<int64_t> target_sizes) {
+    return kernels::cuda_cross_entropy_takes(d, t, sizes, tt, target_sizes);
+  };
+  const bool cuda_build = build_devices().cuda_built;  // (a CPU build's kernel takes nothing)
+  CHECK(takes(DeviceType::CUDA, torch::kBFloat16, {16384, 50304}, torch::kLong, {16384}) == cuda_build);
+  CHECK(takes(DeviceType::CUDA, torch::kFloat, {7, 13}, torch::kLong, {7}) == cuda_build);
+  CHECK(takes(DeviceType::CUDA, torch::kFloat, {1, 1}, torch::kLong, {1}) == cuda_build);
+  CHECK_FALSE(takes(DeviceType::CPU, torch::kFloat, {7, 13}, torch::kLong, {7}));          // the CPU's own kernel
+  CHECK_FALSE(takes(DeviceType::CUDA, torch::kHalf, {7, 13}, torch::kLong, {7}));          // fp16
+  CHECK_FALSE(takes(DeviceType::CUDA, torch::kDouble, {7, 13}, torch::kLong, {7}));
+  CHECK_FALSE(takes(DeviceType::CUDA, torch::kFloat, {2, 7, 13}, torch::kLong, {14}));     // not (N, V)
+  CHECK_FALSE(takes(DeviceType::CUDA, torch::kFloat, {7, 13}, torch::kInt, {7}));          // int32 targets
+  CHECK_FALSE(takes(DeviceType::CUDA, torch::kFloat, {7, 13}, torch::kLong, {6}));         // one target short
+  CHECK_FALSE(takes(DeviceType::CUDA, torch::kFloat, {0, 13}, torch::kLong, {0}));         // no rows
+  CHECK_FALSE(takes(DeviceType::CUDA, torch::kFloat, {int64_t{1} << 31, 2}, torch::kLong, {int64_t{1} << 31}));
+  // CPU tensors never reach the CUDA kernels, whatever the option
+  CHECK_FALSE(kernels::cuda_cross_entropy_takes(torch::randn({3, 5}), torch::zeros({3}, torch::kLong)));
+  CHECK_FALSE(kernels::cuda_layer_norm_takes(torch::randn({3, 5}), torch::ones({5}), torch::kBFloat16));
+  CHECK_FALSE(kernels::cuda_bias_activation_takes(torch::randn({3, 5}), torch::ones({5})));
 }
 
 TEST_CASE("cross-entropy in place: the loss and the gradient equal F::cross_entropy, written over the logits "

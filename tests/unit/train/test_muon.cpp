@@ -32,6 +32,15 @@ torch::Tensor plain_newton_schulz(const torch::Tensor& g) {
 
 }  // namespace
 
+namespace {
+
+// The step's rule with this clip factor (and skip), as the trainer's device would give it.
+StepScale given_scale(double factor, bool skip = false) {
+  return {torch::ones({}), torch::full({}, factor, torch::kDouble), torch::full({}, skip ? 1.0f : 0.0f)};
+}
+
+}  // namespace
+
 TEST_CASE("Newton–Schulz: the published quintic (3.4445, −4.7750, 2.0315), 5 steps, singular values near 1") {
   CHECK(k_ns_a == 3.4445);
   CHECK(k_ns_b == -4.7750);
@@ -76,7 +85,7 @@ TEST_CASE("a Muon step equals Nesterov momentum, orthogonalised, shape-scaled, w
   for (int step = 0; step < 2; ++step) {
     w.mutable_grad() = grads_w[step].clone();
     qkv.mutable_grad() = grads_q[step].clone();
-    muon.step(/*lr_scale=*/0.5, /*grad_scale=*/0.8, step);
+    muon.step(/*lr_scale=*/0.5, given_scale(0.8), step);
     // the plain version: lr 0.05 × 0.5, the gradients × 0.8
     const auto gw = grads_w[step].to(torch::kDouble) * 0.8, gq = grads_q[step].to(torch::kDouble) * 0.8;
     buf_w = 0.9 * buf_w + gw;
@@ -88,6 +97,24 @@ TEST_CASE("a Muon step equals Nesterov momentum, orthogonalised, shape-scaled, w
     CAPTURE(step);
     CHECK((w.detach().to(torch::kDouble) - want_w).abs().max().item<double>() < 1e-5);
     CHECK((qkv.detach().to(torch::kDouble) - want_q).abs().max().item<double>() < 1e-5);
+  }
+  // a skipped step (a non-finite loss or norm) moves nothing: neither the weights nor the momentum
+  const auto w2 = w.detach().clone(), qkv2 = qkv.detach().clone();
+  auto buffers = [&] {
+    std::vector<torch::Tensor> out;
+    for (const auto& [key, state] : muon.state().state()) {
+      out.push_back(static_cast<torch::optim::SGDParamState&>(*state).momentum_buffer().clone());
+    }
+    return out;
+  };
+  const auto before = buffers();
+  w.mutable_grad() = torch::full({6, 4}, std::nan(""));
+  muon.step(0.5, given_scale(1.0, /*skip=*/true), 2);
+  CHECK(torch::equal(w.detach(), w2));
+  CHECK(torch::equal(qkv.detach(), qkv2));
+  const auto after = buffers();
+  for (size_t i = 0; i < before.size(); ++i) {
+    CHECK(torch::equal(after[i], before[i]));
   }
 }
 

@@ -4,6 +4,9 @@
 #include <limits>
 
 #include "helpers.h"
+#include "kernels/adamw.h"
+#include "train/sharded/state.h"
+#include "train/trainer.h"
 #include "train/optim.h"
 
 using namespace sweep;
@@ -43,9 +46,9 @@ TEST_CASE("clipping: the logged norm is the pre-clip one, the scale brings it to
   params[0].mutable_grad() = torch::full({3, 4}, 2.0);  // norm² = 48
   params[1].mutable_grad() = torch::full({5}, 1.0);     // norm² = 5
   const double pre = std::sqrt(53.0);
-  CHECK(grad_norm(params) == doctest::Approx(pre));
+  CHECK(grad_norm(params).item<double>() == doctest::Approx(pre));
   CHECK(params[0].grad().equal(torch::full({3, 4}, 2.0)));  // measured, not changed
-  CHECK(grad_norm({}) == 0.0);
+  CHECK(grad_norm({}).item<double>() == 0.0);
   CHECK(clip_factor(pre, 0.0) == 1.0);    // 0 = off
   CHECK(clip_factor(pre, 100.0) == 1.0);  // below the limit: untouched
   CHECK(pre * clip_factor(pre, 1.0) == doctest::Approx(1.0).epsilon(1e-5));
@@ -61,5 +64,141 @@ TEST_CASE("set_learning_rate reaches every parameter group") {
   set_learning_rate(*opt, 0.123);
   for (auto& g : opt->param_groups()) {
     CHECK(static_cast<torch::optim::AdamWOptions&>(g.options()).lr() == doctest::Approx(0.123));
+  }
+}
+
+TEST_CASE("the gradient norm by _foreach_norm is bitwise the per-tensor norms' norm it replaced") {
+  GPT g(test::tiny_config().model, 3);
+  auto params = g->parameters();
+  torch::manual_seed(5);
+  std::vector<torch::Tensor> norms;
+  for (auto& p : params) {
+    p.mutable_grad() = torch::randn_like(p) * 0.37;
+    norms.push_back(p.grad().to(torch::kFloat).norm(2));
+  }
+  const double before = torch::stack(norms).norm(2).item<double>();  // the code it replaced
+  CHECK(grad_norm(params).item<double>() == before);
+}
+
+TEST_CASE("the step's rule on the device: the clip factor is clip_factor's to the bit, the skip is set by a non-finite loss or norm") {
+  const auto loss = torch::full({1}, 2.5, torch::kDouble);
+  for (const double max_norm : {0.0, 1.0, 3.0}) {
+    for (const double n : {0.25, 1.0, 2.9999, 3.0, 17.3, std::numeric_limits<double>::infinity(), std::nan("")}) {
+      CAPTURE(max_norm);
+      CAPTURE(n);
+      const torch::Tensor norm = torch::full({}, n, torch::kFloat);  // as grad_norm gives it
+      const StepScale s = step_scale(loss, norm, max_norm);
+      CHECK(s.factor_on_host() == clip_factor(norm.item<double>(), max_norm));
+      CHECK(s.skipped() == !std::isfinite(n));
+    }
+  }
+  CHECK(step_scale(torch::full({1}, std::nan(""), torch::kDouble), torch::full({}, 1.0f), 1.0).skipped());
+  CHECK(step_scale(torch::full({1}, -std::numeric_limits<double>::infinity(), torch::kDouble), torch::full({}, 1.0f), 0.0).skipped());
+}
+
+namespace {
+
+// A tiny fp32 run whose AdamW takes `path` (its model ops fused, as a CPU run's are), clipped at 0.5
+// so that most steps clip.
+std::unique_ptr<Trainer> trainer_on(AdamWPath path, const std::shared_ptr<TrainData>& data, RunConfig c = test::tiny_config()) {
+  c.train.grad_clip = 0.5;
+  c.train.weight_decay = 0.1;
+  auto t = std::make_unique<Trainer>(c, data);
+  t->state().set_adamw_path(path);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("AdamW's three paths are one set of equations: 80 fp32 steps of _fused_adamw_ and the fused kernel equal LibTorch's AdamW within 1e-6") {
+  auto data = test::synthetic_data();
+  RunConfig c = test::tiny_config();
+  c.train.tokens = c.tokens_per_step() * 80;
+  auto reference = trainer_on(AdamWPath::per_tensor, data, c);
+  const auto want = test::losses(*reference, 80);
+  const auto want_params = test::flat_params(reference->model());
+  for (const AdamWPath path : {AdamWPath::foreach, AdamWPath::fused_cpu}) {
+    const std::string path_name = to_string(path);
+    CAPTURE(path_name);
+    auto t = trainer_on(path, data, c);
+    CHECK(t->state().adamw_path() == path);
+    const auto got = test::losses(*t, 80);
+    MESSAGE(path_name, " against per-tensor over 80 steps: max relative loss difference ", test::max_relative_difference(got, want));
+    CHECK(test::max_relative_difference(got, want) < 1e-6);
+    const auto params = test::flat_params(t->model());
+    const double drift = (params - want_params).abs().max().item<double>();
+    MESSAGE(path_name, ": the weights' largest difference after 80 steps ", drift);
+    CHECK(drift < 1e-6);
+  }
+}
+
+TEST_CASE("automatic AdamW: the fused kernel on the CPU with train.fused, LibTorch's without — _fused_adamw_ on a GPU") {
+  CHECK(resolve_adamw_path(AdamWPath::automatic, torch::kCPU, true) == AdamWPath::fused_cpu);
+  CHECK(resolve_adamw_path(AdamWPath::automatic, torch::kCPU, false) == AdamWPath::per_tensor);
+  CHECK(resolve_adamw_path(AdamWPath::automatic, torch::Device("cuda:0"), true) == AdamWPath::foreach);
+  CHECK(resolve_adamw_path(AdamWPath::automatic, torch::Device("cuda:0"), false) == AdamWPath::foreach);
+  CHECK(resolve_adamw_path(AdamWPath::per_tensor, torch::Device("cuda:0"), true) == AdamWPath::per_tensor);
+}
+
+TEST_CASE("a non-finite gradient norm or loss skips the step on every path: the weights and the moments stay") {
+  for (const AdamWPath path : {AdamWPath::per_tensor, AdamWPath::fused_cpu, AdamWPath::foreach}) {
+    const std::string path_name = to_string(path);
+    CAPTURE(path_name);
+    GPT g(test::tiny_config().model, 1);
+    auto params = g->parameters();
+    auto opt = make_adamw(params, test::tiny_config().train);
+    for (auto& p : params) {
+      p.mutable_grad() = torch::ones_like(p);
+    }
+    adamw_step(*opt, step_scale(torch::ones({1}), grad_norm(params), 1.0), path);  // moments exist
+    std::vector<torch::Tensor> before, moments;
+    for (auto& p : params) {
+      before.push_back(p.detach().clone());
+      moments.push_back(kernels::adamw_state(*opt, p).exp_avg().clone());
+    }
+    params[3].mutable_grad()[0] = std::nan("");
+    const StepScale scale = step_scale(torch::ones({1}), grad_norm(params), 1.0);
+    CHECK(scale.skipped());
+    adamw_step(*opt, scale, path);
+    params[3].mutable_grad()[0] = 1.0;
+    adamw_step(*opt, step_scale(torch::full({1}, std::numeric_limits<double>::infinity()), grad_norm(params), 1.0), path);
+    for (size_t i = 0; i < params.size(); ++i) {
+      CHECK(torch::equal(params[i], before[i]));
+      CHECK(torch::equal(kernels::adamw_state(*opt, params[i]).exp_avg(), moments[i]));
+    }
+  }
+}
+
+TEST_CASE("a checkpoint written by LibTorch's AdamW goes on under _fused_adamw_ as it would have (the state's layout is one)") {
+  test::TempDir dir;
+  auto data = test::synthetic_data();
+  auto straight = trainer_on(AdamWPath::per_tensor, data);
+  const auto want = test::losses(*straight, 6);
+  std::vector<double> got;
+  {
+    auto first = trainer_on(AdamWPath::per_tensor, data);
+    got = test::losses(*first, 3);
+    first->save(dir.str("ckpt.pt"));
+  }
+  auto second = trainer_on(AdamWPath::foreach, data);
+  CHECK(second->load(dir.str("ckpt.pt")).empty());
+  const auto rest = test::losses(*second, 3);
+  got.insert(got.end(), rest.begin(), rest.end());
+  CHECK(test::max_relative_difference(got, want) < 1e-6);
+  // and back: its state written by the foreach path loads into LibTorch's
+  second->save(dir.str("ckpt2.pt"));
+  auto third = trainer_on(AdamWPath::per_tensor, data);
+  third->load(dir.str("ckpt2.pt"));
+  CHECK(kernels::adamw_state(static_cast<torch::optim::AdamW&>(third->optimizer()), third->model()->parameters().front()).step() == 6);
+}
+
+TEST_CASE("Muon, and the experts' AdamW under expert statistics, step under the device's rule as under the host's") {
+  auto data = test::synthetic_data();
+  for (RunConfig c : {test::tiny_muon_config(), test::tiny_deepseek_config(Balance::bias)}) {
+    const std::string family = to_string(c.model.family);
+    CAPTURE(family);
+    c.train.tokens = c.tokens_per_step() * 10;
+    auto a = trainer_on(AdamWPath::per_tensor, data, c), b = trainer_on(AdamWPath::foreach, data, c);
+    CHECK(test::max_relative_difference(test::losses(*b, 10), test::losses(*a, 10)) < 1e-6);
   }
 }

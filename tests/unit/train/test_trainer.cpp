@@ -108,6 +108,14 @@ TEST_CASE("init_seed sets the weights, data_seed the batches") {
   CHECK_FALSE(torch::equal(base.batch(0, 0).first, other_data.batch(0, 0).first));
 }
 
+TEST_CASE("train.cuda_kernels on the CPU is refused before anything trains, saying why") {
+  RunConfig c = test::tiny_config();
+  c.train.cuda_kernels = true;
+  CHECK_THROWS_WITH_AS(Trainer(c, test::synthetic_data()),
+                       doctest::Contains("train.cuda_kernels: sweep's CUDA kernels run on a GPU, and this run trains on cpu"),
+                       Error);
+}
+
 TEST_CASE("training makes the loss fall on learnable data") {
   auto data = test::synthetic_data();
   Trainer t(test::tiny_config(), data);
@@ -161,6 +169,46 @@ TEST_CASE("divergence: lr 1e3 ends the run as diverged and keeps the finite metr
   }
   CHECK(finite_steps == r.step - 1);
   CHECK_FALSE(fs::exists(dir.str("checkpoint/ckpt.pt")));
+  // its values were read after the next step was issued (the step after it ran, and nothing was saved)
+  CHECK(t.step() == r.step + 1);
+}
+
+TEST_CASE("a run's train events carry each step's own loss and norm, read one step late, and the steps are those train_step takes") {
+  test::TempDir dir;
+  auto data = test::synthetic_data();
+  RunConfig c = test::tiny_config();
+  c.train.tokens = c.tokens_per_step() * 7;
+  c.train.grad_clip = 1.0;
+  c.eval.every = 3;  // an evaluation and a checkpoint read the pending step first
+  Trainer run(c, data), stepped(c, data);
+  {
+    EventSink events(dir.str("events.jsonl"), "", false, false);
+    REQUIRE(run.run({dir.str(), false, &events}).status == RunState::done);
+  }
+  std::vector<StepStats> want;
+  for (int i = 0; i < 7; ++i) {
+    want.push_back(stepped.train_step());
+  }
+  std::vector<std::string> order;
+  size_t k = 0;
+  for (const auto& e : read_events(dir.str("events.jsonl"))) {
+    if (e["event"] == "train") {
+      REQUIRE(k < want.size());
+      CHECK(e["step"] == want[k].step + 1);
+      CHECK(e["loss"].get<double>() == want[k].loss);
+      CHECK(e["grad_norm"].get<double>() == want[k].grad_norm);
+      ++k;
+    }
+    if (e["event"] == "train" || e["event"] == "eval") {
+      order.push_back(e["event"].get<std::string>() + " " + std::to_string(e["step"].get<int64_t>()));
+    }
+  }
+  CHECK(k == 7);
+  // the validation at step 3 and 6 follows that step's own train event
+  const std::vector<std::string> expected{"eval 0", "train 1", "train 2", "train 3", "eval 3", "train 4", "train 5",
+                                          "train 6", "eval 6", "train 7", "eval 7", "eval 7"};
+  CHECK(order == expected);
+  CHECK(torch::equal(test::flat_params(run.model()), test::flat_params(stepped.model())));
 }
 
 TEST_CASE("the end event's test blocks add up to the test loss, and keeping them changes no total") {
