@@ -3,6 +3,7 @@
 #include "build_options.h"
 #include "kernels/common.h"
 #ifdef SWEEP_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/cuda/activation.h"
@@ -30,6 +31,7 @@ struct BiasActivation : torch::autograd::Function<BiasActivation> {
     if (h.is_cuda()) {
       TORCH_CHECK(cuda_bias_activation_takes(h, bias), "bias_activation: not the CUDA kernel's input: use the reference");
 #ifdef SWEEP_WITH_CUDA
+      const c10::cuda::CUDAGuard on_device(h.device());
       const char* error = cuda::bias_activation_forward(
           static_cast<Activation>(act) == Activation::relu2, h.scalar_type() == torch::kBFloat16, h.data_ptr(),
           bias.data_ptr<float>(), y.data_ptr(), h.numel() / cols, cols, c10::cuda::getCurrentCUDAStream(h.device().index()).stream());
@@ -55,6 +57,7 @@ struct BiasActivation : torch::autograd::Function<BiasActivation> {
     const int64_t cols = bias.size(0);
     if (h.is_cuda()) {
 #ifdef SWEEP_WITH_CUDA
+      const c10::cuda::CUDAGuard on_device(h.device());
       const char* error = cuda::bias_activation_backward(
           static_cast<Activation>(ctx->saved_data["act"].toInt()) == Activation::relu2, h.scalar_type() == torch::kBFloat16,
           h.data_ptr(), bias.data_ptr<float>(), dy.data_ptr(), dh.data_ptr(), h.numel() / cols, cols,
@@ -80,7 +83,7 @@ torch::Tensor bias_activation(const torch::Tensor& h, const torch::Tensor& bias,
 bool cuda_bias_activation_takes(const torch::Tensor& h, const torch::Tensor& bias) {
 #ifdef SWEEP_WITH_CUDA
   return h.is_cuda() && (h.scalar_type() == torch::kFloat || h.scalar_type() == torch::kBFloat16) && h.dim() >= 1 &&
-         bias.is_cuda() && bias.dim() == 1 && bias.scalar_type() == torch::kFloat && bias.is_contiguous() &&
+         bias.device() == h.device() && bias.dim() == 1 && bias.scalar_type() == torch::kFloat && bias.is_contiguous() &&
          h.size(-1) == bias.size(0) && bias.size(0) > 0;
 #else
   (void)h, (void)bias;

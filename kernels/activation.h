@@ -13,7 +13,8 @@ using cpu::Activation;
 torch::Tensor bias_activation(const torch::Tensor& h, const torch::Tensor& bias, Activation act);
 
 // Whether its CUDA twin (kernels/cuda/activation.h, train.cuda_kernels) takes these: a CUDA build,
-// h fp32 or bf16 on a CUDA device, a bias of its last dimension. Anything else: the reference.
+// h fp32 or bf16 on a CUDA device, an fp32 bias of its last dimension on the same device. Anything
+// else: the reference.
 bool cuda_bias_activation_takes(const torch::Tensor& h, const torch::Tensor& bias);
 
 // The same with LibTorch's ops: gelu(h + bias), or relu(h + bias)².

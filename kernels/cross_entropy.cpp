@@ -5,6 +5,7 @@
 #include "build_options.h"
 #include "kernels/common.h"
 #ifdef SWEEP_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/cuda/cross_entropy.h"
@@ -47,6 +48,7 @@ struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
     TORCH_CHECK(cuda_cross_entropy_takes(logits, targets), "cross_entropy_inplace: these logits ", logits.sizes(), " (",
                 logits.scalar_type(), ") are not the CUDA kernel's: use cross_entropy_reference");
 #ifdef SWEEP_WITH_CUDA
+    const c10::cuda::CUDAGuard on_device(logits.device());
     const int64_t rows = logits.size(0), vocab = logits.size(1);
     auto g = logits.is_contiguous() ? logits.detach() : logits.detach().contiguous();
     const auto t = targets.contiguous();
@@ -72,7 +74,7 @@ struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
     auto g = ctx->saved_data["grad"].toTensor();
     ctx->saved_data.erase("grad");  // spent: a second backward fails instead of scaling twice
     if (g.is_cuda()) {
-      g.mul_(grads[0]);  // d(total loss) / d(this mean loss), on the device: nothing read
+      g.mul_(grads[0].to(g.device()));  // d(total loss) / d(this mean loss), on the device: nothing read
     } else if (const double scale = grads[0].item<double>(); scale != 1.0) {  // e.g. 1 / accumulation
       g.mul_(scale);
     }
@@ -101,7 +103,7 @@ bool cuda_cross_entropy_takes(c10::DeviceType device, torch::ScalarType dtype, t
 }
 
 bool cuda_cross_entropy_takes(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return cuda_cross_entropy_takes(logits.device().type(), logits.scalar_type(), logits.sizes(), targets.scalar_type(),
+  return logits.device() == targets.device() && cuda_cross_entropy_takes(logits.device().type(), logits.scalar_type(), logits.sizes(), targets.scalar_type(),
                                   targets.sizes());
 }
 

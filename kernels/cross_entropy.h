@@ -16,7 +16,8 @@ namespace sweep::kernels {
 torch::Tensor cross_entropy_inplace(const torch::Tensor& logits, const torch::Tensor& targets, double softcap = 0);
 
 // Whether the CUDA twin takes such logits: a CUDA build, (N, V) fp32 or bf16 on a CUDA device with
-// 0 < N < 2³¹, int64 targets (N). Anything else goes to the reference, never to a wrong result.
+// 0 < N < 2³¹, int64 targets (N) on the same device. Anything else goes to the reference, never to
+// a wrong result.
 bool cuda_cross_entropy_takes(c10::DeviceType device, torch::ScalarType dtype, torch::IntArrayRef sizes,
                               torch::ScalarType target_dtype, torch::IntArrayRef target_sizes);
 bool cuda_cross_entropy_takes(const torch::Tensor& logits, const torch::Tensor& targets);

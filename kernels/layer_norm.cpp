@@ -5,6 +5,7 @@
 #include "build_options.h"
 #include "kernels/common.h"
 #ifdef SWEEP_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/cuda/layer_norm.h"
@@ -33,6 +34,7 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
       TORCH_CHECK(cuda_layer_norm_takes(x, w, static_cast<torch::ScalarType>(out)),
                   "layer_norm: not the CUDA kernel's input: use the reference");
 #ifdef SWEEP_WITH_CUDA
+      const c10::cuda::CUDAGuard on_device(x.device());
       const char* error = cuda::layer_norm_forward(
           x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr(), y.scalar_type() == torch::kBFloat16,
           mean.data_ptr<float>(), rstd.data_ptr<float>(), rows, cols, static_cast<float>(eps),
@@ -59,6 +61,7 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
     auto dx = torch::empty_like(x), dw = torch::empty_like(w), db = torch::empty_like(w);
     if (x.is_cuda()) {
 #ifdef SWEEP_WITH_CUDA
+      const c10::cuda::CUDAGuard on_device(x.device());
       const char* error = cuda::layer_norm_backward(
           dy.data_ptr(), dy.scalar_type() == torch::kBFloat16, x.data_ptr<float>(), w.data_ptr<float>(),
           saved[2].data_ptr<float>(), saved[3].data_ptr<float>(), dx.data_ptr<float>(), dw.data_ptr<float>(),
@@ -84,7 +87,10 @@ torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight, co
 bool cuda_layer_norm_takes(const torch::Tensor& x, const torch::Tensor& weight, torch::ScalarType out) {
 #ifdef SWEEP_WITH_CUDA
   const int64_t cols = weight.dim() == 1 ? weight.size(0) : 0;
-  return x.is_cuda() && x.scalar_type() == torch::kFloat && x.dim() >= 1 && cols > 0 && x.size(-1) == cols &&
+  // (its backward sums dweight and dbias with atomic adds, in no fixed order: not where
+  // deterministic algorithms are asked for)
+  return x.is_cuda() && weight.device() == x.device() && !at::globalContext().deterministicAlgorithms() &&
+         x.scalar_type() == torch::kFloat && x.dim() >= 1 && cols > 0 && x.size(-1) == cols &&
          cols <= cuda::k_layer_norm_max_cols && x.numel() / cols <= std::numeric_limits<int32_t>::max() &&
          (out == torch::kFloat || out == torch::kBFloat16);
 #else

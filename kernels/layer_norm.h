@@ -12,8 +12,9 @@ torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight, co
                          torch::ScalarType out);
 
 // Whether its CUDA twin (kernels/cuda/layer_norm.h, train.cuda_kernels) takes these: a CUDA build,
-// x fp32 on a CUDA device with at most 8,192 columns and fewer than 2³¹ rows, `out` fp32 or bf16.
-// Anything else: the reference.
+// x fp32 on a CUDA device with at most 8,192 columns and fewer than 2³¹ rows, its weight there too,
+// `out` fp32 or bf16, and no deterministic algorithms asked for (its backward's column sums are
+// atomic adds). Anything else: the reference.
 bool cuda_layer_norm_takes(const torch::Tensor& x, const torch::Tensor& weight, torch::ScalarType out);
 
 torch::Tensor layer_norm_reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,

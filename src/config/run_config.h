@@ -125,8 +125,8 @@ struct TrainConfig {
   Precision precision = Precision::fp32;
   bool fused = true;               // kernels/'s fused CPU ops; false = the reference LibTorch ops
   // sweep's own CUDA kernels where ATen is slow (kernels/cuda/: the in-place cross-entropy over
-  // bf16 logits), on a GPU only; off until they have passed their GPU tests on a GPU. Part of the
-  // run id only when on.
+  // bf16 logits, LayerNorm with bf16 output, bias + activation), on a GPU only; off until they have
+  // passed their GPU tests on a GPU. Part of the run id only when on.
   bool cuda_kernels = false;
   // Activation checkpointing: each block keeps only its input in forward and is run again in
   // backward (the same values: dropout's generator state is restored); not part of the run id

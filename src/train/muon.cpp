@@ -63,7 +63,8 @@ void Muon::step(double lr_scale, const StepScale& scale, int64_t steps_before) {
     if (!p.grad().defined()) {
       continue;
     }
-    const auto g = p.grad() * scale.factor;  // (× a 0-dim double: the bits of × the host's factor)
+    // (× a 0-dim double: the bits of × the host's factor)
+    const auto g = scale.clipping ? p.grad() * scale.factor : p.grad();
     const auto key = kernels::optimizer_state_key<Map>(p);
     auto it = states.find(key);
     if (it == states.end()) {

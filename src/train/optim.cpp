@@ -1,6 +1,8 @@
 #include "train/optim.h"
 
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "kernels/adamw.h"
 
@@ -58,6 +60,7 @@ StepScale step_scale(const torch::Tensor& loss, const torch::Tensor& norm, doubl
   const torch::Tensor norm_finite = torch::isfinite(n);
   StepScale s;
   s.norm = norm;
+  s.clipping = max_norm > 0;
   s.skip = torch::logical_not(norm_finite & torch::isfinite(loss.detach()).all()).to(torch::kFloat);
   // clip_factor's rule, elementwise in double: the same bits as the host's
   s.factor = max_norm > 0 ? torch::where(norm_finite & (n > max_norm), torch::full_like(n, max_norm) / (n + 1e-6),
@@ -93,26 +96,29 @@ const char* to_string(AdamWPath path) {
 namespace {
 
 // at::_fused_adamw_ over each group: it divides the gradients by grad_scale (the clip factor's
-// reciprocal) and leaves everything as it was where found_inf is 1. Its step counts are read on
-// the device: one 0-dim tensor a group, set from the state's count, which the host keeps (every
-// parameter of a group steps together). A skipped step still counts on the host; it ends its run
-// (diverged) before any checkpoint could write that count.
+// reciprocal; none without clipping) and leaves everything as it was where found_inf is 1. Its
+// step counts are read on the device: one 0-dim tensor per distinct count in a group (one, unless
+// a checkpoint says otherwise), set from the state's counts, which the host keeps.
 void foreach_adamw_step(torch::optim::AdamW& opt, const StepScale& scale) {
   RECORD_USER_SCOPE("sweep::adamw_foreach");
   torch::NoGradGuard no_grad;
-  const torch::Tensor divisor = scale.factor.reciprocal().to(torch::kFloat);
+  const std::optional<torch::Tensor> divisor =
+      scale.clipping ? std::optional<torch::Tensor>(scale.factor.reciprocal().to(torch::kFloat)) : std::nullopt;
   for (auto& group : opt.param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
-    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
-    int64_t step = 0;
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, state_steps;
+    std::map<int64_t, torch::Tensor> steps;  // count -> its tensor on the device
     for (auto& p : group.params()) {
       if (!p.grad().defined()) {
         continue;
       }
       auto& state = kernels::adamw_state(opt, p);
       state.step(state.step() + 1);
-      TORCH_CHECK(params.empty() || state.step() == step, "adamw_step: the parameters of a group have different step counts");
-      step = state.step();
+      auto [it, added] = steps.try_emplace(state.step());
+      if (added) {
+        it->second = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat));
+      }
+      state_steps.push_back(it->second);
       params.push_back(p.detach());
       grads.push_back(p.grad());
       exp_avgs.push_back(state.exp_avg());
@@ -121,11 +127,21 @@ void foreach_adamw_step(torch::optim::AdamW& opt, const StepScale& scale) {
     if (params.empty()) {
       continue;
     }
-    const torch::Tensor steps = torch::full({}, static_cast<double>(step), params.front().options().dtype(torch::kFloat));
-    const std::vector<torch::Tensor> state_steps(params.size(), steps);
     at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, state_steps, o.lr(), std::get<0>(o.betas()),
                       std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false, divisor,
                       scale.skip);
+  }
+}
+
+// A step skipped on the host's paths still counts, as it does on the foreach path.
+void count_skipped_step(torch::optim::AdamW& opt) {
+  for (auto& group : opt.param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) {
+        auto& state = kernels::adamw_state(opt, p);
+        state.step(state.step() + 1);
+      }
+    }
   }
 }
 
@@ -137,6 +153,7 @@ void adamw_step(torch::optim::AdamW& opt, const StepScale& scale, AdamWPath path
     return;
   }
   if (scale.skipped()) {
+    count_skipped_step(opt);
     return;
   }
   if (path == AdamWPath::fused_cpu) {

@@ -35,8 +35,9 @@ double clip_factor(double norm, double max_norm);
 // the host-side paths read both there (factor_on_host, skipped).
 struct StepScale {
   torch::Tensor norm;    // () the global gradient norm before clipping
-  torch::Tensor factor;  // () double: the clip factor
+  torch::Tensor factor;  // () double: the clip factor (1 without clipping)
   torch::Tensor skip;    // () fp32: 1 = a non-finite loss or norm, the update is not applied
+  bool clipping = false;  // train.grad_clip > 0: without it the gradients are left as they are
   double factor_on_host() const { return factor.item<double>(); }  // a read of the device
   bool skipped() const { return skip.item<float>() != 0; }         // a read of the device
 };
@@ -57,7 +58,9 @@ AdamWPath resolve_adamw_path(AdamWPath path, const torch::Device& device, bool f
 const char* to_string(AdamWPath path);
 
 // One AdamW step of `opt` (its groups' lr, betas, eps, weight decay; its per-parameter state, so
-// that a checkpoint of any path loads into any other) under the step's rule.
+// that a checkpoint of any path loads into any other) under the step's rule. A skipped step counts
+// in the state's step count on every path (the foreach path cannot know it skipped without a read;
+// a run ends at such a step, so nothing trains on that count).
 void adamw_step(torch::optim::AdamW& opt, const StepScale& scale, AdamWPath path);
 
 // Every defined gradient of `params` set to zero in one _foreach_zero_ (kept allocated, as the

@@ -518,10 +518,10 @@ std::optional<RunResult> Trainer::train_steps(const RunContext& c, const RunOpti
       return c.stop_early(RunState::preempted, reason);
     }
     IssuedStep issued = issue_step();
-    fault_hook(o.run_dir, m_step);
     if (auto diverged = report(issued.started)) {  // the step before this one
       return diverged;
     }
+    fault_hook(o.run_dir, m_step);
     pending = std::move(issued);
     const bool eval_due = m_cfg.eval.every > 0 && m_step % m_cfg.eval.every == 0 && m_step < total;
     const bool checkpoint_due =

@@ -27,7 +27,8 @@ done
 grep -qE '^\s*libdnnl\.so\.2 => ' <<< "$libs" || fail "oneDNN 2 is not among the libraries: $libs"
 [ "$(readelf -d "$SWEEP" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sed -n 1p)" = libstdc++.so.6 ] ||
   fail "libstdc++ is not the binary's first need: $(readelf -d "$SWEEP" | grep NEEDED | sed -n 1,3p)"
-# Every name libstdc++ defines that a binary uses, bound (all at load: LD_BIND_NOW) to libstdc++.
+# Every name of namespace std (_ZSt, _ZNSt, _ZNKSt: functions, not vtables or typeinfo) that
+# libstdc++ defines and a binary uses, bound (all at load: LD_BIND_NOW) to libstdc++.
 stdcxx=$(sed -n 's/^\s*libstdc++\.so\.6 => \([^ ]*\) .*/\1/p' <<< "$libs")
 [ -n "$stdcxx" ] || fail "no libstdc++.so.6 among the libraries: $libs"
 defined=$(nm -D --defined-only "$stdcxx" | awk '{print $3}' | sed 's/@.*//' | sort -u)

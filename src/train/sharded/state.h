@@ -97,9 +97,9 @@ class TrainState {
   std::unique_ptr<ZeroShards> m_zero;         // over the dense weights
   std::unique_ptr<torch::optim::AdamW> m_opt;  // over what ZeRO does not hold: everything, or this rank's experts
   std::unique_ptr<Muon> m_muon;                // train.optimizer: muon: the blocks' matrices (m_opt the rest)
-  std::unique_ptr<kernels::KeptBf16Copies> m_bf16_copies;
-  bool m_fused = false;   // train.fused
-  AdamWPath m_path = AdamWPath::automatic;  // resolved for the weights' device  // the fused bf16 step's copies of the matmul weights
+  std::unique_ptr<kernels::KeptBf16Copies> m_bf16_copies;  // the fused bf16 step's copies of the matmul weights
+  bool m_fused = false;                     // train.fused
+  AdamWPath m_path = AdamWPath::automatic;  // resolved for the weights' device
 };
 
 }  // namespace sweep

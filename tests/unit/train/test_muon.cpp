@@ -36,7 +36,7 @@ namespace {
 
 // The step's rule with this clip factor (and skip), as the trainer's device would give it.
 StepScale given_scale(double factor, bool skip = false) {
-  return {torch::ones({}), torch::full({}, factor, torch::kDouble), torch::full({}, skip ? 1.0f : 0.0f)};
+  return {torch::ones({}), torch::full({}, factor, torch::kDouble), torch::full({}, skip ? 1.0f : 0.0f), /*clipping=*/true};
 }
 
 }  // namespace

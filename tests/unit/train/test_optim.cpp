@@ -165,8 +165,32 @@ TEST_CASE("a non-finite gradient norm or loss skips the step on every path: the 
     for (size_t i = 0; i < params.size(); ++i) {
       CHECK(torch::equal(params[i], before[i]));
       CHECK(torch::equal(kernels::adamw_state(*opt, params[i]).exp_avg(), moments[i]));
+      CHECK(kernels::adamw_state(*opt, params[i]).step() == 3);  // the two skipped steps count, on every path
     }
   }
+}
+
+TEST_CASE("_fused_adamw_ takes parameters whose step counts differ within a group (as a checkpoint may hold them), each at its own") {
+  std::vector<torch::Tensor> params{torch::ones({2, 3}, torch::requires_grad()), torch::ones({4, 2}, torch::requires_grad())};
+  auto fused = make_adamw(params, test::tiny_config().train);
+  std::vector<torch::Tensor> copies{params[0].detach().clone().requires_grad_(true), params[1].detach().clone().requires_grad_(true)};
+  auto reference = make_adamw(copies, test::tiny_config().train);
+  for (auto* opt : {fused.get(), reference.get()}) {  // the first weight 5 steps in, the second 2
+    const auto& ps = opt == fused.get() ? params : copies;
+    kernels::set_adamw_state(*opt, ps[0], 5, torch::full({2, 3}, 0.1), torch::full({2, 3}, 0.01));
+    kernels::set_adamw_state(*opt, ps[1], 2, torch::full({4, 2}, 0.2), torch::full({4, 2}, 0.02));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].mutable_grad() = torch::full_like(params[i], 0.5);
+    copies[i].mutable_grad() = torch::full_like(copies[i], 0.5);
+  }
+  adamw_step(*fused, step_scale(torch::ones({1}), grad_norm(params), 0.0), AdamWPath::foreach);
+  adamw_step(*reference, step_scale(torch::ones({1}), grad_norm(copies), 0.0), AdamWPath::per_tensor);
+  for (size_t i = 0; i < params.size(); ++i) {
+    CHECK(torch::allclose(params[i], copies[i], 1e-6, 1e-7));
+  }
+  CHECK(kernels::adamw_state(*fused, params[0]).step() == 6);
+  CHECK(kernels::adamw_state(*fused, params[1]).step() == 3);
 }
 
 TEST_CASE("a checkpoint written by LibTorch's AdamW goes on under _fused_adamw_ as it would have (the state's layout is one)") {
