@@ -3,10 +3,8 @@
 #include "build_options.h"
 #include "kernels/common.h"
 #ifdef SWEEP_WITH_CUDA
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
 #include "kernels/cuda/activation.h"
+#include "kernels/cuda/launch.h"
 #endif
 
 namespace sweep::kernels {
@@ -31,11 +29,11 @@ struct BiasActivation : torch::autograd::Function<BiasActivation> {
     if (h.is_cuda()) {
       TORCH_CHECK(cuda_bias_activation_takes(h, bias), "bias_activation: not the CUDA kernel's input: use the reference");
 #ifdef SWEEP_WITH_CUDA
-      const c10::cuda::CUDAGuard on_device(h.device());
-      const char* error = cuda::bias_activation_forward(
-          static_cast<Activation>(act) == Activation::relu2, h.scalar_type() == torch::kBFloat16, h.data_ptr(),
-          bias.data_ptr<float>(), y.data_ptr(), h.numel() / cols, cols, c10::cuda::getCurrentCUDAStream(h.device().index()).stream());
-      TORCH_CHECK(*error == 0, "bias_activation (CUDA): ", error);
+      cuda::launch_on(h.device(), "bias_activation", [&](void* stream) {
+        return cuda::bias_activation_forward(static_cast<Activation>(act) == Activation::relu2,
+                                             h.scalar_type() == torch::kBFloat16, h.data_ptr(), bias.data_ptr<float>(),
+                                             y.data_ptr(), h.numel() / cols, cols, stream);
+      });
 #endif
     } else {
       cpu::ops().bias_act_forward(static_cast<Activation>(act), cpu_dtype(h_in, "bias_activation"), h.data_ptr(),
@@ -57,12 +55,11 @@ struct BiasActivation : torch::autograd::Function<BiasActivation> {
     const int64_t cols = bias.size(0);
     if (h.is_cuda()) {
 #ifdef SWEEP_WITH_CUDA
-      const c10::cuda::CUDAGuard on_device(h.device());
-      const char* error = cuda::bias_activation_backward(
-          static_cast<Activation>(ctx->saved_data["act"].toInt()) == Activation::relu2, h.scalar_type() == torch::kBFloat16,
-          h.data_ptr(), bias.data_ptr<float>(), dy.data_ptr(), dh.data_ptr(), h.numel() / cols, cols,
-          c10::cuda::getCurrentCUDAStream(h.device().index()).stream());
-      TORCH_CHECK(*error == 0, "bias_activation backward (CUDA): ", error);
+      cuda::launch_on(h.device(), "bias_activation backward", [&](void* stream) {
+        return cuda::bias_activation_backward(static_cast<Activation>(ctx->saved_data["act"].toInt()) == Activation::relu2,
+                                              h.scalar_type() == torch::kBFloat16, h.data_ptr(), bias.data_ptr<float>(),
+                                              dy.data_ptr(), dh.data_ptr(), h.numel() / cols, cols, stream);
+      });
 #endif
       return {dh, dh.reshape({-1, cols}).sum(0, /*keepdim=*/false, torch::kFloat), torch::Tensor()};
     }

@@ -5,10 +5,8 @@
 #include "build_options.h"
 #include "kernels/common.h"
 #ifdef SWEEP_WITH_CUDA
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
 #include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/launch.h"
 #endif
 
 namespace sweep::kernels {
@@ -48,16 +46,15 @@ struct CrossEntropyInplace : torch::autograd::Function<CrossEntropyInplace> {
     TORCH_CHECK(cuda_cross_entropy_takes(logits, targets), "cross_entropy_inplace: these logits ", logits.sizes(), " (",
                 logits.scalar_type(), ") are not the CUDA kernel's: use cross_entropy_reference");
 #ifdef SWEEP_WITH_CUDA
-    const c10::cuda::CUDAGuard on_device(logits.device());
     const int64_t rows = logits.size(0), vocab = logits.size(1);
     auto g = logits.is_contiguous() ? logits.detach() : logits.detach().contiguous();
     const auto t = targets.contiguous();
     auto losses = torch::empty({rows}, logits.options().dtype(torch::kFloat));  // (N,)
-    const char* error = cuda::cross_entropy_inplace(
-        g.scalar_type() == torch::kBFloat16, g.data_ptr(), t.data_ptr<int64_t>(), rows, vocab,
-        want_grad ? 1.0f / static_cast<float>(rows) : 0.0f, static_cast<float>(softcap), losses.data_ptr<float>(),
-        c10::cuda::getCurrentCUDAStream(g.device().index()).stream());
-    TORCH_CHECK(*error == 0, "cross_entropy_inplace (CUDA): ", error);
+    cuda::launch_on(g.device(), "cross_entropy_inplace", [&](void* stream) {
+      return cuda::cross_entropy_inplace(g.scalar_type() == torch::kBFloat16, g.data_ptr(), t.data_ptr<int64_t>(), rows,
+                                         vocab, want_grad ? 1.0f / static_cast<float>(rows) : 0.0f,
+                                         static_cast<float>(softcap), losses.data_ptr<float>(), stream);
+    });
     if (want_grad) {
       ctx->saved_data["grad"] = g;
     }
@@ -103,7 +100,8 @@ bool cuda_cross_entropy_takes(c10::DeviceType device, torch::ScalarType dtype, t
 }
 
 bool cuda_cross_entropy_takes(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return logits.device() == targets.device() && cuda_cross_entropy_takes(logits.device().type(), logits.scalar_type(), logits.sizes(), targets.scalar_type(),
+  return logits.device() == targets.device() &&
+         cuda_cross_entropy_takes(logits.device().type(), logits.scalar_type(), logits.sizes(), targets.scalar_type(),
                                   targets.sizes());
 }
 

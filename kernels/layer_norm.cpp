@@ -5,10 +5,8 @@
 #include "build_options.h"
 #include "kernels/common.h"
 #ifdef SWEEP_WITH_CUDA
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
 #include "kernels/cuda/layer_norm.h"
+#include "kernels/cuda/launch.h"
 #endif
 
 namespace sweep::kernels {
@@ -34,12 +32,11 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
       TORCH_CHECK(cuda_layer_norm_takes(x, w, static_cast<torch::ScalarType>(out)),
                   "layer_norm: not the CUDA kernel's input: use the reference");
 #ifdef SWEEP_WITH_CUDA
-      const c10::cuda::CUDAGuard on_device(x.device());
-      const char* error = cuda::layer_norm_forward(
-          x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr(), y.scalar_type() == torch::kBFloat16,
-          mean.data_ptr<float>(), rstd.data_ptr<float>(), rows, cols, static_cast<float>(eps),
-          c10::cuda::getCurrentCUDAStream(x.device().index()).stream());
-      TORCH_CHECK(*error == 0, "layer_norm (CUDA): ", error);
+      cuda::launch_on(x.device(), "layer_norm", [&](void* stream) {
+        return cuda::layer_norm_forward(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr(),
+                                        y.scalar_type() == torch::kBFloat16, mean.data_ptr<float>(),
+                                        rstd.data_ptr<float>(), rows, cols, static_cast<float>(eps), stream);
+      });
 #endif
       return y;
     }
@@ -61,12 +58,12 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
     auto dx = torch::empty_like(x), dw = torch::empty_like(w), db = torch::empty_like(w);
     if (x.is_cuda()) {
 #ifdef SWEEP_WITH_CUDA
-      const c10::cuda::CUDAGuard on_device(x.device());
-      const char* error = cuda::layer_norm_backward(
-          dy.data_ptr(), dy.scalar_type() == torch::kBFloat16, x.data_ptr<float>(), w.data_ptr<float>(),
-          saved[2].data_ptr<float>(), saved[3].data_ptr<float>(), dx.data_ptr<float>(), dw.data_ptr<float>(),
-          db.data_ptr<float>(), rows, cols, c10::cuda::getCurrentCUDAStream(x.device().index()).stream());
-      TORCH_CHECK(*error == 0, "layer_norm backward (CUDA): ", error);
+      cuda::launch_on(x.device(), "layer_norm backward", [&](void* stream) {
+        return cuda::layer_norm_backward(dy.data_ptr(), dy.scalar_type() == torch::kBFloat16, x.data_ptr<float>(),
+                                         w.data_ptr<float>(), saved[2].data_ptr<float>(), saved[3].data_ptr<float>(),
+                                         dx.data_ptr<float>(), dw.data_ptr<float>(), db.data_ptr<float>(), rows, cols,
+                                         stream);
+      });
 #endif
       return {dx, dw, db, torch::Tensor(), torch::Tensor()};
     }

@@ -226,9 +226,9 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
           sweep_tokens_per_s = tokens_per_s;
         }
         const double mib = peak_tensor_mib(device, false);
-        const double waits = host_reads_per_step(trainer, 3, lever.read_each);
+        const double reads = host_reads_per_step(trainer, 3, lever.read_each);
         char tail[96];
-        std::snprintf(tail, sizeof tail, " %14.2f %17.1f   (AdamW %s)", optimizer_ms(trainer, device), waits,
+        std::snprintf(tail, sizeof tail, " %14.2f %17.1f   (AdamW %s)", optimizer_ms(trainer, device), reads,
                       to_string(trainer.state().adamw_path()));
         row(precision, lever.name, tokens_per_s, 1e3 * step_s, mib, tail);
       }

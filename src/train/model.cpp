@@ -149,18 +149,13 @@ torch::Tensor NormLayer::operator()(const torch::Tensor& x) const {
   if (rms) {
     return rms.ptr()->forward(x);
   }
-  if (fused && x.device().is_cpu()) {
-    const bool bf16 =
-        at::autocast::is_autocast_enabled(c10::kCPU) && at::autocast::get_autocast_dtype(c10::kCPU) == at::kBFloat16;
-    return kernels::layer_norm(x.to(torch::kFloat), layer->weight, layer->bias, layer->options.eps(),
-                               bf16 ? torch::kBFloat16 : torch::kFloat);
-  }
-  if (cuda_kernels && x.is_cuda()) {
-    const bool bf16 =
-        at::autocast::is_autocast_enabled(c10::kCUDA) && at::autocast::get_autocast_dtype(c10::kCUDA) == at::kBFloat16;
+  const bool cpu = x.device().is_cpu();
+  if (cpu ? fused : cuda_kernels && x.is_cuda()) {  // the CPU's kernel, or the GPU's where it takes x
+    const auto device = x.device().type();
+    const bool bf16 = at::autocast::is_autocast_enabled(device) && at::autocast::get_autocast_dtype(device) == at::kBFloat16;
     const auto out = bf16 ? torch::kBFloat16 : torch::kFloat;
     const auto x32 = x.to(torch::kFloat);
-    if (kernels::cuda_layer_norm_takes(x32, layer->weight, out)) {
+    if (cpu || kernels::cuda_layer_norm_takes(x32, layer->weight, out)) {
       return kernels::layer_norm(x32, layer->weight, layer->bias, layer->options.eps(), out);
     }
   }
@@ -288,13 +283,14 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   if (gate_proj) {
     return project(torch::silu(project(x, gate_proj, fused)) * project(x, up_proj, fused), down_proj, fused);
   }
+  const bool cpu = x.device().is_cpu();
   torch::Tensor hidden;
-  if (fused && x.device().is_cpu() && c_fc->bias.defined()) {
-    hidden = kernels::bias_activation(project(x, c_fc->weight, {}, fused), c_fc->bias, activation);  // one pass
-  } else if (cuda_kernels && x.is_cuda() && c_fc->bias.defined()) {
-    auto h = project(x, c_fc->weight, {}, fused);
-    hidden = kernels::cuda_bias_activation_takes(h, c_fc->bias) ? kernels::bias_activation(h, c_fc->bias, activation)
-                                                                : kernels::bias_activation_reference(h, c_fc->bias, activation);
+  if (c_fc->bias.defined() && (cpu ? fused : cuda_kernels && x.is_cuda())) {
+    // the bias add and the activation in one pass: the CPU's kernel, or the GPU's where it takes h
+    const auto h = project(x, c_fc->weight, {}, fused);
+    hidden = cpu || kernels::cuda_bias_activation_takes(h, c_fc->bias)
+                 ? kernels::bias_activation(h, c_fc->bias, activation)
+                 : kernels::bias_activation_reference(h, c_fc->bias, activation);
   } else {
     hidden = kernels::activation_reference(project(x, c_fc, fused), activation);
   }

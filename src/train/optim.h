@@ -26,7 +26,8 @@ void set_learning_rate(torch::optim::Optimizer& opt, double lr);
 torch::Tensor grad_norm(const std::vector<torch::Tensor>& params);
 
 // The factor that scales gradients of global norm `norm` to `max_norm`: 1 when clipping is off
-// (max_norm 0), not needed, or the norm is not finite.
+// (max_norm 0), not needed, or the norm is not finite. The rule on the host, as it was read there:
+// step_scale computes it on the device, held to it bit for bit by its test.
 double clip_factor(double norm, double max_norm);
 
 // How a step applies its gradients, decided on the device from its loss and gradient norm:
