@@ -9,6 +9,7 @@
 
 #include "kernels/common.h"
 #include "kernels/onednn.h"
+#include "util/cpu_isa.h"
 
 namespace sweep::kernels {
 
@@ -179,7 +180,7 @@ struct LinearBf16 : torch::autograd::Function<LinearBf16> {
 // bf16 (widened again in backward), as much as autocast keeps. The rows go through in blocks of
 // at most k_widened_block bytes of fp32 (x and y; dy and x), so that no fp32 copy of a whole
 // activation (a head's logits) is ever made.
-constexpr int64_t k_widened_block = 4 << 20;
+constexpr int64_t k_widened_block = k_widened_block_bytes;  // (util/cpu_isa.h: the memory plan reads it too)
 
 int64_t widened_rows(int64_t M, int64_t N, int64_t K) {
   return std::min<int64_t>(std::max<int64_t>(k_widened_block / (4 * std::max<int64_t>(N + K, 1)), 64), std::max<int64_t>(M, 1));

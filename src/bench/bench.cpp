@@ -365,10 +365,6 @@ void bench_ops(const RunConfig& c, Precision precision, std::ostream& out) {
 
 }  // namespace
 
-StepPath step_path_here(const RunConfig& config) {
-  return step_path(config, kernels::linear_bf16_keeps_copies(), kernels::linear_bf16_widened_block());
-}
-
 double measure_weight_matmuls(const RunConfig& c, bool fused) {
   const auto dtype = c.train.precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat;
   const ModelConfig& m = c.model;

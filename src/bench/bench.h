@@ -29,10 +29,6 @@ RunConfig bench_gpt2_small_config();
 // throughput does not depend on their values.
 std::shared_ptr<TrainData> bench_data(const RunConfig& config);
 
-// The step path (memory_plan/memory.h) `config` takes in this build on this CPU: LibTorch's attention,
-// the fused bf16 linear's kept weight copies (kernels/linear.h).
-StepPath step_path_here(const RunConfig& config);
-
 struct BenchResult {
   Precision precision = Precision::fp32;
   bool fused = true;

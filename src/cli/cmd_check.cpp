@@ -10,7 +10,8 @@
 
 namespace sweep::commands {
 
-Exit run_check(const SweepOptions& o, const SweepSpec& spec) {
+Exit run_check(const SweepOptions& o, const SweepPlan& plan) {
+  const SweepSpec& spec = plan.spec;
   SweepSpec check = spec;
   check.name = spec.name + "-check";
   check.variants = {spec.variants.front()};
@@ -34,7 +35,7 @@ Exit run_check(const SweepOptions& o, const SweepSpec& spec) {
   SweepOptions ro = o;
   ro.until_decided = false;
   ro.max_seeds = 0;
-  const Exit ran = run_run(ro, check);
+  const Exit ran = run_run(ro, SweepPlan{check, plan.placement});
   if (ran != Exit::ok) {
     return ran;
   }

@@ -49,19 +49,19 @@ Exit run_ingest(const SweepOptions& o) {
           const auto known = vocab_of_dataset.find(dataset);
           return known != vocab_of_dataset.end() ? known->second : usable_dataset_vocab(dataset, dir);
         };
-        // A saved sweep ran once: however many variants it has, they were asked for.
+        // A saved sweep ran once: however many variants it has, they were asked for; its runs' kind
+        // of device and the seeds its rounds added are the folder's record (sched/planning.h).
+        const std::string name = f.path().stem().string();
         const fs::path trainer_dir = fs::path(f.path()).replace_extension(".trainer-dir");
-        const fs::path device = fs::path(f.path()).replace_extension(".device");
-        SweepSpec spec = load_sweep(f.path().string(), vocab, SIZE_MAX,
-                                    fs::exists(trainer_dir) ? trim(read_file(trainer_dir)) : "");
-        if (fs::exists(device)) {  // the kind of device its runs trained on, part of their ids
-          const std::string kind = trim(read_file(device));
-          if (kind != "cpu" && kind != "cuda") {
-            throw Error(device.string() + " says '" + kind.substr(0, 40) + "', not cpu or cuda");
-          }
-          train_on(spec, kind);
-        }
-        restore_rounds(o.dir, spec);  // --until-decided's design and the seeds its rounds added
+        PlanRequest request;
+        request.file = f.path().string();
+        request.vocab = vocab;
+        request.max_variants = SIZE_MAX;
+        request.trainer_dir = fs::exists(trainer_dir) ? trim(read_file(trainer_dir)) : "";
+        request.devices.recorded = read_saved_device(o.dir, name);
+        request.devices.check_here = false;
+        request.saved_rounds = read_saved_rounds(o.dir, name);
+        const SweepSpec spec = plan_sweep(request).spec;
         store.record_sweep(spec);
       } catch (const Error& e) {
         problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));

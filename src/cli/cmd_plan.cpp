@@ -11,7 +11,8 @@
 
 namespace sweep::commands {
 
-Exit run_plan(const SweepOptions& o, const SweepSpec& spec, const std::set<std::string>& missing) {
+Exit run_plan(const SweepOptions& o, const SweepPlan& plan, const std::set<std::string>& missing) {
+  const SweepSpec& spec = plan.spec;
   for (const auto& dataset : missing) {
     std::printf("dataset '%s' is not prepared yet (not found from %s's folder or above) — prepare it with `sweep data "
                 "prepare --out DIR ...` (scripts/main.sh prepares the Brown corpus); until then its runs' ids, epochs, "
@@ -23,8 +24,14 @@ Exit run_plan(const SweepOptions& o, const SweepSpec& spec, const std::set<std::
   if (fs::exists(db_path(o.results)) && !empty_database(db_path(o.results))) {
     store = std::make_unique<Store>(db_path(o.results), Store::Access::read);
   }
-  std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s\n", spec.name.c_str(), spec.file.c_str(),
-              spec.variants.size(), spec.runs.size(), spec.baseline.c_str());
+  std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s, on %s%s\n", spec.name.c_str(), spec.file.c_str(),
+              spec.variants.size(), spec.runs.size(), spec.baseline.c_str(), plan.placement.kind.c_str(),
+              spec.design.sequential() ? (" (run --until-decided: the seeds its rounds added included, up to " +
+                                          std::to_string(spec.design.max_seeds) + " per variant)").c_str()
+                                       : "");
+  if (!plan.placement.note.empty()) {
+    std::printf("%s\n", plan.placement.note.c_str());
+  }
   std::printf("%-32s %-14s %-16s %-10s %10s %7s %13s  %s\n", "variant", "seed", "run", "state", "tokens", "epochs",
               "memory/device", "parameters (active per token)");
   double tokens_left = 0, rate_sum = 0;

@@ -3,16 +3,15 @@
 #include <cstdio>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
+#include "cli/core_handoff.h"
 #include "cli/memory_check.h"
 #include "cli/sweep_commands.h"
 #include "report/load.h"
 #include "sched/local.h"
 #include "sched/runner.h"
-#include "sched/seed_design.h"
-#include "sched/slots.h"
 #include "sched/slurm.h"
-#include "train/device.h"
-#include "train/score_model.h"
 #include "util/hash.h"
 #include "util/process.h"
 #include "util/text.h"
@@ -41,6 +40,53 @@ std::vector<std::string> slurm_folders(const SweepOptions& o, const SweepSpec& s
   return folders;
 }
 
+// A reference model scored by the training core (`sweep eval --json`, a process of its own: the
+// front links no LibTorch) on the test split of `data`, as runs are.
+ReferenceScore score_with_core(const ReferenceModel& ref, const std::string& data, int64_t batch) {
+  if (const std::string why = core_missing("scoring a reference model"); !why.empty()) {
+    throw Error(why, Exit::bad_input);
+  }
+  // (eval's largest batch: a micro-batch beyond it scores the same windows, fewer at a time)
+  std::vector<std::string> argv{core_path().string(), "eval", ref.model, "--data", data, "--batch",
+                                std::to_string(std::min<int64_t>(batch, 4096)), "--json"};
+  if (!ref.config.empty()) {
+    argv.insert(argv.end(), {"--config", ref.config});
+  }
+  if (ref.n_head > 0) {
+    argv.insert(argv.end(), {"--n-head", std::to_string(ref.n_head)});
+  }
+  if (ref.ignore_extra) {
+    argv.push_back("--ignore-extra");
+  }
+  const Captured out = run_capture(argv);
+  std::string json, said;  // its score (the last JSON line); what else it said (its errors)
+  for (const std::string& line : split(out.output, '\n')) {
+    if (line.rfind('{', 0) == 0) {
+      json = line;
+    } else if (!trim(line).empty() && line.find("nothing was written") == std::string::npos) {
+      said += (said.empty() ? "" : "; ") + (line.rfind("sweep: ", 0) == 0 ? line.substr(7) : line);
+    }
+  }
+  if (out.code != 0 || json.empty()) {
+    throw Error(said.empty() ? "sweep eval exited with " + std::to_string(out.code) : said,
+                out.code == static_cast<int>(Exit::bad_input) ? Exit::bad_input : Exit::failed);
+  }
+  ReferenceScore score;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(json);
+    score.loss = j.at("loss").get<double>();
+    if (!j.at("bpb").is_null()) {
+      score.bpb = j.at("bpb").get<double>();
+    }
+    score.tokens = j.at("tokens").get<int64_t>();
+    score.parameters = j.at("parameters").get<int64_t>();
+    score.block_size = j.at("block_size").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("sweep eval printed no score it could be read from (" + first_line(e.what()) + "): " + json.substr(0, 200));
+  }
+  return score;
+}
+
 // The sweep's reference models that need a score, each scored on the baseline's test split the way
 // runs are (`sweep eval`), before anything is written: a state dict that does not fit fails the
 // command before hours of training, with nothing written. A score is kept while the file's content
@@ -67,84 +113,65 @@ std::vector<ReferenceScore> score_references(const SweepSpec& spec, const std::s
     }
     std::printf("scoring reference '%s' (%s) on the test split of %s\n", ref.name.c_str(), ref.model.c_str(), data.c_str());
     std::fflush(stdout);
-    ScoreOptions so;
-    so.model = ref.model;
-    so.data = data;
-    so.config = ref.config;
-    so.n_head = ref.n_head;
-    so.ignore_extra = ref.ignore_extra;
-    so.batch = base.train.micro_batch;
-    Score s;
+    ReferenceScore score;
     try {
-      s = score_model(so);
+      score = score_with_core(ref, data, base.train.micro_batch);
     } catch (const Error& e) {  // named where the sweep file names the reference
       throw Error(spec.file + ": references." + ref.name + ": " + e.what() +
                       (ref.config.empty() ? " (in a sweep file: n_head: or config: beside model:)" : ""),
                   e.code());
     }
-    fresh.push_back({ref.name, ref.model, sha, data, s.loss, s.bpb >= 0 ? std::optional<double>(s.bpb) : std::nullopt,
-                     s.tokens, s.parameters, s.model.block_size});
+    score.name = ref.name;
+    score.model = ref.model;
+    score.model_sha256 = sha;
+    score.dataset = data;
+    fresh.push_back(score);
+    const ReferenceScore& s = fresh.back();
     std::printf("  %s: test loss %.4f%s over %lld tokens\n", ref.name.c_str(), s.loss,
-                s.bpb >= 0 ? format_number(", %.4f bits/byte", s.bpb).c_str() : "", static_cast<long long>(s.tokens));
+                s.bpb ? format_number(", %.4f bits/byte", *s.bpb).c_str() : "", static_cast<long long>(s.tokens));
   }
   return fresh;
 }
 
 }  // namespace
 
-Exit run_run(const SweepOptions& o, SweepSpec spec) {
+Exit run_run(const SweepOptions& o, SweepPlan plan) {
+  SweepSpec& spec = plan.spec;  // final: its runs and ids are the planning step's (sched/planning.h)
+  const Placement& placement = plan.placement;
   const bool slurm = o.executor == "slurm";
   if (o.stall_timeout > 999999 || (o.stall_timeout > 0 && o.stall_timeout < 1)) {  // resources.stall_timeout's rules
     throw Error("--stall-timeout " + format_number("%g", o.stall_timeout) +
                     ": from 1 to 999999 seconds (0 turns the watchdog off)",
                 Exit::bad_input);
   }
-  check_until_decided(spec, o.until_decided, o.max_seeds);
   refuse_over_memory(spec, db_path(o.results));  // before anything is written
+  SlurmOptions so = slurm_options(o);
+  so.gpus_per_rank = placement.gpus_per_rank;
   if (!slurm) {
-    check_fits(spec, o.devices);  // before anything is written
-    for (const Slot& slot : parse_devices(o.devices, 1)) {
-      check_device(slot.label, "--devices " + o.devices);  // a GPU this machine has, with a CUDA build
-    }
-  } else if (const std::string bad = slurm_options_problem(slurm_options(o), slurm_folders(o, spec)); !bad.empty()) {
+    check_fits(spec, placement.devices);  // before anything is written
+  } else if (const std::string bad = slurm_options_problem(so, slurm_folders(o, spec)); !bad.empty()) {
     throw Error(bad, Exit::bad_input);
   } else if (!find_program("sbatch")) {
     throw Error("--executor slurm: sbatch not found — run on a Slurm login node (Debian: slurm-client)",
                 Exit::bad_input);
+  }
+  if (!placement.note.empty()) {
+    std::printf("%s\n", placement.note.c_str());
   }
   const std::vector<ReferenceScore> references = score_references(spec, db_path(o.results));
   fs::create_directories(fs::path(o.results) / "sweeps");
   // The folder's lock before anything is written in it: a second `sweep run` changes nothing.
   auto lock = std::make_unique<ResultsLock>(o.results);
   Store store(db_path(o.results));
-  const std::optional<SweepInfo> recorded = store.sweep_info(spec.name);
-  spec.design = seed_design(spec, o.until_decided, o.max_seeds, recorded);
-  if (recorded && recorded->design.sequential() && !o.until_decided) {
+  if (spec.design.sequential() && !o.until_decided) {
     std::printf("sweep %s was run --until-decided (--max-seeds %lld): it goes on so\n", spec.name.c_str(),
                 static_cast<long long>(spec.design.max_seeds));
-  }
-  if (spec.design.sequential()) {
-    // The seeds earlier rounds added stay in the sweep from the start (its report, recovery).
-    std::map<std::string, int64_t> seeds_recorded;
-    for (const auto& row : store.sweep_runs(spec.name)) {
-      seeds_recorded[row.variant]++;
-    }
-    const SweepSpec declared = spec;
-    for (const auto& v : declared.variants) {
-      for (auto& run : added_seed_runs(declared, v.name, seeds_recorded[v.name])) {
-        spec.runs.push_back(std::move(run));
-      }
-    }
   }
   for (const auto& r : references) {
     store.record_reference(spec.name, r);
   }
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
-  if (const auto device = slot_device(o)) {
-    write_file_atomic(saved_device_file(o.results, spec.name), *device + "\n");
-  } else {
-    fs::remove(saved_device_file(o.results, spec.name));
-  }
+  save_device(o.results, spec.name, placement.kind);
   save_rounds(o.results, spec);
   if (spec.trainer) {  // the saved copy's trainer paths are relative to the original's folder: `sweep ingest` needs it
     write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".trainer-dir"), spec.trainer->trainer.dir + "\n");
@@ -152,12 +179,11 @@ Exit run_run(const SweepOptions& o, SweepSpec spec) {
   const std::string worker = executable_path().string();
   std::unique_ptr<Executor> executor;
   if (slurm) {
-    SlurmOptions so = slurm_options(o);
     so.worker_binary = worker;
     executor = std::make_unique<SlurmExecutor>(so, fs::absolute(fs::path(o.results) / spec.name / "slurm").string(),
                                                "sweep-" + spec.name);
   } else {
-    executor = std::make_unique<LocalExecutor>(o.devices, worker, o.stall_timeout);
+    executor = std::make_unique<LocalExecutor>(placement.devices, worker, o.stall_timeout);
   }
   RunnerOptions ro;
   ro.retries = o.retries;

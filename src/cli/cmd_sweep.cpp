@@ -1,15 +1,14 @@
 // The sweep engine's commands: their options, the dispatch, and the helpers they share
 // (sweep_commands.h); each command's work is in its own file.
-#include <algorithm>
-#include <map>
 #include <memory>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
+#include "build_options.h"
+#include "cli/core_handoff.h"
 #include "cli/sweep_commands.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
+#include "sched/slots.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -31,93 +30,74 @@ int64_t usable_dataset_vocab(const std::string& /*dataset*/, const std::string& 
   return info.vocab_size;
 }
 
-std::optional<std::string> slot_device(const SweepOptions& o) {
-  if (o.executor == "slurm") {
-    return o.gpus_per_rank > 0 ? std::optional<std::string>("cuda") : std::nullopt;
-  }
-  return o.devices.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
-}
-
-fs::path saved_device_file(const std::string& results, const std::string& sweep) {
-  return fs::path(results) / "sweeps" / (sweep + ".device");
-}
-
-namespace {
-fs::path saved_rounds_file(const std::string& results, const std::string& sweep) {
-  return fs::path(results) / "sweeps" / (sweep + ".rounds");
-}
-}  // namespace
-
-void save_rounds(const std::string& results, const SweepSpec& spec, const std::vector<PlannedRun>& added) {
-  if (!spec.design.sequential()) {
-    fs::remove(saved_rounds_file(results, spec.name));
-    return;
-  }
-  std::map<std::string, int64_t> seeds;
-  for (const auto* runs : {&spec.runs, &added}) {
-    for (const auto& r : *runs) {
-      seeds[r.variant]++;
-    }
-  }
-  const nlohmann::json j{{"max_seeds", spec.design.max_seeds}, {"spending", spec.design.spending}, {"seeds", seeds}};
-  write_file_atomic(saved_rounds_file(results, spec.name), j.dump() + "\n");
-}
-
-void restore_rounds(const std::string& results, SweepSpec& spec) {
-  const fs::path file = saved_rounds_file(results, spec.name);
-  if (!fs::exists(file)) {
-    return;
-  }
-  int64_t max_seeds = 0;
-  std::string spending;
-  std::map<std::string, int64_t> seeds;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(read_file(file));
-    max_seeds = j.at("max_seeds").get<int64_t>();
-    spending = j.at("spending").get<std::string>();
-    seeds = j.at("seeds").get<std::map<std::string, int64_t>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(file.string() + ": not a saved seed design (" + first_line(e.what()) + ")");
-  }
-  if (max_seeds < spec.design.first) {
-    throw Error(file.string() + ": max_seeds " + std::to_string(max_seeds) + " is below the sweep's " +
-                std::to_string(spec.design.first) + " declared seeds");
-  }
-  spec.design.max_seeds = max_seeds;
-  spec.design.spending = spending;
-  const SweepSpec declared = spec;
-  for (const auto& v : declared.variants) {
-    const auto n = seeds.find(v.name);
-    for (auto& run : n != seeds.end() ? added_seed_runs(declared, v.name, std::min(n->second, max_seeds))
-                                      : std::vector<PlannedRun>{}) {
-      spec.runs.push_back(std::move(run));
-    }
-  }
-}
-
 }  // namespace commands
 
 using namespace commands;
 
 namespace {
 
-// A sweep as it will run: every dataset checked, vocabulary sizes from their dataset.yaml, every
-// run on the kind of device it will train on. With `missing` (sweep plan), a dataset not prepared
-// yet is no error: it is listed there, and its runs get a stand-in vocabulary (their sizes
-// relative to each other, a ladder's order, still hold; their ids and memory do not).
-SweepSpec load_runnable_sweep(const SweepOptions& o, std::set<std::string>* missing = nullptr) {
-  const VocabLookup lookup = [missing](const std::string& dataset, const std::string& dir) -> int64_t {
+// A sweep as it will run (sched/planning.h): every dataset checked, vocabulary sizes from their
+// dataset.yaml, every run on the kind of device it will train on, with the seeds the folder's
+// rounds added. With `missing` (sweep plan), a dataset not prepared yet is no error: it is listed
+// there, and its runs get a stand-in vocabulary (their sizes relative to each other, a ladder's
+// order, still hold; their ids and memory do not).
+SweepPlan plan_from_file(const SweepOptions& o, const CLI::App* which, std::set<std::string>* missing = nullptr) {
+  PlanRequest request;
+  request.file = o.file;
+  request.vocab = [missing](const std::string& dataset, const std::string& dir) -> int64_t {
     if (missing != nullptr && dir.empty()) {
       missing->insert(dataset);
       return 64;
     }
     return usable_dataset_vocab(dataset, dir);
   };
-  SweepSpec spec = load_sweep(o.file, lookup, static_cast<size_t>(o.max_variants));
-  if (const auto device = slot_device(o)) {
-    train_on(spec, *device);
+  request.max_variants = static_cast<size_t>(o.max_variants);
+  request.devices.devices = o.devices;
+  request.devices.slurm = which == o.run && o.executor == "slurm";
+  request.devices.gpus_per_rank = o.gpus_per_rank;
+  request.devices.check_here = which != o.plan;
+  request.devices.count_gpus = [] {  // the core counts as LibTorch does (MIG, WSL); the front alone, the driver's
+    return core_missing("").empty() ? core_gpu_count() : visible_gpu_count(driver_gpu_count());
+  };
+  // what the folder records (a read: nothing is written yet); an A/A check has a design of its own
+  std::unique_ptr<Store> recorded;
+  if (which != o.check && fs::exists(db_path(o.results)) && !empty_database(db_path(o.results))) {
+    recorded = std::make_unique<Store>(db_path(o.results), Store::Access::read);
   }
-  return spec;
+  request.store = recorded.get();
+  request.until_decided = which == o.run && o.until_decided;
+  request.max_seeds = which == o.run ? o.max_seeds : 0;
+  SweepPlan plan = plan_sweep(request);
+  const SweepSpec& spec = plan.spec;
+  // A folder whose runs of this sweep trained on another kind than the file now says (before the
+  // file's device was honoured): the file's runs would be other runs, its results left behind
+  if (const std::string recorded = read_saved_device(o.results, spec.name);
+      which != o.check && spec.device && !recorded.empty() && recorded != plan.placement.kind) {
+    throw Error(saved_device_file(o.results, spec.name) + " records that sweep " + spec.name + "'s runs trained on " +
+                    recorded + ", and " + spec.device_origin.file + ":" + std::to_string(spec.device_origin.line) +
+                    " says resources.device: " + *spec.device + " — its runs on " + plan.placement.kind +
+                    " would be other runs: say resources.device: " + recorded + " to go on with those, or give the " +
+                    plan.placement.kind + " runs a sweep of their own (another sweep: name)",
+                Exit::bad_input);
+  }
+  if (which == o.plan) {
+    return plan;
+  }
+  if (!spec.trainer) {  // sweep's own trainer: the core's
+    if (const std::string why = core_missing("sweep " + std::string(which == o.run ? "run " : "check ") + o.file +
+                                             k_own_trainer_note);
+        !why.empty()) {
+      throw Error(why, Exit::bad_input);
+    }
+#ifndef SWEEP_WITH_CUDA
+    if (plan.placement.kind == "cuda") {
+      throw Error(spec.file + ": its runs train on cuda, and this build's training core has no CUDA — rebuild it "
+                              "against a CUDA PyTorch (scripts/setup.sh, or --torch cuda), or train on cpu",
+                  Exit::bad_input);
+    }
+#endif
+  }
+  return plan;
 }
 
 }  // namespace
@@ -126,7 +106,9 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   CLI::App* run = app.add_subcommand("run", "Run a sweep: every variant × seed not already finished");
   run->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
   run->add_option("--results", o.results, "Output root: sweep.db and run directories")->capture_default_str();
-  run->add_option("--devices", o.devices, "Slots: cpu | cpu:NxT | cuda:0,1,...")->capture_default_str();
+  run->add_option("--devices", o.devices,
+                  "Slots: cpu | cpu:NxT | cuda:0,1,... (default: the file's resources.device — cuda: every GPU here "
+                  "— else cpu; slots of another kind than the file's are refused)");
   run->add_option("--retries", o.retries, "Retries of a crashed run (from its checkpoint)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
@@ -161,7 +143,7 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
 
   CLI::App* plan = app.add_subcommand("plan", "Show a sweep's runs and their state without running anything");
   plan->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
-  plan->add_option("--devices", o.devices, "As for run: the kind of device is part of each run's id")->capture_default_str();
+  plan->add_option("--devices", o.devices, "As for run: the kind of device is part of each run's id");
   plan->add_option("--results", o.results, "Output root")->capture_default_str();
   plan->add_option("--max-variants", o.max_variants, "As for run")->check(CLI::Range(1, 100000000))->capture_default_str();
   plan->add_flag("--memory", o.memory, "Also list what the activations of the run needing the most memory are made of");
@@ -187,7 +169,7 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
                "given its seeds, and how does its run-to-run noise compare with its seed noise?");
   check->add_option("file", o.file, "Sweep file (YAML): its baseline is trained")->required()->check(CLI::ExistingFile);
   check->add_option("--results", o.results, "Output root")->capture_default_str();
-  check->add_option("--devices", o.devices, "Slots: cpu | cpu:NxT | cuda:0,1,...")->capture_default_str();
+  check->add_option("--devices", o.devices, "As for run");
   check->add_option("--seeds", o.check_seeds, "Seeds, each trained twice")->check(CLI::Range(2, 100))->capture_default_str();
   check->add_option("--stall-timeout", o.stall_timeout, "As for run")->check(at_least(0));
   o.check = check;
@@ -198,8 +180,10 @@ Exit run_sweep_command(const SweepOptions& o, const CLI::App* which) {
   if (which == o.run || which == o.plan || which == o.check) {
     // the whole sweep is validated before anything; a plan needs the model's shapes, not the data
     std::set<std::string> missing;
-    const SweepSpec spec = load_runnable_sweep(o, which == o.plan ? &missing : nullptr);
-    return which == o.plan ? run_plan(o, spec, missing) : which == o.check ? run_check(o, spec) : run_run(o, spec);
+    SweepPlan plan = plan_from_file(o, which, which == o.plan ? &missing : nullptr);
+    return which == o.plan    ? run_plan(o, plan, missing)
+           : which == o.check ? run_check(o, plan)
+                              : run_run(o, std::move(plan));
   }
   if (which == o.ingest) {
     return run_ingest(o);

@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "bench/bench.h"
 #include "sched/lifecycle.h"
 #include "store/store.h"
 #include "config/size.h"

@@ -497,8 +497,9 @@ void expand_runs(const YAML::Node& root, const SeedPlan& seeds, const VocabLooku
       return set->origin;
     }
     const YAML::Node base = root["base"];
-    if (base.IsMap() && base[section].IsMap() && base[section][key]) {
-      const YAML::Mark mark = base[section][key].Mark();
+    const YAML::Node in_base = base.IsMap() ? base[section] : YAML::Node();
+    if (in_base && in_base.IsMap() && in_base[key]) {  // (a section base does not have is no node)
+      const YAML::Mark mark = in_base[key].Mark();
       return Origin{path, mark.line + 1, mark.column + 1};
     }
     return Origin{path, 0, 0};
@@ -556,6 +557,22 @@ void expand_runs(const YAML::Node& root, const SeedPlan& seeds, const VocabLooku
         run.run_id = run_id_of(run.config, run.repeat);
         spec.runs.push_back(run);
       }
+    }
+  }
+  // The kind of device the file states (sched/planning.h honours it): every variant alike, or none
+  for (size_t i = 0; i < spec.variants.size(); ++i) {
+    const Origin origin = set_at(i, "resources", "device");
+    const std::string& device = configs[i].resources.device;
+    if (i == 0 && origin.line > 0) {
+      spec.device = device;
+      spec.device_origin = origin;
+    } else if ((origin.line > 0) != spec.device.has_value() || (spec.device && device != *spec.device)) {
+      problems.push_back(at(origin.line > 0 ? origin : Origin{path, 1, 1},
+                            "variant '" + spec.variants[i].name + "' trains on " +
+                                (origin.line > 0 ? "resources.device " + device : std::string("the slots' device")) +
+                                ", the baseline on " +
+                                (spec.device ? "resources.device " + *spec.device : std::string("the slots' device")) +
+                                " — a sweep trains on one device: say resources.device once, in base"));
     }
   }
   if (!problems.empty()) {

@@ -150,6 +150,9 @@ struct SeedConfig {
 std::string seeds_in_words(int64_t init, int64_t data, int64_t repeat = 0);
 std::string seeds_in_column(int64_t init, int64_t data, int64_t repeat = 0);
 
+// The kind of a device: "cuda" for cuda and cuda:N, else "cpu".
+inline std::string device_kind(const std::string& device) { return device.rfind("cuda", 0) == 0 ? "cuda" : "cpu"; }
+
 struct ResourceConfig {
   int64_t threads = 0;          // 0 = auto: every core given to the run (per rank)
   std::string device = "cpu";   // cpu | cuda | cuda:N
@@ -202,7 +205,7 @@ struct RunConfig {
   // global batch, and the kind of device when it is a GPU (its kernels and dropout stream are not
   // the CPU's) — plus the numerics version. Run ids hash it.
   nlohmann::json identity_json() const;
-  bool trains_on_cuda() const { return resources.device.rfind("cuda", 0) == 0; }
+  bool trains_on_cuda() const { return device_kind(resources.device) == "cuda"; }
   // An identity without what a checkpoint may be resumed across: the ranks and train.grad_accum
   // (the batch of a step, micro_batch × block_size × grad_accum × ranks, is checked on its own).
   static nlohmann::json across_layouts(nlohmann::json identity);

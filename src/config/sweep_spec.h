@@ -98,6 +98,10 @@ struct SweepSpec {
   std::vector<SweepAxis> axes;    // grid keys in the file's order, then the zip and the tune (a dimension each); or the scale
   std::optional<Ladder> ladder;   // `scale:`
   std::optional<TrainerSpec> trainer;  // `trainer:` a user's own program trains the runs (config/trainer.h)
+  // `resources.device` as the file states it (in base, or alike in every variant): the kind of
+  // device its runs must train on (sched/planning.h); none stated: the slots decide.
+  std::optional<std::string> device;
+  Origin device_origin;
   std::vector<Variant> variants;  // the baseline first
   std::vector<PlannedRun> runs;   // variants × seeds (× repeats)
   SeedDesign design;

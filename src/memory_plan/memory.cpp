@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 
+#include "util/cpu_isa.h"
+
 namespace sweep {
 
 namespace {
@@ -328,6 +330,16 @@ StepPath step_path(const RunConfig& config, bool bf16_copies, double widened_blo
   p.bf16_copies = p.fused && p.autocast && bf16_copies;
   p.widened_block = p.fused && p.autocast && !bf16_copies ? widened_block : 0;
   return p;
+}
+
+StepPath step_path_here(const RunConfig& config) {
+  const StepPath p = step_path(config, false);
+  if (!p.fused || !p.autocast) {
+    return p;  // the CPU's kernels make no difference
+  }
+  const CpuIsa isa = cpu_isa();
+  return step_path(config, isa == CpuIsa::avx512_bf16,
+                   isa == CpuIsa::avx512 ? static_cast<double>(k_widened_block_bytes) : 0);  // AVX2: sweep's own GEMM
 }
 
 MemoryPlan plan_memory(const RunConfig& config, const Layout& given, const StepPath& path) {

@@ -42,6 +42,9 @@ struct StepPath {
 // The path of `config` on a CPU whose fused bf16 linear keeps bf16 weight copies or not
 // (kernels::linear_bf16_keeps_copies: bf16 products), or widens in blocks of `widened_block`.
 StepPath step_path(const RunConfig& config, bool bf16_copies, double widened_block = 0);
+// The path of `config` on this CPU: which build of the fused kernels it takes (util/cpu_isa.h),
+// as the training core decides it (a unit test holds the two to the same answer).
+StepPath step_path_here(const RunConfig& config);
 
 struct MemoryItem {
   std::string what;

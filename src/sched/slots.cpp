@@ -1,6 +1,8 @@
 #include "sched/slots.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <regex>
 
 #include "util/error.h"
 #include "util/text.h"
@@ -71,6 +73,41 @@ std::string visible_devices(const std::vector<const Slot*>& slots) {
     out += (out.empty() ? "" : ",") + id;
   }
   return out;
+}
+
+int driver_gpu_count() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  int physical = 0;
+  if (fs::is_directory("/proc/driver/nvidia/gpus", ec)) {
+    for (auto it = fs::directory_iterator("/proc/driver/nvidia/gpus", ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      ++physical;
+    }
+  } else if (fs::is_directory("/dev", ec)) {
+    const std::regex gpu("nvidia[0-9]+");
+    for (auto it = fs::directory_iterator("/dev", ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      physical += std::regex_match(it->path().filename().string(), gpu);
+    }
+  }
+  return physical;
+}
+
+int visible_gpu_count(int physical, const char* visible) {
+  if (visible == nullptr) {
+    return physical;
+  }
+  int n = 0;
+  for (const std::string& entry : split(visible, ',')) {
+    const std::string id = trim(entry);
+    const bool index = !id.empty() && id.size() <= 4 && id.find_first_not_of("0123456789") == std::string::npos &&
+                       std::stoi(id) < physical;
+    if (!index && id.rfind("GPU-", 0) != 0 && id.rfind("MIG-", 0) != 0) {
+      break;
+    }
+    ++n;
+  }
+  return std::min(n, physical);
 }
 
 }  // namespace sweep

@@ -21,6 +21,14 @@ struct Slot {
 // (cuda:0,0: two slots sharing GPU 0).
 std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"));
 
+// The NVIDIA driver's GPUs, counted without CUDA (the front links none): /proc/driver/nvidia/gpus,
+// else /dev/nvidiaN. (Where the driver shows neither — WSL's /dev/dxg, a container without them —
+// this is 0; a build with the training core asks it instead: cli/cmd_sweep.cpp.)
+int driver_gpu_count();
+// How many of `physical` GPUs this process may use within `visible`, its CUDA_VISIBLE_DEVICES
+// (nullptr: unset), whose list CUDA reads up to its first entry that names no GPU.
+int visible_gpu_count(int physical, const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"));
+
 // The distinct GPUs of some slots, in order: a run's CUDA_VISIBLE_DEVICES.
 std::string visible_devices(const std::vector<const Slot*>& slots);
 

@@ -67,6 +67,17 @@ tiny_sweep() {
 
 sql() { sqlite3 "${DB:-res/sweep.db}" "$1"; }
 
+# workers_gone RESULTS: the workers a scheduler killed with -9 left behind have ended (each dies of
+# SIGPIPE at its next event). The front starts in milliseconds: the next `sweep run` would
+# otherwise find them still training, and rightly leave their runs to them.
+workers_gone() {
+  for _ in $(seq 1 600); do
+    pgrep -f "worker $PWD/$1/runs/" > /dev/null || return 0
+    sleep 0.05
+  done
+  fail "the workers of $1 still run 30 s after their scheduler was killed"
+}
+
 # Every run of the database: one row per (run, split, step), train steps 1..total, integrity ok.
 check_database() {
   [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity_check: $(sql 'PRAGMA integrity_check')"

@@ -28,7 +28,7 @@ fake_python cxx-torch "$work/with-cxx" 2.15.0+cpu ""
 fake_python cuda-torch "$work/with-cxx" 2.15.0+cu132 13.2
 printf '#!/bin/sh\nexit 1\n' > old-cxx && chmod +x old-cxx  # a compiler that compiles nothing (no C++20)
 
-expect_setup "--torch gpu: expected pip, python or cuda" "$setup" --torch gpu
+expect_setup "--torch gpu: expected pip, python, cuda or none" "$setup" --torch gpu
 expect_setup "no $work/none on PATH — activate the Python environment that has PyTorch, or set PYTHON" \
   env PYTHON="$work/none" "$setup" --torch python
 expect_setup "cannot import torch (ModuleNotFoundError: No module named torch) — activate the environment" \
@@ -43,7 +43,7 @@ if [ ! -e /usr/local/cuda/bin/nvcc ]; then  # (a machine with a CUDA toolkit has
   expect_setup "no CUDA toolkit (nvcc) for the torch 2.15.0+cu132 (CUDA 13.2) of $work/cuda-torch" \
     env PATH=/usr/bin:/bin PYTHON="$work/cuda-torch" "$setup" --torch cuda
 fi
-expect_setup "does not compile C++20, which PyTorch 2.13 and newer require — install g++ 11 or newer" \
+expect_setup "does not compile C++20, which sweep (and PyTorch 2.13 and newer) require — install g++ 11 or newer" \
   env CXX="$work/old-cxx" PYTHON="$work/cxx-torch" "$setup" --torch python
 mkdir empty
 expect_setup "--deps $work/empty: no .deb files there (scripts/offline-deps.sh" "$setup" --deps "$work/empty"

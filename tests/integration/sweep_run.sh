@@ -75,8 +75,10 @@ cmp -s saved.yaml locked/sweeps/long.yaml || fail "the refused sweep run overwro
 kill -INT "$first"
 wait "$first" || true
 # a sweep binary under another name starts its workers from itself, never from a `sweep` beside it
+# (and hands them to the training core beside itself, copied with it)
 mkdir -p renamed
 cp "$SWEEP" renamed/sweep-copy
+cp "$(dirname "$SWEEP")/sweep-core" renamed/
 printf '#!/bin/sh\necho "the decoy sweep ran" >&2\nexit 3\n' > renamed/sweep
 chmod +x renamed/sweep
 tiny_sweep r.yaml renamed 10

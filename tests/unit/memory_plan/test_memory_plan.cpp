@@ -8,6 +8,7 @@
 #include "bench/bench.h"
 #include "bench/tensor_memory.h"
 #include "helpers.h"
+#include "kernels/linear.h"
 #include "memory_plan/memory.h"
 
 using namespace sweep;
@@ -53,6 +54,26 @@ RunConfig small(Family family) {
   c.train.micro_batch = 8;
   return c;
 }
+
+}  // namespace
+
+// The front plans memory without LibTorch (util/cpu_isa.h): it must decide the step path as the
+// kernels do (memory_plan.avx2 runs this under SWEEP_CPU_ISA=AVX2 too).
+TEST_CASE("memory plan: the front's step path is the kernels' own") {
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    RunConfig c = small(Family::gpt2);
+    c.train.fused = true;
+    c.train.precision = precision;
+    const StepPath front = step_path_here(c);
+    const StepPath core = step_path(c, kernels::linear_bf16_keeps_copies(), kernels::linear_bf16_widened_block());
+    CHECK(front.fused == core.fused);
+    CHECK(front.autocast == core.autocast);
+    CHECK(front.bf16_copies == core.bf16_copies);
+    CHECK(front.widened_block == core.widened_block);
+  }
+}
+
+namespace {
 
 void check_against_measured(const RunConfig& c, const std::string& what) {
   const Measured got = measure(c);

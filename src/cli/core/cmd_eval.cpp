@@ -4,15 +4,14 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "cli/core/commands.h"
+#include "cli/core_handoff.h"
 
 namespace sweep {
 
 CLI::App* setup_eval(CLI::App& app, EvalCliOptions& o) {
   ScoreOptions& s = o.score;
-  CLI::App* cmd = app.add_subcommand(
-      "eval", "Score a model's weights (a state dict: sweep export, nanoGPT, GPT-2 converted) on a dataset's split "
-              "with the test loss and bits per byte runs report");
+  CLI::App* cmd = app.add_subcommand("eval", core_description("eval"));
   cmd->add_option("model", s.model, "The state dict file, e.g. gpt2-124M.pt")->required();
   cmd->add_option("--data", s.data, "The prepared dataset's folder (its tokenizer must be the model's)")->required();
   cmd->add_option("--split", s.split, "train, val or test")->check(CLI::IsMember({"train", "val", "test"}))->capture_default_str();

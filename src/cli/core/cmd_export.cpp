@@ -2,13 +2,14 @@
 // family: DeepSeek-V2's inside each block).
 #include <cstdio>
 
-#include "cli/commands.h"
+#include "cli/core/commands.h"
+#include "cli/core_handoff.h"
 #include "train/export.h"
 
 namespace sweep {
 
 CLI::App* setup_export(CLI::App& app, ExportOptions& o) {
-  CLI::App* cmd = app.add_subcommand("export", "Write a run's weights as a PyTorch state dict (nanoGPT names)");
+  CLI::App* cmd = app.add_subcommand("export", core_description("export"));
   cmd->add_option("run-dir", o.run_dir, "Run directory (with config.yaml and checkpoint/)")->required();
   cmd->add_option("--out", o.out, "Output file, e.g. model.pt")->required();
   return cmd;

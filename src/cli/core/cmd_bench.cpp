@@ -8,7 +8,8 @@
 #include <algorithm>
 #include <iostream>
 
-#include "cli/commands.h"
+#include "cli/core/commands.h"
+#include "cli/core_handoff.h"
 #include "config/run_config.h"
 #include "data/dataset.h"
 #include "bench/bench.h"
@@ -23,7 +24,7 @@
 namespace sweep {
 
 CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
-  CLI::App* cmd = app.add_subcommand("bench", "Measure training throughput (tokens/s, FLOP/s, MFU)");
+  CLI::App* cmd = app.add_subcommand("bench", core_description("bench"));
   cmd->add_option("--config", o.config, "Run config to measure instead of the reference config")
       ->check(CLI::ExistingFile);
   cmd->add_option("--steps", o.steps, "Timed steps (the median is reported)")->capture_default_str()->check(

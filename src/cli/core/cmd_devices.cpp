@@ -2,7 +2,8 @@
 // built against (CUDA, NCCL), the CPU kernels chosen for this CPU, and each visible CUDA device.
 #include <cstdio>
 
-#include "cli/commands.h"
+#include "cli/core/commands.h"
+#include "cli/core_handoff.h"
 #include "kernels/cpu/ops.h"
 #include "train/device.h"
 #include "util/process.h"
@@ -10,7 +11,7 @@
 namespace sweep {
 
 CLI::App* setup_devices(CLI::App& app) {
-  return app.add_subcommand("devices", "Show the devices this build can train on (CPU, CUDA GPUs)");
+  return app.add_subcommand("devices", core_description("devices"));
 }
 
 Exit run_devices() {

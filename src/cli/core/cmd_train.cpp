@@ -6,9 +6,8 @@
 
 #include <torch/torch.h>
 
-#include "cli/commands.h"
+#include "cli/core/commands.h"
 #include "config/run_config.h"
-#include "trainer_host/host.h"
 #include "parallel/parallel.h"
 #include "parallel/launch.h"
 #include "protocol/events.h"
@@ -21,21 +20,6 @@
 
 namespace sweep {
 
-CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, const std::string& description) {
-  CLI::App* cmd = app.add_subcommand(name, description);
-  cmd->add_option("config", o.config, "Run config (YAML)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--set", o.sets, "Override a key: --set train.lr=1e-3 (repeatable)");
-  cmd->add_option("--run-dir", o.run_dir, "Run directory (default results/train/<config>-<hash>)");
-  cmd->add_option("--data", o.data_dir,
-                  "The dataset's folder (default: data.dataset looked up from the config file's folder upwards)");
-  cmd->add_flag("--resume", o.resume, "Continue from the run directory's checkpoint");
-  cmd->add_flag("--events", o.events, "JSON-lines events on stdout (default when stdout is not a terminal)");
-  cmd->add_option("--nproc", o.nproc,
-                  "Data-parallel ranks on this machine (Gloo on CPU, NCCL on GPUs); = --set resources.ranks=N")
-      ->check(CLI::Range(1, 1024));
-  return cmd;
-}
-
 namespace {
 
 // How long a collective waits for a rank before the run fails (SWEEP_DIST_TIMEOUT seconds).
@@ -43,15 +27,6 @@ std::chrono::milliseconds dist_timeout() {
   const char* v = std::getenv("SWEEP_DIST_TIMEOUT");
   const long seconds = v != nullptr ? std::strtol(v, nullptr, 10) : 300;
   return std::chrono::milliseconds(1000 * (seconds > 0 ? seconds : 300));
-}
-
-// --nproc N is --set resources.ranks=N.
-std::vector<std::string> sets_of(const TrainOptions& o) {
-  std::vector<std::string> sets = o.sets;
-  if (o.nproc > 0) {
-    sets.push_back("resources.ranks=" + std::to_string(o.nproc));
-  }
-  return sets;
 }
 
 // The same command for each rank.
@@ -125,17 +100,9 @@ std::unique_ptr<FileLock> claim_run_dir(const TrainOptions& o, const RunConfig& 
 Exit run_train(const TrainOptions& o) {
   const DistEnv env = dist_env();
   // ---- validate everything before writing anything ----
-  std::vector<Override> overrides;
-  for (const auto& s : sets_of(o)) {
-    overrides.push_back(parse_set_option(s));
-  }
-  RunConfig cfg = load_run_config(o.config, overrides);
+  RunConfig cfg = load_train_config(o);
   if (cfg.trainer) {  // a user's own program trains this run: hosted, not trained here
-    if (o.run_dir.empty()) {
-      throw Error(o.config + " names a trainer of your own: run it with `sweep run` on its sweep file (or pass --run-dir)",
-                  Exit::bad_input);
-    }
-    return run_external(cfg, {o.run_dir, o.resume, o.events || !::isatty(STDOUT_FILENO)});
+    return host_own_trainer(o, cfg);
   }
   cfg.data.dir = !o.data_dir.empty() ? o.data_dir : find_dataset(cfg.data.dataset, o.config);
   if (cfg.data.dir.empty()) {

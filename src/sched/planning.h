@@ -1,0 +1,86 @@
+// One planning step: a sweep file, the devices it will run on and what its results folder already
+// records (its seed design, the seeds its rounds added, the kind of device it trained on) turned
+// into the final list of runs with their ids. `sweep run`, `plan`, `check` and `ingest` all call
+// plan_sweep (and `status` reads what it recorded); nothing after it changes a run's id.
+//
+// The device rule (docs/guide.md#on-gpus): a file that states `resources.device` trains on that
+// kind — without --devices on every GPU visible here (cuda: one slot each; cuda:N: that one) or
+// on the CPU; --devices (or Slurm's --gpus-per-rank) of the other kind is refused, never followed.
+// A file that states none trains where its slots are (--devices, default cpu). `sweep ingest`
+// takes the kind the folder recorded (sweeps/NAME.device).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/sweep_spec.h"
+#include "store/store.h"
+
+namespace sweep {
+
+struct DeviceRequest {
+  std::string devices;     // --devices as given; "" = not given
+  bool slurm = false;      // --executor slurm
+  int gpus_per_rank = 0;   // Slurm: --gpus-per-rank
+  std::string recorded;    // ingest: the kind the results folder recorded for the sweep ("" = none)
+  // The GPUs visible here, asked only where the rule needs them (default: the driver's count
+  // within CUDA_VISIBLE_DEVICES, sched/slots.h).
+  std::function<int()> count_gpus;
+  bool check_here = true;  // the GPUs must be here (run, check); `sweep plan` only names the kind
+};
+
+struct Placement {
+  std::string kind;        // "cpu" or "cuda": every run's, part of its id
+  std::string devices;     // local: the slots (--devices, or from the file's device)
+  int gpus_per_rank = 0;   // Slurm
+  std::string note;        // how the slots followed from the file, when they did ("" otherwise)
+};
+
+// Where a sweep's runs train, by the rule above. Throws Error (bad input, naming the file's line
+// and the fix) when the request contradicts the file or the GPUs it asks for are not here.
+Placement place_runs(const SweepSpec& spec, const DeviceRequest& request);
+
+// What a results folder records of a sweep's design: the rounds --until-decided added.
+struct RecordedRounds {
+  int64_t max_seeds = 0;
+  std::string spending;
+  std::map<std::string, int64_t> seeds;  // variant -> seeds it has in all
+  std::string file;                      // where it was read
+};
+
+struct PlanRequest {
+  std::string file;                          // the sweep file
+  VocabLookup vocab;                         // its datasets' vocabularies (config/sweep_spec.h)
+  size_t max_variants = k_default_max_variants;
+  std::string trainer_dir;                   // a saved copy's trainer folder (ingest), else ""
+  DeviceRequest devices;
+  // What the folder records: its database (run, plan, check: the design --until-decided judged by
+  // and the seeds its rounds added), or — rebuilding that database — the saved rounds (ingest).
+  Store* store = nullptr;
+  std::optional<RecordedRounds> saved_rounds;
+  bool until_decided = false;
+  int64_t max_seeds = 0;                     // --max-seeds (0: not given)
+};
+
+struct SweepPlan {
+  SweepSpec spec;  // its runs final, ids and all
+  Placement placement;
+};
+
+SweepPlan plan_sweep(const PlanRequest& request);
+
+// The results folder's record of a sweep beside its saved file: sweeps/NAME.device (the kind of
+// device its runs trained on) and sweeps/NAME.rounds (RecordedRounds, as JSON; a fixed design:
+// none). `added`: the runs a round is about to add to `spec`'s.
+std::string saved_device_file(const std::string& results, const std::string& sweep);
+void save_device(const std::string& results, const std::string& sweep, const std::string& kind);
+std::string read_saved_device(const std::string& results, const std::string& sweep);  // "" when none
+void save_rounds(const std::string& results, const SweepSpec& spec, const std::vector<PlannedRun>& added = {});
+// nullopt when there is none; throws Error naming the file when it cannot be read.
+std::optional<RecordedRounds> read_saved_rounds(const std::string& results, const std::string& sweep);
+
+}  // namespace sweep
