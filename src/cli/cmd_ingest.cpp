@@ -1,4 +1,5 @@
 // `sweep ingest DIR`: the database rebuilt from run directories and saved sweep files.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -8,6 +9,17 @@
 #include "util/text.h"
 
 namespace sweep::commands {
+
+namespace {
+
+// Whether none of `spec`'s runs is among the run directories.
+bool none_here(const SweepSpec& spec, const std::vector<fs::path>& run_dirs) {
+  return std::none_of(spec.runs.begin(), spec.runs.end(), [&](const PlannedRun& r) {
+    return std::any_of(run_dirs.begin(), run_dirs.end(), [&](const fs::path& d) { return d.filename() == r.run_id; });
+  });
+}
+
+}  // namespace
 
 Exit run_ingest(const SweepOptions& o) {
   const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
@@ -61,7 +73,14 @@ Exit run_ingest(const SweepOptions& o) {
         request.devices.recorded = read_saved_device(o.dir, name);
         request.devices.check_here = false;
         request.saved_rounds = read_saved_rounds(o.dir, name);
-        const SweepSpec spec = plan_sweep(request).spec;
+        SweepSpec spec = plan_sweep(request).spec;
+        if (request.devices.recorded.empty() && !spec.device && none_here(spec, run_dirs)) {
+          // no record of the kind (a folder saved before it was kept, or its file lost): the runs say it
+          request.devices.recorded = "cuda";
+          if (SweepSpec on_gpus = plan_sweep(request).spec; !none_here(on_gpus, run_dirs)) {
+            spec = std::move(on_gpus);
+          }
+        }
         store.record_sweep(spec);
       } catch (const Error& e) {
         problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));

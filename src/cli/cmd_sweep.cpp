@@ -56,9 +56,14 @@ SweepPlan plan_from_file(const SweepOptions& o, const CLI::App* which, std::set<
   request.devices.slurm = which == o.run && o.executor == "slurm";
   request.devices.gpus_per_rank = o.gpus_per_rank;
   request.devices.check_here = which != o.plan;
-  request.devices.count_gpus = [] {  // the core counts as LibTorch does (MIG, WSL); the front alone, the driver's
-    return core_missing("").empty() ? core_gpu_count() : visible_gpu_count(driver_gpu_count());
+  // sweep's own trainer: the GPUs its core sees (LibTorch's count: MIG, WSL); a trainer of your own:
+  // the driver's, without loading CUDA (the front needs none)
+  request.devices.count_gpus = [](const SweepSpec& spec) {
+    return !spec.trainer && core_missing("").empty() ? core_gpu_count() : visible_gpu_count(driver_gpu_count());
   };
+  if (which != o.check) {  // (an A/A check is a sweep of its own)
+    request.devices.trained_on = [&o](const std::string& sweep) { return read_saved_device(o.results, sweep); };
+  }
   // what the folder records (a read: nothing is written yet); an A/A check has a design of its own
   std::unique_ptr<Store> recorded;
   if (which != o.check && fs::exists(db_path(o.results)) && !empty_database(db_path(o.results))) {
@@ -69,17 +74,6 @@ SweepPlan plan_from_file(const SweepOptions& o, const CLI::App* which, std::set<
   request.max_seeds = which == o.run ? o.max_seeds : 0;
   SweepPlan plan = plan_sweep(request);
   const SweepSpec& spec = plan.spec;
-  // A folder whose runs of this sweep trained on another kind than the file now says (before the
-  // file's device was honoured): the file's runs would be other runs, its results left behind
-  if (const std::string recorded = read_saved_device(o.results, spec.name);
-      which != o.check && spec.device && !recorded.empty() && recorded != plan.placement.kind) {
-    throw Error(saved_device_file(o.results, spec.name) + " records that sweep " + spec.name + "'s runs trained on " +
-                    recorded + ", and " + spec.device_origin.file + ":" + std::to_string(spec.device_origin.line) +
-                    " says resources.device: " + *spec.device + " — its runs on " + plan.placement.kind +
-                    " would be other runs: say resources.device: " + recorded + " to go on with those, or give the " +
-                    plan.placement.kind + " runs a sweep of their own (another sweep: name)",
-                Exit::bad_input);
-  }
   if (which == o.plan) {
     return plan;
   }

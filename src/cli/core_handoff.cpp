@@ -39,7 +39,12 @@ int core_gpu_count() {
   for (const std::string& line : split(out.output, '\n')) {
     n += line.rfind("cuda:", 0) == 0 && line.size() > 5 && std::isdigit(static_cast<unsigned char>(line[5]));  // "cuda:0: …"
   }
-  return out.code == 0 ? n : 0;
+  if (out.code != 0) {
+    const std::string said = trim(out.output);
+    throw Error("cannot count the GPUs: " + core_path().string() + " devices exited with " + std::to_string(out.code) +
+                (said.empty() ? "" : ": " + said.substr(0, said.find('\n'))));
+  }
+  return n;
 }
 
 void exec_core(char** argv, const std::string& what) {

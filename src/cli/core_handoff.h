@@ -36,7 +36,7 @@ std::filesystem::path core_path();
 std::string core_missing(const std::string& what);
 
 // The CUDA GPUs the core sees (`sweep-core devices`, LibTorch's count: MIG, WSL and cgroups as
-// CUDA has them); 0 when it cannot tell. Only with a core (core_missing("") empty).
+// CUDA has them). Only with a core (core_missing("") empty); throws Error when it fails.
 int core_gpu_count();
 
 // This process replaced by the training core, given the same arguments. Throws Error (bad input)

@@ -35,4 +35,21 @@ int run_reporting_errors(const std::function<Exit()>& command) {
   return static_cast<int>(code);
 }
 
+int run_command_line(CLI::App& app, int argc, char** argv, const Commands& commands) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(Exit::bad_input);
+  }
+  return run_reporting_errors([&] {
+    for (const auto& [cmd, run] : commands) {
+      if (*cmd) {
+        return run();
+      }
+    }
+    throw Error("no command ran: " + app.get_subcommands().front()->get_name() + " is declared but not dispatched");
+  });
+}
+
 }  // namespace sweep

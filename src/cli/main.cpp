@@ -13,11 +13,16 @@ using namespace sweep;
 
 namespace {
 
-// The subcommand argv names: its first argument that is no option.
+// The subcommand argv names: its first argument that is no option ("" after --help or --version,
+// which are the front's own).
 std::string subcommand_of(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (argv[i][0] != '-') {
-      return argv[i];
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--version" || arg == "--") {
+      return "";
+    }
+    if (arg[0] != '-') {
+      return arg;
     }
   }
   return "";
@@ -57,53 +62,26 @@ int main(int argc, char** argv) {
   BacktestOptions backtest;
   ServeOptions serve;
   setup_sweep_commands(app, sweep_options);
-  CLI::App* report_cmd = setup_report(app, report);
-  CLI::App* calibrate_cmd = setup_calibrate(app, calibrate);
-  CLI::App* backtest_cmd = setup_backtest(app, backtest);
-  CLI::App* train_cmd = setup_train(app, train, "train", core_description("train"));
-  CLI::App* worker_cmd = setup_train(app, worker, "worker", core_description("worker"));
-  CLI::App* data_cmd = setup_data(app, data);
-  CLI::App* serve_cmd = setup_serve(app, serve);
+  Commands commands = {
+      {setup_report(app, report), [&] { return run_report(report); }},
+      {setup_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
+      {setup_backtest(app, backtest), [&] { return run_backtest(backtest); }},
+      {setup_train(app, train, "train", core_description("train")), [&] { return train_or_hand_over(train, argv, "train"); }},
+      {setup_train(app, worker, "worker", core_description("worker")),
+       [&] { return train_or_hand_over(worker, argv, "worker"); }},
+      {setup_data(app, data), [&] { return run_data(data); }},
+      {setup_serve(app, serve), [&] { return run_serve(serve); }},
+  };
+  for (const CLI::App* cmd : {sweep_options.run, sweep_options.plan, sweep_options.status, sweep_options.ls,
+                              sweep_options.ingest, sweep_options.check}) {
+    commands.emplace_back(cmd, [&, cmd] { return run_sweep_command(sweep_options, cmd); });
+  }
+  const bool core = core_missing("").empty();
   for (const CoreCommand& c : k_core_commands) {  // listed by --help (handed over above)
     if (!c.hosts) {
-      app.add_subcommand(c.name, c.description)->allow_extras();
+      app.add_subcommand(c.name, std::string(c.description) + (core ? "" : " [the training core's: not in this build]"))
+          ->allow_extras();
     }
   }
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : static_cast<int>(Exit::bad_input);
-  }
-  return run_reporting_errors([&] {
-    if (*train_cmd) {
-      return train_or_hand_over(train, argv, "train");
-    }
-    if (*worker_cmd) {
-      return train_or_hand_over(worker, argv, "worker");
-    }
-    if (*data_cmd) {
-      return run_data(data);
-    }
-    if (*report_cmd) {
-      return run_report(report);
-    }
-    if (*calibrate_cmd) {
-      return run_calibrate(calibrate);
-    }
-    if (*backtest_cmd) {
-      return run_backtest(backtest);
-    }
-    if (*serve_cmd) {
-      return run_serve(serve);
-    }
-    for (const CLI::App* cmd : {sweep_options.run, sweep_options.plan, sweep_options.status, sweep_options.ls,
-                                sweep_options.ingest, sweep_options.check}) {
-      if (*cmd) {
-        return run_sweep_command(sweep_options, cmd);
-      }
-    }
-    throw Error("no command ran: " + app.get_subcommands().front()->get_name() + " is declared but not dispatched");
-  });
+  return run_command_line(app, argc, argv, commands);
 }

@@ -32,7 +32,9 @@ std::string every_gpu(int n) {
 
 }  // namespace
 
-Placement place_runs(const SweepSpec& spec, const DeviceRequest& request) {
+namespace {
+
+Placement place_here(const SweepSpec& spec, const DeviceRequest& request) {
   Placement p;
   if (!request.recorded.empty()) {  // what its runs trained on (ingest)
     p.kind = request.recorded;
@@ -61,12 +63,12 @@ Placement place_runs(const SweepSpec& spec, const DeviceRequest& request) {
   std::optional<int> counted;
   const auto visible = [&] {
     if (!counted) {
-      counted = request.count_gpus ? request.count_gpus() : visible_gpu_count(driver_gpu_count());
+      counted = request.count_gpus ? request.count_gpus(spec) : visible_gpu_count(driver_gpu_count());
     }
     return *counted;
   };
   if (!request.devices.empty()) {
-    p.devices = request.devices;
+    p.devices = request.devices == "cuda" ? every_gpu(std::max(visible(), 1)) : request.devices;  // cuda: every GPU
     p.kind = device_kind(request.devices);
     if (file_kind && *file_kind != p.kind) {
       throw Error(stated(spec) + ", but --devices " + request.devices + " gives " + (p.kind == "cuda" ? "GPU" : "CPU") +
@@ -102,7 +104,14 @@ Placement place_runs(const SweepSpec& spec, const DeviceRequest& request) {
     const std::string here = n == 0   ? "no CUDA device is visible here"
                              : n == 1 ? "there is 1 CUDA device here (cuda:0)"
                                       : "there are " + std::to_string(n) + " CUDA devices here (" + every_gpu(n) + ")";
-    for (const Slot& slot : parse_devices(p.devices, 1)) {  // (an index beyond CUDA_VISIBLE_DEVICES refused there)
+    std::vector<Slot> parsed;
+    try {  // (an index beyond CUDA_VISIBLE_DEVICES is refused there)
+      parsed = parse_devices(p.devices, 1);
+    } catch (const Error& e) {  // said of the file's line when the slots are the file's
+      const std::string what = e.what();
+      throw Error(slots + what.substr(what.find(": ")), e.code());
+    }
+    for (const Slot& slot : parsed) {
       if (std::stoi(slot.label.substr(5)) >= n) {
         throw Error(slots + ": " + here + " — name one of them, check nvidia-smi and the driver, or train on cpu",
                     Exit::bad_input);
@@ -110,6 +119,33 @@ Placement place_runs(const SweepSpec& spec, const DeviceRequest& request) {
     }
   }
   return p;
+}
+
+}  // namespace
+
+Placement place_runs(const SweepSpec& spec, const DeviceRequest& request) {
+  Placement p = place_here(spec, request);
+  const std::string was = request.recorded.empty() && request.trained_on ? request.trained_on(spec.name) : "";
+  if (was.empty() || was == p.kind) {
+    return p;
+  }
+  const std::string record = "the results folder records that sweep " + spec.name + "'s runs trained on " + was;
+  if (spec.device) {  // (before a file's device was honoured)
+    throw Error(stated(spec) + ", and " + record + " — its runs on " + p.kind + " would be other runs, those left "
+                    "behind: say resources.device: " + was + " to go on with them, or give the " + p.kind +
+                    " runs a sweep of their own (another sweep: name)",
+                Exit::bad_input);
+  }
+  if (request.devices.empty() && request.gpus_per_rank == 0) {
+    throw Error(record + ", and " + spec.file + " states no resources.device: without " +
+                    (request.slurm ? "--gpus-per-rank" : "--devices") + " they would be trained again, on the CPU — " +
+                    (request.slurm ? "give --gpus-per-rank N to go on with them"
+                                   : "give --devices cuda (or cuda:0,1,…) to go on with them (--devices cpu: CPU "
+                                     "runs beside them)") +
+                    ", or say resources.device: " + was + " in the file",
+                Exit::bad_input);
+  }
+  return p;  // slots of another kind, asked for: runs of their own beside those
 }
 
 namespace {

@@ -6,8 +6,9 @@
 // The device rule (docs/guide.md#on-gpus): a file that states `resources.device` trains on that
 // kind — without --devices on every GPU visible here (cuda: one slot each; cuda:N: that one) or
 // on the CPU; --devices (or Slurm's --gpus-per-rank) of the other kind is refused, never followed.
-// A file that states none trains where its slots are (--devices, default cpu). `sweep ingest`
-// takes the kind the folder recorded (sweeps/NAME.device).
+// A file that states none trains where its slots are (--devices, default cpu — refused where the
+// folder recorded the sweep's runs on cuda: --devices says which). `sweep ingest` takes the kind
+// the folder recorded (sweeps/NAME.device).
 #pragma once
 
 #include <cstdint>
@@ -27,9 +28,13 @@ struct DeviceRequest {
   bool slurm = false;      // --executor slurm
   int gpus_per_rank = 0;   // Slurm: --gpus-per-rank
   std::string recorded;    // ingest: the kind the results folder recorded for the sweep ("" = none)
-  // The GPUs visible here, asked only where the rule needs them (default: the driver's count
-  // within CUDA_VISIBLE_DEVICES, sched/slots.h).
-  std::function<int()> count_gpus;
+  // run, plan: the kind the results folder recorded for the named sweep's runs so far ("" = none).
+  // Its runs are never left behind unsaid: a file that states another kind is refused, and so is
+  // a file that states none run without --devices (or --gpus-per-rank) of the other kind.
+  std::function<std::string(const std::string& sweep)> trained_on;
+  // The GPUs visible here for `spec`'s runs, asked only where the rule needs them (default: the
+  // driver's count within CUDA_VISIBLE_DEVICES, sched/slots.h).
+  std::function<int(const SweepSpec& spec)> count_gpus;
   bool check_here = true;  // the GPUs must be here (run, check); `sweep plan` only names the kind
 };
 

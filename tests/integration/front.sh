@@ -111,6 +111,6 @@ grep -q "resources.device: cpu, but --devices cuda:0 gives GPU slots" err.txt ||
 # a folder whose runs of the sweep trained on the CPU before the file's cuda was honoured: refused, not left behind
 sed 's/^sweep: gpu$/sweep: own/' gpu.yaml > own-gpu.yaml
 expect_rc 2 "$alone" plan own-gpu.yaml --results res 2> err.txt
-grep -q "res/sweeps/own.device records that sweep own's runs trained on cpu, and own-gpu.yaml:[0-9]* says resources.device: cuda — its runs on cuda would be other runs" err.txt ||
+grep -q "own-gpu.yaml:[0-9]*: resources.device: cuda, and the results folder records that sweep own's runs trained on cpu — its runs on cuda would be other runs" err.txt ||
   fail "a cuda file over a folder of its cpu runs: $(cat err.txt)"
 echo "front: ok"

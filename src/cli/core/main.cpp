@@ -19,42 +19,12 @@ int main(int argc, char** argv) {
   ExportOptions exporter;
   SampleCliOptions sample;
   EvalCliOptions eval;
-  CLI::App* train_cmd = setup_train(app, train, "train", core_description("train"));
-  CLI::App* worker_cmd = setup_train(app, worker, "worker", core_description("worker"));
-  CLI::App* bench_cmd = setup_bench(app, bench);
-  CLI::App* export_cmd = setup_export(app, exporter);
-  CLI::App* sample_cmd = setup_sample(app, sample);
-  CLI::App* eval_cmd = setup_eval(app, eval);
-  CLI::App* devices_cmd = setup_devices(app);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : static_cast<int>(Exit::bad_input);
-  }
-  return run_reporting_errors([&] {
-    if (*train_cmd) {
-      return run_train(train);
-    }
-    if (*worker_cmd) {
-      return run_train(worker);
-    }
-    if (*bench_cmd) {
-      return run_bench(bench);
-    }
-    if (*export_cmd) {
-      return run_export(exporter);
-    }
-    if (*sample_cmd) {
-      return run_sample(sample);
-    }
-    if (*eval_cmd) {
-      return run_eval(eval);
-    }
-    if (*devices_cmd) {
-      return run_devices();
-    }
-    throw Error("no command ran: " + app.get_subcommands().front()->get_name() + " is declared but not dispatched");
-  });
+  return run_command_line(app, argc, argv,
+                          {{setup_train(app, train, "train", core_description("train")), [&] { return run_train(train); }},
+                           {setup_train(app, worker, "worker", core_description("worker")), [&] { return run_train(worker); }},
+                           {setup_bench(app, bench), [&] { return run_bench(bench); }},
+                           {setup_export(app, exporter), [&] { return run_export(exporter); }},
+                           {setup_sample(app, sample), [&] { return run_sample(sample); }},
+                           {setup_eval(app, eval), [&] { return run_eval(eval); }},
+                           {setup_devices(app), [] { return run_devices(); }}});
 }

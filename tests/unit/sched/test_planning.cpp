@@ -32,7 +32,7 @@ PlanRequest request_for(const std::string& file, const std::string& devices, int
   r.file = file;
   r.vocab = [](const std::string&, const std::string&) { return int64_t{64}; };
   r.devices.devices = devices;
-  r.devices.count_gpus = [visible_gpus] { return visible_gpus; };
+  r.devices.count_gpus = [visible_gpus](const SweepSpec&) { return visible_gpus; };
   return r;
 }
 
@@ -124,6 +124,26 @@ TEST_CASE("planning: a file's resources.device is honoured, never replaced") {
     ingest.devices.recorded = "cuda";
     CHECK(ids_of(plan_sweep(ingest).spec) == ids_of(every.spec));
   }
+}
+
+TEST_CASE("planning: the runs a folder recorded on another kind are never left behind unsaid") {
+  test::TempDir dir;
+  const auto recorded = [](const std::string& kind) {
+    return [kind](const std::string& sweep) { return sweep == "s" ? kind : std::string(); };
+  };
+  PlanRequest none = request_for(sweep_file(dir, ""), "", 2);
+  none.devices.trained_on = recorded("cuda");
+  CHECK(refusal(none).find("the results folder records that sweep s's runs trained on cuda, and") != std::string::npos);
+  none.devices.devices = "cuda";  // every GPU: goes on with them
+  CHECK(plan_sweep(none).placement.devices == "cuda:0,1");
+  none.devices.devices = "cpu";  // asked for: CPU runs of their own beside them
+  CHECK(plan_sweep(none).placement.kind == "cpu");
+  PlanRequest gpu = request_for(sweep_file(dir, "{device: cuda}"), "", 2);
+  gpu.devices.trained_on = recorded("cpu");
+  CHECK(refusal(gpu).find("resources.device: cuda, and the results folder records that sweep s's runs trained on cpu") !=
+        std::string::npos);
+  gpu.devices.trained_on = recorded("cuda");
+  CHECK(plan_sweep(gpu).placement.kind == "cuda");
 }
 
 TEST_CASE("planning: one kind of device per sweep") {
