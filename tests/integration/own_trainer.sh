@@ -181,8 +181,7 @@ slow=$(awk '$1 == "slow" && $2 == "2" {print $3}' <<< "$("$SWEEP" plan k.yaml --
 wait_for_train_events "res/runs/$slow/events.jsonl" 3
 kill -9 "$sched"
 wait "$sched" 2>/dev/null || true
-workers_gone res
-"$SWEEP" run k.yaml --results res --devices cpu:2x1 > k2.txt || fail "after kill -9 of the scheduler: $(cat k1.txt k2.txt)"
+run_after_kill k2.txt k.yaml --results res --devices cpu:2x1 || fail "after kill -9 of the scheduler: $(cat k1.txt k2.txt)"
 grep -q "retrying from its checkpoint" k1.txt k2.txt || fail "the crashing trainer was not retried: $(cat k1.txt k2.txt)"
 [ "$(sql "SELECT COUNT(*) FROM runs r JOIN sweep_runs s ON s.run_id = r.run_id WHERE s.sweep = 'kills' AND r.status = 'done'")" -eq 9 ] ||
   fail "not all done: $(sql "SELECT run_id, status, error FROM runs")"

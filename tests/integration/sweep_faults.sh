@@ -18,8 +18,7 @@ done
 wait_for_train_events "res/runs/$first/events.jsonl" 60
 kill -9 "$sched"
 wait "$sched" 2>/dev/null || true
-workers_gone res
-"$SWEEP" run a.yaml --results res --devices cpu:2x1 > run2.txt
+run_after_kill run2.txt a.yaml --results res --devices cpu:2x1 || fail "sweep run after kill -9 of the scheduler: $(cat run2.txt)"
 grep -q "recovered" run2.txt || fail "the second run should recover the interrupted runs: $(cat run2.txt)"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] || fail "all 4 runs done: $(sql 'SELECT run_id, status, error FROM runs')"
 for d in res/runs/*; do
