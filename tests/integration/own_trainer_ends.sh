@@ -3,7 +3,8 @@
 # second end (done 99 after done 3.x, failed after done) is ignored and said in the log; a
 # program that hangs after its done is killed by the watchdog and the run stays done; a done
 # before the start is a contract breach: the program is stopped and the run retried; train
-# steps that go backwards and a second start are ignored. Real processes, the real scheduler,
+# steps that go backwards and a second start are ignored; an end past total_steps (nanoGPT's loop
+# ends at max_iters + 1) is the run's end, in `sweep run` and `sweep ingest` alike. Real processes, the real scheduler,
 # the results read from the real database.
 source "$(dirname "$0")/lib.bash"
 command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
@@ -30,6 +31,7 @@ case $mode in
     echo "$start"; steps; echo "$done_" ;;
   backwards) echo "$start"; steps; echo '{"event":"train","step":2,"tokens":16,"loss":50}'
              echo '{"event":"start","step":0,"total_steps":3}'; echo "$done_" ;;
+  end-past) echo "$start"; steps; echo '{"event":"end","status":"done","step":4,"test_loss":'$loss'}' ;;  # nanoGPT's loop end
 esac
 SH
 chmod +x ends.sh
@@ -41,7 +43,7 @@ trainer:
   command: [./ends.sh, "{mode}"]
   files: [ends.sh]
   keys:
-    mode: {type: choice, choices: [plain, redone, done-then-fail, done-then-hang, done-first, backwards], default: plain}
+    mode: {type: choice, choices: [plain, redone, done-then-fail, done-then-hang, done-first, backwards, end-past], default: plain}
 base: {}
 interventions:
   plain: {}
@@ -50,11 +52,12 @@ interventions:
   done-then-hang: {mode: done-then-hang}
   done-first: {mode: done-first}
   backwards: {mode: backwards}
+  end-past: {mode: end-past}
 YAML
 "$SWEEP" run e.yaml --results res --devices cpu:2x1 --stall-timeout 3 > run.txt 2>&1 || fail "the sweep: $(cat run.txt)"
 "$SWEEP" plan e.yaml --results res > plan.txt
 id() { awk -v v="$1" '$1 == v && $2 == "1" {print $3}' plan.txt; }
-for v in plain redone done-then-fail done-then-hang done-first backwards; do
+for v in plain redone done-then-fail done-then-hang done-first backwards end-past; do
   r=$(id "$v")
   [ -n "$r" ] || fail "no run of $v in: $(cat plan.txt)"
   [ "$(sql "SELECT status, test_loss FROM runs WHERE run_id = '$r'")" = "done|3.1" ] ||
@@ -81,14 +84,14 @@ grep -q 'sweep: ignored (a second start event from one program)' <<< "$(log back
 python3 - <<'PY' || fail "the report: $(cat rep.json)"
 import json
 v = {x["name"]: x for x in json.load(open("rep.json"))["variants"]}
-for name in ("redone", "done-then-fail", "done-then-hang", "done-first", "backwards"):
+for name in ("redone", "done-then-fail", "done-then-hang", "done-first", "backwards", "end-past"):
     assert abs(v[name]["improvement"]) < 1e-12, (name, v[name]["improvement"])
 print("ends report: ok")
 PY
 # the same folders ingested again: the same results (events.jsonl holds what the host took)
 rm res/sweep.db*
 "$SWEEP" ingest res > ingest.txt 2>&1 || fail "ingest: $(cat ingest.txt)"
-[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done' AND test_loss IN (3.1, 3.2)")" = 12 ] ||
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done' AND test_loss IN (3.1, 3.2)")" = 14 ] ||
   fail "after ingest: $(sql "SELECT run_id, status, test_loss FROM runs")"
 # a folder holding what no host wrote — done 3.1 then done 99, a done before any start — read
 # by `sweep ingest` in the same order the host keeps
