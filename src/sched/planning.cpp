@@ -30,10 +30,6 @@ std::string every_gpu(int n) {
   return slots;
 }
 
-}  // namespace
-
-namespace {
-
 Placement place_here(const SweepSpec& spec, const DeviceRequest& request) {
   Placement p;
   if (!request.recorded.empty()) {  // what its runs trained on (ingest)
@@ -104,14 +100,8 @@ Placement place_here(const SweepSpec& spec, const DeviceRequest& request) {
     const std::string here = n == 0   ? "no CUDA device is visible here"
                              : n == 1 ? "there is 1 CUDA device here (cuda:0)"
                                       : "there are " + std::to_string(n) + " CUDA devices here (" + every_gpu(n) + ")";
-    std::vector<Slot> parsed;
-    try {  // (an index beyond CUDA_VISIBLE_DEVICES is refused there)
-      parsed = parse_devices(p.devices, 1);
-    } catch (const Error& e) {  // said of the file's line when the slots are the file's
-      const std::string what = e.what();
-      throw Error(slots + what.substr(what.find(": ")), e.code());
-    }
-    for (const Slot& slot : parsed) {
+    // (an index beyond CUDA_VISIBLE_DEVICES is refused there, said of where the slots came from)
+    for (const Slot& slot : parse_devices(p.devices, 1, std::getenv("CUDA_VISIBLE_DEVICES"), slots)) {
       if (std::stoi(slot.label.substr(5)) >= n) {
         throw Error(slots + ": " + here + " — name one of them, check nvidia-smi and the driver, or train on cpu",
                     Exit::bad_input);

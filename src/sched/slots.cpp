@@ -9,7 +9,7 @@
 
 namespace sweep {
 
-static int positive(const std::string& text, const std::string& spec) {
+static int positive(const std::string& text, const std::string& named) {
   size_t end = 0;
   int v = 0;
   try {
@@ -18,13 +18,14 @@ static int positive(const std::string& text, const std::string& spec) {
     end = 0;
   }
   if (end != text.size() || v < 1) {
-    throw Error("--devices " + spec + ": '" + text + "' is not a positive number (examples: cpu, cpu:2x1, cuda:0,1)",
+    throw Error(named + ": '" + text + "' is not a positive number (examples: cpu, cpu:2x1, cuda:0,1)",
                 Exit::bad_input);
   }
   return v;
 }
 
-std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* visible) {
+std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* visible, const std::string& where) {
+  const std::string named = where.empty() ? "--devices " + spec : where;
   std::vector<Slot> slots;
   if (spec == "cpu") {
     slots.push_back({"cpu:0", std::max(1, cores), "", false});
@@ -32,9 +33,9 @@ std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* 
     const std::string shape = spec.substr(4);
     const size_t x = shape.find('x');
     if (x == std::string::npos) {
-      throw Error("--devices " + spec + ": expected cpu:NxT, e.g. cpu:2x1 (2 slots of 1 thread)", Exit::bad_input);
+      throw Error(named + ": expected cpu:NxT, e.g. cpu:2x1 (2 slots of 1 thread)", Exit::bad_input);
     }
-    const int n = positive(shape.substr(0, x), spec), t = positive(shape.substr(x + 1), spec);
+    const int n = positive(shape.substr(0, x), named), t = positive(shape.substr(x + 1), named);
     for (int i = 0; i < n; ++i) {
       slots.push_back({"cpu:" + std::to_string(i), t, "", false});
     }
@@ -43,11 +44,11 @@ std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* 
     const std::vector<std::string> inherited = visible != nullptr ? split(visible, ',') : std::vector<std::string>{};
     for (const auto& id : ids) {
       if (id.empty() || id.size() > 4 || id.find_first_not_of("0123456789") != std::string::npos) {
-        throw Error("--devices " + spec + ": '" + id + "' is not a GPU index (example: cuda:0,1)", Exit::bad_input);
+        throw Error(named + ": '" + id + "' is not a GPU index (example: cuda:0,1)", Exit::bad_input);
       }
       const size_t index = std::stoul(id);
       if (visible != nullptr && index >= inherited.size()) {
-        throw Error("--devices " + spec + ": cuda:" + id + " is not among the " +
+        throw Error(named + ": cuda:" + id + " is not among the " +
                         (inherited.size() == 1 ? std::string("1 GPU") : std::to_string(inherited.size()) + " GPUs") +
                         " CUDA_VISIBLE_DEVICES=" + visible + " leaves this process — count from 0 within them",
                     Exit::bad_input);
@@ -56,7 +57,7 @@ std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* 
                        visible != nullptr ? trim(inherited[index]) : id, false});
     }
   } else {
-    throw Error("--devices " + spec + ": expected cpu, cpu:NxT or cuda:I,J,...", Exit::bad_input);
+    throw Error(named + ": expected cpu, cpu:NxT or cuda:I,J,...", Exit::bad_input);
   }
   return slots;
 }

@@ -18,8 +18,10 @@ struct Slot {
 // `visible`: the scheduler's own CUDA_VISIBLE_DEVICES (nullptr when unset): GPU indices in `spec`
 // count within it, as LibTorch's do (cuda:0 of CUDA_VISIBLE_DEVICES=2,3 is GPU 2), and each
 // slot's CUDA_VISIBLE_DEVICES names the GPU it means. The same GPU may be listed more than once
-// (cuda:0,0: two slots sharing GPU 0).
-std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"));
+// (cuda:0,0: two slots sharing GPU 0). Errors name `where` the slots were given (default:
+// "--devices SPEC"; the planning step names a sweep file's line when the slots are its own).
+std::vector<Slot> parse_devices(const std::string& spec, int cores, const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"),
+                                const std::string& where = "");
 
 // The NVIDIA driver's GPUs, counted without CUDA (the front links none): /proc/driver/nvidia/gpus,
 // else /dev/nvidiaN. (Where the driver shows neither — WSL's /dev/dxg, a container without them —
