@@ -296,6 +296,14 @@ struct LadderSummary {
 };
 
 // An arm of a sweep with a tune axis (report/tuned.h): an intervention, the other axes fixed.
+// Where an arm's runs diverged along the tune axis: at one value, how many of how many, and whether
+// the baseline's runs all trained there.
+struct TunedDivergence {
+  double value = 0;
+  int64_t diverged = 0, runs = 0;
+  bool baseline_trains = false;
+};
+
 struct TunedArm {
   std::string arm;             // its variant at the base value: its name in both tables
   std::string series;          // its curve along the tune axis (Response::series)
@@ -305,6 +313,7 @@ struct TunedArm {
   Verdict at_base = Verdict::undecided, at_best = Verdict::undecided;
   TunedOutcome outcome = TunedOutcome::no_result;
   std::string why;             // the outcome in words
+  std::vector<TunedDivergence> diverged;  // the values where some of its runs diverged, in order
 };
 
 struct TunedSummary {

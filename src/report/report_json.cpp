@@ -297,6 +297,10 @@ nlohmann::ordered_json json_of(const LadderSummary& l) {
 }
 
 nlohmann::ordered_json json_of(const TunedArm& t) {
+  nlohmann::ordered_json diverged = nlohmann::ordered_json::array();
+  for (const auto& d : t.diverged) {
+    diverged.push_back({{"value", d.value}, {"diverged", d.diverged}, {"runs", d.runs}, {"baseline_trains", d.baseline_trains}});
+  }
   return {{"arm", t.arm},
           {"series", t.series},
           {"variants", t.variants},
@@ -307,7 +311,8 @@ nlohmann::ordered_json json_of(const TunedArm& t) {
           {"verdict_at_base", to_string(t.at_base)},
           {"verdict_at_best", to_string(t.at_best)},
           {"outcome", to_string(t.outcome)},
-          {"why", t.why}};
+          {"why", t.why},
+          {"diverged", diverged}};
 }
 
 nlohmann::ordered_json json_of(const TunedSummary& t) {

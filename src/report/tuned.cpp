@@ -48,6 +48,10 @@ std::string beyond_edge(const Response& r) {
   if (r.fit.inside && (*lowest)->x != low && (*lowest)->x != high) {
     return "";
   }
+  // a value past that end was tried (its runs diverged, or have not finished): never extend past it
+  if (at_low ? r.points.front().x < low : r.points.back().x > high) {
+    return "";
+  }
   char text[96];
   std::snprintf(text, sizeof text, "%s %g", at_low ? "below" : "above", at_low ? low : high);
   return text;
@@ -161,6 +165,21 @@ ReportInput tuned_input(const ReportInput& in, std::vector<std::string>& notes) 
 
 void judge_tuned_arm(TunedArm& arm, const Response* curve, const Response* baseline_curve, const std::string& key) {
   const std::string confounded = short_key(key) + "-confounded";
+  // Unstable where the baseline trains: the plain table's rule ("diverged k/n"), value by value —
+  // its best among the values it survives is no verdict on it.
+  std::string unstable;
+  for (const auto& d : arm.diverged) {
+    if (d.baseline_trains) {
+      unstable += (unstable.empty() ? "" : ", ") + format_number("%g", d.value) + " (" + std::to_string(d.diverged) + "/" +
+                  std::to_string(d.runs) + ")";
+    }
+  }
+  if (!unstable.empty()) {
+    arm.outcome = TunedOutcome::diverges;
+    arm.at_best = Verdict::diverged;
+    arm.why = "diverged at " + short_key(key) + " " + unstable + ", where the baseline trains: less stable, never equivalent";
+    return;
+  }
   if (curve == nullptr || !curve->fit.fitted) {
     arm.outcome = TunedOutcome::no_result;
     arm.why = "no best " + short_key(key) + ": " + (curve ? curve->fit.note : "no curve along " + key);
@@ -228,6 +247,21 @@ Analysis analyze_tuned(const ReportInput& in) {
   const VariantRuns* baseline = find_variant(best_input, in.baseline);
   const Response* baseline_curve = baseline ? curve_of(series_of(*baseline, tune->keys)) : nullptr;
   const auto arms = series_along(in, tune->keys);
+  const auto value_of = [&](const VariantRuns& m) {
+    return m.axes.count(tune->keys.front()) ? axis_number(m.axes.at(tune->keys.front())).value_or(0.0) : 0.0;
+  };
+  // the values where the baseline's runs all trained (none diverged, one at least finished)
+  std::set<double> baseline_trains;
+  for (const auto& [series, members] : arms) {
+    if (baseline != nullptr && series == series_of(*baseline, tune->keys)) {
+      for (const VariantRuns* m : members) {
+        const bool any_diverged = std::any_of(m->runs.begin(), m->runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
+        if (!any_diverged && std::any_of(m->runs.begin(), m->runs.end(), [](const ReportRun& r) { return r.value.has_value(); })) {
+          baseline_trains.insert(value_of(*m));
+        }
+      }
+    }
+  }
   for (const auto& v : best_input.variants) {
     TunedArm arm;
     arm.arm = v.name;
@@ -244,6 +278,17 @@ Analysis analyze_tuned(const ReportInput& in) {
         for (const auto& named : by_value) {
           arm.variants.push_back(named.second);
         }
+        for (const VariantRuns* m : members) {
+          TunedDivergence d;
+          d.value = value_of(*m);
+          d.runs = static_cast<int64_t>(m->runs.size());
+          d.diverged = std::count_if(m->runs.begin(), m->runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
+          d.baseline_trains = baseline_trains.count(d.value) > 0;
+          if (d.diverged > 0) {
+            arm.diverged.push_back(d);
+          }
+        }
+        std::sort(arm.diverged.begin(), arm.diverged.end(), [](const auto& l, const auto& r) { return l.value < r.value; });
       }
     }
     const Response* curve = curve_of(arm.series);
@@ -255,6 +300,19 @@ Analysis analyze_tuned(const ReportInput& in) {
     arm.at_base = verdict_in(a.variants, v.name);
     arm.at_best = verdict_in(t.at_best, v.name);
     judge_tuned_arm(arm, curve, v.name == in.baseline ? nullptr : baseline_curve, t.keys.front());
+    if (!arm.diverged.empty()) {  // said, for every arm, the baseline's too
+      std::string where;
+      for (const auto& d : arm.diverged) {
+        where += (where.empty() ? "" : ", ") + format_number("%g", d.value) + " (" + std::to_string(d.diverged) + "/" +
+                 std::to_string(d.runs) + (d.baseline_trains ? ", where the baseline trains" : "") + ")";
+      }
+      t.notes.push_back(arm.arm + " diverged at " + short_key(t.keys.front()) + " " + where);
+    }
+    if (arm.outcome == TunedOutcome::diverges) {  // its verdict at its best, as the plain table's for a diverged seed
+      for (auto& s : t.at_best) {
+        s.verdict = s.name == arm.arm ? Verdict::diverged : s.verdict;
+      }
+    }
     t.arms.push_back(arm);
   }
   a.tuned = t;

@@ -36,6 +36,20 @@ std::string best_text(const TunedArm& arm) {
   return std::isfinite(f.ci_low) ? s + " " + ci_text(f.ci_low, f.ci_high, "%.3g") : s;
 }
 
+// An arm's verdict at its best: "diverged k/n" over the values where the baseline trains, for one
+// that diverges there.
+std::string best_verdict_text(const VariantStats& best, const TunedArm* arm, double better_by) {
+  if (arm == nullptr || arm->outcome != TunedOutcome::diverges) {
+    return verdict_text(best, better_by);
+  }
+  int64_t diverged = 0, runs = 0;
+  for (const auto& d : arm->diverged) {
+    diverged += d.baseline_trains ? d.diverged : 0;
+    runs += d.baseline_trains ? d.runs : 0;
+  }
+  return "diverged " + std::to_string(diverged) + "/" + std::to_string(runs);
+}
+
 std::string improvement_text(const VariantStats* v) {
   if (v == nullptr) {
     return "-";
@@ -85,7 +99,7 @@ Rows tuned_rows(const Analysis& a) {
                                                            : std::to_string(best.seeds) + "/" + std::to_string(best.seeds_planned);
     rows.push_back({std::to_string(i + 1), best.name, arm ? best_text(*arm) : "-",
                     arm && std::isfinite(arm->sensitivity) ? format_number("%.4f", arm->sensitivity) : "-", n,
-                    improvement_text(&best), ci_text(best.ci_low, best.ci_high, "%+.4f"), verdict_text(best, a.design.better_by),
+                    improvement_text(&best), ci_text(best.ci_low, best.ci_high, "%+.4f"), best_verdict_text(best, arm, a.design.better_by),
                     improvement_text(base), base ? verdict_text(*base, a.design.better_by) : "-", arm ? arm->why : "-"});
   }
   return rows;
@@ -116,7 +130,10 @@ std::string tuned_sentence(const Analysis& a) {
          "resampling of seeds sees (docs/verdicts.md measures its coverage); 2× off "
          "costs: how much higher the fitted curve lies a factor 2 from it. An arm is " + short_key(key) +
          "-confounded when its verdict at the base value and at its best differ, or when its best (or the baseline's) "
-         "may lie beyond the values tried (the fitted minimum, or the lowest measured mean, at an end of them)." +
+         "may lie beyond the values tried (the fitted minimum, or the lowest measured mean, at an end of them; "
+         "never past a value tried whose runs diverged). An arm whose runs diverged at a value where the baseline's "
+         "all trained diverges: its verdict at its best is 'diverged k/n', as the table above judges a diverged seed, "
+         "never equivalent." +
          caution;
 }
 

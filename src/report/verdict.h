@@ -46,6 +46,7 @@ enum class TunedOutcome {
   agrees,       // the same verdict at the base value and at the best
   confounded,   // they differ: printed "<key>-confounded" (lr-confounded)
   extend_grid,  // its best value (or the baseline's) may lie beyond the values tried
+  diverges,     // some of its runs diverged at a value where the baseline's all trained: never equivalent
   no_result,    // no tuned verdict: too few values with results
 };
 
@@ -116,6 +117,7 @@ constexpr const char* to_string(TunedOutcome o) {
     case TunedOutcome::agrees: return "agrees";
     case TunedOutcome::confounded: return "confounded";
     case TunedOutcome::extend_grid: return "extend the grid";
+    case TunedOutcome::diverges: return "diverges";
     case TunedOutcome::no_result: return "no result";
   }
   return "no result";

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "report/render.h"
 #include "report/stats.h"
 #include "report/tuned.h"
 #include "report/tuned_calibration.h"
@@ -196,6 +197,59 @@ TEST_CASE("tuned: agrees, lr-confounded (a bowl moved sideways) and extend the g
   const TunedArm& baseline = arm_named(t, "baseline");
   CHECK(baseline.outcome == TunedOutcome::agrees);
   CHECK(baseline.why == "its best lr lies inside the values tried");
+}
+
+TEST_CASE("tuned: values that diverged are said, and an arm that diverges where the baseline trains is never equivalent") {
+  ReportInput in = study(5);
+  // at lr 4e-3, where the baseline trains: "sideways" diverges on 2 of 5 seeds, and "beyond", whose
+  // curve still falls at 2e-3, on all 5
+  for (auto& v : in.variants) {
+    const bool top = v.axes.at("train.lr") == lr_text(4e-3);
+    if (top && v.intervention == "sideways") {
+      v.runs[0].status = v.runs[1].status = RunState::diverged;
+      v.runs[0].value = v.runs[1].value = std::nullopt;
+    }
+    if (top && v.intervention == "beyond") {
+      for (auto& r : v.runs) {
+        r.status = RunState::diverged;
+        r.value = std::nullopt;
+      }
+    }
+  }
+  const Analysis a = analyze(in);
+  REQUIRE(a.tuned);
+  const TunedSummary& t = *a.tuned;
+  const TunedArm& sideways = arm_named(t, "sideways");
+  CHECK(sideways.outcome == TunedOutcome::diverges);
+  CHECK(sideways.at_best == Verdict::diverged);
+  CHECK(sideways.why == "diverged at lr 0.004 (2/5), where the baseline trains: less stable, never equivalent");
+  CHECK(stats_named(t.at_best, "sideways").verdict == Verdict::diverged);
+  REQUIRE(sideways.diverged.size() == 1);
+  CHECK(sideways.diverged[0].baseline_trains);
+  // every value that diverged, said in the notes, for each arm
+  const auto said = [&](const std::string& text) {
+    return std::any_of(t.notes.begin(), t.notes.end(), [&](const std::string& n) { return n == text; });
+  };
+  CHECK(said("sideways diverged at lr 0.004 (2/5, where the baseline trains)"));
+  CHECK(said("beyond diverged at lr 0.004 (5/5, where the baseline trains)"));
+  // the advice never asks to extend past a value tried: 0.004 was, and diverged
+  const TunedArm& beyond = arm_named(t, "beyond");
+  CHECK(beyond.outcome == TunedOutcome::diverges);
+  CHECK(beyond.why.find("extend the grid") == std::string::npos);
+  const std::string text = render_text(a);
+  CHECK(text.find("diverged 2/5") != std::string::npos);
+  CHECK(text.find("extend the grid above 0.002") == std::string::npos);
+  // where the baseline diverged too, an arm's divergence there is said, not held against it
+  for (auto& v : in.variants) {
+    if (v.axes.at("train.lr") == lr_text(4e-3) && v.intervention == "baseline") {
+      v.runs[0].status = RunState::diverged;
+      v.runs[0].value = std::nullopt;
+    }
+  }
+  const Analysis both = analyze(in);
+  CHECK(arm_named(*both.tuned, "sideways").outcome != TunedOutcome::diverges);
+  CHECK(std::any_of(both.tuned->notes.begin(), both.tuned->notes.end(),
+                    [](const std::string& n) { return n == "baseline diverged at lr 0.004 (1/5)"; }));
 }
 
 TEST_CASE("tuned: the judge's rules on constructed inputs") {
