@@ -7,7 +7,10 @@
 # the checkpoints (a finished run is never trained again). Unfinished runs are left out: they
 # start afresh where the archive is restored.
 #
-#   scripts/results-archive.sh SWEEP [--results DIR] [--out FILE]   (default FILE: reports/SWEEP/runs.tar.gz)
+#   scripts/results-archive.sh SWEEP [--results DIR] [--out FILE]   (default FILE: reports/SWEEP/runs.tar.gz;
+#                                                                     a folder: FOLDER/runs.tar.gz)
+# A file that is a symbolic link (an events.jsonl kept on another disk) is archived as what it
+# points to; one that points nowhere is refused, by name.
 #
 # Restore it into a results folder, then rebuild that folder's database from its run folders:
 #   tar xzf reports/SWEEP/runs.tar.gz -C results && ./build/sweep ingest results
@@ -25,20 +28,25 @@ while [ $# -gt 0 ]; do
   shift
 done
 out=${out:-reports/$sweep/runs.tar.gz}
+[ -d "$out" ] && out=${out%/}/runs.tar.gz  # a folder: the archive inside it
 db=$results/sweep.db
 [ -f "$db" ] || die "$db: no results database (--results names the folder that holds sweep.db)"
+[ -d "$(dirname "$out")" ] || [ ! -e "$(dirname "$out")" ] || die "--out $out: $(dirname "$out") is not a folder"
 [ -f "$results/sweeps/$sweep.yaml" ] || die "$results/sweeps/$sweep.yaml: no sweep $sweep in $results (sweep status lists them)"
 sql_name=${sweep//\'/\'\'}
 mapfile -t ids < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s join runs r on r.run_id = s.run_id
                                    where s.sweep = '$sql_name' and r.status in ('done', 'diverged') order by r.run_id")
 [ ${#ids[@]} -gt 0 ] || die "sweep $sweep has no finished runs in $results"
 files=("sweeps/$sweep.yaml")
-for extra in device rounds trainer-dir; do  # its device kind, --until-decided's design and added seeds, a trainer's folder
+# its device kind, --until-decided's design and added seeds, a trainer of your own as it ran (or an
+# older folder's record of its folder), the sweep file's name as it was run
+for extra in device rounds trainer trainer-dir file; do
   [ -f "$results/sweeps/$sweep.$extra" ] && files+=("sweeps/$sweep.$extra")
 done
 for id in "${ids[@]}"; do
   for f in config.yaml events.jsonl; do
-    [ -f "$results/runs/$id/$f" ] || die "$results/runs/$id/$f is missing: the run is recorded done but its folder is not whole"
+    [ -f "$results/runs/$id/$f" ] || die "$results/runs/$id/$f is missing$([ -L "$results/runs/$id/$f" ] &&
+      echo " (a link to $(readlink "$results/runs/$id/$f"), which is not there)"): the run is recorded done but its folder is not whole"
     files+=("runs/$id/$f")
   done
 done
@@ -54,7 +62,8 @@ for stale in "$folder"/.runs.*.tmp; do
 done
 tmp="$folder/.runs.$$.tmp"
 trap 'rm -f "$tmp"' EXIT
-tar czf "$tmp" -C "$results" --owner=0 --group=0 --mtime=@0 --sort=name "${files[@]}"
+# --dereference: a link's file, never the link (restored elsewhere it would point nowhere)
+tar czf "$tmp" -C "$results" --dereference --owner=0 --group=0 --mtime=@0 --sort=name "${files[@]}"
 chmod 644 "$tmp"  # the archive is meant to be shared, whatever the umask
 mv "$tmp" "$out"
 trap - EXIT
