@@ -92,6 +92,7 @@ class Run:
         self.stream = stream or sys.stdout
         self.stop_requested = False
         self._last = time.time()
+        self._total_steps = None  # as start() announced it: a step past it is no step of the run
         if self.under_sweep:  # SIGTERM (preemption) and SIGINT: finish the step, checkpoint, stop
             for s in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(s, self._on_signal)
@@ -118,9 +119,19 @@ class Run:
         self.stream.flush()
         self._last = time.time()
 
-    def start(self, step=0, tokens=0, total_steps=None, tokens_per_step=None, params=None, resumed=None, **extra):
-        """`params`: the model's parameters — a scale ladder places the run at 6 × params × tokens."""
+    def _within(self, step):
+        """A step of the run: sweep ignores every event but the end past the start's total_steps."""
         step = _whole("step", step)
+        if self._total_steps and step > self._total_steps:
+            raise ValueError(f"step {step} is past total_steps {self._total_steps}, which start() announced: sweep "
+                             "would ignore it (only the end may be past it)")
+        return step
+
+    def start(self, step=0, tokens=0, total_steps=None, tokens_per_step=None, params=None, resumed=None, **extra):
+        """`params`: the model's parameters — a scale ladder places the run at 6 × params × tokens.
+        `total_steps`: the optimizer steps of the whole run; no train, eval or checkpoint event goes past it."""
+        step = _whole("step", step)
+        self._total_steps = _whole("total_steps", total_steps, True)
         self.emit("start", **extra, schema=SCHEMA, step=step, tokens=_whole("tokens", tokens),
                   total_steps=_whole("total_steps", total_steps, True),
                   tokens_per_step=_whole("tokens_per_step", tokens_per_step, True),
@@ -129,22 +140,22 @@ class Run:
     def train(self, step, tokens, loss, lr=None, grad_norm=None, tokens_per_s=None):
         if step < 1:
             raise ValueError("a train event counts the step just taken: step >= 1")
-        self.emit("train", step=_whole("step", step), tokens=_whole("tokens", tokens), loss=_number(loss),
+        self.emit("train", step=self._within(step), tokens=_whole("tokens", tokens), loss=_number(loss),
                   lr=None if lr is None else _number(lr), grad_norm=None if grad_norm is None else _number(grad_norm),
                   tokens_per_s=None if tokens_per_s is None else _number(tokens_per_s))
 
     def eval(self, step, tokens, split, loss):
         if split not in ("val", "test"):
             raise ValueError(f'split must be "val" or "test", got {split!r}')
-        self.emit("eval", step=_whole("step", step), tokens=_whole("tokens", tokens), split=split, loss=_number(loss))
+        self.emit("eval", step=self._within(step), tokens=_whole("tokens", tokens), split=split, loss=_number(loss))
 
     def checkpoint(self, step, tokens=None):
-        self.emit("checkpoint", step=_whole("step", step), tokens=_whole("tokens", tokens, True))
+        self.emit("checkpoint", step=self._within(step), tokens=_whole("tokens", tokens, True))
 
     def heartbeat(self, step, phase="train", force=False):
         """Tells sweep's watchdog the run is alive; sent at most every quarter of its stall timeout."""
         if force or time.time() - self._last >= self.heartbeat_every:
-            self.emit("heartbeat", step=_whole("step", step), phase=phase)
+            self.emit("heartbeat", step=self._within(step), phase=phase)
 
     def end(self, step, tokens=None, test_loss=None, test_bpb=None, status="done", reason=None):
         """The run's result. A "done" run reports a finite test loss: it is what sweep compares."""

@@ -86,6 +86,18 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             run.end(3, tokens=-1, test_loss=1.0)
 
+    def test_steps_stay_within_total_steps_but_the_end(self):
+        # sweep ignores every event but the end past the start's total_steps (docs/reference.md)
+        run, out = self.run_under_sweep({})
+        run.start(0, total_steps=4, tokens_per_step=64)
+        run.train(4, 256, 1.0)
+        for late in (lambda: run.train(5, 320, 1.0), lambda: run.eval(5, 320, "val", 1.0),
+                     lambda: run.checkpoint(5), lambda: run.heartbeat(5, force=True)):
+            with self.assertRaises(ValueError):
+                late()
+        run.end(5, test_loss=1.0)  # a loop that counts one past its last step (nanoGPT's) ends there
+        self.assertEqual([json.loads(l)["event"] for l in out.getvalue().splitlines()], ["start", "train", "end"])
+
     def test_preempted_exits_75_and_says_so(self):
         run, out = self.run_under_sweep({})
         with self.assertRaises(SystemExit) as stop:

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/sweep_commands.h"
+#include "sched/run_folder.h"
 #include "sched/runner.h"
 #include "util/text.h"
 
@@ -13,9 +14,9 @@ namespace sweep::commands {
 namespace {
 
 // Whether none of `spec`'s runs is among the run directories.
-bool none_here(const SweepSpec& spec, const std::vector<fs::path>& run_dirs) {
+bool none_here(const SweepSpec& spec, const std::vector<std::pair<fs::path, RunConfig>>& run_dirs) {
   return std::none_of(spec.runs.begin(), spec.runs.end(), [&](const PlannedRun& r) {
-    return std::any_of(run_dirs.begin(), run_dirs.end(), [&](const fs::path& d) { return d.filename() == r.run_id; });
+    return std::any_of(run_dirs.begin(), run_dirs.end(), [&](const auto& d) { return d.first.filename() == r.run_id; });
   });
 }
 
@@ -24,15 +25,16 @@ bool none_here(const SweepSpec& spec, const std::vector<fs::path>& run_dirs) {
 Exit run_ingest(const SweepOptions& o) {
   const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
   const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
-  std::vector<fs::path> run_dirs;
+  std::vector<fs::path> found;
   if (results_folder) {
     for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
       if (fs::exists(d.path() / "config.yaml")) {
-        run_dirs.push_back(d.path());
+        found.push_back(d.path());
       }
     }
   } else if (fs::exists(fs::path(o.dir) / "config.yaml")) {
-    run_dirs.push_back(o.dir);
+    fs::path dir = fs::absolute(o.dir).lexically_normal();  // its name is its id: "runs/ID/" too
+    found.push_back(dir.filename().empty() ? dir.parent_path() : dir);
   } else {
     throw Error(o.dir + " is neither a run folder (no config.yaml) nor a results folder (no runs/)", Exit::bad_input);
   }
@@ -41,20 +43,21 @@ Exit run_ingest(const SweepOptions& o) {
   Store store(db_path(results));
   std::map<std::string, int64_t> vocab_of_dataset;  // as the runs were trained
   std::vector<std::string> problems;
-  for (const auto& d : run_dirs) {
-    const std::string config = (d / "config.yaml").string();
-    try {
-      const RunConfig c = load_run_config(config);
-      vocab_of_dataset[c.data.dataset] = c.model.vocab_size;
-    } catch (const Error& e) {
-      problems.push_back(first_line(e.what()));
+  // A folder is trusted only as the run its name says (sched/run_folder.h): one that is not is said, and skipped.
+  std::vector<std::pair<fs::path, RunConfig>> run_dirs;
+  for (const auto& d : found) {
+    if (const std::string problem = run_folder_problem(d); !problem.empty()) {
+      problems.push_back("run folder " + d.string() + " skipped: " + problem);
+      continue;
     }
+    const RunConfig& c = run_dirs.emplace_back(d, load_run_config((d / "config.yaml").string())).second;
+    vocab_of_dataset[c.data.dataset] = c.model.vocab_size;
   }
   const fs::path sweeps = fs::path(o.dir) / "sweeps";
   if (results_folder && fs::exists(sweeps)) {
     for (const auto& f : fs::directory_iterator(sweeps)) {
       if (f.path().extension() != ".yaml") {
-        continue;  // a sweep's .trainer-dir or .device, beside its file
+        continue;  // a sweep's .trainer, .device, .rounds or .file, beside its file
       }
       try {
         const auto vocab = [&](const std::string& dataset, const std::string& dir) {
@@ -64,12 +67,11 @@ Exit run_ingest(const SweepOptions& o) {
         // A saved sweep ran once: however many variants it has, they were asked for; its runs' kind
         // of device and the seeds its rounds added are the folder's record (sched/planning.h).
         const std::string name = f.path().stem().string();
-        const fs::path trainer_dir = fs::path(f.path()).replace_extension(".trainer-dir");
         PlanRequest request;
         request.file = f.path().string();
         request.vocab = vocab;
         request.max_variants = SIZE_MAX;
-        request.trainer_dir = fs::exists(trainer_dir) ? trim(read_file(trainer_dir)) : "";
+        request.trainer = read_saved_trainer(o.dir, name);
         request.devices.recorded = read_saved_device(o.dir, name);
         request.devices.check_here = false;
         request.saved_rounds = read_saved_rounds(o.dir, name);
@@ -81,15 +83,18 @@ Exit run_ingest(const SweepOptions& o) {
             spec = std::move(on_gpus);
           }
         }
+        if (const std::string as_run = read_saved_file_name(o.dir, name); !as_run.empty()) {
+          spec.file = as_run;  // the name the report shows, as the sweep was run
+        }
         store.record_sweep(spec);
       } catch (const Error& e) {
         problems.push_back("sweep " + f.path().string() + " not recorded: " + first_line(e.what()));
       }
     }
   }
-  for (const auto& d : run_dirs) {
+  for (const auto& [d, config] : run_dirs) {
     const std::string id = d.filename().string();
-    store.ensure_run(id, read_file(d / "config.yaml"), d.string());
+    store.ensure_run(id, read_file(d / "config.yaml"), d.string(), config.seeds.init, config.seeds.data);
     // The run's folder is the one ingested (a saved sweep recorded its runs under this results
     // folder, where they are not): `sweep run` resumes it there, from its checkpoint. A folder of
     // the run already here keeps it.

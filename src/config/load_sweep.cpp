@@ -123,7 +123,7 @@ struct TopLevel {
 
 // sweep, baseline, seeds, min_effect, better_by(_alpha), base (its keys only: it is parsed per variant), references,
 // trainer, grid/zip/tune or scale.
-TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_variants, const std::string& trainer_dir,
+TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_variants, const TrainerRecord* trainer_record,
                         Diagnostics& diags) {
   const std::string& path = spec.file;
   MapReader top(root, "", diags);
@@ -151,7 +151,7 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
   }
   spec.references = read_references(top.section("references"), path, diags);
   if (const YAML::Node trainer = top.section("trainer"); trainer.IsDefined() && !trainer.IsNull()) {
-    spec.trainer = read_trainer(trainer, path, diags, trainer_dir);
+    spec.trainer = read_trainer(trainer, path, diags, trainer_record);
     if (!spec.references.empty()) {
       diags.error(root["references"].Mark(), "'references' are scored by sweep's own model families: not with a "
                                              "trainer: of your own");
@@ -583,13 +583,13 @@ void expand_runs(const YAML::Node& root, const SeedPlan& seeds, const VocabLooku
 }  // namespace
 
 SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of, size_t max_variants,
-                     const std::string& trainer_dir) {
+                     const TrainerRecord* trainer) {
   SweepSpec spec;
   spec.file = path;
   const YAML::Node root = load_yaml_file(path);
   spec.text = read_file(path);
   Diagnostics diags(path);
-  const TopLevel top = read_top_level(root, spec, max_variants, trainer_dir, diags);
+  const TopLevel top = read_top_level(root, spec, max_variants, trainer, diags);
   std::map<std::string, size_t> index;  // variant name -> position in `named`
   std::vector<Variant> named = read_variants(top, spec, index, diags);
   check_variants(root, spec, top, named, index, max_variants, diags);

@@ -44,12 +44,19 @@ Ladder Ladder::from_json(const nlohmann::json& j) {
   return l;
 }
 
-std::string run_id_of(const RunConfig& config, int64_t repeat) {
+std::string run_id_of(const RunConfig& config, int64_t repeat, std::optional<int64_t> numerics) {
   nlohmann::json j = config.identity_json();
-  if (repeat > 0) {
-    j["repeat"] = repeat;
+  if (numerics && j.contains("numerics")) {
+    j["numerics"] = *numerics;
   }
-  return sha256_hex(j.dump()).substr(0, 16);
+  return run_id_of_identity(std::move(j), repeat);
+}
+
+std::string run_id_of_identity(nlohmann::json identity, int64_t repeat) {
+  if (repeat > 0) {
+    identity["repeat"] = repeat;
+  }
+  return sha256_hex(identity.dump()).substr(0, 16);
 }
 
 std::vector<int64_t> SeedDesign::looks(int64_t n) const {

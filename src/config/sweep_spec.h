@@ -125,13 +125,15 @@ using VocabLookup = std::function<int64_t(const std::string& dataset, const std:
 // unless told otherwise (--max-variants): more is refused before the expansion is made.
 inline constexpr size_t k_default_max_variants = 10000;
 
-// `trainer_dir`: the folder a trainer's command and files are relative to, when not the file's
-// (`sweep ingest` reads the saved copy of a sweep file, beside its original folder's name).
+// `trainer`: a saved copy's trainer as it was planned (`sweep ingest` reads the saved copy of a
+// sweep file, elsewhere than its original's folder).
 SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of = {},
-                     size_t max_variants = k_default_max_variants, const std::string& trainer_dir = "");
+                     size_t max_variants = k_default_max_variants, const TrainerRecord* trainer = nullptr);
 
-// A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON.
-std::string run_id_of(const RunConfig& config, int64_t repeat);
+// A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON — as a worker of
+// numerics version `numerics` had it, when given (a run folder trained by an older core).
+std::string run_id_of(const RunConfig& config, int64_t repeat, std::optional<int64_t> numerics = std::nullopt);
+std::string run_id_of_identity(nlohmann::json identity, int64_t repeat);  // from RunConfig::identity_json()
 
 // Every run of `spec` trained on `device` ("cpu" or "cuda": the kind of the slots `sweep run` is
 // given, which the workers train on whatever the file says), its id recomputed: the kind of

@@ -260,8 +260,9 @@ nlohmann::json ExternalTrainer::to_json(bool identity) const {
 
 namespace {
 
-// trainer.files: each file's SHA-256, part of every run id.
-void read_trainer_files(const YAML::Node& files, const YAML::Node& node, ExternalTrainer& t, Diagnostics& diags) {
+// trainer.files: each file's SHA-256, part of every run id — hashed in t.dir, or as `recorded`.
+void read_trainer_files(const YAML::Node& files, const YAML::Node& node, ExternalTrainer& t,
+                        const std::map<std::string, std::string>* recorded, Diagnostics& diags) {
   if (!files.IsDefined() || files.IsNull() || (files.IsSequence() && files.size() == 0)) {
     diags.error(files.IsDefined() ? files.Mark() : node.Mark(),
                 "'trainer.files' lists the files whose contents define the trainer (e.g. [train.py, model.py]): they "
@@ -274,6 +275,15 @@ void read_trainer_files(const YAML::Node& files, const YAML::Node& node, Externa
       for (const auto& f : files) {
         const std::string name = f.IsScalar() ? f.Scalar() : "";
         const fs::path at = fs::path(name).is_absolute() ? fs::path(name) : fs::path(t.dir) / name;
+        if (recorded) {
+          const auto hash = recorded->find(name);
+          if (hash == recorded->end()) {
+            diags.error(f.Mark(), "'trainer.files': " + name + " is not in the record of the trainer the sweep ran with");
+          } else {
+            t.files[name] = hash->second;
+          }
+          continue;
+        }
         if (name.empty() || !fs::is_regular_file(at)) {
           diags.error(f.Mark(), "'trainer.files': no file " + at.string() + " (paths are relative to the sweep file)");
           continue;
@@ -319,8 +329,9 @@ void read_trainer_keys(const YAML::Node& keys, const YAML::Node& node, const std
   }
 }
 
-// trainer.command: each part's placeholders known, the program found.
-void read_trainer_command(const YAML::Node& command, TrainerSpec& spec, Diagnostics& diags) {
+// trainer.command: each part's placeholders known, the program found (when `find`: not for a
+// record of a trainer, which may be elsewhere).
+void read_trainer_command(const YAML::Node& command, TrainerSpec& spec, bool find, Diagnostics& diags) {
   ExternalTrainer& t = spec.trainer;
   if (command.IsDefined() && (!command.IsSequence() || command.size() == 0)) {
     diags.error(command.Mark(), "'trainer.command' must be a non-empty list: the program and its arguments, e.g. "
@@ -368,7 +379,7 @@ void read_trainer_command(const YAML::Node& command, TrainerSpec& spec, Diagnost
       if (program.empty()) {
         diags.error(command[0].Mark(), "'trainer.command': its first part, the program, is empty — name the program, "
                                        "e.g. [python3, train.py]");
-      } else if (!find_trainer_program(program, t.dir)) {
+      } else if (find && !find_trainer_program(program, t.dir)) {
         diags.error(command[0].Mark(),
                     "'trainer.command': " + program +
                         (path ? " is not an executable file (paths are relative to the sweep file's folder " + t.dir + ")"
@@ -381,10 +392,11 @@ void read_trainer_command(const YAML::Node& command, TrainerSpec& spec, Diagnost
 
 }  // namespace
 
-TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags, const std::string& dir) {
+TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags, const TrainerRecord* record) {
   TrainerSpec spec;
   ExternalTrainer& t = spec.trainer;
-  t.dir = dir.empty() ? fs::absolute(file).lexically_normal().parent_path().string() : dir;
+  t.dir = record ? record->dir : fs::absolute(file).lexically_normal().parent_path().string();
+  const bool as_recorded = record && !record->files.empty();
   MapReader r(node, "trainer", diags);
   r.read("name", t.name);
   r.require("command", "the program that trains one run, as a list: command: [python3, train.py, --config, \"{config_json}\"]");
@@ -394,11 +406,11 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
   r.read("stall_timeout", spec.stall_timeout, 0, 999999);
   r.finish();
   if (t.name.empty()) {
-    t.name = fs::path(file).stem().string();
+    t.name = record && !record->name.empty() ? record->name : fs::path(file).stem().string();
   }
-  read_trainer_files(files, node, t, diags);
+  read_trainer_files(files, node, t, as_recorded ? &record->files : nullptr, diags);
   read_trainer_keys(keys, node, file, spec, diags);  // before the command: its placeholders name the keys
-  read_trainer_command(command, spec, diags);
+  read_trainer_command(command, spec, !as_recorded, diags);
   return spec;
 }
 

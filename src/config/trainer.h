@@ -45,6 +45,17 @@ struct ExternalTrainer {
 inline const std::vector<std::string> k_trainer_placeholders{"config", "config_json", "run_dir", "checkpoint_dir",
                                                              "init_seed", "data_seed"};
 
+// A saved sweep's trainer as `sweep run` planned it (sweeps/NAME.trainer in a results folder): the
+// folder its command and files are relative to, and each declared file's SHA-256 then. Read with
+// it, a saved sweep plans the run ids it trained under, whatever its files hold now and wherever
+// they are (an archive restored on another machine): nothing of the trainer is read from disk.
+// Without hashes (a folder saved before they were kept) its files are hashed in `dir`.
+struct TrainerRecord {
+  std::string name;  // as it was named (by default the original sweep file's stem); "": as the file names it
+  std::string dir;
+  std::map<std::string, std::string> files;  // declared file -> SHA-256, as ExternalTrainer::files
+};
+
 struct TrainerSpec {
   ExternalTrainer trainer;
   std::vector<TrainerKey> keys;  // in declaration order
@@ -54,9 +65,9 @@ struct TrainerSpec {
 // Reads a sweep file's `trainer:` (file: the sweep file, whose folder the command and files are
 // relative to). Checks the command exists and is executable, every placeholder is known, every
 // file exists (and hashes it), and every key is well declared; problems go to `diags`.
-// `dir`: the folder it is relative to, when not the file's (a saved copy of the sweep file).
+// `record`: a saved copy of the sweep file's trainer, as it was planned (its folder and files' hashes).
 TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags,
-                         const std::string& dir = "");
+                         const TrainerRecord* record = nullptr);
 
 // The trainer's config from a tree of dotted keys (base with overrides applied): each key
 // checked against its declaration (unknown keys with "did you mean", wrong types, out of range,

@@ -8,7 +8,14 @@
 //   - a `done` before the run's `start` is a contract breach: taken as a `failed` end that says
 //     so (the run is retried), never as a result;
 //   - one process says `start` once; a `train` event's step is past the one before it (and past
-//     the step its `start` resumed from).
+//     the step its `start` resumed from);
+//   - an event at a step past the `total_steps` its start announced is no step of the run, and is
+//     ignored — every event but the end: an end past it (nanoGPT's loop ends at max_iters + 1) is
+//     the run's end all the same (outside_run, which the store holds every event to as well);
+//   - in a file, the scheduler's own end of an attempt (`"by": "sweep"`: how it read the worker's
+//     exit, a crash, a kill) follows the worker's end, if any: it replaces a non-final end, never a
+//     result. An attempt that has no end (the worker and the scheduler both killed) stopped without
+//     saying how: its run resumes (k_no_end_event).
 // The events reaching it have passed the field checks (protocol/event_check.h, in the trainer host); the store (and the
 // scheduler's stream from sweep's own workers, which this rule filtered) takes them as they come.
 #pragma once
@@ -20,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/event_check.h"
 #include "protocol/events.h"
 #include "protocol/json_line.h"
 #include "protocol/run_state.h"
@@ -27,6 +35,25 @@
 namespace sweep::events {
 
 inline constexpr const char* k_done_before_start = "contract breach: an end event \"done\" before the run's \"start\"";
+inline constexpr const char* k_no_end_event =
+    "its events stop without an end event (its worker was killed, and the scheduler with it): `sweep run` resumes it";
+
+// The "by" of an end event the scheduler writes into a run's folder, never a worker's (the trainer
+// host drops the field from a program's events).
+inline constexpr const char* k_by_scheduler = "sweep";
+
+// An event at a step outside its run — a negative step, or a step past the total_steps its start
+// announced (0: not said) for any event but the start and the end — is no event of the run: why, or
+// "". One rule for the host (EventOrder) and the store (every line it ingests).
+inline std::string outside_run(const std::string& type, int64_t step, int64_t total_steps) {
+  if (step < 0) {
+    return "a negative step";
+  }
+  if (type != start && type != end && total_steps > 0 && step > total_steps) {
+    return "step " + std::to_string(step) + " past the run's total_steps " + std::to_string(total_steps);
+  }
+  return "";
+}
 
 class EventOrder {
  public:
@@ -40,12 +67,14 @@ class EventOrder {
   // before the start is rewritten in place into a `failed` end with k_done_before_start and taken.
   std::string next(nlohmann::json& ev) {
     const std::string type = ev.value(field::event, std::string());
-    const int64_t step = ev.contains(field::step) && ev[field::step].is_number_integer() ? ev[field::step].get<int64_t>() : -1;
+    // its step as the store reads it: a missing one, or one of another type, is 0
+    const int64_t step = ev.contains(field::step) && ev[field::step].is_number_integer() ? ev[field::step].get<int64_t>() : 0;
     if (m_at == At::final_end) {
       return "after the run's end event \"" + m_end + "\", which is its result";
     }
     if (m_at == At::ended) {
-      if (m_source == Source::one_process || type != start) {
+      const bool scheduler_end = m_source == Source::file && type == end && ev.value(field::by, std::string()) == k_by_scheduler;
+      if (m_source == Source::one_process || (type != start && !scheduler_end)) {
         return "after the run's end event \"" + m_end + "\"";
       }
     }
@@ -55,7 +84,12 @@ class EventOrder {
       }
       m_at = At::running;
       m_last_train = step;
+      const auto total = ev.find(field::total_steps);
+      m_total_steps = total != ev.end() && total->is_number_integer() ? total->get<int64_t>() : 0;
       return "";
+    }
+    if (std::string outside = outside_run(type, step, m_total_steps); !outside.empty()) {
+      return outside;
     }
     if (type == end) {
       if (m_at == At::before_start && ev.value(field::status, std::string()) == to_string(RunState::done)) {
@@ -78,18 +112,23 @@ class EventOrder {
     return "";
   }
 
+  // Whether the events so far end in an attempt with no end event: a start, and nothing that ended it.
+  bool attempt_open() const { return m_at == At::running; }
+
  private:
   enum class At { before_start, running, ended, final_end };
   Source m_source;
   At m_at = At::before_start;
-  int64_t m_last_train = -1;
+  int64_t m_last_train = 0;
+  int64_t m_total_steps = 0;  // as the latest start announced (0: not said)
   std::string m_end;
 };
 
-// The lines of a whole events.jsonl, in this order: the ignored ones left out, a done before its
-// start rewritten. Lines that are no event pass as they are (their readers skip them).
-inline std::vector<std::string> in_event_order(const std::vector<std::string>& lines) {
-  EventOrder order(EventOrder::Source::file);
+// The lines of a whole events.jsonl, in this order: the ignored ones left out (and the events that
+// break the store's placement rules), a done before its start rewritten. Lines that are no event
+// pass as they are (their readers skip them).
+// `order` (a file's) is left as the lines left it: attempt_open() says how the file ends.
+inline std::vector<std::string> in_event_order(const std::vector<std::string>& lines, EventOrder& order) {
   std::vector<std::string> kept;
   kept.reserve(lines.size());
   for (const auto& line : lines) {
@@ -99,12 +138,18 @@ inline std::vector<std::string> in_event_order(const std::vector<std::string>& l
       continue;
     }
     const std::string before = ev.value(field::status, std::string());
-    if (!order.next(ev).empty()) {
+    // an event the store would not place is no event of the run (nor a start of an attempt)
+    if (!event_problem(ev, Rules::placement).empty() || !order.next(ev).empty()) {
       continue;
     }
     kept.push_back(ev.value(field::status, std::string()) == before ? line : ev.dump());
   }
   return kept;
+}
+
+inline std::vector<std::string> in_event_order(const std::vector<std::string>& lines) {
+  EventOrder order(EventOrder::Source::file);
+  return in_event_order(lines, order);
 }
 
 }  // namespace sweep::events

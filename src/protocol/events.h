@@ -7,11 +7,17 @@
 // change that renames or re-means a field must raise the version.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 namespace sweep::events {
 
 constexpr int64_t k_events_version = 1;
+
+// An event's "time": unix seconds, now.
+inline double unix_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 // Event types ("event" field).
 constexpr const char* start = "start";            // a worker started (or resumed) training the run
@@ -46,6 +52,8 @@ constexpr const char* resumed = "resumed";
 constexpr const char* checkpoint_problem = "checkpoint_problem";  // what was wrong with the checkpoint resumed from ("": nothing)
 constexpr const char* code = "code";          // the git commit the worker was built from
 constexpr const char* numerics = "numerics";  // k_numerics_version of the worker
+// the run id of the config it trains (its repeat 0): what `sweep ingest` checks a run folder's events by
+constexpr const char* identity = "identity";
 
 // train and eval ("loss" and "grad_norm" may be the strings "nan", "inf", "-inf")
 constexpr const char* loss = "loss";
@@ -62,6 +70,7 @@ constexpr const char* moe = "moe";
 // end
 constexpr const char* status = "status";  // a RunState: done | diverged | failed | preempted
 constexpr const char* reason = "reason";
+constexpr const char* by = "by";  // "sweep": the scheduler's own end of an attempt, written into the run's folder
 constexpr const char* test_loss = "test_loss";
 constexpr const char* test_bpb = "test_bpb";
 constexpr const char* wall_seconds = "wall_seconds";

@@ -157,7 +157,7 @@ void add_recorded_seeds(SweepSpec& spec, const std::map<std::string, int64_t>& s
 SweepPlan plan_sweep(const PlanRequest& request) {
   SweepPlan plan;
   SweepSpec& spec = plan.spec;
-  spec = load_sweep(request.file, request.vocab, request.max_variants, request.trainer_dir);
+  spec = load_sweep(request.file, request.vocab, request.max_variants, request.trainer ? &*request.trainer : nullptr);
   plan.placement = place_runs(spec, request.devices);
   train_on(spec, plan.placement.kind);  // the kind of device is part of every id
   for (const PlannedRun& run : spec.runs) {  // what only a GPU runs, said before anything is written
@@ -253,6 +253,48 @@ std::optional<RecordedRounds> read_saved_rounds(const std::string& results, cons
     throw Error(file.string() + ": not a saved seed design (" + what.substr(0, what.find('\n')) + ")");
   }
   return r;
+}
+
+void save_trainer(const std::string& results, const SweepSpec& spec) {
+  if (!spec.trainer) {
+    return;
+  }
+  const ExternalTrainer& t = spec.trainer->trainer;
+  const fs::path root = fs::absolute(results).lexically_normal();
+  const nlohmann::json j{{"name", t.name}, {"dir", fs::path(t.dir).lexically_relative(root).string()}, {"files", t.files}};
+  write_file_atomic(saved_file(results, spec.name, ".trainer"), j.dump() + "\n");
+  fs::remove(saved_file(results, spec.name, ".trainer-dir"));  // an older sweep's record of it
+}
+
+std::optional<TrainerRecord> read_saved_trainer(const std::string& results, const std::string& sweep) {
+  const fs::path file = saved_file(results, sweep, ".trainer"), older = saved_file(results, sweep, ".trainer-dir");
+  TrainerRecord r;
+  if (fs::exists(file)) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(read_file(file));
+      r.dir = (fs::absolute(results) / j.at("dir").get<std::string>()).lexically_normal().string();
+      r.files = j.at("files").get<std::map<std::string, std::string>>();
+      r.name = j.value("name", "");
+    } catch (const nlohmann::json::exception& e) {
+      const std::string what = e.what();
+      throw Error(file.string() + ": not a saved trainer record (" + what.substr(0, what.find('\n')) + ")");
+    }
+    return r;
+  }
+  if (fs::exists(older)) {
+    r.dir = trim(read_file(older));
+    return r;
+  }
+  return std::nullopt;
+}
+
+void save_file_name(const std::string& results, const SweepSpec& spec) {
+  write_file_atomic(saved_file(results, spec.name, ".file"), spec.file + "\n");
+}
+
+std::string read_saved_file_name(const std::string& results, const std::string& sweep) {
+  const fs::path file = saved_file(results, sweep, ".file");
+  return fs::exists(file) ? trim(read_file(file)) : "";
 }
 
 }  // namespace sweep

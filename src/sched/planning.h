@@ -61,7 +61,7 @@ struct PlanRequest {
   std::string file;                          // the sweep file
   VocabLookup vocab;                         // its datasets' vocabularies (config/sweep_spec.h)
   size_t max_variants = k_default_max_variants;
-  std::string trainer_dir;                   // a saved copy's trainer folder (ingest), else ""
+  std::optional<TrainerRecord> trainer;      // a saved copy's trainer as it ran (ingest: read_saved_trainer)
   DeviceRequest devices;
   // What the folder records: its database (run, plan, check: the design --until-decided judged by
   // and the seeds its rounds added), or — rebuilding that database — the saved rounds (ingest).
@@ -87,5 +87,15 @@ std::string read_saved_device(const std::string& results, const std::string& swe
 void save_rounds(const std::string& results, const SweepSpec& spec, const std::vector<PlannedRun>& added = {});
 // nullopt when there is none; throws Error naming the file when it cannot be read.
 std::optional<RecordedRounds> read_saved_rounds(const std::string& results, const std::string& sweep);
+// sweeps/NAME.trainer: a trainer of your own as the sweep ran with it (config/trainer.h, TrainerRecord),
+// its folder relative to the results folder's. Read: nullopt when there is none (a sweep of sweep's
+// own core), a record without hashes from an older folder's NAME.trainer-dir; throws Error naming
+// the file when it cannot be read.
+void save_trainer(const std::string& results, const SweepSpec& spec);
+std::optional<TrainerRecord> read_saved_trainer(const std::string& results, const std::string& sweep);
+// sweeps/NAME.file: the sweep file's name as `sweep run` was given it, which the report shows
+// ("" when none was saved: a folder of an older sweep).
+void save_file_name(const std::string& results, const SweepSpec& spec);
+std::string read_saved_file_name(const std::string& results, const std::string& sweep);
 
 }  // namespace sweep

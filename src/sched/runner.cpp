@@ -12,6 +12,7 @@
 
 #include "protocol/event_order.h"
 #include "protocol/json_line.h"
+#include "sched/run_folder.h"
 #include "sched/slurm.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -90,7 +91,38 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
   }
   // the order of events enforced as the worker host enforces it (protocol/event_order.h): a
   // folder may come from anywhere
-  store.ingest(run_id, events::in_event_order(split(read_file(events), '\n')));
+  events::EventOrder order(events::EventOrder::Source::file);
+  store.ingest(run_id, events::in_event_order(split(read_file(events), '\n'), order));
+  // an attempt the file does not end: its worker stopped without a word, and no scheduler said how
+  if (order.attempt_open() && !finished(store.run(run_id)->status)) {
+    store.set_status(run_id, RunState::interrupted, events::k_no_end_event);
+  }
+}
+
+void record_end(Store& store, const std::string& run_id, RunState state, const std::string& error) {
+  const RunRow row = *store.run(run_id);
+  if (finished(row.status) || (row.status == state && row.error == error)) {
+    return;  // the run's events say it already (a result is never rewritten)
+  }
+  // The reason as the line holds it, for the database too: at most 16 KiB of it (a log's tail may be
+  // long), its bytes that are no UTF-8 replaced (a program's output may hold any).
+  const nlohmann::json ev{{events::field::event, events::end},
+                          {events::field::status, to_string(state)},
+                          {events::field::reason, error.substr(0, 16 << 10)},
+                          {events::field::by, events::k_by_scheduler},
+                          {events::field::time, events::unix_time()}};
+  const std::string line = ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const fs::path path = fs::path(row.run_dir) / "events.jsonl";
+  try {
+    if (fs::is_directory(path.parent_path())) {
+      append_line(path, line);
+    }
+  } catch (const Error&) {
+    // the database has it; the folder does not (a full disk): `sweep ingest` would read the run
+    // as its events leave it
+  }
+  store.ingest(run_id, {line});
+  store.set_status(run_id, state, nlohmann::json::parse(line)[events::field::reason].get<std::string>());
 }
 
 SweepRunner::SweepRunner(const SweepSpec& spec, Store& store, std::unique_ptr<ResultsLock> lock,
@@ -146,7 +178,7 @@ void SweepRunner::recover() {
     }
     reingest_run_dir(m_store, row.run_id, row.run_dir);
     if (m_store.run(row.run_id)->status == RunState::running) {
-      m_store.set_status(row.run_id, RunState::interrupted, "the scheduler stopped while this run was training");
+      record_end(m_store, row.run_id, RunState::interrupted, "the scheduler stopped while this run was training");
     }
     if (row.status == RunState::running) {
       say("recovered " + variant + " (" + row.run_id + "): resumes from its checkpoint");
@@ -157,6 +189,15 @@ void SweepRunner::recover() {
 void SweepRunner::launch(const PlannedRun& run) {
   const fs::path dir = m_store.run(run.run_id)->run_dir;
   fs::create_directories(dir);
+  // A folder that holds another run's config or events is not trained on, nor read (sched/run_folder.h)
+  if (fs::exists(dir / "config.yaml")) {
+    if (const std::string problem = run_folder_problem(dir); !problem.empty()) {
+      ++m_failed;
+      m_store.set_status(run.run_id, RunState::failed, "its folder " + dir.string() + " is not this run's: " + problem);
+      say("fail  " + describe(run) + ": its folder " + dir.string() + " is not this run's: " + problem);
+      return;
+    }
+  }
   // First what the folder holds that the database has not seen (a run trained by hand, say): a
   // resume must not leave a hole in the run's curve.
   reingest_run_dir(m_store, run.run_id, dir.string());
@@ -268,7 +309,11 @@ void SweepRunner::finish(const WorkerEnd& end) {
     m_killed_at.erase(end.run_id);
   }
   const Outcome outcome = classify_end(facts);
-  m_store.set_status(end.run_id, outcome.state, outcome.error);
+  if (finished(outcome.state) && finished(row.status)) {
+    m_store.set_status(end.run_id, outcome.state, outcome.error);  // its result, and a note on how its worker left
+  } else {
+    record_end(m_store, end.run_id, outcome.state, outcome.error);
+  }
   m_watched.erase(end.run_id);
   const std::string code = end.exit_code ? "exit " + std::to_string(*end.exit_code) : end.detail;
   switch (outcome.then) {
@@ -489,7 +534,7 @@ void SweepRunner::abandon() {
       const RunRow row = *m_store.run(run_id);
       reingest_run_dir(m_store, run_id, row.run_dir);
       if (!finished(m_store.run(run_id)->status)) {
-        m_store.set_status(run_id, RunState::interrupted, "the scheduler stopped on an error while this run trained");
+        record_end(m_store, run_id, RunState::interrupted, "the scheduler stopped on an error while this run trained");
       }
     } catch (const std::exception&) {
     }

@@ -36,8 +36,15 @@ class ResultsLock {
   std::filesystem::path m_reserve;
 };
 
-// Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`).
+// Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`); a
+// run whose events stop in an attempt without an end is recorded interrupted (resumable).
 void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
+
+// Records how an attempt of the run ended as the scheduler reads it (an exit code, a kill, a stop),
+// where its events do not say it already: an end event "by" the scheduler appended to the run's
+// events.jsonl (protocol/event_order.h), so that `sweep ingest` of its folder records what the
+// database does; then the database. A finished run's result is never rewritten.
+void record_end(Store& store, const std::string& run_id, RunState state, const std::string& error);
 
 struct RunnerOptions {
   int retries = 1;            // crashes retried per run and `sweep run`, from its checkpoint

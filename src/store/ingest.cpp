@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/event_check.h"
+#include "protocol/event_order.h"
 #include "protocol/events.h"
 #include "protocol/json_line.h"
 #include "store/sqlite_util.h"
@@ -112,16 +113,14 @@ class EventIngest {
     }
     // No worker writes these: an event that breaks the protocol's placement rules (a step, a train
     // event's tokens, a loss, a split, an end's state; protocol/event_check.h), or one at a step
-    // outside the run (an end's negative step too: its step is optional, and one of another type
-    // reads as 0). Skipped, like a line that is no JSON. (A failed worker's end event has no step.)
-    // An end past total_steps is the run's end all the same, as the host takes it: a loop that
-    // counts one past its last step (nanoGPT's ends at max_iters + 1) said so.
+    // outside the run (protocol/event_order.h: past total_steps, but for an end; an end's step is
+    // optional, and one of another type reads as 0). Skipped, like a line that is no JSON.
     if (!events::event_problem(ev, events::Rules::placement).empty()) {
       return;
     }
     const std::string type = field_or<std::string>(ev, field::event, "");  // "": a type it does not know
     const int64_t step = field_or<int64_t>(ev, field::step, 0);
-    if (step < 0 || (type != events::start && type != events::end && m_total_steps > 0 && step > m_total_steps)) {
+    if (!events::outside_run(type, step, m_total_steps).empty()) {
       return;
     }
     const bool has_time = ev.contains(field::time) && ev[field::time].is_number();

@@ -523,15 +523,18 @@ std::string Store::stored_dir(const std::string& run_dir) const {
   return !inside.empty() && *inside.begin() != ".." ? inside.string() : dir.string();
 }
 
-void Store::ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir) try {
+void Store::ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir,
+                       int64_t init_seed, int64_t data_seed) try {
   SQLite::Statement q(*m_db,
                       "INSERT INTO runs(run_id, config, init_seed, data_seed, status, run_dir, updated_at) "
-                      "VALUES (?, ?, 0, 0, ?, ?, ?) ON CONFLICT(run_id) DO NOTHING");
+                      "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id) DO NOTHING");
   q.bind(1, run_id);
   q.bind(2, config_yaml);
-  q.bind(3, to_string(RunState::pending));
-  q.bind(4, stored_dir(run_dir));
-  q.bind(5, now());
+  q.bind(3, init_seed);
+  q.bind(4, data_seed);
+  q.bind(5, to_string(RunState::pending));
+  q.bind(6, stored_dir(run_dir));
+  q.bind(7, now());
   q.exec();
 } catch (const SQLite::Exception& e) {
   throw db_error(m_path, e);

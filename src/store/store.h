@@ -132,8 +132,9 @@ class Store {
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt, const std::string& device);
   void set_status(const std::string& run_id, RunState status, const std::string& error = "");
   void set_job(const std::string& run_id, const std::string& job, const std::string& state);
-  // Registers a run found on disk (sweep ingest) that the database does not know yet.
-  void ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir);
+  // Registers a run found on disk (sweep ingest) that the database does not know yet, at the seeds its config says.
+  void ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir,
+                  int64_t init_seed, int64_t data_seed);
   // Where the run's files are (sweep ingest of a folder elsewhere: its runs train on there).
   void set_run_dir(const std::string& run_id, const std::string& run_dir);
 

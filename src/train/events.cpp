@@ -69,7 +69,7 @@ EventSink::~EventSink() {
 void EventSink::emit(const std::string& type, nlohmann::json fields) {
   nlohmann::ordered_json ev;
   ev[events::field::event] = type;
-  ev[events::field::time] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ev[events::field::time] = events::unix_time();
   for (auto& [key, value] : fields.items()) {
     ev[key] = value;
   }

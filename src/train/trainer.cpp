@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "build_options.h"
+#include "config/sweep_spec.h"
 #include "data/dataset.h"
 #include "parallel/parallel.h"
 #include "protocol/events.h"
@@ -442,7 +443,8 @@ void Trainer::announce_start(EventSink& ev, bool resumed, const std::string& che
                           {field::resumed, resumed},
                           {field::checkpoint_problem, checkpoint_note},
                           {field::code, code_commit()},
-                          {field::numerics, k_numerics_version}});
+                          {field::numerics, k_numerics_version},
+                          {field::identity, run_id_of(m_cfg, 0)}});
   ev.note((resumed ? "resumed at step " + std::to_string(m_step) : std::string("started")) + ": " +
           std::to_string(total) + " steps of " + format_count(static_cast<double>(tps)) + " tokens, " +
           format_count(static_cast<double>(m_num_params)) + " parameters" +

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "build_options.h"
+#include "config/sweep_spec.h"
 #include "protocol/event_order.h"
 #include "protocol/event_check.h"
 #include "protocol/events.h"
@@ -30,10 +31,6 @@ namespace sweep {
 namespace {
 
 namespace field = events::field;
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The reason the host records for a trainer that ended "done" without a test loss.
 const char* const k_no_test_loss =
@@ -158,8 +155,9 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
     return std::nullopt;  // the trainer's own output
   }
   if (!ev.contains(field::time)) {
-    ev[field::time] = now_seconds();
+    ev[field::time] = events::unix_time();
   }
+  ev.erase(field::by);  // the scheduler's mark on an end it wrote itself: never a program's
   why = events::event_problem(ev, events::Rules::trainer);  // protocol/event_check.h
   if (!why.empty()) {
     return std::nullopt;
@@ -321,8 +319,13 @@ void check_trainer_unchanged(const ExternalTrainer& trainer) {
 // every other line, and every rank's stderr, goes to the log (stderr: worker.log).
 class HostedRun {
  public:
-  HostedRun(const ExternalTrainer& trainer, const fs::path& dir, bool to_stdout)
-      : m_trainer(trainer), m_dir(dir), m_to_stdout(to_stdout), m_events_file(dir / "events.jsonl", std::ios::app) {}
+  // `identity`: the run id of the config it trains, stamped on its start events
+  HostedRun(const ExternalTrainer& trainer, const fs::path& dir, bool to_stdout, std::string identity)
+      : m_trainer(trainer),
+        m_dir(dir),
+        m_to_stdout(to_stdout),
+        m_identity(std::move(identity)),
+        m_events_file(dir / "events.jsonl", std::ios::app) {}
 
   void spawn_ranks(const Launch& launch) {
     for (int r = 0; r < launch.ranks; ++r) {
@@ -459,8 +462,11 @@ class HostedRun {
       m_log.line("sweep: ignored (" + ignored + "): " + line);
       return;
     }
+    if ((*ev)[field::event] == events::start) {
+      (*ev)[field::identity] = m_identity;  // what it trained, as sweep knows it: a folder's events are checked by it
+    }
     if ((*ev)[field::event] == events::heartbeat) {  // liveness only: one a second is plenty
-      const double t = now_seconds();
+      const double t = events::unix_time();
       if (t - m_last_heartbeat < 1.0) {
         return;
       }
@@ -497,6 +503,7 @@ class HostedRun {
   const ExternalTrainer& m_trainer;
   const fs::path m_dir;
   bool m_to_stdout;
+  const std::string m_identity;
   std::ofstream m_events_file;
   CappedLog m_log;
   std::vector<Rank> m_ranks;
@@ -540,7 +547,7 @@ Exit run_external(const RunConfig& cfg, const HostOptions& o) {
   ::signal(SIGPIPE, SIG_IGN);
   // nothing the program starts outlives it: what it leaves behind becomes ours, and is stopped
   become_subreaper();
-  HostedRun run(*cfg.trainer, dir, o.events);
+  HostedRun run(*cfg.trainer, dir, o.events, run_id_of(cfg, 0));
   run.spawn_ranks(launch);
   run.supervise();
   return run.finish();

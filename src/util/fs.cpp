@@ -74,6 +74,25 @@ void write_file_atomic(const fs::path& path, const std::string& content) {
   });
 }
 
+void append_line(const fs::path& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw io_error("open", path.string(), errno);
+  }
+  char last = '\n';
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  if (size > 0 && ::pread(fd, &last, 1, size - 1) != 1) {
+    last = '\n';
+  }
+  const std::string text = (last == '\n' ? "" : "\n") + line + "\n";
+  const ssize_t wrote = ::write(fd, text.data(), text.size());
+  const int err = errno;
+  ::close(fd);
+  if (wrote != static_cast<ssize_t>(text.size())) {
+    throw io_error("write", path.string(), wrote < 0 ? err : ENOSPC);
+  }
+}
+
 void remove_stale_temporaries(const fs::path& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {

@@ -22,6 +22,10 @@ void replace_file_atomic(const fs::path& path, const std::function<void(const fs
 
 void fsync_path(const fs::path& path);
 
+// Appends `line` and a newline to a log of lines (created if missing), on a line of its own: after
+// a newline when the file ends in a line cut short (a writer killed mid-line). Throws an io_error.
+void append_line(const fs::path& path, const std::string& line);
+
 // Removes the temporary files replace_file_atomic leaves when its process is killed mid-write
 // (".NAME.tmp.PID.N") from `dir`. Call it only while holding the lock of what writes there.
 void remove_stale_temporaries(const fs::path& dir);

@@ -201,11 +201,52 @@ TEST_CASE("the order of a run's events: the first end event is its result, a don
     CHECK(take(order, j(R"({"event":"end","status":"done","test_loss":3})")).empty());
     CHECK_FALSE(take(order, j(R"({"event":"start","step":0})")).empty());
   }
+  {  // a step past the start's total_steps is no step of the run, for every event but the end; the
+     // store holds every line to the same rule (outside_run)
+    EventOrder order(EventOrder::Source::one_process);
+    CHECK(take(order, j(R"({"event":"start","step":0,"total_steps":4})")).empty());
+    CHECK(take(order, j(R"({"event":"train","step":2,"tokens":8,"loss":3})")).empty());
+    CHECK(take(order, j(R"({"event":"train","step":102,"tokens":816,"loss":3})")) == "step 102 past the run's total_steps 4");
+    CHECK(take(order, j(R"({"event":"eval","step":5,"split":"val","loss":3})")) == "step 5 past the run's total_steps 4");
+    CHECK(take(order, j(R"({"event":"train","step":3,"tokens":24,"loss":3})")).empty());  // 102 was never taken
+    CHECK(take(order, j(R"({"event":"train","step":4,"tokens":32,"loss":3})")).empty());
+    CHECK(take(order, j(R"({"event":"end","status":"done","step":5,"test_loss":3})")).empty());  // nanoGPT's max_iters + 1
+    CHECK(events::outside_run("train", 5, 4) == "step 5 past the run's total_steps 4");
+    CHECK(events::outside_run("train", 5, 0).empty());  // not said: no bound
+    CHECK(events::outside_run("end", 9, 4).empty());
+    CHECK(events::outside_run("end", -1, 4) == "a negative step");
+  }
+  {  // a file: the scheduler's end of an attempt replaces the worker's non-final end, never a result
+    EventOrder order(EventOrder::Source::file);
+    CHECK(take(order, j(R"({"event":"start","step":0})")).empty());
+    CHECK(order.attempt_open());
+    CHECK(take(order, j(R"({"event":"end","status":"failed","reason":"x"})")).empty());
+    CHECK_FALSE(order.attempt_open());
+    CHECK_FALSE(take(order, j(R"({"event":"end","status":"failed","reason":"a second"})")).empty());
+    CHECK(take(order, j(R"({"event":"end","status":"failed","reason":"exit 1","by":"sweep"})")).empty());
+    CHECK(take(order, j(R"({"event":"start","step":0})")).empty());
+    CHECK(take(order, j(R"({"event":"end","status":"done","test_loss":3})")).empty());
+    CHECK_FALSE(take(order, j(R"({"event":"end","status":"failed","reason":"exit 1","by":"sweep"})")).empty());
+    CHECK_FALSE(order.attempt_open());
+  }
+  {  // a program cannot say it is the scheduler: the host drops "by" from its events
+    ExternalTrainer trainer;
+    trainer.name = "t";
+    trainer.command = {"./t.sh"};
+    std::string why;
+    const auto ev = accept_event(R"({"event":"end","status":"failed","by":"sweep"})", trainer, why);
+    REQUIRE(ev);
+    CHECK_FALSE(ev->contains("by"));
+  }
   // a whole events.jsonl: the lines after the result left out, a done before the start rewritten
   const std::vector<std::string> lines{R"({"event":"start","step":0})", "not an event",
                                        R"({"event":"end","status":"done","test_loss":3.1})",
                                        R"({"event":"end","status":"done","test_loss":99})"};
   CHECK(events::in_event_order(lines) == std::vector<std::string>(lines.begin(), lines.begin() + 3));
+  // an event the store would not place starts nothing: a start without a step is no attempt
+  events::EventOrder order(events::EventOrder::Source::file);
+  CHECK(events::in_event_order({R"({"event":"start"})", R"({"event":"train","step":1,"loss":2})"}, order).empty());
+  CHECK_FALSE(order.attempt_open());
   const auto breach = events::in_event_order({R"({"event":"end","status":"done","test_loss":3.1})"});
   REQUIRE(breach.size() == 1);
   CHECK(nlohmann::json::parse(breach[0])["status"] == "failed");

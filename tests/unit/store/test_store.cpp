@@ -296,8 +296,8 @@ TEST_CASE("run folders are stored relative to the results folder and read back a
     CHECK(raw.execAndGet("SELECT run_dir FROM runs").getString() == "runs/" + id);
   }
   // A run folder ingested from inside the results folder is stored relative, one outside absolute.
-  store.ensure_run("inside", "x: 1", fixture.dir.str("runs/inside"));
-  store.ensure_run("outside", "x: 1", "/elsewhere/runs/outside");
+  store.ensure_run("inside", "x: 1", fixture.dir.str("runs/inside"), 1, 1);
+  store.ensure_run("outside", "x: 1", "/elsewhere/runs/outside", 2, 3);
   SQLite::Database raw(fixture.dir.str("sweep.db"));
   CHECK(raw.execAndGet("SELECT run_dir FROM runs WHERE run_id = 'inside'").getString() == "runs/inside");
   CHECK(store.run("outside")->run_dir == "/elsewhere/runs/outside");

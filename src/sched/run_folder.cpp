@@ -1,0 +1,106 @@
+#include "sched/run_folder.h"
+
+#include <optional>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/sweep_spec.h"
+#include "protocol/events.h"
+#include "protocol/json_line.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sweep {
+
+namespace {
+
+namespace field = events::field;
+
+// The start events of a folder's events.jsonl, as objects (a line that is none is no start).
+std::vector<nlohmann::json> start_events(const fs::path& events) {
+  std::vector<nlohmann::json> starts;
+  if (!fs::exists(events)) {
+    return starts;
+  }
+  std::istringstream in(read_file(events));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"start\"") == std::string::npos) {
+      continue;  // cheap: most lines are train events
+    }
+    nlohmann::json ev = events::parse_json_line(line);
+    if (ev.is_object() && ev.value(field::event, nlohmann::json()) == events::start) {
+      starts.push_back(std::move(ev));
+    }
+  }
+  return starts;
+}
+
+std::optional<int64_t> whole(const nlohmann::json& ev, const char* key) {
+  const auto it = ev.find(key);
+  return it != ev.end() && it->is_number_integer() ? std::optional<int64_t>(it->get<int64_t>()) : std::nullopt;
+}
+
+}  // namespace
+
+std::string run_folder_problem(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  RunConfig config;
+  try {
+    config = load_run_config((dir / "config.yaml").string());
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    return "its config.yaml does not load: " + what.substr(0, what.find('\n'));
+  }
+  const std::vector<nlohmann::json> starts = start_events(dir / "events.jsonl");
+  // The numerics versions it may have been trained under: this core's, and those its workers said.
+  std::set<std::optional<int64_t>> numerics{std::nullopt};
+  for (const auto& ev : starts) {
+    if (const auto n = whole(ev, field::numerics)) {
+      numerics.insert(*n);
+    }
+  }
+  bool named = false;
+  std::optional<int64_t> trained_numerics;
+  for (const auto& n : numerics) {
+    nlohmann::json identity = config.identity_json();
+    if (n && identity.contains("numerics")) {
+      identity["numerics"] = *n;
+    }
+    for (int64_t repeat = 0; repeat <= 1000 && !named; ++repeat) {  // seeds.repeat: at most 1000
+      named = run_id_of_identity(identity, repeat) == name;
+    }
+    if (named) {
+      trained_numerics = n;
+      break;
+    }
+  }
+  if (!named) {
+    return "its config.yaml is not the run its name says (it hashes to " + run_id_of(config, 0) +
+           "): the config was edited after the run, or the folder renamed — restore it, or move the folder away";
+  }
+  const std::string identity = run_id_of(config, 0, trained_numerics);
+  for (const auto& ev : starts) {
+    const auto stamped = ev.find(field::identity);
+    if (stamped != ev.end() && stamped->is_string() && *stamped != identity) {
+      return "its events.jsonl holds a start of run " + stamped->get<std::string>() + ", not of its config (" + identity +
+             "): the events of another run — restore the folder's own, or move it away";
+    }
+    if (config.trainer) {
+      continue;  // a trainer of your own decides its steps
+    }
+    const auto total = whole(ev, field::total_steps), per_step = whole(ev, field::tokens_per_step);
+    if ((total && *total != config.total_steps()) || (per_step && *per_step != config.tokens_per_step())) {
+      return "its events.jsonl holds a start of " + std::to_string(total.value_or(0)) + " steps of " +
+             std::to_string(per_step.value_or(0)) + " tokens, its config.yaml " + std::to_string(config.total_steps()) +
+             " of " + std::to_string(config.tokens_per_step()) +
+             ": the events of another run — restore the folder's own, or move it away";
+    }
+  }
+  return "";
+}
+
+}  // namespace sweep
