@@ -2,6 +2,7 @@
 // rung with 2 or more below it hidden and predicted from them (report/backtest.h), for the ladders
 // named or every ladder in the results.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -46,12 +47,25 @@ Exit run_backtest(const BacktestOptions& o) {
   std::vector<BacktestRow> rows;
   std::vector<std::string> without;  // every ladder: those that cannot be backtested, and why
   std::vector<std::string> partial;  // the ladders with runs still to finish
+  std::vector<std::string> unscored;  // rungs not hidden, and ladders counted under another name
   std::set<std::string> seen;
+  std::map<std::set<std::string>, std::string> ladder_of_runs;  // a ladder's run ids -> its first name
   for (const auto& name : names) {
     if (!seen.insert(name).second) {
       continue;  // a ladder named twice is backtested once: its rows would count twice in the pooled row
     }
     const ReportInput in = load_report_input(*store, name, o.metric, "");
+    std::set<std::string> runs;
+    for (const auto& v : in.variants) {
+      for (const auto& r : v.runs) {
+        runs.insert(r.run_id);
+      }
+    }
+    // one ladder under two names (a sweep file copied, run again): its runs counted once
+    if (const auto [first, added] = ladder_of_runs.emplace(runs, in.sweep); !added && !runs.empty()) {
+      unscored.push_back(in.sweep + ": the same runs as " + first->second + " — counted once");
+      continue;
+    }
     if (!in.ladder) {
       throw Error("sweep " + in.sweep + " has no scale ladder (no `scale:` section in " + in.file +
                       "): a backtest hides a rung of a ladder and predicts it from the rungs below",
@@ -69,6 +83,9 @@ Exit run_backtest(const BacktestOptions& o) {
     }
     const Analysis a = analyze(in);
     const Backtest& b = a.ladder->backtest;
+    for (const auto& u : b.unscored) {
+      unscored.push_back(in.sweep + ": " + u);
+    }
     if (b.rows.empty()) {
       if (!every) {
         throw Error("sweep " + in.sweep + " cannot be backtested on " + o.metric + ": " + b.why, Exit::bad_input);
@@ -86,7 +103,8 @@ Exit run_backtest(const BacktestOptions& o) {
                              {"rows", json_array(rows)},
                              {"pooled", json_of(pool_backtest(rows))},
                              {"without", without},
-                             {"partial", partial}};
+                             {"partial", partial},
+                             {"unscored", unscored}};
     out = j.dump(2) + "\n";
   } else {
     const Rows table = backtest_table(rows);
@@ -97,6 +115,9 @@ Exit run_backtest(const BacktestOptions& o) {
     }
     for (const auto& w : partial) {
       out += "partial: " + w + "\n";
+    }
+    for (const auto& w : unscored) {
+      out += "not scored: " + w + "\n";
     }
   }
   std::fputs(out.c_str(), stdout);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <set>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/results.h"
@@ -21,58 +23,139 @@ using commands::sweep_to_read;
 CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "calibrate", "Measure the verdicts' error rates on synthetic studies with a known truth (a Markdown table)");
+  // an option of one mode or two: recorded when given, so that the mode run checks it applies
+  const auto of_mode = [&o](CLI::Option* opt) {
+    const std::string name = opt->get_name();
+    return opt->each([&o, name](const std::string&) { o.given.insert(name); });
+  };
+  // a loss's noise, effects and curvatures: nats of a loss, never 1e308
+  const double most = 100;
   cmd->add_option("sweep", o.sweep, "Take σ, ρ, δ, the seeds and the interventions from this sweep's results");
   cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
   cmd->add_option("--sigma", o.sigma, "Seed-to-seed standard deviation of one variant's metric")
-      ->check(at_least(0, true));
-  cmd->add_option("--rho", o.rho, "Correlation of a variant's and the baseline's metric at one seed")
-      ->check(between(-0.99, 0.9999));
-  cmd->add_option("--min-effect", o.min_effect, "The smallest effect of interest δ")->check(at_least(0, true));
-  cmd->add_option("--better-by", o.better_by,
-                  "A margin m: also measure how often `better (by > m)` is claimed (e.g. at a true improvement of m)")
-      ->check(at_least(0, true));
-  cmd->add_option("--better-by-alpha", o.better_by_alpha, "--better-by's level (default: the sweep's, else 0.05)")
-      ->check(between(0.0001, 0.5));
+      ->check(at_least(0, true))
+      ->check(at_most(most));
+  of_mode(cmd->add_option("--rho", o.rho, "Correlation of a variant's and the baseline's metric at one seed")
+              ->check(between(-0.99, 0.9999)));
+  of_mode(cmd->add_option("--min-effect", o.min_effect, "The smallest effect of interest δ")
+              ->check(at_least(0, true))
+              ->check(at_most(most)));
+  of_mode(cmd->add_option("--better-by", o.better_by,
+                          "A margin m: also measure how often `better (by > m)` is claimed (e.g. at a true improvement of m)")
+              ->check(at_least(0, true))
+              ->check(at_most(most)));
+  of_mode(cmd->add_option("--better-by-alpha", o.better_by_alpha, "--better-by's level (default: the sweep's, else 0.05)")
+              ->check(between(0.0001, 0.5)));
   cmd->add_option("--seeds", o.seeds, "Declared seeds (default: the sweep's, else 3)")->check(CLI::Range(2, 1000));
-  cmd->add_option("--max-seeds", o.max_seeds, "--until-decided's cap (default: the sweep's, else 4 × seeds; --tune: none, the fixed design only)")
-      ->check(CLI::Range(2, 1000));
+  of_mode(cmd->add_option("--max-seeds", o.max_seeds,
+                          "--until-decided's cap (default: the sweep's, else 4 × seeds; --tune: none, the fixed design only)")
+              ->check(CLI::Range(2, 1000)));
   cmd->add_option("--interventions", o.interventions, "Interventions per study (default: the sweep's, else 1; --tune 4, --backtest 3)")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--effects", o.effects, "True improvements, in multiples of δ, comma-separated")->capture_default_str();
+  of_mode(cmd->add_option("--effects", o.effects, "True improvements, in multiples of δ, comma-separated")->capture_default_str());
   cmd->add_option("--replicates", o.replicates, "Studies per effect")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed of the studies")->check(unsigned_integer())->capture_default_str();
-  cmd->add_option("--spending", o.spending, "--until-decided's alpha spending, to compare (sweep run uses pocock)")
-      ->check(CLI::IsMember({"pocock", "obrien-fleming"}))
-      ->capture_default_str();
+  of_mode(cmd->add_option("--spending", o.spending, "--until-decided's alpha spending, to compare (sweep run uses pocock)")
+              ->check(CLI::IsMember({"pocock", "obrien-fleming"}))
+              ->capture_default_str());
   cmd->add_flag("--tune", o.tune,
                 "The verdicts at each arm's best value of a tune axis: simulated bowls in log(learning rate) "
                 "(a fixed design, and with --max-seeds --until-decided too; --effects does not apply)");
   cmd->add_flag("--backtest", o.backtest,
                 "The backtest's coverage and decision accuracy on synthetic ladders: straight, bent and crossing 0 "
                 "(--sigma, --seeds, --interventions, --replicates, --seed, --rungs and --bend apply)");
-  cmd->add_option("--rungs", o.rungs, "--backtest: rungs per ladder, a decade of FLOPs apart")
-      ->check(CLI::Range(3, 20))
-      ->capture_default_str();
-  cmd->add_option("--bend", o.bend, "--backtest: the bent trends' curvature per decade²")
-      ->check(at_least(0))
-      ->capture_default_str();
-  cmd->add_option("--curvature", o.curvature, "--tune: the bowl's rise per doubling² of the value")
-      ->check(at_least(0, true))
-      ->capture_default_str();
-  cmd->add_option("--asymmetry", o.asymmetry, "--tune: the asymmetric bowls' rise above the minimum ÷ below it")
-      ->check(at_least(1))
-      ->capture_default_str();
-  cmd->add_option("--tune-grid", o.tune_grid,
-                  "--tune: the values tried, as log2 of each ÷ the base value, comma-separated (0 among them; "
-                  "-1,-0.5,0,0.5,1,1.5,2: steps of √2)")
-      ->capture_default_str();
-  cmd->add_option("--run-sigma", o.run_sigma, "--tune: each run's own noise, beside the seed's")
-      ->check(at_least(0))
-      ->capture_default_str();
+  of_mode(cmd->add_option("--rungs", o.rungs, "--backtest: rungs per ladder, a decade of FLOPs apart")
+              ->check(CLI::Range(3, 20))
+              ->capture_default_str());
+  of_mode(cmd->add_option("--bend", o.bend, "--backtest: the bent trends' curvature per decade²")
+              ->check(at_least(0))
+              ->check(at_most(most))
+              ->capture_default_str());
+  of_mode(cmd->add_option("--curvature", o.curvature, "--tune: the bowl's rise per doubling² of the value")
+              ->check(at_least(0, true))
+              ->check(at_most(most))
+              ->capture_default_str());
+  of_mode(cmd->add_option("--asymmetry", o.asymmetry, "--tune: the asymmetric bowls' rise above the minimum ÷ below it")
+              ->check(at_least(1))
+              ->check(at_most(most))
+              ->capture_default_str());
+  of_mode(cmd->add_option("--tune-grid", o.tune_grid,
+                          "--tune: the values tried, as log2 of each ÷ the base value, comma-separated (0 among them; "
+                          "-1,-0.5,0,0.5,1,1.5,2: steps of √2)")
+              ->capture_default_str());
+  of_mode(cmd->add_option("--run-sigma", o.run_sigma, "--tune: each run's own noise, beside the seed's")
+              ->check(at_least(0))
+              ->check(at_most(most))
+              ->capture_default_str());
   return cmd;
 }
 
 namespace {
+
+// The options a mode takes of those of one mode (CalibrateOptions::given): any other given is
+// refused by name, with the mode it belongs to.
+void refuse_other_modes(const CalibrateOptions& o) {
+  struct Mode {
+    const char* name;
+    bool on;
+    std::set<std::string> takes;
+  };
+  const std::vector<Mode> modes{
+      {"--tune", o.tune,
+       {"--rho", "--min-effect", "--better-by", "--better-by-alpha", "--max-seeds", "--spending", "--curvature",
+        "--asymmetry", "--tune-grid", "--run-sigma"}},
+      {"--backtest", o.backtest, {"--rungs", "--bend"}},
+      {"the plain calibration", !o.tune && !o.backtest,
+       {"--rho", "--min-effect", "--better-by", "--better-by-alpha", "--max-seeds", "--effects", "--spending"}},
+  };
+  for (const Mode& m : modes) {
+    if (!m.on) {
+      continue;
+    }
+    for (const std::string& given : o.given) {
+      if (m.takes.count(given)) {
+        continue;
+      }
+      std::vector<std::string> of;
+      for (const Mode& other : modes) {
+        if (other.takes.count(given)) {
+          of.push_back(other.name);
+        }
+      }
+      throw Error("calibrate: " + given + " does not apply to " + m.name + " (it is " + join(of, " and ") +
+                      "'s) — drop it" + (m.name == std::string("the plain calibration") ? ", or pass " + of.front() : ""),
+                  Exit::bad_input);
+    }
+  }
+}
+
+// --tune-grid: log2 of each value ÷ the base value — 0 among them, 3 values at least, each within
+// ±10 (1024× the base value) and 0.05 from its neighbours (values 3.5% apart are one value, to a fit).
+std::vector<double> tune_grid(const std::string& text, std::vector<double> grid) {
+  const auto refuse = [&](const std::string& why) {
+    throw Error("calibrate: --tune-grid " + text + ": " + why + " — e.g. -1,-0.5,0,0.5,1,1.5,2 (steps of √2)",
+                Exit::bad_input);
+  };
+  std::sort(grid.begin(), grid.end());
+  for (const double v : grid) {
+    if (std::abs(v) > 10) {
+      refuse(format_number("%g", v) + " is beyond ±10 (log2 of a value ÷ the base value: at most 1024× either way)");
+    }
+  }
+  if (std::find(grid.begin(), grid.end(), 0.0) == grid.end()) {
+    refuse("0, the base value, is not among them");
+  }
+  for (size_t i = 1; i < grid.size(); ++i) {
+    if (grid[i] - grid[i - 1] < 0.05) {
+      refuse(format_number("%g", grid[i - 1]) + " and " + format_number("%g", grid[i]) +
+             " are less than 0.05 apart (values 3.5% apart are one value to a fit)");
+    }
+  }
+  if (grid.size() < 3) {
+    refuse("3 values at least (a fit takes a value's two neighbours)");
+  }
+  return grid;
+}
 
 // Each value of a comma-separated list a finite number: CLI11's own splitting dropped an empty
 // one ("1,,2"). `option` and `example` name it in the error.
@@ -135,8 +218,7 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   tuned.asymmetry = o.asymmetry;
   tuned.better_by = o.better_by > 0 ? o.better_by : tuned.better_by;
   tuned.better_by_alpha = o.better_by_alpha > 0 ? o.better_by_alpha : tuned.better_by_alpha;
-  tuned.grid = number_list("--tune-grid", o.tune_grid, "-1,0,1,2 (log2 of each value ÷ the base value)");
-  std::sort(tuned.grid.begin(), tuned.grid.end());
+  tuned.grid = tune_grid(o.tune_grid, number_list("--tune-grid", o.tune_grid, "-1,0,1,2 (log2 of each value ÷ the base value)"));
   std::fputs(tuned_calibration_markdown(tuned, calibrate_tuned(tuned)).c_str(), stdout);
   return Exit::ok;
 }
@@ -147,6 +229,7 @@ Exit run_calibrate(const CalibrateOptions& o) {
   if (o.tune && o.backtest) {
     throw Error("calibrate: --tune and --backtest measure different things: pass one", Exit::bad_input);
   }
+  refuse_other_modes(o);
   if (o.tune) {
     return run_tuned_calibration(o);
   }

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,7 @@ struct CalibrateOptions {
   bool backtest = false;  // --backtest: the backtest on synthetic ladders (report/backtest_calibration.h)
   int64_t rungs = 4;
   double bend = 0.01;
+  std::set<std::string> given;  // the options of one mode given (--rungs, --tune-grid, ...): checked against the mode
 };
 CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o);
 Exit run_calibrate(const CalibrateOptions& o);

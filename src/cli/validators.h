@@ -50,6 +50,17 @@ inline CLI::Validator at_least(double min, bool strictly = false) {
       (strictly ? "> " : ">= ") + bound);
 }
 
+// A number at most `max` (a bound past which the option means nothing: a loss's noise of 1e308).
+inline CLI::Validator at_most(double max) {
+  const std::string bound = format_number("%g", max);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const auto v = validate::number(text);
+        return v && *v <= max ? "" : "'" + text + "' is above " + bound + ", the most it may be";
+      },
+      "<= " + bound);
+}
+
 // A metric a report can rank by (report/signal.h).
 inline CLI::Validator metric_name() {
   return CLI::Validator(

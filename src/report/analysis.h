@@ -281,6 +281,7 @@ struct BacktestRow {
 struct Backtest {
   std::vector<BacktestRow> rows;      // every rung with 2 or more rungs below it, smallest first
   std::string why;                    // when there are none: what is missing
+  std::vector<std::string> unscored;  // rungs not hidden, and why: no more FLOPs than the rung below
 };
 
 struct LadderSummary {

@@ -123,6 +123,14 @@ Backtest backtest_ladder(const LadderSummary& ladder, const std::string& sweep) 
     if (!placed) {
       continue;  // a rung without FLOPs has no place on the line (the ladder's notes say which)
     }
+    // a prediction goes up the ladder: a rung at no more FLOPs than the one below is no test of it
+    if (ladder.rungs[hidden].flops <= ladder.rungs[hidden - 1].flops) {
+      b.unscored.push_back("rung " + ladder.rungs[hidden].name + ": its training FLOPs are not above rung " +
+                           ladder.rungs[hidden - 1].name + "'s (compute ratio " +
+                           format_number("%.3g", ladder.rungs[hidden - 1].flops / ladder.rungs[hidden].flops) +
+                           " ≥ 1): not hidden — order the rungs by compute");
+      continue;
+    }
     BacktestRow row = hide(ladder, sweep, x, hidden);
     if (!row.predictions.empty()) {
       b.rows.push_back(std::move(row));

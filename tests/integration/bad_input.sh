@@ -136,4 +136,20 @@ tiny_config run.yaml 10
 expect_rc 2 "$SWEEP" train run.yaml --set train..lr=1 2> err.txt
 [ "$(sed -n 1p err.txt)" = "--set train..lr=1: 'train..lr' is not a key path — names joined by single dots, e.g. train.lr" ] ||
   fail "--set train..lr: $(cat err.txt)"
+# sweep calibrate: what it is given, each value within its bound and each option in its mode (issue 59)
+calibrate_refuses() {  # calibrate_refuses EXPECTED-LINE ARGS...
+  local want=$1; shift
+  expect_rc 2 "$SWEEP" calibrate "$@" 2> err.txt
+  grep -qF -- "$want" err.txt || fail "calibrate $*: $(cat err.txt)"
+}
+calibrate_refuses "--tune-grid -1,0,1,1024: 1024 is beyond ±10" --tune --tune-grid=-1,0,1,1024
+calibrate_refuses "--tune-grid 0,1e-300,2e-300: 0 and 1e-300 are less than 0.05 apart" --tune --tune-grid=0,1e-300,2e-300
+calibrate_refuses "--tune-grid -1,1,2: 0, the base value, is not among them" --tune --tune-grid=-1,1,2
+calibrate_refuses "--tune-grid 0,1: 3 values at least" --tune --tune-grid=0,1
+calibrate_refuses "--sigma: '1e308' is above 100, the most it may be" --sigma 1e308 --rho 0.5 --min-effect 0.01
+calibrate_refuses "--rungs does not apply to the plain calibration (it is --backtest's) — drop it, or pass --backtest" \
+  --sigma 0.01 --rho 0.5 --min-effect 0.01 --rungs 5
+calibrate_refuses "--rho does not apply to --backtest" --backtest --rho 0.5
+calibrate_refuses "--effects does not apply to --tune (it is the plain calibration's)" --tune --effects 0,1
+calibrate_refuses "--tune-grid does not apply to the plain calibration" --sigma 0.01 --rho 0.5 --min-effect 0.01 --tune-grid=0,1,2
 echo "bad_input: ok"

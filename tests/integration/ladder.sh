@@ -93,6 +93,14 @@ expect_rc 2 "$SWEEP" backtest --results res --metric bits 2> bad.txt
 # a ladder named twice is backtested once
 "$SWEEP" backtest lad lad --results res > twice.txt || fail "sweep backtest lad lad: $(cat twice.txt)"
 diff backtest.txt twice.txt || fail "a ladder named twice counted twice"
+# the same ladder under another name (its file copied and run: nothing trains) is counted once
+sed 's/^sweep: lad$/sweep: lad-copy/' ladder.yaml > copy.yaml
+grep -q "^sweep: lad-copy$" copy.yaml || fail "the copy: $(head -3 copy.yaml)"
+"$SWEEP" run copy.yaml --results res --devices cpu:2x1 > copy.txt || fail "the copy: $(cat copy.txt)"
+"$SWEEP" backtest --results res > both.txt || fail "sweep backtest of both: $(cat both.txt)"
+grep -qE "^not scored: (lad-copy: the same runs as lad|lad: the same runs as lad-copy) — counted once$" both.txt ||
+  fail "the copy: $(cat both.txt)"
+[ "$(grep -cE "^lad(-copy)? +large " both.txt)" = 1 ] || fail "the same ladder counted twice: $(cat both.txt)"
 # a val_lastK the runs did not evaluate often enough for: refused, with the K they allow
 expect_rc 2 "$SWEEP" backtest lad --results res --metric val_last100 2> bad.txt
 grep -q "evaluated fewer than 100 times after step 0 (the fewest: [0-9]*) — " bad.txt || fail "val_last100: $(cat bad.txt)"

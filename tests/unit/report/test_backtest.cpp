@@ -88,6 +88,20 @@ TEST_CASE("backtest: every rung with 2 below is hidden in turn, and too short a 
   CHECK(none.why.find("the ladder has 2 rungs") != std::string::npos);
 }
 
+TEST_CASE("backtest: a rung at no more FLOPs than the one below is not hidden, and says so") {
+  LadderSummary l = ladder_of(4);
+  l.rungs[3].flops = l.rungs[2].flops;  // equal compute: ratio 1
+  l.trends = {intervention("A", {0.01, 0.01, 0.01, 0.01})};
+  const Backtest b = backtest_ladder(l, "ladder");
+  REQUIRE(b.rows.size() == 1);
+  CHECK(b.rows[0].hidden == "r2");
+  REQUIRE(b.unscored.size() == 1);
+  CHECK(b.unscored[0] == "rung r3: its training FLOPs are not above rung r2's (compute ratio 1 ≥ 1): not hidden — order "
+                         "the rungs by compute");
+  l.rungs[3].flops = l.rungs[2].flops / 10;  // falling
+  CHECK(backtest_ladder(l, "ladder").unscored[0].find("(compute ratio 10 ≥ 1)") != std::string::npos);
+}
+
 TEST_CASE("backtest: on straight ladders with seed noise the 95% interval holds the hidden rung's mean about 95% of the time") {
   std::mt19937_64 rng(7);
   std::normal_distribution<double> noise(0, 0.01);
