@@ -1,6 +1,7 @@
 // `sweep ls` (the sweeps in the database) and `sweep status [SWEEP]` (a sweep's runs and their state).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -37,8 +38,8 @@ Exit run_status(Store& store, const std::string& name) {
     const std::string seeds = seeds_in_column(r.run.init_seed, r.run.data_seed, r.run.repeat);
     const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
     char loss[32], test[32];
-    std::snprintf(loss, sizeof loss, r.run.last_loss ? "%.4f" : "-", r.run.last_loss.value_or(0));
-    std::snprintf(test, sizeof test, r.run.test_loss ? "%.4f" : "-", r.run.test_loss.value_or(0));
+    std::snprintf(loss, sizeof loss, "%s", format_number("%.4f", r.run.last_loss.value_or(NAN)).c_str());
+    std::snprintf(test, sizeof test, "%s", format_number("%.4f", r.run.test_loss.value_or(NAN)).c_str());
     const std::string job = jobs ? r.run.job + " " + r.run.job_state : "";
     // Which code trained it: the commit and numerics version of its latest start.
     const std::vector<Segment> segments = store.segments(r.run.run_id);

@@ -452,6 +452,13 @@ class Resolution {
       m_problems.add({at(where, other.intervention == v.name && !c.rung.empty()
                                     ? "rung '" + point + "' of the scale ladder is the same run config as rung '" +
                                           m_points[same->second] + "' — each rung must be another size (scale.rungs)"
+                                : other.intervention == v.name && std::all_of(c.overrides.begin(), c.overrides.end(),
+                                                                              [](const Override& o) {
+                                                                                return o.path.rfind("resources.", 0) == 0;
+                                                                              })
+                                    ? "the grid/zip/tune point " + point + " of '" + v.name + "' is the same run as its point " +
+                                          m_points[same->second] + ": resources.* say where a run runs, not what it "
+                                          "computes, and are no part of its id — an axis cannot vary them (set one in base)"
                                 : other.intervention == v.name
                                     ? "the grid/zip/tune point " + point + " of '" + v.name +
                                           "' is the same run config as its point " + m_points[same->second] +

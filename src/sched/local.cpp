@@ -106,7 +106,18 @@ LocalExecutor::~LocalExecutor() {
 }
 
 std::string LocalExecutor::describe() const {
-  return plural(static_cast<int64_t>(m_slots.size()), "slot") + " (" + m_devices + ")";
+  int64_t threads = 0;
+  bool cpu = true;
+  for (const Slot& s : m_slots) {
+    threads += s.threads;
+    cpu = cpu && s.cuda_visible.empty();
+  }
+  // more threads than cores: allowed (a test's slots), and said — every run the slower for it
+  const int64_t cores = available_cores();
+  const std::string shared = cpu && threads > cores ? " — " + plural(threads, "thread") + " on " + plural(cores, "core") +
+                                                          ": the runs share them, each slower than alone"
+                                                    : "";
+  return plural(static_cast<int64_t>(m_slots.size()), "slot") + " (" + m_devices + ")" + shared;
 }
 
 std::optional<std::string> LocalExecutor::adopt(const RunRow& row, const PlannedRun*) {

@@ -321,7 +321,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
       ++m_done;
       if (outcome.state == RunState::done) {
         char buf[128];
-        std::snprintf(buf, sizeof buf, ": test loss %.4f, %s", row.test_loss.value_or(NAN),
+        std::snprintf(buf, sizeof buf, ": test loss %s, %s", format_number("%.4f", row.test_loss.value_or(NAN)).c_str(),
                       format_duration(now() - watched.started).c_str());
         say("done  " + what + buf);
       } else {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace sweep {
 
@@ -76,6 +77,12 @@ std::string format_number(const char* spec, double v) {
     return "-";
   }
   char buf[64];
+  // a fixed-point spec ("%.4f") of a huge value — a loss of 1e300 — is 301 digits: written as "1e+300"
+  const size_t n = std::strlen(spec);
+  if (n > 0 && spec[n - 1] == 'f' && std::abs(v) >= 1e9) {
+    std::snprintf(buf, sizeof buf, std::strchr(spec, '+') ? "%+.6g" : "%.6g", v);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, spec, v);
   return buf;
 }

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "config/size.h"
 #include "util/hash.h"
 #include "util/text.h"
@@ -54,4 +56,13 @@ TEST_CASE("printable: escape sequences cannot reach the terminal") {
   CHECK(printable("two\nlines\tkept") == "two\nlines\tkept");
   CHECK(printable("two\nlines", false) == "two\\x0alines");
   CHECK(printable("8-bit \xc2\x9b" "31m, \xe2\x80\xae" "evil, caf\xc3\xa9") == "8-bit \\x9b31m, \\u{202e}evil, caf\xc3\xa9");
+}
+
+TEST_CASE("format_number: a fixed-point spec of a huge value is written as an exponent, not hundreds of digits") {
+  CHECK(format_number("%.4f", 2.5) == "2.5000");
+  CHECK(format_number("%.4f", 1e300) == "1e+300");
+  CHECK(format_number("%+.4f", -3e12) == "-3e+12");
+  CHECK(format_number("%+.4f", 3e12) == "+3e+12");
+  CHECK(format_number("%.4f", NAN) == "-");
+  CHECK(format_number("%g", 1e300) == "1e+300");
 }
