@@ -146,6 +146,9 @@ std::vector<double> tune_grid(const std::string& text, std::vector<double> grid)
     refuse("0, the base value, is not among them");
   }
   for (size_t i = 1; i < grid.size(); ++i) {
+    if (grid[i] == grid[i - 1]) {
+      refuse("the value " + format_number("%g", grid[i]) + " is in the grid twice — list each value tried once");
+    }
     if (grid[i] - grid[i - 1] < 0.05) {
       refuse(format_number("%g", grid[i - 1]) + " and " + format_number("%g", grid[i]) +
              " are less than 0.05 apart (values 3.5% apart are one value to a fit)");

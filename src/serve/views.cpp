@@ -1,8 +1,11 @@
 #include "serve/views.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "report/load.h"
@@ -115,10 +118,35 @@ json thinned(const std::vector<double>& x, const std::vector<const std::vector<d
 
 }  // namespace
 
-Views::Views(const std::string& results)
-    : m_results(results), m_store((fs::path(results) / "sweep.db").string(), Store::Access::reader) {}
+namespace {
 
-int64_t Views::current_version() { return m_store.data_version(); }
+// The device and inode of a file ({0, 0}: none there).
+std::pair<uint64_t, uint64_t> file_identity(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? std::pair<uint64_t, uint64_t>(st.st_dev, st.st_ino) : std::pair<uint64_t, uint64_t>(0, 0);
+}
+
+}  // namespace
+
+Views::Views(const std::string& results)
+    : m_results(results),
+      m_path((fs::path(results) / "sweep.db").string()),
+      m_opened(std::make_unique<Store>(m_path, Store::Access::reader)),
+      m_file(file_identity(m_path)) {}
+
+int64_t Views::current_version() {
+  // A database moved into place (another file at the path) is opened again, its answers read anew;
+  // the version says so (a page polling it fetches again). One that cannot be opened: the old
+  // stays open, and the next request tries again.
+  if (const auto now = file_identity(m_path); now != m_file && now.second != 0) {
+    auto reopened = std::make_unique<Store>(m_path, Store::Access::reader);
+    m_opened = std::move(reopened);
+    m_file = now;
+    m_analyses.clear();
+    ++m_reopened;
+  }
+  return m_opened->data_version() + (m_reopened << 40);
+}
 
 json Views::version() {
   std::lock_guard<std::mutex> lock(m_mutex);
@@ -129,11 +157,11 @@ json Views::sweeps() {
   std::lock_guard<std::mutex> lock(m_mutex);
   const int64_t version = current_version();  // before the data: a commit after it is seen next time
   json out = json::array();
-  for (const auto& s : m_store.sweeps()) {
-    const auto rows = m_store.sweep_runs(s.name);
+  for (const auto& s : m_opened->sweeps()) {
+    const auto rows = m_opened->sweep_runs(s.name);
     std::set<std::string> codes;
     for (const auto& r : rows) {
-      for (const auto& seg : m_store.segments(r.run.run_id)) {
+      for (const auto& seg : m_opened->segments(r.run.run_id)) {
         codes.insert(seg.code_label());
       }
     }
@@ -159,13 +187,13 @@ Views::Cached& Views::analysed(const std::string& name) {
   if (it != m_analyses.end() && it->second.version == version) {
     return it->second;
   }
-  const auto known = m_store.sweeps();
+  const auto known = m_opened->sweeps();
   if (std::none_of(known.begin(), known.end(), [&](const SweepSummary& s) { return s.name == name; })) {
     throw NotFound("no sweep named '" + name + "'");
   }
   Cached& c = m_analyses[name];
   try {
-    read_sweep(m_store, name, c);
+    read_sweep(*m_opened, name, c);
   } catch (...) {
     m_analyses.erase(name);  // its runs may be half taken by the failed load
     throw;
@@ -199,7 +227,7 @@ json Views::sweep_page(const std::string& name, const Cached& c) {
   }
   std::sort(variants.begin(), variants.end(), [](const json& l, const json& r) { return l["position"] < r["position"]; });
   json runs = json::array();
-  const auto rows = m_store.sweep_runs(name);
+  const auto rows = m_opened->sweep_runs(name);
   for (const auto& r : rows) {
     runs.push_back({{"variant", r.variant},
                     {"run_id", r.run.run_id},
@@ -331,7 +359,7 @@ void Views::warm() {
     {
       std::lock_guard<std::mutex> lock(m_mutex);
       version = current_version();  // before the data: a commit after it is read again at the next request
-      const auto known = m_store.sweeps();  // the most recently run first
+      const auto known = m_opened->sweeps();  // the most recently run first
       if (known.empty()) {
         return;
       }
@@ -353,12 +381,12 @@ void Views::warm() {
 json Views::run(const std::string& run_id) {
   std::lock_guard<std::mutex> lock(m_mutex);
   const int64_t version = current_version();
-  const auto r = m_store.run(run_id);
+  const auto r = m_opened->run(run_id);
   if (!r) {
     throw NotFound("no run with id '" + run_id + "'");
   }
   json segments = json::array();
-  for (const auto& s : m_store.segments(run_id)) {
+  for (const auto& s : m_opened->segments(run_id)) {
     segments.push_back({{"started", s.started}, {"last_event", s.last_event}, {"step", s.step}, {"code", s.code_label()}});
   }
   std::string log;

@@ -62,11 +62,16 @@ class Views {
   // c's input and analysis read again through `store`, its done runs taken from c's last input.
   static void read_sweep(Store& store, const std::string& name, Cached& c);
   nlohmann::json sweep_page(const std::string& name, const Cached& c);
+  // The database's version, after opening it again when its file was replaced (an ingest into a
+  // copy moved into place): every request asks it first.
   int64_t current_version();
 
   std::string m_results;
+  std::string m_path;  // RESULTS/sweep.db
   std::mutex m_mutex;  // one request at a time on the connection and the caches
-  Store m_store;
+  std::unique_ptr<Store> m_opened;
+  std::pair<uint64_t, uint64_t> m_file{0, 0};  // the device and inode of the file opened
+  int64_t m_reopened = 0;                       // times it was opened again: part of the version
   std::map<std::string, Cached> m_analyses;
 };
 

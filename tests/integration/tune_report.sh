@@ -74,7 +74,7 @@ grep -q -- "--tune-grid -1,,1: '' is not a finite number" err.txt || fail "calib
 expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=0,0,1,2 2> err.txt
 grep -q "the value 0 is in the grid twice" err.txt || fail "calibrate --tune-grid 0,0,1,2: $(cat err.txt)"
 expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 --tune-grid=1,2,3 2> err.txt
-grep -q "3 or more values with the base value among them" err.txt || fail "calibrate --tune-grid 1,2,3: $(cat err.txt)"
+grep -q "0, the base value, is not among them" err.txt || fail "calibrate --tune-grid 1,2,3: $(cat err.txt)"
 for option in --sigma --curvature --asymmetry --run-sigma --min-effect; do  # no infinite noise, bowl or effect
   expect_rc 2 "$SWEEP" calibrate --tune --replicates 2 "$option" inf 2> err.txt
   grep -q "'inf' is not a finite number" err.txt || fail "calibrate --tune $option inf: $(cat err.txt)"

@@ -223,6 +223,26 @@ TEST_CASE("Views: a reader sees what the writer commits after it opened, and nev
   CHECK(views.curves("served", "train_loss", 1000, false, 0)["variants"][0]["x"].size() == 40);
 }
 
+TEST_CASE("Views: a database replaced under it (another file moved into place) is opened again") {
+  ServedSweep s;
+  s.train(0, 1, 20, false);
+  Views views(s.dir.str(""));
+  const auto first = views.version()["version"];
+  CHECK_THROWS_AS(views.sweep("other"), NotFound);
+  // another results folder's database, with a sweep of its own, moved over this one
+  ServedSweep other;
+  other.spec.name = "other";
+  {
+    Store store(other.dir.str("sweep.db"));
+    store.record_sweep(other.spec);
+  }
+  fs::rename(other.dir.str("sweep.db"), s.dir.str("sweep.db"));
+  CHECK(views.version()["version"] != first);  // a page polling it fetches again
+  CHECK(views.sweep("other")->at("name") == "other");
+  const auto names = views.sweeps()["sweeps"];
+  CHECK(std::any_of(names.begin(), names.end(), [](const nlohmann::json& x) { return x["name"] == "other"; }));
+}
+
 TEST_CASE("Views: a finished run is read once and kept, and read again when it is run again") {
   ServedSweep s;
   s.train(0, 1, 40, true);
