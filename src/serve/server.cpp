@@ -180,6 +180,12 @@ void serve(const ServeOptions& o, const std::function<void(const std::string&)>&
   server.set_read_timeout(2, 0);
   server.set_write_timeout(5, 0);
   server.set_keep_alive_timeout(2);
+  // One request a connection, answered with "Connection: close": httplib 0.11 drops a request
+  // pipelined behind another on a kept-alive socket (two sent at once got one answer, and the
+  // client waited for the second until the 2 s timeout). Told to close, an HTTP/1.1 client sends
+  // what went unanswered again on a new connection (RFC 9112, 9.3.2); on loopback a connection
+  // costs microseconds.
+  server.set_keep_alive_max_count(1);
   // SO_REUSEADDR alone: httplib's default adds SO_REUSEPORT, with which a second server on a port
   // in use binds too and the two share its requests.
   server.set_socket_options([](int sock) {
