@@ -1,8 +1,10 @@
 // `sweep calibrate [SWEEP]`: the verdicts' error rates measured on synthetic studies with a known
 // truth (report/calibration.h), σ, ρ and δ from a sweep's results or from the options.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <set>
 #include <vector>
@@ -160,6 +162,34 @@ std::vector<double> tune_grid(const std::string& text, std::vector<double> grid)
   return grid;
 }
 
+// How far a long calibration is, on stderr: after 10 s, then every 10 s (a million replicates is a day).
+std::function<void(int64_t, int64_t)> progress_line() {
+  const auto started = std::chrono::steady_clock::now();
+  auto said = std::make_shared<double>(0);  // seconds in, when last said
+  return [started, said](int64_t done, int64_t total) {
+    const double in = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (in < *said + 10) {
+      return;
+    }
+    *said = in;
+    std::fprintf(stderr, "sweep calibrate: %lld of %lld studies, %s in, about %s left\n", static_cast<long long>(done),
+                 static_cast<long long>(total), format_duration(in).c_str(),
+                 done > 0 ? format_duration(in * static_cast<double>(total - done) / static_cast<double>(done)).c_str() : "?");
+  };
+}
+
+// The header first (what is simulated: a long run says so before its hours), then the table.
+template <typename Setup, typename Rows>
+void print_calibration(const Setup& setup, const std::string& header, const std::function<Rows(const Setup&)>& run,
+                       const std::function<std::string(const Setup&, const Rows&)>& markdown) {
+  std::fputs(header.c_str(), stdout);
+  std::fflush(stdout);
+  Setup with_progress = setup;
+  with_progress.progress = progress_line();
+  const std::string all = markdown(setup, run(with_progress));
+  std::fputs(all.substr(all.rfind(header, 0) == 0 ? header.size() : 0).c_str(), stdout);
+}
+
 // Each value of a comma-separated list a finite number: CLI11's own splitting dropped an empty
 // one ("1,,2"). `option` and `example` name it in the error.
 std::vector<double> number_list(const std::string& option, const std::string& text, const std::string& example) {
@@ -222,7 +252,8 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   tuned.better_by = o.better_by > 0 ? o.better_by : tuned.better_by;
   tuned.better_by_alpha = o.better_by_alpha > 0 ? o.better_by_alpha : tuned.better_by_alpha;
   tuned.grid = tune_grid(o.tune_grid, number_list("--tune-grid", o.tune_grid, "-1,0,1,2 (log2 of each value ÷ the base value)"));
-  std::fputs(tuned_calibration_markdown(tuned, calibrate_tuned(tuned)).c_str(), stdout);
+  print_calibration<TunedCalibrationSetup, std::vector<TunedCalibrationRow>>(
+      tuned, tuned_calibration_header(tuned), calibrate_tuned, tuned_calibration_markdown);
   return Exit::ok;
 }
 
@@ -251,7 +282,8 @@ Exit run_calibrate(const CalibrateOptions& o) {
     b.bend = o.bend;
     b.replicates = o.replicates;
     b.seed = o.seed;
-    std::fputs(backtest_calibration_markdown(b, calibrate_backtest(b)).c_str(), stdout);
+    print_calibration<BacktestCalibrationSetup, std::vector<BacktestCalibrationRow>>(
+        b, backtest_calibration_header(b), calibrate_backtest, backtest_calibration_markdown);
     return Exit::ok;
   }
   CalibrationSetup setup;
@@ -283,8 +315,8 @@ Exit run_calibrate(const CalibrateOptions& o) {
                     std::to_string(setup.seeds),
                 Exit::bad_input);
   }
-  const std::string table = calibration_markdown(setup, calibrate(setup));
-  std::fputs(table.c_str(), stdout);
+  print_calibration<CalibrationSetup, std::vector<CalibrationRow>>(setup, calibration_header(setup), calibrate,
+                                                                   calibration_markdown);
   return Exit::ok;
 }
 

@@ -37,13 +37,18 @@ std::vector<BacktestCalibrationRow> calibrate_backtest(const BacktestCalibration
        }},
   };
   std::vector<BacktestCalibrationRow> rows;
+  int64_t scenario = -1;
   for (const auto& sc : scenarios) {
+    ++scenario;
     std::mt19937_64 rng(s.seed);  // the same ladders' noise in every scenario
     std::normal_distribution<double> noise(0, s.sigma);
     std::uniform_real_distribution<double> level(-0.02, 0.02), slope(-0.01, 0.01), coin(0, 1);
     std::vector<BacktestRow> all;
     int64_t flagged = 0, judged = 0;
     for (int64_t r = 0; r < s.replicates; ++r) {
+      if (s.progress) {  // the studies done before this one
+        s.progress(scenario * s.replicates + r, static_cast<int64_t>(scenarios.size()) * s.replicates);
+      }
       LadderSummary l;
       for (int64_t k = 0; k < s.rungs; ++k) {
         l.rungs.push_back({"r" + std::to_string(k), 1e6, 1e6, std::pow(10.0, 12.0 + static_cast<double>(k))});
@@ -89,14 +94,17 @@ std::vector<BacktestCalibrationRow> calibrate_backtest(const BacktestCalibration
   return rows;
 }
 
-std::string backtest_calibration_markdown(const BacktestCalibrationSetup& s, const std::vector<BacktestCalibrationRow>& rows) {
-  std::string out =
-      "Synthetic ladders: " + plural(s.rungs, "rung") + " a decade of training FLOPs apart, " + plural(s.interventions, "intervention") +
+std::string backtest_calibration_header(const BacktestCalibrationSetup& s) {
+  return "Synthetic ladders: " + plural(s.rungs, "rung") + " a decade of training FLOPs apart, " + plural(s.interventions, "intervention") +
       " each, " + plural(s.seeds, "seed") + " per rung, a seed's paired improvement σ = " + format_number("%g", s.sigma) +
       " around the truth; straight: a level in ±0.02 and a slope in ±0.01 per decade drawn per intervention; bent: "
       "the same plus ±" + format_number("%g", s.bend) + "·u²/2 (u: decades above the smallest rung); crossing: a line "
       "that is 0 halfway between the two largest rungs, its slope 0.005 + |a drawn slope| per decade (downward). Every rung with 2 or more below it hidden in turn; " +
       std::to_string(s.replicates) + " ladders per row, seed " + std::to_string(s.seed) + ".\n\n";
+}
+
+std::string backtest_calibration_markdown(const BacktestCalibrationSetup& s, const std::vector<BacktestCalibrationRow>& rows) {
+  std::string out = backtest_calibration_header(s);
   out += "| trend | predictions | 95% PI covers | interventions flagged (a hidden rung outside its PI) | sign: trend "
          "| sign: single | accuracy: trend | accuracy: single |\n|:--|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct BacktestCalibrationSetup {
   double bend = 0.01;         // the bent rows' curvature: the improvement's second difference per decade²
   int64_t replicates = 1000;
   uint64_t seed = 1;
+  // told after each study: how many of how many (a million replicates is a day: `sweep calibrate` says how far)
+  std::function<void(int64_t done, int64_t total)> progress;
 };
 
 struct BacktestCalibrationRow {
@@ -29,6 +32,8 @@ struct BacktestCalibrationRow {
 };
 
 std::vector<BacktestCalibrationRow> calibrate_backtest(const BacktestCalibrationSetup& setup);
+// Its first paragraph, what the ladders are: backtest_calibration_markdown begins with it.
+std::string backtest_calibration_header(const BacktestCalibrationSetup& setup);
 std::string backtest_calibration_markdown(const BacktestCalibrationSetup& setup,
                                           const std::vector<BacktestCalibrationRow>& rows);
 

@@ -221,6 +221,9 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
         by_n[static_cast<size_t>(n)].add(analyze(study(s, effects, d, std::vector<int64_t>(m + 1, n), fixed)), effects,
                                          s.min_effect, static_cast<double>(n));
       }
+      if (s.progress) {
+        s.progress(static_cast<int64_t>(k) * s.replicates + r + 1, static_cast<int64_t>(scenarios.size()) * s.replicates);
+      }
       // --until-decided: the runner's loop, on the report's own next_round.
       std::vector<int64_t> n(m + 1, s.seeds);
       Analysis a = analyze(study(s, effects, d, n, sequential));
@@ -254,12 +257,16 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
   return rows;
 }
 
-std::string calibration_markdown(const CalibrationSetup& s, const std::vector<CalibrationRow>& rows) {
-  std::string out = "Synthetic studies: a baseline and " + std::to_string(s.interventions) +
+std::string calibration_header(const CalibrationSetup& s) {
+  return "Synthetic studies: a baseline and " + std::to_string(s.interventions) +
                     (s.interventions == 1 ? " intervention with" : " interventions sharing") + " one true improvement, σ = " + format_number("%.4g", s.sigma) + ", ρ = " +
                     format_number("%.4f", s.rho) + (s.source.empty() ? "" : " (" + s.source + ")") + ", δ = " +
                     format_number("%g", s.min_effect) + ", alpha " + format_number("%g", s.alpha) + ", " + std::to_string(s.replicates) +
                     " studies per row (the same studies in every row), seed " + std::to_string(s.seed) + ".\n\n";
+}
+
+std::string calibration_markdown(const CalibrationSetup& s, const std::vector<CalibrationRow>& rows) {
+  std::string out = calibration_header(s);
   out += "| true improvement | design | better | worse | equivalent | undecided | decided correctly | seeds per variant "
          "| fixed seeds for as many correct |\n|--:|:--|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {

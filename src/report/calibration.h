@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct CalibrationSetup {
   std::vector<double> effects{0, 0.5, 1, 2};  // true improvements, in multiples of δ
   int64_t replicates = 1000;                  // studies per effect and design
   uint64_t seed = 1;
+  // told after each study: how many of how many (a million replicates is a day: `sweep calibrate` says how far)
+  std::function<void(int64_t done, int64_t total)> progress;
   double alpha = 0.05;
   std::string spending = "pocock";  // of --until-decided (SeedDesign::spending)
   std::string source;        // where σ and ρ come from (a sentence)
@@ -54,5 +57,7 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& setup);
 
 // The table as Markdown, with the setup and the binomial 95% interval of each rate's error.
 std::string calibration_markdown(const CalibrationSetup& setup, const std::vector<CalibrationRow>& rows);
+// Its first paragraph, what the studies are: calibration_markdown begins with it.
+std::string calibration_header(const CalibrationSetup& setup);
 
 }  // namespace sweep

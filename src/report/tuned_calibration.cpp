@@ -206,7 +206,9 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
   sequential.spending = s.spending;
   const auto arms_n = static_cast<size_t>(s.interventions + 1);
   std::vector<TunedCalibrationRow> rows;
+  int64_t scenario = -1;
   for (const auto& sc : scenarios) {
+    ++scenario;
     std::mt19937_64 rng(s.seed);  // the same noise in every scenario
     std::uniform_real_distribution<double> centre(0, 1);
     TunedTally fixed_tally, until;
@@ -216,6 +218,9 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
     until.row.design = "until decided (" + s.spending + "), " + std::to_string(s.seeds) + " to " +
                        std::to_string(s.max_seeds) + " seeds";
     for (int64_t r = 0; r < s.replicates; ++r) {
+      if (s.progress) {  // the studies done before this one
+        s.progress(scenario * s.replicates + r, static_cast<int64_t>(scenarios.size()) * s.replicates);
+      }
       const double c = sc.random_centre ? centre(rng) : 1.0;
       const double steep = sc.asymmetric ? s.asymmetry : 1;
       std::vector<Arm> arms{{3.0, c, steep}};
@@ -245,12 +250,12 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
   return rows;
 }
 
-std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std::vector<TunedCalibrationRow>& rows) {
+std::string tuned_calibration_header(const TunedCalibrationSetup& s) {
   std::string grid;
   for (const double t : s.grid) {
     grid += (grid.empty() ? "" : ", ") + format_number("%g", std::exp2(t)) + "×";
   }
-  std::string out = "Synthetic studies with a tune axis (values " + grid + " the base value): a baseline and " +
+  return "Synthetic studies with a tune axis (values " + grid + " the base value): a baseline and " +
                     plural(s.interventions, "arm") + ", each a bowl in log2(value) rising " + format_number("%g", s.curvature) +
                     " per doubling² (in the asymmetric rows, " + format_number("%g", s.asymmetry) +
                     " times that above the minimum), seed noise σ = " + format_number("%g", s.sigma) + " (ρ = " + format_number("%g", s.rho) +
@@ -259,6 +264,10 @@ std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std
                     ", " + std::to_string(s.replicates) + " studies per row, seed " + std::to_string(s.seed) +
                     ". The baseline's best lies at a random place between the base value and twice it (at twice it in the "
                     "sideways row, where the arms' best is the base value). Verdicts at each arm's best:\n\n";
+}
+
+std::string tuned_calibration_markdown(const TunedCalibrationSetup& s, const std::vector<TunedCalibrationRow>& rows) {
+  std::string out = tuned_calibration_header(s);
   out += "| arms' bowl | true difference | design | seeds per arm | better | worse | equivalent | undecided | any false better/worse (per study) "
          "| 95% CI covers it | better at the base value | of those, lr-confounded | extend the grid "
          "| best value's 95% CI covers the true best | its mean width (doublings) |\n"

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct TunedCalibrationSetup {
   std::vector<double> grid{-1, 0, 1, 2};  // log2 of the values tried ÷ the base value (0 must be one)
   int64_t replicates = 1000;
   uint64_t seed = 1;
+  // told after each study: how many of how many (a million replicates is a day: `sweep calibrate` says how far)
+  std::function<void(int64_t done, int64_t total)> progress;
   double alpha = 0.05;
 };
 
@@ -57,5 +60,7 @@ struct TunedCalibrationRow : VerdictShares {  // at each arm's best
 
 std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& setup);
 std::string tuned_calibration_markdown(const TunedCalibrationSetup& setup, const std::vector<TunedCalibrationRow>& rows);
+// Its first paragraph, what the studies are: tuned_calibration_markdown begins with it.
+std::string tuned_calibration_header(const TunedCalibrationSetup& setup);
 
 }  // namespace sweep

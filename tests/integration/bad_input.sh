@@ -152,4 +152,10 @@ calibrate_refuses "--rungs does not apply to the plain calibration (it is --back
 calibrate_refuses "--rho does not apply to --backtest" --backtest --rho 0.5
 calibrate_refuses "--effects does not apply to --tune (it is the plain calibration's)" --tune --effects 0,1
 calibrate_refuses "--tune-grid does not apply to the plain calibration" --sigma 0.01 --rho 0.5 --min-effect 0.01 --tune-grid=0,1,2
+# a long calibration says what it simulates at once, and how far it is every 10 s
+set +e
+timeout 12 "$SWEEP" calibrate --sigma 0.01 --rho 0.5 --min-effect 0.01 --replicates 1000000 > long.md 2> long.err
+set -e
+grep -q "^Synthetic studies: .* 1000000 studies per row" long.md || fail "no header before the studies: $(cat long.md)"
+grep -qE "^sweep calibrate: [0-9]+ of 4000000 studies, 0m1[0-9]s in, about .* left$" long.err || fail "no progress line: $(cat long.err)"
 echo "bad_input: ok"
