@@ -28,7 +28,9 @@ while [ $# -gt 0 ]; do
   shift
 done
 out=${out:-reports/$sweep/runs.tar.gz}
+case $out in */) mkdir -p "$out" ;; esac  # a folder named as one, made where missing
 [ -d "$out" ] && out=${out%/}/runs.tar.gz  # a folder: the archive inside it
+[ ! -e "$out" ] || [ -f "$out" ] || die "--out $out is neither a folder nor a file: the archive would replace it"
 db=$results/sweep.db
 [ -f "$db" ] || die "$db: no results database (--results names the folder that holds sweep.db)"
 [ -d "$(dirname "$out")" ] || [ ! -e "$(dirname "$out")" ] || die "--out $out: $(dirname "$out") is not a folder"

@@ -151,7 +151,7 @@ std::vector<double> tune_grid(const std::string& text, std::vector<double> grid)
     if (grid[i] == grid[i - 1]) {
       refuse("the value " + format_number("%g", grid[i]) + " is in the grid twice — list each value tried once");
     }
-    if (grid[i] - grid[i - 1] < 0.05) {
+    if (grid[i] - grid[i - 1] < 0.05 - 1e-9) {  // 0.3 and 0.35 are 0.05 apart, whatever the rounding
       refuse(format_number("%g", grid[i - 1]) + " and " + format_number("%g", grid[i]) +
              " are less than 0.05 apart (values 3.5% apart are one value to a fit)");
     }
@@ -305,6 +305,13 @@ Exit run_calibrate(const CalibrateOptions& o) {
   setup.max_seeds = o.max_seeds > 0 ? o.max_seeds : o.seeds > 0 ? std::max(setup.max_seeds, o.seeds) : setup.max_seeds;
   setup.interventions = o.interventions > 0 ? o.interventions : setup.interventions;
   setup.effects = number_list("--effects", o.effects, "0,0.5,1,2 (multiples of δ)");
+  for (const double e : setup.effects) {
+    if (std::abs(e) > 1000) {
+      throw Error("calibrate: --effects " + o.effects + ": " + format_number("%g", e) +
+                      " is beyond ±1000 (multiples of δ) — e.g. 0,0.5,1,2",
+                  Exit::bad_input);
+    }
+  }
   setup.replicates = o.replicates;
   setup.seed = o.seed;
   setup.spending = o.spending;

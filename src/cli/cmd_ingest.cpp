@@ -26,10 +26,14 @@ Exit run_ingest(const SweepOptions& o) {
   const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
   const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
   std::vector<fs::path> found;
+  std::vector<std::string> problems;
   if (results_folder) {
     for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
-      if (fs::exists(d.path() / "config.yaml")) {
+      if (fs::exists(d.path() / "config.yaml") || fs::is_symlink(d.path() / "config.yaml")) {
         found.push_back(d.path());
+      } else if (fs::exists(d.path() / "events.jsonl")) {
+        problems.push_back("run folder " + d.path().string() + " skipped: it has events but no config.yaml — restore it, or "
+                           "move the folder away");
       }
     }
   } else if (fs::exists(fs::path(o.dir) / "config.yaml")) {
@@ -42,7 +46,6 @@ Exit run_ingest(const SweepOptions& o) {
   const ResultsLock lock(results);  // the database has one writer: not beside a `sweep run`
   Store store(db_path(results));
   std::map<std::string, int64_t> vocab_of_dataset;  // as the runs were trained
-  std::vector<std::string> problems;
   // A folder is trusted only as the run its name says (sched/run_folder.h): one that is not is said, and skipped.
   std::vector<std::pair<fs::path, RunConfig>> run_dirs;
   for (const auto& d : found) {

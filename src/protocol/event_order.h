@@ -8,7 +8,7 @@
 //   - a `done` before the run's `start` is a contract breach: taken as a `failed` end that says
 //     so (the run is retried), never as a result;
 //   - one process says `start` once; a `train` event's step is past the one before it (and past
-//     the step its `start` resumed from);
+//     the step its `start` resumed from); no train, eval or checkpoint event comes before a start;
 //   - an event at a step past the `total_steps` its start announced is no step of the run, and is
 //     ignored — every event but the end: an end past it (nanoGPT's loop ends at max_iters + 1) is
 //     the run's end all the same (outside_run, which the store holds every event to as well);
@@ -90,6 +90,10 @@ class EventOrder {
     }
     if (std::string outside = outside_run(type, step, m_total_steps); !outside.empty()) {
       return outside;
+    }
+    // a step is of an attempt: none before its start (a retry that says train 2 without its start)
+    if (m_at == At::before_start && (type == train || type == eval || type == checkpoint)) {
+      return "a " + type + " event before the run's start event";
     }
     if (type == end) {
       if (m_at == At::before_start && ev.value(field::status, std::string()) == to_string(RunState::done)) {

@@ -48,6 +48,16 @@ std::optional<int64_t> whole(const nlohmann::json& ev, const char* key) {
 
 std::string run_folder_problem(const fs::path& dir) {
   const std::string name = dir.filename().string();
+  // files, not a FIFO, a device or a folder, which a read would hang on or never finish
+  for (const char* file : {"config.yaml", "events.jsonl"}) {
+    const fs::path at = dir / file;
+    std::error_code ec;
+    if ((fs::exists(at, ec) || fs::is_symlink(at, ec)) && !fs::is_regular_file(at, ec)) {
+      return std::string("its ") + file + " is not a file (" +
+             (fs::is_symlink(at, ec) ? "a link to " + fs::read_symlink(at, ec).string() + ", which is none" : "a folder, a FIFO or a device") +
+             ") — restore it, or move the folder away";
+    }
+  }
   RunConfig config;
   try {
     config = load_run_config((dir / "config.yaml").string());

@@ -189,8 +189,12 @@ void SweepRunner::recover() {
 void SweepRunner::launch(const PlannedRun& run) {
   const fs::path dir = m_store.run(run.run_id)->run_dir;
   fs::create_directories(dir);
-  // A folder that holds another run's config or events is not trained on, nor read (sched/run_folder.h)
-  if (fs::exists(dir / "config.yaml")) {
+  // A folder that holds another run's config or events is not trained on, nor read (sched/run_folder.h);
+  // a folder without its config gets it first, so that events already there are checked against it
+  if (!fs::exists(dir / "config.yaml") && !fs::is_symlink(dir / "config.yaml")) {
+    write_file_atomic(dir / "config.yaml", run.config.to_yaml());
+  }
+  {
     if (const std::string problem = run_folder_problem(dir); !problem.empty()) {
       ++m_failed;
       m_store.set_status(run.run_id, RunState::failed, "its folder " + dir.string() + " is not this run's: " + problem);
@@ -214,9 +218,6 @@ void SweepRunner::launch(const PlannedRun& run) {
     ++m_done;
     say((row.status == RunState::done ? "done  " : "diverged ") + describe(run) + ": trained outside this `sweep run`");
     return;
-  }
-  if (!fs::exists(dir / "config.yaml")) {
-    write_file_atomic(dir / "config.yaml", run.config.to_yaml());
   }
   std::string where;
   const std::optional<int64_t> pid = m_executor->start(run, row, where);

@@ -139,6 +139,15 @@ int64_t Views::current_version() {
   // the version says so (a page polling it fetches again). One that cannot be opened: the old
   // stays open, and the next request tries again.
   if (const auto now = file_identity(m_path); now != m_file && now.second != 0) {
+    // The write-ahead log beside it is the replaced database's (this server's connection kept it):
+    // SQLite would read the two as one, a mix of both, and damage the new file. Refused until
+    // the log is gone; the old database is still served.
+    std::error_code ec;
+    if (fs::file_size(m_path + "-wal", ec) > 0 && !ec) {
+      throw std::runtime_error(m_path + " was replaced while the write-ahead log of the database it replaced (" + m_path +
+                               "-wal) is beside it: SQLite would read the two as one and damage it — put the old "
+                               "database back, stop sweep serve, then replace it");
+    }
     auto reopened = std::make_unique<Store>(m_path, Store::Access::reader);
     m_opened = std::move(reopened);
     m_file = now;

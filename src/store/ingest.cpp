@@ -213,14 +213,20 @@ class EventIngest {
     drop.bind(1, m_run_id);
     drop.bind(2, step);
     drop.exec();
-    SQLite::Statement q(m_db,
-                        "UPDATE runs SET total_steps = ?, steps = ?, test_loss = NULL, test_bpb = NULL, "
-                        "test_blocks = NULL, updated_at = ? WHERE run_id = ?");
+    // its progress is where it starts: the train row at or before its step (whatever was ingested
+    // before, in this batch or another), else the tokens it says
+    SQLite::Statement q(m_db, R"sql(
+    UPDATE runs SET total_steps = ?2, steps = ?3, test_loss = NULL, test_bpb = NULL, test_blocks = NULL, updated_at = ?4,
+      tokens = COALESCE((SELECT tokens FROM metrics WHERE run_id = ?1 AND split = 'train' AND step <= ?3
+                         ORDER BY step DESC LIMIT 1), ?5),
+      last_loss = (SELECT loss FROM metrics WHERE run_id = ?1 AND split = 'train' AND step <= ?3 ORDER BY step DESC LIMIT 1)
+    WHERE run_id = ?1)sql");
     m_total_steps = field_or<int64_t>(ev, field::total_steps, 0);
-    q.bind(1, m_total_steps);
-    q.bind(2, step);
-    q.bind(3, now());
-    q.bind(4, m_run_id);
+    q.bind(1, m_run_id);
+    q.bind(2, m_total_steps);
+    q.bind(3, step);
+    q.bind(4, now());
+    q.bind(5, step > 0 ? field_or<int64_t>(ev, field::tokens, 0) : int64_t{0});
     q.exec();
   }
 

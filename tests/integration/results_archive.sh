@@ -54,6 +54,12 @@ mkdir outdir
 "$archive" arch --results res --out outdir > archive.txt || fail "archive into a folder: $(cat archive.txt)"
 grep -q "outdir/runs.tar.gz: sweep arch, 4 finished runs" archive.txt || fail "$(cat archive.txt)"
 [ "$(ls -A outdir)" = runs.tar.gz ] || fail "the folder holds: $(ls -A outdir)"
+# --out a folder not yet made (named with a trailing /): made; a device or a FIFO: refused, untouched
+"$archive" arch --results res --out newdir/ > archive.txt || fail "archive into a new folder: $(cat archive.txt)"
+[ -f newdir/runs.tar.gz ] || fail "no archive in newdir/: $(ls -A newdir)"
+mkfifo pipe
+expect_rc 2 "$archive" arch --results res --out pipe 2> bad.txt
+grep -q -- "--out pipe is neither a folder nor a file" bad.txt && [ -p pipe ] || fail "--out a FIFO: $(cat bad.txt)"
 # a link that points nowhere: refused by name
 mv elsewhere gone
 expect_rc 2 "$archive" arch --results res --out kept/runs.tar.gz 2> bad.txt

@@ -88,6 +88,21 @@ grep -q "fail  better seed 1 .*its folder .* is not this run's: its config.yaml 
   fail "sweep run trained in an edited folder: $(cat run-edit.txt)"
 [ "$(cat "edited-config/runs/$better1/events.jsonl")" = "$before" ] || fail "the edited folder was written to"
 
+# ---- a folder without its config.yaml, holding another run's events: said by ingest, refused by run ----
+cp -r res noconfig && rm noconfig/sweep.db* "noconfig/runs/$base1/config.yaml"
+cp "noconfig/runs/$better1/events.jsonl" "noconfig/runs/$base1/events.jsonl"
+expect_rc 1 "$SWEEP" ingest noconfig > noconfig.txt 2>&1
+grep -q "run folder .*noconfig/runs/$base1 skipped: it has events but no config.yaml" noconfig.txt || fail "$(cat noconfig.txt)"
+rm noconfig/sweep.db*
+expect_rc 1 "$SWEEP" run project/t.yaml --results noconfig --devices cpu:2x1 > noconfig-run.txt 2>&1
+grep -q "fail  base seed 1 .*is not this run's: its events.jsonl holds a start of run $better1" noconfig-run.txt ||
+  fail "sweep run took another run's events: $(cat noconfig-run.txt)"
+
+# ---- an events.jsonl that is a FIFO: named, never read (a read would hang) ----
+cp -r res fifo && rm fifo/sweep.db* "fifo/runs/$base1/events.jsonl" && mkfifo "fifo/runs/$base1/events.jsonl"
+expect_rc 1 timeout 60 "$SWEEP" ingest fifo > fifo.txt 2>&1
+grep -q "run folder .*fifo/runs/$base1 skipped: its events.jsonl is not a file" fifo.txt || fail "a FIFO: $(cat fifo.txt)"
+
 # ---- one run folder: the seeds its config says ----
 mkdir one && "$SWEEP" ingest "res/runs/$(id base 2)/" --results one > one.txt 2>&1 || fail "one folder: $(cat one.txt)"
 DB=one/sweep.db

@@ -13,8 +13,12 @@ sql() { sqlite3 "$1" "$2"; }
 mkdir cases
 cat > replay.sh <<'SH'
 #!/bin/bash
-# replay.sh: prints cases/SEED.jsonl as its stdout, then exits as cases/SEED.exit says (kill: SIGKILL itself)
+# replay.sh: prints cases/SEED.jsonl as its stdout, then exits as cases/SEED.exit says (kill: SIGKILL
+# itself); on its Nth attempt cases/SEED.N.jsonl and .N.exit where they exist
+n=$(( $(cat "$SWEEP_RUN_DIR/attempts" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$SWEEP_RUN_DIR/attempts"
 case_=cases/$SWEEP_INIT_SEED
+[ -f "$case_.$n.jsonl" ] && case_=$case_.$n
 cat "$case_.jsonl"
 code=$(cat "$case_.exit")
 [ "$code" = kill ] && kill -9 $$
@@ -22,7 +26,7 @@ exit "$code"
 SH
 chmod +x replay.sh
 
-named=13
+named=15
 python3 - "$named" <<'PY'
 import json, random, sys
 named = int(sys.argv[1])
@@ -45,7 +49,14 @@ cases = {
   11: ([], 0),                                                                             # nothing at all
   12: ([start(4), train(1), train(2), end("diverged", step=2)], 3),
   13: ([start(4), train(1), b"bytes that are no UTF-8: \xff\xfe\xc3", "x" * 300000], 1),  # a crash's log tail: long, not UTF-8
+  14: ([start(4), train(1), train(2), train(3)], 75),  # preempted at 3, then (attempt 2, below) resumed there and done
+  15: ([start(4), train(1)], 1),                       # a crash, then (attempt 2) a retry that says no start
 }
+attempts = {14: ([j(event="start", step=3, total_steps=4, tokens_per_step=64), end("done", step=4, test_loss=2.0)], 0),
+            15: ([train(2), train(3), j(event="eval", step=3, split="val", loss=2.0)], 1)}
+for n, (lines, code) in attempts.items():
+    with open(f"cases/{n}.2.jsonl", "w") as f: f.write("".join(l + "\n" for l in lines))
+    with open(f"cases/{n}.2.exit", "w") as f: f.write(f"{code}\n")
 assert len(cases) == named
 rng = random.Random(59)
 alphabet = '{}[]":,0123456789.eE-+ntrufalsx\\ '
@@ -59,7 +70,7 @@ def mutate(line):
         elif op == 1: s.insert(at, rng.choice(alphabet))
         else: del s[at:]
     return "".join(s)
-for n in range(named + 1, named + 49):
+for n in range(named + 1, named + 47):
     total = rng.choice([0, 3, 5])
     lines, step = [], 0
     if rng.random() < 0.9: lines.append(start(total, step=rng.choice([0, 0, 2])))
@@ -88,7 +99,7 @@ for n, (lines, code) in cases.items():
     with open(f"cases/{n}.exit", "w") as f: f.write(f"{code}\n")
 print(len(cases))
 PY
-total=$(ls cases/*.exit | wc -l)
+total=$(ls cases | grep -cE '^[0-9]+\.exit$')
 seeds=$(seq -s, 1 "$total")
 cat > agree.yaml <<YAML
 sweep: agree
@@ -145,6 +156,8 @@ expect_row 10 '^10\|diverged\|'
 expect_row 11 '^11\|failed\|0\|0\|'
 expect_row 12 '^12\|diverged\|2\|128\|'
 expect_row 13 '^13\|failed\|1\|64\|.*no UTF-8'
+expect_row 14 '^14\|done\|3\|192\|4\|2\.0\|'                 # resumed at 3: its tokens there, not 0
+expect_row 15 '^15\|failed\|1\|64\|'                         # a retry's steps before its start are none
 grep -q 'sweep: ignored (step 102 past the run.s total_steps 4)' "res/runs/$(sql res/sweep.db "SELECT run_id FROM runs WHERE init_seed = 2")/worker.log" ||
   fail "the ignored step is not said in the log"
 # the scheduler's reading of an exit is in the folder, marked as its own

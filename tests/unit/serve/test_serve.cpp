@@ -241,6 +241,13 @@ TEST_CASE("Views: a database replaced under it (another file moved into place) i
   CHECK(views.sweep("other")->at("name") == "other");
   const auto names = views.sweeps()["sweeps"];
   CHECK(std::any_of(names.begin(), names.end(), [](const nlohmann::json& x) { return x["name"] == "other"; }));
+  // replaced again while a write-ahead log lies beside it (the replaced one's): refused, never read as one
+  ServedSweep third;
+  write_file_atomic(s.dir.str("sweep.db-wal"), std::string(4096, 'w'));
+  fs::rename(third.dir.str("sweep.db"), s.dir.str("sweep.db"));
+  CHECK_THROWS_WITH(views.version(), doctest::Contains("was replaced while the write-ahead log"));
+  fs::remove(s.dir.str("sweep.db-wal"));
+  CHECK(views.sweep("served")->at("name") == "served");
 }
 
 TEST_CASE("Views: a finished run is read once and kept, and read again when it is run again") {
