@@ -131,22 +131,29 @@ class EventOrder {
 // The lines of a whole events.jsonl, in this order: the ignored ones left out (and the events that
 // break the store's placement rules), a done before its start rewritten. Lines that are no event
 // pass as they are (their readers skip them).
+// One line of a file, in `order`: the line to pass on (rewritten where a done came before its
+// start), or nullopt when it is ignored.
+inline std::optional<std::string> line_in_order(const std::string& line, EventOrder& order) {
+  nlohmann::json ev = parse_json_line(line);
+  if (!ev.is_object() || !ev.contains(field::event) || !ev[field::event].is_string()) {
+    return line;
+  }
+  const std::string before = ev.value(field::status, std::string());
+  // an event the store would not place is no event of the run (nor a start of an attempt)
+  if (!event_problem(ev, Rules::placement).empty() || !order.next(ev).empty()) {
+    return std::nullopt;
+  }
+  return ev.value(field::status, std::string()) == before ? line : ev.dump();
+}
+
 // `order` (a file's) is left as the lines left it: attempt_open() says how the file ends.
 inline std::vector<std::string> in_event_order(const std::vector<std::string>& lines, EventOrder& order) {
   std::vector<std::string> kept;
   kept.reserve(lines.size());
   for (const auto& line : lines) {
-    nlohmann::json ev = parse_json_line(line);
-    if (!ev.is_object() || !ev.contains(field::event) || !ev[field::event].is_string()) {
-      kept.push_back(line);
-      continue;
+    if (auto taken = line_in_order(line, order)) {
+      kept.push_back(std::move(*taken));
     }
-    const std::string before = ev.value(field::status, std::string());
-    // an event the store would not place is no event of the run (nor a start of an attempt)
-    if (!event_problem(ev, Rules::placement).empty() || !order.next(ev).empty()) {
-      continue;
-    }
-    kept.push_back(ev.value(field::status, std::string()) == before ? line : ev.dump());
   }
   return kept;
 }

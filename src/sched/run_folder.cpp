@@ -26,16 +26,15 @@ std::vector<nlohmann::json> start_events(const fs::path& events) {
   if (!fs::exists(events)) {
     return starts;
   }
-  std::istringstream in(read_file(events));
-  for (std::string line; std::getline(in, line);) {
+  for_each_line(events, events::k_max_json_line, [&](const std::string& line) {
     if (line.find("\"start\"") == std::string::npos) {
-      continue;  // cheap: most lines are train events
+      return;  // cheap: most lines are train events
     }
     nlohmann::json ev = events::parse_json_line(line);
     if (ev.is_object() && ev.value(field::event, nlohmann::json()) == events::start) {
       starts.push_back(std::move(ev));
     }
-  }
+  });
   return starts;
 }
 

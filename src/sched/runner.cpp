@@ -90,9 +90,20 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
     return;
   }
   // the order of events enforced as the worker host enforces it (protocol/event_order.h): a
-  // folder may come from anywhere
+  // folder may come from anywhere — of any size: read a line at a time, ingested in batches (as
+  // a worker's stream is), no line longer than an event can be held
   events::EventOrder order(events::EventOrder::Source::file);
-  store.ingest(run_id, events::in_event_order(split(read_file(events), '\n'), order));
+  std::vector<std::string> batch;
+  for_each_line(events, events::k_max_json_line, [&](const std::string& line) {
+    if (auto taken = events::line_in_order(line, order)) {
+      batch.push_back(std::move(*taken));
+    }
+    if (batch.size() >= 10000) {
+      store.ingest(run_id, batch);
+      batch.clear();
+    }
+  });
+  store.ingest(run_id, batch);
   // an attempt the file does not end: its worker stopped without a word, and no scheduler said how
   if (order.attempt_open() && !finished(store.run(run_id)->status)) {
     store.set_status(run_id, RunState::interrupted, events::k_no_end_event);

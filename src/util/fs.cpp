@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "util/error.h"
 
@@ -72,6 +73,47 @@ void write_file_atomic(const fs::path& path, const std::string& content) {
       throw io_error("write", path.string(), errno);
     }
   });
+}
+
+void for_each_line(const fs::path& path, size_t max_line, const std::function<void(const std::string&)>& line) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw io_error("read", path.string(), errno);
+  }
+  std::vector<char> block(1 << 16);
+  std::string current;
+  bool overlong = false;
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const size_t got = static_cast<size_t>(in.gcount());
+    size_t from = 0;
+    while (from < got) {
+      const char* nl = static_cast<const char*>(std::memchr(block.data() + from, '\n', got - from));
+      const size_t to = nl ? static_cast<size_t>(nl - block.data()) : got;
+      if (!overlong) {
+        current.append(block.data() + from, to - from);
+        if (current.size() > max_line) {
+          overlong = true;
+          current.clear();
+          current.shrink_to_fit();
+        }
+      }
+      if (nl) {
+        if (!overlong) {
+          line(current);
+        }
+        current.clear();
+        overlong = false;
+      }
+      from = to + (nl ? 1 : 0);
+    }
+  }
+  if (in.bad()) {
+    throw io_error("read", path.string(), errno);
+  }
+  if (!current.empty() && !overlong) {
+    line(current);
+  }
 }
 
 void append_line(const fs::path& path, const std::string& line) {

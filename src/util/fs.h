@@ -22,6 +22,11 @@ void replace_file_atomic(const fs::path& path, const std::function<void(const fs
 
 void fsync_path(const fs::path& path);
 
+// Calls `line` with each line of a text file in turn (without its newline; the last one too when it
+// has none), reading a block at a time: a file of any size in bounded memory. A line longer than
+// `max_line` bytes is never held whole: it is skipped. Throws an io_error when it cannot be read.
+void for_each_line(const fs::path& path, size_t max_line, const std::function<void(const std::string&)>& line);
+
 // Appends `line` and a newline to a log of lines (created if missing), on a line of its own: after
 // a newline when the file ends in a line cut short (a writer killed mid-line). Throws an io_error.
 void append_line(const fs::path& path, const std::string& line);

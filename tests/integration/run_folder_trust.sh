@@ -103,6 +103,13 @@ cp -r res fifo && rm fifo/sweep.db* "fifo/runs/$base1/events.jsonl" && mkfifo "f
 expect_rc 1 timeout 60 "$SWEEP" ingest fifo > fifo.txt 2>&1
 grep -q "run folder .*fifo/runs/$base1 skipped: its events.jsonl is not a file" fifo.txt || fail "a FIFO: $(cat fifo.txt)"
 
+# ---- an events.jsonl grown to 1 GB (its events, then a sparse tail: one line of zeros) read in
+# bounded memory: its result stands (a whole-file read took 2.5-3x its size, and died of it) ----
+cp -r res big && rm big/sweep.db* && truncate -s 1G "big/runs/$base1/events.jsonl"
+( ulimit -v 1000000 && "$SWEEP" ingest big > big.txt 2>&1 ) || fail "ingest of a 1 GB events.jsonl under 1 GB of memory: $(cat big.txt)"
+DB=big/sweep.db
+[ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" = 4 ] || fail "the runs: $(sql "SELECT run_id, status FROM runs")"
+
 # ---- one run folder: the seeds its config says ----
 mkdir one && "$SWEEP" ingest "res/runs/$(id base 2)/" --results one > one.txt 2>&1 || fail "one folder: $(cat one.txt)"
 DB=one/sweep.db

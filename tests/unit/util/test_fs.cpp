@@ -84,3 +84,24 @@ TEST_CASE("release_freed_memory: the pages keep_freed_memory kept go back to the
   release_freed_memory();
   CHECK(resident_mib() < used - 56);  // given back
 }
+
+TEST_CASE("for_each_line: every line of a file of any size, the last without its newline too, an overlong one skipped") {
+  test::TempDir dir;
+  const std::string path = dir.str("lines.txt");
+  std::string text;
+  std::vector<std::string> want;
+  for (int i = 0; i < 30000; ++i) {  // lines across the 64 KiB blocks
+    want.push_back("line " + std::to_string(i));
+    text += want.back() + "\n";
+  }
+  text += std::string(200000, 'x') + "\n";  // longer than the bound: skipped, never held whole
+  want.emplace_back("");
+  text += "\n";  // an empty line is a line
+  want.emplace_back("the last, without a newline");
+  text += want.back();
+  write_file_atomic(path, text);
+  std::vector<std::string> got;
+  for_each_line(path, 100000, [&](const std::string& line) { got.push_back(line); });
+  CHECK(got == want);
+  CHECK_THROWS_AS(for_each_line(dir.str("none"), 10, [](const std::string&) {}), Error);
+}
