@@ -104,6 +104,8 @@ Exit run_ingest(const SweepOptions& o) {
     if (!fs::exists(fs::path(store.run(id)->run_dir) / "config.yaml")) {
       store.set_run_dir(id, fs::absolute(d).string());
     }
+    // the folder's events are the run's whole record: none of another copy's trained elsewhere stays
+    store.forget_events(id);
     reingest_run_dir(store, id, d.string());
   }
   std::printf("ingested %zu run director%s into %s\n", run_dirs.size(), run_dirs.size() == 1 ? "y" : "ies",

@@ -540,6 +540,21 @@ void Store::ensure_run(const std::string& run_id, const std::string& config_yaml
   throw db_error(m_path, e);
 }
 
+void Store::forget_events(const std::string& run_id) try {
+  SQLite::Transaction tx(*m_db);
+  for (const char* sql : {"DELETE FROM metrics WHERE run_id = ?", "DELETE FROM segments WHERE run_id = ?",
+                          "UPDATE runs SET status = 'pending', error = '', steps = 0, total_steps = 0, tokens = 0, "
+                          "test_loss = NULL, test_bpb = NULL, test_blocks = NULL, last_loss = NULL, wall_seconds = NULL, "
+                          "train_seconds = NULL, tokens_per_s = NULL WHERE run_id = ?"}) {
+    SQLite::Statement q(*m_db, sql);
+    q.bind(1, run_id);
+    q.exec();
+  }
+  tx.commit();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
+}
+
 void Store::set_run_dir(const std::string& run_id, const std::string& run_dir) try {
   SQLite::Statement q(*m_db, "UPDATE runs SET run_dir = ?, updated_at = ? WHERE run_id = ?");
   q.bind(1, stored_dir(run_dir));

@@ -138,6 +138,10 @@ class Store {
   // Where the run's files are (sweep ingest of a folder elsewhere: its runs train on there).
   void set_run_dir(const std::string& run_id, const std::string& run_dir);
 
+  // Drops what the run's events made (its metrics and segments; its progress and result columns
+  // back to none): `sweep ingest` then reads its folder's events.jsonl as the whole truth, so a
+  // folder restored over runs trained elsewhere keeps no segment of theirs.
+  void forget_events(const std::string& run_id);
   // Applies worker events (JSON lines) to the database in one transaction.
   void ingest(const std::string& run_id, const std::vector<std::string>& lines);
 

@@ -110,6 +110,17 @@ cp -r res big && rm big/sweep.db* && truncate -s 1G "big/runs/$base1/events.json
 DB=big/sweep.db
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" = 4 ] || fail "the runs: $(sql "SELECT run_id, status FROM runs")"
 
+# ---- the same runs trained again elsewhere, restored over these folders: ingest keeps their
+# record alone, none of the segments trained here (wall times doubled, "started more than once") ----
+"$SWEEP" run project/t.yaml --results res2 --devices cpu:2x1 > run2.txt 2>&1 || fail "the second training: $(cat run2.txt)"
+cp -r res restored && cp -r res2/runs/. restored/runs/
+"$SWEEP" ingest restored > restored.txt 2>&1 || fail "ingest of the restored: $(cat restored.txt)"
+DB=restored/sweep.db
+[ "$(sql "SELECT COUNT(*) FROM segments")" = 4 ] || fail "segments of both trainings: $(sql "SELECT run_id, started FROM segments")"
+[ "$(sql "SELECT group_concat(round(wall_seconds, 3)) FROM (SELECT wall_seconds FROM runs ORDER BY run_id)")" = \
+  "$(DB=res2/sweep.db sql "SELECT group_concat(round(wall_seconds, 3)) FROM (SELECT wall_seconds FROM runs ORDER BY run_id)")" ] ||
+  fail "wall times: $(sql "SELECT run_id, wall_seconds FROM runs")"
+
 # ---- one run folder: the seeds its config says ----
 mkdir one && "$SWEEP" ingest "res/runs/$(id base 2)/" --results one > one.txt 2>&1 || fail "one folder: $(cat one.txt)"
 DB=one/sweep.db
