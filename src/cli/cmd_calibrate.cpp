@@ -264,6 +264,11 @@ Exit run_calibrate(const CalibrateOptions& o) {
     throw Error("calibrate: --tune and --backtest measure different things: pass one", Exit::bad_input);
   }
   refuse_other_modes(o);
+  if (o.given.count("--better-by-alpha") && !o.given.count("--better-by") && o.sweep.empty()) {
+    throw Error("calibrate: --better-by-alpha is the level of --better-by's claim, and no margin is given — pass "
+                "--better-by M too (or a sweep whose file sets better_by)",
+                Exit::bad_input);
+  }
   if (o.tune) {
     return run_tuned_calibration(o);
   }

@@ -146,6 +146,8 @@ calibrate_refuses "--tune-grid -1,0,1,1024: 1024 is beyond ±10" --tune --tune-g
 calibrate_refuses "--tune-grid 0,1e-300,2e-300: 0 and 1e-300 are less than 0.05 apart" --tune --tune-grid=0,1e-300,2e-300
 calibrate_refuses "--tune-grid -1,1,2: 0, the base value, is not among them" --tune --tune-grid=-1,1,2
 calibrate_refuses "--tune-grid 0,1: 3 values at least" --tune --tune-grid=0,1
+calibrate_refuses "--better-by-alpha is the level of --better-by's claim, and no margin is given" \
+  --sigma .01 --rho .5 --min-effect .01 --better-by-alpha 0.1
 calibrate_refuses "--effects 0,1e306: 1e+306 is beyond ±1000" --sigma .01 --rho .5 --min-effect 1 --effects 0,1e306
 "$SWEEP" calibrate --tune --tune-grid 0,0.3,0.35 --replicates 1 --interventions 1 > /dev/null 2> err.txt ||
   fail "0.3 and 0.35 are 0.05 apart: $(cat err.txt)"
