@@ -49,12 +49,13 @@ Exit run_ingest(const SweepOptions& o) {
   // A folder is trusted only as the run its name says (sched/run_folder.h): one that is not is said, and skipped.
   std::vector<std::pair<fs::path, RunConfig>> run_dirs;
   for (const auto& d : found) {
-    if (const std::string problem = run_folder_problem(d); !problem.empty()) {
+    RunConfig c;
+    if (const std::string problem = run_folder_problem(d, &c); !problem.empty()) {
       problems.push_back("run folder " + d.string() + " skipped: " + problem);
       continue;
     }
-    const RunConfig& c = run_dirs.emplace_back(d, load_run_config((d / "config.yaml").string())).second;
     vocab_of_dataset[c.data.dataset] = c.model.vocab_size;
+    run_dirs.emplace_back(d, std::move(c));
   }
   const fs::path sweeps = fs::path(o.dir) / "sweeps";
   if (results_folder && fs::exists(sweeps)) {

@@ -173,8 +173,8 @@ Exit run_run(const SweepOptions& o, SweepPlan plan) {
   write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
   save_device(o.results, spec.name, placement.kind);
   save_rounds(o.results, spec);
-  save_trainer(o.results, spec);
-  save_file_name(o.results, spec);  // the ids its runs train under: `sweep ingest` plans the saved copy with them
+  save_trainer(o.results, spec);  // the ids its runs train under: `sweep ingest` plans the saved copy with them
+  save_file_name(o.results, spec);
   const std::string worker = executable_path().string();
   std::unique_ptr<Executor> executor;
   if (slurm) {

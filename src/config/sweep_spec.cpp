@@ -45,11 +45,15 @@ Ladder Ladder::from_json(const nlohmann::json& j) {
 }
 
 std::string run_id_of(const RunConfig& config, int64_t repeat, std::optional<int64_t> numerics) {
+  return run_id_of_identity(identity_at(config, numerics), repeat);
+}
+
+nlohmann::json identity_at(const RunConfig& config, std::optional<int64_t> numerics) {
   nlohmann::json j = config.identity_json();
-  if (numerics && j.contains("numerics")) {
+  if (numerics && j.contains("numerics")) {  // a trainer of your own's has none
     j["numerics"] = *numerics;
   }
-  return run_id_of_identity(std::move(j), repeat);
+  return j;
 }
 
 std::string run_id_of_identity(nlohmann::json identity, int64_t repeat) {

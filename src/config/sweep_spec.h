@@ -133,7 +133,10 @@ SweepSpec load_sweep(const std::string& path, const VocabLookup& vocab_of = {},
 // A run id: the first 16 hex digits of SHA-256 over the canonical identity JSON — as a worker of
 // numerics version `numerics` had it, when given (a run folder trained by an older core).
 std::string run_id_of(const RunConfig& config, int64_t repeat, std::optional<int64_t> numerics = std::nullopt);
-std::string run_id_of_identity(nlohmann::json identity, int64_t repeat);  // from RunConfig::identity_json()
+// The pieces of run_id_of: the config's identity (RunConfig::identity_json) as a worker of numerics
+// version `numerics` had it, and the id of an identity at a repeat.
+nlohmann::json identity_at(const RunConfig& config, std::optional<int64_t> numerics);
+std::string run_id_of_identity(nlohmann::json identity, int64_t repeat);
 
 // Every run of `spec` trained on `device` ("cpu" or "cuda": the kind of the slots `sweep run` is
 // given, which the workers train on whatever the file says), its id recomputed: the kind of

@@ -57,6 +57,16 @@ std::string beyond_edge(const Response& r) {
   return text;
 }
 
+// A variant's runs that diverged.
+int64_t diverged_runs(const VariantRuns& v) {
+  return std::count_if(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
+}
+
+// One value an arm diverged at, as the notes and the outcome say it: "0.004 (2/5)", `also` inside the brackets.
+std::string diverged_at(const TunedDivergence& d, const std::string& also = "") {
+  return format_number("%g", d.value) + " (" + std::to_string(d.diverged) + "/" + std::to_string(d.runs) + also + ")";
+}
+
 }  // namespace
 
 const SweepAxis* tune_axis(const ReportInput& in) {
@@ -170,8 +180,7 @@ void judge_tuned_arm(TunedArm& arm, const Response* curve, const Response* basel
   std::string unstable;
   for (const auto& d : arm.diverged) {
     if (d.baseline_trains) {
-      unstable += (unstable.empty() ? "" : ", ") + format_number("%g", d.value) + " (" + std::to_string(d.diverged) + "/" +
-                  std::to_string(d.runs) + ")";
+      unstable += (unstable.empty() ? "" : ", ") + diverged_at(d);
     }
   }
   if (!unstable.empty()) {
@@ -255,8 +264,7 @@ Analysis analyze_tuned(const ReportInput& in) {
   for (const auto& [series, members] : arms) {
     if (baseline != nullptr && series == series_of(*baseline, tune->keys)) {
       for (const VariantRuns* m : members) {
-        const bool any_diverged = std::any_of(m->runs.begin(), m->runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
-        if (!any_diverged && std::any_of(m->runs.begin(), m->runs.end(), [](const ReportRun& r) { return r.value.has_value(); })) {
+        if (diverged_runs(*m) == 0 && std::any_of(m->runs.begin(), m->runs.end(), [](const ReportRun& r) { return r.value.has_value(); })) {
           baseline_trains.insert(value_of(*m));
         }
       }
@@ -282,7 +290,7 @@ Analysis analyze_tuned(const ReportInput& in) {
           TunedDivergence d;
           d.value = value_of(*m);
           d.runs = static_cast<int64_t>(m->runs.size());
-          d.diverged = std::count_if(m->runs.begin(), m->runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
+          d.diverged = diverged_runs(*m);
           d.baseline_trains = baseline_trains.count(d.value) > 0;
           if (d.diverged > 0) {
             arm.diverged.push_back(d);
@@ -303,8 +311,7 @@ Analysis analyze_tuned(const ReportInput& in) {
     if (!arm.diverged.empty()) {  // said, for every arm, the baseline's too
       std::string where;
       for (const auto& d : arm.diverged) {
-        where += (where.empty() ? "" : ", ") + format_number("%g", d.value) + " (" + std::to_string(d.diverged) + "/" +
-                 std::to_string(d.runs) + (d.baseline_trains ? ", where the baseline trains" : "") + ")";
+        where += (where.empty() ? "" : ", ") + diverged_at(d, d.baseline_trains ? ", where the baseline trains" : "");
       }
       t.notes.push_back(arm.arm + " diverged at " + short_key(t.keys.front()) + " " + where);
     }

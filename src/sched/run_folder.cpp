@@ -2,7 +2,7 @@
 
 #include <optional>
 #include <set>
-#include <sstream>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,7 +45,7 @@ std::optional<int64_t> whole(const nlohmann::json& ev, const char* key) {
 
 }  // namespace
 
-std::string run_folder_problem(const fs::path& dir) {
+std::string run_folder_problem(const fs::path& dir, RunConfig* loaded) {
   const std::string name = dir.filename().string();
   // files, not a FIFO, a device or a folder, which a read would hang on or never finish
   for (const char* file : {"config.yaml", "events.jsonl"}) {
@@ -72,26 +72,21 @@ std::string run_folder_problem(const fs::path& dir) {
       numerics.insert(*n);
     }
   }
-  bool named = false;
-  std::optional<int64_t> trained_numerics;
-  for (const auto& n : numerics) {
-    nlohmann::json identity = config.identity_json();
-    if (n && identity.contains("numerics")) {
-      identity["numerics"] = *n;
-    }
-    for (int64_t repeat = 0; repeat <= 1000 && !named; ++repeat) {  // seeds.repeat: at most 1000
-      named = run_id_of_identity(identity, repeat) == name;
-    }
-    if (named) {
-      trained_numerics = n;
-      break;
+  // the config's run id at repeat 0 under the numerics its name matched ("": none matched)
+  std::string identity;
+  for (auto n = numerics.begin(); n != numerics.end() && identity.empty(); ++n) {
+    const nlohmann::json at = identity_at(config, *n);
+    for (int64_t repeat = 0; repeat <= 1000; ++repeat) {  // seeds.repeat: at most 1000
+      if (run_id_of_identity(at, repeat) == name) {
+        identity = run_id_of_identity(at, 0);
+        break;
+      }
     }
   }
-  if (!named) {
+  if (identity.empty()) {
     return "its config.yaml is not the run its name says (it hashes to " + run_id_of(config, 0) +
            "): the config was edited after the run, or the folder renamed — restore it, or move the folder away";
   }
-  const std::string identity = run_id_of(config, 0, trained_numerics);
   for (const auto& ev : starts) {
     const auto stamped = ev.find(field::identity);
     if (stamped != ev.end() && stamped->is_string() && *stamped != identity) {
@@ -108,6 +103,9 @@ std::string run_folder_problem(const fs::path& dir) {
              " of " + std::to_string(config.tokens_per_step()) +
              ": the events of another run — restore the folder's own, or move it away";
     }
+  }
+  if (loaded != nullptr) {
+    *loaded = std::move(config);
   }
   return "";
 }

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <string>
 
+#include "config/run_config.h"
+
 namespace sweep {
 
 // "" when the folder `dir` is the run its name says; else why not, in words:
@@ -16,6 +18,7 @@ namespace sweep {
 //   - each start event of its events.jsonl is of that config: the identity the worker stamps on
 //     it (a worker of this version or later), and for sweep's own core its total_steps and
 //     tokens_per_step.
-std::string run_folder_problem(const std::filesystem::path& dir);
+// `loaded`: the config it read, when the folder is the run's.
+std::string run_folder_problem(const std::filesystem::path& dir, RunConfig* loaded = nullptr);
 
 }  // namespace sweep
