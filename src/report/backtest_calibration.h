@@ -20,7 +20,7 @@ struct BacktestCalibrationSetup {
   int64_t replicates = 1000;
   uint64_t seed = 1;
   // told after each study: how many of how many (a million replicates is a day: `sweep calibrate` says how far)
-  std::function<void(int64_t done, int64_t total)> progress;
+  std::function<void(int64_t done, int64_t total)> progress{};
 };
 
 struct BacktestCalibrationRow {
