@@ -217,12 +217,7 @@ void SweepRunner::launch(const PlannedRun& run) {
   // resume must not leave a hole in the run's curve.
   reingest_run_dir(m_store, run.run_id, dir.string());
   const RunRow row = *m_store.run(run.run_id);
-  std::string holder;
-  if (!FileLock::try_lock(dir / ".lock", &holder)) {  // its worker would be refused: not a failure of the run
-    ++m_skipped;
-    m_store.set_status(run.run_id, RunState::interrupted,
-                       "another process (pid " + holder + ") trains it; `sweep run` again takes it up when that ends");
-    say("skip  " + describe(run) + ": another process (pid " + holder + ") trains it; `sweep run` again takes it up");
+  if (skip_if_taken(run, dir)) {  // its worker would be refused: not a failure of the run
     return;
   }
   if (finished(row.status)) {
@@ -299,9 +294,29 @@ void SweepRunner::apply(Observed seen) {
   }
 }
 
+// Another process holds the run's lock (a worker a killed scheduler left, still training): the run
+// is neither finished nor failed, and nothing is written into the folder that process writes.
+bool SweepRunner::skip_if_taken(const PlannedRun& run, const fs::path& dir) {
+  std::string holder;
+  if (FileLock::try_lock(dir / ".lock", &holder)) {
+    return false;
+  }
+  ++m_skipped;
+  m_store.set_status(run.run_id, RunState::interrupted,
+                     "another process (pid " + holder + ") trains it; `sweep run` again takes it up when that ends");
+  say("skip  " + describe(run) + ": another process (pid " + holder + ") trains it; `sweep run` again takes it up");
+  return true;
+}
+
 void SweepRunner::finish(const WorkerEnd& end) {
   const RunRow row = *m_store.run(end.run_id);
   const Watched watched = m_watched.at(end.run_id);
+  // Refused at its lock: one that took it after launch() looked (a worker left by a killed scheduler,
+  // still loading then) trains the run now
+  if (end.exit_code == static_cast<int>(Exit::bad_input) && skip_if_taken(*watched.run, row.run_dir)) {
+    m_watched.erase(end.run_id);
+    return;
+  }
   const std::string what = describe(end.run_id);
   EndFacts facts;
   facts.exit_code = end.exit_code;

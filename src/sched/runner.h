@@ -90,6 +90,7 @@ class SweepRunner {
   void launch(const PlannedRun& run);
   void apply(Observed seen);
   void finish(const WorkerEnd& end);
+  bool skip_if_taken(const PlannedRun& run, const std::filesystem::path& dir);
   void check_stalls();  // the watchdog: kills the workers silent for longer than their stall timeout
   void draw();
   void clear_block();

@@ -141,3 +141,56 @@ TEST_CASE("watchdog: before its first event a worker gets the startup allowance,
   CHECK(after_queued > 2.5 + 3 - 0.1);  // queued 2.5 s, then silent for the allowance of 3 s
   CHECK(after_queued < 2.5 + 3 + 1.5);
 }
+
+namespace {
+
+// A worker a killed scheduler left behind takes the run's lock after launch() looked: the new
+// worker is refused at the lock (exit 2). The executor plays both: it takes the lock at start.
+class TakenExecutor : public Executor {
+ public:
+  explicit TakenExecutor(std::unique_ptr<FileLock>& held) : m_held(held) {}
+  std::string describe() const override { return "a machine with an orphan"; }
+  std::optional<std::string> adopt(const RunRow&, const PlannedRun*) override { return std::nullopt; }
+  bool can_start(const PlannedRun&) const override { return true; }
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override {
+    where = "here";
+    m_run_id = run.run_id;
+    m_held = FileLock::try_lock(fs::path(row.run_dir) / ".lock");
+    REQUIRE(m_held);
+    return 1;
+  }
+  Observed poll() override {
+    Observed seen;
+    if (!m_run_id.empty()) {
+      seen.ended.push_back(WorkerEnd{m_run_id, static_cast<int>(Exit::bad_input), false, "", "", ""});
+      m_run_id.clear();
+    }
+    return seen;
+  }
+  void kill(const std::string&) override {}
+  std::string stop(int) override { return "stopping"; }
+
+ private:
+  std::unique_ptr<FileLock>& m_held;
+  std::string m_run_id;
+};
+
+}  // namespace
+
+TEST_CASE("a worker refused at its lock by a process that took it after launch is skipped: nothing written into the run's folder") {
+  test::TempDir dir;
+  write_file_atomic(dir.path / "s.yaml",
+                    "sweep: s\nbaseline: base\nseeds: [1]\nbase: {data: {dataset: data}, train: {tokens: 8192}}\n"
+                    "interventions:\n  base: {}\n");
+  const SweepSpec spec = load_sweep(dir.str("s.yaml"));
+  Store store(dir.str("sweep.db"));
+  std::unique_ptr<FileLock> held;
+  CHECK(SweepRunner(spec, store, std::make_unique<ResultsLock>(dir.str()), std::make_unique<TakenExecutor>(held), {})
+            .run() == Exit::failed);  // skipped: neither finished nor failed, the sweep not complete
+  REQUIRE(held);
+  const RunRow row = store.sweep_runs("s").at(0).run;
+  CHECK(row.status == RunState::interrupted);
+  CHECK(row.error.find("another process") != std::string::npos);
+  // the folder belongs to the process that trains it: no end of the scheduler's appended
+  CHECK_FALSE(fs::exists(fs::path(row.run_dir) / "events.jsonl"));
+}
