@@ -82,7 +82,7 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
                       (fit.empty() ? "no layout of up to 8× the ranks fits 90% of it: each rank still computes whole "
                                      "layers of a micro-batch (activations " + format_bytes(p.activations) +
                                          ") — that needs tensor or sequence parallelism, which sweep does not have "
-                                         "(docs/architecture.md#beyond-zero): shorter sequences, a smaller model, or a "
+                                         "(docs/parallel.md#beyond-zero): shorter sequences, a smaller model, or a "
                                          "device with more memory"
                                    : "layouts that would, with 10% to spare: " + alternatives));
   return out;

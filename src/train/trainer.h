@@ -1,4 +1,4 @@
-// The training core for one run: the loop of shared/DESIGN.md (micro-batches with loss /
+// The training core for one run: the training loop (micro-batches with loss /
 // grad_accum, one backward each; the global grad norm before clipping; clip; LR from the
 // schedule; AdamW; zero grads), periodic validation, checkpoints, preemption on SIGTERM/SIGINT
 // at a step boundary, and the final test loss with bits per byte. Emits events; never opens a
