@@ -54,7 +54,7 @@ Exit run_backtest(const BacktestOptions& o) {
     if (!seen.insert(name).second) {
       continue;  // a ladder named twice is backtested once: its rows would count twice in the pooled row
     }
-    const ReportInput in = load_report_input(*store, name, o.metric, "");
+    const ReportInput in = load_report_input(*store, name, parse_metric(o.metric), "");
     std::set<std::string> runs;
     for (const auto& v : in.variants) {
       for (const auto& r : v.runs) {

@@ -209,7 +209,7 @@ std::vector<double> number_list(const std::string& option, const std::string& te
 ReportInput study_to_simulate(const CalibrateOptions& o) {
   std::unique_ptr<Store> store;
   const std::string sweep = sweep_to_read(o.results, o.sweep, store);
-  ReportInput input = base_value_input(load_report_input(*store, sweep, "test_loss", ""));
+  ReportInput input = base_value_input(load_report_input(*store, sweep, Metric{Metric::Kind::test_loss}, ""));
   if (input.ladder) {
     throw Error("calibrate: sweep " + sweep + " is a scale ladder, each rung with noise of its own — pass one rung's "
                     "σ, ρ and δ (`sweep report " + sweep + "` prints them) as --sigma, --rho and --min-effect without "

@@ -67,7 +67,7 @@ Exit run_report(const ReportOptions& o) {
   std::unique_ptr<Store> owned;
   const std::string sweep = sweep_to_read(o.results, o.sweep, owned);
   Store& store = *owned;
-  ReportInput input = load_report_input(store, sweep, o.metric, o.noise_from);
+  ReportInput input = load_report_input(store, sweep, parse_metric(o.metric), o.noise_from);
   if (o.min_effect_given) {
     input.design.min_effect = parse_margin("--min-effect", o.min_effect, o.metric, "the smallest improvement that matters");
     input.min_effect_source = MinEffectSource::option;

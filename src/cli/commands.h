@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config/sweep_spec.h"
+#include "config/load_sweep.h"
 #include "data/import.h"
 #include "data/prepare.h"
 #include "serve/server.h"

@@ -42,7 +42,7 @@ Exit host_own_trainer(const TrainOptions& o, const RunConfig& cfg) {
     throw Error(o.config + " names a trainer of your own: run it with `sweep run` on its sweep file (or pass --run-dir)",
                 Exit::bad_input);
   }
-  return run_external(cfg, {o.run_dir, o.resume, o.events || !::isatty(STDOUT_FILENO)});
+  return host_trainer(cfg, {o.run_dir, o.resume, o.events || !::isatty(STDOUT_FILENO)});
 }
 
 }  // namespace sweep

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "report/signal.h"
+#include "report/metric.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -61,11 +61,11 @@ inline CLI::Validator at_most(double max) {
       "<= " + bound);
 }
 
-// A metric a report can rank by (report/signal.h).
+// A metric a report can rank by (report/metric.h).
 inline CLI::Validator metric_name() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        return known_metric(text) ? "" : "'" + text + "' is not a metric: " + metric_names();
+        return Metric::parse(text) ? "" : "'" + text + "' is not a metric: " + metric_names();
       },
       "METRIC");
 }

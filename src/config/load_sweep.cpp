@@ -7,7 +7,7 @@
 #include <set>
 
 #include "config/sweep_sections.h"
-#include "config/sweep_spec.h"
+#include "config/load_sweep.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"

@@ -364,7 +364,7 @@ RunConfig parse_external_run(const YAML::Node& root, Diagnostics& diags) {
   RunConfig c;
   MapReader r(root, "", diags);
   MapReader t(r.section("trainer"), "trainer", diags);
-  ExternalTrainer& trainer = c.trainer.emplace();
+  OwnTrainer& trainer = c.trainer.emplace();
   t.read("name", trainer.name);
   t.read("dir", trainer.dir);
   const YAML::Node command = t.section("command"), files = t.section("files");

@@ -186,7 +186,7 @@ struct RunConfig {
 
   // A user's own training program trains this run (`trainer:` in its sweep file): `values`, its
   // resolved config, stands for model, data, train and eval, which are then unused.
-  std::optional<ExternalTrainer> trainer;
+  std::optional<OwnTrainer> trainer;
   nlohmann::json values;
 
   int64_t world_size = 1;  // the ranks actually running (set by the trainer from its process group)

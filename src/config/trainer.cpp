@@ -245,11 +245,11 @@ std::optional<std::string> find_trainer_program(const std::string& program, cons
   return at.string();
 }
 
-std::string ExternalTrainer::version() const {
+std::string OwnTrainer::version() const {
   return sha256_hex(to_json(true).dump()).substr(0, 12);
 }
 
-nlohmann::json ExternalTrainer::to_json(bool identity) const {
+nlohmann::json OwnTrainer::to_json(bool identity) const {
   nlohmann::json j{{"command", command}, {"files", files}};
   if (!identity) {
     j["name"] = name;
@@ -261,7 +261,7 @@ nlohmann::json ExternalTrainer::to_json(bool identity) const {
 namespace {
 
 // trainer.files: each file's SHA-256, part of every run id — hashed in t.dir, or as `recorded`.
-void read_trainer_files(const YAML::Node& files, const YAML::Node& node, ExternalTrainer& t,
+void read_trainer_files(const YAML::Node& files, const YAML::Node& node, OwnTrainer& t,
                         const std::map<std::string, std::string>* recorded, Diagnostics& diags) {
   if (!files.IsDefined() || files.IsNull() || (files.IsSequence() && files.size() == 0)) {
     diags.error(files.IsDefined() ? files.Mark() : node.Mark(),
@@ -332,7 +332,7 @@ void read_trainer_keys(const YAML::Node& keys, const YAML::Node& node, const std
 // trainer.command: each part's placeholders known, the program found (when `find`: not for a
 // record of a trainer, which may be elsewhere).
 void read_trainer_command(const YAML::Node& command, TrainerSpec& spec, bool find, Diagnostics& diags) {
-  ExternalTrainer& t = spec.trainer;
+  OwnTrainer& t = spec.trainer;
   if (command.IsDefined() && (!command.IsSequence() || command.size() == 0)) {
     diags.error(command.Mark(), "'trainer.command' must be a non-empty list: the program and its arguments, e.g. "
                                 "[python3, train.py, --config, \"{config_json}\"]");
@@ -394,7 +394,7 @@ void read_trainer_command(const YAML::Node& command, TrainerSpec& spec, bool fin
 
 TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagnostics& diags, const TrainerRecord* record) {
   TrainerSpec spec;
-  ExternalTrainer& t = spec.trainer;
+  OwnTrainer& t = spec.trainer;
   t.dir = record ? record->dir : fs::absolute(file).lexically_normal().parent_path().string();
   const bool as_recorded = record && !record->files.empty();
   MapReader r(node, "trainer", diags);

@@ -28,8 +28,9 @@ struct TrainerKey {
   Origin at;                         // where it is declared
 };
 
-// What a run's config says about its trainer (and config.yaml's `trainer:` section).
-struct ExternalTrainer {
+// A trainer of your own (a program the sweep file names instead of sweep's core): what a run's
+// config says about it (and config.yaml's `trainer:` section).
+struct OwnTrainer {
   std::string name;                  // shown in reports and `sweep status` ("own-trainer")
   std::vector<std::string> command;  // argv with {placeholders}, as written
   std::string dir;                   // where it runs and its files are found: the sweep file's folder (not identity)
@@ -53,11 +54,11 @@ inline const std::vector<std::string> k_trainer_placeholders{"config", "config_j
 struct TrainerRecord {
   std::string name;  // as it was named (by default the original sweep file's stem); "": as the file names it
   std::string dir;
-  std::map<std::string, std::string> files;  // declared file -> SHA-256, as ExternalTrainer::files
+  std::map<std::string, std::string> files;  // declared file -> SHA-256, as OwnTrainer::files
 };
 
 struct TrainerSpec {
-  ExternalTrainer trainer;
+  OwnTrainer trainer;
   std::vector<TrainerKey> keys;  // in declaration order
   double stall_timeout = -1;     // trainer.stall_timeout (seconds; -1: resources.stall_timeout)
 };

@@ -15,7 +15,10 @@
 //   - in a file, the scheduler's own end of an attempt (`"by": "sweep"`: how it read the worker's
 //     exit, a crash, a kill) follows the worker's end, if any: it replaces a non-final end, never a
 //     result. An attempt that has no end (the worker and the scheduler both killed) stopped without
-//     saying how: its run resumes (k_no_end_event).
+//     saying how: its run resumes (k_no_end_event);
+//   - what an end says of the run (end_of_run): its state, except that a `done` is a run with a
+//     result — without a test_loss it is `failed` (the contract broken), with one that is not a
+//     finite number `diverged`.
 // The events reaching it have passed the field checks (protocol/event_check.h, in the trainer host); the store (and the
 // scheduler's stream from sweep's own workers, which this rule filtered) takes them as they come.
 #pragma once
@@ -37,6 +40,38 @@ namespace sweep::events {
 inline constexpr const char* k_done_before_start = "contract breach: an end event \"done\" before the run's \"start\"";
 inline constexpr const char* k_no_end_event =
     "its events stop without an end event (its worker was killed, and the scheduler with it): `sweep run` resumes it";
+
+inline constexpr const char* k_no_test_loss =
+    "the trainer ended \"done\" without a test_loss (the contract: a done run reports its test loss)";
+inline constexpr const char* k_non_finite_test_loss = "non-finite test loss";
+
+// What an end event makes of its run — one rule, which the trainer host writes into the event
+// and the store records: the state it says (none, or one this version does not know: failed) and
+// its reason, except that a done run is one with a result (k_no_test_loss, k_non_finite_test_loss).
+struct EndOfRun {
+  RunState state = RunState::failed;
+  std::string reason;
+};
+inline EndOfRun end_of_run(const nlohmann::json& end) {
+  const auto status = end.find(field::status);
+  const auto reason = end.find(field::reason);
+  EndOfRun r;
+  if (status != end.end() && status->is_string()) {
+    r.state = parse_run_state(status->get<std::string>()).value_or(RunState::failed);
+  }
+  if (reason != end.end() && reason->is_string()) {
+    r.reason = reason->get<std::string>();
+  }
+  if (r.state == RunState::done) {
+    const auto loss = end.find(field::test_loss);
+    if (loss == end.end()) {
+      r = {RunState::failed, k_no_test_loss};
+    } else if (!is_finite_number(*loss)) {
+      r = {RunState::diverged, k_non_finite_test_loss};
+    }
+  }
+  return r;
+}
 
 // The "by" of an end event the scheduler writes into a run's folder, never a worker's (the trainer
 // host drops the field from a program's events).

@@ -385,9 +385,10 @@ void note_effect_size(const ReportInput& in, Analysis& a, std::vector<double> de
   if (!std::isfinite(a.suggested_min_effect)) {
     a.suggested_min_effect = a.noise.detectable;
   }
-  if (in.design.sequential() && (in.min_effect_source == MinEffectSource::option || in.metric != "test_loss")) {
+  const bool option = in.min_effect_source == MinEffectSource::option;
+  if (in.design.sequential() && (option || in.metric != Metric::Kind::test_loss)) {
     a.notes.push_back("--until-decided added seeds by the verdicts on test_loss at the sweep file's min_effect; "
-                      "these, on " + in.metric + (in.min_effect_source == MinEffectSource::option ? " at --min-effect" : "") +
+                      "these, on " + in.metric.name() + (option ? " at --min-effect" : "") +
                       ", read the same runs another way: the design's error rates are for its own");
   }
   if (in.design.min_effect <= 0 && in.min_effect_source == MinEffectSource::none && any_tested) {

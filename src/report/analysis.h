@@ -16,6 +16,7 @@
 
 #include "config/sweep_spec.h"
 #include "protocol/run_state.h"
+#include "report/metric.h"
 #include "report/stats.h"
 #include "report/verdict.h"
 #include "store/store.h"
@@ -67,7 +68,8 @@ struct NoiseSource {
 };
 
 struct ReportInput {
-  std::string sweep, baseline, metric;
+  std::string sweep, baseline;
+  Metric metric;
   std::string file, spec;             // the sweep file's path and text as it was run
   std::vector<SweepAxis> axes;        // grid/zip dimensions
   std::optional<Ladder> ladder;       // a scale ladder: each rung judged on its own, then the trends
@@ -121,7 +123,7 @@ struct VariantStats {
 
 // One metric's signal across a sweep's arms (report/signal.h).
 struct MetricSignal {
-  std::string metric;
+  Metric metric;
   int64_t arms = 0, seeds = 0;  // arms with 2 or more seeds; seeds per arm (the median)
   double signal = 0;            // the sd of the arms' means
   double noise = 0;             // the seed-to-seed sd within an arm (pooled)
@@ -326,7 +328,8 @@ struct TunedSummary {
 };
 
 struct Analysis {
-  std::string sweep, baseline, metric;
+  std::string sweep, baseline;
+  Metric metric;
   double alpha = 0.05;
   SeedDesign design;
   MinEffectSource min_effect_source = MinEffectSource::none;

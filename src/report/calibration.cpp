@@ -39,7 +39,7 @@ ReportInput study(const CalibrationSetup& s, const std::vector<double>& effects,
   ReportInput in;
   in.sweep = "calibration";
   in.baseline = "baseline";
-  in.metric = "test_loss";
+  in.metric = Metric{Metric::Kind::test_loss};
   in.alpha = s.alpha;
   in.design = design;
   in.min_effect_source = MinEffectSource::simulation;

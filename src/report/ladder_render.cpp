@@ -223,7 +223,7 @@ std::string rung_title(const RungInfo& r) {
 
 std::string ladder_text(const Analysis& a) {
   std::ostringstream out;
-  out << "sweep " << a.sweep << ": " << a.metric << " against the baseline at each rung of a scale ladder, "
+  out << "sweep " << a.sweep << ": " << a.metric.name() << " against the baseline at each rung of a scale ladder, "
       << "improvement = mean(baseline) − mean(variant), positive = better\n\nrungs:\n";
   for (const auto& l : rung_lines(a)) {
     out << "  " << l << '\n';

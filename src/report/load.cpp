@@ -47,7 +47,7 @@ ReportRun* done_before(std::map<std::string, ReportRun*>& before, const RunRow& 
   return same ? old : nullptr;
 }
 
-ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
+ReportRun report_run(Store& store, const RunRow& r, const Metric& metric) {
   ReportRun rr;
   rr.run_id = r.run_id;
   rr.status = r.status;
@@ -103,10 +103,10 @@ ReportRun report_run(Store& store, const RunRow& r, const std::string& metric) {
 // A val_lastK needs K evaluations after step 0 in every finished run: a run with fewer has no value,
 // which the report would take for a run without a result. Refused, with the K the runs allow.
 void refuse_short_runs(const ReportInput& in) {
-  const int64_t k = last_k(in.metric);
-  if (k == 0) {
+  if (in.metric != Metric::Kind::val_last) {
     return;
   }
+  const int64_t k = in.metric.k;
   int64_t short_runs = 0, fewest = std::numeric_limits<int64_t>::max();
   for (const auto& v : in.variants) {
     for (const auto& r : v.runs) {
@@ -117,7 +117,7 @@ void refuse_short_runs(const ReportInput& in) {
     }
   }
   if (short_runs > 0) {
-    throw Error("--metric " + in.metric + ": " + plural(short_runs, "finished run") + " of sweep " + in.sweep +
+    throw Error("--metric " + in.metric.name() + ": " + plural(short_runs, "finished run") + " of sweep " + in.sweep +
                     " evaluated fewer than " + std::to_string(k) + " times after step 0 (the fewest: " +
                     std::to_string(fewest) + ") — " +
                     (fewest >= 2 ? "choose K from 2 to " + std::to_string(fewest) : std::string("use val_loss or test_loss")),
@@ -142,7 +142,7 @@ double params_said(const std::string& run_dir) {
 
 // A variant's runs, and what its config says about it: the global batch and the model section.
 VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, const Variant& v,
-                         const std::string& metric, std::map<std::string, ReportRun*>& before) {
+                         const Metric& metric, std::map<std::string, ReportRun*>& before) {
   VariantRuns out;
   out.name = v.name;
   out.intervention = v.intervention;
@@ -228,11 +228,8 @@ void epoch_note(ReportInput& in) {
 
 }  // namespace
 
-ReportInput load_report_input(Store& store, const std::string& sweep, const std::string& metric,
+ReportInput load_report_input(Store& store, const std::string& sweep, const Metric& metric,
                               const std::string& noise_from, ReportInput* previous) {
-  if (!known_metric(metric)) {
-    throw Error("--metric " + metric + ": expected " + metric_names(), Exit::bad_input);
-  }
   const std::optional<SweepInfo> info = store.sweep_info(sweep);
   if (!info) {
     throw Error(unknown_sweep(store, sweep), Exit::bad_input);
@@ -247,13 +244,13 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
   in.ladder = info->ladder;
   in.design = info->design;
   in.min_effect_source = in.design.min_effect > 0 ? MinEffectSource::sweep_file : MinEffectSource::none;
-  if (metric == "test_bpb" && in.design.min_effect > 0) {  // the file's margin is in nats per token
+  if (metric == Metric::Kind::test_bpb && in.design.min_effect > 0) {  // the file's margin is in nats per token
     in.notes.push_back("the sweep file's min_effect (" + format_number("%g", in.design.min_effect) + ") is in nats per token, not in test_bpb's bits per byte: no equivalence is tested — pass "
                        "--min-effect in bits per byte for one");
     in.design.min_effect = 0;
     in.min_effect_source = MinEffectSource::none_for_bpb;  // said above: no suggestion of another
   }
-  if (metric == "test_bpb" && in.design.better_by > 0) {
+  if (metric == Metric::Kind::test_bpb && in.design.better_by > 0) {
     in.notes.push_back("the sweep file's better_by (" + format_number("%g", in.design.better_by) + ") is in nats per token, not in test_bpb's bits per byte: no margin is tested — pass "
                        "--better-by in bits per byte for one");
     in.design.better_by = 0;
@@ -292,7 +289,7 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const std:
 }
 
 std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, std::string& why) {
-  ReportInput in = load_report_input(store, current.name, "test_loss", "");
+  ReportInput in = load_report_input(store, current.name, Metric{Metric::Kind::test_loss}, "");
   in.design = current.design;
   const Analysis a = analyze(in);
   const std::map<std::string, int64_t> want = next_round(a);

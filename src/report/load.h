@@ -10,11 +10,11 @@
 namespace sweep {
 
 // The sweep's runs with `metric` as each finished run's value. noise_from: "" or a sweep whose
-// baseline's runs give σ. Unknown sweeps and metrics are bad input. previous: an earlier load of
+// baseline's runs give σ. An unknown sweep is bad input. previous: an earlier load of
 // the same sweep and metric (sweep serve's, as runs finish) whose finished runs, where their
 // record is unchanged, are moved into this one instead of read again — a done run's curves never
 // change.
-ReportInput load_report_input(Store& store, const std::string& sweep, const std::string& metric,
+ReportInput load_report_input(Store& store, const std::string& sweep, const Metric& metric,
                               const std::string& noise_from, ReportInput* previous = nullptr);
 
 // --until-decided, between rounds: the runs that give the interventions still undecided on

@@ -8,12 +8,12 @@
 
 namespace sweep {
 
-std::optional<LossBlocks> metric_blocks(const ReportRun& r, const std::string& metric) {
-  if (!r.value || r.test_blocks.empty() || metric == "val_loss") {
+std::optional<LossBlocks> metric_blocks(const ReportRun& r, const Metric& metric) {
+  if (!r.value || r.test_blocks.empty() || metric == Metric::Kind::val_loss) {
     return std::nullopt;
   }
   LossBlocks blocks = r.test_blocks;
-  if (metric == "test_bpb") {
+  if (metric == Metric::Kind::test_bpb) {
     if (!r.test_bpb || !r.test_loss || !(*r.test_loss > 0)) {
       return std::nullopt;
     }
@@ -39,7 +39,7 @@ NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& 
   ns.components = variance_components(seed_runs);
   const std::string whose = in.noise_from ? "the baseline of sweep " + in.noise_from->sweep : "this sweep's baseline";
   if (ns.n >= 2) {
-    ns.source = "σ = standard deviation of " + in.metric + " over " + plural(ns.n, "seed") + " of " + whose +
+    ns.source = "σ = standard deviation of " + in.metric.name() + " over " + plural(ns.n, "seed") + " of " + whose +
                 (seed_runs.size() > values.size() ? " (identical-seed repeats averaged into one value per seed)" : "");
   } else if (ns.n == 1 && seed_runs.size() > 1) {
     ns.sigma = k_nan;

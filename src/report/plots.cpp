@@ -30,10 +30,10 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
-std::string metric_label(const std::string& metric) {
-  return metric == "test_bpb"   ? "test bits per byte"
-         : metric == "val_loss" ? "final validation loss (nats/token)"
-                                : "test loss (nats/token)";
+std::string metric_label(const Metric& metric) {
+  return metric == Metric::Kind::test_bpb   ? "test bits per byte"
+         : metric == Metric::Kind::val_loss ? "final validation loss (nats/token)"
+                                            : "test loss (nats/token)";
 }
 
 const char* k_terminal =
@@ -161,7 +161,8 @@ Script seeds_script(const ReportInput& in, const Analysis& a) {
   Script s;
   std::ostringstream t, data;
   data.precision(10);
-  const bool references = !a.references.empty() && (a.metric == "test_loss" || a.metric == "test_bpb");
+  const bool references =
+      !a.references.empty() && (a.metric == Metric::Kind::test_loss || a.metric == Metric::Kind::test_bpb);
   t << "set title "
     << quoted(metric_label(a.metric) + " of every seed (bar: the mean" + (references ? "; dashed: reference models" : "") + ")")
     << "\nset ylabel "
@@ -198,9 +199,9 @@ Script seeds_script(const ReportInput& in, const Analysis& a) {
   // Reference models (references: in the sweep file) as dashed lines across, on the test metrics.
   int block = 2 * shown;
   for (const auto& r : a.references) {
-    const std::optional<double> y = a.metric == "test_loss" ? std::optional<double>(r.loss)
-                                    : a.metric == "test_bpb" ? r.bpb
-                                                             : std::nullopt;
+    const std::optional<double> y = a.metric == Metric::Kind::test_loss  ? std::optional<double>(r.loss)
+                                    : a.metric == Metric::Kind::test_bpb ? r.bpb
+                                                                         : std::nullopt;
     if (!y) {
       continue;
     }

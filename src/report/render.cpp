@@ -93,7 +93,7 @@ Rows response_rows(const Response& r) {
 }
 
 std::string response_title(const Analysis& a, const Response& r) {
-  return a.metric + " against " + r.label + (r.label == r.keys.front() ? "" : " (" + join(r.keys, ", ") + ")") +
+  return a.metric.name() + " against " + r.label + (r.label == r.keys.front() ? "" : " (" + join(r.keys, ", ") + ")") +
          ", series " + r.series;
 }
 
@@ -228,7 +228,7 @@ std::vector<std::string> reference_lines(const Analysis& a) {
   std::vector<std::string> out;
   const auto base = std::find_if(a.variants.begin(), a.variants.end(), [](const VariantStats& v) { return v.is_baseline; });
   for (const auto& r : a.references) {
-    const bool bpb = a.metric == "test_bpb";
+    const bool bpb = a.metric == Metric::Kind::test_bpb;
     std::string line = r.name + ": ";
     if (bpb && !r.bpb) {
       line += "test_bpb unknown (the dataset records no bytes), test_loss " + format_number("%.4f", r.loss);
@@ -236,7 +236,7 @@ std::vector<std::string> reference_lines(const Analysis& a) {
       line += (bpb ? "test_bpb " + format_number("%.4f", *r.bpb) : "test_loss " + format_number("%.4f", r.loss)) +
               (!bpb && r.bpb ? format_number(" (%.4f bits/byte)", *r.bpb) : "");
     }
-    if (base != a.variants.end() && base->summary.n > 0 && a.metric != "val_loss" && !(bpb && !r.bpb)) {
+    if (base != a.variants.end() && base->summary.n > 0 && a.metric != Metric::Kind::val_loss && !(bpb && !r.bpb)) {
       line += " against the baseline's " + format_number("%.4f", base->summary.mean);
     }
     line += "; " + format_count(static_cast<double>(r.parameters)) + " parameters, context " +
@@ -360,7 +360,7 @@ std::string study_markdown(const Analysis& a) {
 
 std::string render_markdown(const ReportInput& in, const Analysis& a, const std::vector<Plot>& plots) {
   std::ostringstream out;
-  out << "# Sweep " << md_code(a.sweep) << ": " << a.metric << " vs the baseline\n\n"
+  out << "# Sweep " << md_code(a.sweep) << ": " << a.metric.name() << " vs the baseline\n\n"
       << (a.ladder ? ladder_markdown(a) : study_markdown(a));
   out << "\n" << md_code(a.code) << "\n";
   if (!a.notes.empty()) {
@@ -475,7 +475,7 @@ std::string render_html(const ReportInput& in, const Analysis& a, const std::vec
 
 std::string render_csv(const ReportInput& in, const Analysis& a) {
   std::ostringstream out;
-  out << "sweep,variant,run_id,init_seed,data_seed,repeat,status," << in.metric
+  out << "sweep,variant,run_id,init_seed,data_seed,repeat,status," << in.metric.name()
       << "_value,test_loss,test_bpb,val_loss,tokens,tokens_per_s,wall_seconds,starts,code\n";
   for (const auto& v : in.variants) {
     for (const auto& r : v.runs) {
@@ -493,7 +493,7 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
   nlohmann::ordered_json j;
   j["sweep"] = a.sweep;
   j["file"] = in.file;
-  j["metric"] = a.metric;
+  j["metric"] = a.metric.name();
   j["baseline"] = a.baseline;
   j["alpha"] = a.alpha;
   j["references"] = json_array(a.references);

@@ -49,7 +49,7 @@ nlohmann::ordered_json json_of(const NoiseSummary& n) {
 }
 
 nlohmann::ordered_json json_of(const MetricSignal& m) {
-  return {{"metric", m.metric},
+  return {{"metric", m.metric.name()},
           {"arms", m.arms},
           {"seeds", m.seeds},
           {"signal", number_or_null(m.signal)},

@@ -65,7 +65,7 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
     reach = d.better_by > 0 ? &boundaries(s.looks, n_max, margin_alpha, spending, false) : nullptr;
   }
   s.verdict = Verdict::undecided;
-  const bool runner_would_add = in.metric == "test_loss" && in.min_effect_source != MinEffectSource::option;
+  const bool runner_would_add = in.metric == Metric::Kind::test_loss && in.min_effect_source != MinEffectSource::option;
   const bool capped = static_cast<int64_t>(seeds.size()) >= d.max_seeds;
   // The look that decided the verdict ("" while none has). A `better` with a margin to test goes
   // on looking for the margin — shown, out of reach or still open: repeated bounds cover at every

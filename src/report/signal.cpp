@@ -10,48 +10,24 @@
 
 namespace sweep {
 
-namespace {
-
-constexpr int64_t k_last_most = 100;
-
-}  // namespace
-
-int64_t last_k(const std::string& metric) {
-  const std::string prefix = "val_last";
-  if (metric.rfind(prefix, 0) != 0 || metric.size() == prefix.size() || metric.size() > prefix.size() + 3) {
-    return 0;
-  }
-  const std::string digits = metric.substr(prefix.size());
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) || digits[0] == '0') {
-    return 0;
-  }
-  const int64_t k = std::stoll(digits);
-  return k >= 2 && k <= k_last_most ? k : 0;
-}
-
 int64_t trained_evaluations(const ReportRun& run) {
   return std::count_if(run.val_curve.begin(), run.val_curve.end(),
                        [](const std::pair<int64_t, double>& p) { return p.first > 0; });
 }
 
-bool known_metric(const std::string& metric) {
-  return metric == "test_loss" || metric == "test_bpb" || metric == "val_loss" || last_k(metric) > 0;
-}
-
-std::string metric_names() { return "test_loss, test_bpb, val_loss or val_lastK (K from 2 to 100, e.g. val_last3)"; }
-
-std::optional<double> metric_value(const ReportRun& r, const std::string& metric) {
-  if (metric == "test_loss") {
-    return r.test_loss;
+std::optional<double> metric_value(const ReportRun& r, const Metric& metric) {
+  switch (metric.kind) {
+    case Metric::Kind::test_loss:
+      return r.test_loss;
+    case Metric::Kind::test_bpb:
+      return r.test_bpb;
+    case Metric::Kind::val_loss:
+      return r.val_loss;
+    case Metric::Kind::val_last:
+      break;
   }
-  if (metric == "test_bpb") {
-    return r.test_bpb;
-  }
-  if (metric == "val_loss") {
-    return r.val_loss;
-  }
-  const int64_t k = last_k(metric);
-  if (k == 0 || trained_evaluations(r) < k) {
+  const int64_t k = metric.k;
+  if (trained_evaluations(r) < k) {
     return std::nullopt;
   }
   double sum = 0;
@@ -64,8 +40,9 @@ std::optional<double> metric_value(const ReportRun& r, const std::string& metric
 std::vector<MetricSignal> metric_signals(const ReportInput& in) {
   // the report's own metric first: it wins a tie (test_bpb is test_loss rescaled when every arm
   // has the same tokenizer: the same SNR)
-  std::vector<std::string> metrics{in.metric};
-  for (const std::string m : {"test_loss", "test_bpb", "val_loss", "val_last3"}) {
+  std::vector<Metric> metrics{in.metric};
+  using Kind = Metric::Kind;
+  for (const Metric m : {Metric{Kind::test_loss}, Metric{Kind::test_bpb}, Metric{Kind::val_loss}, Metric{Kind::val_last, 3}}) {
     if (m != in.metric) {
       metrics.push_back(m);
     }
@@ -127,7 +104,7 @@ std::vector<MetricSignal> metric_signals(const ReportInput& in) {
     sig.snr = sig.noise > 0 ? sig.signal / sig.noise : k_nan;
     sig.detectable = percentile(detectable, 0.5);
     // min_effect is in nats per token: comparable with the losses, not with bits per byte
-    sig.compared = in.design.min_effect > 0 && metric != "test_bpb";
+    sig.compared = in.design.min_effect > 0 && metric != Metric::Kind::test_bpb;
     sig.hides_min_effect = sig.compared && std::isfinite(sig.detectable) && sig.detectable > in.design.min_effect;
     out.push_back(sig);
   }

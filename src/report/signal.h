@@ -13,19 +13,12 @@
 
 namespace sweep {
 
-// The metrics a report can rank by: test_loss, test_bpb, val_loss, and val_lastK (K from 2 to 100:
-// the mean of a run's last K validation evaluations after step 0 — the untrained model's is none).
-bool known_metric(const std::string& metric);
-// K of "val_lastK", or 0 when the name is not one.
-int64_t last_k(const std::string& metric);
 // A run's validation evaluations after step 0: what a val_lastK can average.
 int64_t trained_evaluations(const ReportRun& run);
-// The names, for an error message.
-std::string metric_names();
 
 // A finished run's value of `metric` (empty when it lacks one: a val_lastK needs K evaluations
 // after step 0).
-std::optional<double> metric_value(const ReportRun& run, const std::string& metric);
+std::optional<double> metric_value(const ReportRun& run, const Metric& metric);
 
 // The signal of `in.metric`, test_loss, test_bpb, val_loss and val_last3, each that has values on 2
 // or more arms with 2 or more seeds, highest SNR first (a tie: in that order).

@@ -205,8 +205,8 @@ std::vector<std::string> noise_lines(const Analysis& a) {
                   "of one unpaired comparison)");
   }
   if (std::isfinite(n.test_se)) {
-    out.push_back("test-set sampling: one run's " + a.metric + " has a standard error of ±" + format_number("%.4f", n.test_se) +
-                  " from its test split's " + std::to_string(n.test_blocks) +
+    out.push_back("test-set sampling: one run's " + a.metric.name() + " has a standard error of ±" +
+                  format_number("%.4f", n.test_se) + " from its test split's " + std::to_string(n.test_blocks) +
                   " blocks (the median over the baseline's runs) — more seeds do not shrink it: every seed is "
                   "scored on the same test tokens");
   }
@@ -219,13 +219,14 @@ std::vector<std::string> noise_lines(const Analysis& a) {
   if (a.signals.size() >= 2) {
     std::string line = "metric signal (the sd of the arms' means ÷ the seed sd within an arm; the paired improvement "
                        "its seeds detect with power 0.8), highest first:";
-    const auto loss = std::find_if(a.signals.begin(), a.signals.end(), [](const MetricSignal& m) { return m.metric == "test_loss"; });
+    const auto loss = std::find_if(a.signals.begin(), a.signals.end(),
+                                   [](const MetricSignal& m) { return m.metric == Metric::Kind::test_loss; });
     for (const auto& m : a.signals) {
       // Every arm scored on the same test bytes: bits per byte is test_loss times one constant,
       // the same signal — said, so that its smaller "detects" is not read as a better metric.
-      const bool rescaled = m.metric == "test_bpb" && loss != a.signals.end() && loss->signal > 0 &&
+      const bool rescaled = m.metric == Metric::Kind::test_bpb && loss != a.signals.end() && loss->signal > 0 &&
                             std::abs(m.snr - loss->snr) <= 1e-6 * std::abs(loss->snr);  // bpb printed to 9 digits
-      line += " " + m.metric + " " + format_number("%.3g", m.snr) + " (" +
+      line += " " + m.metric.name() + " " + format_number("%.3g", m.snr) + " (" +
               (rescaled ? "= test_loss × " + format_number("%.4g", m.signal / loss->signal) +
                               ", every arm scored on the same test bytes: the same signal"
                         : format_number("%.4f", m.signal) + " ÷ " + format_number("%.4f", m.noise) +
@@ -234,12 +235,13 @@ std::vector<std::string> noise_lines(const Analysis& a) {
                                                             : "")) +
               ")" + (&m == &a.signals.back() ? "" : ";");
     }
-    out.push_back(line + " — " + (a.signals.front().snr > 0 ? a.signals.front().metric + " separates these arms most reliably"
-                                                               : "no metric separates these arms: their means are the same"));
+    out.push_back(line + " — " +
+                  (a.signals.front().snr > 0 ? a.signals.front().metric.name() + " separates these arms most reliably"
+                                             : "no metric separates these arms: their means are the same"));
   }
   for (const auto& m : a.signals) {
     if (m.hides_min_effect) {
-      out.push_back(m.metric + ": too noisy for the smallest effect of interest — its seeds detect " +
+      out.push_back(m.metric.name() + ": too noisy for the smallest effect of interest — its seeds detect " +
                     format_number("%.4f", m.detectable) + ", more than min_effect " + format_number("%g", a.design.min_effect));
     }
   }
@@ -247,7 +249,7 @@ std::vector<std::string> noise_lines(const Analysis& a) {
 }
 
 std::string headline(const Analysis& a) {
-  return "sweep " + a.sweep + ": " + a.metric + " against the baseline '" + a.baseline +
+  return "sweep " + a.sweep + ": " + a.metric.name() + " against the baseline '" + a.baseline +
          "', ranked by improvement = mean(baseline) − mean(variant), positive = better";
 }
 

@@ -60,7 +60,7 @@ ReportInput tuned_study(const TunedCalibrationSetup& s, const std::vector<Arm>& 
   ReportInput in;
   in.sweep = "tuned-calibration";
   in.baseline = "baseline";
-  in.metric = "test_loss";
+  in.metric = Metric{Metric::Kind::test_loss};
   in.alpha = s.alpha;
   in.design = design;
   in.min_effect_source = MinEffectSource::simulation;

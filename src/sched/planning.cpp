@@ -259,7 +259,7 @@ void save_trainer(const std::string& results, const SweepSpec& spec) {
   if (!spec.trainer) {
     return;
   }
-  const ExternalTrainer& t = spec.trainer->trainer;
+  const OwnTrainer& t = spec.trainer->trainer;
   const fs::path root = fs::absolute(results).lexically_normal();
   const nlohmann::json j{{"name", t.name}, {"dir", fs::path(t.dir).lexically_relative(root).string()}, {"files", t.files}};
   write_file_atomic(saved_file(results, spec.name, ".trainer"), j.dump() + "\n");

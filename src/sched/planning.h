@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "config/sweep_spec.h"
+#include "config/load_sweep.h"
 #include "store/store.h"
 
 namespace sweep {
@@ -59,7 +59,7 @@ struct RecordedRounds {
 
 struct PlanRequest {
   std::string file;                          // the sweep file
-  VocabLookup vocab;                         // its datasets' vocabularies (config/sweep_spec.h)
+  VocabLookup vocab;                         // its datasets' vocabularies (config/load_sweep.h)
   size_t max_variants = k_default_max_variants;
   std::optional<TrainerRecord> trainer;      // a saved copy's trainer as it ran (ingest: read_saved_trainer)
   DeviceRequest devices;

@@ -184,7 +184,8 @@ json Views::sweeps() {
 }
 
 void Views::read_sweep(Store& store, const std::string& name, Cached& c) {
-  auto input = std::make_unique<ReportInput>(load_report_input(store, name, "test_loss", "", c.input.get()));
+  auto input =
+      std::make_unique<ReportInput>(load_report_input(store, name, Metric{Metric::Kind::test_loss}, "", c.input.get()));
   c.analysis = std::make_unique<const Analysis>(analyze(*input));
   c.input = std::move(input);
   c.page.reset();
@@ -287,7 +288,7 @@ json Views::sweep_page(const std::string& name, const Cached& c) {
               {"file", in.file},
               {"spec", in.spec},
               {"baseline", in.baseline},
-              {"metric", a.metric},
+              {"metric", a.metric.name()},
               {"headline", headline(a)},
               {"method", method_sentence(a)},
               {"noise", noise_lines(a)},

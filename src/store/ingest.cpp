@@ -267,17 +267,12 @@ class EventIngest {
   }
 
   void end(const nlohmann::json& ev) {
-    // A run is done only with a finite test loss (older workers said done without one); an
-    // end without a state this version knows is a failure.
-    const RunState said = parse_run_state(field_or<std::string>(ev, field::status, "")).value_or(RunState::failed);
-    const bool no_result = said == RunState::done && ev.contains(field::test_loss) &&
-                           !number(ev[field::test_loss]).first.has_value();
-    const RunState status = no_result ? RunState::diverged : said;
+    const events::EndOfRun said = events::end_of_run(ev);  // the trainer host's rule (protocol/event_order.h)
     SQLite::Statement q(m_db,
                         "UPDATE runs SET status = ?, error = ?, test_loss = ?, test_bpb = ?, pid = 0, updated_at = ?, "
                         "test_blocks = ? WHERE run_id = ?");
-    q.bind(1, to_string(status));
-    q.bind(2, no_result ? std::string("non-finite test loss") : field_or<std::string>(ev, field::reason, ""));
+    q.bind(1, to_string(said.state));
+    q.bind(2, said.reason);
     bind_opt(q, 3, ev.contains(field::test_loss) ? number(ev[field::test_loss]).first : std::nullopt);
     bind_opt(q, 4, ev.contains(field::test_bpb) ? number(ev[field::test_bpb]).first : std::nullopt);
     q.bind(5, now());

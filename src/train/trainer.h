@@ -21,7 +21,7 @@
 #include "protocol/run_state.h"
 #include "train/checkpoint.h"
 #include "train/evaluate_loss.h"
-#include "train/events.h"
+#include "train/event_sink.h"
 #include "train/model.h"
 #include "train/readback.h"
 

@@ -32,10 +32,6 @@ namespace {
 
 namespace field = events::field;
 
-// The reason the host records for a trainer that ended "done" without a test loss.
-const char* const k_no_test_loss =
-    "the trainer ended \"done\" without a test_loss (the contract: a done run reports its test loss)";
-
 // A line longer than k_max_event_line, cut there: no event, a note in the log.
 std::string cut(const std::string& line) {
   return line.substr(0, k_max_event_line) + " [cut: a line longer than " + std::to_string(k_max_event_line) + " bytes]";
@@ -145,7 +141,7 @@ class CappedLog {
 
 }  // namespace
 
-std::optional<nlohmann::json> accept_event(const std::string& line, const ExternalTrainer& trainer, std::string& why) {
+std::optional<nlohmann::json> accept_event(const std::string& line, const OwnTrainer& trainer, std::string& why) {
   why.clear();
   // a line that opens an object and names "event" was meant as one: if it is no JSON, say why
   const size_t first = line.find_first_not_of(" \t");
@@ -176,15 +172,14 @@ std::optional<nlohmann::json> accept_event(const std::string& line, const Extern
     }
   }
   if (t == events::end) {
-    const std::optional<RunState> status = parse_run_state(ev[field::status].get<std::string>());  // one it allows
     if (ev.contains(field::reason) && !ev[field::reason].is_string()) {
       ev[field::reason] = ev[field::reason].dump();
     }
-    if (*status == RunState::done && !(ev.contains(field::test_loss) && events::is_finite_number(ev[field::test_loss]))) {
-      // A done run is one with a result: without a finite test loss it is not done.
-      const bool missing = !ev.contains(field::test_loss);
-      ev[field::status] = to_string(missing ? RunState::failed : RunState::diverged);
-      ev[field::reason] = missing ? k_no_test_loss : "non-finite test loss";
+    // what the store will record of it, written into the event (a done without a result is not done)
+    const events::EndOfRun said = events::end_of_run(ev);
+    ev[field::status] = to_string(said.state);
+    if (!said.reason.empty()) {
+      ev[field::reason] = said.reason;
     }
   }
   return ev;
@@ -230,7 +225,7 @@ Exit exit_of(const std::optional<nlohmann::json>& the_end, int code, const Troub
     // a contract the trainer broke (a done without a test loss) fails the same way again: not retried
     const std::string reason = the_end->value(field::reason, "");
     std::fprintf(stderr, "sweep: %s\n", reason.c_str());  // the log's tail says why
-    return reason == k_no_test_loss ? Exit::bad_input : Exit::failed;
+    return reason == events::k_no_test_loss ? Exit::bad_input : Exit::failed;
   }
   if (code == static_cast<int>(Exit::bad_input) || code == static_cast<int>(Exit::io_error)) {
     return Exit::failed;  // sweep's own meanings of 2 and 74: from the trainer, a crash (retried)
@@ -247,7 +242,7 @@ struct Launch {
 };
 
 Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
-  const ExternalTrainer& trainer = *cfg.trainer;
+  const OwnTrainer& trainer = *cfg.trainer;
   const fs::path checkpoints = dir / "checkpoint";
   std::map<std::string, std::string> placeholders{
       {"config", fs::absolute(dir / "config.yaml").string()}, {"config_json", fs::absolute(dir / "config.json").string()},
@@ -302,7 +297,7 @@ Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
 
 // The files the run's id was made from: a trainer edited since (a queued or retried run) would
 // train under an id that no longer names it.
-void check_trainer_unchanged(const ExternalTrainer& trainer) {
+void check_trainer_unchanged(const OwnTrainer& trainer) {
   for (const auto& [file, sha] : trainer.files) {
     const fs::path at = fs::path(file).is_absolute() ? fs::path(file) : fs::path(trainer.dir) / file;
     std::error_code ec;
@@ -320,7 +315,7 @@ void check_trainer_unchanged(const ExternalTrainer& trainer) {
 class HostedRun {
  public:
   // `identity`: the run id of the config it trains, stamped on its start events
-  HostedRun(const ExternalTrainer& trainer, const fs::path& dir, bool to_stdout, std::string identity)
+  HostedRun(const OwnTrainer& trainer, const fs::path& dir, bool to_stdout, std::string identity)
       : m_trainer(trainer),
         m_dir(dir),
         m_to_stdout(to_stdout),
@@ -500,7 +495,7 @@ class HostedRun {
     }
   }
 
-  const ExternalTrainer& m_trainer;
+  const OwnTrainer& m_trainer;
   const fs::path m_dir;
   bool m_to_stdout;
   const std::string m_identity;
@@ -521,7 +516,7 @@ class HostedRun {
 
 }  // namespace
 
-Exit run_external(const RunConfig& cfg, const HostOptions& o) {
+Exit host_trainer(const RunConfig& cfg, const HostOptions& o) {
   check_trainer_unchanged(*cfg.trainer);
   const fs::path dir(o.run_dir), checkpoints = dir / "checkpoint";
   fs::create_directories(checkpoints);

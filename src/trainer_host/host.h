@@ -36,7 +36,7 @@ inline constexpr int64_t k_max_events_bytes = 1LL << 30;
 // start event stamped with the trainer's version as its `code`; `time` filled in when absent),
 // or nullopt with `why` set (empty `why`: the line is no JSON object with an "event", so it is
 // the trainer's own output).
-std::optional<nlohmann::json> accept_event(const std::string& line, const ExternalTrainer& trainer, std::string& why);
+std::optional<nlohmann::json> accept_event(const std::string& line, const OwnTrainer& trainer, std::string& why);
 
 struct HostOptions {
   std::string run_dir;
@@ -47,6 +47,6 @@ struct HostOptions {
 // Trains the run with its trainer; returns the worker's exit code: 0 done, 3 diverged, 75
 // preempted (checkpointed and stopped), 2 a trainer that breaks the contract (an end without a
 // finite test loss; not retried), else the trainer's own code.
-Exit run_external(const RunConfig& config, const HostOptions& options);
+Exit host_trainer(const RunConfig& config, const HostOptions& options);
 
 }  // namespace sweep

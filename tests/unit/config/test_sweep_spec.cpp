@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "config/sweep_spec.h"
+#include "config/load_sweep.h"
 #include "helpers.h"
 #include "util/fs.h"
 #include "util/text.h"

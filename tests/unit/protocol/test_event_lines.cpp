@@ -64,7 +64,7 @@ TEST_CASE("a discarded JSON line says why when asked: too long, too deep, or the
 }
 
 TEST_CASE("the worker host's events contract on a fuzz corpus: no line crashes or throws, every accepted one is an event") {
-  ExternalTrainer trainer;
+  OwnTrainer trainer;
   trainer.name = "fuzz";
   trainer.command = {"./t.sh"};
   std::mt19937 rng(47);
@@ -230,7 +230,7 @@ TEST_CASE("the order of a run's events: the first end event is its result, a don
     CHECK_FALSE(order.attempt_open());
   }
   {  // a program cannot say it is the scheduler: the host drops "by" from its events
-    ExternalTrainer trainer;
+    OwnTrainer trainer;
     trainer.name = "t";
     trainer.command = {"./t.sh"};
     std::string why;

@@ -48,7 +48,7 @@ ReportInput input(std::vector<VariantRuns> variants) {
   ReportInput in;
   in.sweep = "s";
   in.baseline = "baseline";
-  in.metric = "test_loss";
+  in.metric = Metric{Metric::Kind::test_loss};
   in.variants = std::move(variants);
   return in;
 }

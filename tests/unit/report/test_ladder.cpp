@@ -48,7 +48,7 @@ ReportInput ladder(const std::vector<std::pair<std::string, std::function<double
   ReportInput in;
   in.sweep = "lad";
   in.baseline = "baseline";
-  in.metric = "test_loss";
+  in.metric = Metric{Metric::Kind::test_loss};
   in.design.min_effect = min_effect;
   in.min_effect_source = min_effect > 0 ? MinEffectSource::sweep_file : MinEffectSource::none;
   Ladder l;

@@ -181,7 +181,7 @@ VariantRuns grid_point(const std::string& name, const std::string& intervention,
 
 TEST_CASE("responses: the batch in sequences for batch keys, a series per intervention, numeric keys otherwise") {
   ReportInput in;
-  in.metric = "test_loss";
+  in.metric = Metric{Metric::Kind::test_loss};
   in.baseline = "baseline";
   in.axes = {{AxisKind::grid, {"train.grad_accum"}}};
   for (const auto& [ga, loss] : std::vector<std::pair<int, double>>{{1, 5.0}, {2, 4.9}, {4, 5.1}}) {

@@ -6,6 +6,7 @@
 
 #include "report/analysis.h"
 #include "report/signal.h"
+#include "util/error.h"
 
 using namespace sweep;
 
@@ -28,27 +29,31 @@ ReportRun run(int64_t seed, double test_loss, std::vector<double> val) {
 
 }  // namespace
 
-TEST_CASE("metrics: the names a report ranks by, and a run's value of each") {
+TEST_CASE("metrics: the names a report ranks by, each read back as itself, and a run's value of each") {
   for (const char* ok : {"test_loss", "test_bpb", "val_loss", "val_last2", "val_last3", "val_last100"}) {
-    CHECK(known_metric(ok));
+    CAPTURE(ok);
+    REQUIRE(Metric::parse(ok));
+    CHECK(Metric::parse(ok)->name() == ok);
   }
+  CHECK(Metric::parse("val_last3") == Metric{Metric::Kind::val_last, 3});
   for (const char* bad : {"", "loss", "val_last", "val_last1", "val_last0", "val_last03", "val_last101", "val_last3x"}) {
     CAPTURE(bad);
-    CHECK_FALSE(known_metric(bad));
+    CHECK_FALSE(Metric::parse(bad));
   }
+  CHECK_THROWS_WITH_AS(parse_metric("loss"), doctest::Contains("--metric loss: expected test_loss"), Error);
   const ReportRun r = run(1, 3.0, {3.6, 3.4, 3.2, 3.1});
-  CHECK(*metric_value(r, "test_loss") == 3.0);
-  CHECK(*metric_value(r, "val_loss") == 3.1);
-  CHECK(*metric_value(r, "val_last3") == doctest::Approx((3.4 + 3.2 + 3.1) / 3));
-  CHECK(*metric_value(r, "val_last4") == doctest::Approx((3.6 + 3.4 + 3.2 + 3.1) / 4));
-  CHECK_FALSE(metric_value(r, "val_last5"));  // fewer evaluations than K: no value
+  CHECK(*metric_value(r, *Metric::parse("test_loss")) == 3.0);
+  CHECK(*metric_value(r, *Metric::parse("val_loss")) == 3.1);
+  CHECK(*metric_value(r, *Metric::parse("val_last3")) == doctest::Approx((3.4 + 3.2 + 3.1) / 3));
+  CHECK(*metric_value(r, *Metric::parse("val_last4")) == doctest::Approx((3.6 + 3.4 + 3.2 + 3.1) / 4));
+  CHECK_FALSE(metric_value(r, *Metric::parse("val_last5")));  // fewer evaluations than K: no value
 }
 
 TEST_CASE("metric signal: the sd of the arms' means over the pooled seed sd, highest first") {
   ReportInput in;
   in.sweep = "s";
   in.baseline = "base";
-  in.metric = "test_loss";
+  in.metric = Metric{Metric::Kind::test_loss};
   in.design.min_effect = 0.001;
   // test_loss: means 3.00 and 2.90, each arm's seeds ±0.01 → signal sd(3.00, 2.90) = 0.0707, noise 0.01
   // the final validation losses: noisier around the same means
@@ -61,14 +66,14 @@ TEST_CASE("metric signal: the sd of the arms' means over the pooled seed sd, hig
   const std::vector<MetricSignal> signals = metric_signals(in);
   REQUIRE(signals.size() == 3);  // test_loss, test_bpb, val_loss; val_last3 needs 3 evaluations
   const MetricSignal& test = signals[0];
-  CHECK(test.metric == "test_loss");  // tied with test_bpb (a rescaling): the report's metric first
+  CHECK(test.metric.name() == "test_loss");  // tied with test_bpb (a rescaling): the report's metric first
   CHECK(test.arms == 2);
   CHECK(test.seeds == 2);
   CHECK(test.signal == doctest::Approx(0.1 / std::sqrt(2.0)));
   CHECK(test.noise == doctest::Approx(std::sqrt(0.0002)));  // each arm's sd: 0.01·√2
   CHECK(test.snr == doctest::Approx(test.signal / test.noise));
   const MetricSignal& val = signals.back();
-  CHECK(val.metric == "val_loss");  // the noisiest: last
+  CHECK(val.metric.name() == "val_loss");  // the noisiest: last
   CHECK(val.snr < test.snr);
   CHECK(val.hides_min_effect);  // paired differences 0.08 and 0.12: 2 seeds detect far more than 0.001
   CHECK_FALSE(test.hides_min_effect);  // differences 0.10 and 0.10: exact

@@ -33,7 +33,7 @@ VariantRuns arm(const std::string& name, const std::vector<double>& values) {
 TEST_CASE("spread: the speedrun ladder's top-rung baseline, two of its six seeds stalled, is flagged and no other arm") {
   ReportInput in;
   in.baseline = "baseline";
-  in.metric = "test_loss";
+  in.metric = Metric{Metric::Kind::test_loss};
   in.variants = {arm("baseline", {5.4884, 5.0390, 5.0710, 5.3253, 5.0961, 5.1120}),
                  arm("muon", {4.7477, 4.7344, 4.7107, 4.7121, 4.7099, 4.7317}),
                  arm("rotary", {4.9168, 4.8420, 4.8250, 4.7928, 4.8277, 4.9503}),

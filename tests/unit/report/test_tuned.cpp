@@ -52,7 +52,7 @@ ReportInput study(int64_t seeds) {
   ReportInput in;
   in.sweep = "tuned";
   in.baseline = "baseline";
-  in.metric = "test_loss";
+  in.metric = Metric{Metric::Kind::test_loss};
   in.axes = {{AxisKind::tune, {"train.lr"}}};
   in.design.first = seeds;
   in.design.min_effect = 0.01;

@@ -124,7 +124,7 @@ TEST_CASE("longest_first: the costliest runs start first, plan order among equal
   CHECK(ids == "c2 a2 b2 a1 b1 ");
 
   PlannedRun own = run("t", 4, 256, 1'000'000);  // a trainer of the user's own: its cost is not known
-  own.config.trainer = ExternalTrainer{};
+  own.config.trainer = OwnTrainer{};
   CHECK(estimated_flops(own) == 0);
 }
 

@@ -11,7 +11,7 @@
 #include <map>
 #include <random>
 
-#include "config/sweep_spec.h"
+#include "config/load_sweep.h"
 #include "helpers.h"
 #include "report/analysis.h"
 #include "report/calibration.h"
@@ -112,7 +112,7 @@ TEST_CASE("until decided: seeds go only where undecided, each stops at its decid
   REQUIRE(rounds.size() >= 2);
   CHECK(rounds[0].size() == 12);  // the declared 3 seeds of 4 variants
   Store store(study.dir.str("sweep.db"));
-  ReportInput in = load_report_input(store, "s", "test_loss", "");
+  ReportInput in = load_report_input(store, "s", Metric{}, "");
   const Analysis a = analyze(in);
   std::map<std::string, const VariantStats*> by;
   for (const auto& v : a.variants) {
@@ -156,7 +156,7 @@ TEST_CASE("until decided with a margin: a better intervention gets seeds until i
   study.truth = {{"base", {0, 0.0005}}, {"edge", {0.024, 0.006}}, {"small", {0.012, 0.0005}}};
   const auto rounds = study.run();
   Store store(study.dir.str("sweep.db"));
-  const Analysis a = analyze(load_report_input(store, "s", "test_loss", ""));
+  const Analysis a = analyze(load_report_input(store, "s", Metric{}, ""));
   REQUIRE(rounds.size() >= 2);
   CHECK(count(rounds[1], "edge") == 3);
   CHECK(count(rounds[1], "base") == 3);

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "config/sweep_spec.h"
+#include "config/load_sweep.h"
 #include "helpers.h"
 #include "sched/runner.h"
 #include "sched/slurm.h"

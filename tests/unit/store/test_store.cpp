@@ -365,7 +365,7 @@ TEST_CASE("an MoE model's per-step expert load, router entropy and aux loss are 
   CHECK(points[0].moe_load_max.empty());  // a dense step
   CHECK(points[1].moe_load_max == std::vector<double>{1.5, 2.5});  // per MoE layer
   // the report's training curve: the mean over the layers, NaN for a dense step
-  const ReportInput in = load_report_input(fixture.store, "t", "test_loss", "");
+  const ReportInput in = load_report_input(fixture.store, "t", Metric{}, "");
   const auto& curve = in.variants.at(0).runs.at(0).train_curve;
   REQUIRE(curve.size() == 2);
   CHECK(std::isnan(curve[0].moe_load));

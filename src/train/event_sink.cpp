@@ -1,4 +1,4 @@
-#include "train/events.h"
+#include "train/event_sink.h"
 
 #include <cerrno>
 #include <chrono>
