@@ -9,7 +9,7 @@
 namespace sweep {
 
 std::optional<LossBlocks> metric_blocks(const ReportRun& r, const Metric& metric) {
-  if (!r.value || r.test_blocks.empty() || metric == Metric::Kind::val_loss) {
+  if (!r.value || r.test_blocks.empty() || metric == Metric::Kind::val_loss || metric == Metric::Kind::val_last) {
     return std::nullopt;
   }
   LossBlocks blocks = r.test_blocks;

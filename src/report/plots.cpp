@@ -31,9 +31,17 @@ std::string quoted(const std::string& s) {
 }
 
 std::string metric_label(const Metric& metric) {
-  return metric == Metric::Kind::test_bpb   ? "test bits per byte"
-         : metric == Metric::Kind::val_loss ? "final validation loss (nats/token)"
-                                            : "test loss (nats/token)";
+  switch (metric.kind) {
+    case Metric::Kind::test_loss:
+      return "test loss (nats/token)";
+    case Metric::Kind::test_bpb:
+      return "test bits per byte";
+    case Metric::Kind::val_loss:
+      return "final validation loss (nats/token)";
+    case Metric::Kind::val_last:
+      return "mean of the last " + std::to_string(metric.k) + " validation losses (nats/token)";
+  }
+  return metric.name();
 }
 
 const char* k_terminal =

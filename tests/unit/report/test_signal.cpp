@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "report/analysis.h"
+#include "report/noise.h"
 #include "report/signal.h"
 #include "util/error.h"
 
@@ -77,4 +78,17 @@ TEST_CASE("metric signal: the sd of the arms' means over the pooled seed sd, hig
   CHECK(val.snr < test.snr);
   CHECK(val.hides_min_effect);  // paired differences 0.08 and 0.12: 2 seeds detect far more than 0.001
   CHECK_FALSE(test.hides_min_effect);  // differences 0.10 and 0.10: exact
+}
+
+TEST_CASE("a run's test blocks in the metric's units: none for the validation metrics, which are not the test set") {
+  ReportRun r = run(1, 3.0, {3.6, 3.4, 3.2});
+  r.test_blocks = {{100, 290.0}, {100, 310.0}};
+  const auto loss = metric_blocks(r, *Metric::parse("test_loss"));
+  REQUIRE(loss);
+  CHECK(loss->at(1).second == 310.0);
+  const auto bpb = metric_blocks(r, *Metric::parse("test_bpb"));
+  REQUIRE(bpb);
+  CHECK(bpb->at(1).second == doctest::Approx(310.0 * *r.test_bpb / *r.test_loss));
+  CHECK_FALSE(metric_blocks(r, *Metric::parse("val_loss")));
+  CHECK_FALSE(metric_blocks(r, *Metric::parse("val_last2")));
 }
