@@ -58,7 +58,7 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("--replicates", o.replicates, "Studies per effect")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed of the studies")->check(unsigned_integer())->capture_default_str();
   of_mode(cmd->add_option("--spending", o.spending, "--until-decided's alpha spending, to compare (sweep run uses pocock)")
-              ->check(CLI::IsMember({"pocock", "obrien-fleming"}))
+              ->check(CLI::IsMember(choice_names<Spending>()))
               ->capture_default_str());
   cmd->add_flag("--tune", o.tune,
                 "The verdicts at each arm's best value of a tune axis: simulated bowls in log(learning rate) "
@@ -245,7 +245,7 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   tuned.replicates = o.replicates;
   tuned.seed = o.seed;
   tuned.max_seeds = o.max_seeds > 0 ? o.max_seeds : tuned.max_seeds;
-  tuned.spending = o.spending;
+  tuned.spending = choice_of<Spending>(o.spending);
   tuned.curvature = o.curvature;
   tuned.run_sigma = o.run_sigma;
   tuned.asymmetry = o.asymmetry;
@@ -319,7 +319,7 @@ Exit run_calibrate(const CalibrateOptions& o) {
   }
   setup.replicates = o.replicates;
   setup.seed = o.seed;
-  setup.spending = o.spending;
+  setup.spending = choice_of<Spending>(o.spending);
   setup.better_by = o.better_by > 0 ? o.better_by : setup.better_by;
   setup.better_by_alpha = o.better_by_alpha > 0 ? o.better_by_alpha : setup.better_by_alpha;
   if (setup.max_seeds < setup.seeds) {

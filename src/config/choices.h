@@ -26,6 +26,8 @@ enum class Optimizer { adamw, muon };
 enum class Precision { fp32, tf32, bf16 };
 enum class Backend { automatic, nccl, gloo };  // the ranks' process group; automatic: NCCL on CUDA, Gloo on cpu
 enum class AxisKind { grid, zip, tune, scale };  // a sweep file's dimension (config/sweep_spec.h)
+// --until-decided's alpha spending (Lan & DeMets): O'Brien–Fleming-type or Pocock-type (report/stats.h)
+enum class Spending { obrien_fleming, pocock };
 
 template <class E>
 struct Choices;
@@ -73,6 +75,10 @@ struct Choices<Backend> {
 template <>
 struct Choices<AxisKind> {
   static constexpr std::array<std::string_view, 4> names{"grid", "zip", "tune", "scale"};
+};
+template <>
+struct Choices<Spending> {
+  static constexpr std::array<std::string_view, 2> names{"obrien-fleming", "pocock"};
 };
 
 template <class E>

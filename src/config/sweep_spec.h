@@ -69,7 +69,7 @@ struct SeedDesign {
   double min_effect = 0;  // `min_effect:`, the smallest improvement that matters (the metric's units); 0: none
   double better_by = 0;   // `better_by:`, a margin an improvement must be shown to exceed (one-sided); 0: none
   double better_by_alpha = 0.05;  // `better_by_alpha:`, that one-sided test's level
-  std::string spending = "pocock";  // --until-decided's alpha spending: pocock or obrien-fleming
+  Spending spending = Spending::pocock;  // --until-decided's alpha spending
   int64_t interventions = 0;        // --until-decided: the variants alpha is split among (0: not recorded)
   std::map<std::string, std::string> variant_runs;  // --until-decided: each variant's first run id, as judged
 

@@ -241,8 +241,8 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
     }
     rows.push_back(by_n[static_cast<size_t>(s.seeds)].row(effect, "fixed, " + std::to_string(s.seeds) + " seeds"));
     rows.push_back(by_n[static_cast<size_t>(s.max_seeds)].row(effect, "fixed, " + std::to_string(s.max_seeds) + " seeds"));
-    CalibrationRow u = until.row(effect, "until decided (" + s.spending + "), " + std::to_string(s.seeds) + " to " +
-                                             std::to_string(s.max_seeds) + " seeds");
+    CalibrationRow u = until.row(effect, "until decided (" + to_string(s.spending) + "), " + std::to_string(s.seeds) +
+                                             " to " + std::to_string(s.max_seeds) + " seeds");
     // As often: within the 95% binomial error of the sequential design's rate.
     const double judged = static_cast<double>(u.judged);
     const double as_often = u.correct - binomial_half(u.correct, judged);

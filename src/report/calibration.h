@@ -31,7 +31,7 @@ struct CalibrationSetup {
   // told after each study: how many of how many (a million replicates is a day: `sweep calibrate` says how far)
   std::function<void(int64_t done, int64_t total)> progress{};
   double alpha = 0.05;
-  std::string spending = "pocock";  // of --until-decided (SeedDesign::spending)
+  Spending spending = Spending::pocock;  // of --until-decided (SeedDesign::spending)
   std::string source;        // where σ and ρ come from (a sentence)
 };
 

@@ -40,7 +40,7 @@ void decide_sequentially(const ReportInput& in, VariantStats& s, const std::map<
   // `better by more than better_by`: a one-sided repeated bound at better_by_alpha, Bonferroni
   // across the interventions as the design's alpha is
   const double margin_alpha = d.better_by_alpha * alpha / in.alpha;
-  const Spending spending = d.spending == "obrien-fleming" ? Spending::obrien_fleming : Spending::pocock;
+  const Spending spending = d.spending;
   // The margin's claim spends O'Brien–Fleming-type whatever the verdicts do: it only adds to a
   // `better` already decided, and the runner adds seeds while it is open, so an early claim saves
   // few seeds — keeping its alpha for the last looks raises its power there. Its futility stop

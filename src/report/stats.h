@@ -10,6 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "config/choices.h"
+
 namespace sweep {
 
 // A statistic with no value (too few seeds, nothing to compare): NaN, which every table prints as "-".
@@ -70,7 +72,6 @@ double margin_p(const Comparison& c, double margin);
 // information fraction t (0 < t ≤ 1; 1: all of it), for one one-sided test. O'Brien–Fleming-type,
 // 2 − 2Φ(z_{1−alpha/2} / √t), keeps nearly all of it for the end; Pocock-type,
 // alpha · ln(1 + (e − 1)·t), spends it evenly. A two-sided test spends alpha/2 on each side.
-enum class Spending { obrien_fleming, pocock };
 double spent(Spending spending, double alpha, double t);
 
 // Critical values of the paired t statistic for a group-sequential design with looks after

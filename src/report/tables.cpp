@@ -132,7 +132,7 @@ std::string method_sentence(const Analysis& a) {
     s += "Verdicts (--until-decided, up to " + std::to_string(a.design.max_seeds) + " seeds, a look every " +
          std::to_string(a.design.first) + "): t-tests paired by seed (Welch where the seeds differ); at each look, "
          "repeated confidence intervals (Jennison & Turnbull) from " +
-         std::string(a.design.spending == "pocock" ? "Pocock" : "O'Brien–Fleming") +
+         std::string(a.design.spending == Spending::pocock ? "Pocock" : "O'Brien–Fleming") +
          "-type alpha spending (Lan & DeMets) at alpha " + format_number("%g", a.alpha) + " / " + m +
          " interventions, their t boundaries simulated for the look's seeds: better/worse when the two-sided "
          "interval excludes 0, " +

@@ -215,7 +215,7 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
     fixed_tally.row.scenario = until.row.scenario = sc.name;
     fixed_tally.row.truth = until.row.truth = sc.deeper * s.min_effect;
     fixed_tally.row.design = "fixed, " + std::to_string(s.seeds) + " seeds";
-    until.row.design = "until decided (" + s.spending + "), " + std::to_string(s.seeds) + " to " +
+    until.row.design = "until decided (" + to_string(s.spending) + "), " + std::to_string(s.seeds) + " to " +
                        std::to_string(s.max_seeds) + " seeds";
     for (int64_t r = 0; r < s.replicates; ++r) {
       if (s.progress) {  // the studies done before this one

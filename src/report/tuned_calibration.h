@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
 #include "report/verdict_tally.h"
 
 namespace sweep {
@@ -34,7 +35,7 @@ struct TunedCalibrationSetup {
   double better_by_alpha = 0.05;
   int64_t seeds = 3;
   int64_t max_seeds = 0;      // --until-decided's cap (0: the fixed design only)
-  std::string spending = "pocock";
+  Spending spending = Spending::pocock;
   int64_t interventions = 4;
   std::vector<double> grid{-1, 0, 1, 2};  // log2 of the values tried ÷ the base value (0 must be one)
   int64_t replicates = 1000;

@@ -246,7 +246,13 @@ std::optional<RecordedRounds> read_saved_rounds(const std::string& results, cons
   try {
     const nlohmann::json j = nlohmann::json::parse(read_file(file));
     r.max_seeds = j.at("max_seeds").get<int64_t>();
-    r.spending = j.at("spending").get<std::string>();
+    const std::string spending = j.at("spending").get<std::string>();
+    const std::optional<Spending> known = parse_choice<Spending>(spending);
+    if (!known) {
+      throw Error(file.string() + ": not a saved seed design (spending \"" + spending + "\": expected " +
+                  join(choice_names<Spending>(), " or ") + ")");
+    }
+    r.spending = *known;
     r.seeds = j.at("seeds").get<std::map<std::string, int64_t>>();
   } catch (const nlohmann::json::exception& e) {
     const std::string what = e.what();

@@ -52,7 +52,7 @@ Placement place_runs(const SweepSpec& spec, const DeviceRequest& request);
 // What a results folder records of a sweep's design: the rounds --until-decided added.
 struct RecordedRounds {
   int64_t max_seeds = 0;
-  std::string spending;
+  Spending spending = Spending::pocock;
   std::map<std::string, int64_t> seeds;  // variant -> seeds it has in all
   std::string file;                      // where it was read
 };

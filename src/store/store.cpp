@@ -313,7 +313,8 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   info.design.better_by = design.value("better_by", 0.0);
   info.design.better_by_alpha = design.value("better_by_alpha", info.design.better_by_alpha);
   // Sequential designs recorded before the spending was (commits c41573a–49ee4ff) used O'Brien–Fleming's.
-  info.design.spending = design.value("spending", info.design.sequential() ? "obrien-fleming" : info.design.spending);
+  const std::string spending = design.value("spending", info.design.sequential() ? "obrien-fleming" : "pocock");
+  info.design.spending = parse_choice<Spending>(spending).value_or(Spending::pocock);
   info.design.interventions = design.value("interventions", int64_t{0});
   info.design.variant_runs = design.value("variant_runs", std::map<std::string, std::string>{});
   for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {

@@ -58,6 +58,8 @@ TEST_CASE("each closed set of choices has one table of spellings, in its enum's 
   check_spellings<Optimizer>({"adamw", "muon"});
   check_spellings<Precision>({"fp32", "tf32", "bf16"});
   check_spellings<Backend>({"auto", "nccl", "gloo"});
+  check_spellings<AxisKind>({"grid", "zip", "tune", "scale"});
+  check_spellings<Spending>({"obrien-fleming", "pocock"});
   CHECK(to_string(Backend::automatic) == "auto");
   CHECK(to_string(MlpActivation::relu2) == "relu2");
 }

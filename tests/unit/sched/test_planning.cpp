@@ -160,7 +160,7 @@ TEST_CASE("planning: one kind of device per sweep") {
 TEST_CASE("planning: the seeds a folder's rounds added are planned from the start") {
   test::TempDir dir;
   PlanRequest r = request_for(sweep_file(dir, ""), "", 0);
-  r.saved_rounds = RecordedRounds{8, "pocock", {{"base", 4}, {"lr", 3}}, "s.rounds"};
+  r.saved_rounds = RecordedRounds{8, Spending::pocock, {{"base", 4}, {"lr", 3}}, "s.rounds"};
   const SweepSpec spec = plan_sweep(r).spec;
   CHECK(spec.design.max_seeds == 8);
   CHECK(spec.runs.size() == 7);
@@ -183,4 +183,20 @@ TEST_CASE("planning: the GPUs visible, counted as CUDA counts them") {
   CHECK(visible_gpu_count(2, "GPU-5d1e,MIG-ab") == 2);
   CHECK(visible_gpu_count(0, "0") == 0);
   CHECK(visible_gpu_count(4, "-1") == 0);
+}
+
+TEST_CASE("planning: a folder's saved rounds read back with their spending, and one it does not know refused by name") {
+  test::TempDir dir;
+  fs::create_directories(dir.path / "sweeps");
+  const fs::path rounds = dir.path / "sweeps" / "s.rounds";
+  write_file_atomic(rounds, R"({"max_seeds": 8, "spending": "obrien-fleming", "seeds": {"base": 4}})");
+  const std::optional<RecordedRounds> r = read_saved_rounds(dir.str(), "s");
+  REQUIRE(r);
+  CHECK(r->spending == Spending::obrien_fleming);
+  CHECK(r->max_seeds == 8);
+  write_file_atomic(rounds, R"({"max_seeds": 8, "spending": "haybittle", "seeds": {"base": 4}})");
+  CHECK_THROWS_WITH_AS(
+      read_saved_rounds(dir.str(), "s"),
+      doctest::Contains("not a saved seed design (spending \"haybittle\": expected obrien-fleming or pocock)"),
+      Error);
 }
