@@ -226,13 +226,11 @@ std::vector<CalibrationRow> calibrate(const CalibrationSetup& s) {
       }
       // --until-decided: the runner's loop, on the report's own next_round.
       std::vector<int64_t> n(m + 1, s.seeds);
-      Analysis a = analyze(study(s, effects, d, n, sequential));
-      for (auto more = next_round(a); !more.empty(); more = next_round(a)) {
-        for (const auto& [name, seeds] : more) {
-          n[name == "baseline" ? 0 : static_cast<size_t>(std::stoll(name.substr(1)))] = seeds;
-        }
-        a = analyze(study(s, effects, d, n, sequential));
-      }
+      const Analysis a = run_until_decided(
+          n, [&](const std::vector<int64_t>& seeds) { return analyze(study(s, effects, d, seeds, sequential)); },
+          [](const std::string& name) {
+            return name == "baseline" ? 0 : static_cast<size_t>(std::stoll(name.substr(1)));  // "i3": 3
+          });
       double total = 0;
       for (int64_t x : n) {
         total += static_cast<double>(x);

@@ -237,4 +237,16 @@ std::map<std::string, int64_t> next_round(const Analysis& a) {
   return out;
 }
 
+Analysis run_until_decided(std::vector<int64_t>& n, const StudyAt& analyze_at,
+                           const std::function<size_t(const std::string&)>& arm_of) {
+  Analysis a = analyze_at(n);
+  for (auto more = next_round(a); !more.empty(); more = next_round(a)) {
+    for (const auto& [name, seeds] : more) {
+      n[arm_of(name)] = std::max(n[arm_of(name)], seeds);
+    }
+    a = analyze_at(n);
+  }
+  return a;
+}
+
 }  // namespace sweep

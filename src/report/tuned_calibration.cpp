@@ -232,13 +232,9 @@ std::vector<TunedCalibrationRow> calibrate_tuned(const TunedCalibrationSetup& s)
       fixed_tally.add(analyze(tuned_study(s, arms, d, n, fixed)), n, arms);
       if (s.max_seeds > 0) {
         // --until-decided: the runner's loop, on the report's own next_round
-        Analysis a = analyze(tuned_study(s, arms, d, n, sequential));
-        for (auto more = next_round(a); !more.empty(); more = next_round(a)) {
-          for (const auto& [name, seeds] : more) {
-            n[arm_of(name)] = std::max(n[arm_of(name)], seeds);
-          }
-          a = analyze(tuned_study(s, arms, d, n, sequential));
-        }
+        const Analysis a = run_until_decided(
+            n, [&](const std::vector<int64_t>& seeds) { return analyze(tuned_study(s, arms, d, seeds, sequential)); },
+            arm_of);
         until.add(a, n, arms);
       }
     }
