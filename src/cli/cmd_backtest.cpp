@@ -40,7 +40,7 @@ Exit run_backtest(const BacktestOptions& o) {
       }
     }
     if (names.empty()) {
-      throw Error("no sweep in " + commands::db_path(o.results) + " has a scale ladder (a `scale:` section): nothing to "
+      throw Error("no sweep in " + database_path(o.results) + " has a scale ladder (a `scale:` section): nothing to "
                   "backtest", Exit::bad_input);
     }
   }

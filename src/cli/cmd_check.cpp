@@ -40,7 +40,7 @@ Exit run_check(const SweepOptions& o, const SweepPlan& plan) {
     return ran;
   }
   // ---- the verdict: identical twins, and the two noises ----
-  Store store(db_path(o.results), Store::Access::read);
+  Store store(database_path(o.results), Store::Access::read);
   std::map<int64_t, std::vector<double>> by_seed;
   for (const auto& row : store.sweep_runs(check.name)) {
     if (row.run.status == RunState::done && row.run.test_loss) {

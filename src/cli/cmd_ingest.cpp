@@ -7,6 +7,7 @@
 #include "cli/sweep_commands.h"
 #include "sched/run_folder.h"
 #include "sched/runner.h"
+#include "store/results_folder.h"
 #include "util/text.h"
 
 namespace sweep::commands {
@@ -23,12 +24,12 @@ bool none_here(const SweepSpec& spec, const std::vector<std::pair<fs::path, RunC
 }  // namespace
 
 Exit run_ingest(const SweepOptions& o) {
-  const bool results_folder = fs::exists(fs::path(o.dir) / "runs");
+  const bool results_folder = fs::exists(runs_folder(o.dir));
   const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
   std::vector<fs::path> found;
   std::vector<std::string> problems;
   if (results_folder) {
-    for (const auto& d : fs::directory_iterator(fs::path(o.dir) / "runs")) {
+    for (const auto& d : fs::directory_iterator(runs_folder(o.dir))) {
       if (fs::exists(d.path() / "config.yaml") || fs::is_symlink(d.path() / "config.yaml")) {
         found.push_back(d.path());
       } else if (fs::exists(d.path() / "events.jsonl")) {
@@ -44,7 +45,7 @@ Exit run_ingest(const SweepOptions& o) {
   }
   fs::create_directories(results);
   const ResultsLock lock(results);  // the database has one writer: not beside a `sweep run`
-  Store store(db_path(results));
+  Store store(database_path(results));
   std::map<std::string, int64_t> vocab_of_dataset;  // as the runs were trained
   // A folder is trusted only as the run its name says (sched/run_folder.h): one that is not is said, and skipped.
   std::vector<std::pair<fs::path, RunConfig>> run_dirs;
@@ -57,7 +58,7 @@ Exit run_ingest(const SweepOptions& o) {
     vocab_of_dataset[c.data.dataset] = c.model.vocab_size;
     run_dirs.emplace_back(d, std::move(c));
   }
-  const fs::path sweeps = fs::path(o.dir) / "sweeps";
+  const fs::path sweeps = sweeps_folder(o.dir);
   if (results_folder && fs::exists(sweeps)) {
     for (const auto& f : fs::directory_iterator(sweeps)) {
       if (f.path().extension() != ".yaml") {
@@ -110,7 +111,7 @@ Exit run_ingest(const SweepOptions& o) {
     reingest_run_dir(store, id, d.string());
   }
   std::printf("ingested %zu run director%s into %s\n", run_dirs.size(), run_dirs.size() == 1 ? "y" : "ies",
-              db_path(results).c_str());
+              database_path(results).c_str());
   for (const auto& p : problems) {
     std::fprintf(stderr, "sweep ingest: %s\n", p.c_str());
   }

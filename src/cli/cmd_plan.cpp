@@ -21,8 +21,8 @@ Exit run_plan(const SweepOptions& o, const SweepPlan& plan, const std::set<std::
   }
   std::unique_ptr<Store> store;
   // plan writes nothing: no database (or an empty file), every run pending
-  if (fs::exists(db_path(o.results)) && !empty_database(db_path(o.results))) {
-    store = std::make_unique<Store>(db_path(o.results), Store::Access::read);
+  if (fs::exists(database_path(o.results)) && !empty_database(database_path(o.results))) {
+    store = std::make_unique<Store>(database_path(o.results), Store::Access::read);
   }
   std::printf("sweep %s (%s): %zu variants, %zu runs, baseline %s, on %s%s\n", spec.name.c_str(), spec.file.c_str(),
               spec.variants.size(), spec.runs.size(), spec.baseline.c_str(), plan.placement.kind.c_str(),

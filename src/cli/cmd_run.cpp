@@ -11,6 +11,7 @@
 #include "report/load.h"
 #include "sched/local.h"
 #include "sched/runner.h"
+#include "store/results_folder.h"
 #include "sched/slurm.h"
 #include "util/hash.h"
 #include "util/process.h"
@@ -144,7 +145,7 @@ Exit run_run(const SweepOptions& o, SweepPlan plan) {
                     ": from 1 to 999999 seconds (0 turns the watchdog off)",
                 Exit::bad_input);
   }
-  refuse_over_memory(spec, db_path(o.results));  // before anything is written
+  refuse_over_memory(spec, database_path(o.results));  // before anything is written
   SlurmOptions so = slurm_options(o);
   so.gpus_per_rank = placement.gpus_per_rank;
   if (!slurm) {
@@ -158,11 +159,11 @@ Exit run_run(const SweepOptions& o, SweepPlan plan) {
   if (!placement.note.empty()) {
     std::printf("%s\n", placement.note.c_str());
   }
-  const std::vector<ReferenceScore> references = score_references(spec, db_path(o.results));
-  fs::create_directories(fs::path(o.results) / "sweeps");
+  const std::vector<ReferenceScore> references = score_references(spec, database_path(o.results));
+  fs::create_directories(sweeps_folder(o.results));
   // The folder's lock before anything is written in it: a second `sweep run` changes nothing.
   auto lock = std::make_unique<ResultsLock>(o.results);
-  Store store(db_path(o.results));
+  Store store(database_path(o.results));
   if (spec.design.sequential() && !o.until_decided) {
     std::printf("sweep %s was run --until-decided (--max-seeds %lld): it goes on so\n", spec.name.c_str(),
                 static_cast<long long>(spec.design.max_seeds));
@@ -170,7 +171,7 @@ Exit run_run(const SweepOptions& o, SweepPlan plan) {
   for (const auto& r : references) {
     store.record_reference(spec.name, r);
   }
-  write_file_atomic(fs::path(o.results) / "sweeps" / (spec.name + ".yaml"), spec.text);
+  write_file_atomic(saved_file(o.results, spec.name, ".yaml"), spec.text);
   save_device(o.results, spec.name, placement.kind);
   save_rounds(o.results, spec);
   save_trainer(o.results, spec);  // the ids its runs train under: `sweep ingest` plans the saved copy with them

@@ -66,8 +66,8 @@ SweepPlan plan_from_file(const SweepOptions& o, const CLI::App* which, std::set<
   }
   // what the folder records (a read: nothing is written yet); an A/A check has a design of its own
   std::unique_ptr<Store> recorded;
-  if (which != o.check && fs::exists(db_path(o.results)) && !empty_database(db_path(o.results))) {
-    recorded = std::make_unique<Store>(db_path(o.results), Store::Access::read);
+  if (which != o.check && fs::exists(database_path(o.results)) && !empty_database(database_path(o.results))) {
+    recorded = std::make_unique<Store>(database_path(o.results), Store::Access::read);
   }
   request.store = recorded.get();
   request.until_decided = which == o.run && o.until_decided;

@@ -5,10 +5,9 @@
 
 namespace sweep::commands {
 
-std::string db_path(const std::string& results) { return (fs::path(results) / "sweep.db").string(); }
 
 std::unique_ptr<Store> open_results(const std::string& results) {
-  const std::string db = db_path(results);
+  const std::string db = database_path(results);
   if (!fs::exists(db)) {
     throw Error("no database at " + db + " — run a sweep first (`sweep run FILE`) or pass --results DIR",
                 Exit::bad_input);
@@ -24,7 +23,7 @@ std::string sweep_to_read(const std::string& results, std::string sweep, std::un
   if (sweep.empty()) {
     const auto all = store->sweeps();
     if (all.empty()) {
-      throw Error("the database " + db_path(results) + " holds no sweep yet", Exit::bad_input);
+      throw Error("the database " + database_path(results) + " holds no sweep yet", Exit::bad_input);
     }
     sweep = all.front().name;
   }

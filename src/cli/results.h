@@ -5,12 +5,10 @@
 #include <memory>
 #include <string>
 
+#include "store/results_folder.h"
 #include "store/store.h"
 
 namespace sweep::commands {
-
-// results/sweep.db
-std::string db_path(const std::string& results);
 
 // The results database, read-only. Throws Error (bad input) when there is none.
 std::unique_ptr<Store> open_results(const std::string& results);

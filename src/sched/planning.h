@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/load_sweep.h"
+#include "store/results_folder.h"
 #include "store/store.h"
 
 namespace sweep {
@@ -49,13 +50,6 @@ struct Placement {
 // and the fix) when the request contradicts the file or the GPUs it asks for are not here.
 Placement place_runs(const SweepSpec& spec, const DeviceRequest& request);
 
-// What a results folder records of a sweep's design: the rounds --until-decided added.
-struct RecordedRounds {
-  int64_t max_seeds = 0;
-  Spending spending = Spending::pocock;
-  std::map<std::string, int64_t> seeds;  // variant -> seeds it has in all
-  std::string file;                      // where it was read
-};
 
 struct PlanRequest {
   std::string file;                          // the sweep file
@@ -77,25 +71,5 @@ struct SweepPlan {
 };
 
 SweepPlan plan_sweep(const PlanRequest& request);
-
-// The results folder's record of a sweep beside its saved file: sweeps/NAME.device (the kind of
-// device its runs trained on) and sweeps/NAME.rounds (RecordedRounds, as JSON; a fixed design:
-// none). `added`: the runs a round is about to add to `spec`'s.
-std::string saved_device_file(const std::string& results, const std::string& sweep);
-void save_device(const std::string& results, const std::string& sweep, const std::string& kind);
-std::string read_saved_device(const std::string& results, const std::string& sweep);  // "" when none
-void save_rounds(const std::string& results, const SweepSpec& spec, const std::vector<PlannedRun>& added = {});
-// nullopt when there is none; throws Error naming the file when it cannot be read.
-std::optional<RecordedRounds> read_saved_rounds(const std::string& results, const std::string& sweep);
-// sweeps/NAME.trainer: a trainer of your own as the sweep ran with it (config/trainer.h, TrainerRecord),
-// its folder relative to the results folder's. Read: nullopt when there is none (a sweep of sweep's
-// own core), a record without hashes from an older folder's NAME.trainer-dir; throws Error naming
-// the file when it cannot be read.
-void save_trainer(const std::string& results, const SweepSpec& spec);
-std::optional<TrainerRecord> read_saved_trainer(const std::string& results, const std::string& sweep);
-// sweeps/NAME.file: the sweep file's name as `sweep run` was given it, which the report shows
-// ("" when none was saved: a folder of an older sweep).
-void save_file_name(const std::string& results, const SweepSpec& spec);
-std::string read_saved_file_name(const std::string& results, const std::string& sweep);
 
 }  // namespace sweep

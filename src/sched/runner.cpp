@@ -14,6 +14,7 @@
 #include "protocol/json_line.h"
 #include "sched/run_folder.h"
 #include "sched/slurm.h"
+#include "store/results_folder.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -66,7 +67,7 @@ ResultsLock::ResultsLock(const std::string& results_dir) {
   }
   // Nothing else writes here while the lock is held: what a killed writer left half-done goes.
   remove_stale_temporaries(results_dir);
-  remove_stale_temporaries(fs::path(results_dir) / "sweeps");
+  remove_stale_temporaries(sweeps_folder(results_dir));
   m_reserve = fs::path(results_dir) / ".sweep-reserve";
   const int fd = ::open(m_reserve.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
   if (fd >= 0) {

@@ -14,6 +14,7 @@
 #include "report/report_json.h"
 #include "report/tables.h"
 #include "serve/downsample.h"
+#include "store/results_folder.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -130,7 +131,7 @@ std::pair<uint64_t, uint64_t> file_identity(const std::string& path) {
 
 Views::Views(const std::string& results)
     : m_results(results),
-      m_path((fs::path(results) / "sweep.db").string()),
+      m_path(database_path(results)),
       m_opened(std::make_unique<Store>(m_path, Store::Access::reader)),
       m_file(file_identity(m_path)) {}
 
@@ -377,7 +378,7 @@ void Views::warm() {
     }
     // On a connection of its own, so that requests meanwhile are answered (one for this sweep
     // reads it too, and that answer is kept).
-    Store store((fs::path(m_results) / "sweep.db").string(), Store::Access::reader);
+    Store store(database_path(m_results), Store::Access::reader);
     Cached read;
     read_sweep(store, name, read);
     read.version = version;

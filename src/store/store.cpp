@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "store/results_folder.h"
 #include "store/sqlite_util.h"
 #include "protocol/events.h"
 #include "util/error.h"
@@ -246,7 +247,7 @@ void Store::record_sweep(const SweepSpec& spec) try {
     run.bind(4, r.config.seeds.data);
     run.bind(5, r.repeat);
     run.bind(6, to_string(RunState::pending));
-    run.bind(7, (fs::path("runs") / r.run_id).string());  // relative to the results folder
+    run.bind(7, run_folder_of(r.run_id));  // relative to the results folder
     run.bind(8, now());
     run.exec();
     run.reset();

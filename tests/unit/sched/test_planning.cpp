@@ -7,6 +7,7 @@
 
 #include "helpers.h"
 #include "sched/planning.h"
+#include "store/results_folder.h"
 #include "sched/slots.h"
 #include "util/error.h"
 #include "util/fs.h"

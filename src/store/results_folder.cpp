@@ -1,0 +1,126 @@
+#include "store/results_folder.h"
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sweep {
+
+std::string database_path(const std::string& results) { return (fs::path(results) / "sweep.db").string(); }
+
+fs::path sweeps_folder(const std::string& results) { return fs::path(results) / "sweeps"; }
+
+fs::path saved_file(const std::string& results, const std::string& sweep, const std::string& extension) {
+  return sweeps_folder(results) / (sweep + extension);
+}
+
+fs::path runs_folder(const std::string& results) { return fs::path(results) / k_runs_folder; }
+
+std::string run_folder_of(const std::string& run_id) { return (fs::path(k_runs_folder) / run_id).string(); }
+
+std::string saved_device_file(const std::string& results, const std::string& sweep) {
+  return saved_file(results, sweep, ".device").string();
+}
+
+void save_device(const std::string& results, const std::string& sweep, const std::string& kind) {
+  write_file_atomic(saved_device_file(results, sweep), kind + "\n");
+}
+
+std::string read_saved_device(const std::string& results, const std::string& sweep) {
+  const std::string file = saved_device_file(results, sweep);
+  if (!fs::exists(file)) {
+    return "";
+  }
+  const std::string kind = trim(read_file(file));
+  if (kind != "cpu" && kind != "cuda") {
+    throw Error(file + " says '" + kind.substr(0, 40) + "', not cpu or cuda");
+  }
+  return kind;
+}
+
+void save_rounds(const std::string& results, const SweepSpec& spec, const std::vector<PlannedRun>& added) {
+  const fs::path file = saved_file(results, spec.name, ".rounds");
+  if (!spec.design.sequential()) {
+    fs::remove(file);
+    return;
+  }
+  std::map<std::string, int64_t> seeds;
+  for (const auto* runs : {&spec.runs, &added}) {
+    for (const auto& r : *runs) {
+      seeds[r.variant]++;
+    }
+  }
+  const nlohmann::json j{{"max_seeds", spec.design.max_seeds}, {"spending", spec.design.spending}, {"seeds", seeds}};
+  write_file_atomic(file, j.dump() + "\n");
+}
+
+std::optional<RecordedRounds> read_saved_rounds(const std::string& results, const std::string& sweep) {
+  const fs::path file = saved_file(results, sweep, ".rounds");
+  if (!fs::exists(file)) {
+    return std::nullopt;
+  }
+  RecordedRounds r;
+  r.file = file.string();
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_file(file));
+    r.max_seeds = j.at("max_seeds").get<int64_t>();
+    const std::string spending = j.at("spending").get<std::string>();
+    const std::optional<Spending> known = parse_choice<Spending>(spending);
+    if (!known) {
+      throw Error(file.string() + ": not a saved seed design (spending \"" + spending + "\": expected " +
+                  join(choice_names<Spending>(), " or ") + ")");
+    }
+    r.spending = *known;
+    r.seeds = j.at("seeds").get<std::map<std::string, int64_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    const std::string what = e.what();
+    throw Error(file.string() + ": not a saved seed design (" + what.substr(0, what.find('\n')) + ")");
+  }
+  return r;
+}
+
+void save_trainer(const std::string& results, const SweepSpec& spec) {
+  if (!spec.trainer) {
+    return;
+  }
+  const OwnTrainer& t = spec.trainer->trainer;
+  const fs::path root = fs::absolute(results).lexically_normal();
+  const nlohmann::json j{{"name", t.name}, {"dir", fs::path(t.dir).lexically_relative(root).string()}, {"files", t.files}};
+  write_file_atomic(saved_file(results, spec.name, ".trainer"), j.dump() + "\n");
+  fs::remove(saved_file(results, spec.name, ".trainer-dir"));  // an older sweep's record of it
+}
+
+std::optional<TrainerRecord> read_saved_trainer(const std::string& results, const std::string& sweep) {
+  const fs::path file = saved_file(results, sweep, ".trainer"), older = saved_file(results, sweep, ".trainer-dir");
+  TrainerRecord r;
+  if (fs::exists(file)) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(read_file(file));
+      r.dir = (fs::absolute(results) / j.at("dir").get<std::string>()).lexically_normal().string();
+      r.files = j.at("files").get<std::map<std::string, std::string>>();
+      r.name = j.value("name", "");
+    } catch (const nlohmann::json::exception& e) {
+      const std::string what = e.what();
+      throw Error(file.string() + ": not a saved trainer record (" + what.substr(0, what.find('\n')) + ")");
+    }
+    return r;
+  }
+  if (fs::exists(older)) {
+    r.dir = trim(read_file(older));
+    return r;
+  }
+  return std::nullopt;
+}
+
+void save_file_name(const std::string& results, const SweepSpec& spec) {
+  write_file_atomic(saved_file(results, spec.name, ".file"), spec.file + "\n");
+}
+
+std::string read_saved_file_name(const std::string& results, const std::string& sweep) {
+  const fs::path file = saved_file(results, sweep, ".file");
+  return fs::exists(file) ? trim(read_file(file)) : "";
+}
+
+}  // namespace sweep
