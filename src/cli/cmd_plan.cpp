@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "cli/memory_check.h"
+#include "memory_plan/admission.h"
 #include "cli/sweep_commands.h"
 #include "data/dataset.h"
 #include "sched/lifecycle.h"

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/core_handoff.h"
-#include "cli/memory_check.h"
+#include "memory_plan/admission.h"
 #include "cli/sweep_commands.h"
 #include "report/load.h"
 #include "sched/local.h"
@@ -145,7 +145,7 @@ Exit run_run(const SweepOptions& o, SweepPlan plan) {
                     ": from 1 to 999999 seconds (0 turns the watchdog off)",
                 Exit::bad_input);
   }
-  refuse_over_memory(spec, database_path(o.results));  // before anything is written
+  refuse_over_memory(spec, finished_runs(spec, database_path(o.results)));  // before anything is written
   SlurmOptions so = slurm_options(o);
   so.gpus_per_rank = placement.gpus_per_rank;
   if (!slurm) {

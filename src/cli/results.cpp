@@ -1,10 +1,24 @@
 #include "cli/results.h"
 
+#include "sched/lifecycle.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 namespace sweep::commands {
 
+
+std::set<std::string> finished_runs(const SweepSpec& spec, const std::string& db) {
+  std::set<std::string> done;
+  if (fs::exists(db)) {
+    Store recorded(db, Store::Access::read);
+    for (const auto& r : spec.runs) {
+      if (const std::optional<RunRow> row = recorded.run(r.run_id); row && finished(plan_state(*row))) {
+        done.insert(r.run_id);
+      }
+    }
+  }
+  return done;
+}
 
 std::unique_ptr<Store> open_results(const std::string& results) {
   const std::string db = database_path(results);

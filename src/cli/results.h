@@ -3,12 +3,17 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 
+#include "config/sweep_spec.h"
 #include "store/results_folder.h"
 #include "store/store.h"
 
 namespace sweep::commands {
+
+// The runs of `spec` the database `db` holds finished (read only; none when there is no database).
+std::set<std::string> finished_runs(const SweepSpec& spec, const std::string& db);
 
 // The results database, read-only. Throws Error (bad input) when there is none.
 std::unique_ptr<Store> open_results(const std::string& results);

@@ -1,12 +1,6 @@
-#include "cli/memory_check.h"
+#include "memory_plan/admission.h"
 
-#include <optional>
-
-#include "sched/lifecycle.h"
-#include "store/store.h"
-#include "config/size.h"
 #include "util/error.h"
-#include "util/fs.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -88,16 +82,7 @@ MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::
   return out;
 }
 
-void refuse_over_memory(const SweepSpec& spec, const std::string& db) {
-  std::set<std::string> done;  // runs finished already need no memory (a read: nothing is written yet)
-  if (fs::exists(db)) {
-    Store recorded(db, Store::Access::read);
-    for (const auto& r : spec.runs) {
-      if (const std::optional<RunRow> row = recorded.run(r.run_id); row && finished(plan_state(*row))) {
-        done.insert(r.run_id);
-      }
-    }
-  }
+void refuse_over_memory(const SweepSpec& spec, const std::set<std::string>& done) {
   if (const MemoryCheck memory = check_memory(spec, false, done); !memory.too_big.empty()) {
     // the plan is within about 15% of what a step takes (docs/performance.md#memory): a run over
     // its device's memory would run out of it, after its start had been paid for

@@ -1,4 +1,4 @@
-// The memory check of `sweep plan` and `sweep run`: every run's memory plan (src/memory_plan) under its
+// Memory admission, for `sweep plan` and `sweep run`: every run's memory plan (memory.h) under its
 // layout, set against resources.device_memory.
 #pragma once
 
@@ -26,8 +26,8 @@ struct MemoryCheck {
 MemoryCheck check_memory(const SweepSpec& spec, bool items, const std::set<std::string>& done = {});
 
 // `sweep run`: refused (bad input, naming the runs, the plan and the keys that fix it) when a run
-// still to train — not finished in the database `db`, read only — needs more memory per device
-// than its resources.device_memory.
-void refuse_over_memory(const SweepSpec& spec, const std::string& db);
+// still to train — not among `done`, the runs the results folder holds finished — needs more
+// memory per device than its resources.device_memory.
+void refuse_over_memory(const SweepSpec& spec, const std::set<std::string>& done);
 
 }  // namespace sweep
