@@ -437,6 +437,10 @@ Analysis analyze(const ReportInput& in) {
   if (tune_axis(in) != nullptr) {
     return analyze_tuned(in);
   }
+  return analyze_plain(in);
+}
+
+Analysis analyze_plain(const ReportInput& in) {
   const VariantRuns& base_runs = baseline_of(in);
   Analysis a = analysis_header(in);
   a.noise = noise_summary(in, base_runs.runs);

@@ -353,7 +353,12 @@ struct Analysis {
   std::optional<TunedSummary> tuned;  // a tune axis: the verdicts at each arm's own best (`variants`: at the base value)
 };
 
+// The report's analysis of a sweep: a dispatcher over the three kinds — a scale ladder's
+// (analyze_ladder), a tune axis's (analyze_tuned) and the plain one — which call the plain one,
+// never this.
 Analysis analyze(const ReportInput& input);
+// The plain analysis: every variant against the baseline, as one study (no ladder, no tune axis).
+Analysis analyze_plain(const ReportInput& input);
 
 // What an analysis states before its rows, as the input gives it: the sweep, its baseline, metric,
 // alpha and design, its notes and references (the noise and everything after are analyze's).

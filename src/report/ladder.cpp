@@ -246,7 +246,7 @@ std::vector<ReportInput> analyze_rungs(const ReportInput& in, Analysis& a, Ladde
   for (const auto& rung : ladder.rungs) {
     inputs.push_back(rung_input(in, rung));
     const ReportInput& sub = inputs.back();
-    Analysis r = analyze(sub);  // throws when the rung's baseline is missing
+    Analysis r = analyze_plain(sub);  // throws when the rung's baseline is missing
     RungInfo info;
     info.name = rung;
     for (const auto& v : sub.variants) {

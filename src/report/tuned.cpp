@@ -218,7 +218,7 @@ void judge_tuned_arm(TunedArm& arm, const Response* curve, const Response* basel
 
 Analysis analyze_tuned(const ReportInput& in) {
   const SweepAxis* tune = tune_axis(in);
-  Analysis a = analyze(base_value_input(in));
+  Analysis a = analyze_plain(base_value_input(in));
   if (tune == nullptr) {
     return a;
   }
@@ -233,7 +233,7 @@ Analysis analyze_tuned(const ReportInput& in) {
   const std::vector<Response> responses = find_responses(along, t.notes);
   a.responses.insert(a.responses.end(), responses.begin(), responses.end());
   const ReportInput best_input = tuned_input(in, t.notes);
-  t.at_best = analyze(best_input).variants;  // its notes would repeat the first table's, about made-up runs
+  t.at_best = analyze_plain(best_input).variants;  // its notes would repeat the first table's, about made-up runs
   if (const VariantRuns* base = find_variant(in, in.baseline); base != nullptr && base->axes.count(t.keys.front())) {
     t.base_value = base->axes.at(t.keys.front());
   }
