@@ -9,7 +9,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/results"
 gunzip -c "$root/tests/data/golden/fixture.sql.gz" | sqlite3 "$work/results/sweep.db"
-for name in golden golden-ladder; do
+for name in golden golden-ladder golden-tuned; do
   (cd "$work" && "$sweep" report "$name" --out "out/$name" > "out-$name.txt" && mv "out-$name.txt" "out/$name/table.txt")
 done
 rm -rf "$root/tests/data/golden/expected"

@@ -1,6 +1,7 @@
 # Reports rendered from a fixed database are byte-identical to the committed ones
 # (tests/data/golden/): every file `sweep report` writes and its table, for a sweep (a diverged
-# variant, an effect below δ, the effects' tokens, FLOPs and time) and a scale ladder. The guard of
+# variant, an effect below δ, the effects' tokens, FLOPs and time), a scale ladder and a tune axis (each arm at
+# its own best lr, its response curves). The guard of
 # any change to report/ that means to change nothing: when a change means to change a report,
 # render the expected files again with scripts/golden-report.sh and say why in the commit.
 source "$(dirname "$0")/lib.bash"
@@ -8,7 +9,7 @@ command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite
 golden=${SWEEP_TEST_DATA:?}/golden
 mkdir -p results
 gunzip -c "$golden/fixture.sql.gz" | sqlite3 results/sweep.db || fail "cannot load the fixture database"
-for sweep in golden golden-ladder; do
+for sweep in golden golden-ladder golden-tuned; do
   "$SWEEP" report "$sweep" --out "out/$sweep" > "out-$sweep.txt" || fail "sweep report $sweep: $(cat "out-$sweep.txt")"
   mv "out-$sweep.txt" "out/$sweep/table.txt"
 done
