@@ -52,8 +52,12 @@ std::string run_folder_problem(const fs::path& dir, RunConfig* loaded) {
     const fs::path at = dir / file;
     std::error_code ec;
     if ((fs::exists(at, ec) || fs::is_symlink(at, ec)) && !fs::is_regular_file(at, ec)) {
+      // what the path (a link: what it points to) is
+      const std::string kind = !fs::exists(at, ec)         ? "nothing"
+                               : fs::is_directory(at, ec) ? "a folder"
+                                                          : "a FIFO, a socket or a device";
       return std::string("its ") + file + " is not a file (" +
-             (fs::is_symlink(at, ec) ? "a link to " + fs::read_symlink(at, ec).string() + ", which is none" : "a folder, a FIFO or a device") +
+             (fs::is_symlink(at, ec) ? "a link to " + fs::read_symlink(at, ec).string() + ", which is " + kind : kind) +
              ") — restore it, or move the folder away";
     }
   }

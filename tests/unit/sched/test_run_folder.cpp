@@ -70,3 +70,21 @@ TEST_CASE("a run folder is the run its name says: its config hashes to it, its e
   write_file_atomic(broken / "config.yaml", "model: [\n");
   CHECK(run_folder_problem(broken).find("its config.yaml does not load: ") == 0);
 }
+
+TEST_CASE("a run folder whose files are not files says what they are: a folder, or a link and what it points to") {
+  test::TempDir dir;
+  RunConfig a = test::tiny_config();
+  a.data.dataset = "data/none";
+  const fs::path at = folder(dir, run_id_of(a, 0), a);
+  fs::remove(at / "events.jsonl");
+  fs::create_directory(at / "events.jsonl");
+  CHECK(run_folder_problem(at) == "its events.jsonl is not a file (a folder) — restore it, or move the folder away");
+  fs::remove(at / "events.jsonl");
+  fs::create_directory(dir.path / "elsewhere");
+  fs::create_directory_symlink(dir.path / "elsewhere", at / "events.jsonl");
+  CHECK(run_folder_problem(at).find("(a link to " + (dir.path / "elsewhere").string() + ", which is a folder)") !=
+        std::string::npos);
+  fs::remove(at / "events.jsonl");
+  fs::create_symlink(dir.path / "gone", at / "events.jsonl");
+  CHECK(run_folder_problem(at).find(", which is nothing)") != std::string::npos);
+}
