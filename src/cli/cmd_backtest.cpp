@@ -24,7 +24,8 @@ CLI::App* setup_backtest(CLI::App& app, BacktestOptions& o) {
       ->check(metric_name())
       ->capture_default_str();
   cmd->add_option("--format", o.format, "text (a table), markdown or json")
-      ->check(CLI::IsMember({"text", "markdown", "json"}))
+      ->check(CLI::IsMember(
+          {to_string(OutputFormat::text), to_string(OutputFormat::markdown), to_string(OutputFormat::json)}))
       ->capture_default_str();
   return cmd;
 }
@@ -98,7 +99,8 @@ Exit run_backtest(const BacktestOptions& o) {
     throw Error("no ladder can be backtested on " + o.metric + " — " + join(without, "; "), Exit::bad_input);
   }
   std::string out;
-  if (o.format == "json") {
+  const OutputFormat format = choice_of<OutputFormat>(o.format);
+  if (format == OutputFormat::json) {
     nlohmann::ordered_json j{{"metric", o.metric},
                              {"rows", json_array(rows)},
                              {"pooled", json_of(pool_backtest(rows))},
@@ -108,7 +110,8 @@ Exit run_backtest(const BacktestOptions& o) {
     out = j.dump(2) + "\n";
   } else {
     const Rows table = backtest_table(rows);
-    out = (o.format == "markdown" ? markdown_table(backtest_headers(), table) : text_table(backtest_headers(), table)) +
+    out = (format == OutputFormat::markdown ? markdown_table(backtest_headers(), table)
+                                            : text_table(backtest_headers(), table)) +
           "\n" + o.metric + ": " + backtest_sentence(rows) + ".\n";
     for (const auto& w : without) {
       out += "not backtested: " + w + "\n";

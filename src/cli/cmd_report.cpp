@@ -58,7 +58,7 @@ CLI::App* setup_report(CLI::App& app, ReportOptions& o) {
   cmd->add_option("--better-by-alpha", o.better_by_alpha, "--better-by's level (default: the sweep file's, else 0.05)")
       ->check(between(0.0001, 0.5));
   cmd->add_option("--format", o.format, "What to print: text (the ranked table), markdown, csv or json")
-      ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
+      ->check(CLI::IsMember(choice_names<OutputFormat>()))
       ->capture_default_str();
   return cmd;
 }
@@ -99,10 +99,11 @@ Exit run_report(const ReportOptions& o) {
       draw_plots(input, analysis, out / (".plots-" + std::to_string(getpid())), warning);
   const std::vector<std::string> files = write_report(input, analysis, plots, out);
 
-  const std::string shown = o.format == "markdown" ? render_markdown(input, analysis, plots)
-                            : o.format == "csv"    ? render_csv(input, analysis)
-                            : o.format == "json"   ? render_json(input, analysis)
-                                                   : render_text(analysis);
+  const OutputFormat format = choice_of<OutputFormat>(o.format);
+  const std::string shown = format == OutputFormat::markdown ? render_markdown(input, analysis, plots)
+                            : format == OutputFormat::csv    ? render_csv(input, analysis)
+                            : format == OutputFormat::json   ? render_json(input, analysis)
+                                                             : render_text(analysis);
   std::fputs(shown.c_str(), stdout);
   std::fflush(stdout);
   if (!warning.empty()) {

@@ -47,7 +47,7 @@ std::vector<std::string> slurm_folders(const SweepOptions& o, const SweepSpec& s
 Exit run_run(const SweepOptions& o, SweepPlan plan) {
   SweepSpec& spec = plan.spec;  // final: its runs and ids are the planning step's (sched/planning.h)
   const Placement& placement = plan.placement;
-  const bool slurm = o.executor == "slurm";
+  const bool slurm = choice_of<ExecutorKind>(o.executor) == ExecutorKind::slurm;
   if (o.stall_timeout > 999999 || (o.stall_timeout > 0 && o.stall_timeout < 1)) {  // resources.stall_timeout's rules
     throw Error("--stall-timeout " + format_number("%g", o.stall_timeout) +
                     ": from 1 to 999999 seconds (0 turns the watchdog off)",

@@ -53,7 +53,7 @@ SweepPlan plan_from_file(const SweepOptions& o, const CLI::App* which, std::set<
   };
   request.max_variants = static_cast<size_t>(o.max_variants);
   request.devices.devices = o.devices;
-  request.devices.slurm = which == o.run && o.executor == "slurm";
+  request.devices.slurm = which == o.run && choice_of<ExecutorKind>(o.executor) == ExecutorKind::slurm;
   request.devices.gpus_per_rank = o.gpus_per_rank;
   request.devices.check_here = which != o.plan;
   // sweep's own trainer: the GPUs its core sees (LibTorch's count: MIG, WSL); a trainer of your own:
@@ -125,7 +125,7 @@ CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o) {
   run->add_option("--max-seeds", o.max_seeds, "--until-decided: the most seeds per variant (default: 4 × the declared)")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
-      ->check(CLI::IsMember({"local", "slurm"}))
+      ->check(CLI::IsMember(choice_names<ExecutorKind>()))
       ->capture_default_str();
   run->add_option("--partition", o.partition, "Slurm: the partition of the tasks");
   run->add_option("--time", o.time, "Slurm: each task's time limit (sbatch --time)");

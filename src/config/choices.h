@@ -1,5 +1,6 @@
-// The closed sets a run config chooses from, as enums, each with one string table: its
-// spellings in YAML, in the run identity's JSON, on the command line and in messages. An enum's
+// The closed sets a run config, a sweep file and the command line choose from, as enums, each
+// with one string table: its spellings in YAML, in the run identity's JSON, on the command line
+// (a CLI option checks against the same table) and in messages. An enum's
 // values are declared in its table's order (Choices<E>::names[i] spells the value i).
 #pragma once
 
@@ -28,6 +29,14 @@ enum class Backend { automatic, nccl, gloo };  // the ranks' process group; auto
 enum class AxisKind { grid, zip, tune, scale };  // a sweep file's dimension (config/sweep_spec.h)
 // --until-decided's alpha spending (Lan & DeMets): O'Brien–Fleming-type or Pocock-type (report/stats.h)
 enum class Spending { obrien_fleming, pocock };
+// The type of a key a trainer of your own declares (config/trainer.h)
+enum class KeyType { integer, real, boolean, string, size, choice };
+// What a scale ladder's target is counted in (config/sweep_spec.h): parameters or training FLOPs
+enum class TargetUnit { params, flops };
+// Where `sweep run` starts workers: device slots here, or Slurm array tasks (sched/)
+enum class ExecutorKind { local, slurm };
+// What `sweep report` and `sweep backtest` print
+enum class OutputFormat { text, markdown, csv, json };
 
 template <class E>
 struct Choices;
@@ -79,6 +88,22 @@ struct Choices<AxisKind> {
 template <>
 struct Choices<Spending> {
   static constexpr std::array<std::string_view, 2> names{"obrien-fleming", "pocock"};
+};
+template <>
+struct Choices<KeyType> {
+  static constexpr std::array<std::string_view, 6> names{"int", "float", "bool", "string", "size", "choice"};
+};
+template <>
+struct Choices<TargetUnit> {
+  static constexpr std::array<std::string_view, 2> names{"params", "flops"};
+};
+template <>
+struct Choices<ExecutorKind> {
+  static constexpr std::array<std::string_view, 2> names{"local", "slurm"};
+};
+template <>
+struct Choices<OutputFormat> {
+  static constexpr std::array<std::string_view, 4> names{"text", "markdown", "csv", "json"};
 };
 
 template <class E>

@@ -340,7 +340,7 @@ std::vector<Combo> read_scale(const YAML::Node& node, const std::string& file, s
     if ((params > 0) == (flops > 0)) {
       diags.error(target.Mark(), "'scale.target' names one size to extrapolate to: {params: 124M} or {flops: 1e18}");
     }
-    l.target_unit = params > 0 ? "params" : "flops";
+    l.target_unit = params > 0 ? TargetUnit::params : TargetUnit::flops;
     l.target = params > 0 ? static_cast<double>(params) : flops;
   }
   axes.push_back(dimension);
@@ -418,12 +418,13 @@ void check_rung(const YAML::Node& root, const std::string& path, const Ladder& l
                              ? std::llround(ladder.tokens_per_param * static_cast<double>(size.total))
                              : c.train.tokens;
   rung_tokens.push_back(tokens);
-  if (rung == 0 && !ladder.target_unit.empty()) {
-    const double smallest = ladder.target_unit == "params" ? static_cast<double>(size.total)
-                                                           : size.flops_per_token * static_cast<double>(tokens);
+  if (rung == 0 && ladder.target_unit) {
+    const double smallest = ladder.target_unit == TargetUnit::params
+                                ? static_cast<double>(size.total)
+                                : size.flops_per_token * static_cast<double>(tokens);
     if (ladder.target <= smallest) {
       problems.push_back(at(origin_of(path, scale["target"]),
-                            "scale.target (" + format_count(ladder.target) + " " + ladder.target_unit +
+                            "scale.target (" + format_count(ladder.target) + " " + to_string(*ladder.target_unit) +
                                 ") is not above the smallest rung's " + format_count(smallest) +
                                 " — a target is where the trend is extrapolated to, beyond the ladder's start"));
     }

@@ -26,8 +26,8 @@ bool is_safe_name(const std::string& name) {
 
 nlohmann::json Ladder::to_json() const {
   nlohmann::json j{{"rungs", rungs}, {"tokens_per_param", tokens_per_param}, {"beyond", beyond}};
-  if (!target_unit.empty()) {
-    j["target"] = {{target_unit, target}};
+  if (target_unit) {
+    j["target"] = {{to_string(*target_unit), target}};
   }
   return j;
 }
@@ -38,7 +38,7 @@ Ladder Ladder::from_json(const nlohmann::json& j) {
   l.tokens_per_param = j.value("tokens_per_param", 0.0);
   l.beyond = j.value("beyond", 10.0);
   if (j.contains("target")) {
-    l.target_unit = j["target"].begin().key();
+    l.target_unit = parse_choice<TargetUnit>(j["target"].begin().key());  // a unit of a newer sweep: no target
     l.target = j["target"].begin().value().get<double>();
   }
   return l;

@@ -43,7 +43,7 @@ struct SweepAxis {
 struct Ladder {
   std::vector<std::string> rungs;  // names, smallest first
   double tokens_per_param = 0;     // > 0: each rung trains round(ratio × its baseline's parameters) tokens
-  std::string target_unit;         // "" (none), "params" or "flops" (training FLOPs)
+  std::optional<TargetUnit> target_unit;  // none: no target
   double target = 0;               // where the report extrapolates each trend
   double beyond = 10;              // the report flags a target more than this factor past the largest rung
 

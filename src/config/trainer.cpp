@@ -17,18 +17,16 @@ namespace sweep {
 
 namespace {
 
-const std::vector<std::string> k_types{"int", "float", "bool", "string", "size", "choice"};
-
 // A scalar of the declared type, or an error message (and nullopt).
 std::optional<nlohmann::json> typed(const YAML::Node& node, const TrainerKey& key, std::string& why) {
   if (!node.IsScalar()) {
-    why = "'" + key.name + "' must be a single " + key.type + " value";
+    why = "'" + key.name + "' must be a single " + to_string(key.type) + " value";
     return std::nullopt;
   }
   const std::string text = node.Scalar();
   nlohmann::json value;
   double number = std::nan("");
-  if (key.type == "int") {
+  if (key.type == KeyType::integer) {
     try {
       const auto v = node.as<int64_t>();
       value = v;
@@ -37,7 +35,7 @@ std::optional<nlohmann::json> typed(const YAML::Node& node, const TrainerKey& ke
       why = "'" + key.name + "' must be a whole number, got " + text;
       return std::nullopt;
     }
-  } else if (key.type == "float") {
+  } else if (key.type == KeyType::real) {
     try {
       number = node.as<double>();
     } catch (const YAML::Exception&) {
@@ -47,7 +45,7 @@ std::optional<nlohmann::json> typed(const YAML::Node& node, const TrainerKey& ke
       return std::nullopt;
     }
     value = number;
-  } else if (key.type == "size") {
+  } else if (key.type == KeyType::size) {
     const std::optional<int64_t> v = parse_size(text);
     if (!v) {
       why = "'" + key.name + "' must be a whole size such as 400K or 5M, got " + text;
@@ -55,13 +53,13 @@ std::optional<nlohmann::json> typed(const YAML::Node& node, const TrainerKey& ke
     }
     value = *v;
     number = static_cast<double>(*v);
-  } else if (key.type == "bool") {
+  } else if (key.type == KeyType::boolean) {
     if (text != "true" && text != "false") {
       why = "'" + key.name + "' must be true or false, got " + text;
       return std::nullopt;
     }
     value = text == "true";
-  } else if (key.type == "choice") {
+  } else if (key.type == KeyType::choice) {
     if (std::find(key.choices.begin(), key.choices.end(), text) == key.choices.end()) {
       why = "'" + key.name + "' must be one of " + join(key.choices, ", ") + ", got " + text;
       return std::nullopt;
@@ -82,25 +80,25 @@ std::optional<nlohmann::json> typed(const YAML::Node& node, const TrainerKey& ke
 }
 
 // The type a bare default implies: `model.dropout: 0.1` is a float defaulting to 0.1.
-std::string implied_type(const YAML::Node& value) {
+KeyType implied_type(const YAML::Node& value) {
   if (!value.IsScalar() || value.Tag() == "!") {
-    return "string";
+    return KeyType::string;
   }
   const std::string text = value.Scalar();
   if (text == "true" || text == "false") {
-    return "bool";
+    return KeyType::boolean;
   }
   try {
     (void)value.as<int64_t>();
-    return "int";
+    return KeyType::integer;
   } catch (const YAML::Exception&) {
   }
   try {
     (void)value.as<double>();
-    return "float";
+    return KeyType::real;
   } catch (const YAML::Exception&) {
   }
-  return parse_size(text) ? "size" : "string";
+  return parse_size(text) ? KeyType::size : KeyType::string;
 }
 
 TrainerKey read_key(const std::string& name, const YAML::Node& decl, Diagnostics& diags) {
@@ -123,8 +121,8 @@ TrainerKey read_key(const std::string& name, const YAML::Node& decl, Diagnostics
     return key;
   }
   MapReader r(decl, "trainer.keys." + name, diags);
-  r.require("type", "one of " + join(k_types, ", "));
-  r.read_choice("type", key.type, k_types);
+  r.require("type", "one of " + join(choice_names<KeyType>(), ", "));
+  r.read_choice("type", key.type);
   const YAML::Node fallback = r.section("default");
   const YAML::Node choices = r.section("choices");
   double min = std::nan(""), max = std::nan("");
@@ -137,13 +135,13 @@ TrainerKey read_key(const std::string& name, const YAML::Node& decl, Diagnostics
   if (std::isfinite(max)) {
     key.max = max;
   }
-  if ((key.min || key.max) && key.type != "int" && key.type != "float" && key.type != "size") {
+  if ((key.min || key.max) && key.type != KeyType::integer && key.type != KeyType::real && key.type != KeyType::size) {
     diags.error(decl.Mark(), "key '" + name + "': min and max belong to int, float and size keys");
   }
   if (key.min && key.max && *key.min > *key.max) {
     diags.error(decl.Mark(), "key '" + name + "': min is above max");
   }
-  if (key.type == "choice") {
+  if (key.type == KeyType::choice) {
     if (!choices.IsDefined() || !choices.IsSequence() || choices.size() == 0) {
       diags.error(choices.IsDefined() ? choices.Mark() : decl.Mark(),
                   "key '" + name + "' of type choice lists its choices, e.g. choices: [constant, cosine]");
@@ -162,7 +160,7 @@ TrainerKey read_key(const std::string& name, const YAML::Node& decl, Diagnostics
   } else if (choices.IsDefined()) {
     diags.error(choices.Mark(), "key '" + name + "': choices belong to type choice");
   }
-  if (key.type == "choice" && key.choices.empty()) {
+  if (key.type == KeyType::choice && key.choices.empty()) {
     return key;  // its default cannot be checked
   }
   take_default(fallback);

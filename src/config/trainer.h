@@ -21,7 +21,7 @@ namespace sweep {
 // One declared key of a trainer's config.
 struct TrainerKey {
   std::string name;               // dotted: model.dropout
-  std::string type;               // int | float | bool | string | size | choice
+  KeyType type = KeyType::string;
   nlohmann::json fallback;        // its default, resolved (null: required — base or an intervention sets it)
   std::vector<std::string> choices;  // choice
   std::optional<double> min, max;    // int, float, size

@@ -194,7 +194,7 @@ std::string backtest_sentence(const std::vector<BacktestRow>& rows) {
 }
 
 std::string backtest_target_sentence(const LadderSummary& l) {
-  if (l.ladder.target_unit.empty() || !std::isfinite(l.target_flops) || l.rungs.empty()) {
+  if (!l.ladder.target_unit || !std::isfinite(l.target_flops) || l.rungs.empty()) {
     return "";
   }
   const double ratio = l.rungs.back().flops / l.target_flops;

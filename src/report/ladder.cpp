@@ -300,10 +300,10 @@ std::pair<std::vector<double>, double> place_rungs_and_target(const Ladder& ladd
   }
   double x_target = k_nan;
   summary.target_flops = summary.target_factor = k_nan;
-  if (ladder.target_unit == "flops") {
+  if (ladder.target_unit == TargetUnit::flops) {
     x_target = std::log10(ladder.target);
     summary.target_factor = ladder.target / summary.rungs.back().flops;
-  } else if (ladder.target_unit == "params") {
+  } else if (ladder.target_unit == TargetUnit::params) {
     // FLOPs against parameters over the rungs, a line in log–log (exact when tokens grow in
     // proportion to parameters and attention's share stays put)
     std::vector<double> lp, lf;
@@ -330,7 +330,7 @@ std::pair<std::vector<double>, double> place_rungs_and_target(const Ladder& ladd
   }
   summary.target_flops = std::isfinite(x_target) ? std::pow(10.0, x_target) : k_nan;
   if (std::isfinite(summary.target_factor) && summary.target_factor <= 1 && summary.rungs.front().flops > 0 &&
-      (ladder.target_unit == "flops" ? ladder.target <= summary.rungs.front().flops
+      (ladder.target_unit == TargetUnit::flops ? ladder.target <= summary.rungs.front().flops
                                      : ladder.target <= summary.rungs.front().params)) {
     notes.push_back("the target lies at or below the smallest rung: the value there is the line read back, not an "
                       "extrapolation");

@@ -27,8 +27,8 @@ const VariantStats* stats_named(const Analysis& rung, const std::string& name) {
 }
 
 std::string target_label(const LadderSummary& l) {
-  return l.ladder.target_unit == "params" ? format_count(l.ladder.target) + " params"
-                                          : format_number("%.3g", l.ladder.target) + " FLOPs";
+  return l.ladder.target_unit == TargetUnit::params ? format_count(l.ladder.target) + " params"
+                                                    : format_number("%.3g", l.ladder.target) + " FLOPs";
 }
 
 std::vector<std::string> ladder_headers(const Analysis& a) {
@@ -41,7 +41,7 @@ std::vector<std::string> ladder_headers(const Analysis& a) {
     h.push_back("p holds (Holm)");
   }
   h.push_back("trend");
-  if (!a.ladder->ladder.target_unit.empty()) {
+  if (a.ladder->ladder.target_unit) {
     h.insert(h.end(), {"at " + target_label(*a.ladder), "95% PI"});
   }
   return h;
@@ -60,7 +60,7 @@ Rows ladder_rows(const Analysis& a) {
       row.push_back(p_text(t.p_holds_holm));
     }
     row.push_back(to_string(t.verdict));
-    if (!a.ladder->ladder.target_unit.empty()) {
+    if (a.ladder->ladder.target_unit) {
       row.insert(row.end(), {signed4(t.at_target), interval(t.target_low, t.target_high)});
     }
     rows.push_back(row);
@@ -82,7 +82,7 @@ std::vector<std::string> speedup_headers(const Analysis& a) {
     h.push_back(r.name);
   }
   h.insert(h.end(), {"× per 10× FLOPs", "95% CI", "p (Holm)", "trend"});
-  if (!a.ladder->ladder.target_unit.empty()) {
+  if (a.ladder->ladder.target_unit) {
     h.insert(h.end(), {"at " + target_label(*a.ladder), "95% PI"});
   }
   return h;
@@ -106,7 +106,7 @@ Rows speedup_rows(const Analysis& a) {
     const Trend& t = s.line;
     row.insert(row.end(), {factor_text(std::exp(t.slope)), factor_interval(t.slope_low, t.slope_high),
                            p_text(t.p_holm), to_string(t.verdict)});
-    if (!a.ladder->ladder.target_unit.empty()) {
+    if (a.ladder->ladder.target_unit) {
       row.insert(row.end(), {factor_text(std::exp(t.at_target)), factor_interval(t.target_low, t.target_high)});
     }
     rows.push_back(row);
@@ -163,7 +163,7 @@ std::vector<std::string> trend_lines(const Analysis& a) {
 
 std::string target_sentence(const Analysis& a) {
   const LadderSummary& l = *a.ladder;
-  if (l.ladder.target_unit.empty()) {
+  if (!l.ladder.target_unit) {
     return "";
   }
   std::string s = "target " + target_label(l) + ": " + format_number("%.3g", l.target_factor) +

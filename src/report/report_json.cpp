@@ -279,8 +279,8 @@ nlohmann::ordered_json json_of(const BacktestPooled& p) {
 
 nlohmann::ordered_json json_of(const LadderSummary& l) {
   nlohmann::ordered_json target = nullptr;
-  if (!l.ladder.target_unit.empty()) {
-    target = {{"unit", l.ladder.target_unit},
+  if (l.ladder.target_unit) {
+    target = {{"unit", to_string(*l.ladder.target_unit)},
               {"value", l.ladder.target},
               {"flops", number_or_null(l.target_flops)},
               {"factor", number_or_null(l.target_factor)},

@@ -60,6 +60,8 @@ TEST_CASE("each closed set of choices has one table of spellings, in its enum's 
   check_spellings<Backend>({"auto", "nccl", "gloo"});
   check_spellings<AxisKind>({"grid", "zip", "tune", "scale"});
   check_spellings<Spending>({"obrien-fleming", "pocock"});
+  check_spellings<KeyType>({"int", "float", "bool", "string", "size", "choice"});
+  check_spellings<TargetUnit>({"params", "flops"});
   CHECK(to_string(Backend::automatic) == "auto");
   CHECK(to_string(MlpActivation::relu2) == "relu2");
 }

@@ -221,7 +221,7 @@ TEST_CASE("a scale ladder: every intervention at every rung, named by its rung, 
   const SweepSpec s = load_sweep(k_sweep_dir + "/ladder.yaml");
   REQUIRE(s.ladder);
   CHECK(s.ladder->rungs == std::vector<std::string>{"s", "m", "l"});
-  CHECK(s.ladder->target_unit == "params");
+  CHECK(s.ladder->target_unit == TargetUnit::params);
   CHECK(s.ladder->target == 1e6);
   REQUIRE(s.axes.size() == 1);
   CHECK(s.axes[0].kind == AxisKind::scale);

@@ -53,7 +53,7 @@ ReportInput ladder(const std::vector<std::pair<std::string, std::function<double
   in.min_effect_source = min_effect > 0 ? MinEffectSource::sweep_file : MinEffectSource::none;
   Ladder l;
   l.rungs = {"s", "m", "l"};
-  l.target_unit = "flops";
+  l.target_unit = TargetUnit::flops;
   l.target = 1e16;
   in.ladder = l;
   for (size_t r = 0; r < 3; ++r) {
