@@ -17,8 +17,6 @@ namespace sweep {
 
 namespace commands {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 int64_t usable_dataset_vocab(const std::string& /*dataset*/, const std::string& dir) {
   if (dir.empty()) {
     throw Error("not found in the sweep file's folder or any folder above it — prepare it with `sweep data "

@@ -14,8 +14,6 @@
 
 namespace sweep::commands {
 
-std::string first_line(const std::string& s);
-
 // A dataset a runnable sweep names: found, its dataset.yaml read and its shards whole.
 int64_t usable_dataset_vocab(const std::string& dataset, const std::string& dir);
 

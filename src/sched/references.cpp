@@ -55,9 +55,8 @@ ReferenceScore score_with_core(const std::string& core, const ReferenceModel& re
     score.parameters = j.at("parameters").get<int64_t>();
     score.block_size = j.at("block_size").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
-    const std::string what = e.what();
-    throw Error("sweep eval printed no score it could be read from (" + what.substr(0, what.find('\n')) +
-                "): " + json.substr(0, 200));
+    throw Error("sweep eval printed no score it could be read from (" + first_line(e.what()) + "): " +
+                json.substr(0, 200));
   }
   return score;
 }

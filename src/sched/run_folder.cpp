@@ -65,8 +65,7 @@ std::string run_folder_problem(const fs::path& dir, RunConfig* loaded) {
   try {
     config = load_run_config((dir / "config.yaml").string());
   } catch (const Error& e) {
-    const std::string what = e.what();
-    return "its config.yaml does not load: " + what.substr(0, what.find('\n'));
+    return "its config.yaml does not load: " + first_line(e.what());
   }
   const std::vector<nlohmann::json> starts = start_events(dir / "events.jsonl");
   // The numerics versions it may have been trained under: this core's, and those its workers said.

@@ -75,8 +75,7 @@ std::optional<RecordedRounds> read_saved_rounds(const std::string& results, cons
     r.spending = *known;
     r.seeds = j.at("seeds").get<std::map<std::string, int64_t>>();
   } catch (const nlohmann::json::exception& e) {
-    const std::string what = e.what();
-    throw Error(file.string() + ": not a saved seed design (" + what.substr(0, what.find('\n')) + ")");
+    throw Error(file.string() + ": not a saved seed design (" + first_line(e.what()) + ")");
   }
   return r;
 }
@@ -102,8 +101,7 @@ std::optional<TrainerRecord> read_saved_trainer(const std::string& results, cons
       r.files = j.at("files").get<std::map<std::string, std::string>>();
       r.name = j.value("name", "");
     } catch (const nlohmann::json::exception& e) {
-      const std::string what = e.what();
-      throw Error(file.string() + ": not a saved trainer record (" + what.substr(0, what.find('\n')) + ")");
+      throw Error(file.string() + ": not a saved trainer record (" + first_line(e.what()) + ")");
     }
     return r;
   }

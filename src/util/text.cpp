@@ -38,6 +38,8 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best;
 }
 
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) {

@@ -13,6 +13,8 @@ size_t edit_distance(const std::string& a, const std::string& b);
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 std::string trim(const std::string& s);
+// Up to its first newline (an exception's what() of several lines, in a one-line message).
+std::string first_line(const std::string& s);
 std::vector<std::string> split(const std::string& s, char sep);
 std::string join(const std::vector<std::string>& parts, const std::string& sep);
 bool ends_with(const std::string& s, const std::string& suffix);
