@@ -1,5 +1,5 @@
 // `sweep backtest [SWEEP...]`: how often a ladder's small-scale predictions come true — each
-// rung with 2 or more below it hidden and predicted from them (report/backtest.h), for the ladders
+// rung with 2 or more below it hidden and predicted from them (report/ladder/backtest.h), for the ladders
 // named or every ladder in the results.
 #include <cstdio>
 #include <map>
@@ -8,9 +8,10 @@
 
 #include "cli/commands.h"
 #include "cli/results.h"
-#include "report/backtest.h"
+#include "report/analyze.h"
 #include "report/load.h"
-#include "report/report_json.h"
+#include "report/render/backtest_render.h"
+#include "report/render/report_json.h"
 #include "util/text.h"
 
 namespace sweep {

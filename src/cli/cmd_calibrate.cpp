@@ -1,5 +1,5 @@
 // `sweep calibrate [SWEEP]`: the verdicts' error rates measured on synthetic studies with a known
-// truth (report/calibration.h), σ, ρ and δ from a sweep's results or from the options.
+// truth (report/calibration/calibration.h), σ, ρ and δ from a sweep's results or from the options.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,11 +11,12 @@
 
 #include "cli/commands.h"
 #include "cli/results.h"
-#include "report/backtest_calibration.h"
-#include "report/calibration.h"
+#include "report/analyze.h"
+#include "report/calibration/backtest_calibration.h"
+#include "report/calibration/calibration.h"
 #include "report/load.h"
-#include "report/tuned.h"
-#include "report/tuned_calibration.h"
+#include "report/tuned/tuned.h"
+#include "report/calibration/tuned_calibration.h"
 #include "util/text.h"
 
 namespace sweep {

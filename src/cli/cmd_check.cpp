@@ -1,11 +1,11 @@
-// `sweep check FILE`: an A/A check of a sweep's trainer (report/aa_check.h has its statistics).
+// `sweep check FILE`: an A/A check of a sweep's trainer (report/calibration/aa_check.h has its statistics).
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <vector>
 
 #include "cli/sweep_commands.h"
-#include "report/aa_check.h"
+#include "report/calibration/aa_check.h"
 #include "util/text.h"
 
 namespace sweep::commands {

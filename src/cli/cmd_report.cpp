@@ -6,9 +6,10 @@
 
 #include "cli/commands.h"
 #include "cli/results.h"
+#include "report/analyze.h"
 #include "report/load.h"
-#include "report/plots.h"
-#include "report/render.h"
+#include "report/render/plots.h"
+#include "report/render/render.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/text.h"

@@ -81,10 +81,10 @@ struct CalibrateOptions {
   uint64_t seed = 1;
   std::string effects = "0,0.5,1,2";  // a list of numbers, read by run_calibrate (an empty one refused)
   std::string spending = "pocock";
-  bool tune = false;  // --tune: the tuned verdicts (report/tuned_calibration.h)
+  bool tune = false;  // --tune: the tuned verdicts (report/calibration/tuned_calibration.h)
   double curvature = 0.03, run_sigma = 0.004, asymmetry = 4;
   std::string tune_grid = "-1,0,1,2";  // log2 of the values tried ÷ the base value
-  bool backtest = false;  // --backtest: the backtest on synthetic ladders (report/backtest_calibration.h)
+  bool backtest = false;  // --backtest: the backtest on synthetic ladders (report/calibration/backtest_calibration.h)
   int64_t rungs = 4;
   double bend = 0.01;
   std::set<std::string> given;  // the options of one mode given (--rungs, --tune-grid, ...): checked against the mode

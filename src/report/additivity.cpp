@@ -77,19 +77,22 @@ std::optional<Additivity> additivity(const ReportInput& in, const VariantRuns& c
 
 }  // namespace
 
-void check_additivity(const ReportInput& in, const VariantRuns& base, Analysis& a) {
+std::vector<Additivity> check_additivity(const ReportInput& in, const VariantRuns& base,
+                                         std::vector<std::string>& notes) {
+  std::vector<Additivity> out;
   int64_t combined_elsewhere = 0;  // combinations at the other grid points: not checked
   for (const auto& v : in.variants) {
     if (auto add = additivity(in, v, base)) {
-      a.additivity.push_back(*add);
+      out.push_back(*add);
     } else {
       combined_elsewhere += v.parts.size() >= 2;
     }
   }
   if (combined_elsewhere > 0) {
-    a.notes.push_back("combinations are checked against their parts at the baseline's grid point only: " +
-                      plural(combined_elsewhere, "combination variant") + " at other points are not");
+    notes.push_back("combinations are checked against their parts at the baseline's grid point only: " +
+                    plural(combined_elsewhere, "combination variant") + " at other points are not");
   }
+  return out;
 }
 
 }  // namespace sweep

@@ -10,7 +10,6 @@
 #include "report/curves.h"
 #include "report/noise.h"
 #include "report/response.h"
-#include "report/tuned.h"
 #include "report/seeds.h"
 #include "report/sequential.h"
 #include "report/signal.h"
@@ -32,19 +31,6 @@ Analysis analysis_header(const ReportInput& in) {
   a.notes = in.notes;
   a.references = in.references;
   return a;
-}
-
-const VariantRuns* find_variant(const ReportInput& in, const std::string& name) {
-  for (const auto& v : in.variants) {
-    if (v.name == name) {
-      return &v;
-    }
-  }
-  return nullptr;
-}
-
-double alpha_each(const ReportInput& in) {
-  return in.alpha / static_cast<double>(std::max<size_t>(1, in.variants.size() - 1));
 }
 
 namespace {
@@ -430,16 +416,6 @@ void rank(Analysis& a) {
 
 }  // namespace
 
-Analysis analyze(const ReportInput& in) {
-  if (in.ladder) {
-    return analyze_ladder(in);
-  }
-  if (tune_axis(in) != nullptr) {
-    return analyze_tuned(in);
-  }
-  return analyze_plain(in);
-}
-
 Analysis analyze_plain(const ReportInput& in) {
   const VariantRuns& base_runs = baseline_of(in);
   Analysis a = analysis_header(in);
@@ -463,18 +439,21 @@ Analysis analyze_plain(const ReportInput& in) {
   }
   note_progress(a, repeated, restarted);
   if (in.power) {  // the simulations skip it with the power figures
-    note_unstable_arms(in, a);
+    note_unstable_arms(in, a.notes);
   }
   apply_holm(in, a, tested);
   judge_diverged(a);
   apply_margin(in, a, tested);
   note_effect_size(in, a, std::move(detectable), !tested.empty());
-  check_additivity(in, base_runs, a);
+  a.additivity = check_additivity(in, base_runs, a.notes);
   note_own_trainers(in, a);
   a.responses = find_responses(in, a.notes);
   a.code = code_sentence(in, a.notes);
   rank(a);
-  analyze_curves(in, a);
+  CurveResults curves = analyze_curves(in, a.variants, a.notes);
+  a.deltas = std::move(curves.deltas);
+  a.targets = std::move(curves.targets);
+  a.matched = std::move(curves.matched);
   return a;
 }
 

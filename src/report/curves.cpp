@@ -141,7 +141,9 @@ std::optional<double> tokens_to_reach(const std::vector<std::pair<int64_t, doubl
   return first_reach(curve, target);
 }
 
-void analyze_curves(const ReportInput& in, Analysis& a) {
+CurveResults analyze_curves(const ReportInput& in, const std::vector<VariantStats>& ranked,
+                            std::vector<std::string>& notes) {
+  CurveResults a;
   const auto base_it = std::find_if(in.variants.begin(), in.variants.end(),
                                     [&](const VariantRuns& v) { return v.name == in.baseline; });
   const auto base = runs_by_seed(base_it->runs);
@@ -156,18 +158,18 @@ void analyze_curves(const ReportInput& in, Analysis& a) {
   }
   if (fewest < k_wanted_val_points) {
     const bool own_trainer = std::any_of(in.variants.begin(), in.variants.end(), [](const VariantRuns& v) { return !v.trainer.empty(); });
-    a.notes.push_back("the validation curves have as few as " + std::to_string(fewest) +
-                      (fewest == 1 ? " point" : " points") + " after step 0 (" +
-                      std::to_string(k_wanted_val_points) + " or more show their shape): " +
-                      (own_trainer ? "more frequent eval events of the trainer give more" : "a smaller eval.every gives more") +
-                      ", at the cost of evaluation time");
+    notes.push_back("the validation curves have as few as " + std::to_string(fewest) +
+                    (fewest == 1 ? " point" : " points") + " after step 0 (" +
+                    std::to_string(k_wanted_val_points) + " or more show their shape): " +
+                    (own_trainer ? "more frequent eval events of the trainer give more" : "a smaller eval.every gives more") +
+                    ", at the cost of evaluation time");
   }
   std::map<const ReportRun*, Curve> times;  // each run's time curve, made once (the baseline's serve every variant)
   const auto time_of = [&](const ReportRun& r) -> const Curve& {
     auto it = times.find(&r);
     return it != times.end() ? it->second : times.emplace(&r, time_curve(r)).first->second;
   };
-  for (const auto& s : a.variants) {
+  for (const auto& s : ranked) {
     if (s.is_baseline) {
       continue;
     }
@@ -254,6 +256,7 @@ void analyze_curves(const ReportInput& in, Analysis& a) {
     }
     a.deltas.push_back(curve);
   }
+  return a;
 }
 
 }  // namespace sweep

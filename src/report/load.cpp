@@ -1,10 +1,8 @@
 #include "report/load.h"
 
-#include "report/signal.h"
-
 #include <algorithm>
-#include <fstream>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -12,8 +10,9 @@
 #include "data/dataset.h"
 #include "protocol/events.h"
 #include "protocol/json_line.h"
-#include "report/sequential.h"
+#include "report/analyze.h"
 #include "report/signal.h"
+#include "report/until_decided.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"

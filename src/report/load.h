@@ -3,8 +3,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
-#include "report/analysis.h"
+#include "report/input.h"
 #include "store/store.h"
 
 namespace sweep {

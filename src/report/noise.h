@@ -6,9 +6,23 @@
 #include <string>
 #include <vector>
 
-#include "report/analysis.h"
+#include "report/input.h"
+#include "report/stats.h"
 
 namespace sweep {
+
+struct NoiseSummary {
+  int64_t n = 0;             // seeds σ is computed from
+  double sigma = 0;          // the σ of one seed's metric (NaN when unknown)
+  std::string source;        // a sentence: where σ comes from
+  VarianceComponents components;  // of the source's runs (NaN fields when not measured)
+  int64_t seeds = 0;         // seeds per variant in this sweep (the most common count)
+  double band = 0;           // ±t·σ·√(2/seeds), t for σ's n − 1 degrees of freedom: a one-seed comparison's 95% half-width
+  double alpha = 0.05;       // the level of `detectable` and of the seeds-for-80% column: alpha / interventions
+  double detectable = 0;     // smallest effect detectable with `seeds` seeds (power 0.8, at `alpha`), unpaired
+  double test_se = 0;        // a baseline run's test-metric SE from the finite test set (median; NaN: unknown)
+  int64_t test_blocks = 0;   // blocks of its test split
+};
 
 NoiseSummary noise_summary(const ReportInput& in, const std::vector<ReportRun>& baseline_runs);
 

@@ -10,9 +10,38 @@
 #include <string>
 #include <vector>
 
-#include "report/analysis.h"
+#include "report/seeds.h"
+#include "report/stats.h"
 
 namespace sweep {
+
+// The metric along one grid/zip dimension, for one series (an intervention, the other axes fixed).
+struct ResponsePoint {
+  std::string variant;
+  double x = 0;
+  std::map<SeedKey, double> values;  // one per seed
+  Summary summary;
+};
+struct OptimumFit {
+  bool fitted = false;
+  std::string note;           // why there is no fit, or what to know about it
+  bool log_x = true;          // fitted against log(x) (false: some x ≤ 0, fitted against x)
+  Quadratic curve;            // metric ≈ curve(log x) (or curve(x))
+  double fit_low = 0, fit_high = 0;  // the x's the curve was fitted over: its 3 values'
+  double best = 0;            // where the fitted curve is lowest within the tried range
+  bool inside = false;        // a true minimum inside the range (else the best lies at an end, or beyond)
+  double ci_low = 0, ci_high = 0;  // bootstrap 95% over seeds (NaN with one seed)
+  double share_inside = 0;    // of the resamples whose minimum lay inside the range
+  int64_t seeds = 0, resamples = 0, points = 0;
+};
+struct Response {
+  std::string label;               // "batch size (sequences)", or the axis key
+  std::vector<std::string> keys;   // the dimension's keys
+  std::string series;              // what the curve holds fixed
+  bool log_x = false;              // x spans a factor ≥ 4 (and is positive): shown on a log axis
+  std::vector<ResponsePoint> points;  // by x
+  OptimumFit fit;
+};
 
 // One response per numeric dimension and series (an intervention, the other axes held fixed).
 // The x of a dimension that changes the global batch is the batch in sequences (micro_batch ×

@@ -9,9 +9,21 @@
 #include <string>
 #include <vector>
 
-#include "report/analysis.h"
+#include "report/input.h"
 
 namespace sweep {
+
+// One metric's signal across a sweep's arms (report/signal.h).
+struct MetricSignal {
+  Metric metric;
+  int64_t arms = 0, seeds = 0;  // arms with 2 or more seeds; seeds per arm (the median)
+  double signal = 0;            // the sd of the arms' means
+  double noise = 0;             // the seed-to-seed sd within an arm (pooled)
+  double snr = 0;               // signal / noise
+  double detectable = 0;        // the improvement these seeds detect with power 0.8, paired (median over the arms)
+  bool compared = false;          // with min_effect: one is declared, in this metric's units (not bits per byte)
+  bool hides_min_effect = false;  // detectable > min_effect: too noisy to separate the effect that matters
+};
 
 // A run's validation evaluations after step 0: what a val_lastK can average.
 int64_t trained_evaluations(const ReportRun& run);

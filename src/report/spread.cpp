@@ -75,10 +75,10 @@ std::vector<UnstableArm> unstable_arms(const ReportInput& in) {
   return out;
 }
 
-void note_unstable_arms(const ReportInput& in, Analysis& a) {
+void note_unstable_arms(const ReportInput& in, std::vector<std::string>& notes) {
   for (const UnstableArm& u : unstable_arms(in)) {
     const bool baseline = u.variant == in.baseline;
-    a.notes.push_back(
+    notes.push_back(
         u.variant + ": its " + std::to_string(u.seeds) + " seeds spread σ " + format_number("%.4f", u.sd) + ", " +
         format_number("%.3g", u.sd / u.others_sd) + "× the other arms' pooled σ " + format_number("%.4f", u.others_sd) +
         " (one-sided F test p " + format_number("%.2g", u.p) + ", below 0.01 / " + plural(u.arms, "arm") +

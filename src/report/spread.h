@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "report/analysis.h"
+#include "report/seeds.h"
 
 namespace sweep {
 
@@ -27,7 +27,7 @@ struct UnstableArm {
 // 2 or more seeds (4 or more degrees of freedom among them, else none is tested).
 std::vector<UnstableArm> unstable_arms(const ReportInput& in);
 
-// One note per such arm.
-void note_unstable_arms(const ReportInput& in, Analysis& a);
+// One note per such arm, added to `notes`.
+void note_unstable_arms(const ReportInput& in, std::vector<std::string>& notes);
 
 }  // namespace sweep

@@ -8,11 +8,12 @@
 #include <memory>
 #include <set>
 
+#include "report/analyze.h"
 #include "report/load.h"
-#include "report/plots.h"
-#include "report/render.h"
-#include "report/report_json.h"
-#include "report/tables.h"
+#include "report/render/plots.h"
+#include "report/render/render.h"
+#include "report/render/report_json.h"
+#include "report/render/tables.h"
 #include "serve/downsample.h"
 #include "store/results_folder.h"
 #include "util/fs.h"

@@ -89,6 +89,8 @@ std::string format_number(const char* spec, double v) {
   return buf;
 }
 
+std::string factor_text(double v) { return std::isfinite(v) ? format_number("%.3g", v) + "×" : "-"; }
+
 std::string format_count(double n) {
   char buf[32];
   if (n >= 1e9) {

@@ -29,6 +29,8 @@ std::string printable(const std::string& s, bool lines = true);
 // `v` by a printf format for one double ("%.4f", "%+.2f", "%g"); "-" when it is not finite (a
 // table cell with no value).
 std::string format_number(const char* spec, double v);
+// A ratio as a factor: "1.23×" (3 significant digits); "-" when it is not finite.
+std::string factor_text(double v);
 // 1234 -> "1.2k", 2500000 -> "2.50M"; for progress lines.
 std::string format_count(double n);
 // The local time of day, "14:03:59", for log lines.

@@ -13,12 +13,13 @@
 #include <sstream>
 
 #include "report/analysis.h"
+#include "report/analyze.h"
 #include "report/curves.h"
-#include "report/plots.h"
-#include "report/render.h"
-#include "report/sequential.h"
+#include "report/render/plots.h"
+#include "report/render/render.h"
+#include "report/render/tables.h"
 #include "report/stats.h"
-#include "report/tables.h"
+#include "report/until_decided.h"
 
 using namespace sweep;
 

@@ -8,7 +8,9 @@
 #include <random>
 
 #include "report/analysis.h"
-#include "report/backtest.h"
+#include "report/ladder/backtest.h"
+#include "report/ladder/trend.h"
+#include "report/render/backtest_render.h"
 
 using namespace sweep;
 

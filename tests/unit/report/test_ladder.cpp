@@ -9,7 +9,9 @@
 #include <random>
 
 #include "report/analysis.h"
-#include "report/render.h"
+#include "report/analyze.h"
+#include "report/ladder/trend.h"
+#include "report/render/render.h"
 
 using namespace sweep;
 

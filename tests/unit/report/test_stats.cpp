@@ -11,7 +11,7 @@
 #include <cmath>
 #include <random>
 
-#include "report/aa_check.h"
+#include "report/calibration/aa_check.h"
 #include "report/stats.h"
 
 using namespace sweep;

@@ -5,10 +5,11 @@
 
 #include <cmath>
 
-#include "report/render.h"
+#include "report/analyze.h"
+#include "report/render/render.h"
 #include "report/stats.h"
-#include "report/tuned.h"
-#include "report/tuned_calibration.h"
+#include "report/tuned/tuned.h"
+#include "report/calibration/tuned_calibration.h"
 #include "util/error.h"
 
 using namespace sweep;

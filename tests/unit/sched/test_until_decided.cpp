@@ -14,9 +14,10 @@
 #include "config/load_sweep.h"
 #include "helpers.h"
 #include "report/analysis.h"
-#include "report/calibration.h"
+#include "report/analyze.h"
+#include "report/calibration/calibration.h"
 #include "report/load.h"
-#include "report/sequential.h"
+#include "report/until_decided.h"
 #include "sched/runner.h"
 #include "store/store.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "report/analysis.h"
-#include "report/backtest.h"
+#include "report/ladder/backtest.h"
 
 namespace sweep {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "report/analysis.h"
-#include "report/plots.h"
+#include "report/render/plots.h"
 
 namespace sweep {
 

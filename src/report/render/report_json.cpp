@@ -1,8 +1,8 @@
-#include "report/report_json.h"
+#include "report/render/report_json.h"
 
 #include <cmath>
 
-#include "report/tables.h"
+#include "report/render/tables.h"
 
 namespace sweep {
 

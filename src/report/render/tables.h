@@ -1,5 +1,5 @@
-// The report's tables and their sentences, shared by every document (report/render.cpp, and a
-// ladder's sections in report/ladder_render.cpp): the ranked table's columns and rows, the
+// The report's tables and their sentences, shared by every document (report/render/render.cpp, and a
+// ladder's sections in report/render/ladder_render.cpp): the ranked table's columns and rows, the
 // method and noise sentences, tables as text, Markdown and HTML, and cell formats.
 #pragma once
 
@@ -14,8 +14,6 @@ namespace sweep {
 
 // A p-value as a table shows it: 4 decimals, "<0.0001", "-" for none.
 std::string p_text(double p);
-// A ratio as a factor: "1.23×" (3 significant digits); "-" when it is not finite.
-std::string factor_text(double v);
 
 // One cell of the ranked table: its text, and the number a sortable table sorts it by.
 struct Cell {

@@ -1,6 +1,6 @@
 // The report's tables and their sentences, shared by every document: the ranked table's columns
 // and rows, the method and noise sentences, and tables as text, Markdown and HTML.
-#include "report/tables.h"
+#include "report/render/tables.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,6 @@
 #include "util/text.h"
 
 namespace sweep {
-
-std::string factor_text(double v) { return std::isfinite(v) ? format_number("%.3g", v) + "×" : "-"; }
 
 std::string p_text(double p) { return !std::isfinite(p) ? "-" : p < 1e-4 ? "<0.0001" : format_number("%.4f", p); }
 

@@ -1,10 +1,11 @@
-#include "report/calibration.h"
+#include "report/calibration/calibration.h"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
-#include "report/sequential.h"
+#include "report/analyze.h"
+#include "report/until_decided.h"
 #include "util/error.h"
 #include "util/text.h"
 

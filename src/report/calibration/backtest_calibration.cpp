@@ -1,10 +1,10 @@
-#include "report/backtest_calibration.h"
+#include "report/calibration/backtest_calibration.h"
 
 #include <cmath>
 #include <functional>
 #include <random>
 
-#include "report/backtest.h"
+#include "report/ladder/backtest.h"
 #include "util/error.h"
 #include "util/text.h"
 

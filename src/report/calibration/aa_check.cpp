@@ -1,4 +1,4 @@
-#include "report/aa_check.h"
+#include "report/calibration/aa_check.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "report/tuned_render.h"
+#include "report/render/tuned_render.h"
 
 #include <algorithm>
 #include <cmath>

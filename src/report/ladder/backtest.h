@@ -5,14 +5,14 @@
 // improvement at the largest rung below) — and compares both with what the hidden rung measured:
 // sign agreement, decision accuracy over pairs of arms (the baseline one of them), and the
 // trend's interval coverage, against the compute ratio between the predicting and the predicted
-// rung. Pure: no database, no files.
+// rung. Pure: no database, no files; report/render/backtest_render.h writes it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "report/analysis.h"
-#include "report/tables.h"
+#include "report/ladder/summary.h"
 
 namespace sweep {
 
@@ -27,17 +27,5 @@ struct BacktestPooled {
   double trend_sign = 0, single_sign = 0, trend_accuracy = 0, single_accuracy = 0, coverage = 0;
 };
 BacktestPooled pool_backtest(const std::vector<BacktestRow>& rows);
-
-// Whether the trend beats the single-scale rule, in a sentence (decision accuracy pooled).
-std::string backtest_sentence(const std::vector<BacktestRow>& rows);
-
-// What the backtest says of the ladder's extrapolation to its target: the coverage measured at the
-// compute ratio nearest the target's (largest rung ÷ target), or that none was measured that far.
-// "" without a target.
-std::string backtest_target_sentence(const LadderSummary& ladder);
-
-// The table: one row per hidden rung (and a pooled row with more than one).
-std::vector<std::string> backtest_headers();
-Rows backtest_table(const std::vector<BacktestRow>& rows);
 
 }  // namespace sweep

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "report/analysis.h"
-#include "report/verdict_tally.h"
+#include "report/calibration/verdict_tally.h"
 
 namespace sweep {
 

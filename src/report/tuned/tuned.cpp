@@ -1,4 +1,4 @@
-#include "report/tuned.h"
+#include "report/tuned/tuned.h"
 
 #include <algorithm>
 #include <cmath>

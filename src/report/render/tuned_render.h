@@ -1,4 +1,4 @@
-// A tune axis's section of the report (report/tuned.h): each arm at the base value and at its own
+// A tune axis's section of the report (report/tuned/tuned.h): each arm at the base value and at its own
 // best value side by side, with its best value, what a 2× error in it costs and the outcome —
 // as text, Markdown and HTML, for render.cpp's documents.
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "report/analysis.h"
-#include "report/tables.h"
+#include "report/render/tables.h"
 
 namespace sweep {
 

@@ -1,4 +1,4 @@
-#include "report/plots.h"
+#include "report/render/plots.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "report/ladder/ladder.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/process.h"

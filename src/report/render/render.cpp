@@ -1,4 +1,4 @@
-#include "report/render.h"
+#include "report/render/render.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,11 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "report/ladder_render.h"
-#include "report/report_json.h"
+#include "report/render/ladder_render.h"
+#include "report/render/report_json.h"
 #include "report/response.h"
-#include "report/tables.h"
-#include "report/tuned_render.h"
+#include "report/render/tables.h"
+#include "report/render/tuned_render.h"
 #include "util/fs.h"
 #include "util/text.h"
 

@@ -1,12 +1,12 @@
-#include "report/tuned_calibration.h"
+#include "report/calibration/tuned_calibration.h"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
-#include "report/analysis.h"
-#include "report/sequential.h"
-#include "report/tuned.h"
+#include "report/analyze.h"
+#include "report/tuned/tuned.h"
+#include "report/until_decided.h"
 #include "util/error.h"
 #include "util/text.h"
 

@@ -1,4 +1,4 @@
-// A scale ladder's sections of the report (report/render.cpp writes the documents around them):
+// A scale ladder's sections of the report (report/render/render.cpp writes the documents around them):
 // the rungs, the table of every intervention's improvement at each rung with its trend and the
 // value extrapolated to the target, the trends' verdicts in words, then each rung's ranked table.
 #pragma once

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "config/choices.h"
-#include "report/verdict_tally.h"
+#include "report/calibration/verdict_tally.h"
 
 namespace sweep {
 

@@ -1,10 +1,10 @@
-#include "report/ladder_render.h"
+#include "report/render/ladder_render.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "report/backtest.h"
-#include "report/tables.h"
+#include "report/render/backtest_render.h"
+#include "report/render/tables.h"
 #include "util/text.h"
 
 namespace sweep {
