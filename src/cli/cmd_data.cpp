@@ -79,7 +79,7 @@ Exit run_data(const DataOptions& d) {
     bytes += s.bytes;
   }
   std::printf("prepared %s: %s tokenizer, vocab %lld; encoded %.1f MB in %.2f s (%.1f MB/s)\n", o.out.c_str(),
-              info.tokenizer.c_str(), static_cast<long long>(info.vocab_size), static_cast<double>(bytes) / 1e6, seconds,
+              to_string(info.tokenizer).c_str(), static_cast<long long>(info.vocab_size), static_cast<double>(bytes) / 1e6, seconds,
               seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0);
   print_splits(info);
   return Exit::ok;

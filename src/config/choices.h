@@ -1,18 +1,13 @@
 // The closed sets a run config, a sweep file and the command line choose from, as enums, each
-// with one string table: its spellings in YAML, in the run identity's JSON, on the command line
-// (a CLI option checks against the same table) and in messages. An enum's
-// values are declared in its table's order (Choices<E>::names[i] spells the value i).
+// with one string table (util/choices.h): its spellings in YAML, in the run identity's JSON, on
+// the command line (a CLI option checks against the same table) and in messages.
 #pragma once
 
 #include <array>
-#include <cstddef>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <ostream>
-#include <stdexcept>
-#include <string>
 #include <string_view>
-#include <vector>
+
+#include "util/choices.h"
 
 namespace sweep {
 
@@ -37,9 +32,6 @@ enum class TargetUnit { params, flops };
 enum class ExecutorKind { local, slurm };
 // What `sweep report` and `sweep backtest` print
 enum class OutputFormat { text, markdown, csv, json };
-
-template <class E>
-struct Choices;
 
 template <>
 struct Choices<Family> {
@@ -105,53 +97,6 @@ template <>
 struct Choices<OutputFormat> {
   static constexpr std::array<std::string_view, 4> names{"text", "markdown", "csv", "json"};
 };
-
-template <class E>
-concept Choice = requires { Choices<E>::names; };
-
-template <Choice E>
-std::string to_string(E value) {
-  return std::string(Choices<E>::names.at(static_cast<size_t>(value)));
-}
-
-// nullopt: not one of E's spellings.
-template <Choice E>
-std::optional<E> parse_choice(std::string_view spelled) {
-  for (size_t i = 0; i < Choices<E>::names.size(); ++i) {
-    if (Choices<E>::names[i] == spelled) {
-      return static_cast<E>(i);
-    }
-  }
-  return std::nullopt;
-}
-
-// For input already checked against choice_names (a CLI option's IsMember); throws on others.
-template <Choice E>
-E choice_of(std::string_view spelled) {
-  if (const std::optional<E> value = parse_choice<E>(spelled)) {
-    return *value;
-  }
-  throw std::invalid_argument("not a known choice: " + std::string(spelled));
-}
-
-template <Choice E>
-std::vector<E> choices_of(const std::vector<std::string>& spelled) {
-  std::vector<E> values;
-  for (const std::string& s : spelled) {
-    values.push_back(choice_of<E>(s));
-  }
-  return values;
-}
-
-template <Choice E>
-std::vector<std::string> choice_names() {
-  return {Choices<E>::names.begin(), Choices<E>::names.end()};
-}
-
-template <Choice E>
-std::ostream& operator<<(std::ostream& out, E value) {
-  return out << Choices<E>::names.at(static_cast<size_t>(value));
-}
 
 }  // namespace sweep
 

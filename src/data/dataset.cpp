@@ -6,6 +6,7 @@
 #include "data/tokens.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -53,7 +54,15 @@ DatasetInfo read_dataset(const std::string& dir) {
     throw Error(yaml.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg + " — prepare the dataset again",
                 Exit::bad_input);
   }
-  info.tokenizer = get(root, "tokenizer", std::string());
+  const std::string tokenizer = get(root, "tokenizer", std::string());
+  if (const auto kind = parse_choice<TokenizerKind>(tokenizer)) {
+    info.tokenizer = *kind;
+  } else {
+    throw Error(yaml.string() + ":" + std::to_string(root["tokenizer"].Mark().line + 1) + ": 'tokenizer' is '" +
+                    tokenizer + "', expected one of " + join(choice_names<TokenizerKind>(), ", ") +
+                    " — prepare the dataset again",
+                Exit::bad_input);
+  }
   info.tokenizer_model = get(root, "tokenizer_model", std::string(), false);
   info.vocab_size = get(root, "vocab_size", int64_t{0});
   info.eot_token = get(root, "eot_token", int64_t{0});
@@ -84,7 +93,7 @@ void write_dataset_yaml(const DatasetInfo& info, const std::string& dir) {
   YAML::Emitter out;
   out << YAML::Comment("written by `sweep data prepare` or `sweep data import`; token shards are llm.c format (uint16)");
   out << YAML::BeginMap;
-  out << YAML::Key << "tokenizer" << YAML::Value << info.tokenizer;
+  out << YAML::Key << "tokenizer" << YAML::Value << to_string(info.tokenizer);
   out << YAML::Key << "tokenizer_model" << YAML::Value << info.tokenizer_model;
   out << YAML::Key << "vocab_size" << YAML::Value << info.vocab_size;
   out << YAML::Key << "eot_token" << YAML::Value << info.eot_token;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "data/tokenizer.h"
+
 namespace sweep {
 
 struct SplitInfo {
@@ -19,8 +21,8 @@ struct SplitInfo {
 
 struct DatasetInfo {
   std::string dir;
-  std::string tokenizer;  // "bytes" or "bpe"
-  std::string tokenizer_model;  // file name of the SentencePiece model ("" for bytes)
+  TokenizerKind tokenizer = TokenizerKind::bytes;
+  std::string tokenizer_model;  // its file in the folder: the SentencePiece model, encoder.json ("" for bytes)
   int64_t vocab_size = 0;
   int64_t eot_token = 0;  // separates documents
   std::map<std::string, SplitInfo> splits;  // train, val, test

@@ -282,7 +282,7 @@ DatasetInfo import_llmc(const ImportOptions& o, ImportStats* stats) {
   ShardScanner scanner(dir, std::move(counts), gpt2);
   DatasetInfo info;
   info.dir = o.dir;
-  info.tokenizer = "gpt2";
+  info.tokenizer = TokenizerKind::gpt2;
   // Everything the import writes but dataset.yaml lives in a folder of its own, named afresh each
   // time: dataset.yaml (renamed into place last) names either the old folder or the new one, so a
   // kill at any point leaves a consistent dataset, and the user's files in DIR are never touched.

@@ -168,11 +168,11 @@ int64_t checked_options(const PrepareOptions& o) {
       throw Error("--tokenizer " + o.tokenizer + ": the BPE vocabulary must be in [260, 65536], e.g. bpe:4096",
                   Exit::bad_input);
     }
-  } else if (o.tokenizer != "bytes" && o.tokenizer != "gpt2") {
+  } else if (o.tokenizer != to_string(TokenizerKind::bytes) && o.tokenizer != to_string(TokenizerKind::gpt2)) {
     throw Error("--tokenizer " + o.tokenizer + ": expected bytes, bpe:<vocab> (e.g. bpe:4096) or gpt2",
                 Exit::bad_input);
   }
-  if (!o.tokenizer_dir.empty() && o.tokenizer != "gpt2") {
+  if (!o.tokenizer_dir.empty() && o.tokenizer != to_string(TokenizerKind::gpt2)) {
     throw Error("--tokenizer-dir is for --tokenizer gpt2 (GPT-2's encoder.json and vocab.bpe)", Exit::bad_input);
   }
   if (!(o.val_fraction >= 0 && o.test_fraction >= 0 && o.val_fraction + o.test_fraction < 1)) {  // NaN too
@@ -238,21 +238,21 @@ std::unique_ptr<Tokenizer> make_tokenizer(const PrepareOptions& o, int64_t bpe_v
                                           const std::vector<std::string>& train_docs, const fs::path& tmp,
                                           DatasetInfo& info) {
   if (bpe_vocab > 0) {
-    info.tokenizer = "bpe";
+    info.tokenizer = TokenizerKind::bpe;
     info.tokenizer_model = "tokenizer.model";
     return train_bpe_tokenizer(train_docs, bpe_vocab, (tmp / "tokenizer").string(), o.threads);
   }
-  if (o.tokenizer == "gpt2") {
+  if (o.tokenizer == to_string(TokenizerKind::gpt2)) {
     // The dataset keeps its own copy of the tables (decoding a sample needs them).
     const Gpt2Files files = gpt2_tokenizer_files(o.tokenizer_dir);
     std::unique_ptr<Tokenizer> tok = make_gpt2_tokenizer(files.encoder_json, files.vocab_bpe);
     fs::copy_file(files.encoder_json, tmp / "encoder.json");
     fs::copy_file(files.vocab_bpe, tmp / "vocab.bpe");
-    info.tokenizer = "gpt2";
+    info.tokenizer = TokenizerKind::gpt2;
     info.tokenizer_model = "encoder.json";
     return tok;
   }
-  info.tokenizer = "bytes";
+  info.tokenizer = TokenizerKind::bytes;
   return make_bytes_tokenizer();
 }
 

@@ -144,13 +144,16 @@ std::unique_ptr<Tokenizer> make_gpt2_tokenizer(const std::string& encoder_json, 
 
 std::unique_ptr<Tokenizer> make_bytes_tokenizer() { return std::make_unique<BytesTokenizer>(); }
 
-std::unique_ptr<Tokenizer> open_tokenizer(const std::string& kind, const std::string& dir, const std::string& model_file) {
-  if (kind == "bpe") {
-    return std::make_unique<BpeTokenizer>((fs::path(dir) / model_file).string());
-  }
-  if (kind == "gpt2") {  // encoder.json (model_file) and vocab.bpe, copied into the dataset
-    const fs::path encoder = fs::path(dir) / model_file;
-    return make_gpt2_tokenizer(encoder.string(), (encoder.parent_path() / "vocab.bpe").string());
+std::unique_ptr<Tokenizer> open_tokenizer(TokenizerKind kind, const std::string& dir, const std::string& model_file) {
+  switch (kind) {
+    case TokenizerKind::bpe:
+      return std::make_unique<BpeTokenizer>((fs::path(dir) / model_file).string());
+    case TokenizerKind::gpt2: {  // encoder.json (model_file) and vocab.bpe, copied into the dataset
+      const fs::path encoder = fs::path(dir) / model_file;
+      return make_gpt2_tokenizer(encoder.string(), (encoder.parent_path() / "vocab.bpe").string());
+    }
+    case TokenizerKind::bytes:
+      break;
   }
   return make_bytes_tokenizer();
 }

@@ -77,8 +77,8 @@ std::vector<double> smoothed(const std::vector<double>& y, double weight) {
 }
 
 // One run's curve of `metric`: (tokens, value), tokens ascending.
-void run_curve(const ReportRun& r, const std::string& metric, std::vector<double>& x, std::vector<double>& y) {
-  if (metric == "val_loss") {
+void run_curve(const ReportRun& r, Curve metric, std::vector<double>& x, std::vector<double>& y) {
+  if (metric == Curve::val_loss) {
     for (const auto& [tokens, loss] : r.val_curve) {
       x.push_back(static_cast<double>(tokens));
       y.push_back(loss);
@@ -87,11 +87,11 @@ void run_curve(const ReportRun& r, const std::string& metric, std::vector<double
   }
   for (const auto& p : r.train_curve) {
     x.push_back(static_cast<double>(p.tokens));
-    y.push_back(metric == "train_loss"     ? p.loss
-                : metric == "grad_norm"    ? p.grad_norm
-                : metric == "lr"           ? p.lr
-                : metric == "tokens_per_s" ? p.tokens_per_s
-                                           : p.moe_load);
+    y.push_back(metric == Curve::train_loss     ? p.loss
+                : metric == Curve::grad_norm    ? p.grad_norm
+                : metric == Curve::lr           ? p.lr
+                : metric == Curve::tokens_per_s ? p.tokens_per_s
+                                                : p.moe_load);
   }
 }
 
@@ -252,7 +252,7 @@ json Views::sweep_page(const std::string& name, const Cached& c) {
                     {"test_loss", optional_number(r.run.test_loss)},
                     {"error", r.run.error}});
   }
-  // the report's JSON of each (report/report_json.h), with what the page draws them by
+  // the report's JSON of each (report/render/report_json.h), with what the page draws them by
   json deltas = json::array();
   for (const auto& d : a.deltas) {
     const auto v = std::find_if(a.variants.begin(), a.variants.end(), [&](const VariantStats& s) { return s.name == d.variant; });
@@ -309,8 +309,9 @@ json Views::sweep_page(const std::string& name, const Cached& c) {
 }
 
 json Views::curves(const std::string& name, const std::string& metric, size_t buckets, bool seeds, double smooth) {
-  if (std::find(k_curve_metrics.begin(), k_curve_metrics.end(), metric) == k_curve_metrics.end()) {
-    throw BadRequest("metric '" + metric + "': expected one of " + join(k_curve_metrics, ", "));
+  const std::optional<Curve> which = parse_choice<Curve>(metric);
+  if (!which) {
+    throw BadRequest("metric '" + metric + "': expected one of " + join(choice_names<Curve>(), ", "));
   }
   std::lock_guard<std::mutex> lock(m_mutex);
   const Cached& c = analysed(name);
@@ -326,7 +327,7 @@ json Views::curves(const std::string& name, const std::string& metric, size_t bu
     json runs = json::array();
     for (const ReportRun& r : v.runs) {
       std::vector<double> x, y;
-      run_curve(r, metric, x, y);
+      run_curve(r, *which, x, y);
       y = smoothed(y, smooth);
       for (size_t i = 0; i < x.size(); ++i) {
         if (std::isfinite(y[i])) {

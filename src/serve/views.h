@@ -5,15 +5,18 @@
 // (serve/server.cpp maps routes to these); one connection, used by one request at a time.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "report/analysis.h"
 #include "store/store.h"
+#include "util/choices.h"
 
 namespace sweep {
 
@@ -27,8 +30,12 @@ struct BadRequest : std::runtime_error {
 
 // The curves a chart can ask for: validation loss, and per training step its loss, gradient norm,
 // learning rate, tokens/s and (MoE models) the busiest expert's load ÷ the mean.
-inline const std::vector<std::string> k_curve_metrics{"val_loss", "train_loss", "grad_norm", "lr", "tokens_per_s",
-                                                      "moe_load"};
+enum class Curve { val_loss, train_loss, grad_norm, lr, tokens_per_s, moe_load };
+template <>
+struct Choices<Curve> {
+  static constexpr std::array<std::string_view, 6> names{"val_loss", "train_loss", "grad_norm", "lr", "tokens_per_s",
+                                                         "moe_load"};
+};
 
 class Views {
  public:
@@ -39,7 +46,7 @@ class Views {
   nlohmann::json sweeps();
   // Shared, not copied: the answer is made once per database version (1.5 MB for 1,000 runs).
   std::shared_ptr<const nlohmann::json> sweep(const std::string& name);
-  // `metric` one of k_curve_metrics; `buckets` the chart's width in points; `seeds` adds each run
+  // `metric` one of Curve's names; `buckets` the chart's width in points; `seeds` adds each run
   // (thinned to fewer buckets when there are many: 200,000 points in all, at least 25 buckets each);
   // `smooth` in [0, 1): each run's curve smoothed by an exponential moving average first.
   nlohmann::json curves(const std::string& name, const std::string& metric, size_t buckets, bool seeds, double smooth);

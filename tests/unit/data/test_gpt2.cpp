@@ -107,7 +107,7 @@ TEST_CASE("sweep data prepare --tokenizer gpt2 writes GPT-2 ids that decode to t
   o.val_fraction = 0.1;
   o.test_fraction = 0.1;
   const DatasetInfo info = prepare_dataset(o);
-  CHECK(info.tokenizer == "gpt2");
+  CHECK(info.tokenizer == TokenizerKind::gpt2);
   CHECK(info.vocab_size == 50257);
   CHECK(info.eot_token == 50256);
   CHECK(fs::exists(dir.str("gpt2/encoder.json")));

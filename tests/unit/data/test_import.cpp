@@ -66,7 +66,7 @@ TEST_CASE("llm.c's shards import as they are: train in place, test carved from v
   ImportOptions o;
   o.dir = dir.str();
   const DatasetInfo info = import_llmc(o);
-  CHECK(info.tokenizer == "gpt2");
+  CHECK(info.tokenizer == TokenizerKind::gpt2);
   CHECK(info.vocab_size == 50257);
   CHECK(info.eot_token == 50256);
   const DatasetInfo read = read_dataset(dir.str());

@@ -124,7 +124,7 @@ TEST_CASE("prepare with a BPE tokenizer trained by SentencePiece") {
   o.out = dir.str("bpe");
   o.tokenizer = "bpe:400";
   const DatasetInfo info = prepare_dataset(o);
-  CHECK(info.tokenizer == "bpe");
+  CHECK(info.tokenizer == TokenizerKind::bpe);
   CHECK(info.vocab_size > 260);
   CHECK(info.vocab_size <= 400);
   CHECK(info.eot_token == 2);

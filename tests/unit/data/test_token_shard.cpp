@@ -80,6 +80,9 @@ TEST_CASE("a malformed dataset.yaml, or shards that disagree with it, are report
     return std::string("(accepted)");
   };
   CHECK(problem("") == yaml + ": 'tokenizer' is missing — prepare the dataset again");
+  // a tokenizer no sweep wrote is no dataset of bytes: decoding with the wrong one would be garbage
+  CHECK(problem("vocab_size: 256\ntokenizer: tiktoken\n") ==
+        yaml + ":2: 'tokenizer' is 'tiktoken', expected one of bytes, bpe, gpt2 — prepare the dataset again");
   CHECK(problem("tokenizer: bytes\nvocab_size: lots\n") == yaml + ":2: 'vocab_size' has the wrong type — prepare the dataset again");
   CHECK(problem("tokenizer: bytes\nvocab_size: 256\neot_token: 0\nsplits: 5\n") ==
         yaml + ": split 'train' is missing — prepare the dataset again");
