@@ -10,7 +10,12 @@
 
 namespace sweep::commands {
 
-Exit run_check(const SweepOptions& o, const SweepPlan& plan) {
+namespace {
+
+// The sweep's baseline (its first rung on a ladder) with seeds 1..N, each trained twice (repeats
+// 0 and 1: repeat 0 is the sweep's own run of that seed), recorded as the sweep "<name>-check";
+// then whether the repeats agree to the last digit, and σ_repeat against σ_seed.
+Exit check_twins(const CheckOptions& o, const SweepPlan& plan) {
   const SweepSpec& spec = plan.spec;
   SweepSpec check = spec;
   check.name = spec.name + "-check";
@@ -20,10 +25,10 @@ Exit run_check(const SweepOptions& o, const SweepPlan& plan) {
   check.ladder.reset();
   check.references.clear();
   check.design = SeedDesign{};
-  check.design.first = o.check_seeds;
+  check.design.first = o.seeds;
   check.runs.clear();
   const PlannedRun& like = spec.runs.front();  // the baseline's first run
-  for (int64_t s = 1; s <= o.check_seeds; ++s) {
+  for (int64_t s = 1; s <= o.seeds; ++s) {
     for (int64_t repeat = 0; repeat < 2; ++repeat) {
       PlannedRun run = like;
       run.repeat = repeat;
@@ -32,10 +37,10 @@ Exit run_check(const SweepOptions& o, const SweepPlan& plan) {
       check.runs.push_back(run);
     }
   }
-  SweepOptions ro = o;
-  ro.until_decided = false;
-  ro.max_seeds = 0;
-  const Exit ran = run_run(ro, SweepPlan{check, plan.placement});
+  RunOptions ro;
+  static_cast<SweepFileOptions&>(ro) = o;
+  ro.stall_timeout = o.stall_timeout;
+  const Exit ran = train_planned(ro, SweepPlan{check, plan.placement});
   if (ran != Exit::ok) {
     return ran;
   }
@@ -49,7 +54,7 @@ Exit run_check(const SweepOptions& o, const SweepPlan& plan) {
   }
   std::printf("\nA/A check of %s's baseline '%s' (%s): %lld seeds, each trained twice\n", spec.name.c_str(),
               check.baseline.c_str(), like.config.trainer ? ("trainer " + like.config.trainer->name).c_str() : "sweep's core",
-              static_cast<long long>(o.check_seeds));
+              static_cast<long long>(o.seeds));
   for (const auto& [seed, values] : by_seed) {
     std::printf("  seed %lld: %s\n", static_cast<long long>(seed),
                 values.size() == 2 ? (format_number("%.6f", values[0]) + "  " + format_number("%.6f", values[1]) +
@@ -81,4 +86,26 @@ Exit run_check(const SweepOptions& o, const SweepPlan& plan) {
   return Exit::ok;
 }
 
+}  // namespace
+
 }  // namespace sweep::commands
+
+namespace sweep {
+
+CLI::App* setup_check(CLI::App& app, CheckOptions& o) {
+  CLI::App* check = app.add_subcommand(
+      "check", "An A/A check of a sweep's trainer: its baseline twice with each of a few seeds — is it deterministic "
+               "given its seeds, and how does its run-to-run noise compare with its seed noise?");
+  check->add_option("file", o.file, "Sweep file (YAML): its baseline is trained")->required()->check(CLI::ExistingFile);
+  check->add_option("--results", o.results, "Output root")->capture_default_str();
+  check->add_option("--devices", o.devices, "As for run");
+  check->add_option("--seeds", o.seeds, "Seeds, each trained twice")->check(CLI::Range(2, 100))->capture_default_str();
+  check->add_option("--stall-timeout", o.stall_timeout, "As for run")->check(at_least(0));
+  return check;
+}
+
+Exit run_check(const CheckOptions& o) {
+  return commands::check_twins(o, commands::plan_from_file(o, commands::PlanFor::check));
+}
+
+}  // namespace sweep

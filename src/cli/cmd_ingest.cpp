@@ -23,9 +23,25 @@ bool none_here(const SweepSpec& spec, const std::vector<std::pair<fs::path, RunC
 
 }  // namespace
 
-Exit run_ingest(const SweepOptions& o) {
+}  // namespace sweep::commands
+
+namespace sweep {
+
+using namespace commands;
+
+CLI::App* setup_ingest(CLI::App& app, IngestOptions& o) {
+  CLI::App* ingest = app.add_subcommand("ingest", "Rebuild the database from run directories");
+  ingest->add_option("dir", o.dir, "A run directory, or a results folder")->required()->check(CLI::ExistingDirectory);
+  ingest->add_option("--results", o.results, "Output root whose sweep.db is updated (default: DIR for a "
+                                                    "results folder, else results)");
+  return ingest;
+}
+
+// A run directory, or a results folder: its saved sweep files and every run directory. A saved
+// sweep's datasets need not be where they were: their vocabulary sizes are its runs' own.
+Exit run_ingest(const IngestOptions& o) {
   const bool results_folder = fs::exists(runs_folder(o.dir));
-  const std::string results = !o.ingest_results.empty() ? o.ingest_results : results_folder ? o.dir : "results";
+  const std::string results = !o.results.empty() ? o.results : results_folder ? o.dir : "results";
   std::vector<fs::path> found;
   std::vector<std::string> problems;
   if (results_folder) {
@@ -118,4 +134,4 @@ Exit run_ingest(const SweepOptions& o) {
   return problems.empty() ? Exit::ok : Exit::failed;
 }
 
-}  // namespace sweep::commands
+}  // namespace sweep

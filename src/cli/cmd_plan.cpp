@@ -11,7 +11,11 @@
 
 namespace sweep::commands {
 
-Exit run_plan(const SweepOptions& o, const SweepPlan& plan, const std::set<std::string>& missing) {
+namespace {
+
+// `missing`: datasets not prepared yet. Their runs are planned without what needs the data — a
+// run's id (its vocabulary is part of it), its epochs, its memory and the vocabulary's weights.
+Exit print_plan(const PlanOptions& o, const SweepPlan& plan, const std::set<std::string>& missing) {
   const SweepSpec& spec = plan.spec;
   for (const auto& dataset : missing) {
     std::printf("dataset '%s' is not prepared yet (not found from %s's folder or above) — prepare it with `sweep data "
@@ -121,4 +125,27 @@ Exit run_plan(const SweepOptions& o, const SweepPlan& plan, const std::set<std::
   return Exit::ok;
 }
 
+}  // namespace
+
 }  // namespace sweep::commands
+
+namespace sweep {
+
+CLI::App* setup_plan(CLI::App& app, PlanOptions& o) {
+  CLI::App* plan = app.add_subcommand("plan", "Show a sweep's runs and their state without running anything");
+  plan->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
+  plan->add_option("--devices", o.devices, "As for run: the kind of device is part of each run's id");
+  plan->add_option("--results", o.results, "Output root")->capture_default_str();
+  plan->add_option("--max-variants", o.max_variants, "As for run")->check(CLI::Range(1, 100000000))->capture_default_str();
+  plan->add_flag("--memory", o.memory, "Also list what the activations of the run needing the most memory are made of");
+  return plan;
+}
+
+Exit run_plan(const PlanOptions& o) {
+  // a plan needs the model's shapes, not the data
+  std::set<std::string> missing;
+  const SweepPlan plan = commands::plan_from_file(o, commands::PlanFor::plan, nullptr, &missing);
+  return commands::print_plan(o, plan, missing);
+}
+
+}  // namespace sweep

@@ -22,7 +22,7 @@ namespace sweep::commands {
 
 namespace {
 
-SlurmOptions slurm_options(const SweepOptions& o) {
+SlurmOptions slurm_options(const RunOptions& o) {
   SlurmOptions so;
   so.partition = o.partition;
   so.time = o.time;
@@ -34,7 +34,7 @@ SlurmOptions slurm_options(const SweepOptions& o) {
 }
 
 // The folders a Slurm task is given: the results folder and each run's dataset.
-std::vector<std::string> slurm_folders(const SweepOptions& o, const SweepSpec& spec) {
+std::vector<std::string> slurm_folders(const RunOptions& o, const SweepSpec& spec) {
   std::vector<std::string> folders{fs::absolute(o.results).string()};
   for (const auto& run : spec.runs) {
     folders.push_back(run.config.data.dir);
@@ -44,7 +44,7 @@ std::vector<std::string> slurm_folders(const SweepOptions& o, const SweepSpec& s
 
 }  // namespace
 
-Exit run_run(const SweepOptions& o, SweepPlan plan) {
+Exit train_planned(const RunOptions& o, SweepPlan plan) {
   SweepSpec& spec = plan.spec;  // final: its runs and ids are the planning step's (sched/planning.h)
   const Placement& placement = plan.placement;
   const bool slurm = choice_of<ExecutorKind>(o.executor) == ExecutorKind::slurm;
@@ -114,3 +114,52 @@ Exit run_run(const SweepOptions& o, SweepPlan plan) {
 }
 
 }  // namespace sweep::commands
+
+namespace sweep {
+
+CLI::App* setup_run(CLI::App& app, RunOptions& o) {
+  CLI::App* run = app.add_subcommand("run", "Run a sweep: every variant × seed not already finished");
+  run->add_option("file", o.file, "Sweep file (YAML)")->required()->check(CLI::ExistingFile);
+  run->add_option("--results", o.results, "Output root: sweep.db and run directories")->capture_default_str();
+  run->add_option("--devices", o.devices,
+                  "Slots: cpu | cpu:NxT | cuda:0,1,... (default: the file's resources.device — cuda: every GPU here "
+                  "— else cpu; slots of another kind than the file's are refused)");
+  run->add_option("--retries", o.retries, "Retries of a crashed run (from its checkpoint)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  run->add_option("--max-preemptions", o.max_preemptions,
+                  "Requeues of a run stopped by SIGTERM before it is marked failed (from its checkpoint)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  run->add_option("--max-variants", o.max_variants,
+                  "Refuse a sweep that expands to more variants (interventions × grid/zip points)")
+      ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
+  run->add_flag("--retry-failed", o.retry_failed, "Run again the runs that ended failed or out of memory");
+  run->add_option("--stall-timeout", o.stall_timeout,
+                  "Seconds without an event after which a worker is killed as stuck and retried from its checkpoint "
+                  "(0 = never; default: each run's resources.stall_timeout, 600)")
+      ->check(at_least(0));
+  run->add_flag("--until-decided", o.until_decided,
+                "After the declared seeds, add seeds to the interventions still undecided (and the baseline) until "
+                "each is better, worse or equivalent within the file's min_effect, or --max-seeds is reached");
+  run->add_option("--max-seeds", o.max_seeds, "--until-decided: the most seeds per variant (default: 4 × the declared)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
+      ->check(CLI::IsMember(choice_names<ExecutorKind>()))
+      ->capture_default_str();
+  run->add_option("--partition", o.partition, "Slurm: the partition of the tasks");
+  run->add_option("--time", o.time, "Slurm: each task's time limit (sbatch --time)");
+  run->add_option("--gpus-per-rank", o.gpus_per_rank, "Slurm: GPUs per rank (runs then use CUDA)")
+      ->check(CLI::Range(0, 64));
+  run->add_option("--max-parallel", o.max_parallel, "Slurm: at most this many tasks at once (0: no limit)")
+      ->check(CLI::Range(0, 100000));
+  return run;
+}
+
+Exit run_run(const RunOptions& o) {
+  // the whole sweep is validated before anything
+  return commands::train_planned(o, commands::plan_from_file(o, commands::PlanFor::run, &o));
+}
+
+}  // namespace sweep

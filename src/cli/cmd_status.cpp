@@ -4,18 +4,28 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 
 #include "cli/sweep_commands.h"
 #include "sched/lifecycle.h"
 #include "util/text.h"
 
-namespace sweep::commands {
+namespace sweep {
 
-Exit run_ls(Store& store) {
+using namespace commands;
+
+CLI::App* setup_ls(CLI::App& app, std::string& results) {
+  CLI::App* ls = app.add_subcommand("ls", "Sweeps in the database with their runs per state");
+  ls->add_option("--results", results, "Output root")->capture_default_str();
+  return ls;
+}
+
+Exit run_ls(const std::string& results) {
+  const std::unique_ptr<Store> store = open_results(results);
   std::printf("%-24s %-40s %s\n", "sweep", "file", "runs");
-  for (const auto& s : store.sweeps()) {
+  for (const auto& s : store->sweeps()) {
     std::map<std::string, int> counts;  // by plan state: a run left 'running' by a dead scheduler is resumable
-    for (const auto& r : store.sweep_runs(s.name)) {
+    for (const auto& r : store->sweep_runs(s.name)) {
       counts[to_string(plan_state(r.run))]++;
     }
     std::printf("%-24s %-40s %s\n", s.name.c_str(), s.file.c_str(), join_counts(counts).c_str());
@@ -23,7 +33,17 @@ Exit run_ls(Store& store) {
   return Exit::ok;
 }
 
-Exit run_status(Store& store, const std::string& name) {
+CLI::App* setup_status(CLI::App& app, StatusOptions& o) {
+  CLI::App* status = app.add_subcommand("status", "Runs of a sweep and their state (default: the latest sweep)");
+  status->add_option("sweep", o.sweep, "Sweep name");
+  status->add_option("--results", o.results, "Output root")->capture_default_str();
+  return status;
+}
+
+Exit run_status(const StatusOptions& o) {
+  std::unique_ptr<Store> opened;
+  const std::string name = sweep_to_read(o.results, o.sweep, opened);
+  Store& store = *opened;
   const auto rows = store.sweep_runs(name);
   if (rows.empty()) {
     throw Error("no sweep named '" + name + "' — `sweep ls` lists them", Exit::bad_input);
@@ -60,4 +80,4 @@ Exit run_status(Store& store, const std::string& name) {
   return Exit::ok;
 }
 
-}  // namespace sweep::commands
+}  // namespace sweep

@@ -28,30 +28,58 @@ struct DataOptions {
 CLI::App* setup_data(CLI::App& app, DataOptions& o);
 Exit run_data(const DataOptions& o);
 
-struct SweepOptions {
+// What `sweep run`, `plan` and `check` read their sweep file with (the planning step, sched/planning.h).
+struct SweepFileOptions {
   std::string file;
   std::string results = "results";
-  std::string devices;  // --devices as given ("": the file's device, sched/planning.h)
+  std::string devices;  // --devices as given ("": the file's device)
+  int64_t max_variants = static_cast<int64_t>(k_default_max_variants);
+};
+
+struct RunOptions : SweepFileOptions {
   int retries = 1;
   int max_preemptions = 10;
   double stall_timeout = -1;  // < 0: each run's resources.stall_timeout
-  int64_t max_variants = static_cast<int64_t>(k_default_max_variants);
   bool retry_failed = false;
-  std::string sweep;
-  std::string dir;
-  std::string ingest_results;
-  std::string executor = "local";
-  std::string partition, time;
-  int gpus_per_rank = 0;
-  int max_parallel = 0;
   bool until_decided = false;
   int64_t max_seeds = 0;  // 0: 4 × the declared seeds
-  int64_t check_seeds = 3;  // sweep check: seeds, each trained twice
-  bool memory = false;      // sweep plan: the activations of the largest run, tensor by tensor
-  CLI::App *run = nullptr, *plan = nullptr, *status = nullptr, *ls = nullptr, *ingest = nullptr, *check = nullptr;
+  std::string executor = "local";
+  std::string partition, time;  // Slurm
+  int gpus_per_rank = 0;
+  int max_parallel = 0;
 };
-CLI::App* setup_sweep_commands(CLI::App& app, SweepOptions& o);
-Exit run_sweep_command(const SweepOptions& o, const CLI::App* which);
+CLI::App* setup_run(CLI::App& app, RunOptions& o);
+Exit run_run(const RunOptions& o);
+
+struct PlanOptions : SweepFileOptions {
+  bool memory = false;  // the activations of the largest run, tensor by tensor
+};
+CLI::App* setup_plan(CLI::App& app, PlanOptions& o);
+Exit run_plan(const PlanOptions& o);
+
+struct CheckOptions : SweepFileOptions {
+  int64_t seeds = 3;          // each trained twice
+  double stall_timeout = -1;  // as run's
+};
+CLI::App* setup_check(CLI::App& app, CheckOptions& o);
+Exit run_check(const CheckOptions& o);
+
+struct StatusOptions {
+  std::string sweep;  // "": the latest
+  std::string results = "results";
+};
+CLI::App* setup_status(CLI::App& app, StatusOptions& o);
+Exit run_status(const StatusOptions& o);
+
+CLI::App* setup_ls(CLI::App& app, std::string& results);
+Exit run_ls(const std::string& results);
+
+struct IngestOptions {
+  std::string dir;
+  std::string results;  // "": DIR for a results folder, else results
+};
+CLI::App* setup_ingest(CLI::App& app, IngestOptions& o);
+Exit run_ingest(const IngestOptions& o);
 
 struct ReportOptions {
   std::string sweep;

@@ -54,15 +54,25 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "sweep 0.1.0");
 
+  RunOptions run;
+  PlanOptions plan;
+  StatusOptions status;
+  std::string ls_results = "results";
+  IngestOptions ingest;
+  CheckOptions check;
   TrainOptions train, worker;
   DataOptions data;
-  SweepOptions sweep_options;
   ReportOptions report;
   CalibrateOptions calibrate;
   BacktestOptions backtest;
   ServeOptions serve;
-  setup_sweep_commands(app, sweep_options);
-  Commands commands = {
+  const Commands commands = {
+      {setup_run(app, run), [&] { return run_run(run); }},
+      {setup_plan(app, plan), [&] { return run_plan(plan); }},
+      {setup_status(app, status), [&] { return run_status(status); }},
+      {setup_ls(app, ls_results), [&] { return run_ls(ls_results); }},
+      {setup_ingest(app, ingest), [&] { return run_ingest(ingest); }},
+      {setup_check(app, check), [&] { return run_check(check); }},
       {setup_report(app, report), [&] { return run_report(report); }},
       {setup_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
       {setup_backtest(app, backtest), [&] { return run_backtest(backtest); }},
@@ -72,10 +82,6 @@ int main(int argc, char** argv) {
       {setup_data(app, data), [&] { return run_data(data); }},
       {setup_serve(app, serve), [&] { return run_serve(serve); }},
   };
-  for (const CLI::App* cmd : {sweep_options.run, sweep_options.plan, sweep_options.status, sweep_options.ls,
-                              sweep_options.ingest, sweep_options.check}) {
-    commands.emplace_back(cmd, [&, cmd] { return run_sweep_command(sweep_options, cmd); });
-  }
   const bool core = core_missing("").empty();
   for (const CoreCommand& c : k_core_commands) {  // listed by --help (handed over above)
     if (!c.hosts) {

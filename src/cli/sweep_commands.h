@@ -1,6 +1,6 @@
-// The sweep engine's commands — `sweep run`, `plan`, `status` and `ls`, `ingest`, `check` — one
-// file each (cmd_run.cpp, cmd_plan.cpp, cmd_status.cpp, cmd_ingest.cpp, cmd_check.cpp), and what
-// they share (cmd_sweep.cpp: their options, the dispatch, the helpers below). Internal to src/cli.
+// What the sweep engine's commands — `sweep run`, `plan`, `status` and `ls`, `ingest`, `check`,
+// one file each (cmd_run.cpp, cmd_plan.cpp, cmd_status.cpp, cmd_ingest.cpp, cmd_check.cpp) —
+// share (cmd_sweep.cpp): a sweep file planned, and its runs trained. Internal to src/cli.
 #pragma once
 
 #include <set>
@@ -27,18 +27,20 @@ std::string join_counts(const Map& counts) {
   return out;
 }
 
-// `missing`: datasets not prepared yet. Their runs are planned without what needs the data — a
-// run's id (its vocabulary is part of it), its epochs, its memory and the vocabulary's weights.
-Exit run_plan(const SweepOptions& o, const SweepPlan& plan, const std::set<std::string>& missing);
-Exit run_run(const SweepOptions& o, SweepPlan plan);
-Exit run_ls(Store& store);
-Exit run_status(Store& store, const std::string& name);  // name: sweep_to_read's
-// A run directory, or a results folder: its saved sweep files and every run directory. A saved
-// sweep's datasets need not be where they were: their vocabulary sizes are its runs' own.
-Exit run_ingest(const SweepOptions& o);
-// `sweep check FILE`: the sweep's baseline (its first rung on a ladder) with seeds 1..N, each
-// trained twice (repeats 0 and 1: repeat 0 is the sweep's own run of that seed), recorded as the
-// sweep "<name>-check"; then whether the repeats agree to the last digit, and σ_repeat against σ_seed.
-Exit run_check(const SweepOptions& o, const SweepPlan& plan);
+// The command a sweep file is planned for: what it checks differs (sched/planning.h).
+enum class PlanFor { run, plan, check };
+
+// A sweep as it will run (sched/planning.h): every dataset checked, vocabulary sizes from their
+// dataset.yaml, every run on the kind of device it will train on, with the seeds the folder's
+// rounds added. `run`: `sweep run`'s options (its executor and --until-decided); null for the
+// others. With `missing` (sweep plan), a dataset not prepared yet is no error: it is listed
+// there, and its runs get a stand-in vocabulary (their sizes relative to each other, a ladder's
+// order, still hold; their ids and memory do not).
+SweepPlan plan_from_file(const SweepFileOptions& o, PlanFor purpose, const RunOptions* run = nullptr,
+                         std::set<std::string>* missing = nullptr);
+
+// The planned sweep trained as `sweep run` trains it: every check before anything is written, the
+// references scored, then the runner (`sweep check` trains its twins with it).
+Exit train_planned(const RunOptions& o, SweepPlan plan);
 
 }  // namespace sweep::commands
