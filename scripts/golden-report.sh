@@ -12,6 +12,8 @@ gunzip -c "$root/tests/data/golden/fixture.sql.gz" | sqlite3 "$work/results/swee
 for name in golden golden-ladder golden-tuned; do
   (cd "$work" && "$sweep" report "$name" --out "out/$name" > "out-$name.txt" && mv "out-$name.txt" "out/$name/table.txt")
 done
+mkdir -p "$work/out/pool"
+(cd "$work" && "$sweep" pool --format markdown > out/pool/pool.md && "$sweep" pool golden-ladder golden-ladder --format json > out/pool/pool.json)
 rm -rf "$root/tests/data/golden/expected"
 cp -r "$work/out" "$root/tests/data/golden/expected"
 echo "wrote tests/data/golden/expected ($(find "$root/tests/data/golden/expected" -type f | wc -l) files)"

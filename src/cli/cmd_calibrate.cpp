@@ -13,6 +13,7 @@
 #include "cli/results.h"
 #include "report/analyze.h"
 #include "report/calibration/backtest_calibration.h"
+#include "report/calibration/pool_calibration.h"
 #include "report/calibration/calibration.h"
 #include "report/load.h"
 #include "report/tuned/tuned.h"
@@ -65,13 +66,21 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
                 "The verdicts at each arm's best value of a tune axis: simulated bowls in log(learning rate) "
                 "(a fixed design, and with --max-seeds --until-decided too; --effects does not apply)");
   cmd->add_flag("--backtest", o.backtest,
-                "The backtest's coverage and decision accuracy on synthetic ladders: straight, bent and crossing 0 "
-                "(--sigma, --seeds, --interventions, --replicates, --seed, --rungs and --bend apply)");
+                "The backtest's coverage and decision accuracy on synthetic ladders: straight, bent and crossing 0, "
+                "and with a noisier top rung (--sigma, --seeds, --interventions, --replicates, --seed, --rungs, --bend "
+                "and --top-noise apply)");
+  cmd->add_flag("--pool", o.pool,
+                "Pooling across settings on simulated meta-studies: the pooled test's false positives and the "
+                "prediction interval's coverage for 2 to 8 settings (--seeds, --replicates and --seed apply)");
   of_mode(cmd->add_option("--rungs", o.rungs, "--backtest: rungs per ladder, a decade of FLOPs apart")
               ->check(CLI::Range(3, 20))
               ->capture_default_str());
   of_mode(cmd->add_option("--bend", o.bend, "--backtest: the bent trends' curvature per decade²")
               ->check(at_least(0))
+              ->check(at_most(most))
+              ->capture_default_str());
+  of_mode(cmd->add_option("--top-noise", o.top_noise, "--backtest: the noisier-top ladders' top rung σ ÷ the others'")
+              ->check(at_least(1))
               ->check(at_most(most))
               ->capture_default_str());
   of_mode(cmd->add_option("--curvature", o.curvature, "--tune: the bowl's rise per doubling² of the value")
@@ -107,8 +116,9 @@ void refuse_other_modes(const CalibrateOptions& o) {
       {"--tune", o.tune,
        {"--rho", "--min-effect", "--better-by", "--better-by-alpha", "--max-seeds", "--spending", "--curvature",
         "--asymmetry", "--tune-grid", "--run-sigma"}},
-      {"--backtest", o.backtest, {"--rungs", "--bend"}},
-      {"the plain calibration", !o.tune && !o.backtest,
+      {"--backtest", o.backtest, {"--rungs", "--bend", "--top-noise"}},
+      {"--pool", o.pool, {}},
+      {"the plain calibration", !o.tune && !o.backtest && !o.pool,
        {"--rho", "--min-effect", "--better-by", "--better-by-alpha", "--max-seeds", "--effects", "--spending"}},
   };
   for (const Mode& m : modes) {
@@ -261,8 +271,8 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
 }  // namespace
 
 Exit run_calibrate(const CalibrateOptions& o) {
-  if (o.tune && o.backtest) {
-    throw Error("calibrate: --tune and --backtest measure different things: pass one", Exit::bad_input);
+  if (static_cast<int>(o.tune) + static_cast<int>(o.backtest) + static_cast<int>(o.pool) > 1) {
+    throw Error("calibrate: --tune, --backtest and --pool measure different things: pass one", Exit::bad_input);
   }
   refuse_other_modes(o);
   if (o.given.count("--better-by-alpha") && !o.given.count("--better-by") && o.sweep.empty()) {
@@ -286,10 +296,25 @@ Exit run_calibrate(const CalibrateOptions& o) {
     b.interventions = o.interventions > 0 ? o.interventions : b.interventions;
     b.rungs = o.rungs;
     b.bend = o.bend;
+    b.top_noise = o.top_noise;
     b.replicates = o.replicates;
     b.seed = o.seed;
     print_calibration<BacktestCalibrationSetup, std::vector<BacktestCalibrationRow>>(
         b, backtest_calibration_header(b), calibrate_backtest, backtest_calibration_markdown);
+    return Exit::ok;
+  }
+  if (o.pool) {
+    if (!o.sweep.empty() || o.sigma > 0 || o.interventions > 0) {
+      throw Error("calibrate --pool simulates meta-studies of its own (--seeds, --replicates, --seed): it takes no "
+                  "sweep, --sigma or --interventions — `sweep pool` pools a results folder's studies",
+                  Exit::bad_input);
+    }
+    PoolCalibrationSetup p;
+    p.seeds = o.seeds > 0 ? o.seeds : p.seeds;
+    p.replicates = o.replicates;
+    p.seed = o.seed;
+    print_calibration<PoolCalibrationSetup, std::vector<PoolCalibrationRow>>(
+        p, pool_calibration_header(p), calibrate_pool, pool_calibration_markdown);
     return Exit::ok;
   }
   CalibrationSetup setup;

@@ -115,6 +115,8 @@ struct CalibrateOptions {
   bool backtest = false;  // --backtest: the backtest on synthetic ladders (report/calibration/backtest_calibration.h)
   int64_t rungs = 4;
   double bend = 0.01;
+  double top_noise = 2.5;
+  bool pool = false;  // --pool: pooling on simulated meta-studies (report/calibration/pool_calibration.h)
   std::set<std::string> given;  // the options of one mode given (--rungs, --tune-grid, ...): checked against the mode
 };
 CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o);
@@ -128,5 +130,14 @@ struct BacktestOptions {
 };
 CLI::App* setup_backtest(CLI::App& app, BacktestOptions& o);
 Exit run_backtest(const BacktestOptions& o);
+
+struct PoolOptions {
+  std::vector<std::string> sweeps;  // empty: every sweep in the results
+  std::string results = "results";
+  std::string metric = "test_loss";
+  std::string format = "text";
+};
+CLI::App* setup_pool(CLI::App& app, PoolOptions& o);
+Exit run_pool(const PoolOptions& o);
 
 }  // namespace sweep

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   ReportOptions report;
   CalibrateOptions calibrate;
   BacktestOptions backtest;
+  PoolOptions pool;
   ServeOptions serve;
   const Commands commands = {
       {setup_run(app, run), [&] { return run_run(run); }},
@@ -76,6 +77,7 @@ int main(int argc, char** argv) {
       {setup_report(app, report), [&] { return run_report(report); }},
       {setup_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
       {setup_backtest(app, backtest), [&] { return run_backtest(backtest); }},
+      {setup_pool(app, pool), [&] { return run_pool(pool); }},
       {setup_train(app, train, "train", core_description("train")), [&] { return train_or_hand_over(train, argv, "train"); }},
       {setup_train(app, worker, "worker", core_description("worker")),
        [&] { return train_or_hand_over(worker, argv, "worker"); }},

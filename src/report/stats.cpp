@@ -1,6 +1,7 @@
 #include "report/stats.h"
 
 #include <algorithm>
+#include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/non_central_t.hpp>
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
@@ -63,6 +64,8 @@ Comparison from_t(double diff, double se, double df, double level, bool paired) 
 double t_quantile(double level, double df) {
   return boost::math::quantile(boost::math::students_t(df), 0.5 + level / 2.0);
 }
+
+double chi2_quantile(double p, double df) { return boost::math::quantile(boost::math::chi_squared(df), p); }
 
 Summary summarize(const std::vector<double>& x, double level) {
   Summary s;

@@ -134,6 +134,8 @@ VarianceComponents variance_components(const std::vector<SeedRun>& runs);
 
 // Two-sided Student-t quantile: the t with P(|T| <= t) = level for `df` degrees of freedom.
 double t_quantile(double level, double df);
+// The chi-square quantile: the x with P(X <= x) = p for `df` degrees of freedom.
+double chi2_quantile(double p, double df);
 
 // Pearson's correlation of x[i] and y[i]; NaN with fewer than 3 pairs or no variance.
 double pearson(const std::vector<double>& x, const std::vector<double>& y);

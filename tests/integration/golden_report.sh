@@ -1,7 +1,7 @@
 # Reports rendered from a fixed database are byte-identical to the committed ones
 # (tests/data/golden/): every file `sweep report` writes and its table, for a sweep (a diverged
 # variant, an effect below δ, the effects' tokens, FLOPs and time), a scale ladder and a tune axis (each arm at
-# its own best lr, its response curves). The guard of
+# its own best lr, its response curves), and `sweep pool` over them. The guard of
 # any change to report/ that means to change nothing: when a change means to change a report,
 # render the expected files again with scripts/golden-report.sh and say why in the commit.
 source "$(dirname "$0")/lib.bash"
@@ -18,5 +18,11 @@ done
 grep -qE "^golden-ladder +large +2 " backtest.txt || fail "sweep backtest: $(cat backtest.txt)"
 expect_rc 2 "$SWEEP" backtest golden 2> err.txt
 grep -q "sweep golden has no scale ladder" err.txt || fail "backtest of a sweep without a ladder: $(cat err.txt)"
+# sweep pool over every sweep: the ladder's rungs and the other sweeps as settings; named twice, once
+mkdir -p out/pool
+"$SWEEP" pool --format markdown > out/pool/pool.md || fail "sweep pool: $(cat out/pool/pool.md)"
+"$SWEEP" pool golden-ladder golden-ladder --format json > out/pool/pool.json || fail "sweep pool --format json"
+expect_rc 2 "$SWEEP" pool nosuch 2> err.txt
+grep -q "nosuch" err.txt || fail "sweep pool of an unknown sweep: $(cat err.txt)"
 diff -r "$golden/expected" out > diff.txt || fail "reports differ from tests/data/golden/expected: $(head -c 4000 diff.txt)"
 echo "golden_report: ok ($(find out -type f | wc -l) files identical)"

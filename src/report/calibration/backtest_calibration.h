@@ -1,7 +1,8 @@
 // The backtest's own reliability, measured (`sweep calibrate --backtest`): synthetic ladders with a
 // known truth, backtested by the report's own code. Intervention i's true improvement at rung k
 // (x_k = log10 of its training FLOPs, one decade apart) follows a straight line, a bent one or a
-// line that crosses 0 between the two largest rungs; each seed's paired improvement adds noise σ.
+// line that crosses 0 between the two largest rungs; each seed's paired improvement adds noise σ,
+// at the top rung top_noise·σ in the noisier-top families.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@ struct BacktestCalibrationSetup {
   int64_t seeds = 3;
   int64_t interventions = 3;
   double bend = 0.01;         // the bent rows' curvature: the improvement's second difference per decade²
+  double top_noise = 2.5;     // the noisier-top rows: the top rung's σ ÷ the others'
   int64_t replicates = 1000;
   uint64_t seed = 1;
   // told after each study: how many of how many (a million replicates is a day: `sweep calibrate` says how far)
@@ -26,7 +28,10 @@ struct BacktestCalibrationSetup {
 struct BacktestCalibrationRow {
   std::string scenario;
   int64_t predictions = 0;
+  double given = 0;            // share of the predictions with an interval (none from 2 rungs below)
   double coverage = 0;         // share of the trend's 95% intervals that hold the hidden rung's mean
+  double decided = 0;          // share of the intervals that exclude 0: the sign decided
+  double half_width = 0;       // their mean half-width
   double flagged = 0;          // share of interventions with a hidden rung outside its interval: "the line bends"
   double trend_sign = 0, single_sign = 0, trend_accuracy = 0, single_accuracy = 0;  // pooled over the ladders
 };

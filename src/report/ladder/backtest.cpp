@@ -1,7 +1,7 @@
 #include "report/ladder/backtest.h"
 
 #include "report/ladder/summary.h"
-#include "report/ladder/trend.h"
+#include "report/ladder/prediction.h"
 #include "report/stats.h"
 
 #include <algorithm>
@@ -25,7 +25,7 @@ double mean_of(const std::vector<double>& v) {
 struct Tally {
   double trend_sign = 0, single_sign = 0, signs = 0;
   double trend_pairs = 0, single_pairs = 0, pairs = 0;
-  double covered = 0, intervals = 0;
+  double covered = 0, intervals = 0, decided = 0, half_widths = 0;
 
   // Sign agreement of each prediction; ties (a measured 0) left out.
   void add_signs(const std::vector<BacktestPrediction>& ps) {
@@ -39,6 +39,8 @@ struct Tally {
       if (std::isfinite(p.pi_low) && std::isfinite(p.pi_high)) {
         intervals += 1;
         covered += p.pi_low <= p.measured && p.measured <= p.pi_high;
+        decided += p.pi_low > 0 || p.pi_high < 0;
+        half_widths += (p.pi_high - p.pi_low) / 2;
       }
     }
   }
@@ -74,14 +76,23 @@ BacktestRow hide(const LadderSummary& ladder, const std::string& sweep, const st
   row.hidden = ladder.rungs[hidden].name;
   row.compute_ratio = ladder.rungs[hidden - 1].flops / ladder.rungs[hidden].flops;
   const std::vector<double> x_below(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(hidden));
+  // the rungs below give the line, its noise and the bend allowance; the hidden rung only its noise level
+  std::vector<std::vector<std::vector<double>>> paired;
+  for (const auto& t : ladder.trends) {
+    paired.push_back(t.paired);
+  }
+  LadderNoise noise = ladder_noise(x, paired, hidden);
+  const LadderNoise with_hidden = ladder_noise(x, paired, hidden + 1);
+  const double hidden_var = with_hidden.seed_var[hidden];
+  noise.df = with_hidden.df;
   for (const auto& t : ladder.trends) {
     if (t.paired.size() <= hidden || t.paired[hidden].empty() || t.paired[hidden - 1].empty()) {
       continue;
     }
     const std::vector<std::vector<double>> below(t.paired.begin(), t.paired.begin() + static_cast<std::ptrdiff_t>(hidden));
     const double seeds = static_cast<double>(t.paired[hidden].size());
-    const Trend fit = fit_trend(x_below, below, 0, x[hidden], 0.95, 2, seeds);
-    if (!std::isfinite(fit.at_target)) {
+    const Prediction fit = predict_at(x_below, below, x[hidden], noise, hidden_var / seeds);
+    if (!std::isfinite(fit.at)) {
       continue;
     }
     // the rungs below the line went through: those with paired results (a rung may have none yet)
@@ -91,9 +102,9 @@ BacktestRow hide(const LadderSummary& ladder, const std::string& sweep, const st
     p.intervention = t.intervention;
     p.measured = mean_of(t.paired[hidden]);
     p.seeds = static_cast<int64_t>(t.paired[hidden].size());
-    p.trend = fit.at_target;
-    p.pi_low = fit.target_low;
-    p.pi_high = fit.target_high;
+    p.trend = fit.at;
+    p.pi_low = fit.low;
+    p.pi_high = fit.high;
     p.single = mean_of(t.paired[hidden - 1]);
     row.predictions.push_back(p);
   }
@@ -164,6 +175,8 @@ BacktestPooled pool_backtest(const std::vector<BacktestRow>& rows) {
   p.coverage = Tally::share(tally.covered, tally.intervals);
   p.intervals = static_cast<int64_t>(tally.intervals);
   p.covered = static_cast<int64_t>(tally.covered);
+  p.decided = static_cast<int64_t>(tally.decided);
+  p.half_width = Tally::share(tally.half_widths, tally.intervals);
   return p;
 }
 

@@ -24,6 +24,8 @@ Backtest backtest_ladder(const LadderSummary& ladder, const std::string& sweep);
 struct BacktestPooled {
   int64_t rows = 0, predictions = 0, arm_pairs = 0;
   int64_t intervals = 0, covered = 0;  // the trend's intervals, and those covering the hidden rung's mean
+  int64_t decided = 0;                 // ... and those that exclude 0 (the sign decided)
+  double half_width = 0;               // their mean half-width
   double trend_sign = 0, single_sign = 0, trend_accuracy = 0, single_accuracy = 0, coverage = 0;
 };
 BacktestPooled pool_backtest(const std::vector<BacktestRow>& rows);

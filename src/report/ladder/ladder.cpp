@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/ladder/backtest.h"
+#include "report/ladder/prediction.h"
 #include "report/ladder/trend.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -70,6 +71,23 @@ ReportInput rung_input(const ReportInput& in, const std::string& rung) {
 }
 
 namespace {
+
+// Each line read at the target, its interval allowing for a bend and each rung's own noise
+// (report/ladder/prediction.h); the lines of one ladder share them. x_target NaN: no target.
+void predict_targets(const std::vector<Trend*>& lines, const std::vector<double>& x, double x_target) {
+  std::vector<std::vector<std::vector<double>>> paired;
+  for (const Trend* t : lines) {
+    paired.push_back(t->paired);
+  }
+  const LadderNoise noise = ladder_noise(x, paired, x.size());
+  for (Trend* t : lines) {
+    const Prediction p =
+        std::isfinite(x_target) ? predict_at(x, t->paired, x_target, noise, 0) : Prediction{k_nan, k_nan, k_nan};
+    t->at_target = p.at;
+    t->target_low = p.low;
+    t->target_high = p.high;
+  }
+}
 
 // Holm across the lines' slope tests (and their holds tests), then each line judged.
 void judge_trends(const std::vector<Trend*>& lines, double alpha, double min_effect) {
@@ -220,7 +238,7 @@ void fit_trends(const ReportInput& in, const std::vector<ReportInput>& inputs, c
         }
       }
     }
-    Trend t = fit_trend(x, d, in.design.min_effect, x_target);
+    Trend t = fit_trend(x, d, in.design.min_effect);
     t.paired = d;
     t.intervention = interventions[i];
     t.position = static_cast<int>(i + 1);
@@ -231,6 +249,7 @@ void fit_trends(const ReportInput& in, const std::vector<ReportInput>& inputs, c
   for (auto& t : summary.trends) {
     lines.push_back(&t);
   }
+  predict_targets(lines, x, x_target);
   judge_trends(lines, in.alpha, in.design.min_effect);
 }
 
@@ -256,7 +275,7 @@ void fit_speedups(const std::vector<Analysis>& rungs, const std::vector<double>&
       }
       s.at_rung.push_back(d[k].empty() ? k_nan : std::exp(summarize(d[k]).mean));
     }
-    s.line = fit_trend(x, d, 0, x_target);
+    s.line = fit_trend(x, d, 0);
     s.line.intervention = trend.intervention;
     s.line.position = trend.position;
     s.line.rung_variants = trend.rung_variants;
@@ -267,6 +286,7 @@ void fit_speedups(const std::vector<Analysis>& rungs, const std::vector<double>&
   for (auto& s : summary.speedups) {
     lines.push_back(&s.line);
   }
+  predict_targets(lines, x, x_target);
   judge_trends(lines, alpha, 0);
   for (auto& s : summary.speedups) {  // the reason in speed-ups rather than in the metric's units
     Trend& t = s.line;

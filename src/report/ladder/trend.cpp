@@ -11,8 +11,9 @@ namespace sweep {
 
 std::string flops_text(double flops) { return format_number("%.3g", flops); }
 
-Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<double>>& d, double min_effect,
-                double x_target, double level, int64_t min_rungs, double new_seeds) {
+Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<double>>& d, double min_effect) {
+  constexpr double level = 0.95;
+  constexpr int64_t min_rungs = 3;
   Trend t;
   t.mean = t.slope = t.slope_low = t.slope_high = t.df = t.p = t.p_holm = t.change = k_nan;
   t.p_holds = t.p_holds_holm = t.low_end = t.low_end_lo = t.low_end_hi = t.high_end = t.high_end_lo = k_nan;
@@ -109,14 +110,6 @@ Trend fit_trend(const std::vector<double>& x, const std::vector<std::vector<doub
                           ? std::max(0.0, (ss_lack / df_lack - ss_within / df_within) / (n / static_cast<double>(t.rungs)))
                           : s2;
   t.tau = std::sqrt(tau2);
-  if (std::isfinite(x_target)) {
-    t.at_target = line(x_target);
-    // new_seeds: the mean of that many new seeds there, with their own noise (the rungs' within-rung variance)
-    const double seed_var = df_within > 0 ? ss_within / df_within : s2;
-    const double half = q * std::sqrt(se_line(x_target) * se_line(x_target) + tau2 + (new_seeds > 0 ? seed_var / new_seeds : 0));
-    t.target_low = t.at_target - half;
-    t.target_high = t.at_target + half;
-  }
   return t;
 }
 

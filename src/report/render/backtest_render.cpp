@@ -26,14 +26,15 @@ std::string backtest_sentence(const std::vector<BacktestRow>& rows) {
   const std::string figures = "decision accuracy " + share_text(p.trend_accuracy) + " by the trend against " +
                               share_text(p.single_accuracy) + " by the single-scale rule " + over +
                               (p.trend_accuracy == p.single_accuracy ? " (a tie)" : "");
-  // on synthetic straight trends the intervals cover ≥ 90% (sweep calibrate --backtest)
+  // on synthetic ladders, bent or with a noisier top rung, the intervals cover ≥ 90% (sweep calibrate --backtest)
   const std::string coverage =
       p.intervals == 0 ? ""
                        : "; the trend's 95% intervals covered the hidden rung's mean in " + std::to_string(p.covered) +
                              " of " + std::to_string(p.intervals) +
+                             (p.intervals < p.predictions ? " (none from 2 rungs below)" : "") +
                              (static_cast<double>(p.covered) < 0.9 * static_cast<double>(p.intervals)
-                                ? " — less than straight trends give (≥ 0.90, sweep calibrate --backtest): the trend bends, "
-                                  "or the hidden rungs are noisier than the rungs below"
+                                ? " — less than synthetic ladders give (≥ 0.90, bent or not, sweep calibrate --backtest): "
+                                  "the trend bends more than its rungs below show"
                                 : "");
   return (p.trend_accuracy > p.single_accuracy
               ? "the trend beats the single-scale rule (the ranking at the largest rung below): " + figures
@@ -54,9 +55,16 @@ std::string backtest_target_sentence(const LadderSummary& l) {
   const BacktestRow* nearest = nullptr;
   const BacktestRow* farthest = nullptr;
   for (const auto& r : l.backtest.rows) {
+    if (!std::isfinite(r.coverage)) {
+      continue;  // hidden with 2 rungs below: no interval to measure
+    }
     const auto distance = [&](const BacktestRow* x) { return std::abs(std::log(x->compute_ratio / ratio)); };
     nearest = nearest == nullptr || distance(&r) < distance(nearest) ? &r : nearest;
     farthest = farthest == nullptr || r.compute_ratio < farthest->compute_ratio ? &r : farthest;
+  }
+  if (nearest == nullptr) {
+    return at + "; no backtest measures how often this ladder's intervals come true (an interval needs a hidden "
+                "rung with 3 rungs below it)";
   }
   const std::string measured = "coverage " + share_text(nearest->coverage) + " at ratio " + format_number("%.3g", nearest->compute_ratio) +
                                " (rung " + nearest->hidden + " hidden)";

@@ -207,10 +207,11 @@ std::string ladder_method(const Analysis& a) {
          (delta > 0 ? "holds when two one-sided tests put the change across the ladder (slope × its span in "
                       "decades) within ±δ = ±" + format_number("%g", delta) + " (Holm); "
                     : std::string("holds needs a declared min_effect (none here); ")) +
-         "else undecided. The value at the target is the line extrapolated, its 95% prediction interval the line's "
-         "uncertainty there plus the rungs' own scatter about the line (τ). The backtest hides each rung with 2 or more "
-         "rungs below it and predicts its improvements from them — by the line (its interval for the hidden rung's "
-         "mean of its seeds) and by the single-scale rule (the largest rung below's): sign agreement, decision "
+         "else undecided. The value at the target is the line extrapolated, its 95% interval the line's uncertainty "
+         "there (each rung's own seed noise) plus a bend: the interventions' curvatures bounded together (needs 3 "
+         "rungs). The backtest hides each rung with 2 or more rungs below it and predicts its improvements from them "
+         "— by the line (its interval, from 3 rungs below, for the hidden rung's mean of its seeds) and by the "
+         "single-scale rule (the largest rung below's): sign agreement, decision "
          "accuracy over pairs of arms (the baseline one of them) and the interval's coverage, at the compute ratio "
          "of the largest rung below to the hidden one.";
 }

@@ -274,7 +274,9 @@ nlohmann::ordered_json json_of(const BacktestPooled& p) {
           {"accuracy_single_scale", number_or_null(p.single_accuracy)},
           {"coverage", number_or_null(p.coverage)},
           {"intervals", p.intervals},
-          {"covered", p.covered}};
+          {"covered", p.covered},
+          {"decided", p.decided},
+          {"half_width", number_or_null(p.half_width)}};
 }
 
 nlohmann::ordered_json json_of(const LadderSummary& l) {

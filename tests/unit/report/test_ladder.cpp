@@ -234,7 +234,7 @@ TEST_CASE("ladder trends: undecided without a margin, no result below 3 rungs wi
   const Analysis a = analyze(in);
   CHECK(trend(a, "constant").verdict == TrendVerdict::undecided);
   CHECK(trend(a, "constant").why.find("declare min_effect") != std::string::npos);
-  const Trend none = fit_trend({12, 13, 14}, {{0.1, 0.2}, {}, {0.1}}, 0.01, std::nan(""));
+  const Trend none = fit_trend({12, 13, 14}, {{0.1, 0.2}, {}, {0.1}}, 0.01);
   CHECK(none.verdict == TrendVerdict::no_result);
   CHECK(std::isnan(none.p));
 }

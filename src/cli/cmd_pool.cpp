@@ -1,0 +1,99 @@
+// `sweep pool [SWEEP...]`: each intervention's effect pooled across the settings that measured it
+// (report/pool/pool.h) — the sweeps named, or every sweep in the results; a ladder's rungs are
+// settings each.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/results.h"
+#include "report/analyze.h"
+#include "report/load.h"
+#include "report/render/pool_render.h"
+#include "util/text.h"
+
+namespace sweep {
+
+CLI::App* setup_pool(CLI::App& app, PoolOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "pool", "Pool each intervention across the settings that measured it: does its effect carry over, and what "
+              "will it be in a new setting?");
+  cmd->add_option("sweeps", o.sweeps,
+                  "Sweeps to pool (default: every sweep in the results; a ladder's rungs are settings each)");
+  cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
+  cmd->add_option("--metric", o.metric, "The metric every setting is compared on")
+      ->check(metric_name())
+      ->capture_default_str();
+  cmd->add_option("--format", o.format, "text, markdown or json")
+      ->check(CLI::IsMember(
+          {to_string(OutputFormat::text), to_string(OutputFormat::markdown), to_string(OutputFormat::json)}))
+      ->capture_default_str();
+  return cmd;
+}
+
+Exit run_pool(const PoolOptions& o) {
+  const std::unique_ptr<Store> store = commands::open_results(o.results);
+  const bool every = o.sweeps.empty();
+  std::vector<std::string> names = o.sweeps;
+  if (every) {
+    for (const auto& s : store->sweeps()) {
+      names.push_back(s.name);
+    }
+  }
+  const Metric metric = parse_metric(o.metric);
+  std::vector<ReportInput> inputs;
+  std::vector<Analysis> analyses;
+  std::vector<std::string> skipped;
+  std::set<std::string> seen;
+  std::map<std::set<std::string>, std::string> study_of_runs;  // a study's run ids -> its first name
+  for (const auto& name : names) {
+    if (!seen.insert(name).second) {
+      continue;  // a sweep named twice is one setting
+    }
+    ReportInput in = load_report_input(*store, name, metric, "");
+    std::set<std::string> runs;
+    for (const auto& v : in.variants) {
+      for (const auto& r : v.runs) {
+        runs.insert(r.run_id);
+      }
+    }
+    if (const auto [first, added] = study_of_runs.emplace(runs, in.sweep); !added && !runs.empty()) {
+      skipped.push_back(in.sweep + ": the same runs as " + first->second + " — pooled once");
+      continue;
+    }
+    Analysis a = analyze(in);
+    const bool measured = std::any_of(a.variants.begin(), a.variants.end(),
+                                      [](const VariantStats& v) { return v.is_baseline && v.seeds > 0; }) ||
+                          std::any_of(a.rungs.begin(), a.rungs.end(), [](const Analysis& r) {
+                            return std::any_of(r.variants.begin(), r.variants.end(),
+                                               [](const VariantStats& v) { return v.is_baseline && v.seeds > 0; });
+                          });
+    if (!measured) {
+      const std::string why = "sweep " + in.sweep + " has no finished baseline run with " + o.metric;
+      if (!every) {
+        throw Error(why + " — pool on a metric every sweep named records (--metric), or leave it out",
+                    Exit::bad_input);
+      }
+      skipped.push_back(why + " — left out");
+      continue;
+    }
+    inputs.push_back(std::move(in));
+    analyses.push_back(std::move(a));
+  }
+  std::vector<PoolStudy> studies;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    studies.push_back({&inputs[i], &analyses[i]});
+  }
+  Pool pool = pool_studies(studies);
+  pool.metric = metric;
+  pool.notes.insert(pool.notes.begin(), skipped.begin(), skipped.end());
+  const OutputFormat format = choice_of<OutputFormat>(o.format);
+  const std::string out = format == OutputFormat::json       ? pool_json(pool).dump(2) + "\n"
+                          : format == OutputFormat::markdown ? pool_markdown(pool)
+                                                             : pool_text(pool);
+  std::fputs(out.c_str(), stdout);
+  return Exit::ok;
+}
+
+}  // namespace sweep

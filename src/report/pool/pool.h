@@ -1,0 +1,74 @@
+// `sweep pool`: does an intervention's effect carry across settings? Each setting — a sweep, or a
+// rung of a ladder — measures an intervention's paired improvement over its baseline (at the
+// baseline's grid point) with its standard error over seeds; an intervention measured in two or
+// more settings is pooled by random effects (report/pool/meta.h): the pooled effect, the spread τ
+// between settings, and a prediction interval for a new setting. With 4 or more settings each is
+// also left out in turn and its measured effect compared with the interval from the others.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report/analysis.h"
+#include "report/pool/meta.h"
+
+namespace sweep {
+
+// holds: the prediction interval for a new setting excludes 0 (the effect keeps its sign);
+// varies: the settings differ beyond their seed noise (Q test) and the interval holds 0;
+// undecided: neither, or fewer than 3 settings (no prediction interval).
+enum class PoolVerdict { holds, varies, undecided };
+constexpr const char* to_string(PoolVerdict v) {
+  switch (v) {
+    case PoolVerdict::holds: return "holds across settings";
+    case PoolVerdict::varies: return "varies with the setting";
+    case PoolVerdict::undecided: return "undecided";
+  }
+  return "undecided";
+}
+
+// One setting's measurement of an intervention.
+struct PoolSetting {
+  std::string setting;  // the sweep, "sweep/rung" for a ladder's rung
+  std::string variant;  // its variant there
+  double effect = 0, se = 0;  // paired improvement (baseline − variant) and its standard error
+  int64_t seeds = 0;
+};
+
+// A setting left out: its measured effect against the prediction interval from the others, its
+// own standard error added (the interval is for what it measured).
+struct LeftOut {
+  std::string setting;
+  double effect = 0, low = 0, high = 0;
+  bool covered = false;
+};
+
+struct PooledIntervention {
+  std::string intervention;
+  std::vector<PoolSetting> settings;
+  MetaResult meta;
+  PoolVerdict verdict = PoolVerdict::undecided;
+  std::string why;
+  std::vector<LeftOut> left_out;  // 4 or more settings
+};
+
+struct Pool {
+  Metric metric;
+  std::vector<std::string> settings;          // every setting read, in order
+  std::vector<PooledIntervention> pooled;     // in order of first appearance
+  std::vector<std::string> notes;             // single-setting interventions, settings left out, and why
+};
+
+// One study as pooling reads it: its input and its analysis (a ladder's rungs are settings each).
+struct PoolStudy {
+  const ReportInput* input = nullptr;
+  const Analysis* analysis = nullptr;
+};
+
+Pool pool_studies(const std::vector<PoolStudy>& studies, double alpha = 0.05);
+
+// The verdict of a pooled intervention at `alpha` (the level of its intervals: 1 − alpha).
+void judge_pooled(PooledIntervention& p, double alpha);
+
+}  // namespace sweep
