@@ -10,7 +10,9 @@
 #include "cli/results.h"
 #include "report/analyze.h"
 #include "report/load.h"
+#include "report/render/plots.h"
 #include "report/render/pool_render.h"
+#include "util/fs.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -25,6 +27,7 @@ CLI::App* setup_pool(CLI::App& app, PoolOptions& o) {
   cmd->add_option("--metric", o.metric, "The metric every setting is compared on")
       ->check(metric_name())
       ->capture_default_str();
+  cmd->add_option("--out", o.out, "Also write pool.md, pool.json and the forest plot pool.svg into this folder");
   cmd->add_option("--format", o.format, "text, markdown or json")
       ->check(CLI::IsMember(
           {to_string(OutputFormat::text), to_string(OutputFormat::markdown), to_string(OutputFormat::json)}))
@@ -93,6 +96,18 @@ Exit run_pool(const PoolOptions& o) {
                           : format == OutputFormat::markdown ? pool_markdown(pool)
                                                              : pool_text(pool);
   std::fputs(out.c_str(), stdout);
+  if (!o.out.empty()) {
+    fs::create_directories(o.out);
+    write_file_atomic(fs::path(o.out) / "pool.md", pool_markdown(pool));
+    write_file_atomic(fs::path(o.out) / "pool.json", pool_json(pool).dump(2) + "\n");
+    std::string warning;
+    const std::vector<Plot> plots = draw_pool_plot(pool, fs::path(o.out) / ".pool-plots", warning);
+    for (const auto& p : plots) {
+      write_file_atomic(fs::path(o.out) / p.file, p.svg);
+    }
+    std::fprintf(stderr, "sweep pool: wrote pool.md, pool.json%s in %s%s\n", plots.empty() ? "" : ", pool.svg",
+                 o.out.c_str(), warning.empty() ? "" : (" — " + warning).c_str());
+  }
   return Exit::ok;
 }
 

@@ -136,6 +136,7 @@ struct PoolOptions {
   std::string results = "results";
   std::string metric = "test_loss";
   std::string format = "text";
+  std::string out;  // "": print only; else pool.md, pool.json and pool.svg written there
 };
 CLI::App* setup_pool(CLI::App& app, PoolOptions& o);
 Exit run_pool(const PoolOptions& o);

@@ -22,6 +22,9 @@ grep -q "sweep golden has no scale ladder" err.txt || fail "backtest of a sweep 
 mkdir -p out/pool
 "$SWEEP" pool --format markdown > out/pool/pool.md || fail "sweep pool: $(cat out/pool/pool.md)"
 "$SWEEP" pool golden-ladder golden-ladder --format json > out/pool/pool.json || fail "sweep pool --format json"
+"$SWEEP" pool --out pooled > /dev/null 2> pooled.txt || fail "sweep pool --out: $(cat pooled.txt)"
+cmp pooled/pool.md out/pool/pool.md || fail "pool.md written by --out differs from --format markdown"
+grep -q '<text>clip: pooled</text>' pooled/pool.svg || fail "pool.svg has no pooled row: $(head -c 300 pooled/pool.svg)"
 expect_rc 2 "$SWEEP" pool nosuch 2> err.txt
 grep -q "nosuch" err.txt || fail "sweep pool of an unknown sweep: $(cat err.txt)"
 diff -r "$golden/expected" out > diff.txt || fail "reports differ from tests/data/golden/expected: $(head -c 4000 diff.txt)"

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "report/ladder/ladder.h"
+#include "report/pool/pool.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -538,40 +539,56 @@ struct Wanted {
   Script script;
 };
 
-// The plots of one study (a ladder's rung too), drawn where their script is not empty.
-std::vector<Wanted> study_plots(const ReportInput& in, const Analysis& a) {
-  return {
-      {"curves.svg", "Validation loss vs tokens", curves_script(in, a)},
-      {"forest.svg", "Improvement over the baseline", forest_script(a)},
-      {"seeds.svg", "Every seed", seeds_script(in, a)},
-      {"response.svg", "Response to the axis", response_script(a)},
-      {"delta.svg", "Where the effects happen: Δ validation loss along training", delta_script(a)},
-      {"target.svg", "Tokens saved to reach the baseline's final loss", target_script(a)},
-      {"train.svg", "Training loss", train_script(in, a, TrainMetric::loss)},
-      {"grad_norm.svg", "Gradient norm", train_script(in, a, TrainMetric::grad_norm)},
-      {"moe_load.svg", "MoE load balance: the busiest expert's tokens ÷ the mean", train_script(in, a, TrainMetric::moe_load)},
+// The pool's forest plot: each intervention's settings (effect ± 1.96 standard errors), its pooled
+// effect with Hartung–Knapp's interval, and the prediction interval for a new setting.
+Script pool_script(const Pool& pool) {
+  Script s;
+  std::ostringstream t, data, tics;
+  t.precision(8);
+  data.precision(8);
+  int row = 0, block = 0;
+  std::string plot;
+  const auto add = [&](const std::string& label, double at, double lo, double hi, const std::string& style) {
+    tics << (row ? ", " : "") << quoted(label) << ' ' << row;
+    data << at << ' ' << row << ' ' << lo << ' ' << hi << "\n\n\n";
+    plot += (block ? ", " : "") + std::string("'pool.dat' index ") + std::to_string(block) + " using 1:2:3:4 " + style;
+    ++row;
+    ++block;
   };
+  for (const auto& p : pool.pooled) {
+    for (const auto& st : p.settings) {
+      add(p.intervention + " · " + st.setting, st.effect, st.effect - 1.96 * st.se, st.effect + 1.96 * st.se,
+          "with xerrorbars pt 7 ps 1 lw 1.5 lc rgb '#4477aa'");
+    }
+    add(p.intervention + ": pooled", p.meta.mean, p.meta.ci_low, p.meta.ci_high,
+        "with xerrorbars pt 5 ps 1.4 lw 2.5 lc rgb '#000000'");
+    if (std::isfinite(p.meta.pi_low)) {
+      add(p.intervention + ": a new setting", p.meta.mean, p.meta.pi_low, p.meta.pi_high,
+          "with xerrorbars pt 4 ps 1.2 lw 1.5 lc rgb '#cc6677'");
+    }
+  }
+  if (row == 0) {
+    return s;
+  }
+  t << "set terminal svg size 960," << std::max(360, 120 + 22 * row)
+    << " dynamic noenhanced font 'sans,12' background '#ffffff'\n";
+  t << "set title "
+    << quoted("Each intervention across settings: 95% intervals (blue: a setting; black: pooled; red: a new setting)")
+    << '\n';
+  t << "set xlabel " << quoted("improvement in " + metric_label(pool.metric) + ", > 0 = better") << '\n';
+  t << "set yrange [" << row - 0.5 << ":-0.5]\nset ytics (" << tics.str() << ")\nset grid noytics\n";
+  t << "set arrow 1 from 0, graph 0 to 0, graph 1 nohead lc rgb '#444444' dt 2\nset key off\nplot " << plot;
+  s.text = t.str();
+  s.data.emplace_back("pool.dat", data.str());
+  return s;
 }
 
-}  // namespace
-
-std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs::path& work_dir, std::string& warning) {
+// The wanted plots drawn by one gnuplot run in work_dir (removed after); `warning` says why none were.
+std::vector<Plot> run_gnuplot(const std::vector<Wanted>& wanted, const fs::path& work_dir, std::string& warning) {
   const std::optional<std::string> gnuplot = find_program("gnuplot");
   if (!gnuplot) {
     warning = "gnuplot not found: the report has no plots (Debian: apt-get install gnuplot-nox)";
     return {};
-  }
-  std::vector<Wanted> wanted;
-  if (a.ladder && !a.rungs.empty()) {
-    // A ladder: its trends, then the largest rung's plots as a study of its own.
-    const std::string rung = a.ladder->rungs.back().name;
-    wanted = study_plots(rung_input(in, rung), a.rungs.back());
-    for (auto& w : wanted) {
-      w.title = "Rung " + rung + ": " + w.title;
-    }
-    wanted.insert(wanted.begin(), {"ladder.svg", "Improvement against scale", ladder_script(a)});
-  } else {
-    wanted = study_plots(in, a);
   }
   fs::create_directories(work_dir);
   std::vector<Plot> plots;
@@ -608,5 +625,43 @@ std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs:
   fs::remove_all(work_dir, ignored);
   return plots;
 }
+
+// The plots of one study (a ladder's rung too), drawn where their script is not empty.
+std::vector<Wanted> study_plots(const ReportInput& in, const Analysis& a) {
+  return {
+      {"curves.svg", "Validation loss vs tokens", curves_script(in, a)},
+      {"forest.svg", "Improvement over the baseline", forest_script(a)},
+      {"seeds.svg", "Every seed", seeds_script(in, a)},
+      {"response.svg", "Response to the axis", response_script(a)},
+      {"delta.svg", "Where the effects happen: Δ validation loss along training", delta_script(a)},
+      {"target.svg", "Tokens saved to reach the baseline's final loss", target_script(a)},
+      {"train.svg", "Training loss", train_script(in, a, TrainMetric::loss)},
+      {"grad_norm.svg", "Gradient norm", train_script(in, a, TrainMetric::grad_norm)},
+      {"moe_load.svg", "MoE load balance: the busiest expert's tokens ÷ the mean", train_script(in, a, TrainMetric::moe_load)},
+  };
+}
+
+}  // namespace
+
+std::vector<Plot> draw_plots(const ReportInput& in, const Analysis& a, const fs::path& work_dir, std::string& warning) {
+  std::vector<Wanted> wanted;
+  if (a.ladder && !a.rungs.empty()) {
+    // A ladder: its trends, then the largest rung's plots as a study of its own.
+    const std::string rung = a.ladder->rungs.back().name;
+    wanted = study_plots(rung_input(in, rung), a.rungs.back());
+    for (auto& w : wanted) {
+      w.title = "Rung " + rung + ": " + w.title;
+    }
+    wanted.insert(wanted.begin(), {"ladder.svg", "Improvement against scale", ladder_script(a)});
+  } else {
+    wanted = study_plots(in, a);
+  }
+  return run_gnuplot(wanted, work_dir, warning);
+}
+
+std::vector<Plot> draw_pool_plot(const Pool& pool, const fs::path& work_dir, std::string& warning) {
+  return run_gnuplot({{"pool.svg", "Each intervention across settings", pool_script(pool)}}, work_dir, warning);
+}
+
 
 }  // namespace sweep

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "report/analysis.h"
+#include "report/pool/pool.h"
 
 namespace sweep {
 
@@ -33,5 +34,9 @@ struct Plot {
 // is still a report.
 std::vector<Plot> draw_plots(const ReportInput& input, const Analysis& analysis, const std::filesystem::path& work_dir,
                              std::string& warning);
+
+// `sweep pool --out`'s forest plot (pool.svg): every setting of each intervention pooled, its pooled
+// effect and its prediction interval for a new setting. None (and `warning` why) without gnuplot.
+std::vector<Plot> draw_pool_plot(const Pool& pool, const std::filesystem::path& work_dir, std::string& warning);
 
 }  // namespace sweep
