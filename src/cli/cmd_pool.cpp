@@ -43,6 +43,18 @@ Exit run_pool(const PoolOptions& o) {
     for (const auto& s : store->sweeps()) {
       names.push_back(s.name);
     }
+    if (names.empty()) {
+      throw Error("no sweep in " + database_path(o.results) + ": nothing to pool", Exit::bad_input);
+    }
+  }
+  if (!o.out.empty()) {  // the folder written last is checked first: nothing half-done after the work
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    if (ec || !fs::is_directory(o.out)) {
+      throw Error("--out " + o.out + ": cannot be a folder to write into (" + (ec ? ec.message() : "not a folder") +
+                      ") — name another",
+                  Exit::bad_input);
+    }
   }
   const Metric metric = parse_metric(o.metric);
   std::vector<ReportInput> inputs;
@@ -52,7 +64,8 @@ Exit run_pool(const PoolOptions& o) {
   std::map<std::set<std::string>, std::string> study_of_runs;  // a study's run ids -> its first name
   for (const auto& name : names) {
     if (!seen.insert(name).second) {
-      continue;  // a sweep named twice is one setting
+      skipped.push_back(name + ": named twice — pooled once");
+      continue;
     }
     ReportInput in = load_report_input(*store, name, metric, "");
     std::set<std::string> runs;
@@ -66,16 +79,10 @@ Exit run_pool(const PoolOptions& o) {
       continue;
     }
     Analysis a = analyze(in);
-    const bool measured = std::any_of(a.variants.begin(), a.variants.end(),
-                                      [](const VariantStats& v) { return v.is_baseline && v.seeds > 0; }) ||
-                          std::any_of(a.rungs.begin(), a.rungs.end(), [](const Analysis& r) {
-                            return std::any_of(r.variants.begin(), r.variants.end(),
-                                               [](const VariantStats& v) { return v.is_baseline && v.seeds > 0; });
-                          });
-    if (!measured) {
+    if (!measures_anything(a)) {
       const std::string why = "sweep " + in.sweep + " has no finished baseline run with " + o.metric;
       if (!every) {
-        throw Error(why + " — pool on a metric every sweep named records (--metric), or leave it out",
+        throw Error(why + " — finish its runs (sweep run), pool on a metric it records (--metric), or leave it out",
                     Exit::bad_input);
       }
       skipped.push_back(why + " — left out");
@@ -97,7 +104,6 @@ Exit run_pool(const PoolOptions& o) {
                                                              : pool_text(pool);
   std::fputs(out.c_str(), stdout);
   if (!o.out.empty()) {
-    fs::create_directories(o.out);
     write_file_atomic(fs::path(o.out) / "pool.md", pool_markdown(pool));
     write_file_atomic(fs::path(o.out) / "pool.json", pool_json(pool).dump(2) + "\n");
     std::string warning;

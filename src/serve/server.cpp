@@ -238,6 +238,7 @@ void serve(const ServeOptions& o, const std::function<void(const std::string&)>&
                return v.curves(req.matches[1], metric, static_cast<size_t>(integer_param(req, "px", 800, 10, 10000)),
                                integer_param(req, "seeds", 0, 0, 1) == 1, number_param(req, "smooth", 0, 0, 0.999));
              }));
+  server.Get("/api/pool", route(views, [](Views& v, const httplib::Request&) { return v.pool(); }));
   server.Get(R"(/api/runs/([^/]+))",
              route(views, [](Views& v, const httplib::Request& req) { return v.run(req.matches[1]); }));
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {

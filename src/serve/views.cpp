@@ -10,7 +10,9 @@
 
 #include "report/analyze.h"
 #include "report/load.h"
+#include "report/pool/pool.h"
 #include "report/render/plots.h"
+#include "report/render/pool_render.h"
 #include "report/render/render.h"
 #include "report/render/report_json.h"
 #include "report/render/tables.h"
@@ -162,6 +164,27 @@ int64_t Views::current_version() {
 json Views::version() {
   std::lock_guard<std::mutex> lock(m_mutex);
   return {{"version", current_version()}};
+}
+
+json Views::pool() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  const int64_t version = current_version();
+  std::vector<PoolStudy> studies;
+  std::vector<std::string> left_out;
+  for (const auto& s : m_opened->sweeps()) {
+    const Cached& c = analysed(s.name);
+    if (measures_anything(*c.analysis)) {
+      studies.push_back({c.input.get(), c.analysis.get()});
+    } else {
+      left_out.push_back(s.name + ": no finished baseline run with test_loss — left out");
+    }
+  }
+  Pool pool = pool_studies(studies);
+  pool.metric = Metric{Metric::Kind::test_loss};
+  pool.notes.insert(pool.notes.begin(), left_out.begin(), left_out.end());
+  json out = pool_json(pool);
+  out["version"] = version;
+  return out;
 }
 
 json Views::sweeps() {

@@ -51,6 +51,8 @@ class Views {
   // `smooth` in [0, 1): each run's curve smoothed by an exponential moving average first.
   nlohmann::json curves(const std::string& name, const std::string& metric, size_t buckets, bool seeds, double smooth);
   nlohmann::json run(const std::string& run_id);
+  // `sweep pool` over every sweep with results, on test_loss (report/pool/pool.h), as its JSON.
+  nlohmann::json pool();
   // Reads the most recently run sweep ahead of its first request, on a connection of its own
   // (sweep serve, as it starts: the first look at 1,000 runs × 2,000 steps reads 2M rows, over a
   // second). Errors are left for a request to report.

@@ -36,6 +36,8 @@ grep -q "MIT" body.txt || fail "uPlot's licence is not served"
 expect 200 "${url}api/sweeps"
 grep -q '"name":"live"' body.txt || fail "/api/sweeps: $(head -c 300 body.txt)"
 expect 200 "${url}api/sweeps/live"
+expect 200 "${url}api/pool"
+grep -q '"settings":\["live"\]' body.txt || fail "/api/pool: $(head -c 300 body.txt)"
 expect 200 "${url}api/sweeps/live/curves?metric=grad_norm&px=50&seeds=1&smooth=0.5"
 run=$(sql "SELECT run_id FROM runs LIMIT 1")
 expect 200 "${url}api/runs/$run"

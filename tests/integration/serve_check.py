@@ -183,6 +183,13 @@ def main():
         assert evaluate("document.querySelectorAll('#log *').length") == 0, "the log's markup became elements"
         assert evaluate("document.title") == "sweep", "a handler in the log ran"
 
+        # the sweeps page: its table, and `sweep pool` over the sweeps (one sweep here: nothing pooled, said)
+        browser.call("Page.navigate", session, url=base)
+        browser.wait_event("Page.loadEventFired")
+        wait_for("document.querySelector('#pool h2') !== null", "the sweeps page's section across settings")
+        assert evaluate("document.getElementById('pool').textContent.includes('two or more settings')"), \
+            evaluate("document.getElementById('pool').textContent")
+
         errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown" or
                   (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] == "error") or
                   (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]

@@ -48,9 +48,10 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
   }
   std::vector<PoolCalibrationRow> rows;
   const double unit = 1 / std::sqrt(static_cast<double>(s.seeds));  // σ = 1: one setting's standard error
-  const int64_t total = static_cast<int64_t>(s.ks.size() * s.taus.size() * 2) * s.replicates;
+  const int64_t total = static_cast<int64_t>(s.ks.size() * s.taus.size() * 3) * s.replicates;
   int64_t done = 0;
-  for (const bool unequal : {false, true}) {
+  for (const int precision : {0, 1, 2}) {  // equal; ½× to 2×; the last setting 10× noisier
+    const bool unequal = precision > 0;
     for (const int64_t k : s.ks) {
       for (const double tau : s.taus) {
         std::mt19937_64 rng(s.seed);
@@ -59,7 +60,7 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
         row.k = k;
         row.tau = tau;
         row.unequal = unequal;
-        int64_t fp = 0, dl = 0, holds = 0, covered = 0, intervals = 0;
+        int64_t fp = 0, dl = 0, holds = 0, varies = 0, covered = 0, intervals = 0;
         double widths = 0;
         for (int64_t r = 0; r < s.replicates; ++r, ++done) {
           if (s.progress) {
@@ -69,7 +70,7 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
             std::vector<double> y, se;
             for (int64_t i = 0; i < k; ++i) {
               const double u = k > 1 ? -1 + 2 * static_cast<double>(i) / static_cast<double>(k - 1) : 0;
-              const double sigma = unequal ? std::pow(2.0, u) : 1.0;
+              const double sigma = precision == 1 ? std::pow(2.0, u) : precision == 2 && i == k - 1 ? 10.0 : 1.0;
               const double theta = (mu + tau * z(rng)) * unit;
               std::vector<double> d;
               for (int64_t j = 0; j < s.seeds; ++j) {
@@ -80,12 +81,16 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
               se.push_back(sm.sd / std::sqrt(static_cast<double>(s.seeds)));
             }
             PooledIntervention p;
-            p.meta = random_effects(y, pooled_noise_se(se, std::vector<int64_t>(y.size(), s.seeds)));
+            for (size_t i = 0; i < y.size(); ++i) {
+              p.settings.push_back({"s" + std::to_string(i), "", y[i], se[i], s.seeds});
+            }
+            p.meta = pool_effects(p.settings);
             judge_pooled(p, 0.05);
             if (mu == 0) {
               fp += p.meta.ci_low > 0 || p.meta.ci_high < 0;
               dl += dl_excludes_zero(y, se);
               holds += p.verdict == PoolVerdict::holds;
+              varies += p.verdict == PoolVerdict::varies;
             } else if (std::isfinite(p.meta.pi_low)) {
               const double next = (mu + tau * z(rng)) * unit;
               covered += p.meta.pi_low <= next && next <= p.meta.pi_high;
@@ -98,6 +103,8 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
         row.false_positive = static_cast<double>(fp) / n;
         row.dl_false_positive = static_cast<double>(dl) / n;
         row.false_holds = static_cast<double>(holds) / n;
+        row.varies = static_cast<double>(varies) / n;
+        row.precision = precision == 0 ? "equal" : precision == 1 ? "½× to 2×" : "one 10×";
         row.pi_coverage = intervals > 0 ? static_cast<double>(covered) / static_cast<double>(intervals) : k_nan;
         row.pi_half_width = intervals > 0 ? widths / static_cast<double>(intervals) : k_nan;
         rows.push_back(row);
@@ -110,8 +117,9 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
 std::string pool_calibration_header(const PoolCalibrationSetup& s) {
   return "Simulated meta-studies: k settings, each measuring an intervention over " + plural(s.seeds, "seed") +
          " (its standard error estimated from them); τ and the effect in units of one setting's standard "
-         "error at equal precision; unequal: the settings' seed noise from ½× to 2×. False positives and "
-         "\"holds\" at a true effect of 0; the prediction interval's coverage of a new setting's true effect "
+         "error at equal precision; precision: equal, the settings' seed noise from ½× to 2×, or one setting "
+         "10× noisier. False positives, \"holds\" and \"varies\" at a true effect of 0 (\"varies\" at τ > 0: "
+         "how often the spread is found); the prediction interval's coverage of a new setting's true effect "
          "at " + format_number("%g", s.effect) + ". " + std::to_string(s.replicates) + " meta-studies per row, seed " +
          std::to_string(s.seed) + ".\n\n";
 }
@@ -119,13 +127,14 @@ std::string pool_calibration_header(const PoolCalibrationSetup& s) {
 std::string pool_calibration_markdown(const PoolCalibrationSetup& s, const std::vector<PoolCalibrationRow>& rows) {
   std::string out = pool_calibration_header(s) +
                     "| k | τ | precision | pooled ≠ 0 (Hartung–Knapp) | pooled ≠ 0 (DerSimonian–Laird z) | "
-                    "\"holds\" at 0 | "
-                    "95% PI covers a new setting | PI half-width |\n|--:|--:|:--|--:|--:|--:|--:|--:|\n";
+                    "\"holds\" at 0 | \"varies\" at 0 | "
+                    "95% PI covers a new setting | PI half-width |\n|--:|--:|:--|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {
-    out += "| " + std::to_string(r.k) + " | " + format_number("%g", r.tau) + " | " + (r.unequal ? "unequal" : "equal") +
+    out += "| " + std::to_string(r.k) + " | " + format_number("%g", r.tau) + " | " + r.precision +
            " | " + format_number("%.3f", r.false_positive) + " | " + format_number("%.3f", r.dl_false_positive) +
            " | " +
-           format_number("%.3f", r.false_holds) + " | " + format_number("%.3f", r.pi_coverage) + " | " +
+           format_number("%.3f", r.false_holds) + " | " + format_number("%.3f", r.varies) + " | " +
+           format_number("%.3f", r.pi_coverage) + " | " +
            format_number("%.2f", r.pi_half_width) + " |\n";
   }
   return out;

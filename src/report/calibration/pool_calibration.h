@@ -2,7 +2,8 @@
 // simulated meta-studies with a known truth. k settings, each an intervention's paired
 // improvement measured over `seeds` seeds whose paired differences spread σ_i (equal: σ; unequal:
 // σ·2^u, u evenly from −1 to 1 across the settings), the setting's true effect μ + τ·z with τ in
-// units of σ/√seeds (one setting's standard error at equal precision). With μ = 0 it measures how
+// units of σ/√seeds (one setting's standard error at equal precision); a third precision puts one
+// setting's noise at 10σ. With μ = 0 it measures how
 // often the pooled interval excludes 0 (Hartung–Knapp, and DerSimonian–Laird's z beside it) and how
 // often the verdict says "holds across settings"; at every μ, how often the prediction interval
 // holds a new setting's true effect.
@@ -29,9 +30,11 @@ struct PoolCalibrationRow {
   int64_t k = 0;
   double tau = 0;
   bool unequal = false;
+  std::string precision;         // equal, ½× to 2×, one 10×
   double false_positive = 0;     // μ = 0: Hartung–Knapp's 95% interval excludes 0
   double dl_false_positive = 0;  // ... DerSimonian–Laird's z interval
   double false_holds = 0;        // μ = 0: "holds across settings"
+  double varies = 0;             // μ = 0: "varies with the setting" (false at τ = 0)
   double pi_coverage = 0;        // μ = effect: a new setting's true effect inside the 95% PI (NaN: k < 3)
   double pi_half_width = 0;      // its mean half-width, in units of σ/√seeds
 };

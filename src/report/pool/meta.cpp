@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/math/distributions/chi_squared.hpp>
+#include <boost/math/distributions/fisher_f.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 
@@ -90,6 +91,29 @@ MetaResult random_effects(const std::vector<double>& y, const std::vector<double
     r.pi_high = r.mean + half;
   }
   return r;
+}
+
+std::pair<double, double> welch_anova(const std::vector<double>& y, const std::vector<double>& se,
+                                      const std::vector<int64_t>& seeds) {
+  const double k = static_cast<double>(y.size());
+  double sw = 0, swy = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    sw += 1 / (se[i] * se[i]);
+    swy += y[i] / (se[i] * se[i]);
+  }
+  const double m = swy / sw;
+  double a = 0, lambda = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double w = 1 / (se[i] * se[i]);
+    a += w * (y[i] - m) * (y[i] - m);
+    lambda += (1 - w / sw) * (1 - w / sw) / (static_cast<double>(seeds[i]) - 1);
+  }
+  if (!(k > 1) || !(lambda > 0) || !std::isfinite(a)) {
+    return {k_nan, k_nan};
+  }
+  const double f = a / (k - 1) / (1 + 2 * (k - 2) / (k * k - 1) * lambda);
+  const double df2 = (k * k - 1) / (3 * lambda);
+  return {f, boost::math::cdf(boost::math::complement(boost::math::fisher_f(k - 1, df2), f))};
 }
 
 std::vector<double> pooled_noise_se(const std::vector<double>& se, const std::vector<int64_t>& seeds) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct PoolSetting {
   std::string variant;  // its variant there
   double effect = 0, se = 0;  // paired improvement (baseline − variant) and its standard error
   int64_t seeds = 0;
+  std::set<std::string> runs{}, baseline_runs{};  // the finished runs of the variant and of its baseline
 };
 
 // A setting left out: its measured effect against the prediction interval from the others, its
@@ -67,6 +69,15 @@ struct PoolStudy {
 };
 
 Pool pool_studies(const std::vector<PoolStudy>& studies, double alpha = 0.05);
+
+// Whether a study has a finished baseline run on its metric (at some rung of a ladder): else it
+// measures nothing to pool.
+bool measures_anything(const Analysis& a);
+
+// The settings pooled: weights, τ², the pooled effect and the prediction interval from the seed
+// variance pooled over the settings (pooled_noise_se); whether they differ — the test of "varies" —
+// by Welch's ANOVA on each setting's own standard error and seeds (welch_anova).
+MetaResult pool_effects(const std::vector<PoolSetting>& settings, double level = 0.95);
 
 // The verdict of a pooled intervention at `alpha` (the level of its intervals: 1 − alpha).
 void judge_pooled(PooledIntervention& p, double alpha);

@@ -61,10 +61,13 @@ std::string settings_line(const PooledIntervention& p) {
 std::string method(const Pool& pool) {
   return "Each setting's paired improvement on " + pool.metric.name() +
          " (baseline − intervention at the baseline's grid point; a ladder's rungs are settings each) with its "
-         "standard error over seeds, pooled by random effects: τ² by Paule–Mandel with its Q-profile interval, the "
+         "standard error over seeds (± above), pooled by random effects weighted by the seed variance pooled over "
+         "the settings (a standard error from few seeds is too noisy to weight by): τ² by Paule–Mandel with its "
+         "Q-profile interval, the "
          "pooled effect with Hartung–Knapp's interval (t, k − 1 df), a new setting's effect with the prediction "
          "interval (t, k − 2 df; none with 2 settings). holds across settings: that interval excludes 0; varies "
-         "with the setting: the settings differ beyond their seed noise (Q test) and it holds 0; else undecided. "
+         "with the setting: the settings differ beyond their seed noise (Welch's ANOVA on each setting's own "
+         "standard error) and it holds 0; else undecided. "
          "Left out: each setting of an intervention with 4 or more against the interval from the others, its own "
          "standard error added.";
 }
@@ -144,6 +147,7 @@ nlohmann::ordered_json pool_json(const Pool& pool) {
                       {"p", number_or_null(m.p)}, {"tau2", number_or_null(m.tau2)},
                       {"tau2_low", number_or_null(m.tau2_low)}, {"tau2_high", number_or_null(m.tau2_high)},
                       {"q", number_or_null(m.q)}, {"q_p", number_or_null(m.q_p)},
+                      {"spread_p", number_or_null(m.spread_p)},
                       {"pi_low", number_or_null(m.pi_low)}, {"pi_high", number_or_null(m.pi_high)},
                       {"verdict", to_string(p.verdict)}, {"why", p.why}, {"left_out", left}});
   }

@@ -62,6 +62,33 @@ async function sweepsPage() {
       el("thead", {}, el("tr", {}, ...["sweep", "file", "runs", "status", "trained by"].map(
         (h, i) => el("th", { class: i === 2 ? "" : "left", text: h })))),
       el("tbody", {}, ...rows)) : el("p", { class: "muted", text: "No sweep in this database yet." }));
+  if (data.sweeps.length > 0) main.append(await poolSection());
+}
+
+// ---- across settings: `sweep pool` over every sweep (a ladder's rungs are settings each) ----
+async function poolSection() {
+  const pool = await api("/api/pool");
+  const num = v => v == null ? "-" : (v >= 0 ? "+" : "") + v.toFixed(4);
+  const range = (lo, hi) => lo == null ? "-" : `[${num(lo)}, ${num(hi)}]`;
+  const section = el("section", { id: "pool" }, el("h2", { text: "Across settings" }));
+  if (!pool.pooled.length) {
+    section.append(el("p", { class: "muted", text: "No intervention is measured in two or more settings." }));
+    return section;
+  }
+  section.append(el("p", { class: "muted", text: `${pool.metric}, pooled over ${pool.settings.length} settings ` +
+    "(a ladder's rungs each one): random effects, Hartung–Knapp's interval, and the interval for a new setting." }));
+  const headers = ["intervention", "settings", "pooled", "95% CI", "tau", "new setting: 95% PI", "verdict"];
+  section.append(el("table", { id: "pooled" },
+    el("thead", {}, el("tr", {}, ...headers.map((h, i) => el("th", { class: i === 0 || i === 6 ? "left" : "", text: h })))),
+    el("tbody", {}, ...pool.pooled.map(p => el("tr", { title: p.why },
+      el("td", { class: "left", text: p.intervention }),
+      el("td", { text: String(p.k) }),
+      el("td", { text: num(p.pooled) }),
+      el("td", { text: range(p.ci_low, p.ci_high) }),
+      el("td", { text: p.tau2 == null ? "-" : Math.sqrt(p.tau2).toFixed(4) }),
+      el("td", { text: range(p.pi_low, p.pi_high) }),
+      el("td", { class: "left", text: p.verdict }))))));
+  return section;
 }
 
 // ---- one sweep ----

@@ -61,24 +61,28 @@ TEST_CASE("pool: random effects with a large spread — τ² where Q = k − 1 (
 }
 
 TEST_CASE("pool: verdicts — 2 settings never hold, a prediction interval off 0 holds, shown spread varies") {
-  PooledIntervention two;
-  two.meta = random_effects({0.03, 0.031}, {0.001, 0.001});
-  judge_pooled(two, 0.05);
+  const auto judged = [](const std::vector<double>& y, const std::vector<double>& se) {
+    PooledIntervention p;
+    for (size_t i = 0; i < y.size(); ++i) {
+      p.settings.push_back({"s" + std::to_string(i), "", y[i], se[i], 6});
+    }
+    p.meta = pool_effects(p.settings);
+    judge_pooled(p, 0.05);
+    return p;
+  };
+  const PooledIntervention two = judged({0.03, 0.031}, {0.001, 0.001});
   CHECK(std::isnan(two.meta.pi_low));
   CHECK(two.verdict == PoolVerdict::undecided);
   CHECK(two.why == "2 settings: no prediction interval for a new one (it needs 3)");
-  PooledIntervention holds;
-  holds.meta = random_effects({0.030, 0.028, 0.032, 0.031}, {0.002, 0.002, 0.002, 0.002});
-  judge_pooled(holds, 0.05);
+  const PooledIntervention holds = judged({0.030, 0.028, 0.032, 0.031}, {0.002, 0.002, 0.002, 0.002});
   CHECK(holds.verdict == PoolVerdict::holds);
   CHECK(holds.why.find("better in a new setting like these: [+0.0") == 0);
-  PooledIntervention varies;
-  varies.meta = random_effects({0.01, 0.05, 0.03, 0.07, 0.02}, {0.004, 0.005, 0.006, 0.004, 0.005});
-  judge_pooled(varies, 0.05);
+  const PooledIntervention varies = judged({0.01, 0.05, 0.03, 0.07, 0.02}, {0.004, 0.005, 0.006, 0.004, 0.005});
+  CHECK(varies.meta.spread_p < 0.001);
   CHECK(varies.verdict == PoolVerdict::varies);
-  PooledIntervention unsure;
-  unsure.meta = random_effects({0.01, -0.01, 0.005}, {0.01, 0.01, 0.01});
-  judge_pooled(unsure, 0.05);
+  CHECK(varies.why.find("Welch's test p") != std::string::npos);
+  const PooledIntervention unsure = judged({0.01, -0.01, 0.005}, {0.01, 0.01, 0.01});
+  CHECK(unsure.meta.spread_p > 0.05);
   CHECK(unsure.verdict == PoolVerdict::undecided);
 }
 
@@ -88,12 +92,15 @@ TEST_CASE("pool: calibration smoke test — the pooled test near 5% with no effe
   s.taus = {0, 2};
   s.replicates = 400;
   const auto rows = calibrate_pool(s);
-  REQUIRE(rows.size() == 4);  // equal and unequal precision, 2 values of τ
+  REQUIRE(rows.size() == 6);  // 3 precisions, 2 values of τ
   for (const auto& r : rows) {
     CAPTURE(r.tau);
     CAPTURE(r.unequal);
     CHECK(r.false_positive < 0.10);
     CHECK(r.pi_coverage > 0.88);
     CHECK(r.false_holds < 0.05);
+    if (r.tau == 0) {
+      CHECK(r.varies < 0.10);
+    }
   }
 }

@@ -207,6 +207,21 @@ TEST_CASE("Views: the sweeps with their states, the ranked table, curves as the 
   CHECK(run["config"].get<std::string>().find("n_layer") != std::string::npos);
 }
 
+TEST_CASE("Views: the pool over every sweep — one sweep is one setting, and its interventions are said, not pooled") {
+  ServedSweep s;
+  for (size_t k = 0; k < s.spec.runs.size(); ++k) {
+    s.train(k, 1, 100, true);
+  }
+  Views views(s.dir.str(""));
+  const auto pool = views.pool();
+  CHECK(pool["metric"] == "test_loss");
+  CHECK(pool["settings"] == nlohmann::json::array({"served"}));
+  CHECK(pool["pooled"].empty());
+  REQUIRE(pool["notes"].size() == 1);
+  CHECK(pool["notes"][0] == "lower: measured in one setting (served) — not pooled");
+  CHECK(pool["version"].is_number_integer());
+}
+
 TEST_CASE("Views: a reader sees what the writer commits after it opened, and never writes") {
   ServedSweep s;
   s.train(0, 1, 20, false);
