@@ -51,21 +51,15 @@ Exit run_backtest(const BacktestOptions& o) {
   std::vector<std::string> partial;  // the ladders with runs still to finish
   std::vector<std::string> unscored;  // rungs not hidden, and ladders counted under another name
   std::set<std::string> seen;
-  std::map<std::set<std::string>, std::string> ladder_of_runs;  // a ladder's run ids -> its first name
+  commands::StudiesSeen ladders_seen;
   for (const auto& name : names) {
     if (!seen.insert(name).second) {
       continue;  // a ladder named twice is backtested once: its rows would count twice in the pooled row
     }
     const ReportInput in = load_report_input(*store, name, parse_metric(o.metric), "");
-    std::set<std::string> runs;
-    for (const auto& v : in.variants) {
-      for (const auto& r : v.runs) {
-        runs.insert(r.run_id);
-      }
-    }
     // one ladder under two names (a sweep file copied, run again): its runs counted once
-    if (const auto [first, added] = ladder_of_runs.emplace(runs, in.sweep); !added && !runs.empty()) {
-      unscored.push_back(in.sweep + ": the same runs as " + first->second + " — counted once");
+    if (const std::string first = ladders_seen.same_runs_as(in); !first.empty()) {
+      unscored.push_back(in.sweep + ": the same runs as " + first + " — counted once");
       continue;
     }
     if (!in.ladder) {

@@ -61,32 +61,22 @@ Exit run_pool(const PoolOptions& o) {
   std::vector<Analysis> analyses;
   std::vector<std::string> skipped;
   std::set<std::string> seen;
-  std::map<std::set<std::string>, std::string> study_of_runs;  // a study's run ids -> its first name
+  commands::StudiesSeen studies_seen;
   for (const auto& name : names) {
     if (!seen.insert(name).second) {
       skipped.push_back(name + ": named twice — pooled once");
       continue;
     }
     ReportInput in = load_report_input(*store, name, metric, "");
-    std::set<std::string> runs;
-    for (const auto& v : in.variants) {
-      for (const auto& r : v.runs) {
-        runs.insert(r.run_id);
-      }
-    }
-    if (const auto [first, added] = study_of_runs.emplace(runs, in.sweep); !added && !runs.empty()) {
-      skipped.push_back(in.sweep + ": the same runs as " + first->second + " — pooled once");
+    if (const std::string first = studies_seen.same_runs_as(in); !first.empty()) {
+      skipped.push_back(in.sweep + ": the same runs as " + first + " — pooled once");
       continue;
     }
     Analysis a = analyze(in);
-    if (!measures_anything(a)) {
-      const std::string why = "sweep " + in.sweep + " has no finished baseline run with " + o.metric;
-      if (!every) {
-        throw Error(why + " — finish its runs (sweep run), pool on a metric it records (--metric), or leave it out",
-                    Exit::bad_input);
-      }
-      skipped.push_back(why + " — left out");
-      continue;
+    if (!every && !measures_anything(a)) {  // every sweep: pool_studies leaves it out and says so
+      throw Error("sweep " + in.sweep + " has no finished baseline run with " + o.metric +
+                      " — finish its runs (sweep run), pool on a metric it records (--metric), or leave it out",
+                  Exit::bad_input);
     }
     inputs.push_back(std::move(in));
     analyses.push_back(std::move(a));
@@ -95,8 +85,7 @@ Exit run_pool(const PoolOptions& o) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     studies.push_back({&inputs[i], &analyses[i]});
   }
-  Pool pool = pool_studies(studies);
-  pool.metric = metric;
+  Pool pool = pool_studies(studies, metric);
   pool.notes.insert(pool.notes.begin(), skipped.begin(), skipped.end());
   const OutputFormat format = choice_of<OutputFormat>(o.format);
   const std::string out = format == OutputFormat::json       ? pool_json(pool).dump(2) + "\n"

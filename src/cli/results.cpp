@@ -6,6 +6,16 @@
 
 namespace sweep::commands {
 
+std::string StudiesSeen::same_runs_as(const ReportInput& in) {
+  std::set<std::string> runs;
+  for (const auto& v : in.variants) {
+    for (const auto& r : v.runs) {
+      runs.insert(r.run_id);
+    }
+  }
+  const auto [first, added] = m_first.emplace(runs, in.sweep);
+  return added || runs.empty() ? "" : first->second;
+}
 
 std::set<std::string> finished_runs(const SweepSpec& spec, const std::string& db) {
   std::set<std::string> done;

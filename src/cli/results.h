@@ -2,15 +2,27 @@
 // Internal to src/cli.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
 
 #include "config/sweep_spec.h"
+#include "report/input.h"
 #include "store/results_folder.h"
 #include "store/store.h"
 
 namespace sweep::commands {
+
+// One study under two names (a sweep file copied and run again): backtest and pool count it once.
+class StudiesSeen {
+ public:
+  // The name these runs were first seen under; "" the first time (a study without runs is no copy).
+  std::string same_runs_as(const ReportInput& in);
+
+ private:
+  std::map<std::set<std::string>, std::string> m_first;  // a study's run ids -> its first name
+};
 
 // The runs of `spec` the database `db` holds finished (read only; none when there is no database).
 std::set<std::string> finished_runs(const SweepSpec& spec, const std::string& db);

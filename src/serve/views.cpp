@@ -170,19 +170,11 @@ json Views::pool() {
   std::lock_guard<std::mutex> lock(m_mutex);
   const int64_t version = current_version();
   std::vector<PoolStudy> studies;
-  std::vector<std::string> left_out;
   for (const auto& s : m_opened->sweeps()) {
     const Cached& c = analysed(s.name);
-    if (measures_anything(*c.analysis)) {
-      studies.push_back({c.input.get(), c.analysis.get()});
-    } else {
-      left_out.push_back(s.name + ": no finished baseline run with test_loss — left out");
-    }
+    studies.push_back({c.input.get(), c.analysis.get()});
   }
-  Pool pool = pool_studies(studies);
-  pool.metric = Metric{Metric::Kind::test_loss};
-  pool.notes.insert(pool.notes.begin(), left_out.begin(), left_out.end());
-  json out = pool_json(pool);
+  json out = pool_json(pool_studies(studies, Metric{Metric::Kind::test_loss}));
   out["version"] = version;
   return out;
 }

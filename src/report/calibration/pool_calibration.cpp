@@ -51,7 +51,6 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
   const int64_t total = static_cast<int64_t>(s.ks.size() * s.taus.size() * 3) * s.replicates;
   int64_t done = 0;
   for (const int precision : {0, 1, 2}) {  // equal; ½× to 2×; the last setting 10× noisier
-    const bool unequal = precision > 0;
     for (const int64_t k : s.ks) {
       for (const double tau : s.taus) {
         std::mt19937_64 rng(s.seed);
@@ -59,7 +58,6 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
         PoolCalibrationRow row;
         row.k = k;
         row.tau = tau;
-        row.unequal = unequal;
         int64_t fp = 0, dl = 0, holds = 0, varies = 0, covered = 0, intervals = 0;
         double widths = 0;
         for (int64_t r = 0; r < s.replicates; ++r, ++done) {

@@ -29,7 +29,6 @@ struct PoolCalibrationSetup {
 struct PoolCalibrationRow {
   int64_t k = 0;
   double tau = 0;
-  bool unequal = false;
   std::string precision;         // equal, ½× to 2×, one 10×
   double false_positive = 0;     // μ = 0: Hartung–Knapp's 95% interval excludes 0
   double dl_false_positive = 0;  // ... DerSimonian–Laird's z interval

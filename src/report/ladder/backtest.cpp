@@ -82,9 +82,8 @@ BacktestRow hide(const LadderSummary& ladder, const std::string& sweep, const st
     paired.push_back(t.paired);
   }
   LadderNoise noise = ladder_noise(x, paired, hidden);
-  const LadderNoise with_hidden = ladder_noise(x, paired, hidden + 1);
-  const double hidden_var = with_hidden.seed_var[hidden];
-  noise.df = with_hidden.df;
+  const auto [hidden_var, hidden_df] = rung_seed_var(paired, hidden);
+  noise.df += hidden_df;
   for (const auto& t : ladder.trends) {
     if (t.paired.size() <= hidden || t.paired[hidden].empty() || t.paired[hidden - 1].empty()) {
       continue;

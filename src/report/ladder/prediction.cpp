@@ -71,22 +71,27 @@ double curvature_bound(const std::vector<double>& c, const std::vector<double>& 
 
 }  // namespace
 
+std::pair<double, double> rung_seed_var(const std::vector<std::vector<std::vector<double>>>& paired, size_t r) {
+  double ss = 0, df = 0;
+  for (const auto& d : paired) {
+    if (d.size() > r && d[r].size() >= 2) {
+      const double m = summarize(d[r]).mean;
+      for (const double v : d[r]) {
+        ss += (v - m) * (v - m);
+      }
+      df += static_cast<double>(d[r].size()) - 1;
+    }
+  }
+  return {df > 0 ? ss / df : k_nan, df};
+}
+
 LadderNoise ladder_noise(const std::vector<double>& x, const std::vector<std::vector<std::vector<double>>>& paired,
                          size_t rungs) {
   LadderNoise out;
   out.seed_var.assign(rungs, k_nan);
   for (size_t r = 0; r < rungs; ++r) {
-    double ss = 0, df = 0;
-    for (const auto& d : paired) {
-      if (d.size() > r && d[r].size() >= 2) {
-        const double m = summarize(d[r]).mean;
-        for (const double v : d[r]) {
-          ss += (v - m) * (v - m);
-        }
-        df += static_cast<double>(d[r].size()) - 1;
-      }
-    }
-    out.seed_var[r] = df > 0 ? ss / df : k_nan;
+    const auto [var, df] = rung_seed_var(paired, r);
+    out.seed_var[r] = var;
     out.df += df;
   }
   std::vector<double> c, v;

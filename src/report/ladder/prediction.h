@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace sweep {
@@ -31,6 +32,10 @@ struct LadderNoise {
   double curvature_var = 0;      // κ²_U (NaN: no intervention with 3 rungs of results)
   int64_t curvatures = 0;        // the interventions κ comes from
 };
+
+// The variance of one seed's paired improvement at rung r, pooled over the interventions (each
+// intervention's spread within the rung), and its degrees of freedom; NaN and 0 without 2 seeds.
+std::pair<double, double> rung_seed_var(const std::vector<std::vector<std::vector<double>>>& paired, size_t r);
 
 // From every intervention's paired improvements per rung (paired[i][r], rung r at x[r]), over the
 // first `rungs` rungs.

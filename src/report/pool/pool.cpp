@@ -102,16 +102,14 @@ void judge_pooled(PooledIntervention& p, double alpha) {
   }
 }
 
-Pool pool_studies(const std::vector<PoolStudy>& studies, double alpha) {
+Pool pool_studies(const std::vector<PoolStudy>& studies, const Metric& metric, double alpha) {
   Pool pool;
+  pool.metric = metric;
   std::map<std::string, std::vector<PoolSetting>> by_intervention;
   std::vector<std::string> order;
   for (const PoolStudy& s : studies) {
     const ReportInput& in = *s.input;
     const Analysis& a = *s.analysis;
-    if (pool.settings.empty()) {
-      pool.metric = a.metric;
-    }
     if (a.ladder) {
       for (size_t k = 0; k < a.rungs.size() && k < a.ladder->rungs.size(); ++k) {
         const std::string rung = a.ladder->rungs[k].name;

@@ -68,7 +68,9 @@ struct PoolStudy {
   const Analysis* analysis = nullptr;
 };
 
-Pool pool_studies(const std::vector<PoolStudy>& studies, double alpha = 0.05);
+// A study that measures nothing (no finished baseline run, at a rung of a ladder too) is left out
+// and said in `notes`.
+Pool pool_studies(const std::vector<PoolStudy>& studies, const Metric& metric, double alpha = 0.05);
 
 // Whether a study has a finished baseline run on its metric (at some rung of a ladder): else it
 // measures nothing to pool.

@@ -95,7 +95,7 @@ TEST_CASE("pool: calibration smoke test — the pooled test near 5% with no effe
   REQUIRE(rows.size() == 6);  // 3 precisions, 2 values of τ
   for (const auto& r : rows) {
     CAPTURE(r.tau);
-    CAPTURE(r.unequal);
+    CAPTURE(r.precision);
     CHECK(r.false_positive < 0.10);
     CHECK(r.pi_coverage > 0.88);
     CHECK(r.false_holds < 0.05);
