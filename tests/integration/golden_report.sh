@@ -27,5 +27,13 @@ cmp pooled/pool.md out/pool/pool.md || fail "pool.md written by --out differs fr
 grep -q '<text>clip: pooled</text>' pooled/pool.svg || fail "pool.svg has no pooled row: $(head -c 300 pooled/pool.svg)"
 expect_rc 2 "$SWEEP" pool nosuch 2> err.txt
 grep -q "nosuch" err.txt || fail "sweep pool of an unknown sweep: $(cat err.txt)"
+# bad input, refused before any work and with nothing written: --out a file, a database with no sweep
+touch not-a-folder
+expect_rc 2 "$SWEEP" pool --out not-a-folder > out-file.txt 2> err.txt
+grep -q "^sweep: --out not-a-folder: cannot be a folder to write into" err.txt || fail "pool --out FILE: $(cat err.txt)"
+[ ! -s out-file.txt ] || fail "pool --out FILE printed the pool before refusing: $(head -c 300 out-file.txt)"
+mkdir -p empty && cp results/sweep.db empty/ && sqlite3 empty/sweep.db "DELETE FROM sweep_runs; DELETE FROM variants; DELETE FROM sweeps;"
+expect_rc 2 "$SWEEP" pool --results empty 2> err.txt
+grep -q "no sweep in empty/sweep.db: nothing to pool" err.txt || fail "pool of an empty database: $(cat err.txt)"
 diff -r "$golden/expected" out > diff.txt || fail "reports differ from tests/data/golden/expected: $(head -c 4000 diff.txt)"
 echo "golden_report: ok ($(find out -type f | wc -l) files identical)"
