@@ -1,7 +1,9 @@
 // `sweep pool [SWEEP...]`: each intervention's effect pooled across the settings that measured it
 // (report/pool/pool.h) — the sweeps named, or every sweep in the results; a ladder's rungs are
 // settings each.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,6 +13,7 @@
 #include "report/analyze.h"
 #include "report/load.h"
 #include "report/render/plots.h"
+#include "report/pool/from_report.h"
 #include "report/render/pool_render.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -22,7 +25,8 @@ CLI::App* setup_pool(CLI::App& app, PoolOptions& o) {
       "pool", "Pool each intervention across the settings that measured it: does its effect carry over, and what "
               "will it be in a new setting?");
   cmd->add_option("sweeps", o.sweeps,
-                  "Sweeps to pool (default: every sweep in the results; a ladder's rungs are settings each)");
+                  "Sweeps to pool, by name, or reports by path (a report.json or its folder, with a '/': "
+                  "reports/ladder) — default: every sweep in the results; a ladder's rungs are settings each");
   cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
   cmd->add_option("--metric", o.metric, "The metric every setting is compared on")
       ->check(metric_name())
@@ -35,10 +39,47 @@ CLI::App* setup_pool(CLI::App& app, PoolOptions& o) {
   return cmd;
 }
 
+namespace {
+
+// An argument naming a report rather than a sweep: it is written as a path (a '/' in it, or a name
+// ending in .json) — its report.json, or the folder holding one.
+std::optional<fs::path> report_path(const std::string& arg) {
+  if (arg.find('/') == std::string::npos && !arg.ends_with(".json")) {
+    return std::nullopt;
+  }
+  const fs::path path = fs::is_directory(arg) ? fs::path(arg) / "report.json" : fs::path(arg);
+  if (!fs::is_regular_file(path)) {
+    throw Error(path.string() + ": no such report — name a report.json that `sweep report --out` wrote, or its folder "
+                                "(a sweep in the results is named without a '/')",
+                Exit::bad_input);
+  }
+  return path;
+}
+
+Measured read_report(const fs::path& path, const Metric& metric, commands::StudiesSeen& seen, std::string& copy) {
+  nlohmann::json report;
+  try {
+    report = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path.string() + ": not JSON (" + e.what() + ") — name the report.json that `sweep report --out` wrote",
+                Exit::bad_input);
+  }
+  Measured m = measure_report(report, path.string(), metric);
+  copy = seen.same_runs_as(report_runs(report), report["sweep"].get<std::string>() + " (" + path.string() + ")");
+  return m;
+}
+
+}  // namespace
+
 Exit run_pool(const PoolOptions& o) {
-  const std::unique_ptr<Store> store = commands::open_results(o.results);
-  const bool every = o.sweeps.empty();
   std::vector<std::string> names = o.sweeps;
+  const bool every = names.empty();
+  const bool any_sweep =
+      every || std::any_of(names.begin(), names.end(), [](const std::string& n) { return !report_path(n); });
+  std::unique_ptr<Store> store;
+  if (any_sweep) {  // reports alone need no results folder
+    store = commands::open_results(o.results);
+  }
   if (every) {
     for (const auto& s : store->sweeps()) {
       names.push_back(s.name);
@@ -57,35 +98,41 @@ Exit run_pool(const PoolOptions& o) {
     }
   }
   const Metric metric = parse_metric(o.metric);
-  std::vector<ReportInput> inputs;
-  std::vector<Analysis> analyses;
+  std::vector<Measured> measured;
   std::vector<std::string> skipped;
   std::set<std::string> seen;
   commands::StudiesSeen studies_seen;
   for (const auto& name : names) {
-    if (!seen.insert(name).second) {
+    const std::optional<fs::path> report = report_path(name);
+    const std::string key = report ? fs::weakly_canonical(*report).string() : name;
+    if (!seen.insert(key).second) {
       skipped.push_back(name + ": named twice — pooled once");
       continue;
     }
-    ReportInput in = load_report_input(*store, name, metric, "");
-    if (const std::string first = studies_seen.same_runs_as(in); !first.empty()) {
+    std::string first;
+    if (report) {
+      Measured m = read_report(*report, metric, studies_seen, first);
+      if (first.empty()) {
+        measured.push_back(std::move(m));
+      } else {
+        skipped.push_back(name + ": the same runs as " + first + " — pooled once");
+      }
+      continue;
+    }
+    const ReportInput in = load_report_input(*store, name, metric, "");
+    if (first = studies_seen.same_runs_as(in); !first.empty()) {
       skipped.push_back(in.sweep + ": the same runs as " + first + " — pooled once");
       continue;
     }
-    Analysis a = analyze(in);
-    if (!every && !measures_anything(a)) {  // every sweep: pool_studies leaves it out and says so
+    const Analysis a = analyze(in);
+    if (!every && !measures_anything(a)) {  // every sweep: measure_study leaves it out and says so
       throw Error("sweep " + in.sweep + " has no finished baseline run with " + o.metric +
                       " — finish its runs (sweep run), pool on a metric it records (--metric), or leave it out",
                   Exit::bad_input);
     }
-    inputs.push_back(std::move(in));
-    analyses.push_back(std::move(a));
+    measured.push_back(measure_study({&in, &a}));
   }
-  std::vector<PoolStudy> studies;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    studies.push_back({&inputs[i], &analyses[i]});
-  }
-  Pool pool = pool_studies(studies, metric);
+  Pool pool = pool_measured(measured, metric);
   pool.notes.insert(pool.notes.begin(), skipped.begin(), skipped.end());
   const OutputFormat format = choice_of<OutputFormat>(o.format);
   const std::string out = format == OutputFormat::json       ? pool_json(pool).dump(2) + "\n"

@@ -13,7 +13,11 @@ std::string StudiesSeen::same_runs_as(const ReportInput& in) {
       runs.insert(r.run_id);
     }
   }
-  const auto [first, added] = m_first.emplace(runs, in.sweep);
+  return same_runs_as(runs, in.sweep);
+}
+
+std::string StudiesSeen::same_runs_as(const std::set<std::string>& runs, const std::string& name) {
+  const auto [first, added] = m_first.emplace(runs, name);
   return added || runs.empty() ? "" : first->second;
 }
 

@@ -19,6 +19,8 @@ class StudiesSeen {
  public:
   // The name these runs were first seen under; "" the first time (a study without runs is no copy).
   std::string same_runs_as(const ReportInput& in);
+  // The same for a study read from elsewhere (a report): its run ids and its name.
+  std::string same_runs_as(const std::set<std::string>& runs, const std::string& name);
 
  private:
   std::map<std::set<std::string>, std::string> m_first;  // a study's run ids -> its first name

@@ -25,6 +25,23 @@ mkdir -p out/pool
 "$SWEEP" pool --out pooled > /dev/null 2> pooled.txt || fail "sweep pool --out: $(cat pooled.txt)"
 cmp pooled/pool.md out/pool/pool.md || fail "pool.md written by --out differs from --format markdown"
 grep -q '<text>clip: pooled</text>' pooled/pool.svg || fail "pool.svg has no pooled row: $(head -c 300 pooled/pool.svg)"
+# the same pool from the reports just written (their report.json, by path) as from the runs; a report and its
+# runs, or a report named twice, pooled once; no results folder needed
+"$SWEEP" pool golden golden-ladder golden-tuned --format json > from-runs.json || fail "sweep pool SWEEP..."
+(mkdir -p elsewhere && cd elsewhere && "$SWEEP" pool ../out/golden ../out/golden-ladder/report.json ./../out/golden-tuned \
+  --format json > ../from-reports.json) || fail "sweep pool REPORT...: $(cat from-reports.json)"
+cmp from-runs.json from-reports.json || fail "pooled from reports differs from runs: $(diff from-runs.json from-reports.json)"
+"$SWEEP" pool golden out/golden out/golden/report.json > twice.txt || fail "sweep pool golden out/golden"
+grep -q "note: out/golden: the same runs as golden — pooled once" twice.txt || fail "report and runs: $(cat twice.txt)"
+grep -q "note: out/golden/report.json: named twice — pooled once" twice.txt || fail "report twice: $(cat twice.txt)"
+expect_rc 2 "$SWEEP" pool out/nosuch 2> err.txt
+grep -q "^sweep: out/nosuch: no such report" err.txt || fail "sweep pool of a missing report: $(cat err.txt)"
+echo '{"sweep": "x", ' > broken.json
+expect_rc 2 "$SWEEP" pool broken.json 2> err.txt
+grep -q "^sweep: broken.json: not JSON" err.txt || fail "sweep pool of a broken report: $(cat err.txt)"
+expect_rc 2 "$SWEEP" pool out/golden --metric val_loss 2> err.txt
+grep -q "compares the variants on test_loss, not val_loss — pool with --metric test_loss" err.txt ||
+  fail "sweep pool of a report on another metric: $(cat err.txt)"
 expect_rc 2 "$SWEEP" pool nosuch 2> err.txt
 grep -q "nosuch" err.txt || fail "sweep pool of an unknown sweep: $(cat err.txt)"
 # bad input, refused before any work and with nothing written: --out a file, a database with no sweep

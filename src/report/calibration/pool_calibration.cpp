@@ -80,7 +80,7 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
             }
             PooledIntervention p;
             for (size_t i = 0; i < y.size(); ++i) {
-              p.settings.push_back({"s" + std::to_string(i), "", y[i], se[i], s.seeds});
+              p.settings.push_back({"s" + std::to_string(i), "", "", y[i], se[i], s.seeds});
             }
             p.meta = pool_effects(p.settings);
             judge_pooled(p, 0.05);

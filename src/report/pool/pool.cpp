@@ -15,14 +15,13 @@ namespace {
 // The setting's measurement of each intervention: its variant at the baseline's grid point (with a
 // tune axis: the analysis's variants are the study at the base value, each arm's at its own base —
 // a key the baseline leaves unset, Muon's learning rate, set there).
-void add_setting(const std::string& name, const ReportInput& in, const Analysis& a, Pool& pool,
-                 std::map<std::string, std::vector<PoolSetting>>& by_intervention, std::vector<std::string>& order) {
+void measure_setting(const std::string& name, const ReportInput& in, const Analysis& a, Measured& out) {
   const VariantRuns* base = find_variant(in, in.baseline);
   if (base == nullptr) {
     return;
   }
   if (!measures_anything(a)) {
-    pool.notes.push_back(name + ": no finished baseline run — left out");
+    out.notes.push_back(name + ": no finished baseline run — left out");
     return;
   }
   const auto finished = [](const VariantRuns& v) {
@@ -34,24 +33,19 @@ void add_setting(const std::string& name, const ReportInput& in, const Analysis&
     }
     return ids;
   };
-  pool.settings.push_back(name);
+  out.settings.push_back(name);
   for (const VariantStats& v : a.variants) {
     const VariantRuns* runs = find_variant(in, v.name);
     if (v.is_baseline || runs == nullptr || (!a.tuned && runs->axes != base->axes)) {
       continue;
     }
-    const std::string intervention = runs->intervention.empty() ? v.name : runs->intervention;
-    if (!(v.seed_se > 0) || !std::isfinite(v.improvement) || v.seeds < 2) {
-      pool.notes.push_back(name + ": " + intervention +
-                           " left out — its improvement has no standard error over seeds (fewer than 2 of its seeds "
-                           "paired with a finished baseline run)");
+    PoolSetting s{name, runs->intervention.empty() ? v.name : runs->intervention, v.name, v.improvement, v.seed_se,
+                  v.seeds, finished(*runs), finished(*base)};
+    if (const std::string why = unpoolable(s); !why.empty()) {
+      out.notes.push_back(why);
       continue;
     }
-    if (!by_intervention.count(intervention)) {
-      order.push_back(intervention);
-    }
-    by_intervention[intervention].push_back(
-        {name, v.name, v.improvement, v.seed_se, v.seeds, finished(*runs), finished(*base)});
+    out.measured.push_back(std::move(s));
   }
 }
 
@@ -102,22 +96,55 @@ void judge_pooled(PooledIntervention& p, double alpha) {
   }
 }
 
+std::string unpoolable(const PoolSetting& s) {
+  const std::string head = s.setting + ": " + s.intervention + " left out — ";
+  if (!std::isfinite(s.effect) || s.seeds < 2 || !std::isfinite(s.se) || s.se < 0) {
+    return head + "its improvement has no standard error over seeds (fewer than 2 of its seeds paired with a "
+                  "finished baseline run)";
+  }
+  if (s.se == 0) {
+    return head + "its improvement is the same on every seed (" + format_number("%+.4g", s.effect) +
+           ", standard error 0): nothing to weigh it by";
+  }
+  return "";
+}
+
+Measured measure_study(const PoolStudy& study) {
+  const ReportInput& in = *study.input;
+  const Analysis& a = *study.analysis;
+  Measured out;
+  if (a.ladder) {
+    for (size_t k = 0; k < a.rungs.size() && k < a.ladder->rungs.size(); ++k) {
+      const std::string rung = a.ladder->rungs[k].name;
+      measure_setting(in.sweep + "/" + rung, rung_input(in, rung), a.rungs[k], out);
+    }
+  } else {
+    measure_setting(in.sweep, in, a, out);
+  }
+  return out;
+}
+
 Pool pool_studies(const std::vector<PoolStudy>& studies, const Metric& metric, double alpha) {
+  std::vector<Measured> measured;
+  for (const PoolStudy& s : studies) {
+    measured.push_back(measure_study(s));
+  }
+  return pool_measured(measured, metric, alpha);
+}
+
+Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, double alpha) {
   Pool pool;
   pool.metric = metric;
   std::map<std::string, std::vector<PoolSetting>> by_intervention;
   std::vector<std::string> order;
-  for (const PoolStudy& s : studies) {
-    const ReportInput& in = *s.input;
-    const Analysis& a = *s.analysis;
-    if (a.ladder) {
-      for (size_t k = 0; k < a.rungs.size() && k < a.ladder->rungs.size(); ++k) {
-        const std::string rung = a.ladder->rungs[k].name;
-        const ReportInput rin = rung_input(in, rung);
-        add_setting(in.sweep + "/" + rung, rin, a.rungs[k], pool, by_intervention, order);
+  for (const Measured& m : studies) {
+    pool.settings.insert(pool.settings.end(), m.settings.begin(), m.settings.end());
+    pool.notes.insert(pool.notes.end(), m.notes.begin(), m.notes.end());
+    for (const PoolSetting& s : m.measured) {
+      if (!by_intervention.count(s.intervention)) {
+        order.push_back(s.intervention);
       }
-    } else {
-      add_setting(in.sweep, in, a, pool, by_intervention, order);
+      by_intervention[s.intervention].push_back(s);
     }
   }
   const double level = 1 - alpha;

@@ -31,8 +31,9 @@ constexpr const char* to_string(PoolVerdict v) {
 
 // One setting's measurement of an intervention.
 struct PoolSetting {
-  std::string setting;  // the sweep, "sweep/rung" for a ladder's rung
-  std::string variant;  // its variant there
+  std::string setting;       // the sweep, "sweep/rung" for a ladder's rung
+  std::string intervention;  // what is pooled across settings
+  std::string variant;       // its variant there
   double effect = 0, se = 0;  // paired improvement (baseline − variant) and its standard error
   int64_t seeds = 0;
   std::set<std::string> runs{}, baseline_runs{};  // the finished runs of the variant and of its baseline
@@ -68,8 +69,27 @@ struct PoolStudy {
   const Analysis* analysis = nullptr;
 };
 
-// A study that measures nothing (no finished baseline run, at a rung of a ladder too) is left out
-// and said in `notes`.
+// What one study measured, ready to pool: its settings (a ladder's rungs), each intervention's
+// measurement there, and what was left out and why.
+struct Measured {
+  std::vector<std::string> settings;
+  std::vector<PoolSetting> measured;
+  std::vector<std::string> notes;
+};
+
+// Why a setting's measurement cannot be pooled — no standard error over seeds, or one of 0 (the same
+// improvement on every seed) — in a note naming the setting; "" when it can.
+std::string unpoolable(const PoolSetting& s);
+
+// A study from its runs. A study that measures nothing (no finished baseline run, at a rung of a
+// ladder too) is left out and said.
+Measured measure_study(const PoolStudy& study);
+
+// Each intervention measured in two or more settings pooled, in order of first appearance; the
+// same runs in two settings count once.
+Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, double alpha = 0.05);
+
+// measure_study of each, pooled.
 Pool pool_studies(const std::vector<PoolStudy>& studies, const Metric& metric, double alpha = 0.05);
 
 // Whether a study has a finished baseline run on its metric (at some rung of a ladder): else it

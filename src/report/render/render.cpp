@@ -525,10 +525,15 @@ std::string render_json(const ReportInput& in, const Analysis& a) {
         {"rank", rung == rung_rank.end() ? i + 1 : rung->second.second},
         {"rung", rung == rung_rank.end() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rung->second.first)}};
     row.update(json_of(v));
+    // what `sweep pool` reads of a report: the intervention a grid point or a rung's variant expands, and its
+    // point on the grid (the baseline's is the one pooled)
+    const VariantRuns& r = *runs[v.name];
+    row["intervention"] = r.intervention.empty() ? v.name : r.intervention;
+    row["axes"] = r.axes;
     if (a.design.better_by > 0) {
       row.update(margin_json(v));
     }
-    row["runs_detail"] = json_array(runs[v.name]->runs);
+    row["runs_detail"] = json_array(r.runs);
     variants.push_back(std::move(row));
   }
   j["variants"] = variants;

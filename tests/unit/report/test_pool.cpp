@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "report/calibration/pool_calibration.h"
+#include "report/pool/from_report.h"
 #include "report/pool/meta.h"
 #include "report/pool/pool.h"
 
@@ -64,7 +65,7 @@ TEST_CASE("pool: verdicts — 2 settings never hold, a prediction interval off 0
   const auto judged = [](const std::vector<double>& y, const std::vector<double>& se) {
     PooledIntervention p;
     for (size_t i = 0; i < y.size(); ++i) {
-      p.settings.push_back({"s" + std::to_string(i), "", y[i], se[i], 6});
+      p.settings.push_back({"s" + std::to_string(i), "", "", y[i], se[i], 6});
     }
     p.meta = pool_effects(p.settings);
     judge_pooled(p, 0.05);
@@ -103,4 +104,67 @@ TEST_CASE("pool: calibration smoke test — the pooled test near 5% with no effe
       CHECK(r.varies < 0.10);
     }
   }
+}
+
+namespace {
+
+// A report.json as `sweep report --out` writes it, cut to what pooling reads.
+nlohmann::json variant_json(const std::string& name, const std::string& rung, bool baseline, double improvement,
+                            double se, int seeds, const std::vector<std::string>& runs) {
+  nlohmann::json detail = nlohmann::json::array();
+  for (const auto& r : runs) {
+    detail.push_back({{"run_id", r}, {"value", 3.0}});
+  }
+  nlohmann::json v{{"name", name},         {"baseline", baseline}, {"seeds", seeds},
+                   {"improvement", improvement}, {"seed_se", se},  {"runs_detail", detail}};
+  v["rung"] = rung.empty() ? nlohmann::json(nullptr) : nlohmann::json(rung);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("pool: a study read from its report.json — rungs as settings, old reports' names, what is left out") {
+  nlohmann::json ladder{{"sweep", "ladder"}, {"metric", "test_loss"}, {"variants", nlohmann::json::array()}};
+  auto& v = ladder["variants"];
+  v.push_back(variant_json("baseline+s", "s", true, 0, 0, 3, {"b1", "b2", "b3"}));
+  v.push_back(variant_json("dropout+s", "s", false, 0.03, 0.004, 3, {"d1", "d2", "d3"}));
+  v.push_back(variant_json("clip+s", "s", false, 0.0, 0.0, 3, {"c1", "c2", "c3"}));
+  v.push_back(variant_json("baseline+m", "m", true, 0, 0, 0, {}));
+  v.push_back(variant_json("dropout+m", "m", false, 0.04, 0.004, 3, {"e1"}));
+  const Measured m = measure_report(ladder, "reports/ladder/report.json", Metric{});
+  REQUIRE(m.settings == std::vector<std::string>{"ladder/s"});  // rung m has no finished baseline run
+  REQUIRE(m.measured.size() == 1);
+  CHECK(m.measured[0].intervention == "dropout");  // an older report: "name+rung" read as the name
+  CHECK(m.measured[0].setting == "ladder/s");
+  CHECK(m.measured[0].effect == doctest::Approx(0.03));
+  CHECK(m.measured[0].runs == std::set<std::string>{"d1", "d2", "d3"});
+  CHECK(m.measured[0].baseline_runs == std::set<std::string>{"b1", "b2", "b3"});
+  REQUIRE(m.notes.size() == 2);
+  CHECK(m.notes[0].find("clip left out — its improvement is the same on every seed") != std::string::npos);
+  CHECK(m.notes[1] == "ladder/m: no finished baseline run — left out");
+  CHECK(report_runs(ladder).size() == 10);
+
+  // a newer report names the intervention and the grid point: a point off the baseline's is not pooled
+  nlohmann::json grid{{"sweep", "grid"}, {"metric", "test_loss"}, {"variants", nlohmann::json::array()}};
+  auto& g = grid["variants"];
+  g.push_back(variant_json("baseline", "", true, 0, 0, 3, {"b1"}));
+  g.push_back(variant_json("wd@0.1", "", false, 0.01, 0.002, 3, {"w1"}));
+  g.push_back(variant_json("wd@0.3", "", false, 0.02, 0.002, 3, {"w2"}));
+  g[0]["axes"] = {{"lr", "0.001"}};
+  g[1]["axes"] = {{"lr", "0.001"}};
+  g[2]["axes"] = {{"lr", "0.003"}};
+  g[1]["intervention"] = g[2]["intervention"] = "wd";
+  const Measured gm = measure_report(grid, "grid.json", Metric{});
+  REQUIRE(gm.measured.size() == 1);
+  CHECK(gm.measured[0].intervention == "wd");
+  CHECK(gm.measured[0].variant == "wd@0.1");
+
+  // bad input: another metric, not a report
+  grid["metric"] = "val_loss";
+  CHECK_THROWS_WITH(measure_report(grid, "grid.json", Metric{}),
+                    doctest::Contains("on val_loss, not test_loss — pool with --metric val_loss"));
+  CHECK_THROWS_WITH(measure_report(nlohmann::json::array(), "x.json", Metric{}),
+                    doctest::Contains("x.json: not a sweep report"));
+  CHECK_THROWS_WITH(measure_report(nlohmann::json{{"sweep", "s"}, {"variants", 3}}, "x.json", Metric{}),
+                    doctest::Contains("not a sweep report"));
 }
