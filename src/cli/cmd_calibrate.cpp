@@ -35,7 +35,9 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   // a loss's noise, effects and curvatures: nats of a loss, never 1e308
   const double most = 100;
   cmd->add_option("sweep", o.sweep, "Take σ, ρ, δ, the seeds and the interventions from this sweep's results");
-  cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
+  cmd->add_option("--results", o.results, "Output root holding sweep.db (with a sweep)")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.given.insert("--results"); });
   cmd->add_option("--sigma", o.sigma, "Seed-to-seed standard deviation of one variant's metric")
       ->check(at_least(0, true))
       ->check(at_most(most));
@@ -126,7 +128,7 @@ void refuse_other_modes(const CalibrateOptions& o) {
       continue;
     }
     for (const std::string& given : o.given) {
-      if (m.takes.count(given)) {
+      if (m.takes.count(given) || given == "--results") {  // every mode's, with a sweep (checked after)
         continue;
       }
       std::vector<std::string> of;
@@ -278,6 +280,11 @@ Exit run_calibrate(const CalibrateOptions& o) {
   if (o.given.count("--better-by-alpha") && !o.given.count("--better-by") && o.sweep.empty()) {
     throw Error("calibrate: --better-by-alpha is the level of --better-by's claim, and no margin is given — pass "
                 "--better-by M too (or a sweep whose file sets better_by)",
+                Exit::bad_input);
+  }
+  if (o.given.count("--results") && o.sweep.empty()) {
+    throw Error("calibrate: --results names where a sweep's results are read, and no sweep is named — name the sweep "
+                "whose noise to simulate, or drop --results",
                 Exit::bad_input);
   }
   if (o.tune) {

@@ -110,6 +110,10 @@ expect_rc 2 "$SWEEP" calibrate lad --results res --replicates 2 2> bad.txt
 grep -q "sweep lad is a scale ladder, each rung with noise of its own" bad.txt || fail "calibrate of a ladder: $(cat bad.txt)"
 expect_rc 2 "$SWEEP" calibrate --backtest lad --results res --replicates 2 2> bad.txt
 grep -q "it takes no sweep" bad.txt || fail "calibrate --backtest with a sweep: $(cat bad.txt)"
+# --results without a sweep says nothing to a calibration: refused, not ignored
+expect_rc 2 "$SWEEP" calibrate --pool --results res --replicates 2 2> bad.txt
+grep -q "\-\-results names where a sweep's results are read, and no sweep is named" bad.txt ||
+  fail "calibrate --pool --results: $(cat bad.txt)"
 
 # --until-decided on a ladder: undecided rungs get seeds, each rung's baseline with them
 "$SWEEP" run ladder.yaml --results res --devices cpu:2x1 --until-decided --max-seeds 4 > more.txt ||

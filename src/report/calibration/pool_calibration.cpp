@@ -58,7 +58,7 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
         PoolCalibrationRow row;
         row.k = k;
         row.tau = tau;
-        int64_t fp = 0, dl = 0, holds = 0, varies = 0, covered = 0, intervals = 0;
+        int64_t fp = 0, dl = 0, holds = 0, varies = 0, covered = 0, hts_covered = 0, intervals = 0;
         double widths = 0;
         for (int64_t r = 0; r < s.replicates; ++r, ++done) {
           if (s.progress) {
@@ -92,6 +92,7 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
             } else if (std::isfinite(p.meta.pi_low)) {
               const double next = (mu + tau * z(rng)) * unit;
               covered += p.meta.pi_low <= next && next <= p.meta.pi_high;
+              hts_covered += p.meta.hts_pi_low <= next && next <= p.meta.hts_pi_high;
               ++intervals;
               widths += (p.meta.pi_high - p.meta.pi_low) / 2 / unit;
             }
@@ -104,6 +105,8 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
         row.varies = static_cast<double>(varies) / n;
         row.precision = precision == 0 ? "equal" : precision == 1 ? "½× to 2×" : "one 10×";
         row.pi_coverage = intervals > 0 ? static_cast<double>(covered) / static_cast<double>(intervals) : k_nan;
+        row.hts_pi_coverage =
+            intervals > 0 ? static_cast<double>(hts_covered) / static_cast<double>(intervals) : k_nan;
         row.pi_half_width = intervals > 0 ? widths / static_cast<double>(intervals) : k_nan;
         rows.push_back(row);
       }
@@ -126,14 +129,15 @@ std::string pool_calibration_markdown(const PoolCalibrationSetup& s, const std::
   std::string out = pool_calibration_header(s) +
                     "| k | τ | precision | pooled ≠ 0 (Hartung–Knapp) | pooled ≠ 0 (DerSimonian–Laird z) | "
                     "\"holds\" at 0 | \"varies\" at 0 | "
-                    "95% PI covers a new setting | PI half-width |\n|--:|--:|:--|--:|--:|--:|--:|--:|--:|\n";
+                    "95% PI covers a new setting | PI half-width | Higgins–Thompson–Spiegelhalter's PI covers |\n"
+                    "|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& r : rows) {
     out += "| " + std::to_string(r.k) + " | " + format_number("%g", r.tau) + " | " + r.precision +
            " | " + format_number("%.3f", r.false_positive) + " | " + format_number("%.3f", r.dl_false_positive) +
            " | " +
            format_number("%.3f", r.false_holds) + " | " + format_number("%.3f", r.varies) + " | " +
            format_number("%.3f", r.pi_coverage) + " | " +
-           format_number("%.2f", r.pi_half_width) + " |\n";
+           format_number("%.2f", r.pi_half_width) + " | " + format_number("%.3f", r.hts_pi_coverage) + " |\n";
   }
   return out;
 }

@@ -36,6 +36,7 @@ struct PoolCalibrationRow {
   double varies = 0;             // μ = 0: "varies with the setting" (false at τ = 0)
   double pi_coverage = 0;        // μ = effect: a new setting's true effect inside the 95% PI (NaN: k < 3)
   double pi_half_width = 0;      // its mean half-width, in units of σ/√seeds
+  double hts_pi_coverage = 0;    // the same for Higgins–Thompson–Spiegelhalter's interval (τ̂² plugged in)
 };
 
 std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& setup);

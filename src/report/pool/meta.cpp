@@ -5,6 +5,8 @@
 #include <boost/math/distributions/fisher_f.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
+#include <random>
+#include <tuple>
 
 #include "report/stats.h"
 
@@ -51,7 +53,94 @@ double solve_tau2(const std::vector<double>& y, const std::vector<double>& v, do
   return lo + (hi - lo) / 2;
 }
 
+// The τ² with generalised_q(τ²) = target for many targets at once: Q (decreasing in τ²) tabled once
+// on a grid of τ² eight points to a doubling, read between them linearly in log τ² against log Q (in
+// τ² next to 0); a target below the grid's last Q by bisection.
+class Tau2Table {
+ public:
+  Tau2Table(const std::vector<double>& y, const std::vector<double>& v) : m_y(y), m_v(v) {
+    double hi = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      hi = std::max(hi, y[i] * y[i] + v[i]);
+    }
+    hi = std::max(hi, 1e-300);
+    m_tau2.push_back(0);
+    for (int i = 0; i <= 8 * 64; ++i) {
+      m_tau2.push_back(hi * std::exp2(i / 8.0 - 40));
+    }
+    for (const double t : m_tau2) {
+      m_q.push_back(generalised_q(y, v, t));
+    }
+  }
+
+  double operator()(double target) const {
+    if (!(m_q.front() > target)) {
+      return 0;
+    }
+    if (!(m_q.back() < target)) {
+      return solve_tau2(m_y, m_v, target);
+    }
+    // the first grid point whose Q is below the target (Q decreases along the grid)
+    const size_t hi = static_cast<size_t>(
+        std::partition_point(m_q.begin(), m_q.end(), [target](double q) { return q >= target; }) - m_q.begin());
+    const double q0 = m_q[hi - 1], q1 = m_q[hi], t0 = m_tau2[hi - 1], t1 = m_tau2[hi];
+    if (t0 == 0 || !(q1 > 0)) {
+      return t0 + (t1 - t0) * (q0 - target) / (q0 - q1);
+    }
+    const double f = std::log(q0 / target) / std::log(q0 / q1);
+    return t0 * std::pow(t1 / t0, f);
+  }
+
+ private:
+  const std::vector<double>& m_y;
+  const std::vector<double>& m_v;
+  std::vector<double> m_tau2, m_q;
+};
+
 }  // namespace
+
+std::pair<double, double> predictive_interval(const std::vector<double>& y, const std::vector<double>& se,
+                                              double level, double extra_var) {
+  const size_t k = y.size();
+  if (k < 3) {
+    return {k_nan, k_nan};
+  }
+  std::vector<double> v;
+  for (const double s : se) {
+    v.push_back(s * s);
+  }
+  const double df = static_cast<double>(k) - 1;
+  const Tau2Table tau2_at(y, v);
+  std::mt19937_64 rng(k_predictive_seed);
+  std::chi_squared_distribution<double> chi2(df);
+  std::normal_distribution<double> z(0, 1);
+  std::student_t_distribution<double> t(df);
+  std::vector<double> draws;
+  draws.reserve(k_predictive_draws);
+  for (int64_t b = 0; b < k_predictive_draws; ++b) {
+    const double tau2 = tau2_at(chi2(rng));  // a draw from τ²'s confidence distribution (Q-profile)
+    double sw = 0, swy = 0;
+    for (size_t i = 0; i < k; ++i) {
+      sw += 1 / (v[i] + tau2);
+      swy += y[i] / (v[i] + tau2);
+    }
+    const double mean = swy / sw;
+    double hk = 0;
+    for (size_t i = 0; i < k; ++i) {
+      hk += (y[i] - mean) * (y[i] - mean) / (v[i] + tau2);
+    }
+    draws.push_back(mean + z(rng) * std::sqrt(tau2 + extra_var) - t(rng) * std::sqrt(hk / df / sw));
+  }
+  const auto at = [&](double p) {  // the p-quantile, between the draws around it
+    const double index = p * static_cast<double>(draws.size() - 1);
+    const auto lo = static_cast<std::ptrdiff_t>(std::floor(index));
+    std::nth_element(draws.begin(), draws.begin() + lo, draws.end());
+    const double below = draws[static_cast<size_t>(lo)];
+    const double above = *std::min_element(draws.begin() + lo + 1, draws.end());
+    return below + (index - static_cast<double>(lo)) * (above - below);
+  };
+  return {at((1 - level) / 2), at((1 + level) / 2)};
+}
 
 MetaResult random_effects(const std::vector<double>& y, const std::vector<double>& se, double level) {
   MetaResult r;
@@ -84,11 +173,12 @@ MetaResult random_effects(const std::vector<double>& y, const std::vector<double
   r.ci_high = r.mean + t * r.se;
   r.p = r.se > 0 ? 2 * boost::math::cdf(boost::math::complement(boost::math::students_t(df), std::abs(r.mean) / r.se))
                : k_nan;
-  r.pi_low = r.pi_high = k_nan;
+  r.pi_low = r.pi_high = r.hts_pi_low = r.hts_pi_high = k_nan;
   if (r.k >= 3) {
     const double half = t_quantile(level, df - 1) * std::sqrt(r.tau2 + r.se * r.se);
-    r.pi_low = r.mean - half;
-    r.pi_high = r.mean + half;
+    r.hts_pi_low = r.mean - half;
+    r.hts_pi_high = r.mean + half;
+    std::tie(r.pi_low, r.pi_high) = predictive_interval(y, se, level);
   }
   return r;
 }

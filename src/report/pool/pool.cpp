@@ -182,10 +182,16 @@ Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, d
       for (size_t j = 0; j < settings.size(); ++j) {
         std::vector<PoolSetting> others = settings;
         others.erase(others.begin() + static_cast<std::ptrdiff_t>(j));
-        const MetaResult m = pool_effects(others, level);
-        const double half = t_quantile(level, static_cast<double>(m.k) - 2) *
-                            std::sqrt(m.tau2 + m.se * m.se + settings[j].se * settings[j].se);
-        LeftOut l{settings[j].setting, settings[j].effect, m.mean - half, m.mean + half, false};
+        std::vector<double> y, se;
+        std::vector<int64_t> seeds;
+        for (const auto& o : others) {
+          y.push_back(o.effect);
+          se.push_back(o.se);
+          seeds.push_back(o.seeds);
+        }
+        const auto [low, high] =
+            predictive_interval(y, pooled_noise_se(se, seeds), level, settings[j].se * settings[j].se);
+        LeftOut l{settings[j].setting, settings[j].effect, low, high, false};
         l.covered = l.low <= l.effect && l.effect <= l.high;
         p.left_out.push_back(l);
       }
