@@ -87,6 +87,18 @@ TEST_CASE("pool: verdicts — 2 settings never hold, a prediction interval off 0
   CHECK(unsure.verdict == PoolVerdict::undecided);
 }
 
+TEST_CASE("pool: Welch's ANOVA against statsmodels' anova_oneway(use_var='unequal') on the raw seeds") {
+  // groups {.031 .027 .036} {.020 .024 .019 .022} {.045 .030 .041} {.028 .033 .026 .031 .029}: their means,
+  // standard errors (sd/√n) and sizes; statsmodels 0.15 on the raw values: F 9.975232359934765, p
+  // 0.01745240604705269 on (3, 4.686328842123275) degrees of freedom
+  const auto [f, p] =
+      welch_anova({0.03133333333333333, 0.021249999999999998, 0.03866666666666666, 0.0294},
+                  {0.0026034165586355505, 0.0011086778913041726, 0.00448454134902457, 0.0012083045973594576},
+                  {3, 4, 3, 5});
+  CHECK(f == doctest::Approx(9.975232359934765).epsilon(1e-10));
+  CHECK(p == doctest::Approx(0.01745240604705269).epsilon(1e-9));
+}
+
 TEST_CASE("pool: the prediction interval from τ²'s confidence distribution — its limits by hand") {
   // settings that agree exactly: Q(0) = 0, every τ² drawn is 0 and the pooled mean's spread 0, so
   // the interval for what a new setting measures is the mean ± z_0.975 times its own standard error
