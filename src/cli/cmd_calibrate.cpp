@@ -13,6 +13,7 @@
 #include "cli/results.h"
 #include "report/analyze.h"
 #include "report/calibration/backtest_calibration.h"
+#include "report/calibration/eliminate_calibration.h"
 #include "report/calibration/pool_calibration.h"
 #include "report/calibration/calibration.h"
 #include "report/load.h"
@@ -74,6 +75,15 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
   cmd->add_flag("--pool", o.pool,
                 "Pooling across settings on simulated meta-studies: the pooled test's false positives and the "
                 "prediction interval's coverage for 2 to 8 settings (--seeds, --replicates and --seed apply)");
+  cmd->add_flag("--eliminate", o.eliminate,
+                "--eliminate's rule on simulated studies whose arms' curves grow, fade or cross 0: its false "
+                "elimination per study and the tokens it saves (--seeds, --interventions, --replicates and --seed "
+                "apply)");
+  of_mode(cmd->add_option("--looks", o.looks, "--eliminate: the looks, fractions of training, comma-separated")
+              ->capture_default_str());
+  of_mode(cmd->add_option("--kept", o.kept,
+                          "--eliminate: per look, the least share of its deficit a worse arm keeps to the end")
+              ->capture_default_str());
   of_mode(cmd->add_option("--rungs", o.rungs, "--backtest: rungs per ladder, a decade of FLOPs apart")
               ->check(CLI::Range(3, 20))
               ->capture_default_str());
@@ -120,7 +130,8 @@ void refuse_other_modes(const CalibrateOptions& o) {
         "--asymmetry", "--tune-grid", "--run-sigma"}},
       {"--backtest", o.backtest, {"--rungs", "--bend", "--top-noise"}},
       {"--pool", o.pool, {}},
-      {"the plain calibration", !o.tune && !o.backtest && !o.pool,
+      {"--eliminate", o.eliminate, {"--looks", "--kept"}},
+      {"the plain calibration", !o.tune && !o.backtest && !o.pool && !o.eliminate,
        {"--rho", "--min-effect", "--better-by", "--better-by-alpha", "--max-seeds", "--effects", "--spending"}},
   };
   for (const Mode& m : modes) {
@@ -203,20 +214,6 @@ void print_calibration(const Setup& setup, const std::string& header, const std:
   std::fputs(all.substr(all.rfind(header, 0) == 0 ? header.size() : 0).c_str(), stdout);
 }
 
-// Each value of a comma-separated list a finite number: CLI11's own splitting dropped an empty
-// one ("1,,2"). `option` and `example` name it in the error.
-std::vector<double> number_list(const std::string& option, const std::string& text, const std::string& example) {
-  std::vector<double> out;
-  for (const std::string& value : split(text, ',')) {
-    const auto v = validate::number(trim(value));
-    if (!v || !std::isfinite(*v)) {
-      throw Error(option + " " + text + ": '" + value + "' is not a finite number — e.g. " + example, Exit::bad_input);
-    }
-    out.push_back(*v);
-  }
-  return out;
-}
-
 // The named sweep's study at its base value, whose noise a simulation takes. A scale ladder's
 // rungs each have noise of their own: refused, with what to do instead.
 ReportInput study_to_simulate(const CalibrateOptions& o) {
@@ -264,7 +261,8 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   tuned.asymmetry = o.asymmetry;
   tuned.better_by = o.better_by > 0 ? o.better_by : tuned.better_by;
   tuned.better_by_alpha = o.better_by_alpha > 0 ? o.better_by_alpha : tuned.better_by_alpha;
-  tuned.grid = tune_grid(o.tune_grid, number_list("--tune-grid", o.tune_grid, "-1,0,1,2 (log2 of each value ÷ the base value)"));
+  tuned.grid = tune_grid(o.tune_grid, validate::number_list("--tune-grid", o.tune_grid,
+                                                            "-1,0,1,2 (log2 of each value ÷ the base value)"));
   print_calibration<TunedCalibrationSetup, std::vector<TunedCalibrationRow>>(
       tuned, tuned_calibration_header(tuned), calibrate_tuned, tuned_calibration_markdown);
   return Exit::ok;
@@ -273,8 +271,11 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
 }  // namespace
 
 Exit run_calibrate(const CalibrateOptions& o) {
-  if (static_cast<int>(o.tune) + static_cast<int>(o.backtest) + static_cast<int>(o.pool) > 1) {
-    throw Error("calibrate: --tune, --backtest and --pool measure different things: pass one", Exit::bad_input);
+  if (static_cast<int>(o.tune) + static_cast<int>(o.backtest) + static_cast<int>(o.pool) +
+          static_cast<int>(o.eliminate) >
+      1) {
+    throw Error("calibrate: --tune, --backtest, --pool and --eliminate measure different things: pass one",
+                Exit::bad_input);
   }
   refuse_other_modes(o);
   if (o.given.count("--better-by-alpha") && !o.given.count("--better-by") && o.sweep.empty()) {
@@ -324,6 +325,23 @@ Exit run_calibrate(const CalibrateOptions& o) {
         p, pool_calibration_header(p), calibrate_pool, pool_calibration_markdown);
     return Exit::ok;
   }
+  if (o.eliminate) {
+    if (!o.sweep.empty() || o.sigma > 0) {
+      throw Error("calibrate --eliminate simulates studies of its own (--seeds, --interventions, --replicates, "
+                  "--seed): it takes no sweep or --sigma — `sweep replay --eliminate` replays a finished study",
+                  Exit::bad_input);
+    }
+    EliminationCalibrationSetup e;
+    e.seeds = o.seeds > 0 ? o.seeds : e.seeds;
+    e.arms = o.interventions > 0 ? o.interventions : e.arms;
+    e.replicates = o.replicates;
+    e.seed = o.seed;
+    e.rule.looks = validate::number_list("--looks", o.looks, "0.3,0.5,0.75 (fractions of training)");
+    e.rule.kept = validate::number_list("--kept", o.kept, "0.2,0.2,0.4 (one share per look)");
+    print_calibration<EliminationCalibrationSetup, std::vector<EliminationCalibrationRow>>(
+        e, elimination_calibration_header(e), calibrate_elimination, elimination_calibration_markdown);
+    return Exit::ok;
+  }
   CalibrationSetup setup;
   if (!o.sweep.empty()) {
     const ReportInput input = study_to_simulate(o);
@@ -342,7 +360,7 @@ Exit run_calibrate(const CalibrateOptions& o) {
   setup.seeds = o.seeds > 0 ? o.seeds : setup.seeds;
   setup.max_seeds = o.max_seeds > 0 ? o.max_seeds : o.seeds > 0 ? std::max(setup.max_seeds, o.seeds) : setup.max_seeds;
   setup.interventions = o.interventions > 0 ? o.interventions : setup.interventions;
-  setup.effects = number_list("--effects", o.effects, "0,0.5,1,2 (multiples of δ)");
+  setup.effects = validate::number_list("--effects", o.effects, "0,0.5,1,2 (multiples of δ)");
   for (const double e : setup.effects) {
     if (std::abs(e) > 1000) {
       throw Error("calibrate: --effects " + o.effects + ": " + format_number("%g", e) +

@@ -41,29 +41,8 @@ CLI::App* setup_pool(CLI::App& app, PoolOptions& o) {
 
 namespace {
 
-// An argument naming a report rather than a sweep: it is written as a path (a '/' in it, or a name
-// ending in .json) — its report.json, or the folder holding one.
-std::optional<fs::path> report_path(const std::string& arg) {
-  if (arg.find('/') == std::string::npos && !arg.ends_with(".json")) {
-    return std::nullopt;
-  }
-  const fs::path path = fs::is_directory(arg) ? fs::path(arg) / "report.json" : fs::path(arg);
-  if (!fs::is_regular_file(path)) {
-    throw Error(path.string() + ": no such report — name a report.json that `sweep report --out` wrote, or its folder "
-                                "(a sweep in the results is named without a '/')",
-                Exit::bad_input);
-  }
-  return path;
-}
-
 Measured read_report(const fs::path& path, const Metric& metric, commands::StudiesSeen& seen, std::string& copy) {
-  nlohmann::json report;
-  try {
-    report = nlohmann::json::parse(read_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string() + ": not JSON (" + e.what() + ") — name the report.json that `sweep report --out` wrote",
-                Exit::bad_input);
-  }
+  const nlohmann::json report = commands::read_report(path);
   Measured m = measure_report(report, path.string(), metric);
   copy = seen.same_runs_as(report_runs(report), report["sweep"].get<std::string>() + " (" + path.string() + ")");
   return m;
@@ -75,7 +54,7 @@ Exit run_pool(const PoolOptions& o) {
   std::vector<std::string> names = o.sweeps;
   const bool every = names.empty();
   const bool any_sweep =
-      every || std::any_of(names.begin(), names.end(), [](const std::string& n) { return !report_path(n); });
+      every || std::any_of(names.begin(), names.end(), [](const std::string& n) { return !commands::report_path(n); });
   std::unique_ptr<Store> store;
   if (any_sweep) {  // reports alone need no results folder
     store = commands::open_results(o.results);
@@ -103,7 +82,7 @@ Exit run_pool(const PoolOptions& o) {
   std::set<std::string> seen;
   commands::StudiesSeen studies_seen;
   for (const auto& name : names) {
-    const std::optional<fs::path> report = report_path(name);
+    const std::optional<fs::path> report = commands::report_path(name);
     const std::string key = report ? fs::weakly_canonical(*report).string() : name;
     if (!seen.insert(key).second) {
       skipped.push_back(name + ": named twice — pooled once");

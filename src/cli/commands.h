@@ -117,6 +117,9 @@ struct CalibrateOptions {
   double bend = 0.01;
   double top_noise = 2.5;
   bool pool = false;  // --pool: pooling on simulated meta-studies (report/calibration/pool_calibration.h)
+  bool eliminate = false;  // --eliminate: the elimination rule on simulated studies (eliminate_calibration.h)
+  std::string looks = "0.3,0.5,0.75";  // --eliminate: the looks, fractions of training
+  std::string kept = "0.2,0.2,0.4";    // --eliminate: per look, the least share of its deficit an arm keeps
   std::set<std::string> given;  // the options of one mode given (--rungs, --tune-grid, ...): checked against the mode
 };
 CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o);
@@ -140,5 +143,15 @@ struct PoolOptions {
 };
 CLI::App* setup_pool(CLI::App& app, PoolOptions& o);
 Exit run_pool(const PoolOptions& o);
+
+struct ReplayOptions {
+  std::vector<std::string> sweeps;  // empty: every sweep in the results
+  std::string results = "results";
+  bool eliminate = false;
+  std::string looks = "0.3,0.5,0.75";
+  std::string kept = "0.2,0.2,0.4";
+};
+CLI::App* setup_replay(CLI::App& app, ReplayOptions& o);
+Exit run_replay(const ReplayOptions& o);
 
 }  // namespace sweep

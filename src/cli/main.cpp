@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   CalibrateOptions calibrate;
   BacktestOptions backtest;
   PoolOptions pool;
+  ReplayOptions replay;
   ServeOptions serve;
   const Commands commands = {
       {setup_run(app, run), [&] { return run_run(run); }},
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
       {setup_calibrate(app, calibrate), [&] { return run_calibrate(calibrate); }},
       {setup_backtest(app, backtest), [&] { return run_backtest(backtest); }},
       {setup_pool(app, pool), [&] { return run_pool(pool); }},
+      {setup_replay(app, replay), [&] { return run_replay(replay); }},
       {setup_train(app, train, "train", core_description("train")), [&] { return train_or_hand_over(train, argv, "train"); }},
       {setup_train(app, worker, "worker", core_description("worker")),
        [&] { return train_or_hand_over(worker, argv, "worker"); }},

@@ -21,6 +21,28 @@ std::string StudiesSeen::same_runs_as(const std::set<std::string>& runs, const s
   return added || runs.empty() ? "" : first->second;
 }
 
+std::optional<fs::path> report_path(const std::string& arg) {
+  if (arg.find('/') == std::string::npos && !arg.ends_with(".json")) {
+    return std::nullopt;
+  }
+  const fs::path path = fs::is_directory(arg) ? fs::path(arg) / "report.json" : fs::path(arg);
+  if (!fs::is_regular_file(path)) {
+    throw Error(path.string() + ": no such report — name a report.json that `sweep report --out` wrote, or its folder "
+                                "(a sweep in the results is named without a '/')",
+                Exit::bad_input);
+  }
+  return path;
+}
+
+nlohmann::json read_report(const fs::path& path) {
+  try {
+    return nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path.string() + ": not JSON (" + e.what() + ") — name the report.json that `sweep report --out` wrote",
+                Exit::bad_input);
+  }
+}
+
 std::set<std::string> finished_runs(const SweepSpec& spec, const std::string& db) {
   std::set<std::string> done;
   if (fs::exists(db)) {

@@ -4,6 +4,8 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -11,6 +13,7 @@
 #include "report/input.h"
 #include "store/results_folder.h"
 #include "store/store.h"
+#include "util/fs.h"
 
 namespace sweep::commands {
 
@@ -25,6 +28,13 @@ class StudiesSeen {
  private:
   std::map<std::set<std::string>, std::string> m_first;  // a study's run ids -> its first name
 };
+
+// An argument naming a report rather than a sweep (`sweep pool`, `sweep replay`): one written as a
+// path — a '/' in it, or a name ending in .json — is its report.json, or the folder holding one; an
+// Error (bad input) when there is none. nullopt: a sweep's name.
+std::optional<fs::path> report_path(const std::string& arg);
+// The report at `path`, parsed; an Error (bad input) naming it when it is not JSON.
+nlohmann::json read_report(const fs::path& path);
 
 // The runs of `spec` the database `db` holds finished (read only; none when there is no database).
 std::set<std::string> finished_runs(const SweepSpec& spec, const std::string& db);

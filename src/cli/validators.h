@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "report/metric.h"
+#include "util/error.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -30,6 +32,21 @@ inline std::optional<double> number(const std::string& text) {
     return std::nullopt;
   }
   return used == text.size() && !std::isnan(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+// Each value of a comma-separated list a finite number: CLI11's own splitting dropped an empty
+// one ("1,,2"). `option` and `example` name it in the error (bad input).
+inline std::vector<double> number_list(const std::string& option, const std::string& text,
+                                       const std::string& example) {
+  std::vector<double> out;
+  for (const std::string& value : split(text, ',')) {
+    const auto v = number(trim(value));
+    if (!v || !std::isfinite(*v)) {
+      throw Error(option + " " + text + ": '" + value + "' is not a finite number — e.g. " + example, Exit::bad_input);
+    }
+    out.push_back(*v);
+  }
+  return out;
 }
 
 }  // namespace validate

@@ -42,6 +42,16 @@ grep -q "^sweep: broken.json: not JSON" err.txt || fail "sweep pool of a broken 
 expect_rc 2 "$SWEEP" pool out/golden --metric val_loss 2> err.txt
 grep -q "compares the variants on test_loss, not val_loss — pool with --metric test_loss" err.txt ||
   fail "sweep pool of a report on another metric: $(cat err.txt)"
+# sweep replay --eliminate: the same from the runs as from the reports; a rule that cannot be used refused
+"$SWEEP" replay --eliminate golden golden-ladder golden-tuned > replay-runs.txt || fail "replay: $(cat replay-runs.txt)"
+"$SWEEP" replay --eliminate out/golden out/golden-ladder out/golden-tuned > replay-reports.txt ||
+  fail "replay REPORT...: $(cat replay-reports.txt)"
+cmp replay-runs.txt replay-reports.txt || fail "replay from reports differs: $(diff replay-runs.txt replay-reports.txt)"
+grep -q "^0 of 4 arms stopped" replay-runs.txt || fail "replay: $(cat replay-runs.txt)"
+expect_rc 2 "$SWEEP" replay golden 2> err.txt
+grep -q "say which rule to replay — \-\-eliminate" err.txt || fail "replay without a rule: $(cat err.txt)"
+expect_rc 2 "$SWEEP" replay --eliminate golden --looks 0.5,0.3 --kept 1,1 2> err.txt
+grep -q "looks must be fractions of training between 0 and 1, ascending" err.txt || fail "replay --looks: $(cat err.txt)"
 expect_rc 2 "$SWEEP" pool nosuch 2> err.txt
 grep -q "nosuch" err.txt || fail "sweep pool of an unknown sweep: $(cat err.txt)"
 # bad input, refused before any work and with nothing written: --out a file, a database with no sweep

@@ -1,0 +1,79 @@
+// `sweep replay --eliminate [SWEEP|REPORT...]`: finished studies replayed through --eliminate's rule
+// (report/eliminate/replay.h) — which arms it would have stopped, when, against what the full
+// design found, and the tokens saved. No training.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/results.h"
+#include "cli/validators.h"
+#include "report/analyze.h"
+#include "report/eliminate/replay.h"
+#include "report/load.h"
+#include "util/text.h"
+
+namespace sweep {
+
+CLI::App* setup_replay(CLI::App& app, ReplayOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "replay", "Replay finished studies through a rule as if they were live: --eliminate, the arms it would have "
+                "stopped early and the tokens saved (no training)");
+  cmd->add_option("sweeps", o.sweeps,
+                  "Sweeps by name, or reports by path (a report.json or its folder, with a '/') — default: every "
+                  "sweep in the results; a ladder's rungs are studies each");
+  cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
+  cmd->add_flag("--eliminate", o.eliminate, "Replay --eliminate's rule: losing arms stopped at the looks");
+  cmd->add_option("--looks", o.looks, "The looks, fractions of training, comma-separated")->capture_default_str();
+  cmd->add_option("--kept", o.kept, "Per look, the least share of its deficit a worse arm keeps to the end")
+      ->capture_default_str();
+  return cmd;
+}
+
+Exit run_replay(const ReplayOptions& o) {
+  if (!o.eliminate) {
+    throw Error("replay: say which rule to replay — --eliminate", Exit::bad_input);
+  }
+  EliminationRule rule;
+  rule.looks = validate::number_list("--looks", o.looks, "0.3,0.5,0.75 (fractions of training)");
+  rule.kept = validate::number_list("--kept", o.kept, "0.2,0.2,0.4 (one share per look)");
+  rule.delta = 1;  // each study's own, in replay()
+  if (const std::string problem = rule_problem(rule); !problem.empty()) {
+    throw Error("replay --eliminate: " + problem, Exit::bad_input);
+  }
+  std::vector<std::string> names = o.sweeps;
+  const bool any_sweep = names.empty() || std::any_of(names.begin(), names.end(), [](const std::string& n) {
+                           return !commands::report_path(n);
+                         });
+  std::unique_ptr<Store> store;
+  if (any_sweep) {
+    store = commands::open_results(o.results);
+  }
+  if (names.empty()) {
+    for (const auto& s : store->sweeps()) {
+      names.push_back(s.name);
+    }
+  }
+  std::vector<ReplayStudy> studies;
+  std::set<std::string> seen;
+  for (const std::string& name : names) {
+    const std::optional<fs::path> report = commands::report_path(name);
+    if (!seen.insert(report ? fs::weakly_canonical(*report).string() : name).second) {
+      continue;  // named twice: replayed once
+    }
+    std::vector<ReplayStudy> more;
+    if (report) {
+      more = replay_studies(commands::read_report(*report), report->string());
+    } else {
+      const ReportInput in = load_report_input(*store, name, Metric{}, "");
+      more = replay_studies(analyze(in), name);
+    }
+    studies.insert(studies.end(), more.begin(), more.end());
+  }
+  replay(studies, rule);
+  std::fputs(replay_text(studies, rule).c_str(), stdout);
+  return Exit::ok;
+}
+
+}  // namespace sweep
