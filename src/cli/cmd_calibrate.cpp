@@ -338,6 +338,11 @@ Exit run_calibrate(const CalibrateOptions& o) {
     e.seed = o.seed;
     e.rule.looks = validate::number_list("--looks", o.looks, "0.3,0.5,0.75 (fractions of training)");
     e.rule.kept = validate::number_list("--kept", o.kept, "0.2,0.2,0.4 (one share per look)");
+    EliminationRule checked = e.rule;
+    checked.delta = 1;  // the simulation's unit
+    if (const std::string problem = rule_problem(checked); !problem.empty()) {
+      throw Error("calibrate --eliminate: " + problem, Exit::bad_input);  // before its first paragraph is printed
+    }
     print_calibration<EliminationCalibrationSetup, std::vector<EliminationCalibrationRow>>(
         e, elimination_calibration_header(e), calibrate_elimination, elimination_calibration_markdown);
     return Exit::ok;

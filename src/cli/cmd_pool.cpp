@@ -48,6 +48,21 @@ Measured read_report(const fs::path& path, const Metric& metric, commands::Studi
   return m;
 }
 
+// Two studies of one name (a report and a sweep, two reports of sweeps named alike): the later one's
+// settings named with where they came from, so that no two read alike.
+Measured labelled_apart(Measured m, std::set<std::string>& labels, const std::string& from) {
+  const bool clash = std::any_of(m.settings.begin(), m.settings.end(),
+                                 [&](const std::string& s) { return labels.count(s) > 0; });
+  for (std::string& s : m.settings) {
+    s = clash ? s + " (" + from + ")" : s;
+    labels.insert(s);
+  }
+  for (PoolSetting& p : m.measured) {
+    p.setting = clash ? p.setting + " (" + from + ")" : p.setting;
+  }
+  return m;
+}
+
 }  // namespace
 
 Exit run_pool(const PoolOptions& o) {
@@ -81,6 +96,7 @@ Exit run_pool(const PoolOptions& o) {
   std::vector<std::string> skipped;
   std::set<std::string> seen;
   commands::StudiesSeen studies_seen;
+  std::set<std::string> labels;  // the settings' names so far
   for (const auto& name : names) {
     const std::optional<fs::path> report = commands::report_path(name);
     const std::string key = report ? fs::weakly_canonical(*report).string() : name;
@@ -92,7 +108,7 @@ Exit run_pool(const PoolOptions& o) {
     if (report) {
       Measured m = read_report(*report, metric, studies_seen, first);
       if (first.empty()) {
-        measured.push_back(std::move(m));
+        measured.push_back(labelled_apart(std::move(m), labels, report->string()));
       } else {
         skipped.push_back(name + ": the same runs as " + first + " — pooled once");
       }
@@ -109,7 +125,7 @@ Exit run_pool(const PoolOptions& o) {
                       " — finish its runs (sweep run), pool on a metric it records (--metric), or leave it out",
                   Exit::bad_input);
     }
-    measured.push_back(measure_study({&in, &a}));
+    measured.push_back(labelled_apart(measure_study({&in, &a}), labels, "results"));
   }
   Pool pool = pool_measured(measured, metric);
   pool.notes.insert(pool.notes.begin(), skipped.begin(), skipped.end());

@@ -12,6 +12,7 @@
 #include "report/analyze.h"
 #include "report/eliminate/replay.h"
 #include "report/load.h"
+#include "report/pool/from_report.h"
 #include "util/text.h"
 
 namespace sweep {
@@ -57,22 +58,33 @@ Exit run_replay(const ReplayOptions& o) {
   }
   std::vector<ReplayStudy> studies;
   std::set<std::string> seen;
+  commands::StudiesSeen studies_seen;
+  std::string notes;
   for (const std::string& name : names) {
     const std::optional<fs::path> report = commands::report_path(name);
     if (!seen.insert(report ? fs::weakly_canonical(*report).string() : name).second) {
-      continue;  // named twice: replayed once
+      notes += "note: " + name + ": named twice — replayed once\n";
+      continue;
     }
     std::vector<ReplayStudy> more;
+    std::string first;
     if (report) {
-      more = replay_studies(commands::read_report(*report), report->string());
+      const nlohmann::json j = commands::read_report(*report);
+      more = replay_studies(j, report->string());
+      first = studies_seen.same_runs_as(report_runs(j), name);
     } else {
       const ReportInput in = load_report_input(*store, name, Metric{}, "");
-      more = replay_studies(analyze(in), name);
+      first = studies_seen.same_runs_as(in);
+      more = first.empty() ? replay_studies(analyze(in), name) : more;
+    }
+    if (!first.empty()) {
+      notes += "note: " + name + ": the same runs as " + first + " — replayed once\n";
+      continue;
     }
     studies.insert(studies.end(), more.begin(), more.end());
   }
   replay(studies, rule);
-  std::fputs(replay_text(studies, rule).c_str(), stdout);
+  std::fputs((replay_text(studies, rule) + (notes.empty() ? "" : "\n" + notes)).c_str(), stdout);
   return Exit::ok;
 }
 

@@ -25,8 +25,9 @@ std::optional<fs::path> report_path(const std::string& arg) {
   if (arg.find('/') == std::string::npos && !arg.ends_with(".json")) {
     return std::nullopt;
   }
-  const fs::path path = fs::is_directory(arg) ? fs::path(arg) / "report.json" : fs::path(arg);
-  if (!fs::is_regular_file(path)) {
+  std::error_code ec;
+  const fs::path path = fs::is_directory(arg, ec) ? fs::path(arg) / "report.json" : fs::path(arg);
+  if (!fs::is_regular_file(path, ec)) {
     throw Error(path.string() + ": no such report — name a report.json that `sweep report --out` wrote, or its folder "
                                 "(a sweep in the results is named without a '/')",
                 Exit::bad_input);

@@ -48,6 +48,9 @@ grep -q "compares the variants on test_loss, not val_loss — pool with --metric
   fail "replay REPORT...: $(cat replay-reports.txt)"
 cmp replay-runs.txt replay-reports.txt || fail "replay from reports differs: $(diff replay-runs.txt replay-reports.txt)"
 grep -q "^0 of 4 arms stopped" replay-runs.txt || fail "replay: $(cat replay-runs.txt)"
+"$SWEEP" replay --eliminate golden out/golden > replay-twice.txt || fail "replay a study twice"
+grep -q "^note: out/golden: the same runs as golden — replayed once" replay-twice.txt ||
+  fail "replay of a study and its report: $(cat replay-twice.txt)"
 expect_rc 2 "$SWEEP" replay golden 2> err.txt
 grep -q "say which rule to replay — \-\-eliminate" err.txt || fail "replay without a rule: $(cat err.txt)"
 expect_rc 2 "$SWEEP" replay --eliminate golden --looks 0.5,0.3 --kept 1,1 2> err.txt

@@ -16,7 +16,7 @@ enum class Scenario { mixed, mixed_noisier_worse, at_minus_delta, crossing_winne
 
 const char* scenario_name(Scenario s) {
   switch (s) {
-    case Scenario::mixed: return "mixed: 3 of 8 worse, 2 near 0, 3 better";
+    case Scenario::mixed: return "mixed: each arm worse (3 in 8), near 0 (2 in 8) or better (3 in 8)";
     case Scenario::mixed_noisier_worse: return "mixed, the worse arms' seeds 2× noisier";
     case Scenario::at_minus_delta: return "every arm's final effect at −δ";
     case Scenario::crossing_winners: return "every arm a winner whose curve crosses 0";
@@ -205,12 +205,15 @@ std::string elimination_calibration_header(const EliminationCalibrationSetup& s)
   std::string looks, kept;
   for (size_t j = 0; j < s.rule.looks.size(); ++j) {
     looks += (j ? ", " : "") + format_number("%g", s.rule.looks[j]);
+  }
+  for (size_t j = 0; j < s.rule.kept.size(); ++j) {
     kept += (j ? ", " : "") + format_number("%g", s.rule.kept[j]);
   }
   return "Simulated studies: " + plural(s.arms, "arm") + " and a baseline, " + plural(s.seeds, "seed") +
          " each; looks at " + looks + " of training, kept shares " + kept + ", α " + format_number("%g", s.rule.alpha) +
          " per study; " + format_number("%g", 100 * s.crossing) +
-         "% of the arms' curves cross 0 (all in the last rows). Effects and a seed's noise σ (its paired Δ's "
+         "% of the arms' curves cross 0 (all in the last rows); each arm of the mixed rows drawn at random. "
+         "Effects and a seed's noise σ (its paired Δ's "
          "standard deviation at the end; twice that early) in units of δ. A false elimination: an arm stopped "
          "whose true final effect is ≥ −δ. " +
          std::to_string(s.replicates) + " studies per row, seed " + std::to_string(s.seed) + ".\n\n";

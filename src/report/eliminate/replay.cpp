@@ -66,10 +66,13 @@ std::vector<ReplayStudy> replay_studies(const Analysis& a, const std::string& sw
 
 std::vector<ReplayStudy> replay_studies(const json& report, const std::string& where) {
   const std::string sweep = report.is_object() ? string_at(report, "sweep") : "";
-  if (sweep.empty() || !report.contains("variants") || !report["variants"].is_array() ||
-      !report.contains("delta_curves") || !report["delta_curves"].is_array()) {
-    throw Error(where + ": not a sweep report (no \"sweep\", \"variants\" and \"delta_curves\") — name the report.json "
-                        "that `sweep report --out` wrote, or its folder",
+  if (sweep.empty() || !report.contains("variants") || !report["variants"].is_array()) {
+    throw Error(where + ": not a sweep report (no \"sweep\" and \"variants\") — name the report.json that `sweep "
+                        "report --out` wrote, or its folder",
+                Exit::bad_input);
+  }
+  if (!report.contains("delta_curves") || !report["delta_curves"].is_array()) {
+    throw Error(where + ": its report has no Δ curves (\"delta_curves\") — report the sweep again with `sweep report`",
                 Exit::bad_input);
   }
   const double delta = report.contains("design") ? number_at(report["design"], "min_effect") : k_nan;
@@ -125,8 +128,8 @@ void replay(std::vector<ReplayStudy>& studies, EliminationRule rule) {
       continue;  // a baseline alone (a noise study): nothing to stop
     }
     if (!(s.delta > 0)) {
-      throw Error(s.name + ": its design has no min_effect (δ) — an arm is stopped only when shown worse than −δ: "
-                           "set min_effect in its sweep file and report it again",
+      throw Error(s.name + ": its design has no positive min_effect (δ) — an arm is stopped only when shown worse "
+                           "than −δ: set min_effect in its sweep file and report it again",
                   Exit::bad_input);
     }
     rule.delta = s.delta;
@@ -137,6 +140,11 @@ void replay(std::vector<ReplayStudy>& studies, EliminationRule rule) {
     const std::vector<Elimination> out = eliminate_study(looks, rule);
     for (size_t i = 0; i < s.arms.size(); ++i) {
       s.arms[i].elimination = out[i];
+      for (size_t j = 0; j < rule.looks.size(); ++j) {
+        if (!looks[i].at[j] || !looks[i].before[j]) {  // no point with 2 seeds there, or none before it
+          s.arms[i].unjudged.push_back(rule.looks[j]);
+        }
+      }
     }
   }
 }
@@ -177,12 +185,29 @@ std::string replay_text(const std::vector<ReplayStudy>& studies, const Eliminati
              format_number("%.0f", arm_saved) + " |\n";
     }
   }
+  std::vector<std::string> unjudged;
+  for (const ReplayStudy& s : studies) {
+    for (const ReplayArm& a : s.arms) {
+      std::string at;
+      for (const double f : a.unjudged) {
+        at += (at.empty() ? "" : ", ") + format_number("%g", 100 * f) + "%";
+      }
+      if (!at.empty()) {
+        unjudged.push_back(s.name + " `" + a.name + "` at " + at);
+      }
+    }
+  }
   out += "\n" + std::to_string(stopped) + " of " + plural(arms, "arm") + " stopped; " + std::to_string(not_worse) +
          " of them not \"worse\" in the full design, " + std::to_string(false_eliminations) +
          " with a final improvement ≥ −δ (a false elimination). Tokens saved: " +
-         (worse_tokens > 0 ? format_number("%.1f", 100 * worse_saved / worse_tokens) : std::string("-")) +
-         "% of the arms that ended worse, " + (total > 0 ? format_number("%.1f", 100 * saved / total) : "-") +
-         "% of every run's.\n";
+         (worse_tokens > 0
+              ? format_number("%.1f", 100 * worse_saved / worse_tokens) + "% of the arms that ended worse, "
+              : std::string("no arm ended worse; ")) +
+         (total > 0 ? format_number("%.1f", 100 * saved / total) : "-") + "% of every run's.\n";
+  if (!unjudged.empty()) {
+    out += "\nNot judged at every look (their curves have no point with 2 seeds there, or none 5% before): " +
+           join(unjudged, "; ") + ".\n";
+  }
   return out;
 }
 

@@ -22,6 +22,7 @@ struct ReplayArm {
   std::string verdict;                               // and verdict
   double tokens = 0;                                 // its runs' tokens, all together
   Elimination elimination;
+  std::vector<double> unjudged;  // the looks it could not be judged at
 };
 
 struct ReplayStudy {

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util/text.h"
+
 namespace sweep {
 
 std::string rule_problem(const EliminationRule& r) {
   if (r.looks.empty() || r.kept.size() != r.looks.size()) {
-    return "one kept share per look (" + std::to_string(r.looks.size()) + " looks, " + std::to_string(r.kept.size()) +
-           " kept shares)";
+    return "one kept share per look (" + plural(static_cast<int64_t>(r.looks.size()), "look") + ", " +
+           plural(static_cast<int64_t>(r.kept.size()), "kept share") + ") — give --kept one share per look";
   }
   for (size_t j = 0; j < r.looks.size(); ++j) {
     if (!(r.looks[j] > 0 && r.looks[j] < 1) || (j > 0 && !(r.looks[j] > r.looks[j - 1]))) {
@@ -19,7 +21,8 @@ std::string rule_problem(const EliminationRule& r) {
     }
   }
   if (!(r.span > 0 && r.span < r.looks.front())) {
-    return "the span before a look must be positive and start after the beginning of training";
+    return "the first look must come after " + format_number("%g", r.span) +
+           " of training (the span before a look over which a deficit must not shrink)";
   }
   if (!(r.delta > 0)) {
     return "an arm is stopped only when shown worse than −δ: it needs min_effect (δ)";

@@ -38,7 +38,12 @@ std::set<std::string> runs_of(const json& variant, bool finished_only) {
 
 int64_t seeds_of(const json& v) {
   const double n = number_at(v, "seeds");
-  return std::isfinite(n) && n > 0 ? static_cast<int64_t>(n) : 0;
+  return std::isfinite(n) && n > 0 && n < 1e9 ? static_cast<int64_t>(n) : 0;  // a count, not any number
+}
+
+bool is_baseline(const json& v) {
+  const auto it = v.find("baseline");
+  return it != v.end() && it->is_boolean() && it->get<bool>();
 }
 
 // The variant's intervention: as the report names it, or (an older report) its name less the rung.
@@ -75,9 +80,12 @@ Measured measure_report(const json& report, const std::string& where, const Metr
                 Exit::bad_input);
   }
   if (const std::string measured = string_at(report, "metric"); measured != metric.name()) {
-    throw Error(where + ": its report compares the variants on " + (measured.empty() ? "no metric" : measured) +
-                    ", not " + metric.name() + " — pool with --metric " + measured +
-                    " (every setting must share it), or leave it out",
+    throw Error(where + ": its report compares the variants on " +
+                    (measured.empty() ? "no metric it names" : measured) +
+                    ", not " + metric.name() + " — " +
+                    (measured.empty() ? "report it again with `sweep report`"
+                                      : "pool with --metric " + measured + " (every setting must share it)") +
+                    ", or leave it out",
                 Exit::bad_input);
   }
   const bool tuned = report.contains("tuned") && !report["tuned"].is_null();
@@ -88,11 +96,14 @@ Measured measure_report(const json& report, const std::string& where, const Metr
     if (std::find(rungs.begin(), rungs.end(), rung) == rungs.end()) {
       rungs.push_back(rung);
     }
-    if (v.is_object() && v.value("baseline", false) == true) {
+    if (v.is_object() && is_baseline(v)) {
       baselines[rung] = &v;
     }
   }
   Measured out;
+  if (rungs.empty()) {
+    out.notes.push_back(sweep + " (" + where + "): no variant — nothing to pool");
+  }
   for (const std::string& rung : rungs) {
     const std::string setting = rung.empty() ? sweep : sweep + "/" + rung;
     const auto base = baselines.find(rung);
@@ -103,8 +114,12 @@ Measured measure_report(const json& report, const std::string& where, const Metr
     const json& baseline = *base->second;
     out.settings.push_back(setting);
     for (const json& v : *variants) {
-      if (!v.is_object() || v.value("baseline", false) || string_at(v, "rung") != rung ||
+      if (!v.is_object() || is_baseline(v) || string_at(v, "rung") != rung ||
           (!tuned && v.value("axes", json::object()) != baseline.value("axes", json::object()))) {
+        continue;
+      }
+      if (string_at(v, "name").empty()) {
+        out.notes.push_back(setting + ": a variant without a name — left out");
         continue;
       }
       PoolSetting s{setting,

@@ -167,7 +167,8 @@ MetaResult random_effects(const std::vector<double>& y, const std::vector<double
   for (size_t i = 0; i < y.size(); ++i) {
     hk += (y[i] - r.mean) * (y[i] - r.mean) / (v[i] + r.tau2) / sw;
   }
-  r.se = std::sqrt(hk / df);
+  r.hk_se = std::sqrt(hk / df);
+  r.se = std::sqrt(std::max(hk / df, 1 / sw));  // the factor Σw(y − μ)²/(k − 1) floored at 1
   const double t = t_quantile(level, df);
   r.ci_low = r.mean - t * r.se;
   r.ci_high = r.mean + t * r.se;
@@ -175,7 +176,7 @@ MetaResult random_effects(const std::vector<double>& y, const std::vector<double
                : k_nan;
   r.pi_low = r.pi_high = r.hts_pi_low = r.hts_pi_high = k_nan;
   if (r.k >= 3) {
-    const double half = t_quantile(level, df - 1) * std::sqrt(r.tau2 + r.se * r.se);
+    const double half = t_quantile(level, df - 1) * std::sqrt(r.tau2 + r.hk_se * r.hk_se);
     r.hts_pi_low = r.mean - half;
     r.hts_pi_high = r.mean + half;
     std::tie(r.pi_low, r.pi_high) = predictive_interval(y, se, level);

@@ -4,9 +4,12 @@
 // DerSimonian–Laird), its 95% interval by the Q-profile method (Viechtbauer 2007); the pooled
 // effect with Hartung–Knapp–Sidik–Jonkman's interval (t on k − 1 degrees of freedom, whose
 // false-positive rate stays near nominal with few settings where DerSimonian–Laird's z does not:
-// IntHout et al. 2014); and the prediction interval for the effect in a new setting, from τ²'s
-// confidence distribution (predictive_interval). Matches statsmodels' combine_effects(method_re="pm")
-// and its HKSJ interval; Higgins, Thompson & Spiegelhalter's prediction interval beside it.
+// IntHout et al. 2014), its variance factor Σw(y − μ)²/(k − 1) floored at 1 (Röver, Knapp & Friede
+// 2015): settings that agree more closely than their standard errors allow — correlated ones, that
+// share a baseline's runs — would otherwise give an interval narrower than any one of them; and
+// the prediction interval for the effect in a new setting, from τ²'s confidence distribution
+// (predictive_interval). Matches statsmodels' combine_effects(method_re="pm") and its HKSJ interval
+// before the floor; Higgins, Thompson & Spiegelhalter's prediction interval beside it.
 // Pure: no database, no files.
 #pragma once
 
@@ -19,6 +22,7 @@ namespace sweep {
 struct MetaResult {
   int64_t k = 0;                                  // settings
   double mean = 0, se = 0, ci_low = 0, ci_high = 0;  // pooled effect, its HKSJ standard error and interval
+  double hk_se = 0;                               // Hartung–Knapp's before the floor (se: its factor floored at 1)
   double p = 0;                                   // the pooled effect ≠ 0 (HKSJ t on k − 1)
   double tau2 = 0, tau2_low = 0, tau2_high = 0;   // between-setting variance and its Q-profile interval
   double q = 0, q_p = 0;                          // Cochran's Q (fixed-effect weights) and its χ²_{k−1} p
@@ -31,7 +35,8 @@ struct MetaResult {
 // when the interval is for what it will measure) at `level`, k ≥ 3 (else NaN): Nagashima, Noma &
 // Furukawa (2019), with τ² drawn from its Q-profile confidence distribution — a draw of χ²_{k−1}
 // solved for the τ² at which the generalised Q equals it (0 below Q(0)) — and for each draw the
-// pooled mean at that τ², a new setting's spread τ·z and the mean's Hartung–Knapp error t_{k−1}·se;
+// pooled mean at that τ², a new setting's spread τ·z and the mean's Hartung–Knapp error t_{k−1}·se
+// (not floored: as Nagashima et al.);
 // the interval is the draws' quantiles. Higgins–Thompson–Spiegelhalter's interval plugs in τ̂²,
 // which Paule–Mandel often puts at 0 where the spread is one to three standard errors: it covered
 // 83–90% there with 4 to 8 settings (`sweep calibrate --pool`). k_predictive_draws draws from a

@@ -98,9 +98,17 @@ void judge_pooled(PooledIntervention& p, double alpha) {
 
 std::string unpoolable(const PoolSetting& s) {
   const std::string head = s.setting + ": " + s.intervention + " left out — ";
-  if (!std::isfinite(s.effect) || s.seeds < 2 || !std::isfinite(s.se) || s.se < 0) {
+  // a loss difference and its error, not any number (1e300 squared is no variance)
+  const auto sane = [](double x) { return std::isfinite(x) && std::abs(x) < 1e100; };
+  if (!sane(s.effect)) {
+    return head + "its improvement is not a number a report gives (" + format_number("%g", s.effect) + ")";
+  }
+  if (s.seeds < 2) {
     return head + "its improvement has no standard error over seeds (fewer than 2 of its seeds paired with a "
                   "finished baseline run)";
+  }
+  if (!sane(s.se) || s.se < 0) {
+    return head + "its standard error is not one (" + format_number("%g", s.se) + ")";
   }
   if (s.se == 0) {
     return head + "its improvement is the same on every seed (" + format_number("%+.4g", s.effect) +
@@ -153,8 +161,8 @@ Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, d
     // settings that share the baseline's runs are correlated, and said
     std::vector<PoolSetting> settings;
     for (const auto& s : by_intervention[name]) {
-      const auto same =
-          std::find_if(settings.begin(), settings.end(), [&](const PoolSetting& t) { return t.runs == s.runs; });
+      const auto same = std::find_if(settings.begin(), settings.end(),
+                                     [&](const PoolSetting& t) { return !s.runs.empty() && t.runs == s.runs; });
       if (same != settings.end()) {
         pool.notes.push_back(name + ": " + s.setting + " has the same runs as " + same->setting + " — counted once");
         continue;

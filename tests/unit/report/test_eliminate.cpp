@@ -136,5 +136,6 @@ TEST_CASE("eliminate: a report replayed — its rung's arms a study, the deviati
   // without a δ: refused by name
   report["design"]["min_effect"] = nullptr;
   std::vector<ReplayStudy> no_delta = replay_studies(report, "lad/report.json");
-  CHECK_THROWS_WITH(replay(no_delta, EliminationRule{}), doctest::Contains("lad/s: its design has no min_effect"));
+  CHECK_THROWS_WITH(replay(no_delta, EliminationRule{}),
+                    doctest::Contains("lad/s: its design has no positive min_effect"));
 }

@@ -10,6 +10,7 @@
 #include "report/pool/from_report.h"
 #include "report/pool/meta.h"
 #include "report/pool/pool.h"
+#include "report/stats.h"
 
 using namespace sweep;
 
@@ -22,16 +23,25 @@ struct Expected {
 void check(const MetaResult& m, const Expected& e) {
   CHECK(m.mean == doctest::Approx(e.mean).epsilon(1e-10));
   CHECK(m.tau2 == doctest::Approx(e.tau2).epsilon(1e-10).scale(1e-12));
-  CHECK(m.se == doctest::Approx(e.se).epsilon(1e-10));
-  CHECK(m.ci_low == doctest::Approx(e.ci_low).epsilon(1e-10));
-  CHECK(m.ci_high == doctest::Approx(e.ci_high).epsilon(1e-10));
+  // statsmodels' Hartung–Knapp interval, before the floor of its factor at 1
+  CHECK(m.hk_se == doctest::Approx(e.se).epsilon(1e-10));
+  const double t = t_quantile(0.95, static_cast<double>(m.k - 1));
+  CHECK(m.mean - t * m.hk_se == doctest::Approx(e.ci_low).epsilon(1e-10));
+  CHECK(m.mean + t * m.hk_se == doctest::Approx(e.ci_high).epsilon(1e-10));
+  // floored: never narrower than the fixed-weight one
+  CHECK(m.se >= m.hk_se);
+  CHECK(m.ci_low == doctest::Approx(m.mean - t * m.se).epsilon(1e-12));
   CHECK(m.q == doctest::Approx(e.q).epsilon(1e-10));
   CHECK(m.q_p == doctest::Approx(e.q_p).epsilon(1e-9));
   CHECK(m.tau2_low == doctest::Approx(e.tau2_low).epsilon(1e-10).scale(1e-12));
   CHECK(m.tau2_high == doctest::Approx(e.tau2_high).epsilon(1e-10));
   CHECK(m.hts_pi_low == doctest::Approx(e.pi_low).epsilon(1e-10));
   CHECK(m.hts_pi_high == doctest::Approx(e.pi_high).epsilon(1e-10));
-  CHECK(m.p == doctest::Approx(e.p).epsilon(1e-9));
+  if (m.se == m.hk_se) {  // the factor above 1: statsmodels' p
+    CHECK(m.p == doctest::Approx(e.p).epsilon(1e-9));
+  } else {
+    CHECK(m.p > e.p);
+  }
 }
 
 }  // namespace
@@ -97,6 +107,17 @@ TEST_CASE("pool: Welch's ANOVA against statsmodels' anova_oneway(use_var='unequa
                   {3, 4, 3, 5});
   CHECK(f == doctest::Approx(9.975232359934765).epsilon(1e-10));
   CHECK(p == doctest::Approx(0.01745240604705269).epsilon(1e-9));
+}
+
+TEST_CASE("pool: settings that agree more closely than their errors allow — no narrower than fixed weights") {
+  // three settings 0.0003 apart, each with a standard error of 0.02 (its 95% interval holds 0):
+  // Hartung–Knapp's factor Σw(y − μ)²/(k − 1) is about 0.0002, and its interval alone would exclude 0;
+  // floored at 1, the pooled standard error is 0.02/√3
+  const MetaResult m = random_effects({0.0300, 0.0303, 0.0297}, {0.02, 0.02, 0.02});
+  CHECK(m.tau2 == 0);
+  CHECK(m.hk_se < 0.0003);
+  CHECK(m.se == doctest::Approx(0.02 / std::sqrt(3.0)).epsilon(1e-12));
+  CHECK(m.ci_low < 0);  // as each setting's own interval holds 0
 }
 
 TEST_CASE("pool: the prediction interval from τ²'s confidence distribution — its limits by hand") {
@@ -190,6 +211,24 @@ TEST_CASE("pool: a study read from its report.json — rungs as settings, old re
   REQUIRE(gm.measured.size() == 1);
   CHECK(gm.measured[0].intervention == "wd");
   CHECK(gm.measured[0].variant == "wd@0.1");
+
+  // a variant without a name, a baseline flag that is no boolean, a standard error that is no number: left out, said
+  nlohmann::json odd{{"sweep", "odd"}, {"metric", "test_loss"}, {"variants", nlohmann::json::array()}};
+  odd["variants"].push_back(variant_json("baseline", "", true, 0, 0, 3, {"b1"}));
+  odd["variants"].push_back(variant_json("", "", false, 0.01, 0.002, 3, {"x1"}));
+  odd["variants"].push_back(variant_json("huge", "", false, 0.01, 1e300, 3, {"h1"}));
+  odd["variants"].push_back(variant_json("flag", "", false, 0.01, 0.002, 3, {"f1"}));
+  odd["variants"][3]["baseline"] = "yes";
+  const Measured om = measure_report(odd, "odd.json", Metric{});
+  REQUIRE(om.measured.size() == 1);
+  CHECK(om.measured[0].variant == "flag");  // "yes" is no baseline: an arm
+  REQUIRE(om.notes.size() == 2);
+  CHECK(om.notes[0] == "odd: a variant without a name — left out");
+  CHECK(om.notes[1] == "odd: huge left out — its standard error is not one (1e+300)");
+  const Measured none = measure_report({{"sweep", "e"}, {"metric", "test_loss"}, {"variants", nlohmann::json::array()}},
+                                       "e.json", Metric{});
+  REQUIRE(none.notes.size() == 1);
+  CHECK(none.notes[0] == "e (e.json): no variant — nothing to pool");
 
   // bad input: another metric, not a report
   grid["metric"] = "val_loss";
