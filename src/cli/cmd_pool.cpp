@@ -63,9 +63,8 @@ Measured labelled_apart(Measured m, std::set<std::string>& labels, const std::st
   return m;
 }
 
-}  // namespace
-
-Exit run_pool(const PoolOptions& o) {
+// The pool of the studies named, printed (and written with --out).
+Exit print_pool(const PoolOptions& o) {
   std::vector<std::string> names = o.sweeps;
   const bool every = names.empty();
   const bool any_sweep =
@@ -146,6 +145,16 @@ Exit run_pool(const PoolOptions& o) {
                  o.out.c_str(), warning.empty() ? "" : (" — " + warning).c_str());
   }
   return Exit::ok;
+}
+
+}  // namespace
+
+Exit run_pool(const PoolOptions& o) {
+  try {
+    return print_pool(o);
+  } catch (const Error& e) {  // a sweep not found may be a report's folder written without a '/'
+    throw Error(e.what() + commands::report_folder_hint(o.sweeps), e.code());
+  }
 }
 
 }  // namespace sweep

@@ -32,7 +32,10 @@ CLI::App* setup_replay(CLI::App& app, ReplayOptions& o) {
   return cmd;
 }
 
-Exit run_replay(const ReplayOptions& o) {
+namespace {
+
+// The studies named, replayed and printed.
+Exit print_replay(const ReplayOptions& o) {
   if (!o.eliminate) {
     throw Error("replay: say which rule to replay — --eliminate", Exit::bad_input);
   }
@@ -86,6 +89,16 @@ Exit run_replay(const ReplayOptions& o) {
   replay(studies, rule);
   std::fputs((replay_text(studies, rule) + (notes.empty() ? "" : "\n" + notes)).c_str(), stdout);
   return Exit::ok;
+}
+
+}  // namespace
+
+Exit run_replay(const ReplayOptions& o) {
+  try {
+    return print_replay(o);
+  } catch (const Error& e) {  // a sweep not found may be a report's folder written without a '/'
+    throw Error(e.what() + commands::report_folder_hint(o.sweeps), e.code());
+  }
 }
 
 }  // namespace sweep

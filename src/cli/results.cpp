@@ -35,6 +35,16 @@ std::optional<fs::path> report_path(const std::string& arg) {
   return path;
 }
 
+std::string report_folder_hint(const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    std::error_code ec;
+    if (!report_path(n) && fs::is_regular_file(fs::path(n) / "report.json", ec)) {
+      return " — to read the report in the folder " + n + ", write ./" + n;
+    }
+  }
+  return "";
+}
+
 nlohmann::json read_report(const fs::path& path) {
   try {
     return nlohmann::json::parse(read_file(path));

@@ -33,6 +33,9 @@ class StudiesSeen {
 // path — a '/' in it, or a name ending in .json — is its report.json, or the folder holding one; an
 // Error (bad input) when there is none. nullopt: a sweep's name.
 std::optional<fs::path> report_path(const std::string& arg);
+// Where `names` holds a word that is no path but a folder with a report.json in it (`sweep pool
+// ladder` run in reports/): what to write to read that report instead (" — to read …"); else "".
+std::string report_folder_hint(const std::vector<std::string>& names);
 // The report at `path`, parsed; an Error (bad input) naming it when it is not JSON.
 nlohmann::json read_report(const fs::path& path);
 
