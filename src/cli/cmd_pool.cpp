@@ -1,10 +1,8 @@
-// `sweep pool [SWEEP...]`: each intervention's effect pooled across the settings that measured it
-// (report/pool/pool.h) — the sweeps named, or every sweep in the results; a ladder's rungs are
+// `sweep pool [SWEEP|REPORT...]`: each intervention's effect pooled across the settings that measured it
+// (report/pool/pool.h) — the sweeps and reports named, or every sweep in the results; a ladder's rungs are
 // settings each.
 #include <algorithm>
 #include <cstdio>
-#include <optional>
-#include <map>
 #include <memory>
 #include <set>
 
@@ -65,21 +63,12 @@ Measured labelled_apart(Measured m, std::set<std::string>& labels, const std::st
 
 // The pool of the studies named, printed (and written with --out).
 Exit print_pool(const PoolOptions& o) {
-  std::vector<std::string> names = o.sweeps;
-  const bool every = names.empty();
-  const bool any_sweep =
-      every || std::any_of(names.begin(), names.end(), [](const std::string& n) { return !commands::report_path(n); });
+  const bool every = o.sweeps.empty();
   std::unique_ptr<Store> store;
-  if (any_sweep) {  // reports alone need no results folder
-    store = commands::open_results(o.results);
-  }
-  if (every) {
-    for (const auto& s : store->sweeps()) {
-      names.push_back(s.name);
-    }
-    if (names.empty()) {
-      throw Error("no sweep in " + database_path(o.results) + ": nothing to pool", Exit::bad_input);
-    }
+  std::vector<std::string> twice;
+  const std::vector<commands::StudyArg> studies = commands::studies_named(o.sweeps, o.results, store, twice);
+  if (every && studies.empty()) {
+    throw Error("no sweep in " + database_path(o.results) + ": nothing to pool", Exit::bad_input);
   }
   if (!o.out.empty()) {  // the folder written last is checked first: nothing half-done after the work
     std::error_code ec;
@@ -93,16 +82,12 @@ Exit print_pool(const PoolOptions& o) {
   const Metric metric = parse_metric(o.metric);
   std::vector<Measured> measured;
   std::vector<std::string> skipped;
-  std::set<std::string> seen;
+  for (const std::string& name : twice) {
+    skipped.push_back(name + ": named twice — pooled once");
+  }
   commands::StudiesSeen studies_seen;
   std::set<std::string> labels;  // the settings' names so far
-  for (const auto& name : names) {
-    const std::optional<fs::path> report = commands::report_path(name);
-    const std::string key = report ? fs::weakly_canonical(*report).string() : name;
-    if (!seen.insert(key).second) {
-      skipped.push_back(name + ": named twice — pooled once");
-      continue;
-    }
+  for (const auto& [name, report] : studies) {
     std::string first;
     if (report) {
       Measured m = read_report(*report, metric, studies_seen, first);

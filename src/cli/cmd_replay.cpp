@@ -1,7 +1,6 @@
 // `sweep replay --eliminate [SWEEP|REPORT...]`: finished studies replayed through --eliminate's rule
 // (report/eliminate/replay.h) — which arms it would have stopped, when, against what the full
 // design found, and the tokens saved. No training.
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -46,29 +45,16 @@ Exit print_replay(const ReplayOptions& o) {
   if (const std::string problem = rule_problem(rule); !problem.empty()) {
     throw Error("replay --eliminate: " + problem, Exit::bad_input);
   }
-  std::vector<std::string> names = o.sweeps;
-  const bool any_sweep = names.empty() || std::any_of(names.begin(), names.end(), [](const std::string& n) {
-                           return !commands::report_path(n);
-                         });
   std::unique_ptr<Store> store;
-  if (any_sweep) {
-    store = commands::open_results(o.results);
-  }
-  if (names.empty()) {
-    for (const auto& s : store->sweeps()) {
-      names.push_back(s.name);
-    }
+  std::vector<std::string> twice;
+  const std::vector<commands::StudyArg> named = commands::studies_named(o.sweeps, o.results, store, twice);
+  std::string notes;
+  for (const std::string& name : twice) {
+    notes += "note: " + name + ": named twice — replayed once\n";
   }
   std::vector<ReplayStudy> studies;
-  std::set<std::string> seen;
   commands::StudiesSeen studies_seen;
-  std::string notes;
-  for (const std::string& name : names) {
-    const std::optional<fs::path> report = commands::report_path(name);
-    if (!seen.insert(report ? fs::weakly_canonical(*report).string() : name).second) {
-      notes += "note: " + name + ": named twice — replayed once\n";
-      continue;
-    }
+  for (const auto& [name, report] : named) {
     std::vector<ReplayStudy> more;
     std::string first;
     if (report) {

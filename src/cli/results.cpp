@@ -1,5 +1,7 @@
 #include "cli/results.h"
 
+#include <algorithm>
+
 #include "sched/lifecycle.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -33,6 +35,29 @@ std::optional<fs::path> report_path(const std::string& arg) {
                 Exit::bad_input);
   }
   return path;
+}
+
+std::vector<StudyArg> studies_named(const std::vector<std::string>& names, const std::string& results,
+                                    std::unique_ptr<Store>& store, std::vector<std::string>& twice) {
+  std::vector<StudyArg> out;
+  std::set<std::string> seen;
+  for (const std::string& n : names) {
+    StudyArg a{n, report_path(n)};
+    if (!seen.insert(a.report ? fs::weakly_canonical(*a.report).string() : n).second) {
+      twice.push_back(n);
+      continue;
+    }
+    out.push_back(std::move(a));
+  }
+  if (names.empty() || std::any_of(out.begin(), out.end(), [](const StudyArg& a) { return !a.report; })) {
+    store = open_results(results);  // reports alone need no results folder
+  }
+  if (names.empty()) {
+    for (const auto& s : store->sweeps()) {
+      out.push_back({s.name, std::nullopt});
+    }
+  }
+  return out;
 }
 
 std::string report_folder_hint(const std::vector<std::string>& names) {

@@ -33,6 +33,17 @@ class StudiesSeen {
 // path — a '/' in it, or a name ending in .json — is its report.json, or the folder holding one; an
 // Error (bad input) when there is none. nullopt: a sweep's name.
 std::optional<fs::path> report_path(const std::string& arg);
+// A study named on the command line (`sweep pool`, `sweep replay`): a sweep in the results, or a
+// report by path.
+struct StudyArg {
+  std::string name;                // as given
+  std::optional<fs::path> report;  // its report.json; nullopt: a sweep's name
+};
+// The studies `names` names, each once — a name given twice, or two paths to one report, said in
+// `twice` — or every sweep in the results when it names none; `store` opened when one is a sweep.
+std::vector<StudyArg> studies_named(const std::vector<std::string>& names, const std::string& results,
+                                    std::unique_ptr<Store>& store, std::vector<std::string>& twice);
+
 // Where `names` holds a word that is no path but a folder with a report.json in it (`sweep pool
 // ladder` run in reports/): what to write to read that report instead (" — to read …"); else "".
 std::string report_folder_hint(const std::vector<std::string>& names);

@@ -161,10 +161,18 @@ std::string replay_text(const std::vector<ReplayStudy>& studies, const Eliminati
          "|:--|:--|--:|--:|--:|--:|--:|--:|:--|--:|\n";
   int64_t arms = 0, stopped = 0, not_worse = 0, false_eliminations = 0;
   double saved = 0, total = 0, worse_tokens = 0, worse_saved = 0;
+  std::vector<std::string> unjudged;
   for (const ReplayStudy& s : studies) {
     total += s.tokens;
     for (const ReplayArm& a : s.arms) {
       ++arms;
+      std::string at;
+      for (const double f : a.unjudged) {
+        at += (at.empty() ? "" : ", ") + format_number("%g", 100 * f) + "%";
+      }
+      if (!at.empty()) {
+        unjudged.push_back(s.name + " `" + a.name + "` at " + at);
+      }
       const Elimination& e = a.elimination;
       const double arm_saved = e.stopped ? (1 - e.fraction) * a.tokens : 0;
       saved += arm_saved;
@@ -185,18 +193,6 @@ std::string replay_text(const std::vector<ReplayStudy>& studies, const Eliminati
              format_number("%.0f", arm_saved) + " |\n";
     }
   }
-  std::vector<std::string> unjudged;
-  for (const ReplayStudy& s : studies) {
-    for (const ReplayArm& a : s.arms) {
-      std::string at;
-      for (const double f : a.unjudged) {
-        at += (at.empty() ? "" : ", ") + format_number("%g", 100 * f) + "%";
-      }
-      if (!at.empty()) {
-        unjudged.push_back(s.name + " `" + a.name + "` at " + at);
-      }
-    }
-  }
   out += "\n" + std::to_string(stopped) + " of " + plural(arms, "arm") + " stopped; " + std::to_string(not_worse) +
          " of them not \"worse\" in the full design, " + std::to_string(false_eliminations) +
          " with a final improvement ≥ −δ (a false elimination). Tokens saved: " +
@@ -205,7 +201,8 @@ std::string replay_text(const std::vector<ReplayStudy>& studies, const Eliminati
               : std::string("no arm ended worse; ")) +
          (total > 0 ? format_number("%.1f", 100 * saved / total) : "-") + "% of every run's.\n";
   if (!unjudged.empty()) {
-    out += "\nNot judged at every look (their curves have no point with 2 seeds there, or none 5% before): " +
+    out += "\nNot judged at every look (their curves have no point with 2 seeds there, or none " +
+           format_number("%g", 100 * rule.span) + "% of training before): " +
            join(unjudged, "; ") + ".\n";
   }
   return out;
