@@ -135,9 +135,15 @@ Exit print_pool(const PoolOptions& o) {
 }  // namespace
 
 Exit run_pool(const PoolOptions& o) {
+  std::error_code ec;
+  const bool new_out = !o.out.empty() && !fs::exists(o.out, ec);
   try {
     return print_pool(o);
-  } catch (const Error& e) {  // a sweep not found may be a report's folder written without a '/'
+  } catch (const Error& e) {
+    if (new_out) {
+      fs::remove(o.out, ec);  // the --out folder this run made, still empty: a refused run leaves nothing
+    }
+    // a sweep not found may be a report's folder written without a '/'
     throw Error(e.what() + commands::report_folder_hint(o.sweeps), e.code());
   }
 }

@@ -36,6 +36,8 @@ grep -q "note: out/golden: the same runs as golden — pooled once" twice.txt ||
 grep -q "note: out/golden/report.json: named twice — pooled once" twice.txt || fail "report twice: $(cat twice.txt)"
 (cd out && expect_rc 2 "$SWEEP" pool golden 2> ../err.txt)
 grep -q "to read the report in the folder golden, write ./golden" err.txt || fail "a report's folder as a word: $(cat err.txt)"
+expect_rc 2 "$SWEEP" pool nosuch --out fresh-out 2> err.txt
+[ ! -e fresh-out ] || fail "a refused sweep pool left its --out folder behind"
 expect_rc 2 "$SWEEP" pool out/nosuch 2> err.txt
 grep -q "^sweep: out/nosuch: no such report" err.txt || fail "sweep pool of a missing report: $(cat err.txt)"
 echo '{"sweep": "x", ' > broken.json
