@@ -28,6 +28,9 @@ CLI::App* setup_replay(CLI::App& app, ReplayOptions& o) {
   cmd->add_option("--looks", o.looks, "The looks, fractions of training, comma-separated")->capture_default_str();
   cmd->add_option("--kept", o.kept, "Per look, the least share of its deficit a worse arm keeps to the end")
       ->capture_default_str();
+  cmd->add_option("--format", o.format, "text (a Markdown table of the arms stopped) or json (every arm)")
+      ->check(CLI::IsMember({to_string(OutputFormat::text), to_string(OutputFormat::json)}))
+      ->capture_default_str();
   return cmd;
 }
 
@@ -48,9 +51,9 @@ Exit print_replay(const ReplayOptions& o) {
   std::unique_ptr<Store> store;
   std::vector<std::string> twice;
   const std::vector<commands::StudyArg> named = commands::studies_named(o.sweeps, o.results, store, twice);
-  std::string notes;
+  std::vector<std::string> notes;
   for (const std::string& name : twice) {
-    notes += "note: " + name + ": named twice — replayed once\n";
+    notes.push_back(name + ": named twice — replayed once");
   }
   std::vector<ReplayStudy> studies;
   commands::StudiesSeen studies_seen;
@@ -67,13 +70,23 @@ Exit print_replay(const ReplayOptions& o) {
       more = first.empty() ? replay_studies(analyze(in), name) : more;
     }
     if (!first.empty()) {
-      notes += "note: " + name + ": the same runs as " + first + " — replayed once\n";
+      notes.push_back(name + ": the same runs as " + first + " — replayed once");
       continue;
     }
     studies.insert(studies.end(), more.begin(), more.end());
   }
   replay(studies, rule);
-  std::fputs((replay_text(studies, rule) + (notes.empty() ? "" : "\n" + notes)).c_str(), stdout);
+  if (choice_of<OutputFormat>(o.format) == OutputFormat::json) {
+    nlohmann::ordered_json j = replay_json(studies, rule);
+    j["notes"] = notes;
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::string text = replay_text(studies, rule) + (notes.empty() ? "" : "\n");
+    for (const std::string& n : notes) {
+      text += "note: " + n + "\n";
+    }
+    std::fputs(text.c_str(), stdout);
+  }
   return Exit::ok;
 }
 

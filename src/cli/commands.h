@@ -150,6 +150,7 @@ struct ReplayOptions {
   bool eliminate = false;
   std::string looks = "0.3,0.5,0.75";
   std::string kept = "0.2,0.2,0.4";
+  std::string format = "text";  // text (Markdown) or json
 };
 CLI::App* setup_replay(CLI::App& app, ReplayOptions& o);
 Exit run_replay(const ReplayOptions& o);

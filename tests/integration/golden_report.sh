@@ -52,6 +52,9 @@ grep -q "compares the variants on test_loss, not val_loss — pool with --metric
   fail "replay REPORT...: $(cat replay-reports.txt)"
 cmp replay-runs.txt replay-reports.txt || fail "replay from reports differs: $(diff replay-runs.txt replay-reports.txt)"
 grep -q "^0 of 4 arms stopped" replay-runs.txt || fail "replay: $(cat replay-runs.txt)"
+"$SWEEP" replay --eliminate golden golden-ladder golden-tuned --format json > replay.json || fail "replay --format json"
+python3 -c "import json, sys; j = json.load(open('replay.json')); sys.exit(j['summary']['arms'] != 4)" ||
+  fail "replay's JSON: $(head -c 600 replay.json)"
 "$SWEEP" replay --eliminate golden out/golden > replay-twice.txt || fail "replay a study twice"
 grep -q "^note: out/golden: the same runs as golden — replayed once" replay-twice.txt ||
   fail "replay of a study and its report: $(cat replay-twice.txt)"

@@ -149,6 +149,50 @@ void replay(std::vector<ReplayStudy>& studies, EliminationRule rule) {
   }
 }
 
+nlohmann::ordered_json replay_json(const std::vector<ReplayStudy>& studies, const EliminationRule& rule) {
+  using ojson = nlohmann::ordered_json;
+  const auto number = [](double x) { return std::isfinite(x) ? ojson(x) : ojson(nullptr); };
+  ojson out{{"rule",
+             {{"looks", rule.looks}, {"kept", rule.kept}, {"span", rule.span}, {"alpha", rule.alpha}}},
+            {"studies", ojson::array()}};
+  int64_t arms = 0, stopped = 0, not_worse = 0, false_eliminations = 0;
+  double saved = 0, total = 0;
+  for (const ReplayStudy& s : studies) {
+    ojson study{{"study", s.name}, {"min_effect", number(s.delta)}, {"tokens", s.tokens}, {"arms", ojson::array()}};
+    total += s.tokens;
+    for (const ReplayArm& a : s.arms) {
+      const Elimination& e = a.elimination;
+      const double arm_saved = e.stopped ? (1 - e.fraction) * a.tokens : 0;
+      ++arms;
+      stopped += e.stopped;
+      not_worse += e.stopped && a.verdict != "worse";
+      false_eliminations += e.stopped && a.improvement >= -s.delta;
+      saved += arm_saved;
+      ojson arm{{"arm", a.name},
+                {"stopped", e.stopped},
+                {"at", e.stopped ? ojson(e.fraction) : ojson(nullptr)},
+                {"delta_there", e.stopped ? number(e.mean) : ojson(nullptr)},
+                {"upper", e.stopped ? number(e.upper) : ojson(nullptr)},
+                {"threshold", e.stopped ? number(e.threshold) : ojson(nullptr)},
+                {"improvement", number(a.improvement)},
+                {"ci", {number(a.ci_low), number(a.ci_high)}},
+                {"verdict", a.verdict},
+                {"tokens", a.tokens},
+                {"tokens_saved", arm_saved},
+                {"unjudged_looks", a.unjudged}};
+      study["arms"].push_back(std::move(arm));
+    }
+    out["studies"].push_back(std::move(study));
+  }
+  out["summary"] = {{"arms", arms},
+                    {"stopped", stopped},
+                    {"stopped_not_worse", not_worse},
+                    {"false_eliminations", false_eliminations},
+                    {"tokens_saved", saved},
+                    {"tokens", total}};
+  return out;
+}
+
 std::string replay_text(const std::vector<ReplayStudy>& studies, const EliminationRule& rule) {
   std::string looks, kept;
   for (size_t j = 0; j < rule.looks.size(); ++j) {

@@ -40,6 +40,9 @@ std::vector<ReplayStudy> replay_studies(const nlohmann::json& report, const std:
 // Each study's arms judged by `rule` (its δ the study's); a study without δ is an Error (bad input).
 void replay(std::vector<ReplayStudy>& studies, EliminationRule rule);
 
+// The stopped arms as a Markdown table, then a sentence of counts and the arms not judged at every look.
 std::string replay_text(const std::vector<ReplayStudy>& studies, const EliminationRule& rule);
+// Every arm, stopped or not, with the rule and the same counts.
+nlohmann::ordered_json replay_json(const std::vector<ReplayStudy>& studies, const EliminationRule& rule);
 
 }  // namespace sweep

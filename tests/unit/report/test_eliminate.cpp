@@ -129,6 +129,12 @@ TEST_CASE("eliminate: a report replayed — its rung's arms a study, the deviati
   CHECK(studies[0].arms[0].elimination.stopped);
   CHECK(studies[0].arms[0].elimination.fraction == 0.3);
   CHECK_FALSE(studies[0].arms[1].elimination.stopped);
+  const nlohmann::ordered_json j = replay_json(studies, EliminationRule{});
+  CHECK(j["summary"]["arms"] == 2);
+  CHECK(j["summary"]["stopped"] == 1);
+  CHECK(j["studies"][0]["arms"][0]["at"] == 0.3);
+  CHECK(j["studies"][0]["arms"][1]["at"].is_null());
+  CHECK(j["studies"][0]["arms"][0]["tokens_saved"] == doctest::Approx(2800));
   const std::string text = replay_text(studies, EliminationRule{});
   CHECK(text.find("1 of 2 arms stopped; 0 of them not \"worse\" in the full design, 0 with a final improvement") !=
         std::string::npos);
