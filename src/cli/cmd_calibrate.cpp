@@ -268,85 +268,70 @@ Exit run_tuned_calibration(const CalibrateOptions& o) {
   return Exit::ok;
 }
 
-}  // namespace
+// --backtest: synthetic ladders of the options' size and noise.
+Exit run_backtest_calibration(const CalibrateOptions& o) {
+  if (!o.sweep.empty()) {
+    throw Error("calibrate --backtest simulates ladders of its own (--sigma, --seeds, --interventions, --rungs, "
+                "--bend): it takes no sweep — drop " + o.sweep + ", or `sweep backtest " + o.sweep +
+                    "` for that ladder's own backtest",
+                Exit::bad_input);
+  }
+  BacktestCalibrationSetup b;
+  b.sigma = o.sigma > 0 ? o.sigma : b.sigma;
+  b.seeds = o.seeds > 0 ? o.seeds : b.seeds;
+  b.interventions = o.interventions > 0 ? o.interventions : b.interventions;
+  b.rungs = o.rungs;
+  b.bend = o.bend;
+  b.top_noise = o.top_noise;
+  b.replicates = o.replicates;
+  b.seed = o.seed;
+  print_calibration<BacktestCalibrationSetup, std::vector<BacktestCalibrationRow>>(
+      b, backtest_calibration_header(b), calibrate_backtest, backtest_calibration_markdown);
+  return Exit::ok;
+}
 
-Exit run_calibrate(const CalibrateOptions& o) {
-  if (static_cast<int>(o.tune) + static_cast<int>(o.backtest) + static_cast<int>(o.pool) +
-          static_cast<int>(o.eliminate) >
-      1) {
-    throw Error("calibrate: --tune, --backtest, --pool and --eliminate measure different things: pass one",
+// --pool: simulated meta-studies.
+Exit run_pool_calibration(const CalibrateOptions& o) {
+  if (!o.sweep.empty() || o.sigma > 0 || o.interventions > 0) {
+    throw Error("calibrate --pool simulates meta-studies of its own (--seeds, --replicates, --seed): it takes no "
+                "sweep, --sigma or --interventions — `sweep pool` pools a results folder's studies",
                 Exit::bad_input);
   }
-  refuse_other_modes(o);
-  if (o.given.count("--better-by-alpha") && !o.given.count("--better-by") && o.sweep.empty()) {
-    throw Error("calibrate: --better-by-alpha is the level of --better-by's claim, and no margin is given — pass "
-                "--better-by M too (or a sweep whose file sets better_by)",
+  PoolCalibrationSetup p;
+  p.seeds = o.seeds > 0 ? o.seeds : p.seeds;
+  p.replicates = o.replicates;
+  p.seed = o.seed;
+  print_calibration<PoolCalibrationSetup, std::vector<PoolCalibrationRow>>(
+      p, pool_calibration_header(p), calibrate_pool, pool_calibration_markdown);
+  return Exit::ok;
+}
+
+// --eliminate: simulated studies whose arms' curves grow, fade or cross 0.
+Exit run_elimination_calibration(const CalibrateOptions& o) {
+  if (!o.sweep.empty() || o.sigma > 0) {
+    throw Error("calibrate --eliminate simulates studies of its own (--seeds, --interventions, --replicates, "
+                "--seed): it takes no sweep or --sigma — `sweep replay --eliminate` replays a finished study",
                 Exit::bad_input);
   }
-  if (o.given.count("--results") && o.sweep.empty()) {
-    throw Error("calibrate: --results names where a sweep's results are read, and no sweep is named — name the sweep "
-                "whose noise to simulate, or drop --results",
-                Exit::bad_input);
+  EliminationCalibrationSetup e;
+  e.seeds = o.seeds > 0 ? o.seeds : e.seeds;
+  e.arms = o.interventions > 0 ? o.interventions : e.arms;
+  e.replicates = o.replicates;
+  e.seed = o.seed;
+  e.rule.looks = validate::number_list("--looks", o.looks, "0.3,0.5,0.75 (fractions of training)");
+  e.rule.kept = validate::number_list("--kept", o.kept, "0.2,0.2,0.4 (one share per look)");
+  EliminationRule checked = e.rule;
+  checked.delta = 1;  // the simulation's unit
+  if (const std::string problem = rule_problem(checked); !problem.empty()) {
+    throw Error("calibrate --eliminate: " + problem, Exit::bad_input);  // before its first paragraph is printed
   }
-  if (o.tune) {
-    return run_tuned_calibration(o);
-  }
-  if (o.backtest) {
-    if (!o.sweep.empty()) {
-      throw Error("calibrate --backtest simulates ladders of its own (--sigma, --seeds, --interventions, --rungs, "
-                  "--bend): it takes no sweep — drop " + o.sweep + ", or `sweep backtest " + o.sweep +
-                      "` for that ladder's own backtest",
-                  Exit::bad_input);
-    }
-    BacktestCalibrationSetup b;
-    b.sigma = o.sigma > 0 ? o.sigma : b.sigma;
-    b.seeds = o.seeds > 0 ? o.seeds : b.seeds;
-    b.interventions = o.interventions > 0 ? o.interventions : b.interventions;
-    b.rungs = o.rungs;
-    b.bend = o.bend;
-    b.top_noise = o.top_noise;
-    b.replicates = o.replicates;
-    b.seed = o.seed;
-    print_calibration<BacktestCalibrationSetup, std::vector<BacktestCalibrationRow>>(
-        b, backtest_calibration_header(b), calibrate_backtest, backtest_calibration_markdown);
-    return Exit::ok;
-  }
-  if (o.pool) {
-    if (!o.sweep.empty() || o.sigma > 0 || o.interventions > 0) {
-      throw Error("calibrate --pool simulates meta-studies of its own (--seeds, --replicates, --seed): it takes no "
-                  "sweep, --sigma or --interventions — `sweep pool` pools a results folder's studies",
-                  Exit::bad_input);
-    }
-    PoolCalibrationSetup p;
-    p.seeds = o.seeds > 0 ? o.seeds : p.seeds;
-    p.replicates = o.replicates;
-    p.seed = o.seed;
-    print_calibration<PoolCalibrationSetup, std::vector<PoolCalibrationRow>>(
-        p, pool_calibration_header(p), calibrate_pool, pool_calibration_markdown);
-    return Exit::ok;
-  }
-  if (o.eliminate) {
-    if (!o.sweep.empty() || o.sigma > 0) {
-      throw Error("calibrate --eliminate simulates studies of its own (--seeds, --interventions, --replicates, "
-                  "--seed): it takes no sweep or --sigma — `sweep replay --eliminate` replays a finished study",
-                  Exit::bad_input);
-    }
-    EliminationCalibrationSetup e;
-    e.seeds = o.seeds > 0 ? o.seeds : e.seeds;
-    e.arms = o.interventions > 0 ? o.interventions : e.arms;
-    e.replicates = o.replicates;
-    e.seed = o.seed;
-    e.rule.looks = validate::number_list("--looks", o.looks, "0.3,0.5,0.75 (fractions of training)");
-    e.rule.kept = validate::number_list("--kept", o.kept, "0.2,0.2,0.4 (one share per look)");
-    EliminationRule checked = e.rule;
-    checked.delta = 1;  // the simulation's unit
-    if (const std::string problem = rule_problem(checked); !problem.empty()) {
-      throw Error("calibrate --eliminate: " + problem, Exit::bad_input);  // before its first paragraph is printed
-    }
-    print_calibration<EliminationCalibrationSetup, std::vector<EliminationCalibrationRow>>(
-        e, elimination_calibration_header(e), calibrate_elimination, elimination_calibration_markdown);
-    return Exit::ok;
-  }
+  print_calibration<EliminationCalibrationSetup, std::vector<EliminationCalibrationRow>>(
+      e, elimination_calibration_header(e), calibrate_elimination, elimination_calibration_markdown);
+  return Exit::ok;
+}
+
+// The plain calibration: the fixed design and --until-decided, at a sweep's noise or the options'.
+Exit run_plain_calibration(const CalibrateOptions& o) {
   CalibrationSetup setup;
   if (!o.sweep.empty()) {
     const ReportInput input = study_to_simulate(o);
@@ -386,6 +371,41 @@ Exit run_calibrate(const CalibrateOptions& o) {
   print_calibration<CalibrationSetup, std::vector<CalibrationRow>>(setup, calibration_header(setup), calibrate,
                                                                    calibration_markdown);
   return Exit::ok;
+}
+
+}  // namespace
+
+Exit run_calibrate(const CalibrateOptions& o) {
+  if (static_cast<int>(o.tune) + static_cast<int>(o.backtest) + static_cast<int>(o.pool) +
+          static_cast<int>(o.eliminate) >
+      1) {
+    throw Error("calibrate: --tune, --backtest, --pool and --eliminate measure different things: pass one",
+                Exit::bad_input);
+  }
+  refuse_other_modes(o);
+  if (o.given.count("--better-by-alpha") && !o.given.count("--better-by") && o.sweep.empty()) {
+    throw Error("calibrate: --better-by-alpha is the level of --better-by's claim, and no margin is given — pass "
+                "--better-by M too (or a sweep whose file sets better_by)",
+                Exit::bad_input);
+  }
+  if (o.given.count("--results") && o.sweep.empty()) {
+    throw Error("calibrate: --results names where a sweep's results are read, and no sweep is named — name the sweep "
+                "whose noise to simulate, or drop --results",
+                Exit::bad_input);
+  }
+  if (o.tune) {
+    return run_tuned_calibration(o);
+  }
+  if (o.backtest) {
+    return run_backtest_calibration(o);
+  }
+  if (o.pool) {
+    return run_pool_calibration(o);
+  }
+  if (o.eliminate) {
+    return run_elimination_calibration(o);
+  }
+  return run_plain_calibration(o);
 }
 
 }  // namespace sweep
