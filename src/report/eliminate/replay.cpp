@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "report/pool/from_report.h"
 #include "report/render/tables.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -12,16 +13,6 @@ namespace sweep {
 namespace {
 
 using json = nlohmann::json;
-
-double number_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : k_nan;
-}
-
-std::string string_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 ReplayStudy study_of(const Analysis& a, const std::string& name) {
   ReplayStudy s;
@@ -65,7 +56,7 @@ std::vector<ReplayStudy> replay_studies(const Analysis& a, const std::string& sw
 }
 
 std::vector<ReplayStudy> replay_studies(const json& report, const std::string& where) {
-  const std::string sweep = report.is_object() ? string_at(report, "sweep") : "";
+  const std::string sweep = report.is_object() ? report_string(report, "sweep") : "";
   if (sweep.empty() || !report.contains("variants") || !report["variants"].is_array()) {
     throw Error(where + ": not a sweep report (no \"sweep\" and \"variants\") — name the report.json that `sweep "
                         "report --out` wrote, or its folder",
@@ -75,7 +66,7 @@ std::vector<ReplayStudy> replay_studies(const json& report, const std::string& w
     throw Error(where + ": its report has no Δ curves (\"delta_curves\") — report the sweep again with `sweep report`",
                 Exit::bad_input);
   }
-  const double delta = report.contains("design") ? number_at(report["design"], "min_effect") : k_nan;
+  const double delta = report.contains("design") ? report_number(report["design"], "min_effect") : k_nan;
   std::vector<ReplayStudy> out;
   std::map<std::string, size_t> by_rung;
   std::map<std::string, const json*> variants;
@@ -83,41 +74,41 @@ std::vector<ReplayStudy> replay_studies(const json& report, const std::string& w
     if (!v.is_object()) {
       continue;
     }
-    const std::string rung = string_at(v, "rung");
+    const std::string rung = report_string(v, "rung");
     if (!by_rung.count(rung)) {
       by_rung[rung] = out.size();
       out.push_back({rung.empty() ? sweep : sweep + "/" + rung, delta, 0, {}});
     }
-    out[by_rung[rung]].tokens += number_at(v, "tokens") * number_at(v, "finished");
-    variants[string_at(v, "name")] = &v;
+    out[by_rung[rung]].tokens += report_number(v, "tokens") * report_number(v, "finished");
+    variants[report_string(v, "name")] = &v;
   }
   for (const json& d : report["delta_curves"]) {
-    const auto v = variants.find(string_at(d, "variant"));
+    const auto v = variants.find(report_string(d, "variant"));
     if (v == variants.end() || !d.contains("points") || !d["points"].is_array()) {
       continue;
     }
     ReplayArm arm;
     arm.name = v->first;
     for (const json& p : d["points"]) {
-      const double n = number_at(p, "seeds"), lo = number_at(p, "ci_low"), hi = number_at(p, "ci_high");
+      const double n = report_number(p, "seeds"), lo = report_number(p, "ci_low"), hi = report_number(p, "ci_high");
       Summary s;
       s.n = std::isfinite(n) ? static_cast<int64_t>(n) : 0;
-      s.mean = number_at(p, "improvement");
+      s.mean = report_number(p, "improvement");
       // the report keeps the 95% t interval: the seeds' standard deviation from its half-width
       s.sd = s.n >= 2 ? (hi - lo) / 2 / t_quantile(0.95, static_cast<double>(s.n - 1)) *
                             std::sqrt(static_cast<double>(s.n))
                       : k_nan;
       s.ci_low = lo;
       s.ci_high = hi;
-      arm.curve.push_back({static_cast<int64_t>(number_at(p, "tokens")), s});
+      arm.curve.push_back({static_cast<int64_t>(report_number(p, "tokens")), s});
     }
     const json& stats = *v->second;
-    arm.improvement = number_at(stats, "improvement");
-    arm.ci_low = number_at(stats, "ci_low");
-    arm.ci_high = number_at(stats, "ci_high");
-    arm.verdict = string_at(stats, "verdict");
-    arm.tokens = number_at(stats, "tokens") * number_at(stats, "finished");
-    out[by_rung[string_at(stats, "rung")]].arms.push_back(std::move(arm));
+    arm.improvement = report_number(stats, "improvement");
+    arm.ci_low = report_number(stats, "ci_low");
+    arm.ci_high = report_number(stats, "ci_high");
+    arm.verdict = report_string(stats, "verdict");
+    arm.tokens = report_number(stats, "tokens") * report_number(stats, "finished");
+    out[by_rung[report_string(stats, "rung")]].arms.push_back(std::move(arm));
   }
   return out;
 }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 
+#include "report/stats.h"
 #include "util/error.h"
 
 namespace sweep {
@@ -13,31 +13,22 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string string_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-double number_at(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : std::numeric_limits<double>::quiet_NaN();
-}
-
 // The variant's runs: those with a value (finished), or all.
 std::set<std::string> runs_of(const json& variant, bool finished_only) {
   std::set<std::string> ids;
   const auto runs = variant.is_object() ? variant.find("runs_detail") : variant.end();
   for (size_t i = 0; runs != variant.end() && runs->is_array() && i < runs->size(); ++i) {
     const json& r = (*runs)[i];
-    if (r.is_object() && !string_at(r, "run_id").empty() && (!finished_only || std::isfinite(number_at(r, "value")))) {
-      ids.insert(string_at(r, "run_id"));
+    const std::string id = r.is_object() ? report_string(r, "run_id") : "";
+    if (!id.empty() && (!finished_only || std::isfinite(report_number(r, "value")))) {
+      ids.insert(id);
     }
   }
   return ids;
 }
 
 int64_t seeds_of(const json& v) {
-  const double n = number_at(v, "seeds");
+  const double n = report_number(v, "seeds");
   return std::isfinite(n) && n > 0 && n < 1e9 ? static_cast<int64_t>(n) : 0;  // a count, not any number
 }
 
@@ -48,10 +39,10 @@ bool is_baseline(const json& v) {
 
 // The variant's intervention: as the report names it, or (an older report) its name less the rung.
 std::string intervention_of(const json& v, const std::string& rung) {
-  if (std::string named = string_at(v, "intervention"); !named.empty()) {
+  if (std::string named = report_string(v, "intervention"); !named.empty()) {
     return named;
   }
-  const std::string name = string_at(v, "name");
+  const std::string name = report_string(v, "name");
   const std::string suffix = "+" + rung;
   if (!rung.empty() && name.size() > suffix.size() && name.ends_with(suffix)) {
     return name.substr(0, name.size() - suffix.size());
@@ -60,6 +51,16 @@ std::string intervention_of(const json& v, const std::string& rung) {
 }
 
 }  // namespace
+
+std::string report_string(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+double report_number(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : k_nan;
+}
 
 std::set<std::string> report_runs(const json& report) {
   std::set<std::string> ids;
@@ -73,13 +74,13 @@ std::set<std::string> report_runs(const json& report) {
 
 Measured measure_report(const json& report, const std::string& where, const Metric& metric) {
   const auto variants = report.is_object() ? report.find("variants") : report.end();
-  const std::string sweep = report.is_object() ? string_at(report, "sweep") : "";
+  const std::string sweep = report.is_object() ? report_string(report, "sweep") : "";
   if (!report.is_object() || variants == report.end() || !variants->is_array() || sweep.empty()) {
     throw Error(where + ": not a sweep report (no \"sweep\" and \"variants\") — name the report.json that "
                         "`sweep report --out` wrote, or its folder",
                 Exit::bad_input);
   }
-  if (const std::string measured = string_at(report, "metric"); measured != metric.name()) {
+  if (const std::string measured = report_string(report, "metric"); measured != metric.name()) {
     throw Error(where + ": its report compares the variants on " +
                     (measured.empty() ? "no metric it names" : measured) +
                     ", not " + metric.name() + " — " +
@@ -92,7 +93,7 @@ Measured measure_report(const json& report, const std::string& where, const Metr
   std::map<std::string, const json*> baselines;  // rung ("" for none) -> its baseline
   std::vector<std::string> rungs;
   for (const json& v : *variants) {
-    const std::string rung = v.is_object() ? string_at(v, "rung") : "";
+    const std::string rung = v.is_object() ? report_string(v, "rung") : "";
     if (std::find(rungs.begin(), rungs.end(), rung) == rungs.end()) {
       rungs.push_back(rung);
     }
@@ -107,26 +108,26 @@ Measured measure_report(const json& report, const std::string& where, const Metr
   for (const std::string& rung : rungs) {
     const std::string setting = rung.empty() ? sweep : sweep + "/" + rung;
     const auto base = baselines.find(rung);
-    if (base == baselines.end() || !(number_at(*base->second, "seeds") > 0)) {
+    if (base == baselines.end() || !(report_number(*base->second, "seeds") > 0)) {
       out.notes.push_back(setting + ": no finished baseline run — left out");
       continue;
     }
     const json& baseline = *base->second;
     out.settings.push_back(setting);
     for (const json& v : *variants) {
-      if (!v.is_object() || is_baseline(v) || string_at(v, "rung") != rung ||
+      if (!v.is_object() || is_baseline(v) || report_string(v, "rung") != rung ||
           (!tuned && v.value("axes", json::object()) != baseline.value("axes", json::object()))) {
         continue;
       }
-      if (string_at(v, "name").empty()) {
+      if (report_string(v, "name").empty()) {
         out.notes.push_back(setting + ": a variant without a name — left out");
         continue;
       }
       PoolSetting s{setting,
                     intervention_of(v, rung),
-                    string_at(v, "name"),
-                    number_at(v, "improvement"),
-                    number_at(v, "seed_se"),
+                    report_string(v, "name"),
+                    report_number(v, "improvement"),
+                    report_number(v, "seed_se"),
                     seeds_of(v),
                     runs_of(v, true),
                     runs_of(baseline, true)};

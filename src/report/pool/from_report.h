@@ -19,6 +19,11 @@ namespace sweep {
 // and every variant is taken as at the baseline's grid point.
 Measured measure_report(const nlohmann::json& report, const std::string& where, const Metric& metric);
 
+// A report's field: the string or the number at `key`; "" or NaN where it is missing or of another
+// type (a report by hand, or an older one). Every reader of a report.json reads its fields so.
+std::string report_string(const nlohmann::json& j, const char* key);
+double report_number(const nlohmann::json& j, const char* key);
+
 // The ids of every run the report lists, finished or not: the same study read twice (its report and
 // its runs, or two copies of a report) is pooled once.
 std::set<std::string> report_runs(const nlohmann::json& report);

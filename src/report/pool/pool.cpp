@@ -49,6 +49,21 @@ void measure_setting(const std::string& name, const ReportInput& in, const Analy
   }
 }
 
+// The settings' effects, standard errors and seeds, as the meta-analysis takes them.
+struct Columns {
+  std::vector<double> y, se;
+  std::vector<int64_t> seeds;
+};
+Columns columns(const std::vector<PoolSetting>& settings) {
+  Columns c;
+  for (const auto& s : settings) {
+    c.y.push_back(s.effect);
+    c.se.push_back(s.se);
+    c.seeds.push_back(s.seeds);
+  }
+  return c;
+}
+
 std::string interval_text(double low, double high) {
   return "[" + format_number("%+.4f", low) + ", " + format_number("%+.4f", high) + "]";
 }
@@ -56,15 +71,9 @@ std::string interval_text(double low, double high) {
 }  // namespace
 
 MetaResult pool_effects(const std::vector<PoolSetting>& settings, double level) {
-  std::vector<double> y, se;
-  std::vector<int64_t> seeds;
-  for (const auto& s : settings) {
-    y.push_back(s.effect);
-    se.push_back(s.se);
-    seeds.push_back(s.seeds);
-  }
-  MetaResult m = random_effects(y, pooled_noise_se(se, seeds), level);
-  m.spread_p = welch_anova(y, se, seeds).second;
+  const Columns c = columns(settings);
+  MetaResult m = random_effects(c.y, pooled_noise_se(c.se, c.seeds), level);
+  m.spread_p = welch_anova(c.y, c.se, c.seeds).second;
   return m;
 }
 
@@ -190,15 +199,9 @@ Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, d
       for (size_t j = 0; j < settings.size(); ++j) {
         std::vector<PoolSetting> others = settings;
         others.erase(others.begin() + static_cast<std::ptrdiff_t>(j));
-        std::vector<double> y, se;
-        std::vector<int64_t> seeds;
-        for (const auto& o : others) {
-          y.push_back(o.effect);
-          se.push_back(o.se);
-          seeds.push_back(o.seeds);
-        }
+        const Columns c = columns(others);
         const auto [low, high] =
-            predictive_interval(y, pooled_noise_se(se, seeds), level, settings[j].se * settings[j].se);
+            predictive_interval(c.y, pooled_noise_se(c.se, c.seeds), level, settings[j].se * settings[j].se);
         LeftOut l{settings[j].setting, settings[j].effect, low, high, false};
         l.covered = l.low <= l.effect && l.effect <= l.high;
         p.left_out.push_back(l);
