@@ -1,5 +1,6 @@
 #include "config/run_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -94,6 +95,7 @@ void read_train(MapReader r, TrainConfig& t) {
   r.read_choice("precision", t.precision);
   r.read("fused", t.fused);
   r.read("cuda_kernels", t.cuda_kernels);
+  r.read("cuda_graph", t.cuda_graph);
   r.read("activation_checkpointing", t.activation_checkpointing);
   r.finish();
 }
@@ -318,6 +320,34 @@ int RunConfig::threads() const {
     return static_cast<int>(resources.threads);
   }
   return available_cores();  // auto: the cores this process may run on
+}
+
+std::string cuda_graph_problem(const RunConfig& c, bool on_cuda) {
+  if (!c.train.cuda_graph) {
+    return "";
+  }
+  const std::string key = "train.cuda_graph: ";
+  if (!on_cuda) {
+    return key + "a CUDA graph replays a GPU's step, and this run trains on the CPU — remove train.cuda_graph";
+  }
+  if (c.train.optimizer == Optimizer::muon) {
+    return key + "Muon's learning rate and momentum warmup are set from the host every step, where a replayed "
+                 "graph would not see them — use train.optimizer: adamw, or remove train.cuda_graph";
+  }
+  if (c.model.moe()) {
+    return key + "a mixture of experts routes a number of tokens to each expert that changes every step (a graph's "
+                 "shapes cannot) and reads it on the host — remove train.cuda_graph";
+  }
+  if (c.train.activation_checkpointing) {
+    return key + "activation checkpointing sets dropout's generator state from the host in backward, which a "
+                 "captured graph cannot — remove one of the two";
+  }
+  const int64_t ranks = std::max(c.resources.ranks, c.world_size);
+  if (ranks > 1) {
+    return key + "with " + std::to_string(ranks) + " ranks the gradients' all-reduce and the ranks' agreed stop are "
+                 "not captured — train with one rank a run, or remove train.cuda_graph";
+  }
+  return "";
 }
 
 namespace {

@@ -128,6 +128,10 @@ struct TrainConfig {
   // bf16 logits, LayerNorm with bf16 output, bias + activation), on a GPU only; off until they have
   // passed their GPU tests on a GPU. Part of the run id only when on.
   bool cuda_kernels = false;
+  // The whole step (forward, backward, the clip, AdamW, the loss's copy) captured once as a CUDA
+  // graph after a few eager steps and replayed from then on (train/step_graph.h), on a GPU only;
+  // off until its GPU tests have passed on a GPU. Part of the run id only when on.
+  bool cuda_graph = false;
   // Activation checkpointing: each block keeps only its input in forward and is run again in
   // backward (the same values: dropout's generator state is restored); not part of the run id
   bool activation_checkpointing = false;
@@ -214,6 +218,11 @@ struct RunConfig {
   static std::optional<std::string> other_device(nlohmann::json written, nlohmann::json here, const std::string& what);
   std::string to_yaml() const;
 };
+
+// Why train.cuda_graph cannot capture this run's step ("" when it can): a CPU run (`on_cuda` false),
+// Muon, a mixture of experts, activation checkpointing or several ranks, each with its reason. The
+// trainer refuses such a run before it trains, planning before anything runs.
+std::string cuda_graph_problem(const RunConfig& c, bool on_cuda);
 
 // One `key.path=value` override; the value is parsed as YAML ("1e-3", "true", "[1, 2]").
 struct Override {

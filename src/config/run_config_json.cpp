@@ -98,6 +98,7 @@ nlohmann::json RunConfig::to_json() const {
                 {"precision", train.precision},
                 {"fused", train.fused},
                 {"cuda_kernels", train.cuda_kernels},
+                {"cuda_graph", train.cuda_graph},
                 {"activation_checkpointing", train.activation_checkpointing}};
   if (train.optimizer != Optimizer::adamw) {  // named only when not AdamW: the runs before Muon keep their ids
     j["train"]["optimizer"] = train.optimizer;
@@ -157,6 +158,11 @@ nlohmann::json RunConfig::identity_json() const {
   }
   if (!train.cuda_kernels) {  // absent when off (the default): every run before them keeps its id
     j["train"].erase("cuda_kernels");
+  }
+  // Absent when off, like cuda_kernels. A replay runs the eager step's kernels in their order, so it
+  // should compute the same bits; until a GPU has shown that, a graph's run is a run of its own.
+  if (!train.cuda_graph) {
+    j["train"].erase("cuda_graph");
   }
   // How memory is spent, not what is computed (the same values, bitwise: tests/unit/equivalences.h),
   // like resources: a run interrupted with it off resumes with it on.

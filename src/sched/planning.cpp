@@ -167,6 +167,9 @@ SweepPlan plan_sweep(const PlanRequest& request) {
                       "the fused kernels), or train on GPUs (resources.device: cuda)",
                   Exit::bad_input);
     }
+    if (const std::string problem = cuda_graph_problem(run.config, plan.placement.kind == "cuda"); !problem.empty()) {
+      throw Error(spec.file + ": variant '" + run.variant + "': " + problem, Exit::bad_input);
+    }
   }
   if (request.saved_rounds) {  // the folder's own record (ingest): the design its looks were judged by
     const RecordedRounds& saved = *request.saved_rounds;

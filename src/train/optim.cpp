@@ -1,5 +1,6 @@
 #include "train/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -95,46 +96,78 @@ const char* to_string(AdamWPath path) {
 
 namespace {
 
-// at::_fused_adamw_ over each group: it divides the gradients by grad_scale (the clip factor's
-// reciprocal; none without clipping) and leaves everything as it was where found_inf is 1. Its
-// step counts are read on the device: one 0-dim tensor per distinct count in a group (one, unless
-// a checkpoint says otherwise), set from the state's counts, which the host keeps.
-void foreach_adamw_step(torch::optim::AdamW& opt, const StepScale& scale) {
-  RECORD_USER_SCOPE("sweep::adamw_foreach");
-  torch::NoGradGuard no_grad;
-  const std::optional<torch::Tensor> divisor =
-      scale.clipping ? std::optional<torch::Tensor>(scale.factor.reciprocal().to(torch::kFloat)) : std::nullopt;
+// One group of an AdamW as at::_fused_adamw_ takes it: its parameters with a gradient, their
+// moments and step counts (0-dim fp32 tensors on the device: one per distinct count in the group,
+// one unless a checkpoint says otherwise), and its options.
+struct FusedGroup {
+  std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+  const torch::optim::AdamWOptions* options = nullptr;
+};
+
+// Every group of `opt` with its parameters' counts as the host keeps them — each one more first
+// when `advance` (a step counted now).
+std::vector<FusedGroup> fused_groups(torch::optim::AdamW& opt, bool advance) {
+  std::vector<FusedGroup> groups;
   for (auto& group : opt.param_groups()) {
-    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
-    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, state_steps;
+    FusedGroup g;
+    g.options = &static_cast<const torch::optim::AdamWOptions&>(group.options());
     std::map<int64_t, torch::Tensor> steps;  // count -> its tensor on the device
     for (auto& p : group.params()) {
       if (!p.grad().defined()) {
         continue;
       }
       auto& state = kernels::adamw_state(opt, p);
-      state.step(state.step() + 1);
+      if (advance) {
+        state.step(state.step() + 1);
+      }
       auto [it, added] = steps.try_emplace(state.step());
       if (added) {
         it->second = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat));
       }
-      state_steps.push_back(it->second);
-      params.push_back(p.detach());
-      grads.push_back(p.grad());
-      exp_avgs.push_back(state.exp_avg());
-      exp_avg_sqs.push_back(state.exp_avg_sq());
+      g.steps.push_back(it->second);
+      g.params.push_back(p.detach());
+      g.grads.push_back(p.grad());
+      g.exp_avgs.push_back(state.exp_avg());
+      g.exp_avg_sqs.push_back(state.exp_avg_sq());
     }
-    if (params.empty()) {
-      continue;
+    if (!g.params.empty()) {
+      groups.push_back(std::move(g));
     }
-    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, state_steps, o.lr(), std::get<0>(o.betas()),
+  }
+  return groups;
+}
+
+// at::_fused_adamw_ over each group at learning rate `lr` (0-dim fp32 on the weights' device: a
+// replayed graph reads it there): it divides the gradients by grad_scale (the clip factor's
+// reciprocal; none without clipping) and leaves everything as it was where found_inf is 1.
+void fused_adamw(const std::vector<FusedGroup>& groups, const torch::Tensor& lr, const StepScale& scale) {
+  RECORD_USER_SCOPE("sweep::adamw_foreach");
+  torch::NoGradGuard no_grad;
+  const std::optional<torch::Tensor> divisor =
+      scale.clipping ? std::optional<torch::Tensor>(scale.factor.reciprocal().to(torch::kFloat)) : std::nullopt;
+  for (const FusedGroup& g : groups) {
+    const torch::optim::AdamWOptions& o = *g.options;
+    at::_fused_adamw_(g.params, g.grads, g.exp_avgs, g.exp_avg_sqs, {}, g.steps, lr, std::get<0>(o.betas()),
                       std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false, divisor,
                       scale.skip);
   }
 }
 
-// A step skipped on the host's paths still counts, as it does on the foreach path.
-void count_skipped_step(torch::optim::AdamW& opt) {
+torch::Tensor lr_tensor(double lr, const torch::Device& device) {
+  return torch::full({}, lr, torch::TensorOptions().dtype(torch::kFloat).device(device));
+}
+
+// The foreach path of one step: the counts from the host's, one more; the groups' learning rate
+// (one for all: set_learning_rate sets every group's).
+void foreach_adamw_step(torch::optim::AdamW& opt, const StepScale& scale) {
+  const std::vector<FusedGroup> groups = fused_groups(opt, /*advance=*/true);
+  if (!groups.empty()) {
+    fused_adamw(groups, lr_tensor(groups.front().options->lr(), groups.front().params.front().device()), scale);
+  }
+}
+
+// A step counted in every parameter's state, as the foreach path counts it.
+void count_step(torch::optim::AdamW& opt) {
   for (auto& group : opt.param_groups()) {
     for (auto& p : group.params()) {
       if (p.grad().defined()) {
@@ -152,8 +185,8 @@ void adamw_step(torch::optim::AdamW& opt, const StepScale& scale, AdamWPath path
     foreach_adamw_step(opt, scale);
     return;
   }
-  if (scale.skipped()) {
-    count_skipped_step(opt);
+  if (scale.skipped()) {  // a skipped step counts, as on the foreach path
+    count_step(opt);
     return;
   }
   if (path == AdamWPath::fused_cpu) {
@@ -162,6 +195,38 @@ void adamw_step(torch::optim::AdamW& opt, const StepScale& scale, AdamWPath path
     kernels::adamw_step_reference(opt, scale.factor_on_host());
   }
 }
+
+struct CapturedAdamW::Groups {
+  std::vector<FusedGroup> list;
+};
+
+CapturedAdamW::CapturedAdamW(torch::optim::AdamW& opt)
+    : m_opt(opt), m_groups(std::make_unique<Groups>(Groups{fused_groups(opt, /*advance=*/false)})) {
+  TORCH_CHECK(!m_groups->list.empty(), "CapturedAdamW: no parameter has a gradient yet (take a step first)");
+  m_lr = lr_tensor(m_groups->list.front().options->lr(), m_groups->list.front().params.front().device());
+  for (const FusedGroup& g : m_groups->list) {
+    for (const torch::Tensor& count : g.steps) {
+      if (std::none_of(m_steps.begin(), m_steps.end(), [&](const torch::Tensor& t) { return t.is_same(count); })) {
+        m_steps.push_back(count);
+      }
+    }
+  }
+}
+
+CapturedAdamW::~CapturedAdamW() = default;
+
+void CapturedAdamW::set_learning_rate(double lr) {
+  sweep::set_learning_rate(m_opt, lr);
+  m_lr.fill_(lr);
+}
+
+void CapturedAdamW::step(const StepScale& scale) {
+  torch::NoGradGuard no_grad;
+  at::_foreach_add_(m_steps, 1);
+  fused_adamw(m_groups->list, m_lr, scale);
+}
+
+void CapturedAdamW::counted() { count_step(m_opt); }
 
 void zero_gradients(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> grads;

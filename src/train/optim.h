@@ -51,8 +51,9 @@ enum class AdamWPath {
   automatic,    // foreach on a GPU; on the CPU fused_cpu with train.fused, else per_tensor
   per_tensor,   // LibTorch's AdamW::step, 8-9 ops a parameter; the factor and the skip read on the host
   fused_cpu,    // kernels/adamw: one pass over every parameter on the CPU (bf16 copies written); host-read factor
-  foreach,      // at::_fused_adamw_ over each group, the factor as its grad_scale and the skip as its
-                // found_inf: nothing read on the host (CPU and CUDA)
+  foreach,      // at::_fused_adamw_ over each group, the factor as its grad_scale, the skip as its
+                // found_inf and the learning rate a 0-dim fp32 tensor: nothing read on the host (CPU and
+                // CUDA), and what a captured step runs (CapturedAdamW)
 };
 // The path `automatic` means for parameters on `device`.
 AdamWPath resolve_adamw_path(AdamWPath path, const torch::Device& device, bool fused);
@@ -63,6 +64,31 @@ const char* to_string(AdamWPath path);
 // in the state's step count on every path (the foreach path cannot know it skipped without a read;
 // a run ends at such a step, so nothing trains on that count).
 void adamw_step(torch::optim::AdamW& opt, const StepScale& scale, AdamWPath path);
+
+// AdamW's foreach path as a captured step takes it (train/step_graph.h): the same equations, on
+// tensors that stay where the capture found them — the learning rate, set before each replay, and
+// the step counts, counted on the device — while the host counts its own (for checkpoints, which
+// every path reads). Made once every parameter has a gradient and its state; from then on the
+// weights, gradients and moments must stay the tensors it found (backward accumulates into the
+// gradients, the step zeroes them in place): a checkpoint loaded into `opt` makes it stale.
+class CapturedAdamW {
+ public:
+  explicit CapturedAdamW(torch::optim::AdamW& opt);
+  ~CapturedAdamW();
+  // Before a step: the groups' rate on the host and on the device (a launch, no read).
+  void set_learning_rate(double lr);
+  // The step's update, under capture: the device's counts one more, then _fused_adamw_.
+  void step(const StepScale& scale);
+  // After each replay of the step: the host's counts one more.
+  void counted();
+
+ private:
+  struct Groups;
+  torch::optim::AdamW& m_opt;
+  std::unique_ptr<Groups> m_groups;
+  torch::Tensor m_lr;                  // () fp32 on the device
+  std::vector<torch::Tensor> m_steps;  // each distinct count tensor once
+};
 
 // Every defined gradient of `params` set to zero in one _foreach_zero_ (kept allocated, as the
 // memory plan counts them).

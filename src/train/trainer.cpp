@@ -18,6 +18,7 @@
 #include "train/schedule.h"
 #include "train/sharded/checkpoint_shards.h"
 #include "train/sharded/state.h"
+#include "train/step_graph.h"
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -132,11 +133,17 @@ Trainer::Trainer(RunConfig config, std::shared_ptr<const TrainData> data, Commun
                     " — remove train.cuda_kernels (on a CPU, train.fused chooses the fused kernels)",
                 Exit::bad_input);
   }
+  if (const std::string problem = cuda_graph_problem(m_cfg, m_device.is_cuda()); !problem.empty()) {
+    throw Error(problem, Exit::bad_input);
+  }
   m_model->set_cuda_kernels(m_cfg.train.cuda_kernels);
   m_model->activation_checkpointing = m_cfg.train.activation_checkpointing;
   m_model->to(m_device);
   m_num_params = m_model->num_params();
   m_state = std::make_unique<TrainState>(m_model, m_cfg, m_comm);
+  if (m_cfg.train.cuda_graph) {
+    m_graph = std::make_unique<StepGraph>(m_device);
+  }
 
   // ---- batch order and dropout from data_seed ----
   torch::manual_seed(dropout_seed(m_cfg.seeds.data, m_rank));
@@ -151,7 +158,7 @@ void Trainer::gather_weights() { m_state->gather_weights(); }
 
 void Trainer::release_weights() { m_state->release_weights(); }
 
-std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t micro) {
+std::pair<torch::Tensor, torch::Tensor> Trainer::host_batch(int64_t step, int64_t micro) {
   const int64_t B = m_cfg.train.micro_batch, world = m_cfg.world_size;
   // This rank's slice of the step's global sequences: the same global order for any
   // (world, accum) split of one batch.
@@ -162,23 +169,21 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t mic
   auto x = torch::empty({B, m_cfg.model.block_size}, host);  // (B, T)
   auto y = torch::empty({B, m_cfg.model.block_size}, host);  // (B, T)
   m_loader->fill(first, B, x.data_ptr<int64_t>(), y.data_ptr<int64_t>());
+  return {x, y};
+}
+
+std::pair<torch::Tensor, torch::Tensor> Trainer::batch(int64_t step, int64_t micro) {
+  auto [x, y] = host_batch(step, micro);
   return {x.to(m_device, /*non_blocking=*/true), y.to(m_device, /*non_blocking=*/true)};
 }
 
-IssuedStep Trainer::issue_step() {
-  IssuedStep issued;
-  issued.started = std::chrono::steady_clock::now();
+torch::Tensor Trainer::device_step(const Batches& batches, const Update& update, StepStats& s) {
   const int64_t accum = m_cfg.train.grad_accum;
-  StepStats& s = issued.stats;
-  s.step = m_step;
-  m_model->train();
-
   // ---- gradient accumulation: loss / grad_accum, one backward per micro-batch; the losses are
   // summed on the device ----
   torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kDouble).device(m_device));
   m_state->begin_step();
-  for (int64_t micro = 0; micro < accum; ++micro) {
-    auto [x, y] = batch(m_step, micro);
+  for (const auto& [x, y] : batches) {
     torch::Tensor loss, objective;
     {
       AutocastScope autocast(m_cfg.train.precision, m_device.type());
@@ -213,24 +218,50 @@ IssuedStep Trainer::issue_step() {
     }
   }
 
-  // ---- global grad norm (logged before clipping), clip, LR, AdamW: the clip factor and the skip
-  // of a non-finite step decided on the device (train/optim.h) ----
+  // ---- global grad norm (logged before clipping), clip, AdamW: the clip factor and the skip of
+  // a non-finite step decided on the device (train/optim.h) ----
   const StepScale scale = step_scale(loss_sum, m_state->grad_norm(), m_cfg.train.grad_clip);
-  s.lr = learning_rate(m_cfg, m_step);
   const auto t_opt = std::chrono::steady_clock::now();
-  m_state->step(s.lr, scale, m_step);
+  update(scale);
   s.optimizer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_opt).count();
   if (moe_stats.defined()) {  // the balancing bias moves with the weights, after the step (MoE reads its loads here)
     s.moe = m_model->end_moe_step(moe_stats, accum * m_cfg.world_size, scale.skip);
   }
   m_state->end_step();
-  ++m_step;
-  // ---- the step's loss, norm and stop flag on their way to the host, not waited for ----
+  // ---- the step's loss, norm and stop flag, for the host ----
   std::vector<torch::Tensor> values{loss_sum.reshape({1}), scale.norm.to(torch::kDouble).reshape({1})};
   if (stop.defined()) {
     values.push_back(stop);
   }
-  issued.values = DeviceReadback(torch::cat(values));
+  return torch::cat(values);
+}
+
+IssuedStep Trainer::issue_step() {
+  IssuedStep issued;
+  issued.started = std::chrono::steady_clock::now();
+  StepStats& s = issued.stats;
+  s.step = m_step;
+  s.lr = learning_rate(m_cfg, m_step);
+  m_model->train();
+  Batches host;
+  for (int64_t micro = 0; micro < m_cfg.train.grad_accum; ++micro) {
+    host.push_back(host_batch(m_step, micro));
+  }
+  const Update eager = [&](const StepScale& scale) { m_state->step(s.lr, scale, m_step); };
+  const StepWork work = [&](const Batches& batches, const Update& update) { return device_step(batches, update, s); };
+  torch::Tensor values;
+  if (m_graph) {  // train.cuda_graph: warm up, capture once, replay
+    values = m_graph->step(host, s.lr, m_state->optimizer(), work, eager);
+  } else {
+    Batches batches;
+    for (const auto& [x, y] : host) {
+      batches.emplace_back(x.to(m_device, /*non_blocking=*/true), y.to(m_device, /*non_blocking=*/true));
+    }
+    values = work(batches, eager);
+  }
+  ++m_step;
+  // ---- the step's values on their way to the host, not waited for ----
+  issued.values = DeviceReadback(values);
   return issued;
 }
 
@@ -328,6 +359,9 @@ std::string Trainer::load(const std::string& path) {
     check_same_run(meta, path);
   }
   m_step = meta.step;
+  if (m_graph) {  // what it captured (the weights, AdamW's moments) was replaced
+    m_graph->reset();
+  }
   if (meta.rng_restored) {
     return note;
   }

@@ -24,6 +24,7 @@
 #include "train/event_sink.h"
 #include "train/model.h"
 #include "train/readback.h"
+#include "train/step_graph.h"
 
 namespace sweep {
 
@@ -94,7 +95,7 @@ class Trainer {
   IssuedStep issue_step();
   StepStats read_step(IssuedStep& issued,
                       std::optional<std::chrono::steady_clock::time_point> until = std::nullopt);
-  // The (inputs, targets) of one micro-batch of this rank, each (micro_batch, block_size).
+  // The (inputs, targets) of one micro-batch of this rank on the device, each (micro_batch, block_size).
   std::pair<torch::Tensor, torch::Tensor> batch(int64_t step, int64_t micro);
   // "val": the fixed slice; "test": the whole split. `alive`: called after every batch.
   double evaluate(const std::string& split, const std::function<void()>& alive = {});
@@ -117,6 +118,7 @@ class Trainer {
   void gather_weights();
   void release_weights();
   const RunConfig& config() const { return m_cfg; }
+  bool step_captured() const { return m_graph && m_graph->captured(); }  // train.cuda_graph: replaying
   int64_t step() const { return m_step; }
   torch::Device device() const { return m_device; }
 
@@ -124,6 +126,12 @@ class Trainer {
   // An Error when a checkpoint's metadata is not this run's: another config, or another batch
   // of a step (the ranks and the accumulation may differ: the checkpoint is resharded).
   void check_same_run(const CheckpointMeta& meta, const std::string& path) const;
+  // batch(), on the host (page-locked on a GPU).
+  std::pair<torch::Tensor, torch::Tensor> host_batch(int64_t step, int64_t micro);
+  // A step's work on the device over its micro-batches there: forward and backward, the gradients
+  // averaged over the ranks, the norm and the step's rule, `update`, the gradients zeroed; its
+  // values (loss, norm, the ranks' stop flag) as one tensor, nothing read. What a graph captures.
+  torch::Tensor device_step(const Batches& batches, const Update& update, StepStats& s);
   // A split's loss (stage 3 gathers the weights outside the blocks for it); `blocks`: as evaluate_loss.
   EvalLoss evaluate_split(const std::string& split, bool blocks, const std::function<void()>& alive);
   // run(), in its three parts: the start event and note; the steps (a result when the run stops
@@ -143,6 +151,7 @@ class Trainer {
   int64_t m_num_params = 0;
   std::unique_ptr<TrainState> m_state;  // the optimizer, and how the ranks hold the state
   std::unique_ptr<BatchLoader> m_loader;
+  std::unique_ptr<StepGraph> m_graph;  // train.cuda_graph
   int64_t m_step = 0;
   std::function<void()> m_alive;  // during run(): a heartbeat, after every micro-batch
 };

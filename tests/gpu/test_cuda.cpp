@@ -5,7 +5,8 @@
 // LayerNorm, bias + activation) equal their references and train their curve; _fused_adamw_ under the device's rule
 // equals LibTorch's AdamW; issuing a step reads nothing from the device (its loss and norm are
 // read after the next is issued); data parallel over Gloo on CUDA tensors (two ranks sharing the
-// GPU) equals accumulation, and NCCL runs with one rank.
+// GPU) equals accumulation, and NCCL runs with one rank; train.cuda_graph's replays are the eager
+// step's, read nothing and resume exactly, and what it cannot capture is refused.
 #include <doctest/doctest.h>
 
 #include <optional>
@@ -349,6 +350,88 @@ TEST_CASE("cuda: issuing a training step reads nothing from the device whatever 
   const int moe_layers = static_cast<int>(m.model()->moe_layers().size());
   MESSAGE("deepseek step with ", moe_layers, " MoE layer(s), accumulation 2: ", moe_counter.syncs, " reads");
   CHECK(moe_counter.syncs == 2 * moe_layers + 1);
+}
+
+// 12 steps: 3 warm-up, the capture, 9 replays; fp32 and bf16, with dropout, clipping and accumulation 2
+TEST_CASE("cuda: train.cuda_graph replays the eager step — the same losses and weights over 12 steps") {
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  auto data = test::synthetic_data();
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    CAPTURE(precision);
+    RunConfig c = on_gpu(test::tiny_config(), precision);
+    c.model.dropout = 0.1;  // each replay draws new dropout masks from the generator the graph registered
+    c.train.grad_clip = 1.0;
+    c.train.grad_accum = 2;
+    RunConfig g = c;
+    g.train.cuda_graph = true;
+    Trainer eager(c, data), graphed(g, data);
+    const auto want = test::losses(eager, 12), got = test::losses(graphed, 12);
+    CHECK(graphed.step_captured());
+    const auto pa = test::flat_params(eager.model()), pb = test::flat_params(graphed.model());
+    const double weights = (pa - pb).abs().max().item<double>();
+    MESSAGE("graph against eager over 12 steps: max relative loss difference ",
+            test::max_relative_difference(got, want), ", largest weight difference ", weights);
+    WARN_MESSAGE(got == want, "replays not bitwise the eager step");
+    CHECK(test::max_relative_difference(got, want) < 1e-6);
+    CHECK((pa - pb).abs().max().item<double>() < 1e-6);
+  }
+  at::globalContext().setDeterministicAlgorithms(false, false);
+}
+
+// resumed: 5 steps, a checkpoint, 5 more (a new warm-up and capture) against 10 straight
+TEST_CASE("cuda: a replayed step reads nothing from the device and a graph's run resumes exactly") {
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  auto data = test::synthetic_data();
+  RunConfig c = on_gpu(test::tiny_config(), Precision::bf16);
+  c.model.dropout = 0.1;
+  c.train.grad_clip = 1.0;
+  c.train.cuda_graph = true;
+  {
+    Trainer t(c, data);
+    test::losses(t, 4);  // the warm-up and the capture
+    REQUIRE(t.step_captured());
+    SyncCounter counter;
+    std::vector<IssuedStep> issued;
+    {
+      c10::WarningUtils::WarningHandlerGuard guard(&counter);
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_WARN);
+      for (int i = 0; i < 3; ++i) {
+        issued.push_back(t.issue_step());
+      }
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    }
+    CHECK(counter.syncs == 0);
+    for (auto& step : issued) {
+      CHECK(std::isfinite(t.read_step(step).loss));
+    }
+  }
+  test::TempDir dir;
+  Trainer straight(c, data);
+  const auto want = test::losses(straight, 10);
+  std::vector<double> got;
+  {
+    Trainer first(c, data);
+    got = test::losses(first, 5);
+    first.save(dir.str("ckpt.pt"));
+  }
+  Trainer second(c, data);
+  CHECK(second.load(dir.str("ckpt.pt")).empty());
+  const auto rest = test::losses(second, 5);  // warms up again, then captures its own graph
+  got.insert(got.end(), rest.begin(), rest.end());
+  CHECK(second.step_captured());
+  WARN_MESSAGE(got == want, "a graph's run resumed: not bitwise (max relative loss difference ",
+               test::max_relative_difference(got, want), ")");
+  CHECK(test::max_relative_difference(got, want) < 1e-6);
+  at::globalContext().setDeterministicAlgorithms(false, false);
+}
+
+TEST_CASE("cuda: train.cuda_graph with Muon or a mixture of experts is refused before training with the reason") {
+  RunConfig muon = on_gpu(test::tiny_muon_config());
+  muon.train.cuda_graph = true;
+  CHECK_THROWS_WITH_AS(Trainer(muon, test::synthetic_data()), doctest::Contains("Muon's learning rate"), Error);
+  RunConfig moe = on_gpu(test::tiny_deepseek_config());
+  moe.train.cuda_graph = true;
+  CHECK_THROWS_WITH_AS(Trainer(moe, test::synthetic_data()), doctest::Contains("a mixture of experts routes"), Error);
 }
 #endif
 

@@ -133,6 +133,36 @@ TEST_CASE("train.cuda_kernels is part of a run id only when on: every run before
   CHECK(c.identity_json()["train"]["cuda_kernels"] == true);
 }
 
+TEST_CASE("train.cuda_graph is part of a run id only when on, and what it cannot capture is said with why") {
+  RunConfig c = test::tiny_config();
+  c.resources.device = "cuda:0";
+  const std::string id = run_id_of(c, 0);
+  CHECK(!c.identity_json()["train"].contains("cuda_graph"));
+  CHECK(cuda_graph_problem(c, false).empty());  // off: nothing to refuse anywhere
+  c.train.cuda_graph = true;
+  CHECK(run_id_of(c, 0) != id);
+  CHECK(c.identity_json()["train"]["cuda_graph"] == true);
+  CHECK(cuda_graph_problem(c, true).empty());
+  CHECK(cuda_graph_problem(c, false).find("train.cuda_graph: a CUDA graph replays a GPU's step, and this run trains "
+                                          "on the CPU") == 0);
+  auto refused = [&](RunConfig other, const std::string& why) {
+    CAPTURE(why);
+    CHECK(cuda_graph_problem(other, true).find(why) != std::string::npos);
+  };
+  RunConfig muon = test::tiny_muon_config();
+  muon.train.cuda_graph = true;
+  refused(muon, "Muon's learning rate and momentum warmup are set from the host every step");
+  RunConfig moe = test::tiny_deepseek_config();
+  moe.train.cuda_graph = true;
+  refused(moe, "a mixture of experts routes a number of tokens to each expert that changes every step");
+  RunConfig recompute = c;
+  recompute.train.activation_checkpointing = true;
+  refused(recompute, "activation checkpointing sets dropout's generator state from the host in backward");
+  RunConfig ranks = c;
+  ranks.resources.ranks = 2;
+  refused(ranks, "with 2 ranks the gradients' all-reduce and the ranks' agreed stop are not captured");
+}
+
 TEST_CASE("train_on: a sweep's runs on the kind of device of its slots, their ids with it") {
   SweepSpec s = load_sweep(k_sweep_dir + "/small.yaml");
   const SweepSpec cpu = s;

@@ -176,6 +176,18 @@ TEST_CASE("planning: train.cuda_kernels on a CPU sweep is refused before anythin
   CHECK(plan_sweep(request_for(file, "cuda:0", 1)).placement.kind == "cuda");
 }
 
+TEST_CASE("planning: train.cuda_graph on a CPU sweep, or where it cannot capture, is refused before anything runs") {
+  test::TempDir dir;
+  const std::string file = sweep_file(dir, "", "  graph: {train.cuda_graph: true}\n");
+  CHECK(refusal(request_for(file, "", 0))
+            .find("variant 'graph': train.cuda_graph: a CUDA graph replays a GPU's step") != std::string::npos);
+  CHECK(plan_sweep(request_for(file, "cuda:0", 1)).placement.kind == "cuda");
+  const std::string recompute =
+      sweep_file(dir, "", "  graph: {train.cuda_graph: true, train.activation_checkpointing: true}\n");
+  CHECK(refusal(request_for(recompute, "cuda:0", 1))
+            .find("variant 'graph': train.cuda_graph: activation checkpointing") != std::string::npos);
+}
+
 TEST_CASE("planning: the GPUs visible, counted as CUDA counts them") {
   CHECK(visible_gpu_count(4, nullptr) == 4);
   CHECK(visible_gpu_count(4, "2,3") == 2);

@@ -226,3 +226,52 @@ TEST_CASE("Muon, and the experts' AdamW under expert statistics, step under the 
     CHECK(test::max_relative_difference(test::losses(*b, 10), test::losses(*a, 10)) < 1e-6);
   }
 }
+
+// CapturedAdamW keeps its rate and step counts on the device, as a replayed graph reads them
+TEST_CASE("a captured step's AdamW stepped eagerly is the foreach path to the bit") {
+  const RunConfig c = test::tiny_config();
+  GPT a(c.model, 1), b(c.model, 1);
+  auto pa = a->parameters(), pb = b->parameters();
+  auto opt_a = make_adamw(pa, c.train), opt_b = make_adamw(pb, c.train);
+  // The same gradients to both, one of them not finite at step 3 — written into the gradients a
+  // step has (as backward accumulates into them): the captured lists hold those tensors.
+  auto give = [&](int step) {
+    for (size_t i = 0; i < pa.size(); ++i) {
+      const torch::Tensor g = torch::sin(pa[i].detach() * (step + 1) + static_cast<double>(i));
+      if (step == 0) {
+        pa[i].mutable_grad() = g.clone();
+        pb[i].mutable_grad() = g.clone();
+      } else {
+        pa[i].mutable_grad().copy_(g);
+        pb[i].mutable_grad().copy_(g);
+      }
+      if (step == 3 && i == 2) {
+        pa[i].mutable_grad()[0] = std::nan("");
+        pb[i].mutable_grad()[0] = std::nan("");
+      }
+    }
+  };
+  give(0);  // a first step: the moments exist, as after a captured step's warm-up
+  adamw_step(*opt_a, step_scale(torch::ones({1}), grad_norm(pa), 0.5), AdamWPath::foreach);
+  adamw_step(*opt_b, step_scale(torch::ones({1}), grad_norm(pb), 0.5), AdamWPath::foreach);
+  CapturedAdamW captured(*opt_b);
+  for (int step = 1; step <= 6; ++step) {
+    CAPTURE(step);
+    const double lr = 1e-3 * step;  // the schedule moves between replays
+    give(step);
+    set_learning_rate(*opt_a, lr);
+    adamw_step(*opt_a, step_scale(torch::ones({1}), grad_norm(pa), 0.5), AdamWPath::foreach);
+    captured.set_learning_rate(lr);
+    captured.step(step_scale(torch::ones({1}), grad_norm(pb), 0.5));
+    captured.counted();
+  }
+  for (size_t i = 0; i < pa.size(); ++i) {
+    CHECK(torch::equal(pa[i], pb[i]));
+    const auto &sa = kernels::adamw_state(*opt_a, pa[i]), &sb = kernels::adamw_state(*opt_b, pb[i]);
+    CHECK(torch::equal(sa.exp_avg(), sb.exp_avg()));
+    CHECK(torch::equal(sa.exp_avg_sq(), sb.exp_avg_sq()));
+    CHECK(sb.step() == 7);  // the host's count, for checkpoints: the skipped step counts
+  }
+  const auto& options = static_cast<torch::optim::AdamWOptions&>(opt_b->param_groups().front().options());
+  CHECK(options.lr() == doctest::Approx(6e-3));
+}

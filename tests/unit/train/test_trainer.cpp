@@ -116,6 +116,14 @@ TEST_CASE("train.cuda_kernels on the CPU is refused before anything trains, sayi
                        Error);
 }
 
+TEST_CASE("train.cuda_graph on the CPU is refused before anything trains, saying why") {
+  RunConfig c = test::tiny_config();
+  c.train.cuda_graph = true;
+  CHECK_THROWS_WITH_AS(
+      Trainer(c, test::synthetic_data()),
+      doctest::Contains("train.cuda_graph: a CUDA graph replays a GPU's step, and this run trains on the CPU"), Error);
+}
+
 TEST_CASE("training makes the loss fall on learnable data") {
   auto data = test::synthetic_data();
   Trainer t(test::tiny_config(), data);
