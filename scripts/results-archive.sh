@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A study's raw results as one file that travels (committed beside its report, copied off a
 # cluster): the sweep file as it was run (with what `sweep run` saved beside it: the kind of
-# device, --until-decided's design and the seeds its rounds added) and, for each of its finished
+# device, --until-decided's design and the seeds its rounds added, --eliminate's record) and, for each of its finished
 # runs (done or diverged, as `sweep run` counts them), config.yaml and events.jsonl — everything
 # `sweep report`, `sweep backtest` and `--until-decided` read, without
 # the checkpoints (a finished run is never trained again). Unfinished runs are left out: they
@@ -42,7 +42,7 @@ mapfile -t ids < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s joi
 files=("sweeps/$sweep.yaml")
 # its device kind, --until-decided's design and added seeds, a trainer of your own as it ran (or an
 # older folder's record of its folder), the sweep file's name as it was run
-for extra in device rounds trainer trainer-dir file; do
+for extra in device rounds eliminated trainer trainer-dir file; do
   [ -f "$results/sweeps/$sweep.$extra" ] && files+=("sweeps/$sweep.$extra")
 done
 for id in "${ids[@]}"; do

@@ -78,7 +78,7 @@ Exit run_ingest(const IngestOptions& o) {
   if (results_folder && fs::exists(sweeps)) {
     for (const auto& f : fs::directory_iterator(sweeps)) {
       if (f.path().extension() != ".yaml") {
-        continue;  // a sweep's .trainer, .device, .rounds or .file, beside its file
+        continue;  // a sweep's .trainer, .device, .rounds, .eliminated or .file, beside its file
       }
       try {
         const auto vocab = [&](const std::string& dataset, const std::string& dir) {
@@ -97,6 +97,7 @@ Exit run_ingest(const IngestOptions& o) {
         request.devices.check_here = false;
         request.saved_rounds = read_saved_rounds(o.dir, name);
         SweepSpec spec = plan_sweep(request).spec;
+        spec.design.eliminate = read_saved_elimination(o.dir, name);  // the arms --eliminate stopped
         if (request.devices.recorded.empty() && !spec.device && none_here(spec, run_dirs)) {
           // no record of the kind (a folder saved before it was kept, or its file lost): the runs say it
           request.devices.recorded = "cuda";

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/core_handoff.h"
+#include "cli/run_eliminate.h"
 #include "memory_plan/admission.h"
 #include "cli/sweep_commands.h"
 #include "report/load.h"
@@ -54,6 +55,7 @@ Exit train_planned(const RunOptions& o, SweepPlan plan) {
                 Exit::bad_input);
   }
   refuse_over_memory(spec, finished_runs(spec, database_path(o.results)));  // before anything is written
+  prepare_elimination(o, spec);  // its record and options checked, before anything is written
   SlurmOptions so = slurm_options(o);
   so.gpus_per_rank = placement.gpus_per_rank;
   if (!slurm) {
@@ -103,6 +105,7 @@ Exit train_planned(const RunOptions& o, SweepPlan plan) {
   ro.max_preemptions = o.max_preemptions;
   ro.retry_failed = o.retry_failed;
   ro.stall_timeout = o.stall_timeout;
+  ro.looks = elimination_looks(o, spec, store);
   if (spec.design.sequential()) {
     ro.next_round = [&store, &o](const SweepSpec& current, std::string& why) {
       std::vector<PlannedRun> added = next_seed_round(store, current, why);
@@ -145,6 +148,14 @@ CLI::App* setup_run(CLI::App& app, RunOptions& o) {
                 "each is better, worse or equivalent within the file's min_effect, or --max-seeds is reached");
   run->add_option("--max-seeds", o.max_seeds, "--until-decided: the most seeds per variant (default: 4 × the declared)")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  run->add_flag("--eliminate", o.eliminate,
+                "Stop an arm before the end of training once its paired validation curve shows it worse than the "
+                "file's min_effect (δ) at a look, with the false-elimination probability held at 0.05; its runs "
+                "keep their checkpoints (`sweep run` without it finishes them)");
+  run->add_option("--looks", o.looks, "--eliminate: the looks, fractions of training (default 0.3,0.5,0.75)");
+  run->add_option("--kept", o.kept,
+                  "--eliminate: per look, the least share of its deficit a worse arm keeps to the end (default "
+                  "0.2,0.2,0.4)");
   run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
       ->check(CLI::IsMember(choice_names<ExecutorKind>()))
       ->capture_default_str();

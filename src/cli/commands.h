@@ -43,6 +43,8 @@ struct RunOptions : SweepFileOptions {
   bool retry_failed = false;
   bool until_decided = false;
   int64_t max_seeds = 0;  // 0: 4 × the declared seeds
+  bool eliminate = false;       // stop the arms shown worse than −δ at looks (cli/run_eliminate.h)
+  std::string looks, kept;      // --eliminate's settings ("": the defaults, or the folder's record)
   std::string executor = "local";
   std::string partition, time;  // Slurm
   int gpus_per_rank = 0;

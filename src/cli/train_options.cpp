@@ -18,6 +18,10 @@ CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, c
   cmd->add_option("--nproc", o.nproc,
                   "Data-parallel ranks on this machine (Gloo on CPU, NCCL on GPUs); = --set resources.ranks=N")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--pause-at-step", o.pause_at,
+                  "Stop after this step, checkpointed, as preempted (`sweep run --eliminate` pauses its runs at "
+                  "their looks so); 0: train to the end")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   return cmd;
 }
 
@@ -40,6 +44,11 @@ RunConfig load_train_config(const TrainOptions& o) {
 Exit host_own_trainer(const TrainOptions& o, const RunConfig& cfg) {
   if (o.run_dir.empty()) {
     throw Error(o.config + " names a trainer of your own: run it with `sweep run` on its sweep file (or pass --run-dir)",
+                Exit::bad_input);
+  }
+  if (o.pause_at > 0) {
+    throw Error("--pause-at-step: " + o.config + " names a trainer of your own, which cannot be paused at a step — "
+                "train it without --pause-at-step (a sweep of it without --eliminate)",
                 Exit::bad_input);
   }
   return host_trainer(cfg, {o.run_dir, o.resume, o.events || !::isatty(STDOUT_FILENO)});

@@ -21,6 +21,7 @@ struct TrainOptions {
   bool resume = false;
   bool events = false;
   int nproc = 0;  // 0: resources.ranks from the config
+  int64_t pause_at = 0;  // --pause-at-step: stop there, checkpointed, as preempted (a look of --eliminate); 0: none
 };
 CLI::App* setup_train(CLI::App& app, TrainOptions& o, const std::string& name, const std::string& description);
 

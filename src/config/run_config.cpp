@@ -322,6 +322,12 @@ int RunConfig::threads() const {
   return available_cores();  // auto: the cores this process may run on
 }
 
+int64_t planned_steps(const RunConfig& c) {
+  RunConfig planned = c;
+  planned.world_size = std::max<int64_t>(1, c.resources.ranks);
+  return planned.total_steps();
+}
+
 std::string cuda_graph_problem(const RunConfig& c, bool on_cuda) {
   if (!c.train.cuda_graph) {
     return "";

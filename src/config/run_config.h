@@ -219,6 +219,10 @@ struct RunConfig {
   std::string to_yaml() const;
 };
 
+// The steps a run of `c` trains as it is planned: its tokens in whole steps of micro_batch ×
+// block_size × grad_accum × resources.ranks (total_steps() counts world_size, the ranks a trainer runs).
+int64_t planned_steps(const RunConfig& c);
+
 // Why train.cuda_graph cannot capture this run's step ("" when it can): a CPU run (`on_cuda` false),
 // Muon, a mixture of experts, activation checkpointing or several ranks, each with its reason. The
 // trainer refuses such a run before it trains, planning before anything runs.

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "config/elimination.h"
 #include "config/run_config.h"
 
 namespace sweep {
@@ -72,6 +73,7 @@ struct SeedDesign {
   Spending spending = Spending::pocock;  // --until-decided's alpha spending
   int64_t interventions = 0;        // --until-decided: the variants alpha is split among (0: not recorded)
   std::map<std::string, std::string> variant_runs;  // --until-decided: each variant's first run id, as judged
+  std::optional<EliminationDesign> eliminate;  // --eliminate: its rule's settings and the arms it stopped
 
   bool sequential() const { return max_seeds > 0; }
   // The most looks a design may have: the simulated boundaries keep every look of 400,000 studies.

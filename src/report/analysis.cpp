@@ -8,6 +8,7 @@
 
 #include "report/additivity.h"
 #include "report/curves.h"
+#include "report/eliminate/live.h"
 #include "report/noise.h"
 #include "report/response.h"
 #include "report/seeds.h"
@@ -161,7 +162,8 @@ VariantStats count_runs(const ReportInput& in, const VariantRuns& v, size_t posi
     notes.push_back(v.name + ": " + std::to_string(s.diverged) + " of " + plural(s.runs, "run") + " diverged" +
                     (s.finished > 0 ? "; its statistics use the " + std::to_string(s.finished) + " that finished" : ""));
   }
-  if (const int64_t other = s.runs - s.finished - s.diverged; other > 0) {
+  const bool eliminated = in.design.eliminate && in.design.eliminate->stopped.count(v.name) > 0;  // said apart
+  if (const int64_t other = s.runs - s.finished - s.diverged; other > 0 && !eliminated) {
     notes.push_back(v.name + ": " + plural(other, "run") + " without a result yet (pending, running or failed)");
   }
   return s;
@@ -282,7 +284,9 @@ bool compare_to_baseline(const ReportInput& in, const Baseline& base, const Vari
 void note_progress(Analysis& a, int64_t repeated, int64_t restarted) {
   int64_t pending = 0, all_runs = 0;
   for (const auto& v : a.variants) {
-    pending += v.runs - v.finished - v.diverged;
+    if (v.stopped.empty() || a.design.sequential()) {  // not an arm --eliminate stopped: its results are to come
+      pending += v.runs - v.finished - v.diverged;
+    }
     all_runs += v.runs;
   }
   if (pending > 0) {
@@ -437,6 +441,7 @@ Analysis analyze_plain(const ReportInput& in) {
     }
     a.variants.push_back(s);
   }
+  apply_eliminations(in, a.variants, a.notes);  // --eliminate: the arms stopped early, judged at their look
   note_progress(a, repeated, restarted);
   if (in.power) {  // the simulations skip it with the power figures
     note_unstable_arms(in, a.notes);

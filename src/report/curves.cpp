@@ -46,12 +46,13 @@ std::optional<double> first_reach(const std::vector<std::pair<X, double>>& curve
 
 
 
-// A seed's finished run with a validation curve: the first of its identical-seed repeats stands
-// for it (repeats are identical here, or averaged by seed_values for the metric).
-std::map<SeedKey, const ReportRun*> runs_by_seed(const std::vector<ReportRun>& runs) {
+// A seed's finished run with a validation curve (`unfinished`: or one still training): the first
+// of its identical-seed repeats stands for it (repeats are identical here, or averaged by
+// seed_values for the metric).
+std::map<SeedKey, const ReportRun*> runs_by_seed(const std::vector<ReportRun>& runs, bool unfinished = false) {
   std::map<SeedKey, const ReportRun*> out;
   for (const auto& r : runs) {
-    if (r.value && r.val_curve.size() >= 2) {
+    if ((r.value || unfinished) && r.val_curve.size() >= 2) {
       out.emplace(SeedKey{r.init_seed, r.data_seed}, &r);
     }
   }
@@ -141,6 +142,31 @@ std::optional<double> tokens_to_reach(const std::vector<std::pair<int64_t, doubl
   return first_reach(curve, target);
 }
 
+std::vector<std::pair<int64_t, Summary>> paired_delta_points(const std::vector<ReportRun>& base,
+                                                             const std::vector<ReportRun>& mine, bool unfinished) {
+  const auto base_runs = runs_by_seed(base, unfinished);
+  std::map<int64_t, std::vector<double>> delta;  // tokens -> improvement per seed
+  for (const auto& [seed, run] : runs_by_seed(mine, unfinished)) {
+    const auto b = base_runs.find(seed);
+    if (b == base_runs.end()) {
+      continue;
+    }
+    for (const auto& [tokens, loss] : run->val_curve) {
+      if (tokens == 0) {
+        continue;  // ln(vocab) on both sides
+      }
+      if (const auto at = interpolate(b->second->val_curve, static_cast<double>(tokens))) {
+        delta[tokens].push_back(*at - loss);
+      }
+    }
+  }
+  std::vector<std::pair<int64_t, Summary>> points;
+  for (const auto& [tokens, values] : delta) {
+    points.emplace_back(tokens, summarize(values));
+  }
+  return points;
+}
+
 CurveResults analyze_curves(const ReportInput& in, const std::vector<VariantStats>& ranked,
                             std::vector<std::string>& notes) {
   CurveResults a;
@@ -175,7 +201,6 @@ CurveResults analyze_curves(const ReportInput& in, const std::vector<VariantStat
     }
     const auto mine_it = std::find_if(in.variants.begin(), in.variants.end(),
                                       [&](const VariantRuns& v) { return v.name == s.name; });
-    std::map<int64_t, std::vector<double>> delta;  // tokens -> improvement per seed
     TokensToTarget target;
     target.variant = s.name;
     target.position = s.position;
@@ -192,14 +217,6 @@ CurveResults analyze_curves(const ReportInput& in, const std::vector<VariantStat
       }
       const auto& base_curve = b->second->val_curve;
       const auto& curve = run->val_curve;
-      for (const auto& [tokens, loss] : curve) {
-        if (tokens == 0) {
-          continue;  // ln(vocab) on both sides
-        }
-        if (const auto at = interpolate(base_curve, static_cast<double>(tokens))) {
-          delta[tokens].push_back(*at - loss);
-        }
-      }
       ++target.seeds;
       const Curve bc = scaled_curve(*b->second, 1), mc = scaled_curve(*run, 1);
       if (const auto saved = saving_to_target(bc, mc)) {
@@ -248,13 +265,7 @@ CurveResults analyze_curves(const ReportInput& in, const std::vector<VariantStat
     match.at_time = summarize(at_time);
     match.time_ratio = time_ratios.empty() ? std::nan("") : summarize(time_ratios).mean;
     a.matched.push_back(match);
-    DeltaCurve curve;
-    curve.variant = s.name;
-    curve.position = s.position;
-    for (const auto& [tokens, values] : delta) {
-      curve.points.emplace_back(tokens, summarize(values));
-    }
-    a.deltas.push_back(curve);
+    a.deltas.push_back({s.name, s.position, paired_delta_points(base_it->runs, mine_it->runs, false)});
   }
   return a;
 }

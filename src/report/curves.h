@@ -65,6 +65,12 @@ CurveResults analyze_curves(const ReportInput& in, const std::vector<VariantStat
 // between points; nullopt when it never does.
 std::optional<double> tokens_to_reach(const std::vector<std::pair<int64_t, double>>& curve, double target);
 
+// The points of an intervention's paired Δ-loss curve (DeltaCurve's): `mine`'s runs against the
+// baseline's `base`, each seed's first run with a validation curve — a finished one, or
+// (`unfinished`) any, as a live sweep's looks read them — at `mine`'s evaluations after step 0.
+std::vector<std::pair<int64_t, Summary>> paired_delta_points(const std::vector<ReportRun>& base,
+                                                             const std::vector<ReportRun>& mine, bool unfinished);
+
 // `curve` at `tokens`, linear between points; nullopt outside its range.
 std::optional<double> interpolate(const std::vector<std::pair<int64_t, double>>& curve, double tokens);
 

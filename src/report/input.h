@@ -59,6 +59,7 @@ struct VariantRuns {
   std::string model;                                // the model section of its config (JSON): its parameter set
   std::string dataset;                              // its config's data.dataset
   int64_t train_tokens = 0;                         // its config's train.tokens
+  int64_t end_tokens = 0;                           // the tokens its runs end at: whole steps of them (0: unknown)
   std::string trainer;                              // a user's trainer trained it: "name@version" ("" = sweep's core)
 };
 

@@ -11,6 +11,7 @@
 #include "protocol/events.h"
 #include "protocol/json_line.h"
 #include "report/analyze.h"
+#include "report/eliminate/live.h"
 #include "report/signal.h"
 #include "report/until_decided.h"
 #include "util/error.h"
@@ -168,6 +169,8 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
           out.model = c.to_json()["model"].dump();
           out.dataset = c.data.dataset;
           out.train_tokens = c.train.tokens;
+          out.end_tokens = planned_steps(c) * c.train.micro_batch * c.model.block_size * c.train.grad_accum *
+                           std::max<int64_t>(1, c.resources.ranks);
         }
       } catch (const std::exception&) {
         // an unreadable config leaves the batch and the parameter set unknown
@@ -323,6 +326,37 @@ std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, 
     why = "until decided: every intervention is decided — `sweep report` has the verdicts";
   }
   return runs;
+}
+
+}  // namespace sweep
+
+namespace sweep {
+
+std::string take_elimination_look(Store& store, SweepSpec& current) {
+  EliminationDesign& design = *current.design.eliminate;
+  const size_t look = design.looks_taken;
+  ReportInput in = load_report_input(store, current.name, Metric{Metric::Kind::test_loss}, "");
+  in.design = current.design;
+  const EliminationRule rule = rule_of(current.design);
+  std::vector<std::string> stopped;
+  for (const auto& [variant, how] : judge_looks(in, rule, look + 1)) {
+    const VariantRuns* v = find_variant(in, variant);
+    const bool all_finished =
+        std::all_of(v->runs.begin(), v->runs.end(), [](const ReportRun& r) { return finished(r.status); });
+    if (design.stopped.count(variant) || all_finished) {
+      continue;  // stopped before; or trained to its end already (nothing left to save)
+    }
+    design.stopped[variant] = how;
+    stopped.push_back(variant + " (Δ " + format_number("%+.4f", how.mean) + ", bound " +
+                      format_number("%+.4f", how.upper) + " < " + format_number("%+.4f", how.threshold) + ")");
+  }
+  design.looks_taken = look + 1;
+  const std::string next = design.looks_taken < rule.looks.size()
+                               ? "the rest train to the look at " + percent_of_training(rule.looks[design.looks_taken])
+                               : "the rest train to their end";
+  return "--eliminate, the look at " + percent_of_training(rule.looks[look]) + " of training: " +
+         (stopped.empty() ? std::string("no arm shown worse than −δ/kept") : "stopped " + join(stopped, ", ")) + "; " +
+         next;
 }
 
 }  // namespace sweep

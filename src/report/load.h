@@ -23,4 +23,9 @@ ReportInput load_report_input(Store& store, const std::string& sweep, const Metr
 // so far decides (next_round); `why` says what it decided. None when every one is decided or capped.
 std::vector<PlannedRun> next_seed_round(Store& store, const SweepSpec& current, std::string& why);
 
+// --eliminate, once every run left is at the look to come (report/eliminate/live.h): the look taken
+// on the sweep's runs so far, on the validation loss — `current`'s design one look further, the
+// arms it stopped added —; the line that says what it decided.
+std::string take_elimination_look(Store& store, SweepSpec& current);
+
 }  // namespace sweep

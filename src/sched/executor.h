@@ -55,10 +55,12 @@ class Executor {
   virtual std::optional<std::string> adopt(const RunRow& row, const PlannedRun* run) = 0;
   // Whether `run` can start now (a local run needs as many free slots as it has ranks).
   virtual bool can_start(const PlannedRun& run) const = 0;
-  // Starts a worker on `run`, whose directory holds its config.yaml. Returns the process id of a
-  // worker that runs now, nullopt for one that was queued (a batch task, sent at `submit`).
-  // `where`: said in the start line.
-  virtual std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) = 0;
+  // Starts a worker on `run`, whose directory holds its config.yaml — to pause, checkpointed, at
+  // step `pause_at` (--eliminate's next look) when given. Returns the process id of a worker that
+  // runs now, nullopt for one that was queued (a batch task, sent at `submit`). `where`: said in
+  // the start line.
+  virtual std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::optional<int64_t> pause_at,
+                                       std::string& where) = 0;
   // Sends what `start` queued.
   virtual Observed submit() { return {}; }
   // Waits a little (a local poll, a batch system's polling interval) and reports.

@@ -113,6 +113,10 @@ Outcome classify_end(const EndFacts& f) {
   // 75: checkpointed and stopped; 143/130: the signal came before the worker had installed its
   // handler (still starting), so there is nothing to lose either.
   if (code == static_cast<int>(Exit::preempted) || code == 128 + SIGTERM || code == 128 + SIGINT) {
+    if (f.paused_at && f.recorded == RunState::preempted && f.steps >= *f.paused_at) {
+      return {RunState::preempted, Then::paused,
+              "paused at step " + std::to_string(*f.paused_at) + " for a look of --eliminate"};
+    }
     if (f.stopping) {
       return {RunState::interrupted, Then::stopped, stopped_by_user};
     }
@@ -149,7 +153,8 @@ Outcome classify_end(const EndFacts& f) {
 }
 
 std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, const std::string& data_dir,
-                                     int64_t threads, const std::string& device, double stall_timeout) {
+                                     int64_t threads, const std::string& device, double stall_timeout,
+                                     const std::string& pause_at) {
   std::vector<std::string> argv{binary,    "worker", run_dir + "/config.yaml",
                                 "--run-dir", run_dir,  "--data",
                                 data_dir,    "--resume", "--events",
@@ -159,6 +164,9 @@ std::vector<std::string> worker_argv(const std::string& binary, const std::strin
   }
   if (stall_timeout >= 0) {
     argv.insert(argv.end(), {"--set", "resources.stall_timeout=" + format_number("%g", stall_timeout)});
+  }
+  if (!pause_at.empty()) {
+    argv.insert(argv.end(), {"--pause-at-step", pause_at});
   }
   return argv;
 }

@@ -56,6 +56,8 @@ struct EndFacts {
   std::string detail;                   // what ended, when the exit code is unknown ("Slurm task 12_3 ended …")
   std::string log_tail;                 // the last lines of the worker's log
   std::string stalled;                  // the watchdog killed it: what it last heard, how long ago ("" = not)
+  std::optional<int64_t> paused_at;     // --eliminate: the step it was launched to pause at for a look
+  int64_t steps = 0;                    // the steps it has trained, as its events say
 };
 
 // What the runner does next with the run.
@@ -66,6 +68,7 @@ enum class Then {
   give_up,   // failed or out of memory: counts as failed (`--retry-failed` runs it again)
   stopped,   // interrupted by Ctrl-C: left for the next `sweep run`
   halt,      // its files could not be written (disk full, read-only): the sweep stops, resumable
+  paused,    // --eliminate: checkpointed at the step it was to pause at; waits for the look (resumable)
 };
 
 struct Outcome {
@@ -80,7 +83,10 @@ Outcome classify_end(const EndFacts& facts);
 // its dataset is on this machine. `device` "" keeps the config's. The Slurm script passes
 // "${run_dir}" and "${data_dir}", its variables.
 // `stall_timeout` < 0 keeps the config's (the worker's heartbeats follow it).
+// `pause_at`: the step the worker pauses at, checkpointed, for a look of --eliminate ("" = none; the
+// Slurm script passes "${pause_at}", 0 there meaning none).
 std::vector<std::string> worker_argv(const std::string& binary, const std::string& run_dir, const std::string& data_dir,
-                                     int64_t threads, const std::string& device, double stall_timeout = -1);
+                                     int64_t threads, const std::string& device, double stall_timeout = -1,
+                                     const std::string& pause_at = "");
 
 }  // namespace sweep

@@ -147,13 +147,15 @@ bool LocalExecutor::can_start(const PlannedRun& run) const {
   return free_slots(run.config).size() == static_cast<size_t>(run.config.resources.ranks);
 }
 
-std::optional<int64_t> LocalExecutor::start(const PlannedRun& run, const RunRow& row, std::string& where) {
+std::optional<int64_t> LocalExecutor::start(const PlannedRun& run, const RunRow& row, std::optional<int64_t> pause_at,
+                                            std::string& where) {
   const std::vector<size_t> given = free_slots(run.config);
   const Slot& first = m_slots[given.front()];  // ranks share its thread count; GPUs are listed together
   SpawnOptions so;
   so.argv = worker_argv(m_binary, row.run_dir, run.config.data.dir, first.threads,
                         first.cuda_visible.empty() ? "" : "cuda:0",
-                        m_stall_timeout >= 0 ? m_stall_timeout : run.config.resources.stall_timeout);
+                        m_stall_timeout >= 0 ? m_stall_timeout : run.config.resources.stall_timeout,
+                        pause_at ? std::to_string(*pause_at) : "");
   if (!first.cuda_visible.empty()) {
     std::vector<const Slot*> slots;
     for (size_t s : given) {

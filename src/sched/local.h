@@ -25,7 +25,8 @@ class LocalExecutor : public Executor {
   std::string describe() const override;
   std::optional<std::string> adopt(const RunRow& row, const PlannedRun* run) override;
   bool can_start(const PlannedRun& run) const override;
-  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override;
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::optional<int64_t> pause_at,
+                               std::string& where) override;
   Observed poll() override;
   void kill(const std::string& run_id) override;
   std::string stop(int times) override;

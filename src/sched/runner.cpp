@@ -226,15 +226,22 @@ void SweepRunner::launch(const PlannedRun& run) {
     say((row.status == RunState::done ? "done  " : "diverged ") + describe(run) + ": trained outside this `sweep run`");
     return;
   }
+  const std::optional<int64_t> pause_at = m_options.looks ? m_options.looks->pause_at(run) : std::nullopt;
+  if (pause_at && row.steps >= *pause_at) {  // at the look already (or past it): nothing to train before it
+    ++m_paused;
+    return;
+  }
   std::string where;
-  const std::optional<int64_t> pid = m_executor->start(run, row, where);
+  const std::optional<int64_t> pid = m_executor->start(run, row, pause_at, where);
   m_watched[run.run_id] = {&run, now(), pid ? std::optional<double>(now()) : std::nullopt};
+  m_watched[run.run_id].pause_at = pause_at;
   if (pid) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted, where);
     // "resuming" only where there is something to resume from
     const bool checkpoint = fs::exists(dir / "checkpoint" / "ckpt.pt") || fs::exists(dir / "checkpoint" / "ckpt.prev.pt");
-    say("start " + describe(run.run_id) + " on " + where + (checkpoint ? ", resuming" : ""));
+    say("start " + describe(run.run_id) + " on " + where + (checkpoint ? ", resuming" : "") +
+        (pause_at ? ", to step " + std::to_string(*pause_at) + " (a look)" : ""));
   }
 }
 
@@ -331,6 +338,8 @@ void SweepRunner::finish(const WorkerEnd& end) {
   facts.max_preemptions = m_options.max_preemptions;
   facts.detail = end.detail;
   facts.log_tail = end.log_tail;
+  facts.paused_at = watched.pause_at;
+  facts.steps = row.steps;
   if (const auto stalled = m_stalled.find(end.run_id); stalled != m_stalled.end()) {
     facts.stalled = stalled->second;
     m_stalled.erase(stalled);
@@ -380,6 +389,10 @@ void SweepRunner::finish(const WorkerEnd& end) {
         m_halt = outcome.error;
       }
       say("stopped " + what + " at step " + std::to_string(row.steps) + ": " + outcome.error);
+      break;
+    case Then::paused:
+      ++m_paused;
+      say("paused " + what + " at step " + std::to_string(row.steps) + " for a look");
       break;
     case Then::stopped:
       say("interrupted " + what + " at step " + std::to_string(row.steps) +
@@ -450,18 +463,58 @@ void SweepRunner::draw() {
   std::fflush(stdout);
 }
 
-void SweepRunner::plan(const std::vector<const PlannedRun*>& runs) {
-  ToDo todo = runs_to_do(
-      runs, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);
-  longest_first(todo.runs);
-  for (const PlannedRun* run : todo.runs) {
+void SweepRunner::enqueue(const ToDo& todo) {
+  std::vector<const PlannedRun*> runs = todo.runs;
+  longest_first(runs);
+  for (const PlannedRun* run : runs) {
     if (!m_watched.count(run->run_id)) {  // not followed since recovery
       m_queue.push_back(run);
     }
   }
+}
+
+ToDo SweepRunner::to_do(const std::vector<const PlannedRun*>& runs) {
+  return runs_to_do(
+      runs, [&](const std::string& run_id) { return plan_state(*m_store.run(run_id)); }, m_options.retry_failed);
+}
+
+void SweepRunner::plan(const std::vector<const PlannedRun*>& runs) {
+  ToDo todo = to_do(runs);
   m_total += todo.total;
   m_finished_before += todo.finished_before;
   m_failed_before += todo.failed_before;
+  if (m_options.looks) {  // the arms its looks stopped (an earlier `sweep run --eliminate`) stay where they are
+    std::erase_if(todo.runs, [&](const PlannedRun* run) {
+      if (!m_options.looks->stopped(*run)) {
+        return false;
+      }
+      m_stopped.insert(run->run_id);
+      return true;
+    });
+  }
+  enqueue(todo);
+}
+
+bool SweepRunner::take_look() {
+  if (!m_options.looks || m_paused == 0 || stopping()) {
+    return false;
+  }
+  m_paused = 0;
+  const bool seeds_missing = m_failed > 0 || m_failed_before > 0 || m_skipped > 0;
+  say(seeds_missing ? m_options.looks->abandon(m_spec) : m_options.looks->take(m_spec));
+  m_store.record_sweep(m_spec);
+  std::vector<const PlannedRun*> left;
+  for (const auto& run : m_runs) {
+    if (m_options.looks->stopped(run)) {
+      if (!finished(m_store.run(run.run_id)->status)) {
+        m_stopped.insert(run.run_id);
+      }
+    } else {
+      left.push_back(&run);
+    }
+  }
+  enqueue(to_do(left));
+  return !m_queue.empty();
 }
 
 bool SweepRunner::add_round() {
@@ -507,7 +560,7 @@ Exit SweepRunner::run() {
   try {
     int signalled = 0;
     bool halted = false;
-    while (!m_watched.empty() || (!m_queue.empty() && !stopping()) || add_round()) {
+    while (!m_watched.empty() || (!m_queue.empty() && !stopping()) || take_look() || add_round()) {
       if (g_interrupts > signalled) {
         signalled = g_interrupts;
         say(m_executor->stop(signalled));
@@ -535,9 +588,12 @@ Exit SweepRunner::run() {
   clear_block();
 
   const int finished = m_done + m_finished_before, failed = m_failed + m_failed_before;
+  const auto stopped = static_cast<int64_t>(m_stopped.size());
   say(m_spec.name + ": " + std::to_string(finished) + " of " + std::to_string(m_total) + " runs finished, " +
       std::to_string(failed) + " failed, " +
-      std::to_string(std::max<int64_t>(0, static_cast<int64_t>(m_total) - finished - failed)) +
+      (stopped > 0 ? std::to_string(stopped) + " stopped by --eliminate (`sweep run` without it finishes them), "
+                   : "") +
+      std::to_string(std::max<int64_t>(0, static_cast<int64_t>(m_total) - finished - failed - stopped)) +
       " to resume or start, " + format_duration(now() - m_started));
   if (!m_halt.empty()) {
     say("stopped: " + m_halt);

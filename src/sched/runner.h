@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "config/sweep_spec.h"
@@ -46,6 +47,25 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
 // database does; then the database. A finished run's result is never rewritten.
 void record_end(Store& store, const std::string& run_id, RunState state, const std::string& error);
 
+// --eliminate's looks (docs/verdicts.md#eliminate) as the runner takes them: every run trains to
+// the step of the look to come and pauses there, checkpointed; once none trains or waits to start,
+// the look decides which arms stop, and the rest train to the next look, then to their end.
+class Looks {
+ public:
+  virtual ~Looks() = default;
+  // The step `run` pauses at for the look to come; nullopt: it trains to its end (no look is left
+  // before it).
+  virtual std::optional<int64_t> pause_at(const PlannedRun& run) const = 0;
+  // Its arm was stopped by a look: it is not trained further.
+  virtual bool stopped(const PlannedRun& run) const = 0;
+  // The look the paused runs wait for, taken and recorded in `spec`'s design; the line that says
+  // what it decided.
+  virtual std::string take(SweepSpec& spec) = 0;
+  // No more looks (some runs failed or were skipped: an arm's seeds are missing): every run left
+  // trains to its end; the line that says so.
+  virtual std::string abandon(SweepSpec& spec) = 0;
+};
+
 struct RunnerOptions {
   int retries = 1;            // crashes retried per run and `sweep run`, from its checkpoint
   int max_preemptions = 10;   // requeues after SIGTERM per run and `sweep run`, then it is failed
@@ -61,6 +81,8 @@ struct RunnerOptions {
   // failed: the runs to add (the sweep is recorded with them; none: it is over), and a line that
   // says why. Unset: the sweep's runs are the file's.
   std::function<std::vector<PlannedRun>(const SweepSpec& sweep, std::string& why)> next_round;
+  // --eliminate: its looks. Unset: every run trains to its end.
+  std::shared_ptr<Looks> looks;
 };
 
 class SweepRunner {
@@ -81,10 +103,14 @@ class SweepRunner {
     std::optional<double> heard;   // when its worker last sent an event (or started); none while queued
     std::string last_event = "its launch";  // what that event was ("train, step 120")
     bool spoke = false;            // it has sent an event since its launch
+    std::optional<int64_t> pause_at = std::nullopt;  // --eliminate: the step it was launched to pause at
   };
   bool stopping() const;  // Ctrl-C, or a halt: nothing more starts
   void plan(const std::vector<const PlannedRun*>& runs);  // queues what is not finished, counts the rest
+  ToDo to_do(const std::vector<const PlannedRun*>& runs);  // of `runs`, those to (re)start, by the database
+  void enqueue(const ToDo& todo);                         // its runs queued, longest first, but those followed
   bool add_round();                                       // --until-decided: queues the next round, if any
+  bool take_look();  // --eliminate: the look the paused runs wait for, then the runs left queued to the next
   void abandon();
   void recover();
   void launch(const PlannedRun& run);
@@ -114,6 +140,8 @@ class SweepRunner {
   int m_done = 0, m_failed = 0, m_finished_before = 0, m_failed_before = 0;
   size_t m_total = 0;  // distinct runs planned
   int m_skipped = 0;  // runs another process was training: neither finished nor failed
+  int m_paused = 0;   // --eliminate: runs at the step of the look to come, waiting for it
+  std::set<std::string> m_stopped;  // --eliminate: runs of the arms its looks stopped
   bool m_tty = false;
   size_t m_drawn = 0;  // lines of the live block on the terminal
   double m_last_draw = 0, m_started = 0;

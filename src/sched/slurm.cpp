@@ -34,7 +34,7 @@ std::string sh_word(const std::string& s) {
   for (size_t at; (at = s.find("${", from)) != std::string::npos;) {
     const size_t end = s.find('}', at);
     const std::string var = end == std::string::npos ? "" : s.substr(at, end + 1 - at);
-    if (var != "${run_dir}" && var != "${data_dir}") {
+    if (var != "${run_dir}" && var != "${data_dir}" && var != "${pause_at}") {
       break;  // nothing else is the script's: quoted below like any text
     }
     if (at > from) {
@@ -89,7 +89,8 @@ std::string array_of(const std::string& job) { return job.substr(0, job.find('_'
 std::string sbatch_script(const std::string& job_name, const std::string& runs_file, size_t tasks, int64_t ranks,
                           int64_t threads, const std::string& slurm_dir, const SlurmOptions& o) {
   std::string s = "#!/bin/bash\n# Written by `sweep run --executor slurm`: array task i runs the run directory on line\n"
-                  "# i+1 of " + runs_file + " (with its dataset's folder after a tab), its ranks started by srun.\n";
+                  "# i+1 of " + runs_file + " (with the step it pauses at, 0 for none, and its dataset's folder after\n"
+                  "# tabs), its ranks started by srun.\n";
   s += "#SBATCH --job-name=" + job_name + "\n";
   s += "#SBATCH --array=0-" + std::to_string(tasks - 1) +
        (o.max_parallel > 0 ? "%" + std::to_string(o.max_parallel) : "") + "\n";
@@ -105,20 +106,22 @@ std::string sbatch_script(const std::string& job_name, const std::string& runs_f
   }
   s += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
   s += "#SBATCH --output=" + slurm_dir + "/task-%A_%a.out\n";
-  s += "set -u\nIFS=$'\\t' read -r run_dir data_dir < <(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" " +
+  s += "set -u\nIFS=$'\\t' read -r run_dir pause_at data_dir < <(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" " +
        sh_quote(runs_file) + ")\n";
   s += "echo \"$(date -Is) task $SLURM_JOB_ID (array $SLURM_ARRAY_JOB_ID index $SLURM_ARRAY_TASK_ID) on "
        "$SLURM_JOB_NODELIST: $run_dir, restart ${SLURM_RESTART_COUNT:-0}\"\n";
   s += "srun --kill-on-bad-exit=1";
   for (const auto& word :
        worker_argv(o.worker_binary, "${run_dir}", "${data_dir}", threads, o.gpus_per_rank > 0 ? "cuda" : "",
-                   o.stall_timeout)) {
+                   o.stall_timeout, "${pause_at}")) {
     s += " " + sh_word(word);
   }
   s += " > /dev/null 2>> \"$run_dir/worker.log\"\nrc=$?\n";
   s += "echo \"$(date -Is) worker exit $rc\"\n";
-  s += "if [ \"$rc\" -eq 75 ] && [ \"${SLURM_RESTART_COUNT:-0}\" -lt " + std::to_string(o.max_preemptions) +
+  s += "if [ \"$rc\" -eq 75 ] && [ \"$pause_at\" = 0 ] && [ \"${SLURM_RESTART_COUNT:-0}\" -lt " +
+       std::to_string(o.max_preemptions) +
        " ]; then  # stopped by SIGTERM after a checkpoint: queue again (up to --max-preemptions), resume from it\n"
+       "  # (a worker paused for a look of --eliminate also exits 75: the sweep decides what it runs next)\n"
        "  scontrol requeue \"$SLURM_JOB_ID\"  # ends this script; the scheduler lifts Slurm's requeue delay\n"
        "fi\nexit \"$rc\"\n";
   return s;
@@ -182,9 +185,11 @@ std::optional<std::string> SlurmExecutor::adopt(const RunRow& row, const Planned
   return "Slurm task " + row.job + " is " + it->second;
 }
 
-std::optional<int64_t> SlurmExecutor::start(const PlannedRun& run, const RunRow& row, std::string& where) {
+std::optional<int64_t> SlurmExecutor::start(const PlannedRun& run, const RunRow& row, std::optional<int64_t> pause_at,
+                                            std::string& where) {
   const int64_t threads = run.config.resources.threads > 0 ? run.config.resources.threads : 1;
-  m_to_submit[{run.config.resources.ranks, threads}].push_back({run.run_id, row.run_dir, run.config.data.dir});
+  m_to_submit[{run.config.resources.ranks, threads}].push_back(
+      {run.run_id, row.run_dir, run.config.data.dir, pause_at.value_or(0)});
   where = "Slurm";
   return std::nullopt;
 }
@@ -201,7 +206,9 @@ Observed SlurmExecutor::submit() {
     const fs::path runs_file = fs::path(m_dir) / (base + ".runs");
     std::string lines;
     for (const auto& run : runs) {
-      lines += run.run_dir + "\t" + run.data_dir + "\n";
+      // the dataset's folder last: a tab is a blank to `read`, so an empty field (a trainer of your
+      // own has no dataset) may only end the line
+      lines += run.run_dir + "\t" + std::to_string(run.pause_at) + "\t" + run.data_dir + "\n";
     }
     write_file_atomic(runs_file, lines);
     const fs::path script = fs::path(m_dir) / (base + ".sbatch");

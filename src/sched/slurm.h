@@ -46,7 +46,8 @@ class SlurmExecutor : public Executor {
   std::string describe() const override { return "Slurm"; }
   std::optional<std::string> adopt(const RunRow& row, const PlannedRun* run) override;
   bool can_start(const PlannedRun&) const override { return true; }  // Slurm queues what does not fit
-  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override;
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::optional<int64_t> pause_at,
+                               std::string& where) override;
   Observed submit() override;
   Observed poll() override;
   void kill(const std::string& run_id) override;
@@ -69,6 +70,7 @@ class SlurmExecutor : public Executor {
   std::string m_dir, m_job_name;
   struct ToSubmit {
     std::string run_id, run_dir, data_dir;
+    int64_t pause_at = 0;  // --eliminate: the step it pauses at (0: none)
   };
   std::map<std::pair<int64_t, int64_t>, std::vector<ToSubmit>> m_to_submit;  // (ranks, threads) → runs
   int m_arrays_written = 0;

@@ -80,6 +80,22 @@ std::optional<RecordedRounds> read_saved_rounds(const std::string& results, cons
   return r;
 }
 
+void save_elimination(const std::string& results, const std::string& sweep, const EliminationDesign& design) {
+  write_file_atomic(saved_file(results, sweep, ".eliminated"), design.to_json().dump() + "\n");
+}
+
+std::optional<EliminationDesign> read_saved_elimination(const std::string& results, const std::string& sweep) {
+  const fs::path file = saved_file(results, sweep, ".eliminated");
+  if (!fs::exists(file)) {
+    return std::nullopt;
+  }
+  try {
+    return EliminationDesign::from_json(nlohmann::json::parse(read_file(file)));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file.string() + ": not a saved --eliminate record (" + first_line(e.what()) + ")");
+  }
+}
+
 void save_trainer(const std::string& results, const SweepSpec& spec) {
   if (!spec.trainer) {
     return;

@@ -1,8 +1,8 @@
 // A results folder's layout, one home for every module that reads or writes it:
 //   sweep.db                the database (store.h)
 //   sweeps/NAME.yaml        each sweep file as `sweep run` last ran it, and beside it what the
-//                           folder records of the sweep: NAME.device, NAME.rounds, NAME.trainer,
-//                           NAME.file (below)
+//                           folder records of the sweep: NAME.device, NAME.rounds, NAME.eliminated,
+//                           NAME.trainer, NAME.file (below)
 //   runs/<run_id>/          each run's folder: config.yaml, events.jsonl, checkpoint/, worker.log
 // docs/reference.md ("the results folder and its database") documents it for users.
 #pragma once
@@ -47,6 +47,12 @@ std::string read_saved_device(const std::string& results, const std::string& swe
 void save_rounds(const std::string& results, const SweepSpec& spec, const std::vector<PlannedRun>& added = {});
 // nullopt when there is none; throws Error naming the file when it cannot be read.
 std::optional<RecordedRounds> read_saved_rounds(const std::string& results, const std::string& sweep);
+// sweeps/NAME.eliminated: --eliminate's record of the sweep (config/elimination.h, as JSON): written
+// when `sweep run --eliminate` starts and after each look; read back by every `sweep run` (so that
+// one without --eliminate keeps the record while it finishes the stopped arms) and by `sweep ingest`.
+// Read: nullopt when there is none; throws Error naming the file when it cannot be read.
+void save_elimination(const std::string& results, const std::string& sweep, const EliminationDesign& design);
+std::optional<EliminationDesign> read_saved_elimination(const std::string& results, const std::string& sweep);
 // sweeps/NAME.trainer: a trainer of your own as the sweep ran with it (config/trainer.h, TrainerRecord),
 // its folder relative to the results folder's. Read: nullopt when there is none (a sweep of sweep's
 // own core), a record without hashes from an older folder's NAME.trainer-dir; throws Error naming

@@ -194,6 +194,9 @@ void Store::record_sweep(const SweepSpec& spec) try {
     design["better_by"] = spec.design.better_by;
     design["better_by_alpha"] = spec.design.better_by_alpha;
   }
+  if (spec.design.eliminate) {
+    design["eliminate"] = spec.design.eliminate->to_json();
+  }
   sweep.bind(7, design.dump());
   sweep.exec();
   // The sweep's membership is replaced as a whole: a variant removed from the file leaves it.
@@ -318,6 +321,9 @@ std::optional<SweepInfo> Store::sweep_info(const std::string& sweep) try {
   info.design.spending = parse_choice<Spending>(spending).value_or(Spending::pocock);
   info.design.interventions = design.value("interventions", int64_t{0});
   info.design.variant_runs = design.value("variant_runs", std::map<std::string, std::string>{});
+  if (design.contains("eliminate")) {
+    info.design.eliminate = EliminationDesign::from_json(design["eliminate"]);
+  }
   for (const auto& a : nlohmann::json::parse(q.getColumn(4).getString())) {
     const std::string kind = a.at("kind").get<std::string>();
     const std::optional<AxisKind> known = parse_choice<AxisKind>(kind);

@@ -547,7 +547,7 @@ std::optional<RunResult> Trainer::train_steps(const RunContext& c, const RunOpti
       }
       c.checkpoint();
       // every rank stops at the step any rank was signalled at: this one may have had no signal itself
-      std::string reason = !stop                ? "step limit"
+      std::string reason = !stop                ? "paused at step " + std::to_string(m_step)
                            : stop_signal() != 0 ? "stopped by signal " + std::to_string(stop_signal())
                                                 : "stopped with another rank, which had a signal";
       ev.note("preempted at step " + std::to_string(m_step) + " (" + reason + "); resume with --resume");

@@ -71,7 +71,8 @@ struct RunOptions {
   std::string run_dir;  // checkpoint/ckpt.pt lives here; "" = no checkpoints (tests)
   bool resume = false;  // continue from the run directory's checkpoint
   EventSink* events = nullptr;
-  int64_t max_steps = -1;  // stop (as preempted) after this many steps in total; tests use it
+  int64_t max_steps = -1;  // stop (as preempted, "paused at step N") after this many steps in total: `sweep worker
+                           // --pause-at-step` (a look of --eliminate), tests
 };
 
 class Communicator;

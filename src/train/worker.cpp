@@ -48,6 +48,9 @@ std::vector<std::string> rank_argv(const WorkerOptions& o) {
   if (o.events) {
     argv.push_back("--events");
   }
+  if (o.pause_at > 0) {
+    argv.insert(argv.end(), {"--pause-at-step", std::to_string(o.pause_at)});
+  }
   return argv;
 }
 
@@ -168,7 +171,7 @@ Exit run_worker(RunConfig cfg, const WorkerOptions& o) {
                   env.master_addr + ":" + std::to_string(env.port));
     }
     Trainer trainer(cfg, data, comm.get());
-    result = trainer.run({run_dir, o.resume, &events});
+    result = trainer.run({run_dir, o.resume, &events, o.pause_at > 0 ? o.pause_at : -1});
   } catch (const std::exception& e) {
     namespace schema = sweep::events;  // `events` here is the sink
     // A file that could not be written (disk full) fails nothing: the run resumes from its checkpoint.

@@ -19,6 +19,7 @@ struct WorkerOptions {
   std::string data_dir;           // "": found from the config file's folder
   bool resume = false;            // a run already in run_dir is continued (else refused)
   bool events = false;            // events as JSON lines on stdout even on a terminal
+  int64_t pause_at = 0;           // stop after this step, checkpointed, as preempted (0: train to the end)
 };
 
 // `cfg`: the config file read with its overrides (no `trainer:`). The exit code the run ends with.

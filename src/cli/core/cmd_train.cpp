@@ -15,7 +15,8 @@ Exit run_train(const TrainOptions& o) {
                                      .run_dir = o.run_dir,
                                      .data_dir = o.data_dir,
                                      .resume = o.resume,
-                                     .events = o.events});
+                                     .events = o.events,
+                                     .pause_at = o.pause_at});
 }
 
 }  // namespace sweep

@@ -187,7 +187,7 @@ nlohmann::ordered_json replay_json(const std::vector<ReplayStudy>& studies, cons
 std::string replay_text(const std::vector<ReplayStudy>& studies, const EliminationRule& rule) {
   std::string looks, kept;
   for (size_t j = 0; j < rule.looks.size(); ++j) {
-    looks += (j ? ", " : "") + format_number("%g", 100 * rule.looks[j]) + "%";
+    looks += (j ? ", " : "") + percent_of_training(rule.looks[j]);
     kept += (j ? ", " : "") + format_number("%g", rule.kept[j]);
   }
   std::string out = "Replayed through --eliminate: looks at " + looks + " of training, kept shares " + kept +
@@ -203,7 +203,7 @@ std::string replay_text(const std::vector<ReplayStudy>& studies, const Eliminati
       ++arms;
       std::string at;
       for (const double f : a.unjudged) {
-        at += (at.empty() ? "" : ", ") + format_number("%g", 100 * f) + "%";
+        at += (at.empty() ? "" : ", ") + percent_of_training(f);
       }
       if (!at.empty()) {
         unjudged.push_back(s.name + " `" + a.name + "` at " + at);

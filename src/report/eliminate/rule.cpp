@@ -33,6 +33,8 @@ std::string rule_problem(const EliminationRule& r) {
   return "";
 }
 
+std::string percent_of_training(double fraction) { return format_number("%g", 100 * fraction) + "%"; }
+
 std::vector<Elimination> eliminate_study(const std::vector<ArmLooks>& arms, const EliminationRule& r) {
   std::vector<Elimination> out(arms.size());
   const double level = r.alpha / static_cast<double>(arms.size() * r.looks.size());
@@ -70,11 +72,11 @@ std::vector<Elimination> eliminate_study(const std::vector<ArmLooks>& arms, cons
   return out;
 }
 
-std::optional<LookDelta> delta_at(const std::vector<std::pair<int64_t, Summary>>& curve, double fraction) {
+std::optional<LookDelta> delta_at(const std::vector<std::pair<int64_t, Summary>>& curve, double fraction, double end) {
   if (curve.empty()) {
     return std::nullopt;
   }
-  const double tokens = fraction * static_cast<double>(curve.back().first);
+  const double tokens = fraction * end;
   const auto point = [fraction](const std::pair<int64_t, Summary>& p) {
     return LookDelta{fraction, p.second.n, p.second.mean, p.second.sd / std::sqrt(static_cast<double>(p.second.n))};
   };
@@ -96,13 +98,18 @@ std::optional<LookDelta> delta_at(const std::vector<std::pair<int64_t, Summary>>
   return LookDelta{fraction, std::min(a.seeds, b.seeds), a.mean + w * (b.mean - a.mean), a.se + w * (b.se - a.se)};
 }
 
-ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& r) {
+ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& r, double end,
+                   size_t looks) {
   ArmLooks a;
   for (size_t j = 0; j < r.looks.size(); ++j) {
-    a.at.push_back(delta_at(curve, r.looks[j]));
-    a.before.push_back(delta_at(curve, r.looks[j] - r.span));
+    a.at.push_back(j < looks ? delta_at(curve, r.looks[j], end) : std::nullopt);
+    a.before.push_back(j < looks ? delta_at(curve, r.looks[j] - r.span, end) : std::nullopt);
   }
   return a;
+}
+
+ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& r) {
+  return arm_looks(curve, r, curve.empty() ? 0.0 : static_cast<double>(curve.back().first), r.looks.size());
 }
 
 }  // namespace sweep

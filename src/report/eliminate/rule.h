@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/elimination.h"
 #include "report/stats.h"
 
 namespace sweep {
@@ -38,25 +39,14 @@ struct LookDelta {
   double mean = 0, se = 0;
 };
 
-struct EliminationRule {
-  std::vector<double> looks{0.3, 0.5, 0.75};   // fractions of each run's tokens, ascending, in (0, 1)
-  std::vector<double> kept{0.2, 0.2, 0.4};     // per look: the least share of its deficit an arm keeps to the end
-  double span = 0.05;                          // the deficit must not shrink over this span of training before a look
-  double delta = 0;                            // the smallest effect of interest δ (> 0)
-  double alpha = 0.05;                         // the study's false-elimination probability
+// The settings (config/elimination.h: looks, kept shares, span, α) and the study's δ.
+struct EliminationRule : EliminationSettings {
+  double delta = 0;  // the smallest effect of interest δ (> 0)
 };
 
 // Why a rule cannot be used ("" when it can): looks out of (0, 1) or not ascending, a kept share per
 // look out of (0, 1], a span that reaches before the start, no δ, α out of (0, 0.5).
 std::string rule_problem(const EliminationRule& rule);
-
-struct Elimination {
-  bool stopped = false;
-  size_t look = 0;  // the look that stopped it
-  double fraction = 0;
-  double mean = 0, upper = 0, threshold = 0;  // Δ there, its upper bound, −δ / kept
-  int64_t seeds = 0;
-};
 
 // One arm's Δ at each look and a span before it (nullopt where its curve has none: that look
 // cannot stop it).
@@ -64,15 +54,21 @@ struct ArmLooks {
   std::vector<std::optional<LookDelta>> at, before;
 };
 
+// A look's place in training as the rule's lines say it: 0.3 → "30%".
+std::string percent_of_training(double fraction);
+
 // Every arm of a study (each paired with the baseline) judged at the rule's looks.
 std::vector<Elimination> eliminate_study(const std::vector<ArmLooks>& arms, const EliminationRule& rule);
 
-// A paired Δ curve (tokens ascending, each point's summary over seeds) read at `fraction` of its
-// last point's tokens — the end of training — linear between points; nullopt before its first
-// point or where a point has fewer than 2 seeds.
-std::optional<LookDelta> delta_at(const std::vector<std::pair<int64_t, Summary>>& curve, double fraction);
+// A paired Δ curve (tokens ascending, each point's summary over seeds) read at `fraction` of
+// `end` tokens — the end of training; a finished arm's: its last point's —, linear between
+// points; nullopt before its first point, past its last, or where a point has fewer than 2 seeds.
+std::optional<LookDelta> delta_at(const std::vector<std::pair<int64_t, Summary>>& curve, double fraction, double end);
 
-// A finished arm's curve read at the rule's looks and a span before each.
+// An arm's curve read at the rule's looks and a span before each, of `end` tokens (a finished
+// arm's: its curve's last point); `looks`: only the first so many (a live sweep's looks so far).
+ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& rule, double end,
+                   size_t looks);
 ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& rule);
 
 }  // namespace sweep

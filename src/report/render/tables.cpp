@@ -13,6 +13,12 @@ namespace sweep {
 std::string p_text(double p) { return !std::isfinite(p) ? "-" : p < 1e-4 ? "<0.0001" : format_number("%.4f", p); }
 
 
+// A fixed design whose --eliminate stopped an arm shows where, beside the power figure.
+bool shows_eliminations(const Analysis& a) {
+  return !a.design.sequential() &&
+         std::any_of(a.variants.begin(), a.variants.end(), [](const VariantStats& v) { return !v.stopped.empty(); });
+}
+
 // The ranked table's columns: a sequential design (--until-decided) shows its looks instead of
 // Holm's p and the power figure; a smallest effect of interest adds the equivalence test's p.
 std::vector<std::string> headers(const Analysis& a) {
@@ -28,6 +34,9 @@ std::vector<std::string> headers(const Analysis& a) {
     }
   }
   h.insert(h.end(), {"P(better)", "verdict"});
+  if (shows_eliminations(a)) {
+    h.push_back("stopped");
+  }
   h.push_back(a.design.sequential() ? "stopped" : "seeds for 80%");
   h.insert(h.end(), {"tokens", "tokens/s", "wall"});
   return h;
@@ -83,9 +92,10 @@ std::vector<Cell> cells(const Analysis& a, const VariantStats& v, int rank) {
   }
   row.push_back({format_number("%.2f", v.prob_improvement), v.prob_improvement});
   row.push_back({verdict_text(v, a.design.better_by), std::nan("")});
-  if (a.design.sequential()) {
+  if (a.design.sequential() || shows_eliminations(a)) {
     row.push_back({v.stopped.empty() ? "-" : v.stopped, std::nan("")});
-  } else {
+  }
+  if (!a.design.sequential()) {
     row.push_back({v.seeds_needed < 0 ? "-" : std::to_string(v.seeds_needed), static_cast<double>(v.seeds_needed)});
   }
   row.push_back({std::isfinite(v.tokens) ? format_count(v.tokens) : "-", v.tokens});

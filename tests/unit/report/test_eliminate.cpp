@@ -55,17 +55,22 @@ TEST_CASE("eliminate: the bound by hand — pooled seed noise, Bonferroni over a
 TEST_CASE("eliminate: a curve read at a fraction of training — linear between points, none before the first") {
   std::vector<std::pair<int64_t, Summary>> curve{{100, {3, -0.02, 0.01, 0, 0}}, {200, {3, -0.04, 0.02, 0, 0}},
                                                  {400, {3, -0.08, 0.02, 0, 0}}};
-  const auto half = delta_at(curve, 0.5);  // 200 tokens: the point itself
+  const auto half = delta_at(curve, 0.5, 400);  // 200 tokens: the point itself
   REQUIRE(half);
   CHECK(half->mean == doctest::Approx(-0.04));
   CHECK(half->se == doctest::Approx(0.02 / std::sqrt(3.0)));
-  const auto q = delta_at(curve, 0.375);  // 150 tokens: halfway between the first two
+  const auto q = delta_at(curve, 0.375, 400);  // 150 tokens: halfway between the first two
   REQUIRE(q);
   CHECK(q->mean == doctest::Approx(-0.03));
   CHECK(q->se == doctest::Approx(0.015 / std::sqrt(3.0)));
-  CHECK_FALSE(delta_at(curve, 0.2));  // 80 tokens: before the first evaluation
+  CHECK_FALSE(delta_at(curve, 0.2, 400));  // 80 tokens: before the first evaluation
+  // a live arm's curve, its end 1000 tokens away: 0.3 of it is 300 tokens, between its last two points
+  const auto live = delta_at(curve, 0.3, 1000);
+  REQUIRE(live);
+  CHECK(live->mean == doctest::Approx(-0.06));
+  CHECK_FALSE(delta_at(curve, 0.5, 1000));  // 500 tokens: past its last point, not yet trained
   curve[1].second.n = 1;
-  CHECK_FALSE(delta_at(curve, 0.5));  // one seed: no standard error
+  CHECK_FALSE(delta_at(curve, 0.5, 400));  // one seed: no standard error
 }
 
 TEST_CASE("eliminate: a rule that cannot be used says why") {

@@ -211,6 +211,25 @@ TEST_CASE("classify_end: preemptions are requeued up to --max-preemptions, then 
   CHECK(classify_end(f).then == Then::give_up);
 }
 
+TEST_CASE("classify_end: a worker paused at its look waits for it, one stopped before the step is preempted") {
+  EndFacts f;
+  f.exit_code = static_cast<int>(Exit::preempted);
+  f.recorded = RunState::preempted;
+  f.paused_at = 42;
+  f.steps = 42;
+  Outcome o = classify_end(f);
+  CHECK(o.state == RunState::preempted);  // resumable: the next look, or a later `sweep run`, goes on from it
+  CHECK(o.then == Then::paused);
+  CHECK(o.error == "paused at step 42 for a look of --eliminate");
+  f.exit_code.reset();  // a Slurm task: its events say it
+  CHECK(classify_end(f).then == Then::paused);
+  f.exit_code = static_cast<int>(Exit::preempted);
+  f.steps = 30;  // SIGTERM before the step: a preemption like any other
+  CHECK(classify_end(f).then == Then::requeue);
+  f.stopping = true;
+  CHECK(classify_end(f).then == Then::stopped);
+}
+
 TEST_CASE("classify_end: the error recorded says why, with the log's tail") {
   EndFacts f;
   f.exit_code = 1;
@@ -241,21 +260,26 @@ TEST_CASE("worker_argv: one command line, for a local child and for the Slurm sc
   const std::string script = sbatch_script("sweep-s", "/r/s/slurm/array-0.runs", 3, 2, 4, "/r/s/slurm", o);
   CHECK(script.find("#SBATCH --array=0-2\n") != std::string::npos);
   CHECK(script.find("#SBATCH --ntasks=2\n#SBATCH --cpus-per-task=4\n") != std::string::npos);
-  // The run folder and the dataset's from the task's line of the runs file, split at the tab.
-  CHECK(script.find("IFS=$'\\t' read -r run_dir data_dir < <(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" "
+  // The run folder, the step to pause at and the dataset's folder from the task's line of the runs file.
+  CHECK(script.find("IFS=$'\\t' read -r run_dir pause_at data_dir < <(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" "
                     "'/r/s/slurm/array-0.runs')\n") != std::string::npos);
   // The binary single-quoted (its quote escaped), the folders the script's variables.
   CHECK(script.find("srun --kill-on-bad-exit=1 '/opt/it'\\''s/sweep' 'worker' \"${run_dir}\"'/config.yaml' "
                     "'--run-dir' \"${run_dir}\" '--data' \"${data_dir}\" '--resume' '--events' '--set' "
-                    "'resources.threads=4' > /dev/null") != std::string::npos);
-  CHECK(script.find("if [ \"$rc\" -eq 75 ] && [ \"${SLURM_RESTART_COUNT:-0}\" -lt 10 ]; then") != std::string::npos);
+                    "'resources.threads=4' '--pause-at-step' \"${pause_at}\" > /dev/null") != std::string::npos);
+  // requeued by Slurm after SIGTERM, not after a pause for a look of --eliminate (the sweep decides)
+  CHECK(script.find("if [ \"$rc\" -eq 75 ] && [ \"$pause_at\" = 0 ] && "
+                    "[ \"${SLURM_RESTART_COUNT:-0}\" -lt 10 ]; then") != std::string::npos);
   o.gpus_per_rank = 1;
-  CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.device=cuda' >") !=
+  CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.device=cuda' '--pause") !=
         std::string::npos);
   // --stall-timeout reaches the workers, whose heartbeats follow it
   CHECK(worker_argv("/opt/sweep", "/r/abc", "/d/bytes", 1, "", 2.5).back() == "resources.stall_timeout=2.5");
+  // --eliminate: the step a worker pauses at, checkpointed, for a look
+  const auto paused = worker_argv("/opt/sweep", "/r/abc", "/d/bytes", 1, "", -1, "42");
+  CHECK(std::vector<std::string>(paused.end() - 2, paused.end()) == std::vector<std::string>{"--pause-at-step", "42"});
   o.stall_timeout = 120;
-  CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.stall_timeout=120' >") !=
+  CHECK(sbatch_script("sweep-s", "runs", 1, 1, 1, "/d", o).find("'--set' 'resources.stall_timeout=120' '--pause") !=
         std::string::npos);
 }
 

@@ -40,7 +40,8 @@ class DrawnExecutor : public Executor {
   std::string describe() const override { return "drawn"; }
   std::optional<std::string> adopt(const RunRow&, const PlannedRun*) override { return std::nullopt; }
   bool can_start(const PlannedRun&) const override { return true; }
-  std::optional<int64_t> start(const PlannedRun& run, const RunRow&, std::string& where) override {
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow&, std::optional<int64_t>,
+                               std::string& where) override {
     where = "nowhere";
     m_running.push_back(&run);
     return ::getpid();

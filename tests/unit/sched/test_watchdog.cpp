@@ -35,7 +35,8 @@ class QueueExecutor : public Executor {
   std::string describe() const override { return "a queue"; }
   std::optional<std::string> adopt(const RunRow&, const PlannedRun*) override { return std::nullopt; }
   bool can_start(const PlannedRun&) const override { return true; }
-  std::optional<int64_t> start(const PlannedRun& run, const RunRow&, std::string& where) override {
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow&, std::optional<int64_t>,
+                               std::string& where) override {
     where = "the queue";
     m_seen.run_id = run.run_id;
     if (++m_seen.starts == 1) {
@@ -152,7 +153,8 @@ class TakenExecutor : public Executor {
   std::string describe() const override { return "a machine with an orphan"; }
   std::optional<std::string> adopt(const RunRow&, const PlannedRun*) override { return std::nullopt; }
   bool can_start(const PlannedRun&) const override { return true; }
-  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::string& where) override {
+  std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::optional<int64_t>,
+                               std::string& where) override {
     where = "here";
     m_run_id = run.run_id;
     m_held = FileLock::try_lock(fs::path(row.run_dir) / ".lock");

@@ -1,0 +1,98 @@
+# `sweep run --eliminate` end to end: every run pauses at each look, checkpointed; the arm shown
+# worse than −δ stops at the first look and its runs keep their checkpoints; the others train on
+# bitwise as a fixed design trains them (the same test losses); the report says where the stopped
+# arm was stopped, with the look's interval; `sweep run` again with --eliminate trains nothing more,
+# without it finishes the stopped arm; `sweep ingest` keeps the record; bad input is refused before
+# anything is written.
+source "$(dirname "$0")/lib.bash"
+command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
+prepare_bytes
+# lr-tiny barely trains: worse by far from its first evaluations on. dropout-off: near the baseline.
+tiny_sweep s.yaml el 100 "lr-tiny: {train.lr: 3e-6, train.min_lr: 3e-7}" "dropout-off: {model.dropout: 0.0}"
+sed -i 's/^seeds: .*/seeds: [1, 2, 3]/; s/every: 20/every: 10/' s.yaml
+echo "min_effect: 0.01" >> s.yaml
+
+# ---- bad input: refused, naming why, with nothing written ----
+grep -v '^min_effect' s.yaml > nodelta.yaml
+expect_rc 2 "$SWEEP" run nodelta.yaml --results res --eliminate 2> err.txt
+grep -q -- "--eliminate: an arm is stopped only when shown worse than −δ: nodelta.yaml has no min_effect" err.txt ||
+  fail "no min_effect: $(cat err.txt)"
+sed 's/^seeds: .*/seeds: [1]/' s.yaml > one.yaml
+expect_rc 2 "$SWEEP" run one.yaml --results res --eliminate 2> err.txt
+grep -q "variant 'base' has 1 seed — give the sweep 2 or more" err.txt || fail "one seed: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run s.yaml --results res --eliminate --until-decided 2> err.txt
+grep -q -- "--eliminate: not with --until-decided" err.txt || fail "with --until-decided: $(cat err.txt)"
+sed 's/every: 10/every: 40/' s.yaml > sparse.yaml
+expect_rc 2 "$SWEEP" run sparse.yaml --results res --eliminate 2> err.txt
+grep -q "variant 'base': its first validation point after step 0 comes after 25% of training, where its look at 30% reads its curve (eval.every 40 of its 100 steps)" err.txt ||
+  fail "a look before the first validation point: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run s.yaml --results res --eliminate --looks 0.3,0.5,0.95 --kept 0.2,0.2,0.4 2> err.txt
+grep -q "it has no validation point after its look at 95% before the end of training (eval.every 10 of its 100 steps)" err.txt ||
+  fail "a look past the last validation point: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run s.yaml --results res --eliminate --looks 0.5,0.3,0.75 2> err.txt
+grep -q "ascending" err.txt || fail "looks out of order: $(cat err.txt)"
+expect_rc 2 "$SWEEP" run s.yaml --results res --eliminate --looks 0.3,0.5 2> err.txt
+grep -q "one kept share per look" err.txt || fail "a kept share missing: $(cat err.txt)"
+[ ! -e res ] || fail "a refused run wrote $(ls -R res)"
+
+# ---- live: lr-tiny stopped at the first look (30%: step 30), the rest to the end ----
+"$SWEEP" run s.yaml --results res --eliminate --devices cpu:2x1 > run.txt || fail "run: $(cat run.txt)"
+grep -E "look|paused|stopped" run.txt
+grep -q "to step 30 (a look)" run.txt || fail "no run paused for the first look: $(cat run.txt)"
+grep -q -- "--eliminate, the look at 30% of training: stopped lr-tiny (Δ " run.txt || fail "lr-tiny not stopped: $(cat run.txt)"
+grep -q -- "--eliminate, the look at 50% of training: no arm shown worse" run.txt || fail "second look: $(cat run.txt)"
+grep -q "3 stopped by --eliminate" run.txt || fail "the summary: $(tail -1 run.txt)"
+[ "$(sql "SELECT group_concat(r.status || ':' || r.steps, ' ') FROM runs r JOIN sweep_runs v ON v.run_id = r.run_id
+        WHERE v.sweep = 'el' AND v.variant = 'lr-tiny'")" = "preempted:30 preempted:30 preempted:30" ] ||
+  fail "lr-tiny's runs: $(sql "SELECT status, steps FROM runs")"
+[ "$(sql "SELECT count(*) FROM runs WHERE status = 'done' AND steps = 100")" = 6 ] || fail "the others did not finish"
+for f in res/runs/*/; do
+  [ "$(sql "SELECT status FROM runs WHERE run_id = '$(basename "$f")'")" != preempted ] || [ -e "$f/checkpoint/ckpt.pt" ] ||
+    fail "a stopped run lost its checkpoint: $f"
+done
+[ -e res/sweeps/el.eliminated ] || fail "no record of the looks in the results folder"
+"$SWEEP" report el --results res --out rep > table.txt || fail "report: $(cat table.txt)"
+cat table.txt
+grep -qE "lr-tiny +3 .* worse +stopped at 30% of training: Δ -[0-9.]+, bound -[0-9.]+ < -0.0500" table.txt ||
+  fail "the stopped arm's row: $(grep lr-tiny table.txt)"
+grep -q -- "--eliminate stopped \`lr-tiny\` before the end of training" table.txt || fail "no note of the stop"
+grep -q "(23.3%) not trained" table.txt || fail "the tokens not trained: $(grep 'not trained' table.txt)"
+
+# ---- the same runs as a fixed design: bitwise the same results ----
+"$SWEEP" run s.yaml --results fixed --devices cpu:2x1 > fixed.txt || fail "fixed: $(cat fixed.txt)"
+for variant in base dropout-off; do
+  live=$(DB=res/sweep.db sql "SELECT group_concat(r.test_loss, ' ') FROM runs r JOIN sweep_runs v ON v.run_id = r.run_id
+         WHERE v.sweep = 'el' AND v.variant = '$variant' ORDER BY r.init_seed")
+  full=$(DB=fixed/sweep.db sql "SELECT group_concat(r.test_loss, ' ') FROM runs r JOIN sweep_runs v ON v.run_id = r.run_id
+         WHERE v.sweep = 'el' AND v.variant = '$variant' ORDER BY r.init_seed")
+  [ -n "$live" ] && [ "$live" = "$full" ] || fail "$variant: paused at the looks $live, trained straight $full"
+done
+"$SWEEP" report el --results fixed > fixed_table.txt
+grep -qE " lr-tiny .*worse" fixed_table.txt || fail "the fixed design does not find lr-tiny worse: $(cat fixed_table.txt)"
+
+# ---- again with --eliminate: nothing more to train; without it: the stopped arm finished ----
+"$SWEEP" run s.yaml --results res --eliminate > again.txt || fail "again: $(cat again.txt)"
+grep -q "0 to run" again.txt || fail "--eliminate again trained something: $(cat again.txt)"
+expect_rc 2 "$SWEEP" run s.yaml --results res --eliminate --looks 0.25,0.5,0.75 2> err.txt
+grep -q "sweep el was run --eliminate with --looks 0.3,0.5,0.75 --kept 0.2,0.2,0.4" err.txt ||
+  fail "other looks on a recorded sweep: $(cat err.txt)"
+"$SWEEP" run s.yaml --results res --devices cpu:2x1 > finish.txt || fail "finish: $(cat finish.txt)"
+grep -q "sweep el was run --eliminate: 1 arm stopped — this run trains them to the end" finish.txt ||
+  fail "not said: $(head -3 finish.txt)"
+grep -q "3 to run" finish.txt || fail "the stopped runs were not trained: $(cat finish.txt)"
+[ "$(sql "SELECT count(*) FROM runs WHERE status = 'done' AND steps = 100")" = 9 ] || fail "not every run finished"
+"$SWEEP" report el --results res > finished_table.txt
+grep -q "trained to the end since: judged on its finished runs" finished_table.txt || fail "no note: $(cat finished_table.txt)"
+! grep -q "stopped at 30%" <(grep -E "lr-tiny" finished_table.txt | head -1) || fail "a finished arm shown stopped"
+tiny_live=$(sql "SELECT group_concat(r.test_loss, ' ') FROM runs r JOIN sweep_runs v ON v.run_id = r.run_id
+            WHERE v.sweep = 'el' AND v.variant = 'lr-tiny' ORDER BY r.init_seed")
+tiny_full=$(DB=fixed/sweep.db sql "SELECT group_concat(r.test_loss, ' ') FROM runs r JOIN sweep_runs v ON v.run_id = r.run_id
+            WHERE v.sweep = 'el' AND v.variant = 'lr-tiny' ORDER BY r.init_seed")
+[ "$tiny_live" = "$tiny_full" ] || fail "lr-tiny resumed from its look: $tiny_live, straight: $tiny_full"
+
+# ---- the record survives a database rebuilt from the folder ----
+rm res/sweep.db*
+"$SWEEP" ingest res > /dev/null || fail "ingest"
+"$SWEEP" report el --results res > ingested.txt
+grep -q "trained to the end since" ingested.txt || fail "the rebuilt database lost the record: $(cat ingested.txt)"
+echo "eliminate: ok"

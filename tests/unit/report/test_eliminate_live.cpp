@@ -1,0 +1,157 @@
+// --eliminate while a sweep trains (report/eliminate/live.h): where runs pause for a look, the look
+// on runs paused there, and the report of the arms a look stopped.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "helpers.h"
+#include "report/eliminate/live.h"
+
+using namespace sweep;
+
+namespace {
+
+// A run of `seed` whose validation loss is `loss(tokens)` at every 100 tokens up to `upto`.
+ReportRun run_of(int64_t seed, int64_t upto, const std::function<double(int64_t)>& loss, bool done) {
+  ReportRun r;
+  r.run_id = "r" + std::to_string(seed);
+  r.init_seed = r.data_seed = seed;
+  r.status = done ? RunState::done : RunState::preempted;
+  r.tokens = upto;
+  for (int64_t t = 0; t <= upto; t += 100) {
+    r.val_curve.emplace_back(t, loss(t));
+  }
+  if (done) {
+    r.value = r.test_loss = loss(upto);
+  }
+  return r;
+}
+
+// A study of 1000 tokens a run, its runs trained to `upto`: a baseline, an arm 0.2 worse from 100
+// tokens on, an arm as good; each seed's curve shifted by its own noise.
+ReportInput study(int64_t upto, bool done = false) {
+  ReportInput in;
+  in.sweep = "s";
+  in.baseline = "baseline";
+  const std::vector<std::pair<std::string, double>> arms{{"baseline", 0}, {"worse", 0.2}, {"same", 0}};
+  for (const auto& [name, deficit] : arms) {
+    VariantRuns v;
+    v.name = name;
+    v.end_tokens = 1000;
+    for (int64_t seed = 1; seed <= 3; ++seed) {
+      const double own = name == "same" ? 0.002 * static_cast<double>(seed % 2) : 0;
+      const double noise = 0.01 * static_cast<double>(seed) + own;
+      const double d = deficit;
+      const auto loss = [=](int64_t t) { return 5.0 - 0.001 * static_cast<double>(t) + noise + (t > 0 ? d : 0); };
+      v.runs.push_back(run_of(seed, upto, loss, done));
+    }
+    in.variants.push_back(v);
+  }
+  return in;
+}
+
+EliminationRule rule_of_delta(double delta) {
+  EliminationRule r;
+  r.delta = delta;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("eliminate live: a run pauses for a look at its first validation point at or after it, never at its end") {
+  RunConfig c = test::tiny_config();
+  c.train.tokens = c.tokens_per_step() * 125;
+  c.eval.every = 6;
+  CHECK(planned_steps(c) == 125);
+  CHECK(look_step(c, 0.3) == 42);   // 37.5 → 38 → the validation point at 42
+  CHECK(look_step(c, 0.5) == 66);   // 62.5 → 63 → 66
+  CHECK(look_step(c, 0.75) == 96);  // 93.75 → 94 → 96
+  CHECK(look_step(c, 0.48) == 60);  // 60 exactly: a validation point
+  CHECK_FALSE(look_step(c, 0.99));  // 124 → 126: past the end
+  c.eval.every = 0;                 // only the end is evaluated
+  CHECK_FALSE(look_step(c, 0.3));
+  c.eval.every = 6;
+  c.resources.ranks = 5;  // its steps as planned count its ranks: 25 of them
+  CHECK(planned_steps(c) == 25);
+  CHECK(look_step(c, 0.3) == 12);
+}
+
+TEST_CASE("eliminate live: the look on runs paused at it stops the arm shown worse, and only once there") {
+  const EliminationRule rule = rule_of_delta(0.01);
+  // every run paused at 40% of its 1000 tokens: the first look (30%) can be read, the second (50%) not
+  ReportInput in = study(400);
+  const auto stopped = judge_looks(in, rule, 1);
+  REQUIRE(stopped.size() == 1);
+  CHECK(stopped[0].first == "worse");
+  CHECK(stopped[0].second.look == 0);
+  CHECK(stopped[0].second.fraction == doctest::Approx(0.3));
+  CHECK(stopped[0].second.mean == doctest::Approx(-0.2));
+  CHECK(stopped[0].second.seeds == 3);
+  CHECK(stopped[0].second.upper < stopped[0].second.threshold);
+  CHECK(stopped[0].second.threshold == doctest::Approx(-0.01 / 0.2));
+  // runs not yet at the look (20% of their tokens): nothing read, nothing stopped
+  CHECK(judge_looks(study(200), rule, 1).empty());
+  // the arm as good as the baseline is never stopped, at any look of a finished study
+  const auto all = judge_looks(study(1000, true), rule, 3);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].first == "worse");
+}
+
+// worse at its look's interval; trained to the end later, its own results
+TEST_CASE("eliminate live: the report of an arm a look stopped") {
+  ReportInput in = study(400);
+  in.design.min_effect = 0.01;
+  EliminationDesign d;
+  d.looks_taken = 1;
+  d.stopped["worse"] = {true, 0, 0.3, -0.2, -0.17, -0.05, 3};
+  in.design.eliminate = d;
+  std::vector<VariantStats> stats(3);
+  for (size_t i = 0; i < 3; ++i) {
+    stats[i].name = in.variants[i].name;
+    stats[i].runs = 3;
+    stats[i].verdict = i == 0 ? Verdict::baseline : Verdict::no_result;
+  }
+  std::vector<std::string> notes;
+  apply_eliminations(in, stats, notes);
+  CHECK(stats[1].verdict == Verdict::worse);
+  CHECK(stats[1].improvement == doctest::Approx(-0.2));
+  CHECK(stats[1].ci_high == doctest::Approx(-0.17));
+  CHECK(stats[1].ci_low == doctest::Approx(-0.23));
+  CHECK(stats[1].seeds == 3);
+  CHECK(stats[1].stopped == "stopped at 30% of training: Δ -0.2000, bound -0.1700 < -0.0500");
+  CHECK(stats[2].verdict == Verdict::no_result);  // not stopped: as the analysis left it
+  REQUIRE(notes.size() == 1);
+  // 9 runs of 1000 tokens; the stopped arm's 3 runs at 400: 1800 tokens not trained
+  CHECK(notes[0].find("1.8k of the sweep's 9.0k tokens (20.0%) not trained") != std::string::npos);
+  // trained to the end since (`sweep run` without --eliminate): its finished runs' verdict stands
+  ReportInput later = study(1000, true);
+  later.design = in.design;
+  stats[1] = VariantStats{};
+  stats[1].name = "worse";
+  stats[1].runs = stats[1].finished = 3;
+  stats[1].verdict = Verdict::worse;
+  stats[1].improvement = -0.2;
+  notes.clear();
+  apply_eliminations(later, stats, notes);
+  CHECK(stats[1].stopped.empty());
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "--eliminate stopped `worse` (stopped at 30% of training), trained to the end since: judged on "
+                    "its finished runs");
+}
+
+TEST_CASE("eliminate live: a sweep's record of the looks goes to JSON and back") {
+  EliminationDesign d;
+  d.settings.looks = {0.25, 0.6};
+  d.settings.kept = {0.3, 0.5};
+  d.looks_taken = 1;
+  d.stopped["weight-tying"] = {true, 0, 0.25, -0.12, -0.06, -0.0167, 3};
+  const EliminationDesign back = EliminationDesign::from_json(nlohmann::json::parse(d.to_json().dump()));
+  CHECK(back.settings.looks == d.settings.looks);
+  CHECK(back.settings.kept == d.settings.kept);
+  CHECK(back.settings.span == d.settings.span);
+  CHECK(back.looks_taken == 1);
+  REQUIRE(back.stopped.count("weight-tying"));
+  CHECK(back.stopped.at("weight-tying").upper == -0.06);
+  CHECK(back.stopped.at("weight-tying").seeds == 3);
+  CHECK_THROWS(EliminationDesign::from_json(nlohmann::json::parse(R"({"looks": [0.3]})")));
+}
