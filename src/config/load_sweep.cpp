@@ -544,11 +544,11 @@ void expand_runs(const YAML::Node& root, const SeedPlan& seeds, const VocabLooku
       }
       if (spec.ladder->tokens_per_param > 0 && rung < rung_tokens.size()) {
         c.train.tokens = rung_tokens[rung];
-        if (c.total_steps() < 1) {
+        if (planned_steps(c) < 1) {
           problems.push_back(at(origin_of(path, root["scale"]["tokens_per_param"]),
                                 "scale.tokens_per_param gives variant '" + spec.variants[i].name + "' " +
                                     std::to_string(c.train.tokens) + " tokens, less than one optimizer step of " +
-                                    std::to_string(c.tokens_per_step()) + " — raise tokens_per_param"));
+                                    std::to_string(planned_tokens_per_step(c)) + " — raise tokens_per_param"));
         }
       }
       configs[i].model.vocab_size = c.model.vocab_size;  // the next rung's check compares sizes with it

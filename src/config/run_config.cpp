@@ -265,11 +265,11 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
     diags.error("train.warmup", at("train", "warmup"),
                 "'train.warmup' must be a whole number of steps (>= 1) or a fraction (< 1)");
   }
-  if (c.train.tokens > 0 && c.total_steps() < 1) {
+  if (c.train.tokens > 0 && planned_steps(c) < 1) {
     diags.error("train.tokens", at("train", "tokens"),
                 "'train.tokens' (" + std::to_string(c.train.tokens) +
-                    ") is less than one optimizer step of " + std::to_string(c.tokens_per_step()) +
-                    " tokens (micro_batch × block_size × grad_accum)");
+                    ") is less than one optimizer step of " + std::to_string(planned_tokens_per_step(c)) +
+                    " tokens (micro_batch × block_size × grad_accum × resources.ranks)");
   }
   if (c.train.precision == Precision::tf32 && c.resources.device == "cpu") {
     diags.error("train.precision", at("train", "precision"),
@@ -322,11 +322,11 @@ int RunConfig::threads() const {
   return available_cores();  // auto: the cores this process may run on
 }
 
-int64_t planned_steps(const RunConfig& c) {
-  RunConfig planned = c;
-  planned.world_size = std::max<int64_t>(1, c.resources.ranks);
-  return planned.total_steps();
+int64_t planned_tokens_per_step(const RunConfig& c) {
+  return c.train.micro_batch * c.model.block_size * c.train.grad_accum * std::max<int64_t>(1, c.resources.ranks);
 }
+
+int64_t planned_steps(const RunConfig& c) { return c.train.tokens / planned_tokens_per_step(c); }
 
 std::string cuda_graph_problem(const RunConfig& c, bool on_cuda) {
   if (!c.train.cuda_graph) {

@@ -219,8 +219,11 @@ struct RunConfig {
   std::string to_yaml() const;
 };
 
-// The steps a run of `c` trains as it is planned: its tokens in whole steps of micro_batch ×
-// block_size × grad_accum × resources.ranks (total_steps() counts world_size, the ranks a trainer runs).
+// A run of `c` as it is planned, by resources.ranks: its tokens per step (micro_batch × block_size ×
+// grad_accum × ranks) and its steps (its tokens in whole such steps) — what its worker trains and
+// says in its start event. total_steps() and tokens_per_step() count world_size, the ranks a trainer
+// runs (1 until a trainer sets it).
+int64_t planned_tokens_per_step(const RunConfig& c);
 int64_t planned_steps(const RunConfig& c);
 
 // Why train.cuda_graph cannot capture this run's step ("" when it can): a CPU run (`on_cuda` false),

@@ -169,8 +169,7 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
           out.model = c.to_json()["model"].dump();
           out.dataset = c.data.dataset;
           out.train_tokens = c.train.tokens;
-          out.end_tokens = planned_steps(c) * c.train.micro_batch * c.model.block_size * c.train.grad_accum *
-                           std::max<int64_t>(1, c.resources.ranks);
+          out.end_tokens = planned_steps(c) * planned_tokens_per_step(c);
         }
       } catch (const std::exception&) {
         // an unreadable config leaves the batch and the parameter set unknown

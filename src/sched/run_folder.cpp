@@ -99,11 +99,13 @@ std::string run_folder_problem(const fs::path& dir, RunConfig* loaded) {
     if (config.trainer) {
       continue;  // a trainer of your own decides its steps
     }
+    // as its worker trains it: a run of resources.ranks: N takes steps of N ranks' batches
+    const int64_t steps = planned_steps(config), tokens_per_step = planned_tokens_per_step(config);
     const auto total = whole(ev, field::total_steps), per_step = whole(ev, field::tokens_per_step);
-    if ((total && *total != config.total_steps()) || (per_step && *per_step != config.tokens_per_step())) {
+    if ((total && *total != steps) || (per_step && *per_step != tokens_per_step)) {
       return "its events.jsonl holds a start of " + std::to_string(total.value_or(0)) + " steps of " +
-             std::to_string(per_step.value_or(0)) + " tokens, its config.yaml " + std::to_string(config.total_steps()) +
-             " of " + std::to_string(config.tokens_per_step()) +
+             std::to_string(per_step.value_or(0)) + " tokens, its config.yaml " + std::to_string(steps) +
+             " of " + std::to_string(tokens_per_step) +
              ": the events of another run — restore the folder's own, or move it away";
     }
   }

@@ -45,4 +45,13 @@ grep -q "asks for resources.ranks = 2 but --devices cpu gives 1 slot" one.err ||
 grep -q "two-ranks seed 1 .* on cpu:0+cpu:1" dp.txt || fail "the 2-rank run did not get both slots: $(cat dp.txt)"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] || fail "4 runs done: $(cat dp.txt)"
 check_database
+# Paused and resumed in a sweep (at the looks of --eliminate): a 2-rank run's folder is its run — its
+# start events count both ranks' batches (50 steps of 512 tokens), as planned from resources.ranks.
+tiny_sweep el.yaml dpel 100 "two-ranks: {resources.ranks: 2}"
+sed -i 's/every: 20/every: 10/' el.yaml
+echo "min_effect: 0.01" >> el.yaml
+"$SWEEP" run el.yaml --results resel --devices cpu:2x1 --eliminate > el.txt || fail "2 ranks paused: $(cat el.txt)"
+grep -q "paused two-ranks seed 1 .* at step 20 for a look" el.txt || fail "the 2-rank run did not pause: $(cat el.txt)"
+[ "$(DB=resel/sweep.db sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" -eq 4 ] ||
+  fail "the 2-rank runs did not resume: $(cat el.txt)"
 echo "data_parallel: ok (rank killed → exit $rc after ${elapsed}s)"

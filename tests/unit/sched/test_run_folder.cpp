@@ -61,6 +61,14 @@ TEST_CASE("a run folder is the run its name says: its config hashes to it, its e
   longer.train.tokens *= 2;
   const std::string other_shape = run_folder_problem(folder(dir, id_a, a, {start_of(longer)}));
   CHECK(other_shape.find("its events.jsonl holds a start of 40 steps of 128 tokens, its config.yaml 20 of 128") == 0);
+  // a run of 2 ranks: its worker's start says the steps of both ranks' batches (10 of 256 tokens)
+  RunConfig ranked = a;
+  ranked.resources.ranks = 2;
+  RunConfig trained = ranked;
+  trained.world_size = 2;  // as the trainer runs it
+  nlohmann::json ranked_start = start_of(trained);
+  ranked_start["identity"] = run_id_of(ranked, 0);
+  CHECK(run_folder_problem(folder(dir, run_id_of(ranked, 0), ranked, {ranked_start})).empty());
   // a config edited after the run, or a folder renamed
   const std::string edited = run_folder_problem(folder(dir, id_a, b, {stamped_b}));
   CHECK(edited.find("its config.yaml is not the run its name says (it hashes to " + id_b + ")") == 0);
