@@ -4,8 +4,9 @@
 # device, --until-decided's design and the seeds its rounds added, --eliminate's record) and, for each of its finished
 # runs (done or diverged, as `sweep run` counts them), config.yaml and events.jsonl — everything
 # `sweep report`, `sweep backtest` and `--until-decided` read, without
-# the checkpoints (a finished run is never trained again). Unfinished runs are left out: they
-# start afresh where the archive is restored.
+# the checkpoints (a finished run is never trained again); and the runs of the arms --eliminate
+# stopped, their curves to the look. Other unfinished runs are left out: they start afresh where
+# the archive is restored.
 #
 #   scripts/results-archive.sh SWEEP [--results DIR] [--out FILE]   (default FILE: reports/SWEEP/runs.tar.gz;
 #                                                                     a folder: FOLDER/runs.tar.gz)
@@ -39,6 +40,15 @@ sql_name=${sweep//\'/\'\'}
 mapfile -t ids < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s join runs r on r.run_id = s.run_id
                                    where s.sweep = '$sql_name' and r.status in ('done', 'diverged') order by r.run_id")
 [ ${#ids[@]} -gt 0 ] || die "sweep $sweep has no finished runs in $results"
+# the runs of the arms --eliminate stopped (the runs its record judged): their curves to the look, which
+# the report's figures read (no checkpoint: restored, such a run trains from its start if finished later)
+mapfile -t stopped < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s join runs r on r.run_id = s.run_id
+                                       join sweeps w on w.name = s.sweep,
+                                            json_each(w.design, '\$.eliminate.stopped') arm,
+                                            json_each(arm.value, '\$.runs') judged
+                                       where s.sweep = '$sql_name' and s.variant = arm.key and judged.value = r.run_id
+                                         and r.status not in ('done', 'diverged') order by r.run_id")
+ids+=("${stopped[@]}")
 files=("sweeps/$sweep.yaml")
 # its device kind, --until-decided's design and added seeds, a trainer of your own as it ran (or an
 # older folder's record of its folder), the sweep file's name as it was run
@@ -48,7 +58,7 @@ done
 for id in "${ids[@]}"; do
   for f in config.yaml events.jsonl; do
     [ -f "$results/runs/$id/$f" ] || die "$results/runs/$id/$f is missing$([ -L "$results/runs/$id/$f" ] &&
-      echo " (a link to $(readlink "$results/runs/$id/$f"), which is not there)"): the run is recorded done but its folder is not whole"
+      echo " (a link to $(readlink "$results/runs/$id/$f"), which is not there)"): the run is recorded but its folder is not whole"
     files+=("runs/$id/$f")
   done
 done
@@ -69,4 +79,5 @@ tar czf "$tmp" -C "$results" --dereference --owner=0 --group=0 --mtime=@0 --sort
 chmod 644 "$tmp"  # the archive is meant to be shared, whatever the umask
 mv "$tmp" "$out"
 trap - EXIT
-echo "results-archive: $out: sweep $sweep, ${#ids[@]} finished runs ($(du -h "$out" | cut -f1))"
+echo "results-archive: $out: sweep $sweep, $(( ${#ids[@]} - ${#stopped[@]} )) finished runs$([ ${#stopped[@]} -eq 0 ] ||
+  echo " and ${#stopped[@]} stopped by --eliminate") ($(du -h "$out" | cut -f1))"

@@ -97,7 +97,12 @@ Exit run_ingest(const IngestOptions& o) {
         request.devices.check_here = false;
         request.saved_rounds = read_saved_rounds(o.dir, name);
         SweepSpec spec = plan_sweep(request).spec;
-        spec.design.eliminate = read_saved_elimination(o.dir, name);  // the arms --eliminate stopped
+        try {  // the arms --eliminate stopped; a damaged record is said, and the sweep recorded without it
+          spec.design.eliminate = read_saved_elimination(o.dir, name);
+        } catch (const Error& e) {
+          problems.push_back("sweep " + f.path().string() + ": its --eliminate record not read: " +
+                             first_line(e.what()));
+        }
         if (request.devices.recorded.empty() && !spec.device && none_here(spec, run_dirs)) {
           // no record of the kind (a folder saved before it was kept, or its file lost): the runs say it
           request.devices.recorded = "cuda";

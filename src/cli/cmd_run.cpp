@@ -148,14 +148,23 @@ CLI::App* setup_run(CLI::App& app, RunOptions& o) {
                 "each is better, worse or equivalent within the file's min_effect, or --max-seeds is reached");
   run->add_option("--max-seeds", o.max_seeds, "--until-decided: the most seeds per variant (default: 4 × the declared)")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
-  run->add_flag("--eliminate", o.eliminate,
+  CLI::Option* eliminate = run->add_flag("--eliminate", o.eliminate,
                 "Stop an arm before the end of training once its paired validation curve shows it worse than the "
                 "file's min_effect (δ) at a look, with the false-elimination probability held at 0.05; its runs "
                 "keep their checkpoints (`sweep run` without it finishes them)");
-  run->add_option("--looks", o.looks, "--eliminate: the looks, fractions of training (default 0.3,0.5,0.75)");
+  const CLI::Validator listed(
+      [](std::string& text) {
+        return text.empty() ? std::string("give a comma-separated list, e.g. 0.3,0.5,0.75") : std::string();
+      },
+      "LIST");
+  run->add_option("--looks", o.looks, "--eliminate: the looks, fractions of training (default 0.3,0.5,0.75)")
+      ->check(listed)
+      ->needs(eliminate);
   run->add_option("--kept", o.kept,
                   "--eliminate: per look, the least share of its deficit a worse arm keeps to the end (default "
-                  "0.2,0.2,0.4)");
+                  "0.2,0.2,0.4)")
+      ->check(listed)
+      ->needs(eliminate);
   run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
       ->check(CLI::IsMember(choice_names<ExecutorKind>()))
       ->capture_default_str();

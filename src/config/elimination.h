@@ -20,19 +20,25 @@ struct EliminationSettings {
 };
 
 // An arm judged by the rule: stopped or not, and if so at which look, its paired improvement Δ
-// there (baseline − arm, over its seeds), the upper bound that stopped it and the threshold −δ/kept.
+// there (baseline − arm, over its seeds), the upper bound that stopped it and the threshold −δ/kept;
+// in a live sweep's record, the runs it judged.
 struct Elimination {
   bool stopped = false;
   size_t look = 0;
   double fraction = 0;
   double mean = 0, upper = 0, threshold = 0;
   int64_t seeds = 0;
+  std::vector<std::string> runs;  // the arm's run ids when it was stopped, sorted
 };
 
-// A sweep run --eliminate: its settings, the looks decided so far, the arms stopped (variant name
-// → how). A stopped arm's runs keep their checkpoints: `sweep run` without --eliminate finishes them.
+// A sweep run --eliminate: its settings and δ, the study its looks judge (every run id of the sweep
+// when it began, sorted), the looks decided so far, the arms stopped (variant name → how). A stopped
+// arm's runs keep their checkpoints: `sweep run` without --eliminate finishes them. A stop applies
+// to its arm while the arm's runs are the ones it judged (the sweep file unchanged).
 struct EliminationDesign {
   EliminationSettings settings;
+  double delta = 0;               // the min_effect its looks judge by
+  std::vector<std::string> runs;  // the study's run ids, sorted
   size_t looks_taken = 0;
   std::map<std::string, Elimination> stopped;
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "config/branch.h"
 #include "config/sweep_sections.h"
 #include "config/load_sweep.h"
 #include "util/error.h"
@@ -119,7 +120,35 @@ struct TopLevel {
   SeedPlan seeds;
   YAML::Node interventions, combine;
   std::vector<Combo> combos;
+  double branch_at = 0;  // `branch: {at: f}`: every intervention's (config/branch.h); 0: none
+  Origin branch_origin;
 };
+
+// `branch: {at: f}` (or an intervention's `branch.at: f`): f in (0, 1); `branch: none` (an
+// intervention trained from scratch in a branched sweep) is 0. Null when it is not a branch point.
+std::optional<double> read_branch_point(const YAML::Node& node, const std::string& where, Diagnostics& diags) {
+  const std::string hint = " — e.g. `branch: {at: 0.8}`: the interventions start at 80% of training from the "
+                           "baseline's checkpoint (`branch: none` on an intervention: from scratch)";
+  if (node.IsScalar() && node.Scalar() == "none") {
+    return 0.0;
+  }
+  YAML::Node at = node;
+  if (node.IsMap()) {
+    if (node.size() != 1 || !node["at"]) {
+      diags.error(node.Mark(), where + " takes one key, at" + hint);
+      return std::nullopt;
+    }
+    at = node["at"];
+  }
+  double f = 0;
+  if (!at.IsScalar() || !YAML::convert<double>::decode(at, f) || !(f > 0 && f < 1)) {
+    diags.error(at.Mark(), where + ": the branch point is a fraction of training strictly between 0 and 1, not '" +
+                               (at.IsScalar() ? at.Scalar() : std::string("a ") + (at.IsMap() ? "map" : "list")) +
+                               "'" + (f >= 1 ? " (at 1 or past the end nothing is left to train)" : "") + hint);
+    return std::nullopt;
+  }
+  return f;
+}
 
 // sweep, baseline, seeds, min_effect, better_by(_alpha), base (its keys only: it is parsed per variant), references,
 // trainer, grid/zip/tune or scale.
@@ -147,6 +176,10 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
   if (base.IsDefined() && base.IsMap()) {
     for (const auto& kv : base) {
       refuse_seeds(kv.first.Scalar(), kv.first.Mark(), diags);
+      if (kv.first.Scalar() == "branch" || kv.first.Scalar().rfind("branch.", 0) == 0) {
+        diags.error(kv.first.Mark(), "'branch' is not a key of base: a branch point is said at the top level "
+                                     "(`branch: {at: 0.8}`, every intervention) or in an intervention");
+      }
     }
   }
   spec.references = read_references(top.section("references"), path, diags);
@@ -161,6 +194,12 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
   // Nodes are constructed, never assigned: yaml-cpp throws on assigning a key that is absent.
   const YAML::Node interventions = top.section("interventions");
   const YAML::Node combine = top.section("combine");
+  double branch_at = 0;
+  Origin branch_origin;
+  if (const YAML::Node branch = top.section("branch"); branch.IsDefined() && !branch.IsNull()) {
+    branch_at = read_branch_point(branch, "branch", diags).value_or(0);
+    branch_origin = origin_of(path, branch);
+  }
   std::vector<Combo> combos =
       read_axes(top.section("grid"), top.section("zip"), top.section("tune"), path, spec.axes, max_variants, diags);
   if (const YAML::Node scale = top.section("scale"); scale.IsDefined() && !scale.IsNull()) {
@@ -184,7 +223,34 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
   if (!spec.name.empty()) {
     check_name(spec.name, root["sweep"], "sweep", diags);
   }
-  return {seeds, interventions, combine, std::move(combos)};
+  return {seeds, interventions, combine, std::move(combos), branch_at, branch_origin};
+}
+
+// An intervention's own branch point (`branch: {at: f}`, `branch.at: f` or `branch: none`), taken
+// out of its overrides; else the sweep's (the baseline's: none, it is the parent).
+void take_branch_point(Variant& v, const TopLevel& top, const SweepSpec& spec, Diagnostics& diags) {
+  std::optional<double> own;
+  std::erase_if(v.overrides, [&](const Override& o) {
+    if (o.path != "branch" && o.path.rfind("branch.", 0) != 0) {
+      return false;
+    }
+    if (o.path != "branch" && o.path != "branch.at") {
+      diags.error(o.value.Mark(), "intervention '" + v.name + "': '" + o.path + "' — a branch takes one key, at "
+                                  "(`branch: {at: 0.8}`)");
+    } else if (v.name == spec.baseline) {
+      diags.error(o.value.Mark(), "the baseline '" + v.name + "' is what the interventions branch from: it "
+                                  "trains from step 0 — say `branch:` on the interventions, or at the top level");
+    } else if ((own = read_branch_point(o.value, "intervention '" + v.name + "': " + o.path, diags))) {
+      v.branch_origin = o.origin;
+    }
+    return true;
+  });
+  if (own) {
+    v.branch_at = *own;
+  } else if (v.name != spec.baseline) {
+    v.branch_at = top.branch_at;
+    v.branch_origin = top.branch_origin;
+  }
 }
 
 // The named variants: each intervention, then each combination of them (its parts' overrides
@@ -205,6 +271,7 @@ std::vector<Variant> read_variants(const TopLevel& top, const SweepSpec& spec, s
       Variant v;
       v.name = v.intervention = name;
       v.overrides = read_overrides(kv.second, spec.file, "intervention '" + name + "'", diags);
+      take_branch_point(v, top, spec, diags);
       named.push_back(v);
     }
   } else if (interventions.IsDefined()) {
@@ -236,6 +303,7 @@ std::vector<Variant> read_variants(const TopLevel& top, const SweepSpec& spec, s
     }
     Variant combined;
     combined.name = combined.intervention = name;
+    std::optional<double> branch_at;  // its parts', which must agree
     std::map<std::string, std::pair<std::string, const Override*>> set_by;  // key -> (part, its override)
     for (const auto& item : kv.second) {
       const std::string part = item.IsScalar() ? item.Scalar() : "";
@@ -254,6 +322,17 @@ std::vector<Variant> read_variants(const TopLevel& top, const SweepSpec& spec, s
         continue;
       }
       combined.parts.push_back(part);
+      const Variant& of = named[index[part]];
+      if (branch_at && *branch_at != of.branch_at) {
+        diags.error(item.Mark(), "combination '" + name + "': '" + part + "' " +
+                                     (of.branch_at > 0 ? "branches at " + format_number("%g", of.branch_at)
+                                                       : std::string("trains from scratch")) +
+                                     ", its other parts " +
+                                     (*branch_at > 0 ? "at " + format_number("%g", *branch_at) : "from scratch") +
+                                     " — a combination's parts must start alike (their `branch:`)");
+      }
+      branch_at = of.branch_at;
+      combined.branch_origin = of.branch_origin;
       for (const auto& o : named[index[part]].overrides) {
         auto [prev, fresh] = set_by.emplace(o.path, std::make_pair(part, &o));
         if (!fresh && !same_value(prev->second.second->value, o.value)) {
@@ -265,6 +344,7 @@ std::vector<Variant> read_variants(const TopLevel& top, const SweepSpec& spec, s
         combined.overrides.push_back(o);
       }
     }
+    combined.branch_at = branch_at.value_or(0);
     index[name] = named.size();
     named.push_back(combined);
   }
@@ -491,6 +571,49 @@ class Resolution {
 
 // Each variant's config completed — its dataset's folder and vocabulary, a ladder's rung checked
 // and its tokens derived — then run at every seed pair, `repeat` times.
+// Each branched variant against the baseline at its grid point or rung, its parent: it may change
+// only branch_keys(), of a config that can be branched, at a point with a validation before the end.
+void check_branches(const SweepSpec& spec, const std::vector<RunConfig>& configs, std::vector<Diagnostic>& problems) {
+  for (size_t i = 0; i < spec.variants.size(); ++i) {
+    const Variant& v = spec.variants[i];
+    if (!(v.branch_at > 0)) {
+      continue;
+    }
+    const std::string head = "'" + v.name + "' branches from the baseline at " +
+                             format_number("%g", 100 * v.branch_at) + "% of training";
+    size_t parent = 0;
+    while (parent < spec.variants.size() &&
+           !(spec.variants[parent].intervention == spec.baseline && spec.variants[parent].axes == v.axes)) {
+      ++parent;
+    }
+    if (parent == spec.variants.size()) {
+      problems.push_back(at(v.branch_origin, head + ", and the baseline has no run at its grid point — branch only "
+                                                    "where the baseline trains"));
+      continue;
+    }
+    const RunConfig& base = configs[parent];
+    if (const std::string why = branch_problem(base); !why.empty()) {
+      problems.push_back(at(v.branch_origin, head + ": " + why + " — train it from scratch (`branch: none`)"));
+      continue;
+    }
+    if (const std::vector<std::string> keys = keys_a_branch_cannot_change(base, configs[i]); !keys.empty()) {
+      problems.push_back(at(v.branch_origin,
+                            head + ", and sets " + join(keys, ", ") +
+                                ": a branch starts from the baseline's checkpoint (its weights, optimizer state and "
+                                "data order), so it may change only " + join(branch_keys(), ", ") +
+                                " — train it from scratch (`branch: none` on it), or drop the key"));
+      continue;
+    }
+    if (!validation_step_at(base, v.branch_at)) {
+      problems.push_back(at(v.branch_origin, head + ", where the baseline has no validation point before its end "
+                                                    "(eval.every " + std::to_string(base.eval.every) + " of its " +
+                                                    std::to_string(planned_steps(base)) +
+                                                    " steps): a branch starts at one — an earlier branch.at, or a "
+                                                    "smaller eval.every"));
+    }
+  }
+}
+
 void expand_runs(const YAML::Node& root, const SeedPlan& seeds, const VocabLookup& vocab_of, std::vector<RunConfig>& configs,
                  SweepSpec& spec) {
   const std::string& path = spec.file;
@@ -582,9 +705,11 @@ void expand_runs(const YAML::Node& root, const SeedPlan& seeds, const VocabLooku
                                 " — a sweep trains on one device: say resources.device once, in base"));
     }
   }
+  check_branches(spec, configs, problems);
   if (!problems.empty()) {
     throw InputErrors(problems);
   }
+  link_branches(spec);
 }
 
 }  // namespace

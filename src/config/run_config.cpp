@@ -113,6 +113,12 @@ void read_seeds(MapReader r, SeedConfig& s) {
   r.finish();
 }
 
+void read_branch(MapReader r, BranchConfig& b) {
+  r.read("from", b.from);
+  r.read("step", b.step, 1, k_max_int);
+  r.finish();
+}
+
 void read_resources(MapReader r, ResourceConfig& res) {
   YAML::Node threads = r.section("threads");
   if (threads.IsDefined() && threads.IsScalar() && threads.Scalar() == "auto") {
@@ -469,6 +475,9 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& file,
   read_seeds(MapReader(r.section("seeds"), "seeds", diags), c.seeds);
   read_resources(MapReader(r.section("resources"), "resources", diags), c.resources);
   read_parallel(MapReader(r.section("parallel"), "parallel", diags), c.parallel);
+  if (root.IsMap() && root["branch"]) {  // written by `sweep run` for a branch (config/branch.h): not listed as a key
+    read_branch(MapReader(r.section("branch"), "branch", diags), c.branch);
+  }
   r.finish();
   if (diags.empty()) {
     check_relations(root, diags, c);

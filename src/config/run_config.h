@@ -179,6 +179,15 @@ struct ParallelConfig {
   int64_t expert = 1;  // ranks the routed experts are partitioned over (1: none; else resources.ranks)
 };
 
+// A run branched from another's checkpoint (a sweep's `branch: {at: f}`, config/branch.h): it
+// starts at `step` from the checkpoint its parent, run `from`, had there, and trains its own
+// config from then on. Part of the run id only when set (step > 0).
+struct BranchConfig {
+  std::string from;  // the parent's run id
+  int64_t step = 0;  // 0: trained from step 0 (no branch)
+  bool on() const { return step > 0; }
+};
+
 struct RunConfig {
   ModelConfig model;
   DataConfig data;
@@ -187,6 +196,7 @@ struct RunConfig {
   SeedConfig seeds;
   ResourceConfig resources;
   ParallelConfig parallel;
+  BranchConfig branch;
 
   // A user's own training program trains this run (`trainer:` in its sweep file): `values`, its
   // resolved config, stands for model, data, train and eval, which are then unused.

@@ -112,6 +112,9 @@ nlohmann::json RunConfig::to_json() const {
   j["seeds"] = {{"init", seeds.init}, {"data", seeds.data}};
   j["resources"] = resources_json(resources);
   j["parallel"] = {{"zero", parallel.zero}, {"expert", parallel.expert}};
+  if (branch.on()) {  // absent unless branched: every run before branches keeps its id
+    j["branch"] = {{"from", branch.from}, {"step", branch.step}};
+  }
   return nlohmann::json::parse(j.dump());  // keys sorted: the canonical form
 }
 

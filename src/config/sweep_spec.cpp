@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "config/branch.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -77,6 +78,7 @@ void train_on(SweepSpec& spec, const std::string& device) {
     run.config.resources.device = device;
     run.run_id = run_id_of(run.config, run.repeat);
   }
+  link_branches(spec);  // the parents' ids changed
 }
 
 std::vector<PlannedRun> added_seed_runs(const SweepSpec& spec, const std::string& variant, int64_t n) {

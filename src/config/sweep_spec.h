@@ -27,6 +27,10 @@ struct Variant {
   std::string intervention;         // the named intervention or combination it expands
   std::vector<std::string> parts;   // a combination's interventions, in the file's order
   nlohmann::ordered_json axes = nlohmann::ordered_json::object();  // grid/zip key -> its resolved value
+  // `branch: {at: f}`: its runs start at f of training from the baseline's checkpoint
+  // (config/branch.h); 0: from scratch. Where the file said it.
+  double branch_at = 0;
+  Origin branch_origin{};
 };
 
 // One dimension of `grid` (a key), of `zip` (keys that vary together), of `tune` (keys tuned

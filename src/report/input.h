@@ -60,6 +60,9 @@ struct VariantRuns {
   std::string dataset;                              // its config's data.dataset
   int64_t train_tokens = 0;                         // its config's train.tokens
   int64_t end_tokens = 0;                           // the tokens its runs end at: whole steps of them (0: unknown)
+  // Its runs branched from the baseline's at this many tokens (config/branch.h; 0: trained from step 0)
+  int64_t branch_tokens = 0;
+  int64_t branch_step = 0;
   std::string trainer;                              // a user's trainer trained it: "name@version" ("" = sweep's core)
 };
 

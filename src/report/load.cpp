@@ -170,6 +170,8 @@ VariantRuns variant_runs(Store& store, const std::vector<SweepRunRow>& rows, con
           out.dataset = c.data.dataset;
           out.train_tokens = c.train.tokens;
           out.end_tokens = planned_steps(c) * planned_tokens_per_step(c);
+          out.branch_step = c.branch.step;
+          out.branch_tokens = c.branch.step * planned_tokens_per_step(c);
         }
       } catch (const std::exception&) {
         // an unreadable config leaves the batch and the parameter set unknown
@@ -337,14 +339,9 @@ std::string take_elimination_look(Store& store, SweepSpec& current) {
   ReportInput in = load_report_input(store, current.name, Metric{Metric::Kind::test_loss}, "");
   in.design = current.design;
   const EliminationRule rule = rule_of(current.design);
+  const LookJudgement judged = judge_look(in, rule, look);
   std::vector<std::string> stopped;
-  for (const auto& [variant, how] : judge_looks(in, rule, look + 1)) {
-    const VariantRuns* v = find_variant(in, variant);
-    const bool all_finished =
-        std::all_of(v->runs.begin(), v->runs.end(), [](const ReportRun& r) { return finished(r.status); });
-    if (design.stopped.count(variant) || all_finished) {
-      continue;  // stopped before; or trained to its end already (nothing left to save)
-    }
+  for (const auto& [variant, how] : judged.stopped) {
     design.stopped[variant] = how;
     stopped.push_back(variant + " (Δ " + format_number("%+.4f", how.mean) + ", bound " +
                       format_number("%+.4f", how.upper) + " < " + format_number("%+.4f", how.threshold) + ")");
@@ -354,8 +351,8 @@ std::string take_elimination_look(Store& store, SweepSpec& current) {
                                ? "the rest train to the look at " + percent_of_training(rule.looks[design.looks_taken])
                                : "the rest train to their end";
   return "--eliminate, the look at " + percent_of_training(rule.looks[look]) + " of training: " +
-         (stopped.empty() ? std::string("no arm shown worse than −δ/kept") : "stopped " + join(stopped, ", ")) + "; " +
-         next;
+         (stopped.empty() ? std::string("no arm shown worse than −δ/kept") : "stopped " + join(stopped, ", ")) +
+         (judged.unjudged.empty() ? "" : "; not judged: " + join(judged.unjudged, ", ")) + "; " + next;
 }
 
 }  // namespace sweep

@@ -115,7 +115,7 @@ Outcome classify_end(const EndFacts& f) {
   if (code == static_cast<int>(Exit::preempted) || code == 128 + SIGTERM || code == 128 + SIGINT) {
     if (f.paused_at && f.recorded == RunState::preempted && f.steps >= *f.paused_at) {
       return {RunState::preempted, Then::paused,
-              "paused at step " + std::to_string(*f.paused_at) + " for a look of --eliminate"};
+              "paused at step " + std::to_string(*f.paused_at) + " for " + f.paused_for};
     }
     if (f.stopping) {
       return {RunState::interrupted, Then::stopped, stopped_by_user};

@@ -56,7 +56,8 @@ struct EndFacts {
   std::string detail;                   // what ended, when the exit code is unknown ("Slurm task 12_3 ended …")
   std::string log_tail;                 // the last lines of the worker's log
   std::string stalled;                  // the watchdog killed it: what it last heard, how long ago ("" = not)
-  std::optional<int64_t> paused_at;     // --eliminate: the step it was launched to pause at for a look
+  std::optional<int64_t> paused_at;     // --eliminate, branches: the step it was launched to pause at
+  std::string paused_for = "a look of --eliminate";  // and what for
   int64_t steps = 0;                    // the steps it has trained, as its events say
 };
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -226,22 +227,40 @@ void SweepRunner::launch(const PlannedRun& run) {
     say((row.status == RunState::done ? "done  " : "diverged ") + describe(run) + ": trained outside this `sweep run`");
     return;
   }
-  const std::optional<int64_t> pause_at = m_options.looks ? m_options.looks->pause_at(run) : std::nullopt;
+  if (!m_branches->has_start(run)) {  // a branch: it starts from its parent's checkpoint at the branch step
+    if (const std::string why = m_branches->orphaned(run); !why.empty()) {
+      ++m_orphaned;
+      say("not started " + describe(run) + ": " + why);
+    } else {
+      m_waiting[run.config.branch.from].push_back(&run);
+    }
+    return;
+  }
+  std::optional<int64_t> branch_at = m_branches->pause_at(run);
+  if (branch_at && row.steps == *branch_at) {  // paused there by a `sweep run` that stopped before its branches started
+    start_branches(run, *branch_at);
+    branch_at = m_branches->pause_at(run);
+  }
+  std::optional<int64_t> pause_at = m_options.looks ? m_options.looks->pause_at(run) : std::nullopt;
   if (pause_at && row.steps >= *pause_at) {  // at the look already (or past it): nothing to train before it
     ++m_paused;
     return;
   }
+  const bool for_branches = branch_at && (!pause_at || *branch_at < *pause_at);
+  pause_at = for_branches ? branch_at : pause_at;
   std::string where;
   const std::optional<int64_t> pid = m_executor->start(run, row, pause_at, where);
   m_watched[run.run_id] = {&run, now(), pid ? std::optional<double>(now()) : std::nullopt};
   m_watched[run.run_id].pause_at = pause_at;
+  m_watched[run.run_id].for_branches = for_branches;
   if (pid) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted, where);
     // "resuming" only where there is something to resume from
     const bool checkpoint = fs::exists(dir / "checkpoint" / "ckpt.pt") || fs::exists(dir / "checkpoint" / "ckpt.prev.pt");
     say("start " + describe(run.run_id) + " on " + where + (checkpoint ? ", resuming" : "") +
-        (pause_at ? ", to step " + std::to_string(*pause_at) + " (a look)" : ""));
+        (pause_at ? ", to step " + std::to_string(*pause_at) + (for_branches ? " (its branches' start)" : " (a look)")
+                  : ""));
   }
 }
 
@@ -339,6 +358,9 @@ void SweepRunner::finish(const WorkerEnd& end) {
   facts.detail = end.detail;
   facts.log_tail = end.log_tail;
   facts.paused_at = watched.pause_at;
+  if (watched.for_branches) {
+    facts.paused_for = "the start of its branches";
+  }
   facts.steps = row.steps;
   if (const auto stalled = m_stalled.find(end.run_id); stalled != m_stalled.end()) {
     facts.stalled = stalled->second;
@@ -352,6 +374,9 @@ void SweepRunner::finish(const WorkerEnd& end) {
     record_end(m_store, end.run_id, outcome.state, outcome.error);
   }
   m_watched.erase(end.run_id);
+  if (!(outcome.then == Then::paused && watched.for_branches)) {
+    requeue_waiting(end.run_id);
+  }
   const std::string code = end.exit_code ? "exit " + std::to_string(*end.exit_code) : end.detail;
   switch (outcome.then) {
     case Then::finished: {
@@ -391,6 +416,12 @@ void SweepRunner::finish(const WorkerEnd& end) {
       say("stopped " + what + " at step " + std::to_string(row.steps) + ": " + outcome.error);
       break;
     case Then::paused:
+      if (watched.for_branches) {
+        say("paused " + what + " at step " + std::to_string(row.steps) + ": its branches start from its checkpoint");
+        m_queue.push_front(watched.run);  // on to its end, its branches after it
+        start_branches(*watched.run, row.steps);
+        break;
+      }
       ++m_paused;
       say("paused " + what + " at step " + std::to_string(row.steps) + " for a look");
       break;
@@ -463,9 +494,34 @@ void SweepRunner::draw() {
   std::fflush(stdout);
 }
 
+void SweepRunner::start_branches(const PlannedRun& parent, int64_t step) {
+  const std::vector<const PlannedRun*> given = m_branches->give_start(parent, step);
+  // those that waited for it are queued again; the others have not left the queue yet
+  std::erase_if(m_waiting[parent.run_id], [&](const PlannedRun* r) {
+    if (std::find(given.begin(), given.end(), r) == given.end()) {
+      return false;
+    }
+    m_queue.push_back(r);
+    return true;
+  });
+}
+
+void SweepRunner::requeue_waiting(const std::string& parent) {
+  const auto waiting = m_waiting.find(parent);
+  if (waiting == m_waiting.end()) {
+    return;
+  }
+  for (const PlannedRun* branch : waiting->second) {
+    m_queue.push_back(branch);
+  }
+  m_waiting.erase(waiting);
+}
+
 void SweepRunner::enqueue(const ToDo& todo) {
   std::vector<const PlannedRun*> runs = todo.runs;
   longest_first(runs);
+  // a branch's parent first: its branches wait for its checkpoint at the branch step
+  std::stable_partition(runs.begin(), runs.end(), [&](const PlannedRun* r) { return m_branches->is_parent(*r); });
   for (const PlannedRun* run : runs) {
     if (!m_watched.count(run->run_id)) {  // not followed since recovery
       m_queue.push_back(run);
@@ -499,9 +555,15 @@ bool SweepRunner::take_look() {
   if (!m_options.looks || m_paused == 0 || stopping()) {
     return false;
   }
+  if (m_failed > 0 || m_failed_before > 0 || m_skipped > 0) {  // an arm's seeds would be missing from the look
+    say("--eliminate: the look waits — " + std::to_string(m_failed + m_failed_before) + " failed and " +
+        std::to_string(m_skipped) + " skipped " + (m_failed + m_failed_before + m_skipped == 1 ? "run" : "runs") +
+        "; `sweep run --eliminate` again takes it once they are trained (--retry-failed for the failed), `sweep run` "
+        "without --eliminate trains every run to its end");
+    return false;
+  }
   m_paused = 0;
-  const bool seeds_missing = m_failed > 0 || m_failed_before > 0 || m_skipped > 0;
-  say(seeds_missing ? m_options.looks->abandon(m_spec) : m_options.looks->take(m_spec));
+  say(m_options.looks->take(m_spec));
   m_store.record_sweep(m_spec);
   std::vector<const PlannedRun*> left;
   for (const auto& run : m_runs) {
@@ -549,6 +611,7 @@ Exit SweepRunner::run() {
   for (const auto& run : m_runs) {
     file_runs.push_back(&run);
   }
+  m_branches = std::make_unique<Branches>(file_runs, m_store);
   plan(file_runs);
   say("sweep " + m_spec.name + ": " + std::to_string(m_total) + " runs, " + std::to_string(m_finished_before) +
       " already finished, " +
@@ -593,7 +656,9 @@ Exit SweepRunner::run() {
       std::to_string(failed) + " failed, " +
       (stopped > 0 ? std::to_string(stopped) + " stopped by --eliminate (`sweep run` without it finishes them), "
                    : "") +
-      std::to_string(std::max<int64_t>(0, static_cast<int64_t>(m_total) - finished - failed - stopped)) +
+      (m_orphaned > 0 ? std::to_string(m_orphaned) + " branches not started (their parent could not start them), "
+                      : "") +
+      std::to_string(std::max<int64_t>(0, static_cast<int64_t>(m_total) - finished - failed - stopped - m_orphaned)) +
       " to resume or start, " + format_duration(now() - m_started));
   if (!m_halt.empty()) {
     say("stopped: " + m_halt);
@@ -602,7 +667,7 @@ Exit SweepRunner::run() {
   if (g_interrupts > 0) {
     return Exit::interrupted;
   }
-  return failed > 0 || m_skipped > 0 ? Exit::failed : Exit::ok;
+  return failed > 0 || m_skipped > 0 || m_orphaned > 0 ? Exit::failed : Exit::ok;
 }
 
 // The runner failed (the database could not be written, say): its local workers are stopped

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "config/sweep_spec.h"
+#include "sched/branches.h"
 #include "sched/executor.h"
 #include "sched/lifecycle.h"
 #include "store/store.h"
@@ -59,11 +60,9 @@ class Looks {
   // Its arm was stopped by a look: it is not trained further.
   virtual bool stopped(const PlannedRun& run) const = 0;
   // The look the paused runs wait for, taken and recorded in `spec`'s design; the line that says
-  // what it decided.
+  // what it decided. Not asked while some runs failed or were skipped (an arm's seeds would be
+  // missing): the paused runs then wait for a later `sweep run`.
   virtual std::string take(SweepSpec& spec) = 0;
-  // No more looks (some runs failed or were skipped: an arm's seeds are missing): every run left
-  // trains to its end; the line that says so.
-  virtual std::string abandon(SweepSpec& spec) = 0;
 };
 
 struct RunnerOptions {
@@ -103,7 +102,8 @@ class SweepRunner {
     std::optional<double> heard;   // when its worker last sent an event (or started); none while queued
     std::string last_event = "its launch";  // what that event was ("train, step 120")
     bool spoke = false;            // it has sent an event since its launch
-    std::optional<int64_t> pause_at = std::nullopt;  // --eliminate: the step it was launched to pause at
+    std::optional<int64_t> pause_at = std::nullopt;  // --eliminate, branches: the step it was launched to pause at
+    bool for_branches = false;  // that pause gives its branches their start (sched/branches.h)
   };
   bool stopping() const;  // Ctrl-C, or a halt: nothing more starts
   void plan(const std::vector<const PlannedRun*>& runs);  // queues what is not finished, counts the rest
@@ -113,6 +113,10 @@ class SweepRunner {
   bool take_look();  // --eliminate: the look the paused runs wait for, then the runs left queued to the next
   void abandon();
   void recover();
+  // Branches (sched/branches.h): `parent`'s branches at `step` given its checkpoint and queued; and
+  // those waiting for `parent`, queued again to be judged anew once it has ended otherwise.
+  void start_branches(const PlannedRun& parent, int64_t step);
+  void requeue_waiting(const std::string& parent);
   void launch(const PlannedRun& run);
   void apply(Observed seen);
   void finish(const WorkerEnd& end);
@@ -142,6 +146,9 @@ class SweepRunner {
   int m_skipped = 0;  // runs another process was training: neither finished nor failed
   int m_paused = 0;   // --eliminate: runs at the step of the look to come, waiting for it
   std::set<std::string> m_stopped;  // --eliminate: runs of the arms its looks stopped
+  std::unique_ptr<Branches> m_branches;
+  std::map<std::string, std::vector<const PlannedRun*>> m_waiting;  // parent's id -> branches waiting for their start
+  int m_orphaned = 0;  // branches not started: their parent cannot give them their start
   bool m_tty = false;
   size_t m_drawn = 0;  // lines of the live block on the terminal
   double m_last_draw = 0, m_started = 0;

@@ -18,6 +18,11 @@ void check_until_decided(const SweepSpec& spec, bool until_decided, int64_t max_
     return;
   }
   const SeedDesign& d = spec.design;
+  if (std::any_of(spec.variants.begin(), spec.variants.end(), [](const Variant& v) { return v.branch_at > 0; })) {
+    throw Error("--until-decided: " + spec.file + " branches its interventions from the baseline's checkpoint "
+                "(`branch:`), and seeds added round by round are not branched yet — run it without --until-decided",
+                Exit::bad_input);
+  }
   if (!d.seed_list) {
     throw Error("--until-decided: " + spec.file + " declares seeds as {init, data} or with repeat; seeds are added "
                 "to a list — write seeds: [1, 2, 3] (init = data) to use it", Exit::bad_input);

@@ -164,9 +164,12 @@ class EventIngest {
     WHERE run_id = ?1)sql");
     times.bind(1, m_run_id);
     times.exec();
-    SQLite::Statement rate(m_db,
-                           "UPDATE runs SET tokens_per_s = CASE WHEN train_seconds > 0 THEN tokens / train_seconds END "
-                           "WHERE run_id = ?");
+    // (the tokens of the steps timed: a branch's steps before its branch point were its parent's)
+    SQLite::Statement rate(m_db, R"sql(
+    UPDATE runs SET tokens_per_s = CASE WHEN train_seconds > 0 THEN
+        (SELECT SUM(CAST(tokens AS REAL) / step) FROM metrics
+         WHERE run_id = ?1 AND split = 'train' AND step > 0 AND tokens_per_s > 0) / train_seconds END
+    WHERE run_id = ?1)sql");
     rate.bind(1, m_run_id);
     rate.exec();
   }

@@ -92,7 +92,10 @@ std::optional<EliminationDesign> read_saved_elimination(const std::string& resul
   try {
     return EliminationDesign::from_json(nlohmann::json::parse(read_file(file)));
   } catch (const nlohmann::json::exception& e) {
-    throw Error(file.string() + ": not a saved --eliminate record (" + first_line(e.what()) + ")");
+    throw Error(file.string() + ": not a saved --eliminate record (" + first_line(e.what()) +
+                    ") — restore it from a copy, or delete it to drop the record (the arms it stopped then train to "
+                    "the end, a fixed design)",
+                Exit::bad_input);
   }
 }
 

@@ -30,6 +30,14 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>
   return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
 }
 
+void set_adamw_options(torch::optim::Optimizer& opt, const TrainConfig& t) {
+  auto& groups = opt.param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    auto& o = static_cast<torch::optim::AdamWOptions&>(groups[i].options());
+    o.betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(i == 0 ? t.weight_decay : 0.0);
+  }
+}
+
 void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
   for (auto& group : opt.param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);

@@ -18,6 +18,10 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>
 std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& decay,
                                                 const std::vector<torch::Tensor>& no_decay, const TrainConfig& t);
 
+// make_adamw's options (betas, eps, the decay group's weight decay, the other's 0) set from `t`
+// again: loading a checkpoint restores the ones it was saved with, and a branch (config/branch.h)
+// goes on with its own.
+void set_adamw_options(torch::optim::Optimizer& opt, const TrainConfig& t);
 void set_learning_rate(torch::optim::Optimizer& opt, double lr);
 
 // The global L2 norm of all gradients, a 0-dim fp32 tensor on their device (0 with none): one

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "build_options.h"
+#include "config/branch.h"
 #include "config/sweep_spec.h"
 #include "data/dataset.h"
 #include "parallel/parallel.h"
@@ -315,9 +316,23 @@ void Trainer::save(const std::string& path, const std::function<void()>& alive) 
 void Trainer::check_same_run(const CheckpointMeta& meta, const std::string& path) const {
   // The ranks and the accumulation may differ (a run resumed at other ranks: the checkpoint is
   // resharded); the batch of a step may not.
-  const nlohmann::json written = RunConfig::across_layouts(nlohmann::json::parse(meta.config_json));
-  const nlohmann::json here = RunConfig::across_layouts(m_cfg.identity_json());
+  nlohmann::json written = RunConfig::across_layouts(nlohmann::json::parse(meta.config_json));
+  nlohmann::json here = RunConfig::across_layouts(m_cfg.identity_json());
+  if (m_branching) {  // the parent's, at the branch step: the same run but for what a branch may change
+    if (meta.step != m_cfg.branch.step) {
+      throw Error("checkpoint " + path + " holds step " + std::to_string(meta.step) + ", and this run branches at " +
+                      std::to_string(m_cfg.branch.step) + " — remove it: `sweep run` puts its parent's there again",
+                  Exit::bad_input);
+    }
+    written = across_branch(std::move(written));
+    here = across_branch(std::move(here));
+  }
   if (written != here) {
+    if (m_branching) {
+      throw Error("checkpoint " + path + " is not the checkpoint of a run this one may branch from (run " +
+                      m_cfg.branch.from + ") — remove it: `sweep run` puts its parent's there again",
+                  Exit::bad_input);
+    }
     if (const auto moved = RunConfig::other_device(written, here, "the run of checkpoint " + path)) {
       throw Error(*moved, Exit::bad_input);
     }
@@ -407,6 +422,25 @@ std::pair<bool, std::string> Trainer::resume(const std::string& path) {
     }
   }
   return {false, problems.empty() ? "" : problems + " — no whole checkpoint: the run starts over from step 0"};
+}
+
+std::string Trainer::start_branch(const std::string& path) {
+  if (!fs::exists(path)) {
+    throw Error("this run branches from run " + m_cfg.branch.from + " at step " + std::to_string(m_cfg.branch.step) +
+                    ", and its start, " + path + ", is not there — `sweep run` puts it there from its parent's "
+                    "checkpoint (a run of a sweep file with `branch:`)",
+                Exit::bad_input);
+  }
+  m_branching = true;
+  struct Reset {
+    bool& b;
+    ~Reset() { b = false; }
+  } reset{m_branching};
+  std::string note = load(path);
+  set_adamw_options(m_state->optimizer(), m_cfg.train);
+  note = "branched from run " + m_cfg.branch.from + " at step " + std::to_string(m_step) +
+         (note.empty() ? "" : "; " + note);
+  return note;
 }
 
 // What one run() keeps beside the trainer: its sink, its checkpoint file, its heartbeats, its start.
@@ -644,6 +678,15 @@ RunResult Trainer::run(const RunOptions& o) {
   std::string checkpoint_note;
   if (o.resume && !ckpt.empty()) {
     std::tie(resumed, checkpoint_note) = resume(ckpt);
+  }
+  if (!resumed && m_cfg.branch.on()) {  // a branch's first start: from its parent's checkpoint
+    if (o.run_dir.empty()) {
+      throw Error("this run branches from run " + m_cfg.branch.from + ": it trains in its run folder (--run-dir), "
+                  "where `sweep run` puts its start", Exit::bad_input);
+    }
+    const std::string branched = start_branch(branch_checkpoint(o.run_dir));
+    checkpoint_note += (checkpoint_note.empty() ? "" : "; ") + branched;
+    resumed = true;
   }
   if (!checkpoint_note.empty()) {
     ev.note(checkpoint_note);

@@ -110,6 +110,10 @@ class Trainer {
   // from step 0 (a damaged file is set aside as NAME.damaged by rank 0): never from a damaged
   // one. Returns whether a checkpoint was loaded, and what was wrong ("" when nothing was).
   std::pair<bool, std::string> resume(const std::string& path);
+  // A branched run's start (config/branch.h): its parent's checkpoint at the branch step, `path`,
+  // loaded as this run's — the same run but for branch_keys() —, its own optimizer options set.
+  // Returns a note as load() does. An Error when it is missing, damaged or not the parent's.
+  std::string start_branch(const std::string& path);
 
   GPT& model() { return m_model; }
   torch::optim::Optimizer& optimizer();  // unsharded runs only
@@ -146,6 +150,7 @@ class Trainer {
   std::shared_ptr<const TrainData> m_data;
   Communicator* m_comm;
   int64_t m_rank;
+  bool m_branching = false;  // start_branch is loading: the checkpoint is the parent's
   bool m_stop = false;  // a stop every rank agreed on at the last step (data parallel)
   torch::Device m_device;
   GPT m_model{nullptr};

@@ -1,7 +1,9 @@
 #include "report/eliminate/live.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "config/branch.h"
 #include "report/curves.h"
 #include "util/text.h"
 
@@ -9,22 +11,15 @@ namespace sweep {
 
 EliminationRule rule_of(const SeedDesign& design) {
   EliminationRule rule;
+  rule.delta = design.min_effect;
   if (design.eliminate) {
     static_cast<EliminationSettings&>(rule) = design.eliminate->settings;
+    rule.delta = design.eliminate->delta;
   }
-  rule.delta = design.min_effect;
   return rule;
 }
 
-std::optional<int64_t> look_step(const RunConfig& c, double fraction) {
-  const int64_t total = planned_steps(c), every = c.eval.every;
-  if (every <= 0 || total <= 0) {
-    return std::nullopt;
-  }
-  const auto at = static_cast<int64_t>(std::ceil(fraction * static_cast<double>(total) - 1e-9));
-  const int64_t step = (at + every - 1) / every * every;  // the first validation point at or after it
-  return step < total ? std::optional<int64_t>(step) : std::nullopt;
-}
+std::optional<int64_t> look_step(const RunConfig& c, double fraction) { return validation_step_at(c, fraction); }
 
 std::string look_problem(const RunConfig& c, const EliminationRule& rule) {
   const int64_t total = planned_steps(c), every = c.eval.every;
@@ -44,24 +39,77 @@ std::string look_problem(const RunConfig& c, const EliminationRule& rule) {
   return "";
 }
 
-std::vector<std::pair<std::string, Elimination>> judge_looks(const ReportInput& in, const EliminationRule& rule,
-                                                             size_t looks) {
+namespace {
+
+std::vector<std::string> run_ids(const VariantRuns& v) {
+  std::vector<std::string> ids;
+  for (const ReportRun& r : v.runs) {
+    ids.push_back(r.run_id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+bool any_diverged(const VariantRuns& v) {
+  return std::any_of(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return r.status == RunState::diverged; });
+}
+
+bool all_finished(const VariantRuns& v) {
+  return !v.runs.empty() &&
+         std::all_of(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return finished(r.status); });
+}
+
+// The record's stop of `v` when its runs are the ones it judged, else null.
+const Elimination* recorded_stop(const ReportInput& in, const VariantRuns& v) {
+  if (!in.design.eliminate) {
+    return nullptr;
+  }
+  const auto it = in.design.eliminate->stopped.find(v.name);
+  return it != in.design.eliminate->stopped.end() && it->second.runs == run_ids(v) ? &it->second : nullptr;
+}
+
+}  // namespace
+
+const Elimination* stop_of(const ReportInput& in, const VariantRuns& v) {
+  return all_finished(v) ? nullptr : recorded_stop(in, v);
+}
+
+LookJudgement judge_look(const ReportInput& in, const EliminationRule& rule, size_t look) {
+  LookJudgement out;
   const VariantRuns* base = find_variant(in, in.baseline);
-  std::vector<std::string> names;
+  const bool base_diverged = base != nullptr && any_diverged(*base);
+  std::vector<const VariantRuns*> judged;
   std::vector<ArmLooks> arms;
   for (const VariantRuns& v : in.variants) {
     if (base == nullptr || v.name == in.baseline) {
       continue;
     }
-    names.push_back(v.name);
-    arms.push_back(arm_looks(paired_delta_points(base->runs, v.runs, /*unfinished=*/true), rule,
-                             static_cast<double>(v.end_tokens), looks));
+    ArmLooks a;  // empty at every look but this one; an arm not judged stays empty (counted in the level)
+    a.at.assign(rule.looks.size(), std::nullopt);
+    a.before.assign(rule.looks.size(), std::nullopt);
+    const bool stopped_before = in.design.eliminate && in.design.eliminate->stopped.count(v.name) > 0;
+    if (!stopped_before && !all_finished(v)) {
+      if (base_diverged || any_diverged(v)) {
+        out.unjudged.push_back(v.name + " (" + (base_diverged ? "the baseline has" : "it has") + " a diverged run)");
+      } else {
+        const auto curve = paired_delta_points(base->runs, v.runs, /*unfinished=*/true);
+        const auto end = static_cast<double>(v.end_tokens);
+        a.at[look] = delta_at(curve, rule.looks[look], end);
+        a.before[look] = delta_at(curve, rule.looks[look] - rule.span, end);
+        if (!a.at[look] || !a.before[look]) {
+          out.unjudged.push_back(v.name + " (no point with 2 seeds there)");
+        }
+      }
+    }
+    judged.push_back(&v);
+    arms.push_back(std::move(a));
   }
-  const std::vector<Elimination> judged = eliminate_study(arms, rule);
-  std::vector<std::pair<std::string, Elimination>> out;
-  for (size_t i = 0; i < judged.size(); ++i) {
-    if (judged[i].stopped) {
-      out.emplace_back(names[i], judged[i]);
+  const std::vector<Elimination> verdicts = eliminate_study(arms, rule);
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    if (verdicts[i].stopped) {
+      Elimination e = verdicts[i];
+      e.runs = run_ids(*judged[i]);
+      out.stopped.emplace_back(judged[i]->name, std::move(e));
     }
   }
   return out;
@@ -71,58 +119,75 @@ void apply_eliminations(const ReportInput& in, std::vector<VariantStats>& varian
   if (!in.design.eliminate || in.design.eliminate->stopped.empty()) {
     return;
   }
+  const EliminationDesign& design = *in.design.eliminate;
   double planned = 0, saved = 0;  // tokens: every run's budget, and what the stopped runs did not train
+  std::vector<std::string> stopped_now, finished_later, other_runs;
   for (const VariantRuns& v : in.variants) {
-    const bool stopped = in.design.eliminate->stopped.count(v.name) > 0;
+    const bool applies = stop_of(in, v) != nullptr;
     for (const ReportRun& r : v.runs) {
       planned += static_cast<double>(v.end_tokens);
-      if (stopped && !finished(r.status)) {
+      if (applies) {
         saved += static_cast<double>(std::max<int64_t>(0, v.end_tokens - r.tokens));
       }
     }
-  }
-  std::vector<std::string> stopped_now, finished_later;
-  for (VariantStats& s : variants) {
-    const auto it = in.design.eliminate->stopped.find(s.name);
-    if (it == in.design.eliminate->stopped.end()) {
+    const auto recorded = design.stopped.find(v.name);
+    if (recorded == design.stopped.end()) {
       continue;
     }
-    const Elimination& e = it->second;
-    const std::string where = "stopped at " + percent_of_training(e.fraction) + " of training";
-    if (s.runs > 0 && s.finished == s.runs) {  // trained to the end since: judged on its results
-      finished_later.push_back("`" + s.name + "` (" + where + ")");
+    const std::string where = "stopped at " + percent_of_training(recorded->second.fraction) + " of training";
+    if (!recorded_stop(in, v)) {
+      other_runs.push_back("`" + v.name + "`");
       continue;
     }
-    stopped_now.push_back("`" + s.name + "`");
-    s.verdict = Verdict::worse;
-    s.method = Method::paired;
-    s.seeds = e.seeds;
-    s.improvement = e.mean;
-    s.ci_high = e.upper;
-    s.ci_low = 2 * e.mean - e.upper;  // the look's interval, symmetric about Δ there
-    s.p = s.p_holm = s.p_equivalence = s.p_equivalence_holm = s.p_better_by = s.p_better_by_holm = std::nan("");
-    s.below_min_effect = false;
-    s.stopped = where + ": Δ " + format_number("%+.4f", e.mean) + ", bound " + format_number("%+.4f", e.upper) +
-                " < " + format_number("%+.4f", e.threshold);
+    if (!applies) {  // trained to the end since: judged on its results
+      finished_later.push_back("`" + v.name + "` (" + where + ")");
+      continue;
+    }
+    stopped_now.push_back("`" + v.name + "`");
+    const Elimination& e = recorded->second;
+    const auto s =
+        std::find_if(variants.begin(), variants.end(), [&](const VariantStats& x) { return x.name == v.name; });
+    if (s == variants.end()) {
+      continue;
+    }
+    s->verdict = Verdict::worse;
+    s->method = Method::paired;
+    s->seeds = e.seeds;
+    s->summary = Summary{};  // no final value: its runs stopped at the look
+    s->improvement = e.mean;
+    s->ci_high = e.upper;
+    s->ci_low = 2 * e.mean - e.upper;  // the look's interval, symmetric about Δ there
+    s->p = s->p_holm = s->p_equivalence = s->p_equivalence_holm = s->p_better_by = s->p_better_by_holm = std::nan("");
+    s->correlation = s->prob_improvement = std::nan("");
+    s->below_min_effect = false;
+    s->seeds_needed = -1;
+    s->stopped = where + ": Δ " + format_number("%+.4f", e.mean) + ", bound " + format_number("%+.4f", e.upper) +
+                 " < " + format_number("%+.4f", e.threshold);
   }
-  const EliminationRule rule = rule_of(in.design);
   std::string looks;
-  for (size_t j = 0; j < rule.looks.size(); ++j) {
-    looks += (j ? ", " : "") + percent_of_training(rule.looks[j]) + " (kept " + format_number("%g", rule.kept[j]) + ")";
+  for (size_t j = 0; j < design.settings.looks.size(); ++j) {
+    looks += (j ? ", " : "") + percent_of_training(design.settings.looks[j]) + " (kept " +
+             format_number("%g", design.settings.kept[j]) + ")";
   }
   if (!stopped_now.empty()) {
     notes.push_back("--eliminate stopped " + join(stopped_now, ", ") +
-                    " before the end of training: shown worse than −δ/kept at a look (looks at " + looks +
-                    ", false-elimination probability " + format_number("%g", rule.alpha) + " over the study, δ = " +
-                    format_number("%g", rule.delta) +
-                    "); the interval is the look's; in Holm's step-down over the other arms a stopped arm counts as "
-                    "shown worse; its runs keep their checkpoints (`sweep run` without --eliminate finishes them). " +
+                    " before the end of training: shown worse than −δ/kept at a look on the validation loss "
+                    "(looks at " + looks + ", false-elimination probability " +
+                    format_number("%g", design.settings.alpha) + " over the study, δ = " +
+                    format_number("%g", design.delta) +
+                    "); its interval is the look's Δ and bound; in Holm's step-down over the other arms a stopped arm "
+                    "counts as shown worse; `sweep run` without --eliminate trains it to the end (from its "
+                    "checkpoints, where the folder has them). " +
                     format_count(saved) + " of the sweep's " + format_count(planned) + " tokens (" +
                     format_number("%.1f", planned > 0 ? 100 * saved / planned : 0) + "%) not trained");
   }
   if (!finished_later.empty()) {
     notes.push_back("--eliminate stopped " + join(finished_later, ", ") +
                     ", trained to the end since: judged on its finished runs");
+  }
+  if (!other_runs.empty()) {
+    notes.push_back("--eliminate's record stopped " + join(other_runs, ", ") +
+                    " on other runs than the sweep file gives it now: not applied");
   }
 }
 

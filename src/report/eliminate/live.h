@@ -18,7 +18,8 @@
 
 namespace sweep {
 
-// The rule a sweep's design runs: its --eliminate settings, δ its min_effect.
+// The rule a sweep's design runs: its --eliminate record's settings and δ (without one: the defaults
+// and its min_effect).
 EliminationRule rule_of(const SeedDesign& design);
 
 // The step at which a run of config `c` pauses for a look at `fraction` of its tokens: its first
@@ -31,15 +32,28 @@ std::optional<int64_t> look_step(const RunConfig& c, double fraction);
 // and one after the look before its end (look_step).
 std::string look_problem(const RunConfig& c, const EliminationRule& rule);
 
-// Every arm of the study (each variant but the baseline) judged at the first `looks` looks of
-// `rule` on its runs so far: the arms the rule stops, in the study's order, each with how.
-std::vector<std::pair<std::string, Elimination>> judge_looks(const ReportInput& in, const EliminationRule& rule,
-                                                             size_t looks);
+// The record's stop of `v` while it applies — the arm's runs are the ones it judged (the sweep
+// file unchanged since) and not all of them finished —, else null.
+const Elimination* stop_of(const ReportInput& in, const VariantRuns& v);
 
-// The report of a sweep run --eliminate (in.design.eliminate): each arm the rule stopped whose runs
-// did not all finish is `worse`, its improvement and interval those of the look that stopped it and
-// `stopped` saying where; one that was trained to the end later keeps the verdict of its results,
-// and a note says so. A note gives the tokens the stops saved.
+// A look of a live sweep: the arms it stops (each with how, its runs recorded), and the arms it
+// could not judge and why ("diverged runs", "no point there").
+struct LookJudgement {
+  std::vector<std::pair<std::string, Elimination>> stopped;
+  std::vector<std::string> unjudged;
+};
+
+// Look `look` of `rule` on the study's runs so far (each variant but the baseline an arm, the
+// level counting every arm): an arm stopped before, or one with a diverged run (the report calls it
+// diverged, never judged on its survivors), is not judged; with a diverged run of the baseline's,
+// none is. Only this look: the earlier ones were judged on what their own time had.
+LookJudgement judge_look(const ReportInput& in, const EliminationRule& rule, size_t look);
+
+// The report of a sweep run --eliminate (in.design.eliminate): each arm whose stop applies
+// (stop_of) is `worse`, its improvement and interval those of the look that stopped it and
+// `stopped` saying where; one trained to the end since keeps the verdict of its results, and a
+// stop of runs the sweep no longer has is not applied; notes say each, the record's settings and
+// the tokens the stops saved.
 void apply_eliminations(const ReportInput& in, std::vector<VariantStats>& variants, std::vector<std::string>& notes);
 
 }  // namespace sweep

@@ -20,6 +20,9 @@ ReplayStudy study_of(const Analysis& a, const std::string& name) {
   s.delta = a.design.min_effect;
   for (const VariantStats& v : a.variants) {
     s.tokens += v.tokens * static_cast<double>(v.finished);
+    if (!a.design.sequential() && !v.stopped.empty()) {  // --until-decided's `stopped` says its looks, not this
+      s.stopped_live.push_back(v.name);
+    }
   }
   for (const DeltaCurve& d : a.deltas) {
     const auto v = std::find_if(a.variants.begin(), a.variants.end(),
@@ -77,10 +80,15 @@ std::vector<ReplayStudy> replay_studies(const json& report, const std::string& w
     const std::string rung = report_string(v, "rung");
     if (!by_rung.count(rung)) {
       by_rung[rung] = out.size();
-      out.push_back({rung.empty() ? sweep : sweep + "/" + rung, delta, 0, {}});
+      out.push_back({rung.empty() ? sweep : sweep + "/" + rung, delta, 0, {}, {}});
     }
     out[by_rung[rung]].tokens += report_number(v, "tokens") * report_number(v, "finished");
     variants[report_string(v, "name")] = &v;
+    const bool sequential = report.contains("design") && report["design"].is_object() &&
+                            report["design"].value("sequential", false) == true;
+    if (!sequential && !report_string(v, "stopped").empty()) {
+      out[by_rung[rung]].stopped_live.push_back(report_string(v, "name"));
+    }
   }
   for (const json& d : report["delta_curves"]) {
     const auto v = variants.find(report_string(d, "variant"));
@@ -149,7 +157,11 @@ nlohmann::ordered_json replay_json(const std::vector<ReplayStudy>& studies, cons
   int64_t arms = 0, stopped = 0, not_worse = 0, false_eliminations = 0;
   double saved = 0, total = 0;
   for (const ReplayStudy& s : studies) {
-    ojson study{{"study", s.name}, {"min_effect", number(s.delta)}, {"tokens", s.tokens}, {"arms", ojson::array()}};
+    ojson study{{"study", s.name},
+                {"min_effect", number(s.delta)},
+                {"tokens", s.tokens},
+                {"arms", ojson::array()},
+                {"stopped_live", s.stopped_live}};
     total += s.tokens;
     for (const ReplayArm& a : s.arms) {
       const Elimination& e = a.elimination;
@@ -196,9 +208,12 @@ std::string replay_text(const std::vector<ReplayStudy>& studies, const Eliminati
          "|:--|:--|--:|--:|--:|--:|--:|--:|:--|--:|\n";
   int64_t arms = 0, stopped = 0, not_worse = 0, false_eliminations = 0;
   double saved = 0, total = 0, worse_tokens = 0, worse_saved = 0;
-  std::vector<std::string> unjudged;
+  std::vector<std::string> unjudged, live;
   for (const ReplayStudy& s : studies) {
     total += s.tokens;
+    for (const std::string& name : s.stopped_live) {
+      live.push_back(s.name + " `" + name + "`");
+    }
     for (const ReplayArm& a : s.arms) {
       ++arms;
       std::string at;
@@ -235,6 +250,9 @@ std::string replay_text(const std::vector<ReplayStudy>& studies, const Eliminati
               ? format_number("%.1f", 100 * worse_saved / worse_tokens) + "% of the arms that ended worse, "
               : std::string("no arm ended worse; ")) +
          (total > 0 ? format_number("%.1f", 100 * saved / total) : "-") + "% of every run's.\n";
+  if (!live.empty()) {
+    out += "\nStopped live by --eliminate, not replayed (their runs did not finish): " + join(live, "; ") + ".\n";
+  }
   if (!unjudged.empty()) {
     out += "\nNot judged at every look (their curves have no point with 2 seeds there, or none " +
            format_number("%g", 100 * rule.span) + "% of training before): " +

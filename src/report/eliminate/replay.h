@@ -30,6 +30,7 @@ struct ReplayStudy {
   double delta = 0;
   double tokens = 0;  // every run's, the baseline's included
   std::vector<ReplayArm> arms;
+  std::vector<std::string> stopped_live;  // arms a live --eliminate stopped: not replayed (their runs did not finish)
 };
 
 // A study's arms with their curves, from its analysis or its report.json (δ: the design's min_effect,

@@ -14,14 +14,19 @@ std::string rule_problem(const EliminationRule& r) {
   }
   for (size_t j = 0; j < r.looks.size(); ++j) {
     if (!(r.looks[j] > 0 && r.looks[j] < 1) || (j > 0 && !(r.looks[j] > r.looks[j - 1]))) {
-      return "looks must be fractions of training between 0 and 1, ascending";
+      std::vector<std::string> given;
+      for (const double f : r.looks) {
+        given.push_back(format_number("%g", f));
+      }
+      return "looks must be fractions of training between 0 and 1, ascending (given: " + join(given, ",") +
+             ") — e.g. 0.3,0.5,0.75";
     }
     if (!(r.kept[j] > 0 && r.kept[j] <= 1)) {
       return "a kept share must be in (0, 1]";
     }
   }
   if (!(r.span > 0 && r.span < r.looks.front())) {
-    return "the first look must come after " + format_number("%g", r.span) +
+    return "the first look must come after " + percent_of_training(r.span) +
            " of training (the span before a look over which a deficit must not shrink)";
   }
   if (!(r.delta > 0)) {
@@ -65,7 +70,7 @@ std::vector<Elimination> eliminate_study(const std::vector<ArmLooks>& arms, cons
       const double upper = d.mean + t * std::max(d.se * std::sqrt(n), pooled_sd) / std::sqrt(n);
       const double threshold = -r.delta / r.kept[j];
       if (upper < threshold && d.mean <= a.before[j]->mean) {
-        out[i] = {true, j, r.looks[j], d.mean, upper, threshold, d.seeds};
+        out[i] = {true, j, r.looks[j], d.mean, upper, threshold, d.seeds, {}};
       }
     }
   }
@@ -98,18 +103,14 @@ std::optional<LookDelta> delta_at(const std::vector<std::pair<int64_t, Summary>>
   return LookDelta{fraction, std::min(a.seeds, b.seeds), a.mean + w * (b.mean - a.mean), a.se + w * (b.se - a.se)};
 }
 
-ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& r, double end,
-                   size_t looks) {
+ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& r) {
+  const double end = curve.empty() ? 0.0 : static_cast<double>(curve.back().first);
   ArmLooks a;
   for (size_t j = 0; j < r.looks.size(); ++j) {
-    a.at.push_back(j < looks ? delta_at(curve, r.looks[j], end) : std::nullopt);
-    a.before.push_back(j < looks ? delta_at(curve, r.looks[j] - r.span, end) : std::nullopt);
+    a.at.push_back(delta_at(curve, r.looks[j], end));
+    a.before.push_back(delta_at(curve, r.looks[j] - r.span, end));
   }
   return a;
-}
-
-ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& r) {
-  return arm_looks(curve, r, curve.empty() ? 0.0 : static_cast<double>(curve.back().first), r.looks.size());
 }
 
 }  // namespace sweep

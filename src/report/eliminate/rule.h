@@ -65,10 +65,7 @@ std::vector<Elimination> eliminate_study(const std::vector<ArmLooks>& arms, cons
 // points; nullopt before its first point, past its last, or where a point has fewer than 2 seeds.
 std::optional<LookDelta> delta_at(const std::vector<std::pair<int64_t, Summary>>& curve, double fraction, double end);
 
-// An arm's curve read at the rule's looks and a span before each, of `end` tokens (a finished
-// arm's: its curve's last point); `looks`: only the first so many (a live sweep's looks so far).
-ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& rule, double end,
-                   size_t looks);
+// A finished arm's curve read at the rule's looks and a span before each.
 ArmLooks arm_looks(const std::vector<std::pair<int64_t, Summary>>& curve, const EliminationRule& rule);
 
 }  // namespace sweep

@@ -701,3 +701,58 @@ TEST_CASE("compute-matched: equal tokens, equal FLOPs and equal time on construc
   CHECK(t.time_reached == 2);
   CHECK(render_text(a).find("at equal compute:") != std::string::npos);
 }
+
+TEST_CASE("the paired test with a covariate (CUPED): the residuals' variance, n − 2 degrees of freedom") {
+  // d = baseline − variant = 0.10, 0.13, 0.11, 0.16, 0.15, 0.19 against x = 1..6: slope 0.016, the
+  // residuals' SE of the mean 0.0068313 (numpy), half the plain paired test's 0.0136626
+  const std::vector<double> base{3.0, 3.1, 3.2, 3.3, 3.4, 3.5}, d{0.10, 0.13, 0.11, 0.16, 0.15, 0.19};
+  std::vector<double> mine;
+  for (size_t i = 0; i < base.size(); ++i) {
+    mine.push_back(base[i] - d[i]);
+  }
+  const std::vector<double> x{1, 2, 3, 4, 5, 6};
+  const Comparison c = compare_paired_covariate(base, mine, x);
+  CHECK(c.improvement == doctest::Approx(0.14));
+  CHECK(c.se == doctest::Approx(0.006831300510639733).epsilon(1e-9));
+  CHECK(c.df == 4);
+  CHECK(compare_paired(base, mine).se == doctest::Approx(0.013662601021279464).epsilon(1e-9));
+  // without spread in the covariate: the plain paired test
+  const Comparison flat = compare_paired_covariate(base, mine, std::vector<double>(6, 2.5));
+  CHECK(flat.se == compare_paired(base, mine).se);
+  CHECK(flat.df == 5);
+}
+
+TEST_CASE("a branched arm is paired with the loss at the branch point as covariate from 5 seeds, not below") {
+  const std::vector<double> base{3.0, 3.1, 3.2, 3.3, 3.4, 3.5}, d{0.10, 0.13, 0.11, 0.16, 0.15, 0.19};
+  std::vector<double> mine;
+  for (size_t i = 0; i < base.size(); ++i) {
+    mine.push_back(base[i] - d[i]);
+  }
+  for (const size_t seeds : {size_t{6}, size_t{4}}) {
+    CAPTURE(seeds);
+    VariantRuns b = variant("baseline", std::vector<double>(base.begin(), base.begin() + seeds));
+    for (size_t i = 0; i < seeds; ++i) {
+      b.runs[i].val_curve = {{400, 5.0}, {800, 4.0 + 0.1 * static_cast<double>(i + 1)}, {1000, base[i]}};
+    }
+    VariantRuns late = variant("late", std::vector<double>(mine.begin(), mine.begin() + seeds));
+    late.branch_step = 8;
+    late.branch_tokens = 800;
+    late.end_tokens = 1000;
+    const Analysis a = analyze(input({b, late}));
+    const VariantStats& s = find(a, "late");
+    const std::vector<double> bs(base.begin(), base.begin() + seeds), ms(mine.begin(), mine.begin() + seeds);
+    const std::vector<double> x{4.1, 4.2, 4.3, 4.4, 4.5, 4.6};
+    if (seeds >= 5) {
+      CHECK(s.seed_se == doctest::Approx(compare_paired_covariate(bs, ms, x).se));
+      CHECK(std::isfinite(s.covariate_r));
+    } else {
+      CHECK(s.seed_se == doctest::Approx(compare_paired(bs, ms).se));
+      CHECK(std::isnan(s.covariate_r));
+    }
+    CHECK(s.tokens == 200);  // what its runs trained: the 800 before the branch were the baseline's
+    const bool said = std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) {
+      return n.find("`late` was branched from the baseline at step 8 of 10") != std::string::npos;
+    });
+    CHECK(said);
+  }
+}

@@ -44,6 +44,7 @@ ReportInput study(int64_t upto, bool done = false) {
       const double d = deficit;
       const auto loss = [=](int64_t t) { return 5.0 - 0.001 * static_cast<double>(t) + noise + (t > 0 ? d : 0); };
       v.runs.push_back(run_of(seed, upto, loss, done));
+      v.runs.back().run_id = name + "-" + std::to_string(seed);
     }
     in.variants.push_back(v);
   }
@@ -78,23 +79,48 @@ TEST_CASE("eliminate live: a run pauses for a look at its first validation point
 
 TEST_CASE("eliminate live: the look on runs paused at it stops the arm shown worse, and only once there") {
   const EliminationRule rule = rule_of_delta(0.01);
-  // every run paused at 40% of its 1000 tokens: the first look (30%) can be read, the second (50%) not
+  // every run paused at 40% of its 1000 tokens: the first look (30%) can be read
   ReportInput in = study(400);
-  const auto stopped = judge_looks(in, rule, 1);
-  REQUIRE(stopped.size() == 1);
-  CHECK(stopped[0].first == "worse");
-  CHECK(stopped[0].second.look == 0);
-  CHECK(stopped[0].second.fraction == doctest::Approx(0.3));
-  CHECK(stopped[0].second.mean == doctest::Approx(-0.2));
-  CHECK(stopped[0].second.seeds == 3);
-  CHECK(stopped[0].second.upper < stopped[0].second.threshold);
-  CHECK(stopped[0].second.threshold == doctest::Approx(-0.01 / 0.2));
-  // runs not yet at the look (20% of their tokens): nothing read, nothing stopped
-  CHECK(judge_looks(study(200), rule, 1).empty());
-  // the arm as good as the baseline is never stopped, at any look of a finished study
-  const auto all = judge_looks(study(1000, true), rule, 3);
-  REQUIRE(all.size() == 1);
-  CHECK(all[0].first == "worse");
+  const LookJudgement first = judge_look(in, rule, 0);
+  REQUIRE(first.stopped.size() == 1);
+  const auto& [name, how] = first.stopped[0];
+  CHECK(name == "worse");
+  CHECK(how.look == 0);
+  CHECK(how.fraction == doctest::Approx(0.3));
+  CHECK(how.mean == doctest::Approx(-0.2));
+  CHECK(how.seeds == 3);
+  CHECK(how.upper < how.threshold);
+  CHECK(how.threshold == doctest::Approx(-0.01 / 0.2));
+  CHECK(how.runs == std::vector<std::string>{"worse-1", "worse-2", "worse-3"});  // the runs it judged, for the record
+  CHECK(first.unjudged.empty());
+  // the second look (50%) cannot be read on runs at 40%: said, nothing stopped
+  const LookJudgement early = judge_look(in, rule, 1);
+  CHECK(early.stopped.empty());
+  CHECK(early.unjudged ==
+        std::vector<std::string>{"worse (no point with 2 seeds there)", "same (no point with 2 seeds there)"});
+  // an arm stopped before is not judged again; the arm as good as the baseline is never stopped
+  in.design.eliminate = EliminationDesign{};
+  in.design.eliminate->stopped["worse"] = how;
+  CHECK(judge_look(study(600), rule, 1).stopped.size() == 1);
+  ReportInput later = study(600);
+  later.design = in.design;
+  CHECK(judge_look(later, rule, 1).stopped.empty());
+}
+
+// nor is any arm judged against a baseline with a diverged run
+TEST_CASE("eliminate live: an arm with a diverged run is not judged on its survivors") {
+  const EliminationRule rule = rule_of_delta(0.01);
+  ReportInput in = study(400);
+  in.variants[1].runs[0].status = RunState::diverged;
+  LookJudgement j = judge_look(in, rule, 0);
+  CHECK(j.stopped.empty());
+  CHECK(j.unjudged == std::vector<std::string>{"worse (it has a diverged run)"});
+  in = study(400);
+  in.variants[0].runs[2].status = RunState::diverged;
+  j = judge_look(in, rule, 0);
+  CHECK(j.stopped.empty());
+  CHECK(j.unjudged.size() == 2);
+  CHECK(j.unjudged[0] == "worse (the baseline has a diverged run)");
 }
 
 // worse at its look's interval; trained to the end later, its own results
@@ -102,8 +128,9 @@ TEST_CASE("eliminate live: the report of an arm a look stopped") {
   ReportInput in = study(400);
   in.design.min_effect = 0.01;
   EliminationDesign d;
+  d.delta = 0.01;
   d.looks_taken = 1;
-  d.stopped["worse"] = {true, 0, 0.3, -0.2, -0.17, -0.05, 3};
+  d.stopped["worse"] = {true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}};
   in.design.eliminate = d;
   std::vector<VariantStats> stats(3);
   for (size_t i = 0; i < 3; ++i) {
@@ -137,6 +164,20 @@ TEST_CASE("eliminate live: the report of an arm a look stopped") {
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] == "--eliminate stopped `worse` (stopped at 30% of training), trained to the end since: judged on "
                     "its finished runs");
+  // a stop of other runs than the arm has now (the sweep file changed): not applied, and said
+  ReportInput changed = study(400);
+  changed.design = in.design;
+  changed.variants[1].runs[0].run_id = "other";
+  stats[1] = VariantStats{};
+  stats[1].name = "worse";
+  stats[1].runs = 3;
+  stats[1].verdict = Verdict::no_result;
+  notes.clear();
+  apply_eliminations(changed, stats, notes);
+  CHECK(stats[1].verdict == Verdict::no_result);
+  CHECK(stop_of(changed, changed.variants[1]) == nullptr);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "--eliminate's record stopped `worse` on other runs than the sweep file gives it now: not applied");
 }
 
 TEST_CASE("eliminate live: a sweep's record of the looks goes to JSON and back") {
@@ -144,7 +185,9 @@ TEST_CASE("eliminate live: a sweep's record of the looks goes to JSON and back")
   d.settings.looks = {0.25, 0.6};
   d.settings.kept = {0.3, 0.5};
   d.looks_taken = 1;
-  d.stopped["weight-tying"] = {true, 0, 0.25, -0.12, -0.06, -0.0167, 3};
+  d.delta = 0.005;
+  d.runs = {"a", "b"};
+  d.stopped["weight-tying"] = {true, 0, 0.25, -0.12, -0.06, -0.0167, 3, {"b"}};
   const EliminationDesign back = EliminationDesign::from_json(nlohmann::json::parse(d.to_json().dump()));
   CHECK(back.settings.looks == d.settings.looks);
   CHECK(back.settings.kept == d.settings.kept);
@@ -153,5 +196,8 @@ TEST_CASE("eliminate live: a sweep's record of the looks goes to JSON and back")
   REQUIRE(back.stopped.count("weight-tying"));
   CHECK(back.stopped.at("weight-tying").upper == -0.06);
   CHECK(back.stopped.at("weight-tying").seeds == 3);
+  CHECK(back.stopped.at("weight-tying").runs == std::vector<std::string>{"b"});
+  CHECK(back.delta == 0.005);
+  CHECK(back.runs == d.runs);
   CHECK_THROWS(EliminationDesign::from_json(nlohmann::json::parse(R"({"looks": [0.3]})")));
 }
