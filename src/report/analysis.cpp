@@ -178,38 +178,6 @@ struct Baseline {
   std::vector<double> values;
 };
 
-// From how many seeds a branched arm is compared with its covariate (docs/verdicts.md#branch): its
-// slope costs a degree of freedom, which fewer seeds cannot spare (with 4, t's 97.5% point rises
-// from 3.18 to 4.30). Fixed before any data is seen, so that the choice cannot follow the result.
-constexpr size_t k_covariate_seeds = 5;
-
-// A branched arm's covariate: each seed's loss at the branch point — its baseline run's validation
-// loss there, which is its branch's too (one checkpoint) —, in the order of common(base.by_seed,
-// mine); empty unless every such seed has it.
-std::vector<double> branch_covariate(const Baseline& base, const VariantRuns& v,
-                                     const std::map<SeedKey, double>& mine) {
-  std::map<SeedKey, double> at;
-  for (const ReportRun& r : base.runs.runs) {
-    for (const auto& [tokens, loss] : r.val_curve) {
-      if (tokens == v.branch_tokens) {
-        at.emplace(SeedKey{r.init_seed, r.data_seed}, loss);
-      }
-    }
-  }
-  std::vector<double> x;
-  for (const auto& [key, value] : base.by_seed) {
-    if (!mine.count(key)) {
-      continue;
-    }
-    const auto it = at.find(key);
-    if (it == at.end()) {
-      return {};
-    }
-    x.push_back(it->second);
-  }
-  return x;
-}
-
 // The comparison's tests against the design's margins: equivalence within ±min_effect (TOST) and
 // superiority by better_by (one-sided).
 void test_margins(const ReportInput& in, const Comparison& c, VariantStats& s) {
@@ -239,19 +207,7 @@ void compare_seeds(const ReportInput& in, const Baseline& base, const VariantRun
                                "reads the runs' events again; runs of numerics 1 are retrained by `sweep run`");
   }
   const std::vector<double> values = values_of(mine);
-  const std::vector<double> x = paired && v.branch_tokens > 0 && mine.size() >= k_covariate_seeds
-                                    ? branch_covariate(base, v, mine)
-                                    : std::vector<double>{};
-  const Comparison c = !x.empty() ? compare_paired_covariate(paired_base, paired_mine, x)
-                       : paired   ? compare_paired(paired_base, paired_mine)
-                                  : compare_welch(base.values, values);
-  if (!x.empty()) {
-    std::vector<double> d;
-    for (size_t i = 0; i < paired_base.size(); ++i) {
-      d.push_back(paired_base[i] - paired_mine[i]);
-    }
-    s.covariate_r = pearson(x, d);
-  }
+  const Comparison c = paired ? compare_paired(paired_base, paired_mine) : compare_welch(base.values, values);
   s.method = paired ? Method::paired : Method::welch;
   s.improvement = c.improvement;
   s.ci_low = c.ci_low;
@@ -326,33 +282,21 @@ bool compare_to_baseline(const ReportInput& in, const Baseline& base, const Vari
   return std::isfinite(s.p);
 }
 
-// What the report says of branched arms (config/branch.h): where they started, what they trained,
-// and how they were compared.
-void note_branches(const ReportInput& in, const Analysis& a, std::vector<std::string>& notes) {
+// What the report says of branched arms (config/branch.h): where they started and what they trained.
+void note_branches(const ReportInput& in, std::vector<std::string>& notes) {
   std::map<int64_t, std::vector<std::string>> at;  // branch step -> its arms
-  std::vector<std::string> with_covariate;
   int64_t end_steps = 0;
-  for (size_t i = 0; i < in.variants.size(); ++i) {
-    const VariantRuns& v = in.variants[i];
+  for (const VariantRuns& v : in.variants) {
     if (v.branch_step > 0) {
       at[v.branch_step].push_back("`" + v.name + "`");
-      end_steps = v.branch_tokens > 0 ? v.end_tokens * v.branch_step / v.branch_tokens : 0;
-      if (std::isfinite(a.variants[i].covariate_r)) {
-        with_covariate.push_back("`" + v.name + "` (r = " + format_number("%+.2f", a.variants[i].covariate_r) + ")");
-      }
+      end_steps = v.end_tokens * v.branch_step / v.branch_tokens;
     }
   }
   for (const auto& [step, arms] : at) {
     notes.push_back(join(arms, ", ") + (arms.size() == 1 ? " was" : " were") + " branched from the baseline at step " +
-                    std::to_string(step) + (end_steps > 0 ? " of " + std::to_string(end_steps) : std::string()) +
+                    std::to_string(step) + " of " + std::to_string(end_steps) +
                     ": each run started from its seed's baseline checkpoint there and trained the rest (its tokens "
-                    "column: those it trained); paired by seed, the shared prefix cancels in the difference; from " +
-                    std::to_string(k_covariate_seeds) + " seeds on, the loss at the branch point is a covariate of "
-                    "the paired differences (CUPED: one degree of freedom for its slope)");
-  }
-  if (!with_covariate.empty()) {
-    notes.push_back("compared with the covariate (its correlation with the improvements): " +
-                    join(with_covariate, ", "));
+                    "column: those it trained); paired by seed, the shared prefix cancels in each difference exactly");
   }
 }
 
@@ -519,7 +463,7 @@ Analysis analyze_plain(const ReportInput& in) {
     a.variants.push_back(s);
   }
   apply_eliminations(in, a.variants, a.notes);  // --eliminate: the arms stopped early, judged at their look
-  note_branches(in, a, a.notes);
+  note_branches(in, a.notes);
   note_progress(a, repeated, restarted);
   if (in.power) {  // the simulations skip it with the power figures
     note_unstable_arms(in, a.notes);

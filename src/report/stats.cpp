@@ -99,31 +99,6 @@ Comparison compare_paired(const std::vector<double>& baseline, const std::vector
   return one_sample(d, level);
 }
 
-Comparison compare_paired_covariate(const std::vector<double>& baseline, const std::vector<double>& variant,
-                                    const std::vector<double>& x, double level) {
-  std::vector<double> d;
-  for (size_t i = 0; i < std::min({baseline.size(), variant.size(), x.size()}); ++i) {
-    d.push_back(baseline[i] - variant[i]);
-  }
-  const double n = static_cast<double>(d.size()), mean_d = mean_of(d);
-  const double mean_x = mean_of(std::vector<double>(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(d.size())));
-  double sxx = 0, sxd = 0;
-  for (size_t i = 0; i < d.size(); ++i) {
-    sxx += (x[i] - mean_x) * (x[i] - mean_x);
-    sxd += (x[i] - mean_x) * (d[i] - mean_d);
-  }
-  if (!(sxx > 0)) {
-    return one_sample(d, level);
-  }
-  const double slope = sxd / sxx;
-  double rss = 0;
-  for (size_t i = 0; i < d.size(); ++i) {
-    const double r = d[i] - mean_d - slope * (x[i] - mean_x);
-    rss += r * r;
-  }
-  return from_t(mean_d, std::sqrt(rss / (n - 2) / n), n - 2, level, true);
-}
-
 Comparison contrast(const std::vector<std::vector<double>>& groups, const std::vector<double>& weights, double level) {
   double diff = 0, var = 0, df_denominator = 0, n_total = 0;
   for (size_t g = 0; g < groups.size(); ++g) {

@@ -51,11 +51,6 @@ Comparison compare_paired(const std::vector<double>& baseline, const std::vector
                           double level = 0.95);
 Comparison compare_welch(const std::vector<double>& baseline, const std::vector<double>& variant,
                          double level = 0.95);
-// compare_paired with a covariate x[i] of each pair, measured before the treatment (CUPED): the
-// differences regressed on x, the mean difference's standard error from the residuals, n − 2
-// degrees of freedom (the slope's one paid for). Without spread in x: compare_paired.
-Comparison compare_paired_covariate(const std::vector<double>& baseline, const std::vector<double>& variant,
-                                    const std::vector<double>& x, double level = 0.95);
 
 // Σ weights[g] · mean(groups[g]) for independent groups, with a Welch–Satterthwaite t interval
 // (compare_welch is the contrast baseline − variant).

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -38,9 +37,6 @@ struct VariantStats {
   bool halted = false;           // --until-decided: a look lacks a result; no seeds are added
   bool margin_open = false;      // --until-decided: better, its better_by margin neither shown nor out of reach,
                                  // below the cap: the runner adds seeds for it
-  // A branched arm (config/branch.h) compared with its covariate, the loss at the branch point: the
-  // correlation of its seeds' improvements with it (NaN: compared without it)
-  double covariate_r = std::numeric_limits<double>::quiet_NaN();
   double seed_se = 0;            // standard error of the improvement from seed noise (the test's)
   double test_se = 0;            // ... from the finite test set (paired, test metrics; NaN: unknown)
   double tokens = 0, tokens_per_s = 0, wall_seconds = 0;  // means over runs that report them

@@ -244,7 +244,7 @@ TEST_CASE("every sweep file in experiments/ is valid") {
     CHECK(s.variants.front().name == (s.ladder ? s.baseline + "+" + s.ladder->rungs[0] : s.baseline));
     ++files;
   }
-  CHECK(files == 10);
+  CHECK(files == 12);
 }
 
 TEST_CASE("a scale ladder: every intervention at every rung, named by its rung, tokens per parameter") {
