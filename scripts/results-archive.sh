@@ -6,7 +6,8 @@
 # `sweep report`, `sweep backtest` and `--until-decided` read, without
 # the checkpoints (a finished run is never trained again); and the runs of the arms --eliminate
 # stopped, their curves to the look. Other unfinished runs are left out: they start afresh where
-# the archive is restored.
+# the archive is restored — but for a branch (`branch:`), whose start is its parent's checkpoint:
+# with its parent finished, it cannot start there (archive a branched sweep once it has finished).
 #
 #   scripts/results-archive.sh SWEEP [--results DIR] [--out FILE]   (default FILE: reports/SWEEP/runs.tar.gz;
 #                                                                     a folder: FOLDER/runs.tar.gz)

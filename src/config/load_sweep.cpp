@@ -230,11 +230,13 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
 // out of its overrides; else the sweep's (the baseline's: none, it is the parent).
 void take_branch_point(Variant& v, const TopLevel& top, const SweepSpec& spec, Diagnostics& diags) {
   std::optional<double> own;
-  std::erase_if(v.overrides, [&](const Override& o) {
+  // The others copied into a new list, never shifted in place: assigning a YAML::Node writes into the
+  // node it was bound to (the parsed file's data) instead of rebinding, and would change the values.
+  std::vector<Override> others;
+  for (const Override& o : v.overrides) {
     if (o.path != "branch" && o.path.rfind("branch.", 0) != 0) {
-      return false;
-    }
-    if (o.path != "branch" && o.path != "branch.at") {
+      others.push_back(o);
+    } else if (o.path != "branch" && o.path != "branch.at") {
       diags.error(o.value.Mark(), "intervention '" + v.name + "': '" + o.path + "' — a branch takes one key, at "
                                   "(`branch: {at: 0.8}`)");
     } else if (v.name == spec.baseline) {
@@ -243,8 +245,8 @@ void take_branch_point(Variant& v, const TopLevel& top, const SweepSpec& spec, D
     } else if ((own = read_branch_point(o.value, "intervention '" + v.name + "': " + o.path, diags))) {
       v.branch_origin = o.origin;
     }
-    return true;
-  });
+  }
+  v.overrides = std::move(others);  // the vector's buffer moved, its elements untouched
   if (own) {
     v.branch_at = *own;
   } else if (v.name != spec.baseline) {

@@ -284,19 +284,22 @@ bool compare_to_baseline(const ReportInput& in, const Baseline& base, const Vari
 
 // What the report says of branched arms (config/branch.h): where they started and what they trained.
 void note_branches(const ReportInput& in, std::vector<std::string>& notes) {
-  std::map<int64_t, std::vector<std::string>> at;  // branch step -> its arms
-  int64_t end_steps = 0;
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> at;  // (branch step, of steps) -> its arms
+  bool on_axes = false;
   for (const VariantRuns& v : in.variants) {
     if (v.branch_step > 0) {
-      at[v.branch_step].push_back("`" + v.name + "`");
-      end_steps = v.end_tokens * v.branch_step / v.branch_tokens;
+      at[{v.branch_step, v.end_tokens * v.branch_step / v.branch_tokens}].push_back("`" + v.name + "`");
+      on_axes = on_axes || !v.axes.empty();
     }
   }
   for (const auto& [step, arms] : at) {
-    notes.push_back(join(arms, ", ") + (arms.size() == 1 ? " was" : " were") + " branched from the baseline at step " +
-                    std::to_string(step) + " of " + std::to_string(end_steps) +
+    notes.push_back(join(arms, ", ") + (arms.size() == 1 ? " was" : " were") + " branched from the baseline" +
+                    (on_axes ? " at its grid point or rung" : "") + " at step " + std::to_string(step.first) +
+                    " of " + std::to_string(step.second) +
                     ": each run started from its seed's baseline checkpoint there and trained the rest (its tokens "
-                    "column: those it trained); paired by seed, the shared prefix cancels in each difference exactly");
+                    "column: those it trained); paired by seed, the shared prefix cancels in each difference "
+                    "exactly; its curves start at the branch point, so it is left out of the tokens, FLOPs and "
+                    "time to target and of the comparisons at equal compute");
   }
 }
 

@@ -176,7 +176,7 @@ CurveResults analyze_curves(const ReportInput& in, const std::vector<VariantStat
   size_t fewest = std::numeric_limits<size_t>::max();
   for (const auto& v : in.variants) {
     for (const auto& r : v.runs) {
-      if (r.value && !r.val_curve.empty()) {
+      if (r.value && !r.val_curve.empty() && v.branch_step == 0) {  // a branch's curve starts at its branch point
         const size_t points = r.val_curve.size() - (r.val_curve.front().first == 0 ? 1 : 0);  // step 0 is no progress
         fewest = std::min(fewest, points);
       }
@@ -201,6 +201,10 @@ CurveResults analyze_curves(const ReportInput& in, const std::vector<VariantStat
     }
     const auto mine_it = std::find_if(in.variants.begin(), in.variants.end(),
                                       [&](const VariantRuns& v) { return v.name == s.name; });
+    if (mine_it->branch_step > 0) {  // its curves start at the branch point, its time there: only its Δ curve
+      a.deltas.push_back({s.name, s.position, paired_delta_points(base_it->runs, mine_it->runs, false)});
+      continue;
+    }
     TokensToTarget target;
     target.variant = s.name;
     target.position = s.position;

@@ -1,8 +1,11 @@
 #include "sched/branches.h"
 
 #include "config/branch.h"
+#include "protocol/events.h"
+#include "protocol/json_line.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -20,6 +23,26 @@ void link_or_copy(const fs::path& from, const fs::path& to) {
     fs::copy_file(from, tmp, fs::copy_options::overwrite_existing);
   }
   fs::rename(tmp, to);
+}
+
+// The step of the last checkpoint a run's events say it wrote (-1: none): what its ckpt.pt holds.
+int64_t last_checkpoint(const fs::path& run_dir) {
+  int64_t step = -1;
+  std::error_code ec;
+  if (!fs::exists(run_dir / "events.jsonl", ec)) {
+    return step;
+  }
+  for (const std::string& line : split(read_file(run_dir / "events.jsonl"), '\n')) {
+    if (line.find(events::checkpoint) == std::string::npos) {
+      continue;
+    }
+    const nlohmann::json ev = events::parse_json_line(line);
+    if (ev.is_object() && ev.value("event", "") == events::checkpoint && ev.contains("step") &&
+        ev["step"].is_number_integer()) {
+      step = ev["step"].get<int64_t>();
+    }
+  }
+  return step;
 }
 
 }  // namespace
@@ -71,7 +94,10 @@ std::vector<const PlannedRun*> Branches::give_start(const PlannedRun& parent, in
   if (children == m_children.end()) {
     return given;
   }
-  const fs::path ckpt = fs::path(m_store.run(parent.run_id)->run_dir) / "checkpoint" / "ckpt.pt";
+  const fs::path parent_dir = m_store.run(parent.run_id)->run_dir, ckpt = parent_dir / "checkpoint" / "ckpt.pt";
+  if (last_checkpoint(parent_dir) != step) {  // (a parent killed between its step and the checkpoint there)
+    return given;
+  }
   for (const PlannedRun* child : children->second) {
     if (child->config.branch.step != step || has_start(*child) || finished(m_store.run(child->run_id)->status)) {
       continue;
@@ -101,9 +127,11 @@ std::string Branches::orphaned(const PlannedRun& branch) const {
            " before step " + step + " (`sweep run --retry-failed` trains it again)";
   }
   if (row.steps > branch.config.branch.step || row.status == RunState::done) {
-    return "its parent, the baseline's run " + parent->run_id + ", trained past step " + step +
-           " before this branch was planned: its checkpoint there is gone — run the sweep in another --results "
-           "folder, or train this intervention from scratch (`branch: none`)";
+    return "its parent, the baseline's run " + parent->run_id + ", has trained past step " + step +
+           " without this branch's start in its folder (" + branch_checkpoint(m_store.run(branch.run_id)->run_dir) +
+           ": the branch planned after its parent passed the step, or its start removed), and its checkpoint "
+           "there is gone — run the sweep in another --results folder, or train this intervention from scratch "
+           "(`branch: none`)";
   }
   return "";
 }

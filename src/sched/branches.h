@@ -26,8 +26,8 @@ class Branches {
   bool has_start(const PlannedRun& run) const;
   // The step `parent` pauses at for branches still without a start, if it has not trained past it.
   std::optional<int64_t> pause_at(const PlannedRun& parent) const;
-  // `parent`, checkpointed at `step`, gives each of its branches at that step without a start its
-  // checkpoint (the parent's folder's ckpt.pt); returns them.
+  // `parent`, checkpointed at `step` (its events' last checkpoint: else none is given), gives each
+  // of its branches at that step without a start its checkpoint (the parent's ckpt.pt); returns them.
   std::vector<const PlannedRun*> give_start(const PlannedRun& parent, int64_t step) const;
   // Why `branch` (without a start) cannot get one ("" when its parent can still give it: it trains
   // to the step, or waits to).

@@ -163,3 +163,25 @@ TEST_CASE("branch: the keys a branch may change are the ones across_branch leave
   CHECK(keys_a_branch_cannot_change(parent, child) == std::vector<std::string>{"model.n_embd", "seeds.data"});
   CHECK(branch_problem(test::tiny_muon_config()) == "train.optimizer muon: a branch resumes AdamW's state only");
 }
+
+TEST_CASE("branch: an intervention's other keys keep their values wherever its branch key stands") {
+  // (the branch key taken out of the list without shifting YAML::Nodes by assignment, which writes
+  // the next key's value into the parsed file's node)
+  test::TempDir dir;
+  const SweepSpec s = load_edited(dir, "branch: {at: 0.5}\n", "clip: {train.grad_clip: 1.0}",
+                                  "clip: {branch: {at: 0.5}, train.grad_clip: 0.7, train.beta2: 0.99, "
+                                  "train.eps: 1e-6}\n"
+                                  "  late:\n    branch.at: 0.5\n    train.min_lr: 1e-5\n    train.decay: 0.3");
+  for (const PlannedRun& r : s.runs) {
+    if (r.variant.rfind("clip", 0) == 0) {
+      CHECK(r.config.train.grad_clip == 0.7);
+      CHECK(r.config.train.beta2 == 0.99);
+      CHECK(r.config.train.eps == 1e-6);
+      CHECK(r.config.branch.on());
+    }
+    if (r.variant.rfind("late", 0) == 0) {
+      CHECK(r.config.train.min_lr == 1e-5);
+      CHECK(r.config.train.decay == 0.3);
+    }
+  }
+}
