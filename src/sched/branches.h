@@ -20,7 +20,6 @@ class Branches {
  public:
   Branches(const std::vector<const PlannedRun*>& runs, Store& store);
 
-  bool any() const { return !m_children.empty(); }
   bool is_parent(const PlannedRun& run) const { return m_children.count(run.run_id) > 0; }
   // Its folder holds a start: its own checkpoint, or the branch's (a run without a branch: always).
   bool has_start(const PlannedRun& run) const;
