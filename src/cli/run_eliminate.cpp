@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cli/results.h"
+#include "config/branch.h"
 #include "cli/validators.h"
 #include "report/eliminate/live.h"
 #include "report/load.h"
@@ -33,7 +34,7 @@ std::string sweep_problem(const SweepSpec& spec, const EliminationRule& rule) {
   if (spec.trainer) {
     return head + "a trainer of your own cannot be paused at a look — run the sweep without --eliminate";
   }
-  if (std::any_of(spec.variants.begin(), spec.variants.end(), [](const Variant& v) { return v.branch_at > 0; })) {
+  if (any_branched(spec)) {
     return head + "a sweep whose interventions branch from the baseline's checkpoint (`branch:`) is not supported "
                   "yet — run it without --eliminate";
   }

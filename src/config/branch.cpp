@@ -1,5 +1,6 @@
 #include "config/branch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -74,6 +75,10 @@ std::string branch_problem(const RunConfig& c) {
     return "a sharded checkpoint (parallel.zero, parallel.expert) is a file per rank: a branch starts from one file";
   }
   return "";
+}
+
+bool any_branched(const SweepSpec& spec) {
+  return std::any_of(spec.variants.begin(), spec.variants.end(), [](const Variant& v) { return v.branch_at > 0; });
 }
 
 void link_branches(SweepSpec& spec) {

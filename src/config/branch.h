@@ -37,6 +37,9 @@ std::string branch_problem(const RunConfig& c);
 // step, put there by `sweep run` (a hard link, or a copy) before the run first starts.
 inline std::string branch_checkpoint(const std::string& run_dir) { return run_dir + "/checkpoint/branch.pt"; }
 
+// Some variant of `spec` branches (a `branch:` point in its file).
+bool any_branched(const SweepSpec& spec);
+
 // Each run of a variant with a branch point (Variant::branch_at) given its parent — the run of the
 // baseline at the same grid point or rung with the same seeds and repeat — and the step, and its id
 // recomputed. Called once the runs are planned, and again whenever the parents' ids change (train_on).

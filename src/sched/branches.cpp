@@ -3,6 +3,7 @@
 #include "config/branch.h"
 #include "protocol/events.h"
 #include "protocol/json_line.h"
+#include "sched/run_folder.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -68,8 +69,7 @@ bool Branches::has_start(const PlannedRun& run) const {
     return true;
   }
   const fs::path dir = m_store.run(run.run_id)->run_dir;
-  return fs::exists(dir / "checkpoint" / "ckpt.pt") || fs::exists(dir / "checkpoint" / "ckpt.prev.pt") ||
-         fs::exists(branch_checkpoint(dir.string()));
+  return holds_checkpoint(dir) || fs::exists(branch_checkpoint(dir.string()));
 }
 
 std::optional<int64_t> Branches::pause_at(const PlannedRun& parent) const {

@@ -115,4 +115,9 @@ std::string run_folder_problem(const fs::path& dir, RunConfig* loaded) {
   return "";
 }
 
+bool holds_checkpoint(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / "checkpoint" / "ckpt.pt") ||
+         std::filesystem::exists(dir / "checkpoint" / "ckpt.prev.pt");
+}
+
 }  // namespace sweep

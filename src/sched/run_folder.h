@@ -21,4 +21,8 @@ namespace sweep {
 // `loaded`: the config it read, when the folder is the run's.
 std::string run_folder_problem(const std::filesystem::path& dir, RunConfig* loaded = nullptr);
 
+// The run folder holds a checkpoint of its own to resume from (checkpoint/ckpt.pt, or the one it
+// replaced: a save cut between its renames).
+bool holds_checkpoint(const std::filesystem::path& dir);
+
 }  // namespace sweep

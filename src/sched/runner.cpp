@@ -257,7 +257,7 @@ void SweepRunner::launch(const PlannedRun& run) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted, where);
     // "resuming" only where there is something to resume from
-    const bool checkpoint = fs::exists(dir / "checkpoint" / "ckpt.pt") || fs::exists(dir / "checkpoint" / "ckpt.prev.pt");
+    const bool checkpoint = holds_checkpoint(dir);
     say("start " + describe(run.run_id) + " on " + where + (checkpoint ? ", resuming" : "") +
         (pause_at ? ", to step " + std::to_string(*pause_at) + (for_branches ? " (its branches' start)" : " (a look)")
                   : ""));

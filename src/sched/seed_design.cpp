@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "config/branch.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -18,7 +19,7 @@ void check_until_decided(const SweepSpec& spec, bool until_decided, int64_t max_
     return;
   }
   const SeedDesign& d = spec.design;
-  if (std::any_of(spec.variants.begin(), spec.variants.end(), [](const Variant& v) { return v.branch_at > 0; })) {
+  if (any_branched(spec)) {
     throw Error("--until-decided: " + spec.file + " branches its interventions from the baseline's checkpoint "
                 "(`branch:`), and seeds added round by round are not branched yet — run it without --until-decided",
                 Exit::bad_input);
