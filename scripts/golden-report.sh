@@ -14,6 +14,11 @@ for name in golden golden-ladder golden-tuned; do
 done
 mkdir -p "$work/out/pool"
 (cd "$work" && "$sweep" pool --format markdown > out/pool/pool.md && "$sweep" pool golden-ladder golden-ladder --format json > out/pool/pool.json)
+# copies of the golden study (tests/data/golden/copies.py): the same per-seed results under other run
+# ids are one setting; near-copies 1e-5 apart are three whose prediction interval must not collapse
+python3 "$root/tests/data/golden/copies.py" "$work/out/golden/report.json" "$work/copies"
+(cd "$work/copies" && "$sweep" pool ./same-a ./same-b ./same-c --format markdown > ../out/pool/identical.md &&
+  "$sweep" pool ./near-a ./near-b ./near-c --format markdown > ../out/pool/near-copies.md)
 rm -rf "$root/tests/data/golden/expected"
 cp -r "$work/out" "$root/tests/data/golden/expected"
 echo "wrote tests/data/golden/expected ($(find "$root/tests/data/golden/expected" -type f | wc -l) files)"

@@ -22,6 +22,13 @@ grep -q "sweep golden has no scale ladder" err.txt || fail "backtest of a sweep 
 mkdir -p out/pool
 "$SWEEP" pool --format markdown > out/pool/pool.md || fail "sweep pool: $(cat out/pool/pool.md)"
 "$SWEEP" pool golden-ladder golden-ladder --format json > out/pool/pool.json || fail "sweep pool --format json"
+# copies of the study: the same per-seed results under other run ids (a key that does not change
+# training) are one setting — an undecided arm never "holds" by being counted thrice —; near-copies
+# 1e-5 apart are three settings whose prediction interval never collapses onto the mean
+python3 "$golden/copies.py" out/golden/report.json copies || fail "copies.py"
+(cd copies && "$SWEEP" pool ./same-a ./same-b ./same-c --format markdown > ../out/pool/identical.md &&
+  "$SWEEP" pool ./near-a ./near-b ./near-c --format markdown > ../out/pool/near-copies.md) ||
+  fail "sweep pool of copies: $(cat out/pool/identical.md out/pool/near-copies.md)"
 "$SWEEP" pool --out pooled > /dev/null 2> pooled.txt || fail "sweep pool --out: $(cat pooled.txt)"
 cmp pooled/pool.md out/pool/pool.md || fail "pool.md written by --out differs from --format markdown"
 grep -q '<text>clip: pooled</text>' pooled/pool.svg || fail "pool.svg has no pooled row: $(head -c 300 pooled/pool.svg)"

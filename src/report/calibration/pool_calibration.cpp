@@ -1,6 +1,7 @@
 #include "report/calibration/pool_calibration.h"
 
 #include <cmath>
+#include <iterator>
 #include <random>
 
 #include "report/pool/pool.h"
@@ -11,6 +12,11 @@
 namespace sweep {
 
 namespace {
+
+// The settings' precisions, and the two settings' copies a pool must count once: every setting the
+// first one again (a key that does not change training), or the last one a copy of the first.
+constexpr const char* k_pool_precisions[] = {"equal", "½× to 2×", "one 10×", "identical settings",
+                                             "one setting duplicated"};
 
 // DerSimonian–Laird's τ² (truncated at 0) and its z interval: whether it excludes 0.
 bool dl_excludes_zero(const std::vector<double>& y, const std::vector<double>& se) {
@@ -48,9 +54,9 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
   }
   std::vector<PoolCalibrationRow> rows;
   const double unit = 1 / std::sqrt(static_cast<double>(s.seeds));  // σ = 1: one setting's standard error
-  const int64_t total = static_cast<int64_t>(s.ks.size() * s.taus.size() * 3) * s.replicates;
+  const int64_t total = static_cast<int64_t>(s.ks.size() * s.taus.size() * std::size(k_pool_precisions)) * s.replicates;
   int64_t done = 0;
-  for (const int precision : {0, 1, 2}) {  // equal; ½× to 2×; the last setting 10× noisier
+  for (const int precision : {0, 1, 2, 3, 4}) {
     for (const int64_t k : s.ks) {
       for (const double tau : s.taus) {
         std::mt19937_64 rng(s.seed);
@@ -65,28 +71,43 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
             s.progress(done, total);
           }
           for (const double mu : {0.0, s.effect}) {
+            Measured study;
             std::vector<double> y, se;
             for (int64_t i = 0; i < k; ++i) {
-              const double u = k > 1 ? -1 + 2 * static_cast<double>(i) / static_cast<double>(k - 1) : 0;
-              const double sigma = precision == 1 ? std::pow(2.0, u) : precision == 2 && i == k - 1 ? 10.0 : 1.0;
-              const double theta = (mu + tau * z(rng)) * unit;
-              std::vector<double> d;
-              for (int64_t j = 0; j < s.seeds; ++j) {
-                d.push_back(theta + sigma * z(rng));
+              PoolSetting setting{"s" + std::to_string(i), "x", "x", 0, 0, s.seeds};
+              const bool copy = (precision == 3 && i > 0) || (precision == 4 && i == k - 1);
+              if (copy) {  // the first setting's measurement again, in a setting of its own
+                setting = study.measured.front();
+                setting.setting = "s" + std::to_string(i);
+              } else {
+                const double u = k > 1 ? -1 + 2 * static_cast<double>(i) / static_cast<double>(k - 1) : 0;
+                const double sigma = precision == 1 ? std::pow(2.0, u) : precision == 2 && i == k - 1 ? 10.0 : 1.0;
+                const double theta = (mu + tau * z(rng)) * unit;
+                std::vector<double> d;
+                for (int64_t j = 0; j < s.seeds; ++j) {
+                  d.push_back(theta + sigma * z(rng));
+                  setting.values[{j, j}] = d.back();  // the paired differences, against a baseline of 0
+                  setting.baseline_values[{j, j}] = 0;
+                }
+                const Summary sm = summarize(d);
+                setting.effect = sm.mean;
+                setting.se = sm.sd / std::sqrt(static_cast<double>(s.seeds));
               }
-              const Summary sm = summarize(d);
-              y.push_back(sm.mean);
-              se.push_back(sm.sd / std::sqrt(static_cast<double>(s.seeds)));
+              y.push_back(setting.effect);
+              se.push_back(setting.se);
+              study.settings.push_back(setting.setting);
+              study.measured.push_back(std::move(setting));
             }
-            PooledIntervention p;
-            for (size_t i = 0; i < y.size(); ++i) {
-              p.settings.push_back({"s" + std::to_string(i), "", "", y[i], se[i], s.seeds});
+            if (mu == 0) {
+              dl += dl_excludes_zero(y, se);  // on every setting given, copies as they come
             }
-            p.meta = pool_effects(p.settings);
-            judge_pooled(p, 0.05);
+            const Pool pool = pool_measured({study}, Metric{}, 0.05);
+            if (pool.pooled.empty()) {
+              continue;  // one setting: nothing pooled, no interval, "undecided"
+            }
+            const PooledIntervention& p = pool.pooled.front();
             if (mu == 0) {
               fp += p.meta.ci_low > 0 || p.meta.ci_high < 0;
-              dl += dl_excludes_zero(y, se);
               holds += p.verdict == PoolVerdict::holds;
               varies += p.verdict == PoolVerdict::varies;
             } else if (std::isfinite(p.meta.pi_low)) {
@@ -103,7 +124,7 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
         row.dl_false_positive = static_cast<double>(dl) / n;
         row.false_holds = static_cast<double>(holds) / n;
         row.varies = static_cast<double>(varies) / n;
-        row.precision = precision == 0 ? "equal" : precision == 1 ? "½× to 2×" : "one 10×";
+        row.precision = k_pool_precisions[precision];
         row.pi_coverage = intervals > 0 ? static_cast<double>(covered) / static_cast<double>(intervals) : k_nan;
         row.hts_pi_coverage =
             intervals > 0 ? static_cast<double>(hts_covered) / static_cast<double>(intervals) : k_nan;
@@ -118,8 +139,11 @@ std::vector<PoolCalibrationRow> calibrate_pool(const PoolCalibrationSetup& s) {
 std::string pool_calibration_header(const PoolCalibrationSetup& s) {
   return "Simulated meta-studies: k settings, each measuring an intervention over " + plural(s.seeds, "seed") +
          " (its standard error estimated from them); τ and the effect in units of one setting's standard "
-         "error at equal precision; precision: equal, the settings' seed noise from ½× to 2×, or one setting "
-         "10× noisier. False positives, \"holds\" and \"varies\" at a true effect of 0 (\"varies\" at τ > 0: "
+         "error at equal precision; precision: equal, the settings' seed noise from ½× to 2×, one setting "
+         "10× noisier, or at equal precision the first setting's runs measured again in every other (identical "
+         "settings: a key that does not change training) or in the last (one setting duplicated) — the pool "
+         "counts a measurement once; DerSimonian–Laird's column takes the copies as they come. False "
+         "positives, \"holds\" and \"varies\" at a true effect of 0 (\"varies\" at τ > 0: "
          "how often the spread is found); the prediction interval's coverage of a new setting's true effect "
          "at " + format_number("%g", s.effect) + ". " + std::to_string(s.replicates) + " meta-studies per row, seed " +
          std::to_string(s.seed) + ".\n\n";

@@ -3,7 +3,9 @@
 // improvement measured over `seeds` seeds whose paired differences spread σ_i (equal: σ; unequal:
 // σ·2^u, u evenly from −1 to 1 across the settings), the setting's true effect μ + τ·z with τ in
 // units of σ/√seeds (one setting's standard error at equal precision); a third precision puts one
-// setting's noise at 10σ. With μ = 0 it measures how
+// setting's noise at 10σ; two more give the pool copies it must count once (report/pool/pool.h's
+// same_measurement): every setting the first one's runs again, or the last. Each meta-study goes
+// through pool_measured, as `sweep pool`'s settings do. With μ = 0 it measures how
 // often the pooled interval excludes 0 (Hartung–Knapp, and DerSimonian–Laird's z beside it) and how
 // often the verdict says "holds across settings"; at every μ, how often the prediction interval
 // holds a new setting's true effect.
@@ -29,7 +31,7 @@ struct PoolCalibrationSetup {
 struct PoolCalibrationRow {
   int64_t k = 0;
   double tau = 0;
-  std::string precision;         // equal, ½× to 2×, one 10×
+  std::string precision;         // equal, ½× to 2×, one 10×, identical settings, one setting duplicated
   double false_positive = 0;     // μ = 0: Hartung–Knapp's 95% interval excludes 0
   double dl_false_positive = 0;  // ... DerSimonian–Laird's z interval
   double false_holds = 0;        // μ = 0: "holds across settings"

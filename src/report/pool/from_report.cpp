@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "report/seeds.h"
 #include "report/stats.h"
 #include "util/error.h"
 
@@ -27,9 +28,38 @@ std::set<std::string> runs_of(const json& variant, bool finished_only) {
   return ids;
 }
 
-int64_t seeds_of(const json& v) {
-  const double n = report_number(v, "seeds");
-  return std::isfinite(n) && n > 0 && n < 1e9 ? static_cast<int64_t>(n) : 0;  // a count, not any number
+// The variant's per-seed values (a seed's repeats averaged), as its report lists its finished runs.
+std::map<SeedKey, double> values_of(const json& variant) {
+  std::vector<ReportRun> runs;
+  const auto listed = variant.is_object() ? variant.find("runs_detail") : variant.end();
+  for (size_t i = 0; listed != variant.end() && listed->is_array() && i < listed->size(); ++i) {
+    const json& r = (*listed)[i];
+    const double value = r.is_object() ? report_number(r, "value") : k_nan;
+    const double init = r.is_object() ? report_number(r, "init_seed") : k_nan;
+    const double data = r.is_object() ? report_number(r, "data_seed") : k_nan;
+    if (std::isfinite(value) && std::isfinite(init) && std::isfinite(data)) {
+      ReportRun run;
+      run.init_seed = static_cast<int64_t>(init);
+      run.data_seed = static_cast<int64_t>(data);
+      run.value = value;
+      runs.push_back(run);
+    }
+  }
+  return seed_values(runs);
+}
+
+// A count the report gives (0 where it gives none, or no count).
+int64_t count_of(const json& v, const char* key) {
+  const double n = report_number(v, key);
+  return std::isfinite(n) && n > 0 && n < 1e9 ? static_cast<int64_t>(n) : 0;
+}
+
+// Where --eliminate stopped the arm ("" where it did not): the report says it in "stopped", which
+// --until-decided also fills for each arm it looked at, beside its "looks".
+std::string eliminated_of(const json& v) {
+  const auto looks = v.find("looks");
+  const bool sequential = looks != v.end() && looks->is_array() && !looks->empty();
+  return sequential ? "" : report_string(v, "stopped");
 }
 
 bool is_baseline(const json& v) {
@@ -128,9 +158,14 @@ Measured measure_report(const json& report, const std::string& where, const Metr
                     report_string(v, "name"),
                     report_number(v, "improvement"),
                     report_number(v, "seed_se"),
-                    seeds_of(v),
+                    count_of(v, "seeds"),
                     runs_of(v, true),
                     runs_of(baseline, true)};
+      s.values = values_of(v);
+      s.baseline_values = values_of(baseline);
+      s.runs_planned = count_of(v, "runs");
+      s.diverged = count_of(v, "diverged");
+      s.eliminated = eliminated_of(v);
       if (const std::string why = unpoolable(s); !why.empty()) {
         out.notes.push_back(why);
         continue;

@@ -125,11 +125,11 @@ std::pair<double, double> predictive_interval(const std::vector<double>& y, cons
       swy += y[i] / (v[i] + tau2);
     }
     const double mean = swy / sw;
-    double hk = 0;
+    double hk = 0;  // Hartung–Knapp's factor Σw(y − μ)²/(k − 1), floored at 1 as the pooled interval's
     for (size_t i = 0; i < k; ++i) {
       hk += (y[i] - mean) * (y[i] - mean) / (v[i] + tau2);
     }
-    draws.push_back(mean + z(rng) * std::sqrt(tau2 + extra_var) - t(rng) * std::sqrt(hk / df / sw));
+    draws.push_back(mean + z(rng) * std::sqrt(tau2 + extra_var) - t(rng) * std::sqrt(std::max(hk / df, 1.0) / sw));
   }
   const auto at = [&](double p) {  // the p-quantile, between the draws around it
     const double index = p * static_cast<double>(draws.size() - 1);
@@ -180,6 +180,10 @@ MetaResult random_effects(const std::vector<double>& y, const std::vector<double
     r.hts_pi_low = r.mean - half;
     r.hts_pi_high = r.mean + half;
     std::tie(r.pi_low, r.pi_high) = predictive_interval(y, se, level);
+    // never inside the pooled interval: a new setting's effect varies by τ² + se², never less than se²
+    // (the draws' quantiles can fall a hair inside it where every τ² drawn is 0)
+    r.pi_low = std::min(r.pi_low, r.ci_low);
+    r.pi_high = std::max(r.pi_high, r.ci_high);
   }
   return r;
 }

@@ -27,7 +27,8 @@ struct MetaResult {
   double tau2 = 0, tau2_low = 0, tau2_high = 0;   // between-setting variance and its Q-profile interval
   double q = 0, q_p = 0;                          // Cochran's Q (fixed-effect weights) and its χ²_{k−1} p
   double spread_p = 0;                            // the settings differ (pool_effects: Welch's ANOVA; NaN: not run)
-  double pi_low = 0, pi_high = 0;                 // for the effect in a new setting (NaN with k < 3)
+  double pi_low = 0, pi_high = 0;                 // for the effect in a new setting (NaN with k < 3): never
+                                                  // inside [ci_low, ci_high]
   double hts_pi_low = 0, hts_pi_high = 0;         // Higgins–Thompson–Spiegelhalter's: t on k − 2, τ̂² + se²
 };
 
@@ -35,12 +36,14 @@ struct MetaResult {
 // when the interval is for what it will measure) at `level`, k ≥ 3 (else NaN): Nagashima, Noma &
 // Furukawa (2019), with τ² drawn from its Q-profile confidence distribution — a draw of χ²_{k−1}
 // solved for the τ² at which the generalised Q equals it (0 below Q(0)) — and for each draw the
-// pooled mean at that τ², a new setting's spread τ·z and the mean's Hartung–Knapp error t_{k−1}·se
-// (not floored: as Nagashima et al.);
-// the interval is the draws' quantiles. Higgins–Thompson–Spiegelhalter's interval plugs in τ̂²,
-// which Paule–Mandel often puts at 0 where the spread is one to three standard errors: it covered
-// 83–90% there with 4 to 8 settings (`sweep calibrate --pool`). k_predictive_draws draws from a
-// fixed seed: the same settings give the same interval.
+// pooled mean at that τ², a new setting's spread τ·z and the mean's Hartung–Knapp error t_{k−1}·se,
+// its factor floored at 1 as the pooled interval's is (Nagashima et al. leave it unfloored: settings
+// that agree more closely than their errors — copies of one study, a key that changes nothing —
+// then drew every point at μ̂, an interval of width 0); the interval is the draws' quantiles.
+// Higgins–Thompson–Spiegelhalter's interval plugs in τ̂², which Paule–Mandel often puts at 0 where
+// the spread is one to three standard errors: it covered 83–90% there with 4 to 8 settings (`sweep
+// calibrate --pool`). k_predictive_draws draws from a fixed seed: the same settings give the same
+// interval.
 constexpr int64_t k_predictive_draws = 10000;
 constexpr uint64_t k_predictive_seed = 1;
 std::pair<double, double> predictive_interval(const std::vector<double>& y, const std::vector<double>& se,

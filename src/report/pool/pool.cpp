@@ -4,7 +4,9 @@
 #include <cmath>
 #include <map>
 
+#include "report/eliminate/live.h"
 #include "report/ladder/ladder.h"
+#include "report/seeds.h"
 #include "report/stats.h"
 #include "util/text.h"
 
@@ -41,6 +43,11 @@ void measure_setting(const std::string& name, const ReportInput& in, const Analy
     }
     PoolSetting s{name, runs->intervention.empty() ? v.name : runs->intervention, v.name, v.improvement, v.seed_se,
                   v.seeds, finished(*runs), finished(*base)};
+    s.values = seed_values(runs->runs);
+    s.baseline_values = seed_values(base->runs);
+    s.runs_planned = v.runs;
+    s.diverged = v.diverged;
+    s.eliminated = stop_of(in, *runs) != nullptr ? v.stopped : "";
     if (const std::string why = unpoolable(s); !why.empty()) {
       out.notes.push_back(why);
       continue;
@@ -66,6 +73,62 @@ Columns columns(const std::vector<PoolSetting>& settings) {
 
 std::string interval_text(double low, double high) {
   return "[" + format_number("%+.4f", low) + ", " + format_number("%+.4f", high) + "]";
+}
+
+// The intervention's settings, each measured once: the same runs or the same per-seed values in two
+// settings (a sweep file copied, a key that does not change training, a report read twice) are one
+// setting, as is an intervention listed twice in one setting; a setting whose standard error is
+// negligible beside the others' (k_negligible_se_ratio) is left out as an error of 0 is. Each said
+// in `notes`; settings that share the baseline's runs are correlated, and said.
+std::vector<PoolSetting> one_each(const std::string& name, const std::vector<PoolSetting>& measured,
+                                  std::vector<std::string>& notes) {
+  std::vector<PoolSetting> settings;
+  for (const auto& s : measured) {
+    const auto same = std::find_if(settings.begin(), settings.end(),
+                                   [&](const PoolSetting& t) { return same_measurement(s, t); });
+    if (same != settings.end()) {
+      const bool runs = !s.runs.empty() && s.runs == same->runs;
+      notes.push_back(name + ": " + s.setting + " has the same " +
+                      (runs ? "runs" : "per-seed results, to the last digit,") + " as " + same->setting +
+                      " — one setting, counted once");
+      continue;
+    }
+    const auto twice = std::find_if(settings.begin(), settings.end(),
+                                    [&](const PoolSetting& t) { return t.setting == s.setting; });
+    if (twice != settings.end()) {
+      notes.push_back(name + ": listed twice in " + s.setting + " (variants `" + twice->variant + "` and `" +
+                      s.variant + "`) — the first counted, a setting is one measurement");
+      continue;
+    }
+    for (const auto& t : settings) {
+      const auto shared = [&](const std::string& r) { return t.baseline_runs.count(r) > 0; };
+      if (std::any_of(s.baseline_runs.begin(), s.baseline_runs.end(), shared)) {
+        notes.push_back(name + ": " + s.setting + " and " + t.setting +
+                        " share baseline runs — their effects are "
+                        "correlated, and the pool treats them as independent");
+      }
+    }
+    settings.push_back(s);
+  }
+  if (settings.size() < 2) {
+    return settings;
+  }
+  std::vector<double> errors;
+  for (const auto& s : settings) {
+    errors.push_back(s.se);
+  }
+  const double typical = percentile(errors, 0.5);
+  std::vector<PoolSetting> kept;
+  for (auto& s : settings) {
+    if (s.se < k_negligible_se_ratio * typical) {
+      notes.push_back(s.setting + ": " + name + " left out — its standard error (" + format_number("%.3g", s.se) +
+                      ") is under a thousandth of its settings' median (" + format_number("%.3g", typical) +
+                      "): the same improvement on every seed up to rounding, as an error of 0 is");
+      continue;
+    }
+    kept.push_back(std::move(s));
+  }
+  return kept;
 }
 
 }  // namespace
@@ -109,21 +172,43 @@ std::string unpoolable(const PoolSetting& s) {
   const std::string head = s.setting + ": " + s.intervention + " left out — ";
   // a loss difference and its error, not any number (1e300 squared is no variance)
   const auto sane = [](double x) { return std::isfinite(x) && std::abs(x) < 1e100; };
+  if (!s.eliminated.empty()) {
+    return head + "--eliminate " + s.eliminated + "; its runs have no final result to pool (`sweep run` without "
+                  "--eliminate trains them to the end)";
+  }
+  if (s.diverged > 0) {
+    return head + std::to_string(s.diverged) + " of " + plural(std::max(s.runs_planned, s.diverged), "run") +
+           " diverged, and an arm is never judged on its survivors (its report says `diverged`)";
+  }
+  if (std::isnan(s.effect) && s.seeds == 0) {
+    return head + "no finished run of it is paired with a finished baseline run yet";
+  }
   if (!sane(s.effect)) {
-    return head + "its improvement is not a number a report gives (" + format_number("%g", s.effect) + ")";
+    return head + "its improvement (" + format_number("%g", s.effect) + ") is no difference of losses";
   }
   if (s.seeds < 2) {
     return head + "its improvement has no standard error over seeds (fewer than 2 of its seeds paired with a "
                   "finished baseline run)";
   }
+  if (std::isnan(s.se)) {
+    return head + "its report gives its improvement no standard error over seeds";
+  }
   if (!sane(s.se) || s.se < 0) {
-    return head + "its standard error is not one (" + format_number("%g", s.se) + ")";
+    return head + "its standard error (" + format_number("%g", s.se) + ") is no spread of seeds";
   }
   if (s.se == 0) {
     return head + "its improvement is the same on every seed (" + format_number("%+.4g", s.effect) +
            ", standard error 0): nothing to weigh it by";
   }
   return "";
+}
+
+bool same_measurement(const PoolSetting& a, const PoolSetting& b) {
+  if (!a.runs.empty() && a.runs == b.runs) {
+    return true;
+  }
+  return !a.values.empty() && a.values == b.values && a.baseline_values == b.baseline_values &&
+         a.effect == b.effect && a.se == b.se;
 }
 
 Measured measure_study(const PoolStudy& study) {
@@ -143,10 +228,24 @@ Measured measure_study(const PoolStudy& study) {
 
 Pool pool_studies(const std::vector<PoolStudy>& studies, const Metric& metric, double alpha) {
   std::vector<Measured> measured;
+  std::vector<std::string> copies;
+  std::map<std::set<std::string>, std::string> first;  // a study's run ids -> its name
   for (const PoolStudy& s : studies) {
+    std::set<std::string> runs;
+    for (const VariantRuns& v : s.input->variants) {
+      for (const ReportRun& r : v.runs) {
+        runs.insert(r.run_id);
+      }
+    }
+    if (const auto [seen, added] = first.emplace(runs, s.input->sweep); !added && !runs.empty()) {
+      copies.push_back(s.input->sweep + ": the same runs as " + seen->second + " — pooled once");
+      continue;
+    }
     measured.push_back(measure_study(s));
   }
-  return pool_measured(measured, metric, alpha);
+  Pool pool = pool_measured(measured, metric, alpha);
+  pool.notes.insert(pool.notes.begin(), copies.begin(), copies.end());
+  return pool;
 }
 
 Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, double alpha) {
@@ -166,26 +265,7 @@ Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, d
   }
   const double level = 1 - alpha;
   for (const std::string& name : order) {
-    // the same runs in two settings (a sweep file copied, or two sweeps sharing an arm) count once;
-    // settings that share the baseline's runs are correlated, and said
-    std::vector<PoolSetting> settings;
-    for (const auto& s : by_intervention[name]) {
-      const auto same = std::find_if(settings.begin(), settings.end(),
-                                     [&](const PoolSetting& t) { return !s.runs.empty() && t.runs == s.runs; });
-      if (same != settings.end()) {
-        pool.notes.push_back(name + ": " + s.setting + " has the same runs as " + same->setting + " — counted once");
-        continue;
-      }
-      for (const auto& t : settings) {
-        const auto shared = [&](const std::string& r) { return t.baseline_runs.count(r) > 0; };
-        if (std::any_of(s.baseline_runs.begin(), s.baseline_runs.end(), shared)) {
-          pool.notes.push_back(name + ": " + s.setting + " and " + t.setting +
-                               " share baseline runs — their effects are "
-                               "correlated, and the pool treats them as independent");
-        }
-      }
-      settings.push_back(s);
-    }
+    std::vector<PoolSetting> settings = one_each(name, by_intervention[name], pool.notes);
     if (settings.size() < 2) {
       pool.notes.push_back(name + ": measured in one setting (" + settings.front().setting + ") — not pooled");
       continue;

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "report/analysis.h"
+#include "report/input.h"
 #include "report/pool/meta.h"
 
 namespace sweep {
@@ -37,6 +39,11 @@ struct PoolSetting {
   double effect = 0, se = 0;  // paired improvement (baseline − variant) and its standard error
   int64_t seeds = 0;
   std::set<std::string> runs{}, baseline_runs{};  // the finished runs of the variant and of its baseline
+  // Its per-seed values and its baseline's (a seed's repeats averaged): two settings equal in these, to
+  // the last digit, measured the same thing (a key that does not change training) and are one setting.
+  std::map<SeedKey, double> values{}, baseline_values{};
+  int64_t runs_planned = 0, diverged = 0;  // its runs, and those that diverged (never pooled on its survivors)
+  std::string eliminated{};  // where --eliminate stopped it ("" when it did not): no final result
 };
 
 // A setting left out: its measured effect against the prediction interval from the others, its
@@ -77,9 +84,22 @@ struct Measured {
   std::vector<std::string> notes;
 };
 
-// Why a setting's measurement cannot be pooled — no standard error over seeds, or one of 0 (the same
-// improvement on every seed) — in a note naming the setting; "" when it can.
+// Why a setting's measurement cannot be pooled, in a note naming the setting and the intervention
+// ("" when it can): --eliminate stopped it (no final result), a run of it diverged (`sweep report`
+// never judges an arm on its survivors), no finished run paired with the baseline's yet, no
+// standard error over seeds, or one of 0 (the same improvement on every seed).
 std::string unpoolable(const PoolSetting& s);
+
+// Whether two measurements are one: the same finished runs, or the same per-seed values (the variant's
+// and its baseline's) and so the same effect and standard error, to the last digit.
+bool same_measurement(const PoolSetting& a, const PoolSetting& b);
+
+// A standard error treated as the 0 it approximates: below k_negligible_se_ratio of the median of
+// the intervention's settings' errors. With 3 seeds a setting's sampling variance falls to a
+// millionth of the true one (its SE to a thousandth) once in a million (χ²₂ below 2·10⁻⁶): such an
+// error is no seed noise but an arm the seeds do not move (the same improvement on every seed, up to
+// rounding) — weighed by it, Welch's test calls any two settings different (p 0).
+constexpr double k_negligible_se_ratio = 1e-3;
 
 // A study from its runs. A study that measures nothing (no finished baseline run, at a rung of a
 // ladder too) is left out and said.
@@ -89,7 +109,8 @@ Measured measure_study(const PoolStudy& study);
 // same runs in two settings count once.
 Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, double alpha = 0.05);
 
-// measure_study of each, pooled.
+// measure_study of each, pooled; a study with the same runs as one before it (a sweep file copied
+// under another name) pooled once, and said — as `sweep pool` does.
 Pool pool_studies(const std::vector<PoolStudy>& studies, const Metric& metric, double alpha = 0.05);
 
 // Whether a study has a finished baseline run on its metric (at some rung of a ladder): else it

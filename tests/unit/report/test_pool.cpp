@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 
 #include "report/calibration/pool_calibration.h"
 #include "report/pool/from_report.h"
@@ -121,20 +122,23 @@ TEST_CASE("pool: settings that agree more closely than their errors allow — no
 }
 
 TEST_CASE("pool: the prediction interval from τ²'s confidence distribution — its limits by hand") {
-  // settings that agree exactly: Q(0) = 0, every τ² drawn is 0 and the pooled mean's spread 0, so
-  // the interval for what a new setting measures is the mean ± z_0.975 times its own standard error
+  // settings that agree exactly: Q(0) = 0 and every τ² drawn is 0; the pooled mean's error is its
+  // floored Hartung–Knapp one, t₃·√(1/Σw) = t₃·0.002278 (unfloored it was 0: the collapse), so the
+  // interval for what a new setting measures is the quantiles of the mean + 0.01·z + 0.002278·t₃,
+  // ±0.020936 (2·10⁷ draws in numpy)
   const auto [low, high] =
       predictive_interval({0.03, 0.03, 0.03, 0.03}, {0.004, 0.005, 0.006, 0.004}, 0.95, 0.01 * 0.01);
-  CHECK(low == doctest::Approx(0.03 - 1.959964 * 0.01).epsilon(0.02));
-  CHECK(high == doctest::Approx(0.03 + 1.959964 * 0.01).epsilon(0.02));
-  // settings far apart with tiny errors: τ² is drawn as S / χ²_{k−1} (S the squared deviations from
-  // ȳ), so a new setting's spread τ·z is s·t_{k−1} (s² = S / (k − 1)), and the mean's error s·t'_{k−1}/√k
-  // with t' independent: the limits are the quantiles of ȳ + s·(t + t'/√k), ±4.8055 here (2·10⁷ draws
-  // in numpy); from 10⁴ draws, within 4%
+  CHECK(0.03 - low == doctest::Approx(0.020936).epsilon(0.03));
+  CHECK(high - 0.03 == doctest::Approx(0.020936).epsilon(0.03));
+  // settings far apart with tiny errors: τ² is drawn as S / q, q ~ χ²_{k−1} (S the squared deviations
+  // from ȳ), so a new setting's spread τ·z is s·z·√((k−1)/q) (s² = S / (k − 1)), and the mean's
+  // Hartung–Knapp error, its factor q/(k − 1) floored at 1, s·t'·√max(1, (k−1)/q)/√k with t' on k − 1
+  // degrees of freedom: the limits are the quantiles of ȳ + s·(z·√((k−1)/q) + t'·√max(1, (k−1)/q)/√k),
+  // ±5.199 here (2·10⁷ draws in numpy; unfloored, as Nagashima et al., ±4.806); from 10⁴ draws, within 4%
   const std::vector<double> y{0.0, 1.0, 2.0, 3.0, 4.0};  // ȳ 2, s² 2.5
   const auto [lo2, hi2] = predictive_interval(y, std::vector<double>(5, 1e-6));
-  CHECK(hi2 - 2 == doctest::Approx(4.8055).epsilon(0.04));
-  CHECK(2 - lo2 == doctest::Approx(4.8055).epsilon(0.04));
+  CHECK(hi2 - 2 == doctest::Approx(5.199).epsilon(0.04));
+  CHECK(2 - lo2 == doctest::Approx(5.199).epsilon(0.04));
   // the same settings give the same interval; fewer than 3 give none
   CHECK(predictive_interval(y, std::vector<double>(5, 1e-6)).first == lo2);
   CHECK(std::isnan(predictive_interval({0.1, 0.2}, {0.01, 0.01}).first));
@@ -146,10 +150,16 @@ TEST_CASE("pool: calibration smoke test — the pooled test near 5% with no effe
   s.taus = {0, 2};
   s.replicates = 400;
   const auto rows = calibrate_pool(s);
-  REQUIRE(rows.size() == 6);  // 3 precisions, 2 values of τ
+  REQUIRE(rows.size() == 10);  // 5 precisions, 2 values of τ
   for (const auto& r : rows) {
     CAPTURE(r.tau);
     CAPTURE(r.precision);
+    if (r.precision == "identical settings") {  // one setting, counted once: nothing pooled
+      CHECK(r.false_positive == 0);
+      CHECK(r.false_holds == 0);
+      CHECK(std::isnan(r.pi_coverage));
+      continue;
+    }
     CHECK(r.false_positive < 0.10);
     CHECK(r.pi_coverage > 0.88);
     CHECK(r.false_holds < 0.05);
@@ -224,7 +234,7 @@ TEST_CASE("pool: a study read from its report.json — rungs as settings, old re
   CHECK(om.measured[0].variant == "flag");  // "yes" is no baseline: an arm
   REQUIRE(om.notes.size() == 2);
   CHECK(om.notes[0] == "odd: a variant without a name — left out");
-  CHECK(om.notes[1] == "odd: huge left out — its standard error is not one (1e+300)");
+  CHECK(om.notes[1] == "odd: huge left out — its standard error (1e+300) is no spread of seeds");
   const Measured none = measure_report({{"sweep", "e"}, {"metric", "test_loss"}, {"variants", nlohmann::json::array()}},
                                        "e.json", Metric{});
   REQUIRE(none.notes.size() == 1);
@@ -238,4 +248,156 @@ TEST_CASE("pool: a study read from its report.json — rungs as settings, old re
                     doctest::Contains("x.json: not a sweep report"));
   CHECK_THROWS_WITH(measure_report(nlohmann::json{{"sweep", "s"}, {"variants", 3}}, "x.json", Metric{}),
                     doctest::Contains("not a sweep report"));
+}
+
+namespace {
+
+// A setting's measurement of intervention "x": per-seed improvements `d` over a baseline of 3.0 on
+// seeds 1..n, its runs named by `runs` (empty: none).
+PoolSetting measured_as(const std::string& setting, const std::vector<double>& d, const std::string& runs = "") {
+  PoolSetting s{setting, "x", "x", 0, 0, static_cast<int64_t>(d.size())};
+  for (size_t j = 0; j < d.size(); ++j) {
+    s.values[{int64_t(j) + 1, int64_t(j) + 1}] = 3.0 - d[j];
+    s.baseline_values[{int64_t(j) + 1, int64_t(j) + 1}] = 3.0;
+    if (!runs.empty()) {
+      s.runs.insert(runs + std::to_string(j));
+      s.baseline_runs.insert(runs + "-base" + std::to_string(j));
+    }
+  }
+  const Summary sm = summarize(d);
+  s.effect = sm.mean;
+  s.se = sm.sd / std::sqrt(static_cast<double>(d.size()));
+  s.runs_planned = static_cast<int64_t>(d.size());
+  return s;
+}
+
+Pool pooled_from(const std::vector<PoolSetting>& settings) {
+  Measured m;
+  for (const auto& s : settings) {
+    m.settings.push_back(s.setting);
+    m.measured.push_back(s);
+  }
+  return pool_measured({m}, Metric{});
+}
+
+}  // namespace
+
+TEST_CASE("pool: settings with the same per-seed results are one setting — a null arm never 'holds' by copies") {
+  // three sweeps that differ only in a key that does not change training (eval.every): other run ids,
+  // the same losses on every seed. Counted three times, their pooled interval was a third as wide and
+  // every draw of the prediction interval sat on the mean ("holds across settings: [-0.0060, -0.0060]")
+  const std::vector<double> d{-0.031, 0.012, 0.001};
+  const Pool pool = pooled_from({measured_as("a", d, "a"), measured_as("b", d, "b"), measured_as("c", d, "c")});
+  CHECK(pool.pooled.empty());
+  REQUIRE(pool.notes.size() == 3);
+  CHECK(pool.notes[0] == "x: b has the same per-seed results, to the last digit, as a — one setting, counted once");
+  CHECK(pool.notes[1] == "x: c has the same per-seed results, to the last digit, as a — one setting, counted once");
+  CHECK(pool.notes[2] == "x: measured in one setting (a) — not pooled");
+  // the same runs in two settings: said as that
+  const Pool runs = pooled_from({measured_as("a", d, "a"), measured_as("b", d, "a")});
+  CHECK(runs.notes[0] == "x: b has the same runs as a — one setting, counted once");
+  // one digit apart is another measurement
+  const Pool other = pooled_from({measured_as("a", d), measured_as("b", {-0.031, 0.012, 0.0010001})});
+  REQUIRE(other.pooled.size() == 1);
+  CHECK(other.pooled[0].meta.k == 2);
+}
+
+TEST_CASE("pool: an intervention listed twice in one setting counts once") {
+  PoolSetting second = measured_as("a", {0.02, 0.01, 0.03});
+  second.variant = "x-again";
+  const Pool pool = pooled_from({measured_as("a", {0.01, 0.02, 0.0}), second, measured_as("b", {0.0, 0.01, 0.02})});
+  REQUIRE(pool.pooled.size() == 1);
+  CHECK(pool.pooled[0].meta.k == 2);
+  CHECK(pool.notes[0] == "x: listed twice in a (variants `x` and `x-again`) — the first counted, a setting is one "
+                         "measurement");
+}
+
+TEST_CASE("pool: near-copies of one study — the prediction interval does not collapse onto the mean") {
+  // report.json copies 1e-5 apart, each undecided on its own (±0.01): Hartung–Knapp's factor is ~1e-6, and
+  // unfloored in the draws every draw sat on μ̂ ("holds across settings — worse: [-0.0060, -0.0060]")
+  PooledIntervention p;
+  for (int i = 0; i < 3; ++i) {
+    p.settings.push_back({"s" + std::to_string(i), "x", "x", -0.0060 + 1e-5 * i, 0.01, 3});
+  }
+  p.meta = pool_effects(p.settings);
+  judge_pooled(p, 0.05);
+  CHECK(p.verdict == PoolVerdict::undecided);
+  CHECK(p.meta.pi_low <= p.meta.ci_low);
+  CHECK(p.meta.pi_high >= p.meta.ci_high);
+  CHECK(p.meta.ci_high - p.meta.ci_low > 0.04);  // ±t₂·0.01/√3: the floored interval, never the copies' spread
+  CHECK(p.meta.pi_high - p.meta.pi_low > 0.04);
+}
+
+TEST_CASE("pool: property — the prediction interval is never narrower than its own pooled interval") {
+  // random settings: from copies 1e-9 apart to spreads 30× their errors, 2 to 10^6 seeds, k 3 to 8
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  int checked = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int k = 3 + static_cast<int>(u(rng) * 6);
+    const double spread = std::pow(10.0, -9 + 10.5 * u(rng));
+    std::vector<PoolSetting> settings;
+    for (int i = 0; i < k; ++i) {
+      const auto seeds = static_cast<int64_t>(std::pow(10.0, 0.3 + 5.7 * u(rng)));
+      const double se = 0.01 * std::pow(10.0, -2 + 2 * u(rng)) / std::sqrt(static_cast<double>(seeds));
+      settings.push_back({"s" + std::to_string(i), "x", "x", 0.001 + spread * se * (u(rng) - 0.5), se,
+                          std::max<int64_t>(seeds, 2)});
+    }
+    const MetaResult m = pool_effects(settings);
+    CAPTURE(trial);
+    REQUIRE(std::isfinite(m.pi_low));
+    CHECK(m.pi_low <= m.ci_low);
+    CHECK(m.pi_high >= m.ci_high);
+    ++checked;
+  }
+  CHECK(checked == 300);
+}
+
+TEST_CASE("pool: what is left out and why — a diverged arm, one --eliminate stopped, an error next to nothing") {
+  PoolSetting diverged = measured_as("a", {0.05, 0.06});
+  diverged.runs_planned = 3;
+  diverged.diverged = 1;
+  CHECK(unpoolable(diverged) == "a: x left out — 1 of 3 runs diverged, and an arm is never judged on its survivors "
+                                "(its report says `diverged`)");
+  PoolSetting stopped = measured_as("a", {-0.05, -0.06});
+  stopped.eliminated = "stopped at 30% of training: Δ -0.0550, bound -0.0400 < -0.0250";
+  CHECK(unpoolable(stopped) == "a: x left out — --eliminate stopped at 30% of training: Δ -0.0550, bound -0.0400 < "
+                               "-0.0250; its runs have no final result to pool (`sweep run` without --eliminate "
+                               "trains them to the end)");
+  PoolSetting unfinished{"a", "x", "x", k_nan, k_nan, 0};
+  CHECK(unpoolable(unfinished) == "a: x left out — no finished run of it is paired with a finished baseline run yet");
+  // a standard error of 1e-100 beside ones of 0.005: the same on every seed, left out as an error of 0 is
+  // (weighed by it, Welch's test gave "varies (p 0)")
+  PoolSetting tiny = measured_as("c", {0.01, 0.01, 0.01});
+  tiny.se = 1e-100;
+  const Pool pool = pooled_from({measured_as("a", {0.01, 0.02, 0.0}), measured_as("b", {0.0, 0.01, 0.02}), tiny,
+                                 measured_as("d", {0.02, 0.0, 0.01})});
+  REQUIRE(pool.pooled.size() == 1);
+  CHECK(pool.pooled[0].meta.k == 3);
+  CHECK(pool.pooled[0].verdict != PoolVerdict::varies);
+  CHECK(pool.notes[0] == "c: x left out — its standard error (1e-100) is under a thousandth of its settings' median "
+                         "(0.00577): the same improvement on every seed up to rounding, as an error of 0 is");
+}
+
+TEST_CASE("pool: a report.json's diverged and stopped arms, and per-seed values, read as from its runs") {
+  nlohmann::json r{{"sweep", "s"}, {"metric", "test_loss"}, {"variants", nlohmann::json::array()}};
+  auto& v = r["variants"];
+  v.push_back(variant_json("baseline", "", true, 0, 0, 2, {"b1", "b2"}));
+  v.push_back(variant_json("blowup", "", false, 0.02, 0.004, 2, {"u1", "u2"}));
+  v.push_back(variant_json("late", "", false, -0.05, k_nan, 2, {"l1", "l2"}));
+  v.push_back(variant_json("tuned", "", false, 0.01, 0.004, 2, {"t1", "t2"}));
+  v[0]["runs_detail"][0]["init_seed"] = v[0]["runs_detail"][0]["data_seed"] = 1;
+  v[0]["runs_detail"][1]["init_seed"] = v[0]["runs_detail"][1]["data_seed"] = 2;
+  v[1]["diverged"] = 1;
+  v[1]["runs"] = 3;
+  v[2]["stopped"] = "stopped at 30% of training: Δ -0.0500, bound -0.0400 < -0.0250";
+  v[3]["stopped"] = "decided at 2 seeds";  // --until-decided's, beside its looks: pooled
+  v[3]["looks"] = {2};
+  const Measured m = measure_report(r, "s.json", Metric{});
+  REQUIRE(m.measured.size() == 1);
+  CHECK(m.measured[0].variant == "tuned");
+  CHECK(m.measured[0].baseline_values == std::map<SeedKey, double>{{{1, 1}, 3.0}, {{2, 2}, 3.0}});
+  REQUIRE(m.notes.size() == 2);
+  CHECK(m.notes[0].find("s: blowup left out — 1 of 3 runs diverged") == 0);
+  CHECK(m.notes[1].find("s: late left out — --eliminate stopped at 30% of training") == 0);
 }
