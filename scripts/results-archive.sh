@@ -41,13 +41,14 @@ sql_name=${sweep//\'/\'\'}
 mapfile -t ids < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s join runs r on r.run_id = s.run_id
                                    where s.sweep = '$sql_name' and r.status in ('done', 'diverged') order by r.run_id")
 [ ${#ids[@]} -gt 0 ] || die "sweep $sweep has no finished runs in $results"
-# the runs of the arms --eliminate stopped (the runs its record judged): their curves to the look, which
-# the report's figures read (no checkpoint: restored, such a run trains from its start if finished later)
+# the runs --eliminate stopped (by id: the runs its record's stops judged, whatever their arm is named
+# now): their curves to the look, which the report's figures read (no checkpoint: restored, such a run
+# trains from its start if finished later)
 mapfile -t stopped < <(sqlite3 "$db" "select distinct r.run_id from sweep_runs s join runs r on r.run_id = s.run_id
                                        join sweeps w on w.name = s.sweep,
-                                            json_each(w.design, '\$.eliminate.stopped') arm,
-                                            json_each(arm.value, '\$.runs') judged
-                                       where s.sweep = '$sql_name' and s.variant = arm.key and judged.value = r.run_id
+                                            json_each(w.design, '\$.eliminate.stopped') stop,
+                                            json_each(stop.value, '\$.runs') judged
+                                       where s.sweep = '$sql_name' and judged.value = r.run_id
                                          and r.status not in ('done', 'diverged') order by r.run_id")
 ids+=("${stopped[@]}")
 files=("sweeps/$sweep.yaml")

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/results.h"
+#include "cli/run_eliminate.h"
 #include "report/analyze.h"
 #include "report/calibration/backtest_calibration.h"
 #include "report/calibration/eliminate_calibration.h"
@@ -79,11 +80,9 @@ CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o) {
                 "--eliminate's rule on simulated studies whose arms' curves grow, fade or cross 0: its false "
                 "elimination per study and the tokens it saves (--seeds, --interventions, --replicates and --seed "
                 "apply)");
-  of_mode(cmd->add_option("--looks", o.looks, "--eliminate: the looks, fractions of training, comma-separated")
-              ->capture_default_str());
-  of_mode(cmd->add_option("--kept", o.kept,
-                          "--eliminate: per look, the least share of its deficit a worse arm keeps to the end")
-              ->capture_default_str());
+  const auto [looks, kept] = commands::add_elimination_options(cmd, o.elimination);
+  of_mode(looks);
+  of_mode(kept);
   of_mode(cmd->add_option("--rungs", o.rungs, "--backtest: rungs per ladder, a decade of FLOPs apart")
               ->check(CLI::Range(3, 20))
               ->capture_default_str());
@@ -318,8 +317,7 @@ Exit run_elimination_calibration(const CalibrateOptions& o) {
   e.arms = o.interventions > 0 ? o.interventions : e.arms;
   e.replicates = o.replicates;
   e.seed = o.seed;
-  e.rule.looks = validate::number_list("--looks", o.looks, "0.3,0.5,0.75 (fractions of training)");
-  e.rule.kept = validate::number_list("--kept", o.kept, "0.2,0.2,0.4 (one share per look)");
+  static_cast<EliminationSettings&>(e.rule) = commands::elimination_settings(o.elimination);
   EliminationRule checked = e.rule;
   checked.delta = 1;  // the simulation's unit
   if (const std::string problem = rule_problem(checked); !problem.empty()) {

@@ -96,13 +96,13 @@ Exit run_ingest(const IngestOptions& o) {
         request.devices.recorded = read_saved_device(o.dir, name);
         request.devices.check_here = false;
         request.saved_rounds = read_saved_rounds(o.dir, name);
-        SweepSpec spec = plan_sweep(request).spec;
-        try {  // the arms --eliminate stopped; a damaged record is said, and the sweep recorded without it
-          spec.design.eliminate = read_saved_elimination(o.dir, name);
-        } catch (const Error& e) {
-          problems.push_back("sweep " + f.path().string() + ": its --eliminate record not read: " +
-                             first_line(e.what()));
+        request.results = o.dir;  // the runs --eliminate stopped: a damaged record said, the sweep recorded without it
+        request.lenient_records = true;
+        SweepPlan plan = plan_sweep(request);
+        for (const std::string& problem : plan.problems) {
+          problems.push_back("sweep " + f.path().string() + ": " + problem);
         }
+        SweepSpec spec = std::move(plan.spec);
         if (request.devices.recorded.empty() && !spec.device && none_here(spec, run_dirs)) {
           // no record of the kind (a folder saved before it was kept, or its file lost): the runs say it
           request.devices.recorded = "cuda";
@@ -130,7 +130,7 @@ Exit run_ingest(const IngestOptions& o) {
     }
     // the folder's events are the run's whole record: none of another copy's trained elsewhere stays
     store.forget_events(id);
-    reingest_run_dir(store, id, d.string());
+    store.note_attempts(id, reingest_run_dir(store, id, d.string()));
   }
   std::printf("ingested %zu run director%s into %s\n", run_dirs.size(), run_dirs.size() == 1 ? "y" : "ies",
               database_path(results).c_str());

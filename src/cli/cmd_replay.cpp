@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/results.h"
-#include "cli/validators.h"
+#include "cli/run_eliminate.h"
 #include "report/analyze.h"
 #include "report/eliminate/replay.h"
 #include "report/load.h"
@@ -25,9 +25,7 @@ CLI::App* setup_replay(CLI::App& app, ReplayOptions& o) {
                   "sweep in the results; a ladder's rungs are studies each");
   cmd->add_option("--results", o.results, "Output root holding sweep.db")->capture_default_str();
   cmd->add_flag("--eliminate", o.eliminate, "Replay --eliminate's rule: losing arms stopped at the looks");
-  cmd->add_option("--looks", o.looks, "The looks, fractions of training, comma-separated")->capture_default_str();
-  cmd->add_option("--kept", o.kept, "Per look, the least share of its deficit a worse arm keeps to the end")
-      ->capture_default_str();
+  commands::add_elimination_options(cmd, o.elimination);
   cmd->add_option("--format", o.format, "text (a Markdown table of the arms stopped) or json (every arm)")
       ->check(CLI::IsMember({to_string(OutputFormat::text), to_string(OutputFormat::json)}))
       ->capture_default_str();
@@ -42,8 +40,7 @@ Exit print_replay(const ReplayOptions& o) {
     throw Error("replay: say which rule to replay — --eliminate", Exit::bad_input);
   }
   EliminationRule rule;
-  rule.looks = validate::number_list("--looks", o.looks, "0.3,0.5,0.75 (fractions of training)");
-  rule.kept = validate::number_list("--kept", o.kept, "0.2,0.2,0.4 (one share per look)");
+  static_cast<EliminationSettings&>(rule) = commands::elimination_settings(o.elimination);
   rule.delta = 1;  // each study's own, in replay()
   if (const std::string problem = rule_problem(rule); !problem.empty()) {
     throw Error("replay --eliminate: " + problem, Exit::bad_input);

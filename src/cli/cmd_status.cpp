@@ -14,23 +14,6 @@ namespace sweep {
 
 using namespace commands;
 
-namespace {
-
-// A run's state as `ls` and `status` say it: the plan state, but "stopped" for a run of an arm
-// --eliminate stopped (one of the runs its record judged) that has not finished since.
-std::string state_label(const SweepRunRow& r, const std::optional<SweepInfo>& info) {
-  const PlanState state = plan_state(r.run);
-  if (info && info->design.eliminate && state == PlanState::resumable) {
-    const auto stop = info->design.eliminate->stopped.find(r.variant);
-    if (stop != info->design.eliminate->stopped.end() &&
-        std::find(stop->second.runs.begin(), stop->second.runs.end(), r.run.run_id) != stop->second.runs.end()) {
-      return "stopped";
-    }
-  }
-  return to_string(state);
-}
-
-}  // namespace
 
 CLI::App* setup_ls(CLI::App& app, std::string& results) {
   CLI::App* ls = app.add_subcommand("ls", "Sweeps in the database with their runs per state");
@@ -45,7 +28,7 @@ Exit run_ls(const std::string& results) {
     std::map<std::string, int> counts;  // by plan state: a run left 'running' by a dead scheduler is resumable
     const std::optional<SweepInfo> info = store->sweep_info(s.name);
     for (const auto& r : store->sweep_runs(s.name)) {
-      counts[state_label(r, info)]++;
+      counts[state_label(plan_state(r.run), info ? info->design.eliminate : std::nullopt, r.run.run_id)]++;
     }
     std::printf("%-24s %-40s %s\n", s.name.c_str(), s.file.c_str(), join_counts(counts).c_str());
   }
@@ -74,6 +57,7 @@ Exit run_status(const StatusOptions& o) {
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const std::optional<SweepInfo> info = store.sweep_info(name);
+  const std::optional<EliminationDesign> eliminate = info ? info->design.eliminate : std::nullopt;
   for (const auto& r : rows) {
     const std::string seeds = seeds_in_column(r.run.init_seed, r.run.data_seed, r.run.repeat);
     const std::string step = std::to_string(r.run.steps) + "/" + std::to_string(r.run.total_steps);
@@ -92,7 +76,8 @@ Exit run_status(const StatusOptions& o) {
     // where its latest start trained (a run from before the device was recorded: the kind its config names)
     const std::string device = r.run.device.empty() ? "-" : r.run.device;
     std::printf("%-32s %-14s %-16s %-10s %-8s %11s %9s %9s %8lld %11s  %-30s %s%s\n", r.variant.c_str(), seeds.c_str(),
-                r.run.run_id.c_str(), state_label(r, info).c_str(), device.c_str(), step.c_str(), loss, test,
+                r.run.run_id.c_str(), state_label(state, eliminate, r.run.run_id).c_str(), device.c_str(), step.c_str(),
+                loss, test,
                 static_cast<long long>(r.run.attempts), heard.c_str(), code.c_str(),
                 jobs ? (job + std::string(19 - std::min<size_t>(19, job.size()), ' ')).c_str() : "",
                 first_line(r.run.error).c_str());

@@ -47,6 +47,7 @@ SweepPlan plan_from_file(const SweepFileOptions& o, PlanFor purpose, const RunOp
   };
   if (purpose != PlanFor::check) {  // (an A/A check is a sweep of its own)
     request.devices.trained_on = [&o](const std::string& sweep) { return read_saved_device(o.results, sweep); };
+    request.results = o.results;
   }
   // what the folder records (a read: nothing is written yet); an A/A check has a design of its own
   std::unique_ptr<Store> recorded;

@@ -36,6 +36,13 @@ struct SweepFileOptions {
   int64_t max_variants = static_cast<int64_t>(k_default_max_variants);
 };
 
+// --eliminate's --looks and --kept, as `sweep run`, `calibrate --eliminate` and `replay --eliminate`
+// take them (cli/run_eliminate.h declares and reads them): "" where not given — the rule's defaults,
+// or for `sweep run` the folder's record.
+struct EliminationOptions {
+  std::string looks, kept;
+};
+
 struct RunOptions : SweepFileOptions {
   int retries = 1;
   int max_preemptions = 10;
@@ -44,7 +51,8 @@ struct RunOptions : SweepFileOptions {
   bool until_decided = false;
   int64_t max_seeds = 0;  // 0: 4 × the declared seeds
   bool eliminate = false;       // stop the arms shown worse than −δ at looks (cli/run_eliminate.h)
-  std::string looks, kept;      // --eliminate's settings ("": the defaults, or the folder's record)
+  EliminationOptions elimination;
+  bool replace = false;         // --replace: the file takes its sweep name from another file's sweep
   std::string executor = "local";
   std::string partition, time;  // Slurm
   int gpus_per_rank = 0;
@@ -120,8 +128,7 @@ struct CalibrateOptions {
   double top_noise = 2.5;
   bool pool = false;  // --pool: pooling on simulated meta-studies (report/calibration/pool_calibration.h)
   bool eliminate = false;  // --eliminate: the elimination rule on simulated studies (eliminate_calibration.h)
-  std::string looks = "0.3,0.5,0.75";  // --eliminate: the looks, fractions of training
-  std::string kept = "0.2,0.2,0.4";    // --eliminate: per look, the least share of its deficit an arm keeps
+  EliminationOptions elimination;
   std::set<std::string> given;  // the options of one mode given (--rungs, --tune-grid, ...): checked against the mode
 };
 CLI::App* setup_calibrate(CLI::App& app, CalibrateOptions& o);
@@ -150,8 +157,7 @@ struct ReplayOptions {
   std::vector<std::string> sweeps;  // empty: every sweep in the results
   std::string results = "results";
   bool eliminate = false;
-  std::string looks = "0.3,0.5,0.75";
-  std::string kept = "0.2,0.2,0.4";
+  EliminationOptions elimination;
   std::string format = "text";  // text (Markdown) or json
 };
 CLI::App* setup_replay(CLI::App& app, ReplayOptions& o);

@@ -1,9 +1,11 @@
-// `sweep run --eliminate`: its options checked against the sweep before anything is written, the
-// results folder's record of it (sweeps/NAME.eliminated) read and kept, and the runner's looks
-// (sched/runner.h: Looks) wired to the report's rule (report/eliminate/live.h). Internal to src/cli.
+// `sweep run --eliminate`'s adapter: its options into config/elimination_check.h's admission, and the
+// runner's looks (sched/runner.h: Looks) wired to the report's rule (report/eliminate/live.h), the
+// record written to the results folder as it goes. The record itself comes with the plan
+// (sched/planning.h reads sweeps/NAME.eliminated). Internal to src/cli.
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "cli/commands.h"
 #include "sched/runner.h"
@@ -11,13 +13,17 @@
 
 namespace sweep::commands {
 
-// The sweep's --eliminate record into its design: the folder's (a sweep run --eliminate before: kept
-// by every `sweep run`, so that one without the flag finishes the stopped arms and the report still
-// says how they were stopped), or with --eliminate and none yet a new one of the options' settings.
-// Throws Error (bad input, the fix named) when --eliminate cannot run on this sweep: with
-// --until-decided, no min_effect, fewer than 2 seeds an arm, axes (grid, zip, tune, a ladder), a
-// trainer of your own, looks that do not fit the runs' validation points, or settings other than
-// the record's. Writes nothing.
+// --looks and --kept declared on `cmd`, each described once with its default (config/elimination.h);
+// both returned (to be wired further: needs, a mode's options).
+std::pair<CLI::Option*, CLI::Option*> add_elimination_options(CLI::App* cmd, EliminationOptions& o);
+
+// The settings they give, the defaults where one is not given. Throws Error (bad input) naming the
+// option where one is no list of numbers; whether the settings can be used is rule_problem's.
+EliminationSettings elimination_settings(const EliminationOptions& o);
+
+// The sweep's --eliminate design checked and set for this run (config/elimination_check.h:
+// admit_elimination; Error, bad input, when it cannot run); without --eliminate, the stopped runs
+// this run trains to the end said. Writes nothing.
 void prepare_elimination(const RunOptions& o, SweepSpec& spec);
 
 // The runner's looks of a sweep run --eliminate (null without the flag), its record written to the

@@ -21,7 +21,7 @@ struct EliminationSettings {
 
 // An arm judged by the rule: stopped or not, and if so at which look, its paired improvement Δ
 // there (baseline − arm, over its seeds), the upper bound that stopped it and the threshold −δ/kept;
-// in a live sweep's record, the runs it judged.
+// in a live sweep's record, the runs it judged and the arm's name then.
 struct Elimination {
   bool stopped = false;
   size_t look = 0;
@@ -29,22 +29,37 @@ struct Elimination {
   double mean = 0, upper = 0, threshold = 0;
   int64_t seeds = 0;
   std::vector<std::string> runs;  // the arm's run ids when it was stopped, sorted
+  std::string arm{};              // its name then (a stop follows its runs: a name is only said)
 };
 
 // A sweep run --eliminate: its settings and δ, the study its looks judge (every run id of the sweep
-// when it began, sorted), the looks decided so far, the arms stopped (variant name → how). A stopped
-// arm's runs keep their checkpoints: `sweep run` without --eliminate finishes them. A stop applies
-// to its arm while the arm's runs are the ones it judged (the sweep file unchanged).
+// when it began, sorted), the looks decided so far, the stops. A stop is a set of run ids with the
+// look that stopped them: it follows its runs whatever their arm is named now (docs/verdicts.md
+// #eliminate); an arm that holds runs of a stop and runs it did not judge is refused by the planning
+// step (config/elimination_check.h). A stopped run keeps its checkpoint: `sweep run` without
+// --eliminate finishes it.
 struct EliminationDesign {
   EliminationSettings settings;
   double delta = 0;               // the min_effect its looks judge by
   std::vector<std::string> runs;  // the study's run ids, sorted
   size_t looks_taken = 0;
-  std::map<std::string, Elimination> stopped;
+  std::vector<Elimination> stopped;  // in the order the looks stopped them
+
+  // The stop that judged run `run_id` (null: none) — the one answer to "is this run stopped" that
+  // the runner, the report, status, plan and ingest read.
+  const Elimination* stop_of(const std::string& run_id) const;
 
   nlohmann::json to_json() const;
-  // Throws nlohmann::json::exception on a record that is not one.
+  // Throws nlohmann::json::exception on a record that is not one (the stops as a list, or as the
+  // object of arm names an older record wrote).
   static EliminationDesign from_json(const nlohmann::json& j);
 };
+
+// A look's place in training as the rule's lines say it: 0.3 → "30%".
+std::string percent_of_training(double fraction);
+
+// Why the settings and δ cannot be used ("" when they can): looks out of (0, 1) or not ascending, a
+// kept share per look out of (0, 1], a span that reaches before the start, no δ, α out of (0, 0.5).
+std::string rule_problem(const EliminationSettings& settings, double delta);
 
 }  // namespace sweep

@@ -341,9 +341,9 @@ std::string take_elimination_look(Store& store, SweepSpec& current) {
   const EliminationRule rule = rule_of(current.design);
   const LookJudgement judged = judge_look(in, rule, look);
   std::vector<std::string> stopped;
-  for (const auto& [variant, how] : judged.stopped) {
-    design.stopped[variant] = how;
-    stopped.push_back(variant + " (Δ " + format_number("%+.4f", how.mean) + ", bound " +
+  for (const Elimination& how : judged.stopped) {
+    design.stopped.push_back(how);
+    stopped.push_back(how.arm + " (Δ " + format_number("%+.4f", how.mean) + ", bound " +
                       format_number("%+.4f", how.upper) + " < " + format_number("%+.4f", how.threshold) + ")");
   }
   design.looks_taken = look + 1;

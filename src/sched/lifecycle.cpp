@@ -12,6 +12,11 @@
 
 namespace sweep {
 
+std::string state_label(PlanState state, const std::optional<EliminationDesign>& eliminate, const std::string& run_id) {
+  const bool waiting = state == PlanState::resumable || state == PlanState::pending;
+  return waiting && eliminate && eliminate->stop_of(run_id) != nullptr ? "stopped" : to_string(state);
+}
+
 PlanState plan_state(const RunRow& row, bool worker_alive) {
   switch (row.status) {
     case RunState::done: return PlanState::done;

@@ -20,6 +20,10 @@ namespace sweep {
 PlanState plan_state(const RunRow& row, bool worker_alive);
 // The same, looking the worker process up in /proc (for `sweep plan`, `status`, `ls`).
 PlanState plan_state(const RunRow& row);
+// A run's state as `ls`, `status` and `plan` say it: its plan state, but "stopped" for a run that
+// --eliminate stopped (the record's stop_of its id) and that has not finished, failed or restarted
+// since — one answer, by run id, whatever its arm is named now.
+std::string state_label(PlanState state, const std::optional<EliminationDesign>& eliminate, const std::string& run_id);
 // Whether the run's recorded worker is still alive — checked by its command line, so a pid
 // reused by an unrelated process (after a reboot, say) is never taken for it, or signalled.
 bool worker_alive(const RunRow& row);

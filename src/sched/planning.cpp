@@ -64,6 +64,9 @@ Placement place_here(const SweepSpec& spec, const DeviceRequest& request) {
     return *counted;
   };
   if (!request.devices.empty()) {
+    if (request.devices != "cuda") {  // the slots' syntax, as the executor reads them, for plan and run alike
+      parse_devices(request.devices, 1, nullptr);
+    }
     p.devices = request.devices == "cuda" ? every_gpu(std::max(visible(), 1)) : request.devices;  // cuda: every GPU
     p.kind = device_kind(request.devices);
     if (file_kind && *file_kind != p.kind) {
@@ -95,7 +98,7 @@ Placement place_here(const SweepSpec& spec, const DeviceRequest& request) {
     p.devices = "cpu";
   }
   if (p.kind == "cuda" && request.check_here) {
-    const std::string slots = request.devices.empty() ? stated(spec) : "--devices " + p.devices;
+    const std::string slots = request.devices.empty() ? stated(spec) : "--devices " + request.devices;
     const int n = visible();
     const std::string here = n == 0   ? "no CUDA device is visible here"
                              : n == 1 ? "there is 1 CUDA device here (cuda:0)"
@@ -152,6 +155,21 @@ void add_recorded_seeds(SweepSpec& spec, const std::map<std::string, int64_t>& s
   }
 }
 
+// The folder's --eliminate record of the sweep, into its design (lenient: one that cannot be read said).
+void read_elimination(const PlanRequest& request, SweepPlan& plan) {
+  if (request.results.empty()) {
+    return;
+  }
+  try {
+    plan.spec.design.eliminate = read_saved_elimination(request.results, plan.spec.name);
+  } catch (const Error& e) {
+    if (!request.lenient_records) {
+      throw;
+    }
+    plan.problems.push_back("its --eliminate record not read: " + first_line(e.what()));
+  }
+}
+
 }  // namespace
 
 SweepPlan plan_sweep(const PlanRequest& request) {
@@ -180,6 +198,7 @@ SweepPlan plan_sweep(const PlanRequest& request) {
     spec.design.max_seeds = saved.max_seeds;
     spec.design.spending = saved.spending;
     add_recorded_seeds(spec, saved.seeds);
+    read_elimination(request, plan);
     return plan;
   }
   check_until_decided(spec, request.until_decided, request.max_seeds);
@@ -192,6 +211,7 @@ SweepPlan plan_sweep(const PlanRequest& request) {
     }
     add_recorded_seeds(spec, seeds);
   }
+  read_elimination(request, plan);
   return plan;
 }
 

@@ -1,7 +1,8 @@
 // One planning step: a sweep file, the devices it will run on and what its results folder already
-// records (its seed design, the seeds its rounds added, the kind of device it trained on) turned
-// into the final list of runs with their ids. `sweep run`, `plan`, `check` and `ingest` all call
-// plan_sweep (and `status` reads what it recorded); nothing after it changes a run's id.
+// records (its seed design, the seeds its rounds added, the kind of device it trained on, the runs
+// --eliminate stopped) turned into the final list of runs with their ids. `sweep run`, `plan`,
+// `check` and `ingest` all call plan_sweep (and `status` reads what it recorded); nothing after it
+// changes a run's id, and no name in the file moves a recorded decision to other runs.
 //
 // The device rule (docs/guide.md#on-gpus): a file that states `resources.device` trains on that
 // kind — without --devices on every GPU visible here (cuda: one slot each; cuda:N: that one) or
@@ -63,11 +64,18 @@ struct PlanRequest {
   std::optional<RecordedRounds> saved_rounds;
   bool until_decided = false;
   int64_t max_seeds = 0;                     // --max-seeds (0: not given)
+  // The results folder whose --eliminate record of the sweep (sweeps/NAME.eliminated, its stops by
+  // run id) the plan carries in spec.design.eliminate; "": none read (an A/A check is a sweep of its own).
+  std::string results;
+  // ingest: a record that cannot be read is said in SweepPlan::problems and the sweep planned without
+  // it; otherwise it is an Error naming the file.
+  bool lenient_records = false;
 };
 
 struct SweepPlan {
-  SweepSpec spec;  // its runs final, ids and all
+  SweepSpec spec;  // its runs final, ids and all; its design with the folder's --eliminate record
   Placement placement;
+  std::vector<std::string> problems{};  // lenient_records: the records not read, and why
 };
 
 SweepPlan plan_sweep(const PlanRequest& request);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "config/branch.h"
 #include "report/curves.h"
 #include "util/text.h"
 
@@ -17,26 +16,6 @@ EliminationRule rule_of(const SeedDesign& design) {
     rule.delta = design.eliminate->delta;
   }
   return rule;
-}
-
-std::optional<int64_t> look_step(const RunConfig& c, double fraction) { return validation_step_at(c, fraction); }
-
-std::string look_problem(const RunConfig& c, const EliminationRule& rule) {
-  const int64_t total = planned_steps(c), every = c.eval.every;
-  const std::string of = "(eval.every " + std::to_string(every) + " of its " + std::to_string(total) + " steps)";
-  for (const double fraction : rule.looks) {
-    const double before = (fraction - rule.span) * static_cast<double>(total);
-    if (every <= 0 || static_cast<double>(every) > before) {
-      return "its first validation point after step 0 comes after " + percent_of_training(fraction - rule.span) +
-             " of training, where its look at " + percent_of_training(fraction) + " reads its curve " + of +
-             " — a smaller eval.every, or later --looks";
-    }
-    if (!look_step(c, fraction)) {
-      return "it has no validation point after its look at " + percent_of_training(fraction) +
-             " before the end of training " + of + " — a smaller eval.every, or earlier --looks";
-    }
-  }
-  return "";
 }
 
 namespace {
@@ -59,13 +38,28 @@ bool all_finished(const VariantRuns& v) {
          std::all_of(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return finished(r.status); });
 }
 
-// The record's stop of `v` when its runs are the ones it judged, else null.
-const Elimination* recorded_stop(const ReportInput& in, const VariantRuns& v) {
+// The record's stop of one of `v`'s runs (null: none of them was stopped).
+const Elimination* stop_among(const ReportInput& in, const VariantRuns& v) {
   if (!in.design.eliminate) {
     return nullptr;
   }
-  const auto it = in.design.eliminate->stopped.find(v.name);
-  return it != in.design.eliminate->stopped.end() && it->second.runs == run_ids(v) ? &it->second : nullptr;
+  for (const ReportRun& r : v.runs) {
+    if (const Elimination* e = in.design.eliminate->stop_of(r.run_id)) {
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+// The record's stop of `v` when its runs are the ones it judged, else null.
+const Elimination* recorded_stop(const ReportInput& in, const VariantRuns& v) {
+  const Elimination* e = stop_among(in, v);
+  return e != nullptr && e->runs == run_ids(v) ? e : nullptr;
+}
+
+// "`B`", or "`B` (stopped as `A`)" when the arm was renamed since.
+std::string arm_named(const VariantRuns& v, const Elimination& e) {
+  return "`" + v.name + "`" + (e.arm.empty() || e.arm == v.name ? "" : " (stopped as `" + e.arm + "`)");
 }
 
 }  // namespace
@@ -87,7 +81,7 @@ LookJudgement judge_look(const ReportInput& in, const EliminationRule& rule, siz
     ArmLooks a;  // empty at every look but this one; an arm not judged stays empty (counted in the level)
     a.at.assign(rule.looks.size(), std::nullopt);
     a.before.assign(rule.looks.size(), std::nullopt);
-    const bool stopped_before = in.design.eliminate && in.design.eliminate->stopped.count(v.name) > 0;
+    const bool stopped_before = stop_among(in, v) != nullptr;
     if (!stopped_before && !all_finished(v)) {
       if (base_diverged || any_diverged(v)) {
         out.unjudged.push_back(v.name + " (" + (base_diverged ? "the baseline has" : "it has") + " a diverged run)");
@@ -109,7 +103,8 @@ LookJudgement judge_look(const ReportInput& in, const EliminationRule& rule, siz
     if (verdicts[i].stopped) {
       Elimination e = verdicts[i];
       e.runs = run_ids(*judged[i]);
-      out.stopped.emplace_back(judged[i]->name, std::move(e));
+      e.arm = judged[i]->name;
+      out.stopped.push_back(std::move(e));
     }
   }
   return out;
@@ -130,21 +125,21 @@ void apply_eliminations(const ReportInput& in, std::vector<VariantStats>& varian
         saved += static_cast<double>(std::max<int64_t>(0, v.end_tokens - r.tokens));
       }
     }
-    const auto recorded = design.stopped.find(v.name);
-    if (recorded == design.stopped.end()) {
+    const Elimination* recorded = stop_among(in, v);
+    if (recorded == nullptr) {
       continue;
     }
-    const std::string where = "stopped at " + percent_of_training(recorded->second.fraction) + " of training";
+    const Elimination& e = *recorded;
+    const std::string where = "stopped at " + percent_of_training(e.fraction) + " of training";
     if (!recorded_stop(in, v)) {
-      other_runs.push_back("`" + v.name + "`");
+      other_runs.push_back(arm_named(v, e));
       continue;
     }
     if (!applies) {  // trained to the end since: judged on its results
-      finished_later.push_back("`" + v.name + "` (" + where + ")");
+      finished_later.push_back(arm_named(v, e) + " (" + where + ")");
       continue;
     }
-    stopped_now.push_back("`" + v.name + "`");
-    const Elimination& e = recorded->second;
+    stopped_now.push_back(arm_named(v, e));
     const auto s =
         std::find_if(variants.begin(), variants.end(), [&](const VariantStats& x) { return x.name == v.name; });
     if (s == variants.end()) {
@@ -186,8 +181,8 @@ void apply_eliminations(const ReportInput& in, std::vector<VariantStats>& varian
                     ", trained to the end since: judged on its finished runs");
   }
   if (!other_runs.empty()) {
-    notes.push_back("--eliminate's record stopped " + join(other_runs, ", ") +
-                    " on other runs than the sweep file gives it now: not applied");
+    notes.push_back("--eliminate's record stopped runs of " + join(other_runs, ", ") +
+                    ", which the sweep file now gives other runs beside them: not applied, judged on its results");
   }
 }
 

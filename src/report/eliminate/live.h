@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/elimination_check.h"
 #include "config/run_config.h"
 #include "config/sweep_spec.h"
 #include "report/eliminate/rule.h"
@@ -22,29 +23,19 @@ namespace sweep {
 // and its min_effect).
 EliminationRule rule_of(const SeedDesign& design);
 
-// The step at which a run of config `c` pauses for a look at `fraction` of its tokens: its first
-// validation point at or after that share of its steps; nullopt when that point is its end (the
-// look comes too late to save anything) or it has no validation point but the end (eval.every 0).
-std::optional<int64_t> look_step(const RunConfig& c, double fraction);
-
-// Why `rule`'s looks cannot be read on a run of config `c` ("" when they can): its paired Δ curve
-// needs a validation point after step 0 at or before each look's span (its first is at eval.every)
-// and one after the look before its end (look_step).
-std::string look_problem(const RunConfig& c, const EliminationRule& rule);
-
-// The record's stop of `v` while it applies — the arm's runs are the ones it judged (the sweep
-// file unchanged since) and not all of them finished —, else null.
+// The record's stop of `v` while it applies — the arm's runs are the ones it judged, whatever the arm
+// is named now, and not all of them finished —, else null.
 const Elimination* stop_of(const ReportInput& in, const VariantRuns& v);
 
 // A look of a live sweep: the arms it stops (each with how, its runs recorded), and the arms it
 // could not judge and why ("diverged runs", "no point there").
 struct LookJudgement {
-  std::vector<std::pair<std::string, Elimination>> stopped;
+  std::vector<Elimination> stopped;  // each with its arm and runs
   std::vector<std::string> unjudged;
 };
 
 // Look `look` of `rule` on the study's runs so far (each variant but the baseline an arm, the
-// level counting every arm): an arm stopped before, or one with a diverged run (the report calls it
+// level counting every arm): an arm whose runs a look stopped before, or one with a diverged run (the report calls it
 // diverged, never judged on its survivors), is not judged; with a diverged run of the baseline's,
 // none is. Only this look: the earlier ones were judged on what their own time had.
 LookJudgement judge_look(const ReportInput& in, const EliminationRule& rule, size_t look);
@@ -52,8 +43,8 @@ LookJudgement judge_look(const ReportInput& in, const EliminationRule& rule, siz
 // The report of a sweep run --eliminate (in.design.eliminate): each arm whose stop applies
 // (stop_of) is `worse`, its improvement and interval those of the look that stopped it and
 // `stopped` saying where; one trained to the end since keeps the verdict of its results, and a
-// stop of runs the sweep no longer has is not applied; notes say each, the record's settings and
-// the tokens the stops saved.
+// stop of runs an arm holds beside others (the file changed since) is not applied; notes say each
+// — an arm renamed since by both its names —, the record's settings and the tokens the stops saved.
 void apply_eliminations(const ReportInput& in, std::vector<VariantStats>& variants, std::vector<std::string>& notes);
 
 }  // namespace sweep

@@ -3,42 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "util/text.h"
 
 namespace sweep {
-
-std::string rule_problem(const EliminationRule& r) {
-  if (r.looks.empty() || r.kept.size() != r.looks.size()) {
-    return "one kept share per look (" + plural(static_cast<int64_t>(r.looks.size()), "look") + ", " +
-           plural(static_cast<int64_t>(r.kept.size()), "kept share") + ") — give --kept one share per look";
-  }
-  for (size_t j = 0; j < r.looks.size(); ++j) {
-    if (!(r.looks[j] > 0 && r.looks[j] < 1) || (j > 0 && !(r.looks[j] > r.looks[j - 1]))) {
-      std::vector<std::string> given;
-      for (const double f : r.looks) {
-        given.push_back(format_number("%g", f));
-      }
-      return "looks must be fractions of training between 0 and 1, ascending (given: " + join(given, ",") +
-             ") — e.g. 0.3,0.5,0.75";
-    }
-    if (!(r.kept[j] > 0 && r.kept[j] <= 1)) {
-      return "a kept share must be in (0, 1]";
-    }
-  }
-  if (!(r.span > 0 && r.span < r.looks.front())) {
-    return "the first look must come after " + percent_of_training(r.span) +
-           " of training (the span before a look over which a deficit must not shrink)";
-  }
-  if (!(r.delta > 0)) {
-    return "an arm is stopped only when shown worse than −δ: it needs min_effect (δ)";
-  }
-  if (!(r.alpha > 0 && r.alpha < 0.5)) {
-    return "the false-elimination probability must be in (0, 0.5)";
-  }
-  return "";
-}
-
-std::string percent_of_training(double fraction) { return format_number("%g", 100 * fraction) + "%"; }
 
 std::vector<Elimination> eliminate_study(const std::vector<ArmLooks>& arms, const EliminationRule& r) {
   std::vector<Elimination> out(arms.size());

@@ -44,18 +44,14 @@ struct EliminationRule : EliminationSettings {
   double delta = 0;  // the smallest effect of interest δ (> 0)
 };
 
-// Why a rule cannot be used ("" when it can): looks out of (0, 1) or not ascending, a kept share per
-// look out of (0, 1], a span that reaches before the start, no δ, α out of (0, 0.5).
-std::string rule_problem(const EliminationRule& rule);
+// Why a rule cannot be used ("" when it can): config/elimination.h's rule_problem of its settings and δ.
+inline std::string rule_problem(const EliminationRule& rule) { return rule_problem(rule, rule.delta); }
 
 // One arm's Δ at each look and a span before it (nullopt where its curve has none: that look
 // cannot stop it).
 struct ArmLooks {
   std::vector<std::optional<LookDelta>> at, before;
 };
-
-// A look's place in training as the rule's lines say it: 0.3 → "30%".
-std::string percent_of_training(double fraction);
 
 // Every arm of a study (each paired with the baseline) judged at the rule's looks.
 std::vector<Elimination> eliminate_study(const std::vector<ArmLooks>& arms, const EliminationRule& rule);

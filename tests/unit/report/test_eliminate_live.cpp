@@ -83,8 +83,8 @@ TEST_CASE("eliminate live: the look on runs paused at it stops the arm shown wor
   ReportInput in = study(400);
   const LookJudgement first = judge_look(in, rule, 0);
   REQUIRE(first.stopped.size() == 1);
-  const auto& [name, how] = first.stopped[0];
-  CHECK(name == "worse");
+  const Elimination& how = first.stopped[0];
+  CHECK(how.arm == "worse");
   CHECK(how.look == 0);
   CHECK(how.fraction == doctest::Approx(0.3));
   CHECK(how.mean == doctest::Approx(-0.2));
@@ -100,10 +100,13 @@ TEST_CASE("eliminate live: the look on runs paused at it stops the arm shown wor
         std::vector<std::string>{"worse (no point with 2 seeds there)", "same (no point with 2 seeds there)"});
   // an arm stopped before is not judged again; the arm as good as the baseline is never stopped
   in.design.eliminate = EliminationDesign{};
-  in.design.eliminate->stopped["worse"] = how;
+  in.design.eliminate->stopped.push_back(how);
   CHECK(judge_look(study(600), rule, 1).stopped.size() == 1);
   ReportInput later = study(600);
   later.design = in.design;
+  CHECK(judge_look(later, rule, 1).stopped.empty());
+  // by its runs, whatever its name: renamed since, it is still the arm stopped before
+  later.variants[1].name = "renamed";
   CHECK(judge_look(later, rule, 1).stopped.empty());
 }
 
@@ -130,7 +133,7 @@ TEST_CASE("eliminate live: the report of an arm a look stopped") {
   EliminationDesign d;
   d.delta = 0.01;
   d.looks_taken = 1;
-  d.stopped["worse"] = {true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}};
+  d.stopped.push_back({true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}, "worse"});
   in.design.eliminate = d;
   std::vector<VariantStats> stats(3);
   for (size_t i = 0; i < 3; ++i) {
@@ -177,7 +180,49 @@ TEST_CASE("eliminate live: the report of an arm a look stopped") {
   CHECK(stats[1].verdict == Verdict::no_result);
   CHECK(stop_of(changed, changed.variants[1]) == nullptr);
   REQUIRE(notes.size() == 1);
-  CHECK(notes[0] == "--eliminate's record stopped `worse` on other runs than the sweep file gives it now: not applied");
+  CHECK(notes[0] == "--eliminate's record stopped runs of `worse`, which the sweep file now gives other runs beside "
+                    "them: not applied, judged on its results");
+}
+
+// The sweep file edited between looks: two arms' names swapped, or the stopped arm renamed. The set of
+// run ids is the same, so --eliminate goes on — and the stop stays with the runs it judged, never with
+// the name (which would stop the arm never judged and train the stopped one again).
+TEST_CASE("eliminate live: a stop follows its runs — two arms' names swapped, the stopped arm renamed") {
+  ReportInput in = study(400);
+  in.design.min_effect = 0.01;
+  EliminationDesign d;
+  d.delta = 0.01;
+  d.looks_taken = 1;
+  d.stopped.push_back({true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}, "worse"});
+  in.design.eliminate = d;
+  const auto report = [](const ReportInput& x, std::vector<std::string>& notes) {
+    std::vector<VariantStats> stats(3);
+    for (size_t i = 0; i < 3; ++i) {
+      stats[i].name = x.variants[i].name;
+      stats[i].runs = 3;
+      stats[i].verdict = i == 0 ? Verdict::baseline : Verdict::no_result;
+    }
+    apply_eliminations(x, stats, notes);
+    return stats;
+  };
+  ReportInput swapped = in;
+  std::swap(swapped.variants[1].name, swapped.variants[2].name);  // "same" now holds the stopped runs
+  std::vector<std::string> notes;
+  std::vector<VariantStats> stats = report(swapped, notes);
+  CHECK(stats[1].name == "same");
+  CHECK(stats[1].verdict == Verdict::worse);      // the runs the look stopped
+  CHECK(stats[2].verdict == Verdict::no_result);  // never judged: not stopped
+  CHECK(stop_of(swapped, swapped.variants[2]) == nullptr);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].find("--eliminate stopped `same` (stopped as `worse`) before the end of training") == 0);
+  CHECK(d.stop_of("worse-2") == &d.stopped[0]);
+  CHECK(d.stop_of("same-2") == nullptr);
+  ReportInput renamed = in;
+  renamed.variants[1].name = "worse-renamed";
+  notes.clear();
+  stats = report(renamed, notes);
+  CHECK(stats[1].verdict == Verdict::worse);
+  CHECK(notes[0].find("--eliminate stopped `worse-renamed` (stopped as `worse`)") == 0);
 }
 
 TEST_CASE("eliminate live: a sweep's record of the looks goes to JSON and back") {
@@ -187,17 +232,30 @@ TEST_CASE("eliminate live: a sweep's record of the looks goes to JSON and back")
   d.looks_taken = 1;
   d.delta = 0.005;
   d.runs = {"a", "b"};
-  d.stopped["weight-tying"] = {true, 0, 0.25, -0.12, -0.06, -0.0167, 3, {"b"}};
+  d.stopped.push_back({true, 0, 0.25, -0.12, -0.06, -0.0167, 3, {"b"}, "weight-tying"});
   const EliminationDesign back = EliminationDesign::from_json(nlohmann::json::parse(d.to_json().dump()));
   CHECK(back.settings.looks == d.settings.looks);
   CHECK(back.settings.kept == d.settings.kept);
   CHECK(back.settings.span == d.settings.span);
   CHECK(back.looks_taken == 1);
-  REQUIRE(back.stopped.count("weight-tying"));
-  CHECK(back.stopped.at("weight-tying").upper == -0.06);
-  CHECK(back.stopped.at("weight-tying").seeds == 3);
-  CHECK(back.stopped.at("weight-tying").runs == std::vector<std::string>{"b"});
+  REQUIRE(back.stopped.size() == 1);
+  CHECK(back.stopped[0].arm == "weight-tying");
+  CHECK(back.stopped[0].upper == -0.06);
+  CHECK(back.stopped[0].seeds == 3);
+  CHECK(back.stopped[0].runs == std::vector<std::string>{"b"});
+  CHECK(back.stop_of("b") == &back.stopped[0]);
+  CHECK(back.stop_of("a") == nullptr);
   CHECK(back.delta == 0.005);
   CHECK(back.runs == d.runs);
   CHECK_THROWS(EliminationDesign::from_json(nlohmann::json::parse(R"({"looks": [0.3]})")));
+  // an older record: the stops keyed by the arm's name, its runs unsorted
+  const EliminationDesign old = EliminationDesign::from_json(nlohmann::json::parse(
+      R"({"looks": [0.3], "kept": [0.2], "span": 0.05, "alpha": 0.05, "min_effect": 0.01, "runs": ["a", "b", "c"],
+          "looks_taken": 1, "stopped": {"clip": {"look": 0, "fraction": 0.3, "delta": -0.1, "upper": -0.08,
+          "threshold": -0.05, "seeds": 2, "runs": ["c", "b"]}}})"));
+  REQUIRE(old.stopped.size() == 1);
+  CHECK(old.stopped[0].arm == "clip");
+  CHECK(old.stop_of("b") == &old.stopped[0]);
+  CHECK(old.stop_of("c") == &old.stopped[0]);
+  CHECK(old.stop_of("a") == nullptr);
 }
