@@ -6,12 +6,23 @@
 #include "memory_plan/admission.h"
 #include "cli/sweep_commands.h"
 #include "data/dataset.h"
+#include "sched/branches.h"
 #include "sched/lifecycle.h"
 #include "util/text.h"
 
 namespace sweep::commands {
 
 namespace {
+
+// The state `sweep plan` shows a run in: as `status` says it ("stopped": by --eliminate), but
+// "orphaned" for a branch its parent cannot give a start (`why` then says why, as `sweep run` would).
+std::string plan_label(const PlannedRun& r, PlanState state, const SweepSpec& spec, Store* store, Branches* branches,
+                       std::string& why) {
+  const bool startable = finished(state) || failed(state) || branches == nullptr || !r.config.branch.on() ||
+                         !store->run(r.run_id) || !store->run(r.config.branch.from) || branches->has_start(r);
+  why = startable ? "" : branches->orphaned(r);
+  return why.empty() ? state_label(state, spec.design.eliminate, r.run_id) : "orphaned";
+}
 
 // `missing`: datasets not prepared yet. Their runs are planned without what needs the data — a
 // run's id (its vocabulary is part of it), its epochs, its memory and the vocabulary's weights.
@@ -38,7 +49,13 @@ Exit print_plan(const PlanOptions& o, const SweepPlan& plan, const std::set<std:
   }
   std::printf("%-32s %-14s %-16s %-10s %10s %7s %13s  %s\n", "variant", "seed", "run", "state", "tokens", "epochs",
               "memory/device", "parameters (active per token)");
-  double tokens_left = 0, rate_sum = 0;
+  std::vector<const PlannedRun*> runs;
+  for (const auto& r : spec.runs) {
+    runs.push_back(&r);
+  }
+  const std::unique_ptr<Branches> branches = store ? std::make_unique<Branches>(runs, *store) : nullptr;
+  std::vector<std::string> orphans;  // branches their parent cannot start, and why
+  double tokens_left = 0, tokens_stopped = 0, rate_sum = 0;
   int rates = 0;
   std::map<std::string, int> counts;
   std::map<std::string, int64_t> train_tokens;  // per dataset folder
@@ -64,17 +81,24 @@ Exit print_plan(const PlanOptions& o, const SweepPlan& plan, const std::set<std:
     most_epochs = std::max(most_epochs, epochs);
     const std::optional<RunRow> row = store ? store->run(r.run_id) : std::nullopt;
     const PlanState state = row ? plan_state(*row) : PlanState::pending;
-    counts[to_string(state)]++;
+    std::string why;
+    const std::string label = plan_label(r, state, spec, store.get(), branches.get(), why);
+    counts[label]++;
+    if (!why.empty()) {
+      orphans.push_back(r.variant + " " + seeds_in_words(r.config.seeds.init, r.config.seeds.data, r.repeat) + " (" +
+                        r.run_id + "): " + why);
+    }
     if (row && row->tokens_per_s) {
       rate_sum += *row->tokens_per_s;
       ++rates;
     }
     if (!finished(state) && !failed(state) && !own) {
-      tokens_left += static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
+      (label == "stopped" ? tokens_stopped : tokens_left) +=
+          static_cast<double>(r.config.train.tokens - (row ? row->tokens : 0));
     }
     if (own) {
       std::printf("%-32s %-14s %-16s %-10s %10s %7s %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
-                  to_string(state), "-", "-", "-",
+                  label.c_str(), "-", "-", "-",
                   ("trainer " + r.config.trainer->name + "@" + r.config.trainer->version()).c_str());
       continue;
     }
@@ -82,7 +106,7 @@ Exit print_plan(const PlanOptions& o, const SweepPlan& plan, const std::set<std:
     const std::string params = format_count(static_cast<double>(size.total)) +
                                (size.active != size.total ? " (" + format_count(static_cast<double>(size.active)) + ")" : "");
     std::printf("%-32s %-14s %-16s %-10s %10s %7.2f %13s  %s\n", r.variant.c_str(), seeds.c_str(), r.run_id.c_str(),
-                to_string(state), format_count(static_cast<double>(r.config.train.tokens)).c_str(), epochs,
+                label.c_str(), format_count(static_cast<double>(r.config.train.tokens)).c_str(), epochs,
                 format_bytes(run_memory(r.config).total()).c_str(), params.c_str());
   }
   if (repeating > 0) {
@@ -90,6 +114,9 @@ Exit print_plan(const PlanOptions& o, const SweepPlan& plan, const std::set<std:
                 "see data again, and interventions that fight overfitting (dropout, weight decay) help more than in "
                 "the single-epoch studies of web-scale data\n",
                 repeating, spec.runs.size(), most_epochs);
+  }
+  for (const auto& line : orphans) {
+    std::printf("orphaned %s\n", line.c_str());
   }
   for (const auto& ref : spec.references) {
     std::optional<ReferenceScore> scored;
@@ -116,6 +143,10 @@ Exit print_plan(const PlanOptions& o, const SweepPlan& plan, const std::set<std:
     return Exit::ok;
   }
   std::printf("%s; %s tokens left to train", join_counts(counts).c_str(), format_count(tokens_left).c_str());
+  if (tokens_stopped > 0) {
+    std::printf(" (and %s of the runs --eliminate stopped, if `sweep run` without it finishes them)",
+                format_count(tokens_stopped).c_str());
+  }
   if (rates > 0) {
     std::printf(", about %.0f min at the %.0f tokens/s measured so far on one slot\n",
                 tokens_left / (rate_sum / rates) / 60.0, rate_sum / rates);

@@ -117,6 +117,10 @@ class EventOrder {
       if (m_at == At::running && m_source == Source::one_process) {
         return "a second start event from one program";
       }
+      // an attempt, as the scheduler counts them: not a resume after a preemption or an interruption
+      const bool resumed = m_at == At::ended && (m_end == to_string(RunState::preempted) ||
+                                                 m_end == to_string(RunState::interrupted));
+      m_attempts += resumed ? 0 : 1;
       m_at = At::running;
       m_last_train = step;
       const auto total = ev.find(field::total_steps);
@@ -153,6 +157,9 @@ class EventOrder {
 
   // Whether the events so far end in an attempt with no end event: a start, and nothing that ended it.
   bool attempt_open() const { return m_at == At::running; }
+  // The attempts the starts so far make, as the scheduler counts its launches: every start but one
+  // that resumes after a preemption or an interruption (a pause for a look, Ctrl-C).
+  int64_t attempts() const { return m_attempts; }
 
  private:
   enum class At { before_start, running, ended, final_end };
@@ -160,6 +167,7 @@ class EventOrder {
   At m_at = At::before_start;
   int64_t m_last_train = 0;
   int64_t m_total_steps = 0;  // as the latest start announced (0: not said)
+  int64_t m_attempts = 0;
   std::string m_end;
 };
 

@@ -29,7 +29,8 @@ class Branches {
   // of its branches at that step without a start its checkpoint (the parent's ckpt.pt); returns them.
   std::vector<const PlannedRun*> give_start(const PlannedRun& parent, int64_t step) const;
   // Why `branch` (without a start) cannot get one ("" when its parent can still give it: it trains
-  // to the step, or waits to).
+  // to the step, or waits to). Asked by the runner only of a parent it no longer trains: one that
+  // crashed and is retried is not written off (its failure is not final until its retries are spent).
   std::string orphaned(const PlannedRun& branch) const;
   // The run that `branch` branches from (null for one that does not).
   const PlannedRun* parent_of(const PlannedRun& branch) const;

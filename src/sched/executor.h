@@ -61,6 +61,11 @@ class Executor {
   // the start line.
   virtual std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::optional<int64_t> pause_at,
                                        std::string& where) = 0;
+  // A run whose lock another process holds — a worker a killed scheduler left, still training: the
+  // slots it would take are kept busy until `release`, so that none is double-booked (a batch
+  // system's tasks are its own: nothing to keep). Asked only where can_start(run) holds.
+  virtual void hold(const PlannedRun& run) { (void)run; }
+  virtual void release(const std::string& run_id) { (void)run_id; }
   // Sends what `start` queued.
   virtual Observed submit() { return {}; }
   // Waits a little (a local poll, a batch system's polling interval) and reports.

@@ -143,6 +143,21 @@ std::vector<size_t> LocalExecutor::free_slots(const RunConfig& run) const {
   return free;
 }
 
+void LocalExecutor::hold(const PlannedRun& run) {
+  const std::vector<size_t> kept = free_slots(run.config);
+  for (const size_t s : kept) {
+    m_slots[s].busy = true;
+  }
+  m_held[run.run_id] = kept;
+}
+
+void LocalExecutor::release(const std::string& run_id) {
+  for (const size_t s : m_held[run_id]) {
+    m_slots[s].busy = false;
+  }
+  m_held.erase(run_id);
+}
+
 bool LocalExecutor::can_start(const PlannedRun& run) const {
   return free_slots(run.config).size() == static_cast<size_t>(run.config.resources.ranks);
 }

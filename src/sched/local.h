@@ -3,6 +3,7 @@
 // launches its N ranks. Its events arrive on the child's stdout.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ class LocalExecutor : public Executor {
   bool can_start(const PlannedRun& run) const override;
   std::optional<int64_t> start(const PlannedRun& run, const RunRow& row, std::optional<int64_t> pause_at,
                                std::string& where) override;
+  void hold(const PlannedRun& run) override;
+  void release(const std::string& run_id) override;
   Observed poll() override;
   void kill(const std::string& run_id) override;
   std::string stop(int times) override;
@@ -51,6 +54,7 @@ class LocalExecutor : public Executor {
   double m_stall_timeout;
   std::vector<Slot> m_slots;
   std::vector<Worker> m_workers;
+  std::map<std::string, std::vector<size_t>> m_held;  // runs another process trains -> the slots kept for them
 };
 
 }  // namespace sweep

@@ -86,10 +86,10 @@ void ResultsLock::release_reserve() {
   fs::remove(m_reserve, ignored);
 }
 
-void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir) {
+int64_t reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir) {
   const fs::path events = fs::path(run_dir) / "events.jsonl";
   if (!fs::exists(events)) {
-    return;
+    return 0;
   }
   // the order of events enforced as the worker host enforces it (protocol/event_order.h): a
   // folder may come from anywhere — of any size: read a line at a time, ingested in batches (as
@@ -110,6 +110,7 @@ void reingest_run_dir(Store& store, const std::string& run_id, const std::string
   if (order.attempt_open() && !finished(store.run(run_id)->status)) {
     store.set_status(run_id, RunState::interrupted, events::k_no_end_event);
   }
+  return order.attempts();
 }
 
 void record_end(Store& store, const std::string& run_id, RunState state, const std::string& error) {
@@ -219,7 +220,7 @@ void SweepRunner::launch(const PlannedRun& run) {
   // resume must not leave a hole in the run's curve.
   reingest_run_dir(m_store, run.run_id, dir.string());
   const RunRow row = *m_store.run(run.run_id);
-  if (skip_if_taken(run, dir)) {  // its worker would be refused: not a failure of the run
+  if (held_elsewhere(run, dir)) {  // its worker would be refused: followed until the holder lets go
     return;
   }
   if (finished(row.status)) {
@@ -228,7 +229,11 @@ void SweepRunner::launch(const PlannedRun& run) {
     return;
   }
   if (!m_branches->has_start(run)) {  // a branch: it starts from its parent's checkpoint at the branch step
-    if (const std::string why = m_branches->orphaned(run); !why.empty()) {
+    // a parent this `sweep run` still trains (a crash retried) can give it yet; else ask why it cannot
+    const PlannedRun* parent = m_branches->parent_of(run);
+    const bool parent_left = parent != nullptr && (m_watched.count(parent->run_id) || m_held.count(parent->run_id) ||
+                                                   std::find(m_queue.begin(), m_queue.end(), parent) != m_queue.end());
+    if (const std::string why = parent_left ? "" : m_branches->orphaned(run); !why.empty()) {
       ++m_orphaned;
       say("not started " + describe(run) + ": " + why);
     } else {
@@ -323,16 +328,38 @@ void SweepRunner::apply(Observed seen) {
 
 // Another process holds the run's lock (a worker a killed scheduler left, still training): the run
 // is neither finished nor failed, and nothing is written into the folder that process writes.
-bool SweepRunner::skip_if_taken(const PlannedRun& run, const fs::path& dir) {
+bool SweepRunner::held_elsewhere(const PlannedRun& run, const fs::path& dir) {
   std::string holder;
   if (FileLock::try_lock(dir / ".lock", &holder)) {
     return false;
   }
-  ++m_skipped;
-  m_store.set_status(run.run_id, RunState::interrupted,
-                     "another process (pid " + holder + ") trains it; `sweep run` again takes it up when that ends");
-  say("skip  " + describe(run) + ": another process (pid " + holder + ") trains it; `sweep run` again takes it up");
+  m_held[run.run_id] = {&run, holder, now()};
+  m_executor->hold(run);
+  say("wait  " + describe(run) + ": another process (pid " + holder + ") trains it — followed (its events read as "
+      "they come, its slot kept), and taken up here when that ends");
   return true;
+}
+
+void SweepRunner::follow_held() {
+  for (auto it = m_held.begin(); it != m_held.end();) {
+    const auto& [run_id, held] = *it;
+    const RunRow row = *m_store.run(run_id);
+    const bool let_go = FileLock::try_lock(fs::path(row.run_dir) / ".lock") != nullptr;  // (released at once)
+    if (!let_go && now() - held.read < 1) {
+      ++it;
+      continue;
+    }
+    reingest_run_dir(m_store, run_id, row.run_dir);  // what it wrote so far: its events as they grow
+    if (!let_go) {
+      it->second.read = now();
+      ++it;
+      continue;
+    }
+    m_executor->release(run_id);
+    say("taken up " + describe(*held.run) + ": the process that trained it (pid " + held.holder + ") has ended");
+    m_queue.push_front(held.run);  // done there, or resumed here from its checkpoint
+    it = m_held.erase(it);
+  }
 }
 
 void SweepRunner::finish(const WorkerEnd& end) {
@@ -340,7 +367,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
   const Watched watched = m_watched.at(end.run_id);
   // Refused at its lock: one that took it after launch() looked (a worker left by a killed scheduler,
   // still loading then) trains the run now
-  if (end.exit_code == static_cast<int>(Exit::bad_input) && skip_if_taken(*watched.run, row.run_dir)) {
+  if (end.exit_code == static_cast<int>(Exit::bad_input) && held_elsewhere(*watched.run, row.run_dir)) {
     m_watched.erase(end.run_id);
     return;
   }
@@ -374,8 +401,8 @@ void SweepRunner::finish(const WorkerEnd& end) {
     record_end(m_store, end.run_id, outcome.state, outcome.error);
   }
   m_watched.erase(end.run_id);
-  if (!(outcome.then == Then::paused && watched.for_branches)) {
-    requeue_waiting(end.run_id);
+  if (outcome.then == Then::finished || outcome.then == Then::give_up) {
+    requeue_waiting(end.run_id);  // ended for good: its branches waiting are judged anew (written off, said)
   }
   const std::string code = end.exit_code ? "exit " + std::to_string(*end.exit_code) : end.detail;
   switch (outcome.then) {
@@ -555,9 +582,11 @@ bool SweepRunner::take_look() {
   if (!m_options.looks || m_paused == 0 || stopping()) {
     return false;
   }
-  if (m_failed > 0 || m_failed_before > 0 || m_skipped > 0) {  // an arm's seeds would be missing from the look
+  const auto held = static_cast<int>(m_held.size());  // (left only by a Ctrl-C)
+  if (m_failed > 0 || m_failed_before > 0 || held > 0) {  // an arm's seeds would be missing from the look
     say("--eliminate: the look waits — " + std::to_string(m_failed + m_failed_before) + " failed and " +
-        std::to_string(m_skipped) + " skipped " + (m_failed + m_failed_before + m_skipped == 1 ? "run" : "runs") +
+        std::to_string(held) + " held by another process " +
+        (m_failed + m_failed_before + held == 1 ? "run" : "runs") +
         "; `sweep run --eliminate` again takes it once they are trained (--retry-failed for the failed), `sweep run` "
         "without --eliminate trains every run to its end");
     return false;
@@ -580,8 +609,9 @@ bool SweepRunner::take_look() {
 }
 
 bool SweepRunner::add_round() {
-  if (!m_options.next_round || stopping() || m_failed > 0 || m_failed_before > 0 || m_skipped > 0) {
-    if (m_options.next_round && (m_failed > 0 || m_failed_before > 0 || m_skipped > 0)) {
+  const bool held = !m_held.empty();
+  if (!m_options.next_round || stopping() || m_failed > 0 || m_failed_before > 0 || held) {
+    if (m_options.next_round && (m_failed > 0 || m_failed_before > 0 || held)) {
       say("no more seeds: some runs failed or were skipped — the verdicts wait for them (`sweep run` again, "
           "--retry-failed)");
     }
@@ -623,7 +653,8 @@ Exit SweepRunner::run() {
   try {
     int signalled = 0;
     bool halted = false;
-    while (!m_watched.empty() || (!m_queue.empty() && !stopping()) || take_look() || add_round()) {
+    while (!m_watched.empty() || (!stopping() && (!m_queue.empty() || !m_held.empty())) || take_look() ||
+           add_round()) {
       if (g_interrupts > signalled) {
         signalled = g_interrupts;
         say(m_executor->stop(signalled));
@@ -641,6 +672,7 @@ Exit SweepRunner::run() {
       }
       apply(m_executor->submit());
       apply(m_executor->poll());
+      follow_held();
       check_stalls();
       draw();
     }
@@ -667,7 +699,7 @@ Exit SweepRunner::run() {
   if (g_interrupts > 0) {
     return Exit::interrupted;
   }
-  return failed > 0 || m_skipped > 0 || m_orphaned > 0 ? Exit::failed : Exit::ok;
+  return failed > 0 || !m_held.empty() || m_orphaned > 0 ? Exit::failed : Exit::ok;
 }
 
 // The runner failed (the database could not be written, say): its local workers are stopped

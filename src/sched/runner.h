@@ -39,8 +39,9 @@ class ResultsLock {
 };
 
 // Re-ingests a run directory's events.jsonl (after a scheduler crash, or for `sweep ingest`); a
-// run whose events stop in an attempt without an end is recorded interrupted (resumable).
-void reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
+// run whose events stop in an attempt without an end is recorded interrupted (resumable). Returns
+// the attempts its starts make (events::EventOrder::attempts), for a database rebuilt from it.
+int64_t reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir);
 
 // Records how an attempt of the run ended as the scheduler reads it (an exit code, a kill, a stop),
 // where its events do not say it already: an end event "by" the scheduler appended to the run's
@@ -120,7 +121,10 @@ class SweepRunner {
   void launch(const PlannedRun& run);
   void apply(Observed seen);
   void finish(const WorkerEnd& end);
-  bool skip_if_taken(const PlannedRun& run, const std::filesystem::path& dir);
+  // Another process holds the run's lock (a worker a killed scheduler left): the run is followed —
+  // its slots kept busy, its events read as they grow — and taken up once that process lets go.
+  bool held_elsewhere(const PlannedRun& run, const std::filesystem::path& dir);
+  void follow_held();
   void check_stalls();  // the watchdog: kills the workers silent for longer than their stall timeout
   void draw();
   void clear_block();
@@ -143,7 +147,12 @@ class SweepRunner {
   std::string m_halt;                        // why the sweep stops (a worker could not write its files)
   int m_done = 0, m_failed = 0, m_finished_before = 0, m_failed_before = 0;
   size_t m_total = 0;  // distinct runs planned
-  int m_skipped = 0;  // runs another process was training: neither finished nor failed
+  struct Held {
+    const PlannedRun* run;
+    std::string holder;  // the pid that holds its lock, as it wrote it
+    double read = 0;     // when its events were last read
+  };
+  std::map<std::string, Held> m_held;  // runs whose lock another process holds, followed until it lets go
   int m_paused = 0;   // --eliminate: runs at the step of the look to come, waiting for it
   std::set<std::string> m_stopped;  // --eliminate: runs of the arms its looks stopped
   std::unique_ptr<Branches> m_branches;

@@ -134,7 +134,10 @@ class EventIngest {
     } else if (type == events::end) {
       end(ev);
     }
-    if (has_time) {
+    // The scheduler's own end of an attempt says how it ended, not that the run trained until then: a
+    // worker stopped while starting, after a pause, would otherwise add the whole pause to its segment.
+    const bool by_scheduler = field_or<std::string>(ev, field::by, "") == events::k_by_scheduler;
+    if (has_time && !by_scheduler) {
       m_latest_time = std::max(m_latest_time, time);
     }
   }

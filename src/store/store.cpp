@@ -513,6 +513,15 @@ void Store::set_job(const std::string& run_id, const std::string& job, const std
   throw db_error(m_path, e);
 }
 
+void Store::note_attempts(const std::string& run_id, int64_t attempts) try {
+  SQLite::Statement q(*m_db, "UPDATE runs SET attempts = MAX(attempts, ?) WHERE run_id = ?");
+  q.bind(1, attempts);
+  q.bind(2, run_id);
+  q.exec();
+} catch (const SQLite::Exception& e) {
+  throw db_error(m_path, e);
+}
+
 void Store::set_status(const std::string& run_id, RunState status, const std::string& error) try {
   SQLite::Statement q(*m_db, "UPDATE runs SET status = ?, error = ?, pid = 0, updated_at = ? WHERE run_id = ?");
   q.bind(1, to_string(status));

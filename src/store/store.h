@@ -132,6 +132,8 @@ class Store {
   void mark_launched(const std::string& run_id, int64_t pid, bool counts_as_attempt, const std::string& device);
   void set_status(const std::string& run_id, RunState status, const std::string& error = "");
   void set_job(const std::string& run_id, const std::string& job, const std::string& state);
+  // `sweep ingest`: the attempts a run folder's events make, where the database counted fewer.
+  void note_attempts(const std::string& run_id, int64_t attempts);
   // Registers a run found on disk (sweep ingest) that the database does not know yet, at the seeds its config says.
   void ensure_run(const std::string& run_id, const std::string& config_yaml, const std::string& run_dir,
                   int64_t init_seed, int64_t data_seed);

@@ -64,7 +64,8 @@ uint64_t dropout_seed(int64_t data_seed, int64_t rank) {
 
 // Faults for the scheduler's tests, compiled only into test builds (-DSWEEP_TEST_HOOKS=ON): a
 // file `test-fault` in the run directory holding "crash_at_step:N" aborts the worker after step
-// N; "oom_at_step:N" fails there the way LibTorch's CPU allocator does when memory runs out;
+// N ("crash_once_at_step:N": once, the file removed first, so that its retry goes on);
+// "oom_at_step:N" fails there the way LibTorch's CPU allocator does when memory runs out;
 // "disk_full_at_step:N" as a write to a full disk does (exit 74).
 void fault_hook(const std::string& run_dir, int64_t step) {
 #ifdef SWEEP_TEST_HOOKS
@@ -73,7 +74,10 @@ void fault_hook(const std::string& run_dir, int64_t step) {
     return;
   }
   const std::string what = trim(read_file(fault));
-  if (what == "crash_at_step:" + std::to_string(step)) {
+  if (what == "crash_at_step:" + std::to_string(step) || what == "crash_once_at_step:" + std::to_string(step)) {
+    if (what.starts_with("crash_once")) {
+      fs::remove(fault);
+    }
     std::fprintf(stderr, "test-fault: crashing at step %lld\n", static_cast<long long>(step));
     std::abort();
   }

@@ -78,8 +78,33 @@ cat table.txt
 grep -q "branched from the baseline at step 80" table.txt || fail "the report does not say the branches"
 
 # ---- the branches of a baseline that trained past the point: not started, said so ----
-expect_rc 1 "$SWEEP" run s.yaml --results res-a --devices cpu:2x1 > orphan.txt
+# (s.yaml is a second file under scratch.yaml's sweep name there: refused naming both, unless --replace)
+expect_rc 2 "$SWEEP" run s.yaml --results res-a --devices cpu:2x1 2> err.txt
+grep -q "sweep br in res-a is .*/scratch.yaml's, and s.yaml names its sweep br too — it would take the name over" err.txt ||
+  fail "a second file under the name: $(cat err.txt)"
+grep -q "pass --replace to make br its sweep" err.txt || fail "no fix named: $(cat err.txt)"
+expect_rc 1 "$SWEEP" run s.yaml --results res-a --devices cpu:2x1 --replace > orphan.txt
+grep -q -- "--replace: sweep br was .*/scratch.yaml's; it is s.yaml's from now on" orphan.txt ||
+  fail "--replace does not say what it replaces: $(head -3 orphan.txt)"
 grep -q "not started wsd seed 1 (.*): its parent, the baseline's run .*, has trained past step 80 without" orphan.txt ||
   fail "a branch of a finished baseline: $(cat orphan.txt)"
 grep -q "4 branches not started" orphan.txt || fail "the summary: $(tail -1 orphan.txt)"
+"$SWEEP" plan s.yaml --results res-a > orphan_plan.txt
+[ "$(grep -c "^wsd .* orphaned " orphan_plan.txt)" = 2 ] || fail "plan shows the branches as: $(cat orphan_plan.txt)"
+grep -q "^orphaned wsd seed 1 .*: its parent, the baseline's run .*, has trained past step 80" orphan_plan.txt ||
+  fail "plan does not say why: $(cat orphan_plan.txt)"
+# ---- a parent that crashes before the branch point, retried: its branches start in the same `sweep run` ----
+"$SWEEP" plan s.yaml --results res-c > plan.txt
+crashing=$(awk '$1 == "base" && $2 == "1" {print $3}' plan.txt)
+mkdir -p "res-c/runs/$crashing"
+echo "crash_once_at_step:50" > "res-c/runs/$crashing/test-fault"
+"$SWEEP" run s.yaml --results res-c --devices cpu:2x1 > crash.txt || fail "a retried parent: $(cat crash.txt)"
+grep -q "crash base seed 1 .*retrying from its checkpoint" crash.txt || fail "no crash and retry: $(cat crash.txt)"
+! grep -q "not started" crash.txt || fail "branches written off while their parent was retried: $(cat crash.txt)"
+[ "$(DB=res-c/sweep.db sql "SELECT count(*) FROM runs WHERE status = 'done'")" = 6 ] ||
+  fail "not every run finished: $(DB=res-c/sweep.db sql "SELECT run_id, status, steps FROM runs")"
+for variant in base wsd nodrop; do  # the crash resumed from the checkpoint: the results of the run without it
+  a=$(losses res/sweep.db "$variant" 1) c=$(losses res-c/sweep.db "$variant" 1)
+  [ -n "$a" ] && [ "$a" = "$c" ] || fail "$variant seed 1 after its parent's retry: $c, without the crash $a"
+done
 echo "branch: ok"

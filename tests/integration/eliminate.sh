@@ -82,9 +82,11 @@ cp -r res res-one
 "$SWEEP" report el --results res-one > one_table.txt
 grep -qE "lr-tiny +3 .* worse +stopped at 30% of training" one_table.txt || fail "one finished run: $(grep lr-tiny one_table.txt)"
 # the sweep file changed: the record judged other runs — refused with --eliminate, not applied to the new runs
-sed 's/lr-tiny: {train.lr: 3e-6, train.min_lr: 3e-7}/lr-tiny: {train.lr: 4e-6, train.min_lr: 3e-7}/' s.yaml > changed.yaml
-expect_rc 2 "$SWEEP" run changed.yaml --results res-one --eliminate 2> err.txt
-grep -q "sweep el's looks judged other runs than changed.yaml gives it now (new runs of lr-tiny)" err.txt ||
+cp s.yaml unchanged.yaml
+sed -i 's/lr-tiny: {train.lr: 3e-6, train.min_lr: 3e-7}/lr-tiny: {train.lr: 4e-6, train.min_lr: 3e-7}/' s.yaml
+expect_rc 2 "$SWEEP" run s.yaml --results res-one --eliminate 2> err.txt
+cp unchanged.yaml s.yaml
+grep -q "sweep el's looks judged other runs than s.yaml gives it now (new runs of lr-tiny)" err.txt ||
   fail "a changed file: $(cat err.txt)"
 "$SWEEP" report el --results res-one > /dev/null  # the database still has the file it ran
 
@@ -120,17 +122,25 @@ tiny_full=$(DB=fixed/sweep.db sql "SELECT group_concat(r.test_loss, ' ') FROM ru
             WHERE v.sweep = 'el' AND v.variant = 'lr-tiny' ORDER BY r.init_seed")
 [ "$tiny_live" = "$tiny_full" ] || fail "lr-tiny resumed from its look: $tiny_live, straight: $tiny_full"
 
-# ---- a look waits for a run another process trains (a worker a killed scheduler left) ----
+# ---- a look waits for a run another process trains (a worker a killed scheduler left): followed, then taken up ----
 plan=$("$SWEEP" plan s.yaml --results wait)
 held=$(awk '$1 == "dropout-off" && $2 == 3 {print $3}' <<< "$plan")
 mkdir -p "wait/runs/$held"
-exec 9> "wait/runs/$held/.lock"  # this shell holds the run's lock, as a worker does
-flock 9
-expect_rc 1 "$SWEEP" run s.yaml --results wait --eliminate --devices cpu:2x1 > wait.txt 9>&-
-grep -q -- "--eliminate: the look waits — 0 failed and 1 skipped run" wait.txt || fail "the look did not wait: $(cat wait.txt)"
+touch wait/holding
+# another process holds the run's lock, as a worker does, until wait/holding is removed
+flock "wait/runs/$held/.lock" sh -c 'while [ -e wait/holding ]; do sleep 0.1; done' &
+holder=$!
+"$SWEEP" run s.yaml --results wait --eliminate --devices cpu:2x1 > waited.txt &
+sweep_pid=$!
+for _ in $(seq 1 600); do grep -q "another process (pid .*) trains it — followed" waited.txt && break; sleep 0.05; done
+grep -q "another process (pid .*) trains it — followed" waited.txt || fail "the held run not followed: $(cat waited.txt)"
+sleep 1
 grep -q '"looks_taken":0' wait/sweeps/el.eliminated || fail "a look taken without a run: $(cat wait/sweeps/el.eliminated)"
-exec 9>&-
-"$SWEEP" run s.yaml --results wait --eliminate --devices cpu:2x1 > waited.txt || fail "after the wait: $(cat waited.txt)"
+rm wait/holding
+wait "$holder"
+wait "$sweep_pid" || fail "after the wait: $(cat waited.txt)"
+grep -q "taken up dropout-off seed 3 .*: the process that trained it (pid .*) has ended" waited.txt ||
+  fail "not taken up: $(cat waited.txt)"
 grep -q -- "--eliminate, the look at 30% of training: stopped lr-tiny" waited.txt || fail "no look after the wait: $(cat waited.txt)"
 
 # ---- the record survives a database rebuilt from the folder ----

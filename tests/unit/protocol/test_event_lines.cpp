@@ -251,3 +251,20 @@ TEST_CASE("the order of a run's events: the first end event is its result, a don
   REQUIRE(breach.size() == 1);
   CHECK(nlohmann::json::parse(breach[0])["status"] == "failed");
 }
+
+// `sweep ingest` rebuilds a run's attempts from its folder as the scheduler counted its launches: a
+// resume after a pause or a Ctrl-C is no new attempt, a retry after a crash is.
+TEST_CASE("the attempts a run folder's starts make: resumes after a preemption or an interruption are none") {
+  events::EventOrder order(events::EventOrder::Source::file);
+  events::in_event_order({R"({"event":"start","step":0,"total_steps":9})", R"({"event":"checkpoint","step":3})",
+                          R"({"event":"end","status":"preempted","step":3})",  // paused for a look
+                          R"({"event":"start","step":3,"total_steps":9})",
+                          R"({"event":"end","status":"failed","reason":"killed","by":"sweep"})",  // a crash
+                          R"({"event":"start","step":3,"total_steps":9})",
+                          R"({"event":"end","status":"interrupted","by":"sweep"})",  // Ctrl-C
+                          R"({"event":"start","step":3,"total_steps":9})"},
+                         order);
+  CHECK(order.attempts() == 2);
+  events::EventOrder none(events::EventOrder::Source::file);
+  CHECK(none.attempts() == 0);
+}

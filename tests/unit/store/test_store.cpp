@@ -208,6 +208,26 @@ TEST_CASE("a run started three times: wall sums every start, tokens/s is over it
   }
 }
 
+// A run paused at a look (its last event a checkpoint), then started by a later `sweep run` and
+// stopped while starting — its worker killed before its start event: the scheduler's end of that
+// attempt, written 137 s later, says how it ended, not that the run trained for 137 s more.
+TEST_CASE("a pause is not wall time: the scheduler's end of an attempt does not stretch its segment") {
+  test::TempDir dir;
+  const SweepSpec s = one_run_sweep();
+  const std::string id = s.runs[0].run_id;
+  Store store(dir.str("sweep.db"));
+  store.record_sweep(s);
+  const std::string step1 = R"("event":"train","step":1,"tokens":100,"loss":3.0,"lr":0.001,"grad_norm":1.0)";
+  store.ingest(id, {timed(R"("event":"start","step":0,"total_steps":6)", 100), timed(step1, 100.4),
+                    timed(R"("event":"checkpoint","step":1)", 100.4),
+                    timed(R"("event":"end","status":"preempted","step":1)", 100.4)});
+  store.ingest(id, {timed(R"("event":"end","status":"interrupted","reason":"stopped while starting","by":"sweep")",
+                          241.5)});
+  CHECK(store.run(id)->wall_seconds == doctest::Approx(0.4));
+  REQUIRE(store.segments(id).size() == 1);
+  CHECK(store.segments(id)[0].last_event == doctest::Approx(100.4));
+}
+
 TEST_CASE("a sweep's design is recorded: axes, each variant's intervention, parts and axis values") {
   test::TempDir dir;
   Store store(dir.str("sweep.db"));
