@@ -54,6 +54,14 @@ Exit train_planned(const RunOptions& o, SweepPlan plan) {
                     ": from 1 to 999999 seconds (0 turns the watchdog off)",
                 Exit::bad_input);
   }
+  const std::string other_file = name_taken(o.results, spec);  // a second file under the name: refused, or --replace
+  if (!other_file.empty() && !o.replace) {
+    throw Error("sweep " + spec.name + " in " + o.results + " is " + other_file + "'s, and " + spec.file +
+                    " names its sweep " + spec.name + " too — it would take the name over (ls, report and reports/" +
+                    spec.name + " would show only its variants; the other's runs left behind): give " + spec.file +
+                    " another `sweep:` name, or pass --replace to make " + spec.name + " its sweep",
+                Exit::bad_input);
+  }
   refuse_over_memory(spec, finished_runs(spec, database_path(o.results)));  // before anything is written
   prepare_elimination(o, spec);  // its record and options checked, before anything is written
   SlurmOptions so = slurm_options(o);
@@ -68,6 +76,11 @@ Exit train_planned(const RunOptions& o, SweepPlan plan) {
   }
   if (!placement.note.empty()) {
     std::printf("%s\n", placement.note.c_str());
+  }
+  if (!other_file.empty()) {
+    std::printf("--replace: sweep %s was %s's; it is %s's from now on (the runs of %s stay in %s: run it under "
+                "another name to see them again)\n",
+                spec.name.c_str(), other_file.c_str(), spec.file.c_str(), other_file.c_str(), o.results.c_str());
   }
   const std::vector<ReferenceScore> references = score_references(spec, database_path(o.results), [] {
     if (const std::string why = core_missing("scoring a reference model"); !why.empty()) {
@@ -152,19 +165,12 @@ CLI::App* setup_run(CLI::App& app, RunOptions& o) {
                 "Stop an arm before the end of training once its paired validation curve shows it worse than the "
                 "file's min_effect (δ) at a look, with the false-elimination probability held at 0.05; its runs "
                 "keep their checkpoints (`sweep run` without it finishes them)");
-  const CLI::Validator listed(
-      [](std::string& text) {
-        return text.empty() ? std::string("give a comma-separated list, e.g. 0.3,0.5,0.75") : std::string();
-      },
-      "LIST");
-  run->add_option("--looks", o.looks, "--eliminate: the looks, fractions of training (default 0.3,0.5,0.75)")
-      ->check(listed)
-      ->needs(eliminate);
-  run->add_option("--kept", o.kept,
-                  "--eliminate: per look, the least share of its deficit a worse arm keeps to the end (default "
-                  "0.2,0.2,0.4)")
-      ->check(listed)
-      ->needs(eliminate);
+  const auto [looks, kept] = commands::add_elimination_options(run, o.elimination);
+  looks->needs(eliminate);
+  kept->needs(eliminate);
+  run->add_flag("--replace", o.replace,
+                "Run the file under its sweep name where the results folder records that name as another file's "
+                "sweep (whose runs stay in the folder)");
   run->add_option("--executor", o.executor, "local (device slots here) or slurm (sbatch array tasks)")
       ->check(CLI::IsMember(choice_names<ExecutorKind>()))
       ->capture_default_str();

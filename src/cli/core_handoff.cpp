@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/process.h"
 #include "util/text.h"
 
@@ -23,14 +24,44 @@ const char* core_description(const std::string& name) {
 
 std::filesystem::path core_path() { return executable_dir() / "sweep-core"; }
 
+namespace {
+
+// Whether `core` is this very program — a link to it, or a copy of it: the front handing a command
+// to itself would exec itself for ever. A link is the same file; a copy, the same bytes (compared
+// only where the sizes agree: the core, which links LibTorch, is never the front's size).
+bool is_this_front(const std::filesystem::path& core) {
+  std::error_code ec;
+  const std::filesystem::path self = executable_path();
+  if (std::filesystem::equivalent(core, self, ec)) {
+    return true;
+  }
+  const auto size = std::filesystem::file_size(core, ec);
+  if (ec || size != std::filesystem::file_size(self, ec) || ec) {
+    return false;
+  }
+  return read_file(core) == read_file(self);
+}
+
+}  // namespace
+
 std::string core_missing(const std::string& what) {
   const std::filesystem::path core = core_path();
-  if (::access(core.c_str(), X_OK) == 0) {
-    return "";
+  const std::string needs = what + " needs sweep's training core, and ";
+  std::error_code ec;
+  if (!std::filesystem::exists(core, ec)) {
+    return needs + "there is none beside this sweep (no " + core.string() +
+           ": a front built alone, scripts/setup.sh --torch none, or one copied without it) — scripts/setup.sh "
+           "(PyTorch from the Python package index) builds it beside the front";
   }
-  return what + " needs sweep's training core, and there is none beside this sweep (no " + core.string() +
-         ": a front built alone, scripts/setup.sh --torch none, or one copied without it) — scripts/setup.sh "
-         "(PyTorch from the Python package index) builds it beside the front";
+  if (::access(core.c_str(), X_OK) != 0) {
+    return needs + core.string() + " is not executable (" + std::strerror(errno) + ") — chmod +x " + core.string() +
+           ", or build it again with scripts/setup.sh";
+  }
+  if (is_this_front(core)) {
+    return needs + core.string() + " is this front itself (a link to, or a copy of, " + executable_path().string() +
+           "), not the core — remove it, and build the core beside the front with scripts/setup.sh";
+  }
+  return "";
 }
 
 int core_gpu_count() {

@@ -143,7 +143,9 @@ std::optional<double> read_branch_point(const YAML::Node& node, const std::strin
   double f = 0;
   if (!at.IsScalar() || !YAML::convert<double>::decode(at, f) || !(f > 0 && f < 1)) {
     diags.error(at.Mark(), where + ": the branch point is a fraction of training strictly between 0 and 1, not '" +
-                               (at.IsScalar() ? at.Scalar() : std::string("a ") + (at.IsMap() ? "map" : "list")) +
+                               (at.IsScalar() ? at.Scalar()
+                                : at.IsNull() ? std::string("nothing (null)")
+                                              : std::string("a ") + (at.IsMap() ? "map" : "list")) +
                                "'" + (f >= 1 ? " (at 1 or past the end nothing is left to train)" : "") + hint);
     return std::nullopt;
   }

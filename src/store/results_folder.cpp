@@ -131,13 +131,40 @@ std::optional<TrainerRecord> read_saved_trainer(const std::string& results, cons
   return std::nullopt;
 }
 
+namespace {
+
+// The path a sweep file is known by: absolute, its links resolved where it exists.
+std::string file_path_of(const std::string& file) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(fs::absolute(file), ec);
+  return ec ? fs::absolute(file).lexically_normal().string() : canonical.string();
+}
+
+// NAME.file's lines: the name as given, then (since it was kept) the file's path.
+std::vector<std::string> saved_file_lines(const std::string& results, const std::string& sweep) {
+  const fs::path file = saved_file(results, sweep, ".file");
+  return fs::exists(file) ? split(trim(read_file(file)), '\n') : std::vector<std::string>{};
+}
+
+}  // namespace
+
 void save_file_name(const std::string& results, const SweepSpec& spec) {
-  write_file_atomic(saved_file(results, spec.name, ".file"), spec.file + "\n");
+  write_file_atomic(saved_file(results, spec.name, ".file"), spec.file + "\n" + file_path_of(spec.file) + "\n");
 }
 
 std::string read_saved_file_name(const std::string& results, const std::string& sweep) {
-  const fs::path file = saved_file(results, sweep, ".file");
-  return fs::exists(file) ? trim(read_file(file)) : "";
+  const std::vector<std::string> lines = saved_file_lines(results, sweep);
+  return lines.empty() ? "" : trim(lines.front());
+}
+
+std::string name_taken(const std::string& results, const SweepSpec& spec) {
+  const std::vector<std::string> lines = saved_file_lines(results, spec.name);
+  const fs::path saved = saved_file(results, spec.name, ".yaml");
+  if (lines.size() < 2 || trim(lines[1]) == file_path_of(spec.file) || !fs::exists(saved) ||
+      read_file(saved) == spec.text) {
+    return "";  // its own file (edited, or run from elsewhere), a copy of its text, or a folder from before the record
+  }
+  return trim(lines[1]);
 }
 
 }  // namespace sweep

@@ -60,8 +60,12 @@ std::optional<EliminationDesign> read_saved_elimination(const std::string& resul
 void save_trainer(const std::string& results, const SweepSpec& spec);
 std::optional<TrainerRecord> read_saved_trainer(const std::string& results, const std::string& sweep);
 // sweeps/NAME.file: the sweep file's name as `sweep run` was given it, which the report shows
-// ("" when none was saved: a folder of an older sweep).
+// ("" when none was saved: a folder of an older sweep), and on its second line the file's path.
 void save_file_name(const std::string& results, const SweepSpec& spec);
 std::string read_saved_file_name(const std::string& results, const std::string& sweep);
+// The path of another file whose sweep has `spec`'s name here — another path and another text than
+// `spec`'s —, which `spec` would take the name from (its variants gone from ls, report and
+// reports/NAME, its runs left behind); "" when the name is `spec`'s file's, or none recorded a path.
+std::string name_taken(const std::string& results, const SweepSpec& spec);
 
 }  // namespace sweep

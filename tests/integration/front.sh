@@ -31,6 +31,22 @@ expect_rc 2 "$alone" bench 2> err.txt
 grep -q "sweep bench needs sweep's training core, and there is none beside this sweep (no .*sweep-core: a front built alone, scripts/setup.sh --torch none, or one copied without it) — scripts/setup.sh .* builds it beside the front" err.txt ||
   fail "sweep bench without the core: $(cat err.txt)"
 [ "$(wc -l < err.txt)" -eq 1 ] || fail "more than one line: $(cat err.txt)"
+# a "core" that is the front itself — a copy of it, a link to it — is refused in one line, at once (handed
+# to itself, the front would exec itself for ever); one that is not executable is said as that
+mkdir front-copy front-link front-noexec
+for d in front-copy front-link front-noexec; do cp "$SWEEP" "$d/sweep"; done
+cp "$SWEEP" front-copy/sweep-core
+ln -s sweep front-link/sweep-core
+printf '#!/bin/sh\nexit 0\n' > front-noexec/sweep-core
+for d in front-copy front-link; do
+  expect_rc 2 timeout 5 "$d/sweep" devices 2> err.txt
+  grep -q "sweep devices needs sweep's training core, and .*/$d/sweep-core is this front itself (a link to, or a copy of, .*/$d/sweep), not the core — remove it" err.txt ||
+    fail "$d: $(cat err.txt)"
+  [ "$(wc -l < err.txt)" -eq 1 ] || fail "$d: more than one line: $(cat err.txt)"
+done
+expect_rc 2 timeout 5 front-noexec/sweep bench 2> err.txt
+grep -q "sweep bench needs sweep's training core, and .*/front-noexec/sweep-core is not executable (Permission denied) — chmod +x" err.txt ||
+  fail "a core that is not executable: $(cat err.txt)"
 prepare_bytes  # (the front prepares data)
 cat > core.yaml <<'YAML'
 sweep: core

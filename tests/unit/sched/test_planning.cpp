@@ -77,6 +77,16 @@ TEST_CASE("planning: a file that states no device trains where its slots are") {
   PlanRequest plan = request_for(file, "cuda:1", 0);
   plan.devices.check_here = false;  // `sweep plan` names the kind; the GPUs need not be here
   CHECK(plan_sweep(plan).placement.kind == "cuda");
+  // slots that are none: refused by `sweep plan` as by `sweep run`, by the one parser of --devices
+  for (const char* bad : {"banana", "cpu:0x1", "cuda:-1", "cuda:0,cpu", "cpu:2"}) {
+    CAPTURE(bad);
+    PlanRequest r = request_for(file, bad, 0);
+    r.devices.check_here = false;
+    CHECK(refusal(r).find(std::string("--devices ") + bad + ": ") == 0);
+  }
+  // --devices cuda where there is none: said as given
+  CHECK(refusal(request_for(file, "cuda", 0)).find("--devices cuda: no CUDA device is visible here") !=
+        std::string::npos);
 }
 
 TEST_CASE("planning: a file's resources.device is honoured, never replaced") {
