@@ -83,10 +83,12 @@ mount -o remount,size=64m res
 check_as_reference
 
 # ---- a read-only results folder: one line, nothing changed ----
-sed 's/^  base: {}/  base: {}\n  lr2: {train.lr: 2e-3}/' s.yaml > more.yaml
+cp s.yaml unchanged.yaml  # the sweep file edited (one more intervention), in place
+sed -i 's/^  base: {}/  base: {}\n  lr2: {train.lr: 2e-3}/' s.yaml
 before=$(sql "SELECT COUNT(*) FROM runs")
 mount -o remount,ro res
-code=0; "$SWEEP" run more.yaml --results res --devices cpu:2x1 > run5.txt 2>&1 || code=$?
+code=0; "$SWEEP" run s.yaml --results res --devices cpu:2x1 > run5.txt 2>&1 || code=$?
+cp unchanged.yaml s.yaml
 [ "$code" -eq 74 ] && [ "$(wc -l < run5.txt)" -eq 1 ] && grep -q "Read-only file system" run5.txt ||
   fail "a read-only folder: exit $code, $(cat run5.txt)"
 # ... and what only reads it works as it is

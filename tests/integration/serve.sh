@@ -115,10 +115,10 @@ PY
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "the database is damaged"
 
 # The page in a real browser, live while another variant trains.
-sed 's/^  lr: {train.lr: 1e-3}/&\n  clip: {train.grad_clip: 0.5}/' s.yaml > more.yaml
+sed -i 's/^  lr: {train.lr: 1e-3}/&\n  clip: {train.grad_clip: 0.5}/' s.yaml  # the sweep file edited
 # a log line with markup: shown as text on the run's page, never run
 echo '<img src=x onerror="document.title=1"><script>document.title=2</script>' >> "res/runs/$run/worker.log"
-python3 "$here/serve_check.py" "$url" live "$PWD/res/sweep.db" shot "$run" -- "$SWEEP" run more.yaml --results res ||
+python3 "$here/serve_check.py" "$url" live "$PWD/res/sweep.db" shot "$run" -- "$SWEEP" run s.yaml --results res ||
   fail "the browser check failed"
 [ "$(sql "SELECT COUNT(*) FROM runs WHERE status = 'done'")" = 6 ] || fail "the sweep beside the server did not finish"
 kill -TERM $server

@@ -67,8 +67,8 @@ first=$!
 for _ in $(seq 1 600); do [ -n "$(ls locked/runs/*/events.jsonl 2>/dev/null)" ] && break; sleep 0.05; done
 wait_for_train_events "$(ls locked/runs/*/events.jsonl | head -1)" 5
 cp locked/sweeps/long.yaml saved.yaml
-sed 's/lr: 3e-3/lr: 1e-3/' long.yaml > other.yaml
-code=0; "$SWEEP" run other.yaml --results locked > second.txt 2>&1 || code=$?
+sed -i 's/lr: 3e-3/lr: 1e-3/' long.yaml  # the file edited while the first trains it
+code=0; "$SWEEP" run long.yaml --results locked > second.txt 2>&1 || code=$?
 [ "$code" -eq 2 ] && grep -q "another \`sweep run\` (pid [0-9]*) is using locked" second.txt ||
   fail "a second sweep run on a locked folder: exit $code, $(cat second.txt)"
 cmp -s saved.yaml locked/sweeps/long.yaml || fail "the refused sweep run overwrote locked/sweeps/long.yaml"
