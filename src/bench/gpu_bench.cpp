@@ -236,9 +236,11 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
         }
         const double mib = peak_tensor_mib(device, false);
         const double reads = host_reads_per_step(trainer, 3, lever.read_each);
-        char tail[96];
+        char tail[160];
         if (trainer.step_captured()) {  // its optimizer is inside the one launch: not timed apart
           std::snprintf(tail, sizeof tail, " %14s %17.1f   (AdamW foreach, replayed)", "-", reads);
+        } else if (const std::string why = trainer.capture_failure(); !why.empty()) {  // timed eagerly, said
+          std::snprintf(tail, sizeof tail, " %14s %17.1f   (capture failed: %.80s)", "-", reads, why.c_str());
         } else {
           std::snprintf(tail, sizeof tail, " %14.2f %17.1f   (AdamW %s)", optimizer_ms(trainer, device), reads,
                         to_string(trainer.state().adamw_path()));

@@ -2,9 +2,11 @@
 
 #include "build_options.h"
 #include "util/error.h"
+#include "util/text.h"
 #ifdef SWEEP_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -35,6 +37,7 @@ struct StepGraph::Impl {
   Batches inputs;                              // the graph's own batches on the device
   std::unique_ptr<CapturedAdamW> adamw;
   torch::Tensor values;                        // the graph's output
+  std::string failure;                         // why the capture failed ("": it did not): the steps stay eager
 
   // The graph's stream current while a step is issued, ordered after the caller's and before it.
   struct OnStream {
@@ -61,14 +64,28 @@ struct StepGraph::Impl {
     }
     adamw = std::make_unique<CapturedAdamW>(opt);
     graph = std::make_unique<at::cuda::CUDAGraph>();
+    // what the warm-up left cached goes back to the driver before the graph's own pool takes its
+    // share: without it a capture's reserved memory about doubles
+    c10::cuda::CUDACachingAllocator::emptyCache();
     graph->capture_begin();  // the default CUDA generator (dropout's) registered: each replay draws anew
     try {
       values = work(inputs, [this](const StepScale& scale) { adamw->step(scale); });
-    } catch (...) {
+      graph->capture_end();
+    } catch (const std::exception& e) {
+      // The capture ended (the stream out of capture mode: every later CUDA call of this process
+      // would fail otherwise), its pool freed; nothing captured ran, so the state is the warm-up's.
+      try {
+        graph->capture_end();
+      } catch (const std::exception&) {
+        // an invalidated capture ends with an error of its own: it has ended all the same
+      }
       graph.reset();
-      throw;
+      adamw.reset();
+      inputs.clear();
+      values = torch::Tensor();
+      c10::cuda::CUDACachingAllocator::emptyCache();
+      failure = first_line(e.what());
     }
-    graph->capture_end();
   }
 };
 
@@ -77,12 +94,15 @@ StepGraph::StepGraph(const torch::Device& device) : m(std::make_unique<Impl>(dev
 torch::Tensor StepGraph::step(const Batches& host, double lr, torch::optim::AdamW& opt, const StepWork& work,
                               const Update& eager) {
   Impl::OnStream on(m->stream);
-  if (!m->graph && m->eager_steps < k_warmup) {
+  if (!m->graph && (m->eager_steps < k_warmup || !m->failure.empty())) {
     ++m->eager_steps;
     return work(on_device(host, m->device), eager);
   }
   if (!m->graph) {
     m->capture(host, opt, work);  // nothing ran: this step is the first replay
+    if (!m->failure.empty()) {    // or, where the capture failed, the first eager step of the rest
+      return work(on_device(host, m->device), eager);
+    }
   }
   for (size_t i = 0; i < host.size(); ++i) {
     m->inputs[i].first.copy_(host[i].first, /*non_blocking=*/true);
@@ -95,6 +115,8 @@ torch::Tensor StepGraph::step(const Batches& host, double lr, torch::optim::Adam
 }
 
 bool StepGraph::captured() const { return m->graph != nullptr; }
+
+const std::string& StepGraph::failure() const { return m->failure; }
 
 void StepGraph::reset() {
   m->graph.reset();
@@ -120,6 +142,11 @@ torch::Tensor StepGraph::step(const Batches&, double, torch::optim::AdamW&, cons
 }
 
 bool StepGraph::captured() const { return false; }
+
+const std::string& StepGraph::failure() const {
+  static const std::string none;
+  return none;
+}
 
 void StepGraph::reset() {}
 

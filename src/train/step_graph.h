@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,9 @@ class StepGraph {
   torch::Tensor step(const Batches& host, double lr, torch::optim::AdamW& opt, const StepWork& work,
                      const Update& eager);
   bool captured() const;
+  // Why the capture failed ("" where it did not): the capture ended and its pool freed, CUDA
+  // usable, and every step from then on eager — `step` runs `work` by `eager`, as the warm-up did.
+  const std::string& failure() const;
   // The capture forgotten (a checkpoint was loaded: the tensors it captured are not the state's
   // any more): the next steps warm up and capture again.
   void reset();

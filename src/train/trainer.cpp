@@ -541,6 +541,7 @@ std::optional<RunResult> Trainer::train_steps(const RunContext& c, const RunOpti
   // checkpoint, a stop, the end). Its event then goes out; a non-finite step (skipped on the
   // device) ends the run as diverged, one step later than it happened, with the same record.
   std::optional<IssuedStep> pending;
+  bool graph_failure_said = false;
   auto report = [&](std::optional<std::chrono::steady_clock::time_point> until = std::nullopt) -> std::optional<RunResult> {
     if (!pending) {
       return std::nullopt;
@@ -592,6 +593,10 @@ std::optional<RunResult> Trainer::train_steps(const RunContext& c, const RunOpti
       return c.stop_early(RunState::preempted, reason);
     }
     IssuedStep issued = issue_step();
+    if (m_graph && !m_graph->failure().empty() && !graph_failure_said) {  // it trains on, eagerly
+      ev.note("train.cuda_graph: the capture failed (" + m_graph->failure() + "); the steps run eagerly");
+      graph_failure_said = true;
+    }
     if (auto diverged = report(issued.started)) {  // the step before this one
       return diverged;
     }

@@ -124,6 +124,8 @@ class Trainer {
   void release_weights();
   const RunConfig& config() const { return m_cfg; }
   bool step_captured() const { return m_graph && m_graph->captured(); }  // train.cuda_graph: replaying
+  // train.cuda_graph: why its capture failed ("": it did not, or no graph) — the steps then run eagerly
+  std::string capture_failure() const { return m_graph ? m_graph->failure() : std::string(); }
   int64_t step() const { return m_step; }
   torch::Device device() const { return m_device; }
 
