@@ -18,6 +18,7 @@
 #include <random>
 #include <tuple>
 
+#include "bench/rows.h"
 #include "bench/nanogpt.h"
 #include "bench/tensor_memory.h"
 #include "kernels/attention.h"
@@ -508,6 +509,10 @@ BenchResult bench_path(const RunConfig& c, const std::shared_ptr<const TrainData
                 to_string(r.precision).c_str(), path.c_str(), r.tokens_per_s, r.step_ms, r.achieved_flops / 1e9,
                 r.peak_flops / 1e9, 100.0 * r.achieved_flops / r.peak_flops, step_tensors_mib, r.peak_rss_mib);
   out << line;
+  append_bench_row(settings.rows, BenchRow{"cpu", settings.model, to_string(r.precision), path, r.tokens_per_s,
+                                           r.step_ms, r.achieved_flops, r.achieved_flops / r.peak_flops,
+                                           step_tensors_mib, r.optimizer_ms, std::nullopt,
+                                           std::string("the ") + (r.fused ? "fused kernels" : "reference ops")});
   const MemoryPlan plan = plan_memory(c, Layout{}, step_path_here(c));
   r.held_mib = persistent_mib;
   r.step_mib = step_tensors_mib;
@@ -555,10 +560,16 @@ void compare_with_nanogpt(const RunConfig& c, Precision precision, const BenchSe
     run.warmup = settings.warmup;
     run.threads = at::get_num_threads();
     const NanoGptResult r = run_nanogpt(c, run);
+    const std::string key = compile ? "nanogpt-compile" : "nanogpt";
     if (!r.error.empty()) {
       out << "  " << nanogpt_label(r, compile) << ": no figure — " << r.error << "\n";
+      append_bench_row(settings.rows, BenchRow{"cpu", settings.model, to_string(precision), key, 0, 0, 0, 0,
+                                               std::nullopt, std::nullopt, std::nullopt, "no figure — " + r.error});
       continue;
     }
+    append_bench_row(settings.rows, BenchRow{"cpu", settings.model, to_string(precision), key, r.tokens_per_s,
+                                             r.step_ms, r.tokens_per_s * model_size(c.model).flops_per_token, 0,
+                                             r.peak_mib, std::nullopt, std::nullopt, nanogpt_label(r, compile)});
     std::snprintf(line, sizeof line, "  %s: %.0f tokens/s, %.1f ms a step (median of %lld); sweep %s / nanoGPT: %.2f×\n",
                   nanogpt_label(r, compile).c_str(), r.tokens_per_s, r.step_ms, static_cast<long long>(settings.steps),
                   ours.fused ? "fused" : "reference", ours.tokens_per_s / r.tokens_per_s);

@@ -66,6 +66,8 @@ struct BenchSettings {
   std::string python = "python3";
   // The optimizers to time each step with (train.optimizer: adamw, muon); empty: the config's.
   std::vector<Optimizer> optimizers;
+  std::string model = "reference";  // what the rows say was measured
+  std::string rows;                 // --rows FILE: each row appended as a JSON line (bench/rows.h); "" = none
 };
 
 std::vector<BenchResult> run_bench(const RunConfig& config, const BenchSettings& settings, std::ostream& out);

@@ -2,12 +2,14 @@
 
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
 
 #include "bench/bench.h"
+#include "bench/rows.h"
 #include "build_options.h"
 #include "kernels/attention.h"
 #include "train/device.h"
@@ -16,6 +18,7 @@
 #include "train/sharded/state.h"
 #include "train/step_graph.h"
 #include "train/trainer.h"
+#include "util/error.h"
 #include "util/text.h"
 #ifdef SWEEP_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -53,19 +56,31 @@ double peak_tensor_mib(const torch::Device& device, bool reset) {
 // rows warm up and capture before the timed steps, which are replays). The first row is the step
 // as sweep trains.
 struct Lever {
-  const char* name;
+  const char* key;   // --lever's name for it
+  const char* name;  // the row's
   AdamWPath adamw;
   bool read_each;
   bool cuda_kernels;
   bool cuda_graph;
 };
-constexpr Lever k_levers[] = {{"sweep", AdamWPath::automatic, false, false, false},
-                              {"  per-tensor AdamW (the old path)", AdamWPath::per_tensor, false, false, false},
-                              {"  each step read at once", AdamWPath::automatic, true, false, false},
-                              {"  both: the old AdamW and reads", AdamWPath::per_tensor, true, false, false},
-                              {"  with train.cuda_kernels", AdamWPath::automatic, false, true, false},
-                              {"  with train.cuda_graph", AdamWPath::automatic, false, false, true},
-                              {"  with both cuda_graph and cuda_kernels", AdamWPath::automatic, false, true, true}};
+constexpr Lever k_levers[] = {
+    {"sweep", "sweep", AdamWPath::automatic, false, false, false},
+    {"per-tensor-adamw", "  per-tensor AdamW (the old path)", AdamWPath::per_tensor, false, false, false},
+    {"read-each", "  each step read at once", AdamWPath::automatic, true, false, false},
+    {"old-adamw-and-reads", "  both: the old AdamW and reads", AdamWPath::per_tensor, true, false, false},
+    {"cuda-kernels", "  with train.cuda_kernels", AdamWPath::automatic, false, true, false},
+    {"cuda-graph", "  with train.cuda_graph", AdamWPath::automatic, false, false, true},
+    {"graph-and-kernels", "  with both cuda_graph and cuda_kernels", AdamWPath::automatic, false, true, true}};
+
+// Whether `key` is among the levers asked for (none asked: every lever of sweep's, and nanoGPT's
+// rows where its model.py is given).
+bool asked(const GpuBenchSettings& s, const std::string& key) {
+  const bool nanogpt = key.rfind("nanogpt", 0) == 0;
+  if (s.levers.empty()) {
+    return !nanogpt || !s.nanogpt.empty();
+  }
+  return std::find(s.levers.begin(), s.levers.end(), key) != s.levers.end();
+}
 
 // `steps` training steps of `t`, each read after the next is issued, or at once (`read_each`).
 void take_steps(Trainer& t, int64_t steps, bool read_each) {
@@ -146,6 +161,19 @@ std::string attention_backend(const RunConfig& c, const torch::Device& device) {
 
 }  // namespace
 
+const std::vector<std::string>& gpu_bench_levers() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (const Lever& lever : k_levers) {
+      k.emplace_back(lever.key);
+    }
+    k.emplace_back("nanogpt");
+    k.emplace_back("nanogpt-compile");
+    return k;
+  }();
+  return keys;
+}
+
 double measure_cuda_matmul_peak(Precision precision, const torch::Device& device, int64_t n) {
   configure_matmul_precision(precision);
   const auto options = torch::TensorOptions().device(device).dtype(precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat);
@@ -178,7 +206,7 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
                 b.cuda_version.c_str(), static_cast<long long>(settings.steps), static_cast<long long>(settings.warmup));
   out << line;
   std::map<Precision, double> peaks;
-  for (const auto& precision : settings.precisions) {
+  for (const auto& precision : settings.precisions) {  // (each process measures its own: rows compare within one)
     peaks[precision] = measure_cuda_matmul_peak(precision, device);
     std::snprintf(line, sizeof line, "matmul peak %-5s (8192³, best of 10): %.1f TFLOP/s\n", to_string(precision).c_str(),
                   peaks[precision] / 1e12);
@@ -201,13 +229,21 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
     out << line;
     out << "precision  who                                     tokens/s    step ms   model TFLOP/s    MFU   peak tensors MiB"
            "   optimizer ms   host reads/step\n";
-    auto row = [&](Precision precision, const std::string& who, double tokens_per_s, double step_ms, double mib,
+    // a row printed, and appended to --rows as it is measured
+    auto row = [&](Precision precision, const std::string& who, const std::string& key, BenchRow r,
                    const std::string& tail = "") {
-      const double achieved = tokens_per_s * size.flops_per_token;
+      const double achieved = r.tokens_per_s * size.flops_per_token;
       std::snprintf(line, sizeof line, "%-9s  %-38s %10.0f %10.1f %15.1f %5.1f%% %18.0f%s\n", to_string(precision).c_str(),
-                    who.c_str(), tokens_per_s, step_ms, achieved / 1e12, 100.0 * achieved / peaks[precision], mib,
-                    tail.c_str());
+                    who.c_str(), r.tokens_per_s, r.step_ms, achieved / 1e12, 100.0 * achieved / peaks[precision],
+                    r.peak_mib.value_or(0), tail.c_str());
       out << line << std::flush;
+      r.device = settings.device;
+      r.model = name;
+      r.precision = to_string(precision);
+      r.who = key;
+      r.flops_per_s = achieved;
+      r.mfu = achieved / peaks[precision];
+      append_bench_row(settings.rows, r);
     };
     for (const auto& precision : settings.precisions) {
       RunConfig c = shape;
@@ -216,6 +252,9 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
       out << "  attention: scaled_dot_product_attention's " << attention_backend(c, device) << " kernel\n";
       double sweep_tokens_per_s = 0;
       for (const Lever& lever : k_levers) {
+        if (!asked(settings, lever.key)) {
+          continue;
+        }
         RunConfig lc = c;
         lc.train.cuda_kernels = lever.cuda_kernels;
         lc.train.cuda_graph = lever.cuda_graph;
@@ -231,26 +270,36 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
         torch::cuda::synchronize(device.index());
         const double step_s = seconds_since(t0) / static_cast<double>(settings.steps);
         const double tokens_per_s = static_cast<double>(c.tokens_per_step()) / step_s;
-        if (sweep_tokens_per_s == 0) {
+        if (std::string(lever.key) == "sweep") {
           sweep_tokens_per_s = tokens_per_s;
         }
         const double mib = peak_tensor_mib(device, false);
         const double reads = host_reads_per_step(trainer, 3, lever.read_each);
-        char tail[160];
+        BenchRow r;
+        r.tokens_per_s = tokens_per_s;
+        r.step_ms = 1e3 * step_s;
+        r.peak_mib = mib;
+        r.reads_per_step = reads;
         if (trainer.step_captured()) {  // its optimizer is inside the one launch: not timed apart
-          std::snprintf(tail, sizeof tail, " %14s %17.1f   (AdamW foreach, replayed)", "-", reads);
+          r.note = "AdamW foreach, replayed";
         } else if (const std::string why = trainer.capture_failure(); !why.empty()) {  // timed eagerly, said
-          std::snprintf(tail, sizeof tail, " %14s %17.1f   (capture failed: %.80s)", "-", reads, why.c_str());
+          r.note = "capture failed: " + why;
         } else {
-          std::snprintf(tail, sizeof tail, " %14.2f %17.1f   (AdamW %s)", optimizer_ms(trainer, device), reads,
-                        to_string(trainer.state().adamw_path()));
+          r.optimizer_ms = optimizer_ms(trainer, device);
+          r.note = std::string("AdamW ") + to_string(trainer.state().adamw_path());
         }
-        row(precision, lever.name, tokens_per_s, 1e3 * step_s, mib, tail);
+        char tail[200];
+        std::snprintf(tail, sizeof tail, " %14s %17.1f   (%.120s)",
+                      r.optimizer_ms ? format_number("%.2f", *r.optimizer_ms).c_str() : "-", reads, r.note.c_str());
+        row(precision, lever.name, lever.key, r, tail);
       }
-      if (settings.nanogpt.empty()) {
-        continue;
+      if (settings.nanogpt.empty() && (asked(settings, "nanogpt") || asked(settings, "nanogpt-compile"))) {
+        throw Error("--lever nanogpt: give nanoGPT's model.py (--nanogpt PATH)", Exit::bad_input);
       }
       for (const bool compile : {false, true}) {
+        if (!asked(settings, compile ? "nanogpt-compile" : "nanogpt")) {
+          continue;
+        }
         NanoGptRun run;
         run.python = settings.python;
         run.model_py = settings.nanogpt;
@@ -260,14 +309,24 @@ void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models,
         run.steps = settings.steps;
         run.warmup = std::max<int64_t>(settings.warmup, compile ? 3 : 1);  // compile in the warm-up
         const NanoGptResult r = run_nanogpt(c, run);
+        const std::string key = compile ? "nanogpt-compile" : "nanogpt";
         if (!r.error.empty()) {
           out << "  " << nanogpt_label(r, compile) << ": no figure — " << r.error << "\n";
+          append_bench_row(settings.rows, BenchRow{settings.device, name, to_string(precision), key, 0, 0, 0, 0,
+                                                   std::nullopt, std::nullopt, std::nullopt, "no figure — " + r.error});
           continue;
         }
-        row(precision, nanogpt_label(r, compile), r.tokens_per_s, r.step_ms, r.peak_mib.value_or(0));
-        std::snprintf(line, sizeof line, "  sweep / nanoGPT (compile %s): %.2f×\n", compile ? "on" : "off",
-                      sweep_tokens_per_s / r.tokens_per_s);
-        out << line << std::flush;
+        BenchRow nano;
+        nano.tokens_per_s = r.tokens_per_s;
+        nano.step_ms = r.step_ms;
+        nano.peak_mib = r.peak_mib;
+        nano.note = nanogpt_label(r, compile);
+        row(precision, nanogpt_label(r, compile), key, nano);
+        if (sweep_tokens_per_s > 0) {  // the sweep row of this process, where it timed one
+          std::snprintf(line, sizeof line, "  sweep / nanoGPT (compile %s): %.2f×\n", compile ? "on" : "off",
+                        sweep_tokens_per_s / r.tokens_per_s);
+          out << line << std::flush;
+        }
       }
     }
   }

@@ -24,7 +24,16 @@ struct GpuBenchSettings {
   int64_t warmup = 3;
   std::string nanogpt;  // nanoGPT's model.py ("" = no comparison)
   std::string python = "python3";
+  // The rows to time, by key (--lever): sweep, per-tensor-adamw, read-each, old-adamw-and-reads,
+  // cuda-kernels, cuda-graph, graph-and-kernels, nanogpt, nanogpt-compile; empty: every lever of
+  // sweep's, and nanoGPT's two where its model.py is given. One per process keeps a crash in one
+  // (a graph's capture) from losing the others (scripts/test-gpu.sh).
+  std::vector<std::string> levers;
+  std::string rows;  // --rows FILE: each row appended as a JSON line (bench/rows.h); "" = none
 };
+
+// The keys --lever takes, in the rows' order.
+const std::vector<std::string>& gpu_bench_levers();
 
 // models: (name, config) pairs, e.g. ("reference", bench_reference_config()).
 void run_gpu_bench(const std::vector<std::pair<std::string, RunConfig>>& models, const GpuBenchSettings& settings,

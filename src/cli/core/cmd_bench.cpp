@@ -20,6 +20,7 @@
 #include "train/device.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -66,6 +67,12 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& o) {
                   "Also time the data loader alone on this many GiB of generated shards, against the training step")
       ->check(between(0.001, 1024));
   cmd->add_option("--data-dir", o.data_dir, "Where --data-gib writes its shards (removed after; default: the temp dir)");
+  cmd->add_option("--lever", o.levers,
+                  "cuda: only these rows, one lever of the step each (a crash in one loses no other when each runs "
+                  "in a process of its own): " + join(gpu_bench_levers(), ", "))
+      ->delimiter(',')
+      ->check(CLI::IsMember(gpu_bench_levers()));
+  cmd->add_option("--rows", o.rows, "Also append each timed row to this file as a JSON line, as it is measured");
   return cmd;
 }
 
@@ -141,6 +148,10 @@ Exit run_bench(const BenchOptions& o) {
   if (!o.config.empty() && !o.models.empty()) {
     throw Error("--config and --model both name what to measure: give one", Exit::bad_input);
   }
+  if (!cuda && !o.levers.empty()) {
+    throw Error("--lever chooses the rows of the CUDA step: on cpu, --path reference,fused chooses the ops",
+                Exit::bad_input);
+  }
   if (!cuda && std::find(o.precisions.begin(), o.precisions.end(), "tf32") != o.precisions.end()) {
     throw Error("--precision tf32 is a CUDA precision: use fp32 or bf16 on cpu (or --device cuda)", Exit::bad_input);
   }
@@ -181,6 +192,8 @@ Exit run_bench(const BenchOptions& o) {
     gpu.warmup = o.warmup;
     gpu.nanogpt = o.nanogpt;
     gpu.python = python;
+    gpu.levers = o.levers;
+    gpu.rows = o.rows;
     std::vector<std::pair<std::string, RunConfig>> models;
     if (!o.config.empty()) {
       models.emplace_back(o.config, cfg);
@@ -223,6 +236,8 @@ Exit run_bench(const BenchOptions& o) {
   settings.nanogpt = o.nanogpt;
   settings.python = python;
   settings.optimizers = choices_of<Optimizer>(o.optimizers);
+  settings.model = o.config.empty() ? (o.models.empty() ? "reference" : o.models.front()) : o.config;
+  settings.rows = o.rows;
   const std::vector<BenchResult> results = sweep::run_bench(cfg, settings, std::cout);
   if (o.data_gib > 0) {
     double fastest = 0;

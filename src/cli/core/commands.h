@@ -38,6 +38,8 @@ struct BenchOptions {
   int nproc = 1;                        // > 1: per-rank memory and step time of each ZeRO stage
   std::vector<int64_t> zero{0, 1, 2, 3};  // the stages --nproc measures
   bool rank_child = false;              // this process is one rank of --nproc (internal)
+  std::vector<std::string> levers;      // --lever (cuda): the rows to time; empty: all (bench/gpu_bench.h)
+  std::string rows;                     // --rows FILE: each row appended as a JSON line (bench/rows.h)
 };
 CLI::App* setup_bench(CLI::App& app, BenchOptions& o);
 Exit run_bench(const BenchOptions& o);
