@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/error.h"
@@ -65,7 +66,9 @@ std::string core_missing(const std::string& what) {
 }
 
 int core_gpu_count() {
+  ::setenv(k_handed_to_core, "1", 1);  // (for this child only: the front's own are started without it)
   const Captured out = run_capture({core_path().string(), "devices"});
+  ::unsetenv(k_handed_to_core);
   int n = 0;
   for (const std::string& line : split(out.output, '\n')) {
     n += line.rfind("cuda:", 0) == 0 && line.size() > 5 && std::isdigit(static_cast<unsigned char>(line[5]));  // "cuda:0: …"
@@ -79,11 +82,18 @@ int core_gpu_count() {
 }
 
 void exec_core(char** argv, const std::string& what) {
+  if (std::getenv(k_handed_to_core) != nullptr) {  // this front is what the core's path ran: it would loop
+    throw Error(what + " needs sweep's training core, and " + core_path().string() +
+                    " ran a front again (a script that execs `sweep`, or a copy of it under another name), not "
+                    "the core — remove it, and build the core beside the front with scripts/setup.sh",
+                Exit::bad_input);
+  }
   if (const std::string missing = core_missing(what); !missing.empty()) {
     throw Error(missing, Exit::bad_input);
   }
   const std::string core = core_path().string();
   argv[0] = const_cast<char*>(core.c_str());
+  ::setenv(k_handed_to_core, "1", 1);  // the core clears it; a front reached through its path refuses
   ::execv(core.c_str(), argv);
   throw Error("cannot start " + core + ": " + std::strerror(errno));
 }

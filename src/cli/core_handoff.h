@@ -29,6 +29,11 @@ inline constexpr CoreCommand k_core_commands[] = {
 inline constexpr const char* k_own_trainer_note = " (sweep's own trainer: the file names no trainer:)";
 const char* core_description(const std::string& name);
 
+// Set in the environment of the core the front hands a command to, and cleared by the core: a front
+// that finds it set was reached through the core's path (a wrapper that execs `sweep`) and refuses,
+// where it would hand the command on to itself for ever.
+inline constexpr const char* k_handed_to_core = "SWEEP_HANDED_TO_CORE";
+
 // The training core: sweep-core in this executable's folder.
 std::filesystem::path core_path();
 

@@ -24,7 +24,7 @@ nlohmann::json EliminationDesign::to_json() const {
   }
   return {{"looks", settings.looks}, {"kept", settings.kept}, {"span", settings.span},
           {"alpha", settings.alpha}, {"min_effect", delta},   {"runs", runs},
-          {"looks_taken", looks_taken}, {"stopped", stops}};
+          {"baseline_runs", baseline_runs}, {"looks_taken", looks_taken}, {"stopped", stops}};
 }
 
 EliminationDesign EliminationDesign::from_json(const nlohmann::json& j) {
@@ -35,6 +35,7 @@ EliminationDesign EliminationDesign::from_json(const nlohmann::json& j) {
   d.settings.alpha = j.at("alpha").get<double>();
   d.delta = j.at("min_effect").get<double>();
   d.runs = j.at("runs").get<std::vector<std::string>>();
+  d.baseline_runs = j.value("baseline_runs", std::vector<std::string>{});
   d.looks_taken = j.at("looks_taken").get<size_t>();
   const auto stop = [](const nlohmann::json& e, const std::string& arm) {
     Elimination s{true,
@@ -79,7 +80,7 @@ std::string rule_problem(const EliminationSettings& r, double delta) {
              ") — e.g. 0.3,0.5,0.75";
     }
     if (!(r.kept[j] > 0 && r.kept[j] <= 1)) {
-      return "a kept share must be in (0, 1]";
+      return "a kept share must be in (0, 1], not " + format_number("%g", r.kept[j]) + " (look " + std::to_string(j + 1) + ")";
     }
   }
   if (!(r.span > 0 && r.span < r.looks.front())) {

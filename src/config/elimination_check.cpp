@@ -100,6 +100,17 @@ std::string record_problem(const SweepSpec& spec, const EliminationDesign& recor
     return "--eliminate: sweep " + spec.name + "'s looks judged by min_effect " + format_number("%g", record.delta) +
            where + ", and " + spec.file + " says " + format_number("%g", spec.design.min_effect) + fix;
   }
+  // the baseline each Δ was judged against: another one (the file's baseline: renamed to an arm, or
+  // to the stopped arm) makes every stop a comparison with something else
+  const std::vector<std::string> baseline = run_ids_of(spec, spec.baseline);
+  const bool stopped_baseline =
+      std::any_of(baseline.begin(), baseline.end(), [&](const std::string& id) { return record.stop_of(id); });
+  if ((!record.baseline_runs.empty() && record.baseline_runs != baseline) || stopped_baseline) {
+    return "--eliminate: sweep " + spec.name + "'s looks judged each arm against the baseline it had then, and " +
+           spec.file + "'s baseline '" + spec.baseline + "' is " +
+           (stopped_baseline ? "an arm a look stopped" : "another variant's runs") + where +
+           " — give the file its baseline back" + fix;
+  }
   if (record.runs != run_ids_of(spec)) {
     std::vector<std::string> changed;
     const std::set<std::string> recorded(record.runs.begin(), record.runs.end());
@@ -161,7 +172,8 @@ void admit_elimination(SweepSpec& spec, const EliminationRequest& request) {
       throw Error(problem, Exit::bad_input);
     }
   } else {
-    spec.design.eliminate = EliminationDesign{asked, spec.design.min_effect, run_ids_of(spec), 0, {}};
+    spec.design.eliminate =
+        EliminationDesign{asked, spec.design.min_effect, run_ids_of(spec), run_ids_of(spec, spec.baseline), 0, {}};
   }
   const EliminationDesign& design = *spec.design.eliminate;
   if (const std::string problem = sweep_problem(spec, design.settings, design.delta); !problem.empty()) {

@@ -222,7 +222,7 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
                 "scale.tokens_per_param needs each rung's parameters before it runs, which sweep counts for its own "
                 "models only: with a trainer of your own, set each rung's tokens key in the rungs");
   }
-  if (!spec.name.empty()) {
+  if (root["sweep"] && root["sweep"].IsScalar()) {  // an empty name too: it would name hidden files (sweeps/.yaml)
     check_name(spec.name, root["sweep"], "sweep", diags);
   }
   return {seeds, interventions, combine, std::move(combos), branch_at, branch_origin};

@@ -155,13 +155,18 @@ void add_recorded_seeds(SweepSpec& spec, const std::map<std::string, int64_t>& s
   }
 }
 
-// The folder's --eliminate record of the sweep, into its design (lenient: one that cannot be read said).
+// The folder's --eliminate record of the sweep (sweeps/NAME.eliminated; where the folder has none, the
+// one its database keeps), into its design (lenient: one that cannot be read said).
 void read_elimination(const PlanRequest& request, SweepPlan& plan) {
   if (request.results.empty()) {
     return;
   }
   try {
     plan.spec.design.eliminate = read_saved_elimination(request.results, plan.spec.name);
+    if (!plan.spec.design.eliminate && request.store) {  // a folder rebuilt by ingest into another: its database's
+      const std::optional<SweepInfo> info = request.store->sweep_info(plan.spec.name);
+      plan.spec.design.eliminate = info ? info->design.eliminate : std::nullopt;
+    }
   } catch (const Error& e) {
     if (!request.lenient_records) {
       throw;

@@ -52,6 +52,17 @@ grep -qE "dropout-off +3 .* worse +stopped at 30% of training" table.txt || fail
 grep -q -- "--eliminate stopped \`dropout-off\` (stopped as \`lr-tiny\`) before the end of training" table.txt ||
   fail "the note does not name both: $(cat table.txt)"
 
+# ---- the baseline changed under the record: every Δ was judged against base — refused, nothing written ----
+cp s.yaml before-baseline.yaml
+for other in dropout-off lr-tiny; do  # the arm a look stopped (its runs now named dropout-off), and one it did not
+  sed -i "s/^baseline: .*/baseline: $other/" s.yaml
+  sed -i "s/^  base: {}/  base: {}/" s.yaml
+  expect_rc 2 "$SWEEP" run s.yaml --results res --eliminate 2> err.txt
+  grep -q "sweep el's looks judged each arm against the baseline it had then, and s.yaml's baseline '$other' is" err.txt ||
+    fail "baseline $other: $(cat err.txt)"
+  cp before-baseline.yaml s.yaml
+done
+
 # ---- the finished study, the stopped arm renamed: --eliminate trains nothing, the report still says it ----
 sed -i 's/dropout-off: {train.lr/tiny-lr: {train.lr/' s.yaml
 "$SWEEP" run s.yaml --results res --eliminate --devices cpu:2x1 > renamed.txt 2>&1 || fail "renamed: $(cat renamed.txt)"
@@ -59,4 +70,10 @@ grep -q "0 to run" renamed.txt || fail "a rename un-stopped the stopped runs: $(
 [ "$(steps_of 'lr: 3e-06')" = "preempted:30 preempted:30 preempted:30" ] || fail "renamed: $(steps_of 'lr: 3e-06')"
 "$SWEEP" report el --results res > renamed_table.txt
 grep -qE "tiny-lr +3 .* worse +stopped at 30% of training" renamed_table.txt || fail "renamed: $(cat renamed_table.txt)"
+# rebuilt into another results folder by ingest: its database has the record, and the planning step reads it there
+"$SWEEP" ingest res --results fresh > /dev/null || fail "ingest into fresh"
+[ "$("$SWEEP" plan s.yaml --results fresh | grep -c "^tiny-lr .* stopped ")" = 3 ] ||
+  fail "plan of the ingested folder: $("$SWEEP" plan s.yaml --results fresh)"
+"$SWEEP" run s.yaml --results fresh --eliminate --devices cpu:2x1 > fresh.txt 2>&1 || fail "fresh: $(cat fresh.txt)"
+! grep -q "look at 30% of training" fresh.txt || fail "a look taken again in the ingested folder: $(cat fresh.txt)"
 echo "eliminate_rename: ok"

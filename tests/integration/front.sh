@@ -44,6 +44,12 @@ for d in front-copy front-link; do
     fail "$d: $(cat err.txt)"
   [ "$(wc -l < err.txt)" -eq 1 ] || fail "$d: more than one line: $(cat err.txt)"
 done
+# a script that execs the front under the core's name: the front it reaches refuses, it does not loop
+mkdir front-wrapper && cp "$SWEEP" front-wrapper/sweep
+printf '#!/bin/sh\nexec "$(dirname "$0")/sweep" "$@"\n' > front-wrapper/sweep-core && chmod +x front-wrapper/sweep-core
+expect_rc 2 timeout 5 front-wrapper/sweep devices 2> err.txt
+grep -q "sweep devices needs sweep's training core, and .*/front-wrapper/sweep-core ran a front again (a script that execs \`sweep\`" err.txt ||
+  fail "a wrapper that execs the front: $(cat err.txt)"
 expect_rc 2 timeout 5 front-noexec/sweep bench 2> err.txt
 grep -q "sweep bench needs sweep's training core, and .*/front-noexec/sweep-core is not executable (Permission denied) — chmod +x" err.txt ||
   fail "a core that is not executable: $(cat err.txt)"

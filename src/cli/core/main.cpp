@@ -2,6 +2,8 @@
 // `export`, `sample` and `devices`, the commands that need LibTorch. The user runs `sweep`, which
 // hands these commands to this executable beside it (cli/core_handoff.h); main only parses the
 // command line, calls one subcommand and turns its outcome (or error) into the exit code.
+#include <cstdlib>
+
 #include "cli/core/commands.h"
 #include "cli/core_handoff.h"
 #include "cli/entry.h"
@@ -9,6 +11,7 @@
 using namespace sweep;
 
 int main(int argc, char** argv) {
+  ::unsetenv(k_handed_to_core);  // reached: what this core starts is started afresh
   // named as the user calls it: `sweep bench --help` is the core's own
   CLI::App app{"sweep-core — sweep's training core (run through `sweep`)", "sweep"};
   app.require_subcommand(1);

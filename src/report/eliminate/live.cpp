@@ -38,9 +38,17 @@ bool all_finished(const VariantRuns& v) {
          std::all_of(v.runs.begin(), v.runs.end(), [](const ReportRun& r) { return finished(r.status); });
 }
 
-// The record's stop of one of `v`'s runs (null: none of them was stopped).
+// Whether the record's looks judged the arms against the sweep's baseline as it is now (an older
+// record does not say: taken as so).
+bool same_baseline(const ReportInput& in) {
+  const VariantRuns* base = find_variant(in, in.baseline);
+  return in.design.eliminate->baseline_runs.empty() ||
+         (base != nullptr && in.design.eliminate->baseline_runs == run_ids(*base));
+}
+
+// The record's stop of one of `v`'s runs (null: none of them was stopped, or `v` is the baseline).
 const Elimination* stop_among(const ReportInput& in, const VariantRuns& v) {
-  if (!in.design.eliminate) {
+  if (!in.design.eliminate || v.name == in.baseline) {
     return nullptr;
   }
   for (const ReportRun& r : v.runs) {
@@ -51,10 +59,10 @@ const Elimination* stop_among(const ReportInput& in, const VariantRuns& v) {
   return nullptr;
 }
 
-// The record's stop of `v` when its runs are the ones it judged, else null.
+// The record's stop of `v` when its runs are the ones it judged, against the baseline it has now; else null.
 const Elimination* recorded_stop(const ReportInput& in, const VariantRuns& v) {
   const Elimination* e = stop_among(in, v);
-  return e != nullptr && e->runs == run_ids(v) ? e : nullptr;
+  return e != nullptr && e->runs == run_ids(v) && same_baseline(in) ? e : nullptr;
 }
 
 // "`B`", or "`B` (stopped as `A`)" when the arm was renamed since.
@@ -82,7 +90,9 @@ LookJudgement judge_look(const ReportInput& in, const EliminationRule& rule, siz
     a.at.assign(rule.looks.size(), std::nullopt);
     a.before.assign(rule.looks.size(), std::nullopt);
     const bool stopped_before = stop_among(in, v) != nullptr;
-    if (!stopped_before && !all_finished(v)) {
+    if (!stopped_before && all_finished(v) && any_diverged(v)) {  // ended already: named, as every arm not judged
+      out.unjudged.push_back(v.name + " (it has a diverged run)");
+    } else if (!stopped_before && !all_finished(v)) {
       if (base_diverged || any_diverged(v)) {
         out.unjudged.push_back(v.name + " (" + (base_diverged ? "the baseline has" : "it has") + " a diverged run)");
       } else {
@@ -182,7 +192,9 @@ void apply_eliminations(const ReportInput& in, std::vector<VariantStats>& varian
   }
   if (!other_runs.empty()) {
     notes.push_back("--eliminate's record stopped runs of " + join(other_runs, ", ") +
-                    ", which the sweep file now gives other runs beside them: not applied, judged on its results");
+                    (same_baseline(in) ? ", which the sweep file now gives other runs beside them"
+                                       : ", judged against another baseline than the sweep file's now") +
+                    ": not applied, judged on its results");
   }
 }
 

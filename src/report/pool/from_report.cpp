@@ -7,6 +7,7 @@
 #include "report/seeds.h"
 #include "report/stats.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace sweep {
 
@@ -143,6 +144,10 @@ Measured measure_report(const json& report, const std::string& where, const Metr
       continue;
     }
     const json& baseline = *base->second;
+    if (const int64_t diverged = count_of(baseline, "diverged"); diverged > 0) {
+      out.notes.push_back(baseline_diverged(setting, diverged, count_of(baseline, "runs")));
+      continue;
+    }
     out.settings.push_back(setting);
     for (const json& v : *variants) {
       if (!v.is_object() || is_baseline(v) || report_string(v, "rung") != rung ||

@@ -14,6 +14,46 @@ namespace sweep {
 
 namespace {
 
+// A seed's test loss (its finished runs' mean, as seed_values averages a seed's repeats).
+std::map<SeedKey, double> seed_test_losses(const std::vector<ReportRun>& runs) {
+  std::vector<ReportRun> tested;
+  for (const ReportRun& r : runs) {
+    if (r.value && r.test_loss) {
+      tested.push_back(r);
+      tested.back().value = r.test_loss;
+    }
+  }
+  return seed_values(tested);
+}
+
+// The (baseline, arm) values of the seeds both have, in value order: what was measured, whatever the
+// seeds are called.
+std::vector<std::pair<double, double>> pairs_of(const std::map<SeedKey, double>& arm,
+                                                const std::map<SeedKey, double>& base) {
+  std::vector<std::pair<double, double>> pairs;
+  for (const auto& [seed, value] : arm) {
+    if (const auto b = base.find(seed); b != base.end()) {
+      pairs.emplace_back(b->second, value);
+    }
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
+// The same pairs to rounding (a relative 1e-9: a loss printed and read back, never two trainings).
+bool same_pairs(const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b) {
+  const auto close = [](double x, double y) { return std::abs(x - y) <= 1e-9 * std::max(1.0, std::abs(x)); };
+  if (a.empty() || a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!close(a[i].first, b[i].first) || !close(a[i].second, b[i].second)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The setting's measurement of each intervention: its variant at the baseline's grid point (with a
 // tune axis: the analysis's variants are the study at the base value, each arm's at its own base —
 // a key the baseline leaves unset, Muon's learning rate, set there).
@@ -35,6 +75,12 @@ void measure_setting(const std::string& name, const ReportInput& in, const Analy
     }
     return ids;
   };
+  const auto base_stats = std::find_if(a.variants.begin(), a.variants.end(),
+                                       [](const VariantStats& v) { return v.is_baseline; });
+  if (base_stats != a.variants.end() && base_stats->diverged > 0) {
+    out.notes.push_back(baseline_diverged(name, base_stats->diverged, base_stats->runs));
+    return;
+  }
   out.settings.push_back(name);
   for (const VariantStats& v : a.variants) {
     const VariantRuns* runs = find_variant(in, v.name);
@@ -45,6 +91,8 @@ void measure_setting(const std::string& name, const ReportInput& in, const Analy
                   v.seeds, finished(*runs), finished(*base)};
     s.values = seed_values(runs->runs);
     s.baseline_values = seed_values(base->runs);
+    s.test_values = seed_test_losses(runs->runs);
+    s.baseline_test_values = seed_test_losses(base->runs);
     s.runs_planned = v.runs;
     s.diverged = v.diverged;
     s.eliminated = stop_of(in, *runs) != nullptr ? v.stopped : "";
@@ -75,6 +123,23 @@ std::string interval_text(double low, double high) {
   return "[" + format_number("%+.4f", low) + ", " + format_number("%+.4f", high) + "]";
 }
 
+// Why a setting's standard error is the 0 it approximates ("" when it is not): under
+// k_negligible_se_ratio of the largest of its intervention's settings', or under k_rounding_se of
+// its baseline's loss (a float's rounding of it).
+std::string negligible_error(const PoolSetting& s, double largest) {
+  if (s.se < k_negligible_se_ratio * largest) {
+    return "under a thousandth of its settings' largest (" + format_number("%.3g", largest) + ")";
+  }
+  double level = 0;
+  for (const auto& [seed, value] : s.baseline_values) {
+    level += std::abs(value) / static_cast<double>(s.baseline_values.size());
+  }
+  if (s.se < k_rounding_se * level) {
+    return "under a millionth of its baseline's loss (" + format_number("%.4g", level) + ")";
+  }
+  return "";
+}
+
 // The intervention's settings, each measured once: the same runs or the same per-seed values in two
 // settings (a sweep file copied, a key that does not change training, a report read twice) are one
 // setting, as is an intervention listed twice in one setting; a setting whose standard error is
@@ -89,8 +154,21 @@ std::vector<PoolSetting> one_each(const std::string& name, const std::vector<Poo
     if (same != settings.end()) {
       const bool runs = !s.runs.empty() && s.runs == same->runs;
       notes.push_back(name + ": " + s.setting + " has the same " +
-                      (runs ? "runs" : "per-seed results, to the last digit,") + " as " + same->setting +
+                      (runs ? "runs" : "per-seed results, to 9 digits,") + " as " + same->setting +
                       " — one setting, counted once");
+      continue;
+    }
+    // overlapping runs of the arm (the same sweep with a seed more or less): one experiment — the
+    // setting with more seeds counted
+    const auto overlap = std::find_if(settings.begin(), settings.end(),
+                                      [&](const PoolSetting& t) { return shares_runs(s, t); });
+    if (overlap != settings.end()) {
+      const bool more = s.seeds > overlap->seeds;
+      notes.push_back(name + ": " + s.setting + " and " + overlap->setting + " share runs of the arm — one " +
+                      "experiment, counted once (" + (more ? s.setting : overlap->setting) + ", with more seeds)");
+      if (more) {
+        *overlap = s;
+      }
       continue;
     }
     const auto twice = std::find_if(settings.begin(), settings.end(),
@@ -113,17 +191,15 @@ std::vector<PoolSetting> one_each(const std::string& name, const std::vector<Poo
   if (settings.size() < 2) {
     return settings;
   }
-  std::vector<double> errors;
+  double largest = 0;
   for (const auto& s : settings) {
-    errors.push_back(s.se);
+    largest = std::max(largest, s.se);
   }
-  const double typical = percentile(errors, 0.5);
   std::vector<PoolSetting> kept;
   for (auto& s : settings) {
-    if (s.se < k_negligible_se_ratio * typical) {
+    if (const std::string why = negligible_error(s, largest); !why.empty()) {
       notes.push_back(s.setting + ": " + name + " left out — its standard error (" + format_number("%.3g", s.se) +
-                      ") is under a thousandth of its settings' median (" + format_number("%.3g", typical) +
-                      "): the same improvement on every seed up to rounding, as an error of 0 is");
+                      ") is " + why + ": the same improvement on every seed up to rounding, as an error of 0 is");
       continue;
     }
     kept.push_back(std::move(s));
@@ -168,6 +244,11 @@ void judge_pooled(PooledIntervention& p, double alpha) {
   }
 }
 
+std::string baseline_diverged(const std::string& setting, int64_t diverged, int64_t runs) {
+  return setting + ": left out — " + std::to_string(diverged) + " of " + plural(std::max(runs, diverged), "run") +
+         " of its baseline diverged, and its survivors are no baseline to judge an arm by";
+}
+
 std::string unpoolable(const PoolSetting& s) {
   const std::string head = s.setting + ": " + s.intervention + " left out — ";
   // a loss difference and its error, not any number (1e300 squared is no variance)
@@ -207,8 +288,12 @@ bool same_measurement(const PoolSetting& a, const PoolSetting& b) {
   if (!a.runs.empty() && a.runs == b.runs) {
     return true;
   }
-  return !a.values.empty() && a.values == b.values && a.baseline_values == b.baseline_values &&
-         a.effect == b.effect && a.se == b.se;
+  return same_pairs(pairs_of(a.values, a.baseline_values), pairs_of(b.values, b.baseline_values)) ||
+         same_pairs(pairs_of(a.test_values, a.baseline_test_values), pairs_of(b.test_values, b.baseline_test_values));
+}
+
+bool shares_runs(const PoolSetting& a, const PoolSetting& b) {
+  return std::any_of(a.runs.begin(), a.runs.end(), [&](const std::string& r) { return b.runs.count(r) > 0; });
 }
 
 Measured measure_study(const PoolStudy& study) {
@@ -267,7 +352,9 @@ Pool pool_measured(const std::vector<Measured>& studies, const Metric& metric, d
   for (const std::string& name : order) {
     std::vector<PoolSetting> settings = one_each(name, by_intervention[name], pool.notes);
     if (settings.size() < 2) {
-      pool.notes.push_back(name + ": measured in one setting (" + settings.front().setting + ") — not pooled");
+      pool.notes.push_back(name + (settings.empty() ? ": no setting left — not pooled"
+                                                    : ": measured in one setting (" + settings.front().setting +
+                                                          ") — not pooled"));
       continue;
     }
     PooledIntervention p;

@@ -40,8 +40,11 @@ struct PoolSetting {
   int64_t seeds = 0;
   std::set<std::string> runs{}, baseline_runs{};  // the finished runs of the variant and of its baseline
   // Its per-seed values and its baseline's (a seed's repeats averaged): two settings equal in these, to
-  // the last digit, measured the same thing (a key that does not change training) and are one setting.
+  // rounding, measured the same thing (a key that does not change training) and are one setting.
   std::map<SeedKey, double> values{}, baseline_values{};
+  // Their test losses, where the runs are read (not a report.json): the same training measured on
+  // another metric (val_lastK of runs that differ only in eval.every) is recognised by these.
+  std::map<SeedKey, double> test_values{}, baseline_test_values{};
   int64_t runs_planned = 0, diverged = 0;  // its runs, and those that diverged (never pooled on its survivors)
   std::string eliminated{};  // where --eliminate stopped it ("" when it did not): no final result
 };
@@ -90,16 +93,25 @@ struct Measured {
 // standard error over seeds, or one of 0 (the same improvement on every seed).
 std::string unpoolable(const PoolSetting& s);
 
-// Whether two measurements are one: the same finished runs, or the same per-seed values (the variant's
-// and its baseline's) and so the same effect and standard error, to the last digit.
-bool same_measurement(const PoolSetting& a, const PoolSetting& b);
+// The note of a setting left out whole: `diverged` of its baseline's `runs` diverged (an arm is never
+// judged against its baseline's survivors).
+std::string baseline_diverged(const std::string& setting, int64_t diverged, int64_t runs);
 
-// A standard error treated as the 0 it approximates: below k_negligible_se_ratio of the median of
-// the intervention's settings' errors. With 3 seeds a setting's sampling variance falls to a
-// millionth of the true one (its SE to a thousandth) once in a million (χ²₂ below 2·10⁻⁶): such an
-// error is no seed noise but an arm the seeds do not move (the same improvement on every seed, up to
-// rounding) — weighed by it, Welch's test calls any two settings different (p 0).
+// Whether two measurements are one: the same finished runs, or the same (baseline, arm) values of
+// their paired seeds, whatever the seeds are called, to rounding (a relative 1e-9) — on the metric, or
+// on the test loss (the same training).
+bool same_measurement(const PoolSetting& a, const PoolSetting& b);
+// Whether two settings share runs of the arm (a sweep and its copy with a seed more): one experiment.
+bool shares_runs(const PoolSetting& a, const PoolSetting& b);
+
+// A standard error treated as the 0 it approximates: below k_negligible_se_ratio of the largest of
+// the intervention's settings' errors — with 3 seeds a setting's sampling variance falls to a
+// millionth of the true one (its SE to a thousandth) once in a million (χ²₂ below 2·10⁻⁶), so such an
+// error is no seed noise but an arm the seeds do not move — or below k_rounding_se of its baseline's
+// loss, where an improvement is the rounding of a float's loss (a change of summation order alone).
+// Weighed by either, Welch's test calls any two settings different (p 0).
 constexpr double k_negligible_se_ratio = 1e-3;
+constexpr double k_rounding_se = 1e-6;
 
 // A study from its runs. A study that measures nothing (no finished baseline run, at a rung of a
 // ladder too) is left out and said.

@@ -225,6 +225,46 @@ TEST_CASE("eliminate live: a stop follows its runs — two arms' names swapped, 
   CHECK(notes[0].find("--eliminate stopped `worse-renamed` (stopped as `worse`)") == 0);
 }
 
+// Every Δ was judged against the baseline's runs: with another baseline (the file's baseline: now an
+// arm's name) no stop applies — and a stop never applies to the baseline itself.
+TEST_CASE("eliminate live: stops judged against another baseline than the file's now are not applied") {
+  ReportInput in = study(400);
+  in.design.min_effect = 0.01;
+  EliminationDesign d;
+  d.delta = 0.01;
+  d.looks_taken = 1;
+  d.baseline_runs = {"baseline-1", "baseline-2", "baseline-3"};
+  d.stopped.push_back({true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}, "worse"});
+  in.design.eliminate = d;
+  const auto report = [](const ReportInput& x, std::vector<std::string>& notes) {
+    std::vector<VariantStats> stats(3);
+    for (size_t i = 0; i < 3; ++i) {
+      stats[i].name = x.variants[i].name;
+      stats[i].runs = 3;
+      stats[i].is_baseline = x.variants[i].name == x.baseline;
+      stats[i].verdict = stats[i].is_baseline ? Verdict::baseline : Verdict::no_result;
+    }
+    apply_eliminations(x, stats, notes);
+    return stats;
+  };
+  std::vector<std::string> notes;
+  CHECK(report(in, notes)[1].verdict == Verdict::worse);  // the baseline it was judged against
+  ReportInput other = in;
+  other.baseline = "same";  // the file's baseline is now an arm
+  notes.clear();
+  std::vector<VariantStats> stats = report(other, notes);
+  CHECK(stats[1].verdict == Verdict::no_result);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "--eliminate's record stopped runs of `worse`, judged against another baseline than the sweep "
+                    "file's now: not applied, judged on its results");
+  ReportInput stopped_base = in;
+  stopped_base.baseline = "worse";  // the stopped arm made the baseline
+  notes.clear();
+  stats = report(stopped_base, notes);
+  CHECK(stats[1].verdict == Verdict::baseline);
+  CHECK(stop_of(stopped_base, stopped_base.variants[1]) == nullptr);
+}
+
 TEST_CASE("eliminate live: a sweep's record of the looks goes to JSON and back") {
   EliminationDesign d;
   d.settings.looks = {0.25, 0.6};

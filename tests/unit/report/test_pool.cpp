@@ -252,13 +252,15 @@ TEST_CASE("pool: a study read from its report.json — rungs as settings, old re
 
 namespace {
 
-// A setting's measurement of intervention "x": per-seed improvements `d` over a baseline of 3.0 on
-// seeds 1..n, its runs named by `runs` (empty: none).
+// A setting's measurement of intervention "x": per-seed improvements `d` over a baseline of 3.0 +
+// 0.01·j on seeds j = 1..n (each seed's baseline its own, as trained runs' are), its runs named by
+// `runs` (empty: none).
 PoolSetting measured_as(const std::string& setting, const std::vector<double>& d, const std::string& runs = "") {
   PoolSetting s{setting, "x", "x", 0, 0, static_cast<int64_t>(d.size())};
   for (size_t j = 0; j < d.size(); ++j) {
-    s.values[{int64_t(j) + 1, int64_t(j) + 1}] = 3.0 - d[j];
-    s.baseline_values[{int64_t(j) + 1, int64_t(j) + 1}] = 3.0;
+    const double base = 3.0 + 0.01 * static_cast<double>(j + 1);
+    s.values[{int64_t(j) + 1, int64_t(j) + 1}] = base - d[j];
+    s.baseline_values[{int64_t(j) + 1, int64_t(j) + 1}] = base;
     if (!runs.empty()) {
       s.runs.insert(runs + std::to_string(j));
       s.baseline_runs.insert(runs + "-base" + std::to_string(j));
@@ -290,8 +292,8 @@ TEST_CASE("pool: settings with the same per-seed results are one setting — a n
   const Pool pool = pooled_from({measured_as("a", d, "a"), measured_as("b", d, "b"), measured_as("c", d, "c")});
   CHECK(pool.pooled.empty());
   REQUIRE(pool.notes.size() == 3);
-  CHECK(pool.notes[0] == "x: b has the same per-seed results, to the last digit, as a — one setting, counted once");
-  CHECK(pool.notes[1] == "x: c has the same per-seed results, to the last digit, as a — one setting, counted once");
+  CHECK(pool.notes[0] == "x: b has the same per-seed results, to 9 digits, as a — one setting, counted once");
+  CHECK(pool.notes[1] == "x: c has the same per-seed results, to 9 digits, as a — one setting, counted once");
   CHECK(pool.notes[2] == "x: measured in one setting (a) — not pooled");
   // the same runs in two settings: said as that
   const Pool runs = pooled_from({measured_as("a", d, "a"), measured_as("b", d, "a")});
@@ -375,8 +377,8 @@ TEST_CASE("pool: what is left out and why — a diverged arm, one --eliminate st
   REQUIRE(pool.pooled.size() == 1);
   CHECK(pool.pooled[0].meta.k == 3);
   CHECK(pool.pooled[0].verdict != PoolVerdict::varies);
-  CHECK(pool.notes[0] == "c: x left out — its standard error (1e-100) is under a thousandth of its settings' median "
-                         "(0.00577): the same improvement on every seed up to rounding, as an error of 0 is");
+  CHECK(pool.notes[0] == "c: x left out — its standard error (1e-100) is under a thousandth of its settings' "
+                         "largest (0.00577): the same improvement on every seed up to rounding, as an error of 0 is");
 }
 
 TEST_CASE("pool: a report.json's diverged and stopped arms, and per-seed values, read as from its runs") {
@@ -400,4 +402,75 @@ TEST_CASE("pool: a report.json's diverged and stopped arms, and per-seed values,
   REQUIRE(m.notes.size() == 2);
   CHECK(m.notes[0].find("s: blowup left out — 1 of 3 runs diverged") == 0);
   CHECK(m.notes[1].find("s: late left out — --eliminate stopped at 30% of training") == 0);
+}
+
+TEST_CASE("pool: copies under other labels are one setting — seeds renamed, values rounded, the same training") {
+  const std::vector<double> d{0.031, -0.012, 0.001};
+  // the same per-seed results under seeds 7, 8, 9, and 1e-12 apart (a report.json copied and edited)
+  PoolSetting renamed = measured_as("b", d, "b");
+  renamed.values.clear();
+  renamed.baseline_values.clear();
+  const PoolSetting a = measured_as("a", d, "a");
+  int64_t seed = 7;
+  for (const auto& [key, value] : a.values) {
+    renamed.values[{seed, seed}] = value + 1e-12;
+    renamed.baseline_values[{seed, seed}] = a.baseline_values.at(key);
+    ++seed;
+  }
+  CHECK(same_measurement(a, renamed));
+  // the same training read on another metric (val_last3 of runs that differ only in eval.every):
+  // other values, the same test losses
+  PoolSetting other_metric = measured_as("c", {0.02, -0.01, 0.0}, "c");
+  PoolSetting first = a;
+  first.test_values = {{{1, 1}, 2.9}, {{2, 2}, 3.1}, {{3, 3}, 3.0}};
+  first.baseline_test_values = {{{1, 1}, 2.95}, {{2, 2}, 3.12}, {{3, 3}, 3.01}};
+  other_metric.test_values = first.test_values;
+  other_metric.baseline_test_values = first.baseline_test_values;
+  CHECK(same_measurement(first, other_metric));
+  other_metric.test_values[{2, 2}] = 3.1001;
+  CHECK_FALSE(same_measurement(first, other_metric));
+  const Pool pool = pooled_from({a, renamed, measured_as("c", d, "c")});
+  CHECK(pool.pooled.empty());
+}
+
+TEST_CASE("pool: settings that share runs of the arm are one experiment — the one with more seeds counted") {
+  // a sweep and its copies with a fourth seed each: 3 of their 4 runs the same
+  PoolSetting three = measured_as("s3", {0.02, 0.01, 0.03}, "r");
+  PoolSetting four = measured_as("s4", {0.02, 0.01, 0.03, 0.025}, "r");
+  PoolSetting other = measured_as("s5", {0.0, 0.01, -0.01}, "q");
+  const Pool pool = pooled_from({three, four, other});
+  REQUIRE(pool.pooled.size() == 1);
+  CHECK(pool.pooled[0].meta.k == 2);
+  CHECK(pool.pooled[0].settings[0].setting == "s4");
+  CHECK(pool.notes[0] == "x: s4 and s3 share runs of the arm — one experiment, counted once (s4, with more seeds)");
+}
+
+TEST_CASE("pool: errors next to nothing in most settings are still left out — by the largest, and by rounding") {
+  // two of three settings with standard errors of 6e-9 (an arm that changes a loss's rounding), one of
+  // 0.0058: by the median nothing was left out, and Welch's test said "varies" (p 0.00015)
+  const Pool pool = pooled_from({measured_as("t1", {1e-7, 1.1e-7, 0.9e-7}), measured_as("t2", {3e-7, 3.1e-7, 2.9e-7}),
+                                 measured_as("t3", {0.0, 0.02, 0.01})});
+  CHECK(pool.pooled.empty());
+  REQUIRE(pool.notes.size() == 3);
+  CHECK(pool.notes[0].find("t1: x left out — its standard error (5.77e-09) is under a thousandth of its settings' "
+                           "largest (0.00577)") == 0);
+  // every setting that small: the floor by the baseline's loss (3.02 here, a millionth: 3e-6)
+  const Pool tiny = pooled_from({measured_as("t1", {1e-7, 1.1e-7, 0.9e-7}), measured_as("t2", {3e-7, 3.1e-7, 2.9e-7}),
+                                 measured_as("t4", {2e-7, 2.2e-7, 1.9e-7})});
+  CHECK(tiny.pooled.empty());
+  CHECK(tiny.notes[0].find("under a millionth of its baseline's loss (3.02)") != std::string::npos);
+}
+
+TEST_CASE("pool: a setting whose baseline has a diverged run is left out whole, from runs and from report.json") {
+  nlohmann::json r{{"sweep", "s"}, {"metric", "test_loss"}, {"variants", nlohmann::json::array()}};
+  r["variants"].push_back(variant_json("baseline", "", true, 0, 0, 2, {"b1", "b2"}));
+  r["variants"].push_back(variant_json("arm", "", false, 0.02, 0.004, 2, {"a1", "a2"}));
+  r["variants"][0]["diverged"] = 1;
+  r["variants"][0]["runs"] = 3;
+  const Measured m = measure_report(r, "s.json", Metric{});
+  CHECK(m.measured.empty());
+  CHECK(m.settings.empty());
+  REQUIRE(m.notes.size() == 1);
+  CHECK(m.notes[0] == "s: left out — 1 of 3 runs of its baseline diverged, and its survivors are no baseline to "
+                      "judge an arm by");
 }
