@@ -8,11 +8,13 @@
 #   scripts/pip-torch.sh [VENV]     prints the environment's python on its last line
 #
 # To move to another PyTorch, change both pins together: cuda_pin is the cuda-toolkit version in
-# that torch's requirements (`pip show torch`, or its wheel's METADATA).
+# that torch's requirements (`pip show torch`, or its wheel's METADATA). SWEEP_TORCH_PIN,
+# SWEEP_CUDA_PIN and SWEEP_VENV_PYTHON (the interpreter a new environment is made from) set them for
+# one call: scripts/torch-build.sh builds against an older PyTorch so, in an environment of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-torch_pin=2.15.0
-cuda_pin=13.2.2
+torch_pin=${SWEEP_TORCH_PIN:-2.15.0}
+cuda_pin=${SWEEP_CUDA_PIN:-13.2.2}
 venv=${1:-.venv}
 die() { echo "pip-torch: $*" >&2; exit 2; }
 
@@ -28,7 +30,7 @@ PY
 
 if ! have; then
   if [ ! -x "$venv/bin/python" ]; then
-    base=/usr/bin/python3
+    base=${SWEEP_VENV_PYTHON:-/usr/bin/python3}
     [ -x "$base" ] || base=$(command -v python3) || die "no python3 — install Debian's python3 and python3-venv"
     "$base" -m venv "$venv" ||
       die "$base could not make a virtual environment in $venv — install python3-venv (Debian), then run again"

@@ -18,8 +18,10 @@
 #                   Debian's packages only — no Python package index, no PyTorch, no CUDA, and no
 #                   training core (sweep's own trainer, bench, eval, export, sample, devices)
 #   --deps DIR      a machine without a package registry: take the dependencies from the .deb
-#                   files in DIR (scripts/offline-deps.sh downloads them), unpacked into
-#                   BUILD/deps rather than installed; nothing is installed
+#                   files in DIR (scripts/offline-deps.sh downloads them), or from the prefix
+#                   DIR/deps.tar.xz packs (scripts/gpu-carry.sh: the same, slimmed to fit a GPU
+#                   machine's transfer), unpacked into BUILD/deps rather than installed; nothing is
+#                   installed
 #   --target T      build only T (e.g. sweep); default: everything, the tests included
 # Other arguments are CMake options, e.g. -DSWEEP_TEST_HOOKS=ON (scripts/test.sh).
 set -euo pipefail
@@ -152,11 +154,17 @@ cuda_toolkit() {
 [ "$torch" = pip ] || [ "$torch" = none ] || torch_info "${PYTHON:-python3}"
 if [ -n "$deps" ]; then
   # ---- no registry: unpack the .deb files into a prefix of the build's own ----
-  [ -d "$deps" ] && compgen -G "$deps/*.deb" >/dev/null ||
-    die "--deps $deps: no .deb files there (scripts/offline-deps.sh $deps downloads them on a Debian 12 machine)"
+  packed=$deps/deps.tar.xz
+  [ -f "$packed" ] || { [ -d "$deps" ] && compgen -G "$deps/*.deb" >/dev/null; } ||
+    die "--deps $deps: no .deb files there, nor a deps.tar.xz (scripts/offline-deps.sh $deps downloads them on a Debian 12 machine; scripts/gpu-carry.sh packs them)"
   prefix=$build/deps
-  stamp=$(cd "$deps" && ls -l -- *.deb | awk '{print $5, $NF}' | sha256sum | cut -c1-16)
-  if [ "$(cat "$prefix/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  stamp=$( (cd "$deps" && ls -l -- deps.tar.xz 2>/dev/null || ls -l -- *.deb) | awk '{print $5, $NF}' | sha256sum | cut -c1-16)
+  if [ "$(cat "$prefix/.stamp" 2>/dev/null)" != "$stamp" ] && [ -f "$packed" ]; then
+    rm -rf "$prefix" && mkdir -p "$prefix"
+    python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1]); t.extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))' \
+      "$packed" "$prefix"
+    echo "$stamp" > "$prefix/.stamp"
+  elif [ "$(cat "$prefix/.stamp" 2>/dev/null)" != "$stamp" ]; then
     rm -rf "$prefix" && mkdir -p "$prefix"
     for f in "$deps"/*.deb; do
       if command -v dpkg-deb >/dev/null; then

@@ -30,7 +30,7 @@ caller=$PWD  # --out and --build-dir as given, from where the kit was called
 cd "$(dirname "$0")/.."
 kit_root=$PWD
 kit_call="" kit_out=${OUT:-} kit_deps="" kit_nanogpt="" kit_dry=false kit_build=""
-[ -d .gpu-kit ] && compgen -G ".gpu-kit/*.deb" >/dev/null && kit_deps=.gpu-kit
+{ [ -f .gpu-kit/deps.tar.xz ] || compgen -G ".gpu-kit/*.deb" >/dev/null; } && kit_deps=.gpu-kit
 while [ $# -gt 0 ]; do
   case $1 in
     call1 | call2) kit_call=$1 ;;

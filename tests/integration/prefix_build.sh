@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A machine without Debian's packages — the GPU machines: a Python PyTorch, CMake, Ninja and a
 # compiler, no package registry — builds sweep from .deb files unpacked into a prefix:
-# scripts/offline-deps.sh downloads them, scripts/setup.sh --deps unpacks them and builds. Here
+# scripts/offline-deps.sh downloads them and packs them (--pack, as scripts/gpu-carry.sh does for a
+# GPU machine), scripts/setup.sh --deps unpacks the pack and builds. Here
 # the -dev packages they stand for are hidden from that build by an overlay over /usr in a mount
 # namespace of its own (their headers, CMake and pkg-config files and link-time libraries
 # whited out), so every header and library the build uses must come from the prefix; Debian's
@@ -17,7 +18,9 @@ unshare --mount --propagation private mount -t overlay overlay \
   -o "lowerdir=$work/probe,upperdir=$work/upper,workdir=$work/overlay-work" "$work/probe" 2>/dev/null ||
   { echo "skipped: this machine cannot mount an overlay in a mount namespace"; exit 77; }
 rm -rf upper overlay-work probe && mkdir -p upper overlay-work
-"$src/scripts/offline-deps.sh" "$work/kit" > kit.txt 2>&1 ||
+# the .deb files, and packed as scripts/gpu-carry.sh packs them for a GPU machine (static libraries
+# and documentation left out): the build below takes the packed prefix, which must be enough
+"$src/scripts/offline-deps.sh" "$work/kit" --pack "$work/packed/deps.tar.xz" > kit.txt 2>&1 ||
   { echo "skipped: the .deb files could not be downloaded: $(tail -1 kit.txt)"; exit 77; }
 
 # Every file the kit's -dev packages installed on this machine: what the build must not see.
@@ -34,7 +37,7 @@ set -euo pipefail
 mount -t overlay overlay -o lowerdir=/usr,upperdir=$work/upper,workdir=$work/overlay-work /usr
 xargs -d '\n' rm -f < $work/hidden.txt
 [ ! -e /usr/include/yaml-cpp/yaml.h ] || { echo "the overlay did not hide yaml-cpp" >&2; exit 1; }
-"$src/scripts/setup.sh" --deps $work/kit --build-dir $work/build --target sweep \
+"$src/scripts/setup.sh" --deps $work/packed --build-dir $work/build --target sweep \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0
 EOF
 unshare --mount --propagation private bash inside.sh > build.log 2>&1 || fail "the build from the prefix failed: $(tail -30 build.log)"
