@@ -25,9 +25,6 @@ while [ $# -gt 0 ]; do
   shift
 done
 cd "$(dirname "$0")/.."
-for ignored in .gpu-kit .gpu-debs; do
-  git check-ignore -q "$ignored" || echo "/$ignored/" >> .git/info/exclude
-done
 scripts/offline-deps.sh .gpu-debs --pack .gpu-kit/deps.tar.xz > /dev/null
 rm -f .gpu-kit/*.deb  # (an older kit's: the packed prefix replaces them)
 if [ -n "$nanogpt" ]; then
