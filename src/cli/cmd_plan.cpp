@@ -19,7 +19,7 @@ namespace {
 std::string plan_label(const PlannedRun& r, PlanState state, const SweepSpec& spec, Store* store, Branches* branches,
                        std::string& why) {
   const bool startable = finished(state) || failed(state) || branches == nullptr || !r.config.branch.on() ||
-                         !store->run(r.run_id) || !store->run(r.config.branch.from) || branches->has_start(r);
+                         !store->run(r.config.branch.from) || branches->has_start(r);
   why = startable ? "" : branches->orphaned(r);
   return why.empty() ? state_label(state, spec.design.eliminate, r.run_id) : "orphaned";
 }

@@ -68,8 +68,8 @@ bool Branches::has_start(const PlannedRun& run) const {
   if (!run.config.branch.on()) {
     return true;
   }
-  const fs::path dir = m_store.run(run.run_id)->run_dir;
-  return holds_checkpoint(dir) || fs::exists(branch_checkpoint(dir.string()));
+  const std::optional<RunRow> row = m_store.run(run.run_id);  // (none: not recorded yet, as `sweep plan` sees it)
+  return row && (holds_checkpoint(row->run_dir) || fs::exists(branch_checkpoint(row->run_dir)));
 }
 
 std::optional<int64_t> Branches::pause_at(const PlannedRun& parent) const {
@@ -127,8 +127,10 @@ std::string Branches::orphaned(const PlannedRun& branch) const {
            " before step " + step + " (`sweep run --retry-failed` trains it again)";
   }
   if (row.steps > branch.config.branch.step || row.status == RunState::done) {
+    const std::optional<RunRow> own = m_store.run(branch.run_id);
     return "its parent, the baseline's run " + parent->run_id + ", has trained past step " + step +
-           " without this branch's start in its folder (" + branch_checkpoint(m_store.run(branch.run_id)->run_dir) +
+           " without this branch's start in its folder (" +
+           (own ? branch_checkpoint(own->run_dir) : std::string("checkpoint/branch.pt")) +
            ": the branch planned after its parent passed the step, or its start removed), and its checkpoint "
            "there is gone — run the sweep in another --results folder, or train this intervention from scratch "
            "(`branch: none`)";

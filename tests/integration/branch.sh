@@ -78,6 +78,9 @@ cat table.txt
 grep -q "branched from the baseline at step 80" table.txt || fail "the report does not say the branches"
 
 # ---- the branches of a baseline that trained past the point: not started, said so ----
+# sweep plan says it before any run: not pending — orphaned, and why
+"$SWEEP" plan s.yaml --results res-a > orphan_plan0.txt
+[ "$(grep -c "^wsd .* orphaned " orphan_plan0.txt)" = 2 ] || fail "plan before the run: $(cat orphan_plan0.txt)"
 # (s.yaml is a second file under scratch.yaml's sweep name there: refused naming both, unless --replace)
 expect_rc 2 "$SWEEP" run s.yaml --results res-a --devices cpu:2x1 2> err.txt
 grep -q "sweep br in res-a is .*/scratch.yaml's, and s.yaml names its sweep br too — it would take the name over" err.txt ||
