@@ -265,7 +265,9 @@ void check_relations(const YAML::Node& root, Diagnostics& diags, const RunConfig
   }
   if (c.train.min_lr > c.train.lr) {
     diags.error("train.min_lr", at("train", "min_lr"),
-                "'train.min_lr' must not exceed 'train.lr'");
+                "'train.min_lr' (" + format_number("%g", c.train.min_lr) + ") must not exceed 'train.lr' (" +
+                    format_number("%g", c.train.lr) + ") — an intervention that lowers train.lr lowers "
+                    "train.min_lr with it (e.g. train.min_lr: " + format_number("%g", c.train.lr / 10) + ")");
   }
   if (c.train.warmup >= 1 && std::floor(c.train.warmup) != c.train.warmup) {
     diags.error("train.warmup", at("train", "warmup"),
