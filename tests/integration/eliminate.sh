@@ -8,10 +8,7 @@ archive=$(cd "$(dirname "$0")/../.." && pwd)/scripts/results-archive.sh
 source "$(dirname "$0")/lib.bash"
 command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
 prepare_bytes
-# lr-tiny barely trains: worse by far from its first evaluations on. dropout-off: near the baseline.
-tiny_sweep s.yaml el 100 "lr-tiny: {train.lr: 3e-6, train.min_lr: 3e-7}" "dropout-off: {model.dropout: 0.0}"
-sed -i 's/^seeds: .*/seeds: [1, 2, 3]/; s/every: 20/every: 10/' s.yaml
-echo "min_effect: 0.01" >> s.yaml
+eliminate_sweep s.yaml
 
 # ---- bad input: refused, naming why, with nothing written ----
 grep -v '^min_effect' s.yaml > nodelta.yaml

@@ -8,9 +8,7 @@
 source "$(dirname "$0")/lib.bash"
 command -v sqlite3 >/dev/null || fail "sqlite3 is needed (apt-get install sqlite3)"
 prepare_bytes
-tiny_sweep s.yaml el 100 "lr-tiny: {train.lr: 3e-6, train.min_lr: 3e-7}" "dropout-off: {model.dropout: 0.0}"
-sed -i 's/^seeds: .*/seeds: [1, 2, 3]/; s/every: 20/every: 10/' s.yaml
-echo "min_effect: 0.01" >> s.yaml
+eliminate_sweep s.yaml
 steps_of() {  # steps_of VARIANT-CONFIG-MARK: "status:steps" of the runs whose config has MARK, by seed
   local ids
   ids=$(grep -l -- "$1" res/runs/*/config.yaml | xargs -n1 dirname | xargs -n1 basename | sed "s/.*/'&'/" | paste -sd,)

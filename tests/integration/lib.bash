@@ -65,6 +65,15 @@ tiny_sweep() {
   } > "$file"
 }
 
+# eliminate_sweep FILE: the --eliminate tests' study (sweep el) — lr-tiny barely trains, worse by far
+# from its first evaluations on; dropout-off near the baseline; 3 seeds of 100 steps, a validation
+# point every 10, min_effect 0.01.
+eliminate_sweep() {
+  tiny_sweep "$1" el 100 "lr-tiny: {train.lr: 3e-6, train.min_lr: 3e-7}" "dropout-off: {model.dropout: 0.0}"
+  sed -i 's/^seeds: .*/seeds: [1, 2, 3]/; s/every: 20/every: 10/' "$1"
+  echo "min_effect: 0.01" >> "$1"
+}
+
 sql() { sqlite3 "${DB:-res/sweep.db}" "$1"; }
 
 # run_after_kill OUT ARGS...: `sweep run ARGS` (its output in OUT) after a scheduler was killed with

@@ -140,11 +140,11 @@ std::string negligible_error(const PoolSetting& s, double largest) {
   return "";
 }
 
-// The intervention's settings, each measured once: the same runs or the same per-seed values in two
-// settings (a sweep file copied, a key that does not change training, a report read twice) are one
-// setting, as is an intervention listed twice in one setting; a setting whose standard error is
-// negligible beside the others' (k_negligible_se_ratio) is left out as an error of 0 is. Each said
-// in `notes`; settings that share the baseline's runs are correlated, and said.
+// The intervention's settings, each measured once: two with the same measurement (same_measurement:
+// a sweep file copied, a key that does not change training, a report read twice) are one setting, as
+// are two that share runs of the arm (the better seeded counted) and an intervention listed twice in
+// one setting; a setting whose standard error is negligible (negligible_error) is left out as an
+// error of 0 is. Each said in `notes`; settings that share the baseline's runs are correlated, and said.
 std::vector<PoolSetting> one_each(const std::string& name, const std::vector<PoolSetting>& measured,
                                   std::vector<std::string>& notes) {
   std::vector<PoolSetting> settings;

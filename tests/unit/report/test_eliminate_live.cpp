@@ -51,6 +51,34 @@ ReportInput study(int64_t upto, bool done = false) {
   return in;
 }
 
+// The study at 400 tokens, its record's first look having stopped `worse` (judged against the
+// baseline's runs).
+ReportInput stopped_study() {
+  ReportInput in = study(400);
+  in.design.min_effect = 0.01;
+  EliminationDesign d;
+  d.delta = 0.01;
+  d.looks_taken = 1;
+  d.baseline_runs = {"baseline-1", "baseline-2", "baseline-3"};
+  d.stopped.push_back({true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}, "worse"});
+  in.design.eliminate = d;
+  return in;
+}
+
+// The report's rows of `x` as the analysis leaves them (no result yet; the baseline's, the baseline),
+// the record's stops applied.
+std::vector<VariantStats> reported(const ReportInput& x, std::vector<std::string>& notes) {
+  std::vector<VariantStats> stats(x.variants.size());
+  for (size_t i = 0; i < stats.size(); ++i) {
+    stats[i].name = x.variants[i].name;
+    stats[i].runs = 3;
+    stats[i].is_baseline = x.variants[i].name == x.baseline;
+    stats[i].verdict = stats[i].is_baseline ? Verdict::baseline : Verdict::no_result;
+  }
+  apply_eliminations(x, stats, notes);
+  return stats;
+}
+
 EliminationRule rule_of_delta(double delta) {
   EliminationRule r;
   r.delta = delta;
@@ -128,21 +156,9 @@ TEST_CASE("eliminate live: an arm with a diverged run is not judged on its survi
 
 // worse at its look's interval; trained to the end later, its own results
 TEST_CASE("eliminate live: the report of an arm a look stopped") {
-  ReportInput in = study(400);
-  in.design.min_effect = 0.01;
-  EliminationDesign d;
-  d.delta = 0.01;
-  d.looks_taken = 1;
-  d.stopped.push_back({true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}, "worse"});
-  in.design.eliminate = d;
-  std::vector<VariantStats> stats(3);
-  for (size_t i = 0; i < 3; ++i) {
-    stats[i].name = in.variants[i].name;
-    stats[i].runs = 3;
-    stats[i].verdict = i == 0 ? Verdict::baseline : Verdict::no_result;
-  }
+  const ReportInput in = stopped_study();
   std::vector<std::string> notes;
-  apply_eliminations(in, stats, notes);
+  std::vector<VariantStats> stats = reported(in, notes);
   CHECK(stats[1].verdict == Verdict::worse);
   CHECK(stats[1].improvement == doctest::Approx(-0.2));
   CHECK(stats[1].ci_high == doctest::Approx(-0.17));
@@ -188,27 +204,12 @@ TEST_CASE("eliminate live: the report of an arm a look stopped") {
 // run ids is the same, so --eliminate goes on — and the stop stays with the runs it judged, never with
 // the name (which would stop the arm never judged and train the stopped one again).
 TEST_CASE("eliminate live: a stop follows its runs — two arms' names swapped, the stopped arm renamed") {
-  ReportInput in = study(400);
-  in.design.min_effect = 0.01;
-  EliminationDesign d;
-  d.delta = 0.01;
-  d.looks_taken = 1;
-  d.stopped.push_back({true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}, "worse"});
-  in.design.eliminate = d;
-  const auto report = [](const ReportInput& x, std::vector<std::string>& notes) {
-    std::vector<VariantStats> stats(3);
-    for (size_t i = 0; i < 3; ++i) {
-      stats[i].name = x.variants[i].name;
-      stats[i].runs = 3;
-      stats[i].verdict = i == 0 ? Verdict::baseline : Verdict::no_result;
-    }
-    apply_eliminations(x, stats, notes);
-    return stats;
-  };
+  const ReportInput in = stopped_study();
+  const EliminationDesign& d = *in.design.eliminate;
   ReportInput swapped = in;
   std::swap(swapped.variants[1].name, swapped.variants[2].name);  // "same" now holds the stopped runs
   std::vector<std::string> notes;
-  std::vector<VariantStats> stats = report(swapped, notes);
+  std::vector<VariantStats> stats = reported(swapped, notes);
   CHECK(stats[1].name == "same");
   CHECK(stats[1].verdict == Verdict::worse);      // the runs the look stopped
   CHECK(stats[2].verdict == Verdict::no_result);  // never judged: not stopped
@@ -220,7 +221,7 @@ TEST_CASE("eliminate live: a stop follows its runs — two arms' names swapped, 
   ReportInput renamed = in;
   renamed.variants[1].name = "worse-renamed";
   notes.clear();
-  stats = report(renamed, notes);
+  stats = reported(renamed, notes);
   CHECK(stats[1].verdict == Verdict::worse);
   CHECK(notes[0].find("--eliminate stopped `worse-renamed` (stopped as `worse`)") == 0);
 }
@@ -228,31 +229,13 @@ TEST_CASE("eliminate live: a stop follows its runs — two arms' names swapped, 
 // Every Δ was judged against the baseline's runs: with another baseline (the file's baseline: now an
 // arm's name) no stop applies — and a stop never applies to the baseline itself.
 TEST_CASE("eliminate live: stops judged against another baseline than the file's now are not applied") {
-  ReportInput in = study(400);
-  in.design.min_effect = 0.01;
-  EliminationDesign d;
-  d.delta = 0.01;
-  d.looks_taken = 1;
-  d.baseline_runs = {"baseline-1", "baseline-2", "baseline-3"};
-  d.stopped.push_back({true, 0, 0.3, -0.2, -0.17, -0.05, 3, {"worse-1", "worse-2", "worse-3"}, "worse"});
-  in.design.eliminate = d;
-  const auto report = [](const ReportInput& x, std::vector<std::string>& notes) {
-    std::vector<VariantStats> stats(3);
-    for (size_t i = 0; i < 3; ++i) {
-      stats[i].name = x.variants[i].name;
-      stats[i].runs = 3;
-      stats[i].is_baseline = x.variants[i].name == x.baseline;
-      stats[i].verdict = stats[i].is_baseline ? Verdict::baseline : Verdict::no_result;
-    }
-    apply_eliminations(x, stats, notes);
-    return stats;
-  };
+  const ReportInput in = stopped_study();
   std::vector<std::string> notes;
-  CHECK(report(in, notes)[1].verdict == Verdict::worse);  // the baseline it was judged against
+  CHECK(reported(in, notes)[1].verdict == Verdict::worse);  // the baseline it was judged against
   ReportInput other = in;
   other.baseline = "same";  // the file's baseline is now an arm
   notes.clear();
-  std::vector<VariantStats> stats = report(other, notes);
+  std::vector<VariantStats> stats = reported(other, notes);
   CHECK(stats[1].verdict == Verdict::no_result);
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] == "--eliminate's record stopped runs of `worse`, judged against another baseline than the sweep "
@@ -260,7 +243,7 @@ TEST_CASE("eliminate live: stops judged against another baseline than the file's
   ReportInput stopped_base = in;
   stopped_base.baseline = "worse";  // the stopped arm made the baseline
   notes.clear();
-  stats = report(stopped_base, notes);
+  stats = reported(stopped_base, notes);
   CHECK(stats[1].verdict == Verdict::baseline);
   CHECK(stop_of(stopped_base, stopped_base.variants[1]) == nullptr);
 }
