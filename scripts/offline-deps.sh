@@ -6,9 +6,9 @@
 # unpacks them into the build's own prefix instead of installing them. About 40 MiB.
 # Nothing is installed here. Idempotent: files already in DIR are not fetched again.
 #   scripts/offline-deps.sh DIR --pack FILE   also packs them as one prefix, FILE (a .tar.xz):
-#   unpacked, without the static libraries and documentation a build does not read (46 MiB of .deb
-#   files: about 30 MiB), which `scripts/setup.sh --deps` takes as FOLDER/deps.tar.xz; packed again
-#   only when the .deb files change (scripts/gpu-carry.sh).
+#   unpacked, without what a build does not read — the static libraries a shared one stands beside,
+#   the documentation (46 MiB of .deb files: about 30 MiB) —, which `scripts/setup.sh --deps` takes as
+#   FOLDER/deps.tar.xz; packed again only when the .deb files change (scripts/gpu-carry.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-.gpu-kit}
@@ -37,7 +37,8 @@ stamp=$(cd "$dir" && ls -l -- *.deb | awk '{print $5, $NF}' | sha256sum | cut -c
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for f in "$dir"/*.deb; do dpkg-deb -x "$f" "$work/prefix"; done
-find "$work/prefix" -name '*.a' -delete
+# a static library beside its shared one is not linked (SQLiteCpp's, which has none, is kept)
+find "$work/prefix" -name '*.a' | while read -r a; do [ ! -e "${a%.a}.so" ] || rm -f "$a"; done
 rm -rf "$work/prefix/usr/share/doc" "$work/prefix/usr/share/man" "$work/prefix/usr/share/lintian"
 mkdir -p "$(dirname "$pack")"
 tar -C "$work/prefix" -cf - . | xz -6 -T0 > "$work/deps.tar.xz"
