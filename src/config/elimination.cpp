@@ -80,7 +80,8 @@ std::string rule_problem(const EliminationSettings& r, double delta) {
              ") — e.g. 0.3,0.5,0.75";
     }
     if (!(r.kept[j] > 0 && r.kept[j] <= 1)) {
-      return "a kept share must be in (0, 1], not " + format_number("%g", r.kept[j]) + " (look " + std::to_string(j + 1) + ")";
+      return "a kept share must be in (0, 1], not " + format_number("%g", r.kept[j]) + " (look " +
+             std::to_string(j + 1) + ")";
     }
   }
   if (!(r.span > 0 && r.span < r.looks.front())) {

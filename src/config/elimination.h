@@ -42,7 +42,8 @@ struct EliminationDesign {
   EliminationSettings settings;
   double delta = 0;               // the min_effect its looks judge by
   std::vector<std::string> runs;  // the study's run ids, sorted
-  std::vector<std::string> baseline_runs;  // its baseline's, sorted: what each Δ was judged against (an older record: none)
+  // its baseline's, sorted: what each Δ was judged against (an older record: none)
+  std::vector<std::string> baseline_runs;
   size_t looks_taken = 0;
   std::vector<Elimination> stopped;  // in the order the looks stopped them
 

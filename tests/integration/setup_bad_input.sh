@@ -46,5 +46,5 @@ fi
 expect_setup "does not compile C++20, which sweep (and PyTorch 2.13 and newer) require — install g++ 11 or newer" \
   env CXX="$work/old-cxx" PYTHON="$work/cxx-torch" "$setup" --torch python
 mkdir empty
-expect_setup "--deps $work/empty: no .deb files there (scripts/offline-deps.sh" "$setup" --deps "$work/empty"
+expect_setup "--deps $work/empty: no .deb files there, nor a deps.tar.xz (scripts/offline-deps.sh" "$setup" --deps "$work/empty"
 echo "setup_bad_input: ok"
