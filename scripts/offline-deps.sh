@@ -18,9 +18,9 @@ pack=""
 # the tools), then the shared libraries they load at run time (and those load in turn)
 packages=(libyaml-cpp-dev libcli11-dev doctest-dev nlohmann-json3-dev libfmt-dev libsentencepiece-dev
   zlib1g-dev libssl-dev libicu-dev libsqlitecpp-dev libsqlite3-dev libboost-math1.74-dev libboost1.74-dev
-  libgloo-dev libdnnl-dev libcpp-httplib-dev libbrotli-dev
+  libgloo-dev libdnnl-dev libcpp-httplib-dev libbrotli-dev libpcre2-dev
   libyaml-cpp0.7 libfmt9 libsentencepiece0 libicu72 libsqlite3-0 libboost-math1.74.0 libssl3 zlib1g
-  libgloo0 libcpp-httplib0.11 libbrotli1 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200 libdnnl2 ocl-icd-libopencl1)
+  libpcre2-8-0 libgloo0 libcpp-httplib0.11 libbrotli1 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200 libdnnl2 ocl-icd-libopencl1)
 mkdir -p "$dir"
 missing=()
 for p in "${packages[@]}"; do

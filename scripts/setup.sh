@@ -49,6 +49,7 @@ packages=(build-essential cmake ninja-build pkg-config git
   libicu-dev                                   # Unicode categories for GPT-2's tokenizer
   libsqlitecpp-dev libsqlite3-dev sqlite3      # the results database (sqlite3: the shell, for users and tests)
   libcpp-httplib-dev                           # sweep serve's HTTP server
+  libpcre2-dev                                 # a trainer's own output lines, read by regular expressions
   libboost-math-dev                            # Student-t and non-central t distributions for the statistics
   gnuplot-nox)                                 # the report's plots (SVG)
 # The training core's, beside LibTorch

@@ -249,9 +249,16 @@ std::string OwnTrainer::version() const {
 
 nlohmann::json OwnTrainer::to_json(bool identity) const {
   nlohmann::json j{{"command", command}, {"files", files}};
+  if (output) {  // how its result is read is part of what a run is (absent: the ids kept before it existed)
+    j["output"] = output->to_json();
+  }
+  if (!resume_args.empty()) {
+    j["resume_args"] = resume_args;
+  }
   if (!identity) {
     j["name"] = name;
     j["dir"] = dir;
+    j["stop_grace"] = stop_grace;
   }
   return j;
 }
@@ -402,6 +409,8 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
   const YAML::Node files = r.section("files");
   const YAML::Node keys = r.section("keys");
   r.read("stall_timeout", spec.stall_timeout, 0, 999999);
+  r.read("stop_grace", t.stop_grace, 0, 86400);
+  const YAML::Node output = r.section("output"), resume_args = r.section("resume_args");
   r.finish();
   if (t.name.empty()) {
     t.name = record && !record->name.empty() ? record->name : fs::path(file).stem().string();
@@ -409,6 +418,34 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
   read_trainer_files(files, node, t, as_recorded ? &record->files : nullptr, diags);
   read_trainer_keys(keys, node, file, spec, diags);  // before the command: its placeholders name the keys
   read_trainer_command(command, spec, !as_recorded, diags);
+  if (output.IsDefined()) {
+    std::vector<std::string> names;
+    for (const auto& k : spec.keys) {
+      names.push_back(k.name);
+    }
+    t.output = read_trainer_output(output, names, diags);
+    for (const auto& [name, sha] : t.files) {
+      if (fs::path(name).filename() == "sweep_events.py") {
+        diags.error(output.Mark(), "'trainer.output' reads the program's own lines, but its files include " + name +
+                                       ", sweep's events client: a program prints events or is read by rules, not "
+                                       "both — drop 'output' (it prints events) or the client from 'files'");
+      }
+    }
+  }
+  if (resume_args.IsDefined()) {
+    if (!resume_args.IsSequence() || resume_args.size() == 0) {
+      diags.error(resume_args.Mark(), "'trainer.resume_args' is a list of the arguments added to the command when a "
+                                      "run resumes from its checkpoint, e.g. [--init_from=resume]");
+    } else {
+      for (const auto& a : resume_args) {
+        if (!a.IsScalar()) {
+          diags.error(a.Mark(), "'trainer.resume_args': each argument is one string");
+        } else {
+          t.resume_args.push_back(a.Scalar());
+        }
+      }
+    }
+  }
   return spec;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "config/trainer_output.h"
 #include "config/yaml_reader.h"
 
 namespace sweep {
@@ -35,6 +36,9 @@ struct OwnTrainer {
   std::vector<std::string> command;  // argv with {placeholders}, as written
   std::string dir;                   // where it runs and its files are found: the sweep file's folder (not identity)
   std::map<std::string, std::string> files;  // declared file (as written, relative to dir) -> SHA-256 of its contents
+  std::optional<OutputRules> output;         // trainer.output: its own lines are read (it prints no events)
+  std::vector<std::string> resume_args;      // trainer.resume_args: added to the command when a run resumes
+  double stop_grace = 30;  // trainer.stop_grace: seconds from a stop signal to SIGKILL (not identity)
   // The version of the trainer that trains a run: the first 12 hex digits of SHA-256 over the
   // command and the files' hashes. Shown where the built-in core shows its commit.
   std::string version() const;

@@ -153,6 +153,11 @@ Outcome classify_end(const EndFacts& f) {
   const std::string reason = code == 0                ? "exited 0 without an end event"
                              : code == 128 + SIGKILL ? "killed by SIGKILL (no out-of-memory kill recorded)"
                                                      : "exit " + std::to_string(code) + "\n" + f.log_tail;
+  if (f.own_failed_before_start && code > 0 && code < 128 && !f.stopping) {
+    return {RunState::failed, Then::give_up,
+            "exit " + std::to_string(code) + " before its first event — not retried: it would fail the same way; "
+            "`sweep run --retry-failed` runs it again once mended\n" + f.log_tail};
+  }
   const bool retry = code != static_cast<int>(Exit::bad_input) && f.crashes < f.retries && !f.stopping;
   return {RunState::failed, retry ? Then::retry : Then::give_up, reason};
 }

@@ -63,6 +63,9 @@ struct EndFacts {
   std::optional<int64_t> paused_at;     // --eliminate, branches: the step it was launched to pause at
   std::string paused_for = "a look of --eliminate";  // and what for
   int64_t steps = 0;                    // the steps it has trained, as its events say
+  // a trainer of your own that exited with a code of its own before its first event in this
+  // attempt (a missing module, a wrong path): it would fail the same way again, not retried
+  bool own_failed_before_start = false;
 };
 
 // What the runner does next with the run.

@@ -115,7 +115,11 @@ std::string run_folder_problem(const fs::path& dir, RunConfig* loaded) {
   return "";
 }
 
-bool holds_checkpoint(const std::filesystem::path& dir) {
+bool holds_checkpoint(const std::filesystem::path& dir, bool own) {
+  std::error_code ec;
+  if (own) {
+    return std::filesystem::is_directory(dir / "checkpoint", ec) && !std::filesystem::is_empty(dir / "checkpoint", ec);
+  }
   return std::filesystem::exists(dir / "checkpoint" / "ckpt.pt") ||
          std::filesystem::exists(dir / "checkpoint" / "ckpt.prev.pt");
 }

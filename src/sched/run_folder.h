@@ -22,7 +22,8 @@ namespace sweep {
 std::string run_folder_problem(const std::filesystem::path& dir, RunConfig* loaded = nullptr);
 
 // The run folder holds a checkpoint of its own to resume from (checkpoint/ckpt.pt, or the one it
-// replaced: a save cut between its renames).
-bool holds_checkpoint(const std::filesystem::path& dir);
+// replaced: a save cut between its renames); for a trainer of your own (`own`), any file in
+// checkpoint/ — what the host resumes from.
+bool holds_checkpoint(const std::filesystem::path& dir, bool own = false);
 
 }  // namespace sweep

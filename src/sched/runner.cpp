@@ -86,6 +86,14 @@ void ResultsLock::release_reserve() {
   fs::remove(m_reserve, ignored);
 }
 
+// The last line a worker's log ends with, as the console quotes a crash or a failure: ` (LINE)`,
+// at most 300 characters; "" for an empty log.
+std::string last_words(const std::string& log_tail) {
+  const std::vector<std::string> lines = split(trim(log_tail), '\n');
+  const std::string last = lines.empty() ? "" : trim(lines.back());
+  return last.empty() ? "" : " (" + (last.size() > 300 ? last.substr(0, 300) + "…" : last) + ")";
+}
+
 int64_t reingest_run_dir(Store& store, const std::string& run_id, const std::string& run_dir) {
   const fs::path events = fs::path(run_dir) / "events.jsonl";
   if (!fs::exists(events)) {
@@ -262,7 +270,7 @@ void SweepRunner::launch(const PlannedRun& run) {
     // Resuming after a preemption or an interruption is not a new attempt; anything else is.
     m_store.mark_launched(run.run_id, *pid, row.status != RunState::preempted && row.status != RunState::interrupted, where);
     // "resuming" only where there is something to resume from
-    const bool checkpoint = holds_checkpoint(dir);
+    const bool checkpoint = holds_checkpoint(dir, run.config.trainer.has_value());
     say("start " + describe(run.run_id) + " on " + where + (checkpoint ? ", resuming" : "") +
         (pause_at ? ", to step " + std::to_string(*pause_at) + (for_branches ? " (its branches' start)" : " (a look)")
                   : ""));
@@ -389,6 +397,7 @@ void SweepRunner::finish(const WorkerEnd& end) {
     facts.paused_for = "the start of its branches";
   }
   facts.steps = row.steps;
+  facts.own_failed_before_start = watched.run->config.trainer && !watched.spoke;
   if (const auto stalled = m_stalled.find(end.run_id); stalled != m_stalled.end()) {
     facts.stalled = stalled->second;
     m_stalled.erase(stalled);
@@ -426,14 +435,17 @@ void SweepRunner::finish(const WorkerEnd& end) {
     case Then::retry:
       ++m_crashes[end.run_id];
       m_queue.push_back(watched.run);
-      say((facts.stalled.empty() ? "crash " + what + ": " + code : "stall " + what + ": " + facts.stalled + ", killed") +
-          ", retrying from its checkpoint (attempt " + std::to_string(row.attempts + 1) + ")");
+      say((facts.stalled.empty() ? "crash " + what + ": " + code + last_words(end.log_tail)
+                                 : "stall " + what + ": " + facts.stalled + ", killed") +
+          (holds_checkpoint(row.run_dir, watched.run->config.trainer.has_value()) ? ", retrying from its checkpoint"
+                                                                                  : ", retrying from the start") +
+          " (attempt " + std::to_string(row.attempts + 1) + ")");
       break;
     case Then::give_up:
       ++m_failed;
       say(!facts.stalled.empty()             ? "fail  " + what + ": " + outcome.error
           : outcome.state == RunState::oom ? "oom   " + what + ": " + code + " (not retried)"
-          : end.exit_code                ? "fail  " + what + ": " + code + " — log: " + end.log
+          : end.exit_code ? "fail  " + what + ": " + code + last_words(end.log_tail) + " — log: " + end.log
                                          : "fail  " + what + ": " + end.detail);
       break;
     case Then::halt:
@@ -452,12 +464,17 @@ void SweepRunner::finish(const WorkerEnd& end) {
       ++m_paused;
       say("paused " + what + " at step " + std::to_string(row.steps) + " for a look");
       break;
-    case Then::stopped:
+    case Then::stopped: {
+      // what the stop left: a checkpoint written at it, an older one, or none (it starts again)
+      const bool kept = holds_checkpoint(row.run_dir, watched.run->config.trainer.has_value());
       say("interrupted " + what + " at step " + std::to_string(row.steps) +
           (!end.exit_code                                       ? ""
            : *end.exit_code == static_cast<int>(Exit::preempted) ? " (checkpointed)"
-                                                                 : " (stopped while starting)"));
+           : row.steps == 0                                      ? " (stopped while starting)"
+           : kept ? " (not checkpointed at the stop: it resumes from its last checkpoint)"
+                  : " (no checkpoint yet: it starts again from step 0)"));
       break;
+    }
   }
 }
 

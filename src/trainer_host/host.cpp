@@ -1,10 +1,13 @@
 #include "trainer_host/host.h"
 
+#include "trainer_host/output_reader.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -192,6 +195,7 @@ struct Trouble {
   bool breach = false;           // a done before the start: stopped, retried
   bool too_many_events = false;  // past events.jsonl's cap: stopped, failed
   bool write_failed = false;     // events.jsonl could not be written: resumable
+  std::string unreadable;        // trainer.output read a line it cannot take (or none): stopped, failed
 };
 
 Exit exit_of(const std::optional<nlohmann::json>& the_end, int code, const Trouble& trouble, int64_t events_cap) {
@@ -203,6 +207,12 @@ Exit exit_of(const std::optional<nlohmann::json>& the_end, int code, const Troub
   }
   if (trouble.write_failed) {
     return Exit::io_error;  // the run resumes from its checkpoint once there is room
+  }
+  if (!trouble.unreadable.empty()) {  // the same lines again would be read the same: not retried
+    std::fprintf(stderr, "sweep: %s — not retried: the same lines would be read the same (fix trainer.output in "
+                         "the sweep file, or the program)\n",
+                 trouble.unreadable.c_str());
+    return Exit::bad_input;
   }
   if (trouble.breach) {
     std::fprintf(stderr, "sweep: %s — stopped; the run is retried\n", events::k_done_before_start);
@@ -239,7 +249,34 @@ struct Launch {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   int ranks = 1;
+  OutputReader::Counts counts;  // trainer.output's counts, for this run's keys
 };
+
+// trainer.output's counts for a run (its keys' values filled in): whole numbers, or an error.
+OutputReader::Counts counts_of(const OwnTrainer& trainer, const std::map<std::string, std::string>& placeholders) {
+  OutputReader::Counts counts;
+  if (!trainer.output) {
+    return counts;
+  }
+  const std::vector<std::pair<const char*, std::pair<const std::string*, std::optional<int64_t>*>>> all{
+      {"tokens_per_step", {&trainer.output->tokens_per_step, &counts.tokens_per_step}},
+      {"total_steps", {&trainer.output->total_steps, &counts.total_steps}},
+      {"params", {&trainer.output->params, &counts.params}}};
+  for (const auto& [name, count] : all) {
+    if (count.first->empty()) {
+      continue;
+    }
+    std::string why;
+    const std::optional<double> v = evaluate_count(*count.first, placeholders, why);
+    if (!v || !(*v >= 0) || *v != std::floor(*v) || *v > 9e18) {
+      throw Error("trainer " + trainer.name + ": trainer.output." + name + " '" + *count.first + "' is " +
+                      (v ? format_number("%g", *v) + " for this run, not a whole number ≥ 0" : why),
+                  Exit::bad_input);
+    }
+    *count.second = static_cast<int64_t>(*v);
+  }
+  return counts;
+}
 
 Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
   const OwnTrainer& trainer = *cfg.trainer;
@@ -265,6 +302,11 @@ Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
   for (const auto& part : trainer.command) {
     argv.push_back(fill_placeholders(part, placeholders));
   }
+  if (resume) {
+    for (const auto& part : trainer.resume_args) {
+      argv.push_back(fill_placeholders(part, placeholders));
+    }
+  }
   const std::string program = argv.front();
   const std::optional<std::string> found = find_trainer_program(program, trainer.dir);
   if (!found) {
@@ -286,13 +328,16 @@ Launch launch_of(const RunConfig& cfg, const fs::path& dir, bool resume) {
                                          {"SWEEP_DEVICE", cfg.resources.device},
                                          {"SWEEP_STALL_TIMEOUT", format_number("%g", cfg.resources.stall_timeout)},
                                          {"SWEEP_EVENTS_SCHEMA", std::to_string(events::k_events_version)}};
+  if (trainer.output) {  // its lines are read as they are printed: a Python program's too
+    env["PYTHONUNBUFFERED"] = "1";
+  }
   const int ranks = static_cast<int>(cfg.resources.ranks);
   if (ranks > 1) {  // torchrun's variables: the trainer's own process group rendezvous here
     env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(ranks);
     env["MASTER_ADDR"] = "127.0.0.1";
     env["MASTER_PORT"] = std::to_string(free_port());
   }
-  return {std::move(argv), std::move(env), ranks};
+  return {std::move(argv), std::move(env), ranks, counts_of(trainer, placeholders)};
 }
 
 // The files the run's id was made from: a trainer edited since (a queued or retried run) would
@@ -315,12 +360,17 @@ void check_trainer_unchanged(const OwnTrainer& trainer) {
 class HostedRun {
  public:
   // `identity`: the run id of the config it trains, stamped on its start events
-  HostedRun(const OwnTrainer& trainer, const fs::path& dir, bool to_stdout, std::string identity)
+  HostedRun(const OwnTrainer& trainer, const fs::path& dir, bool to_stdout, std::string identity,
+            const OutputReader::Counts& counts)
       : m_trainer(trainer),
         m_dir(dir),
         m_to_stdout(to_stdout),
         m_identity(std::move(identity)),
-        m_events_file(dir / "events.jsonl", std::ios::app) {}
+        m_events_file(dir / "events.jsonl", std::ios::app) {
+    if (trainer.output) {
+      m_reader.emplace(*trainer.output, counts);
+    }
+  }
 
   void spawn_ranks(const Launch& launch) {
     for (int r = 0; r < launch.ranks; ++r) {
@@ -352,7 +402,12 @@ class HostedRun {
       // repeat as the same request (the Python client does).
       if (stop_requested() && !m_stopping) {
         m_stopping = true;
+        m_stopped_at = m_reader ? m_reader->step() : -1;
         signal_running(stop_signal());
+        // a program that does not stop within its grace (it ignores the signal) is killed
+        const auto grace = std::chrono::milliseconds(static_cast<int64_t>(m_trainer.stop_grace * 1000));
+        const auto kill_at = std::chrono::steady_clock::now() + grace;
+        m_kill_at = m_kill_at ? std::min(*m_kill_at, kill_at) : kill_at;
       }
       int status = 0;
       const pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -389,6 +444,9 @@ class HostedRun {
       ::close(m_ranks[r].child.stdout_fd);
       ::close(m_ranks[r].child.stderr_fd);
     }
+    if (m_reader && !m_end) {
+      end_of_output();
+    }
     m_log.finish();
     if (const int left = stop_descendants(2000); left > 0) {
       std::fprintf(stderr, "sweep: the program left %d process%s running after it ended: stopped\n", left,
@@ -402,8 +460,8 @@ class HostedRun {
   struct Rank {
     Child child;
     int code = -1;
-    std::string buffer;
-    bool skipping = false;
+    std::string buffer, err_buffer;  // err_buffer: its stderr's partial line (trainer.output reads it)
+    bool skipping = false, err_skipping = false;
   };
 
   void signal_running(int sig) {
@@ -430,13 +488,23 @@ class HostedRun {
     for (int turn = 0; turn < 16 && rank.child.stderr_fd >= 0 &&
                        (n = ::read(rank.child.stderr_fd, chunk, sizeof chunk)) > 0;
          ++turn) {
-      m_log.write(chunk, static_cast<size_t>(n));
+      if (!m_reader) {
+        m_log.write(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      rank.err_buffer.append(chunk, static_cast<size_t>(n));  // read by the rules as stdout is
+      for (const auto& line : split_lines(rank.err_buffer, rank.err_skipping)) {
+        take(r, line);
+      }
     }
     std::vector<std::string> lines = read_lines(rank.child.stdout_fd, rank.buffer, rank.skipping);
-    if (rank.code >= 0 && !rank.buffer.empty()) {  // it has exited: its last line, even without a break
-      rank.buffer += '\n';
-      for (auto& line : split_lines(rank.buffer, rank.skipping)) {
-        lines.push_back(std::move(line));
+    for (auto* buffer : {&rank.buffer, &rank.err_buffer}) {
+      if (rank.code >= 0 && !buffer->empty()) {  // it has exited: its last line, even without a break
+        *buffer += '\n';
+        bool& skipping = buffer == &rank.buffer ? rank.skipping : rank.err_skipping;
+        for (auto& line : split_lines(*buffer, skipping)) {
+          lines.push_back(std::move(line));
+        }
       }
     }
     for (const auto& line : lines) {
@@ -444,8 +512,74 @@ class HostedRun {
     }
   }
 
+  // One line of a program read by trainer.output: kept in the log, and the events it makes recorded.
+  void take_output(size_t r, const std::string& line) {
+    m_log.line((r > 0 ? "[rank " + std::to_string(r) + "] " : std::string()) + line);
+    if (r != 0 || !m_trouble.unreadable.empty()) {
+      return;
+    }
+    for (const nlohmann::json& made : m_reader->take(line)) {
+      std::string why;
+      if (const std::optional<nlohmann::json> ev = accept_event(made.dump(), m_trainer, why)) {
+        record(*ev, line);
+      } else {
+        m_log.line("sweep: trainer.output made no event of this line (" + why + ")");
+      }
+    }
+    if (!m_reader->failure().empty()) {
+      m_trouble.unreadable = m_reader->failure();
+      stop_ranks(true);
+    } else if (m_reader->started()) {  // any line says it is alive
+      std::string why;
+      const nlohmann::json beat{{field::event, events::heartbeat}, {field::step, m_reader->step()}};
+      record(*accept_event(beat.dump(), m_trainer, why), line);
+    }
+  }
+
+  // The end of a program read by trainer.output: what its exit, a stop and its lines make of the run.
+  void end_of_output() {
+    std::string why;
+    const int code = m_ranks.front().code;
+    nlohmann::json made;
+    if (!m_trouble.unreadable.empty()) {
+      made = {{field::event, events::end}, {field::status, "failed"}, {field::reason, m_trouble.unreadable}};
+    } else if (m_stopping) {  // never done: a program that exits 0 on a stop has not trained to its end
+      const std::optional<int64_t> at = m_reader->checkpoint_step();
+      if (at && *at >= m_stopped_at) {  // it checkpointed at the stop (a program that handles the signal)
+        made = {{field::event, events::end},
+                {field::status, "preempted"},
+                {field::reason, "stopped by a signal at step " + std::to_string(*at) + ", checkpointed there"}};
+        m_ranks.front().code = static_cast<int>(Exit::preempted);
+      } else {  // interrupted: it resumes from an older checkpoint, or starts again
+        const bool kept = at || !fs::is_empty(m_dir / "checkpoint");
+        const std::string where =
+            m_reader->started() ? "at step " + std::to_string(m_stopped_at) : std::string("before its first step");
+        const std::string then = at     ? "it resumes from its checkpoint of step " + std::to_string(*at)
+                                 : kept ? "it resumes from its last checkpoint"
+                                        : "no checkpoint: it starts again from step 0";
+        std::fprintf(stderr, "sweep: stopped by a signal %s; %s\n", where.c_str(), then.c_str());
+        m_ranks.front().code = code != 0 && code != static_cast<int>(Exit::preempted) ? code : 128 + SIGTERM;
+        return;
+      }
+    } else if (code == 0) {
+      made = m_reader->end();
+      if (made[field::status] != "done") {
+        m_trouble.unreadable = made[field::reason];
+      }
+    } else {
+      return;  // a crash: retried from its checkpoint
+    }
+    if (const std::optional<nlohmann::json> ev = accept_event(made.dump(), m_trainer, why)) {
+      record(*ev, "");
+    }
+  }
+
   // One line of rank r's stdout: an event recorded in order, or a line of the log.
   void take(size_t r, const std::string& line) {
+    if (m_reader) {
+      take_output(r, line);
+      return;
+    }
     std::string why;
     std::optional<nlohmann::json> ev = r == 0 ? accept_event(line, m_trainer, why) : std::nullopt;
     if (!ev) {
@@ -453,21 +587,26 @@ class HostedRun {
                  (why.empty() ? "" : "sweep: not an event (" + why + "): ") + line);
       return;
     }
-    if (const std::string ignored = m_order.next(*ev); !ignored.empty()) {
+    record(*ev, line);
+  }
+
+  // An accepted event, recorded in order (`line`: what made it, quoted when it is ignored).
+  void record(nlohmann::json ev, const std::string& line) {
+    if (const std::string ignored = m_order.next(ev); !ignored.empty()) {
       m_log.line("sweep: ignored (" + ignored + "): " + line);
       return;
     }
-    if ((*ev)[field::event] == events::start) {
-      (*ev)[field::identity] = m_identity;  // what it trained, as sweep knows it: a folder's events are checked by it
+    if (ev[field::event] == events::start) {
+      ev[field::identity] = m_identity;  // what it trained, as sweep knows it: a folder's events are checked by it
     }
-    if ((*ev)[field::event] == events::heartbeat) {  // liveness only: one a second is plenty
+    if (ev[field::event] == events::heartbeat) {  // liveness only: one a second is plenty
       const double t = events::unix_time();
       if (t - m_last_heartbeat < 1.0) {
         return;
       }
       m_last_heartbeat = t;
     }
-    const std::string text = ev->dump();
+    const std::string text = ev.dump();
     m_events_bytes += static_cast<int64_t>(text.size()) + 1;
     if (m_events_bytes > m_events_cap) {
       if (!m_trouble.too_many_events) {  // the program is stopped; the run fails, not retried
@@ -486,8 +625,8 @@ class HostedRun {
     if (m_to_stdout && (std::fprintf(stdout, "%s\n", text.c_str()) < 0 || std::fflush(stdout) != 0)) {
       m_to_stdout = false;  // the scheduler is gone: events.jsonl keeps the record
     }
-    if ((*ev)[field::event] == events::end) {
-      m_end = *ev;
+    if (ev[field::event] == events::end) {
+      m_end = ev;
       if (m_end->value(field::reason, "") == events::k_done_before_start && !m_trouble.breach) {
         m_trouble.breach = true;  // whatever it says next is ignored: stop it, and the run is retried
         stop_ranks(true);
@@ -505,6 +644,8 @@ class HostedRun {
   // the order events keep (protocol/event_order.h): the first end event is the run's
   events::EventOrder m_order{events::EventOrder::Source::one_process};
   std::optional<nlohmann::json> m_end;
+  std::optional<OutputReader> m_reader;  // trainer.output: the program's own lines read into events
+  int64_t m_stopped_at = -1;             // the step read when a stop came
   Trouble m_trouble;
   int m_first_failure = -1;
   bool m_stopping = false;
@@ -542,7 +683,7 @@ Exit host_trainer(const RunConfig& cfg, const HostOptions& o) {
   ::signal(SIGPIPE, SIG_IGN);
   // nothing the program starts outlives it: what it leaves behind becomes ours, and is stopped
   become_subreaper();
-  HostedRun run(*cfg.trainer, dir, o.events, run_id_of(cfg, 0));
+  HostedRun run(*cfg.trainer, dir, o.events, run_id_of(cfg, 0), launch.counts);
   run.spawn_ranks(launch);
   run.supervise();
   return run.finish();

@@ -28,6 +28,8 @@ def links_of(cmake: pathlib.Path, target: str) -> set:
     for word in m.group(1).split():
         if word == "sweep_torch":
             found.add("LibTorch")
+        elif word == "sweep_pcre2":
+            found.add("PCRE2")
         elif word.startswith("sweep_") and word != "sweep_warnings" and not word.startswith("sweep_kernels_"):
             found.add(word[len("sweep_"):])
     return found

@@ -182,7 +182,7 @@ wait_for_train_events "res/runs/$slow/events.jsonl" 3
 kill -9 "$sched"
 wait "$sched" 2>/dev/null || true
 run_after_kill k2.txt k.yaml --results res --devices cpu:2x1 || fail "after kill -9 of the scheduler: $(cat k1.txt k2.txt)"
-grep -q "retrying from its checkpoint" k1.txt k2.txt || fail "the crashing trainer was not retried: $(cat k1.txt k2.txt)"
+grep -q "retrying from" k1.txt k2.txt || fail "the crashing trainer was not retried: $(cat k1.txt k2.txt)"
 [ "$(sql "SELECT COUNT(*) FROM runs r JOIN sweep_runs s ON s.run_id = r.run_id WHERE s.sweep = 'kills' AND r.status = 'done'")" -eq 9 ] ||
   fail "not all done: $(sql "SELECT run_id, status, error FROM runs")"
 check_database
@@ -190,7 +190,7 @@ check_database
 # ---- a stall: killed by the watchdog, retried, finished ----
 own_sweep s.yaml stalls "stuck: {train.mode: stall}"
 "$SWEEP" run s.yaml --results res --devices cpu:2x1 --stall-timeout 2 > s.txt || fail "stalled trainer: $(cat s.txt)"
-grep -q "no event for .*stall timeout 2 s.*killed, retrying from its checkpoint" s.txt || fail "no stall: $(cat s.txt)"
+grep -q "no event for .*stall timeout 2 s.*killed, retrying from" s.txt || fail "no stall: $(cat s.txt)"
 
 # ---- sweep check: an A/A check of the trainer, deterministic or not ----
 "$SWEEP" check a.yaml --results res --devices cpu:2x1 > check.txt || fail "sweep check: $(cat check.txt)"
