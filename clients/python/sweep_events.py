@@ -14,7 +14,10 @@ wherever you point it. The five lines:
 Also: run.eval(step, tokens, "val", loss) for a validation point, run.checkpoint(step, tokens)
 after writing one into run.checkpoint_dir, run.heartbeat(step) in a long phase without other
 events, and run.stop_requested — true after SIGTERM/SIGINT: write a checkpoint, then
-run.preempted(step, tokens) (it exits 75; the run resumes later with run.resume true).
+run.preempted(step, tokens) (it exits 75; the run resumes later with run.resume true). A program
+that never reads run.stop_requested keeps Python's own answer to a stop (SIGINT raises
+KeyboardInterrupt, SIGTERM ends it): it stops, and resumes from its last checkpoint — never trains
+on to its end. So does one that stopped reading it for more than two train events.
 run.diverged(step, tokens, why) for a non-finite loss (exits 3).
 """
 
@@ -65,7 +68,10 @@ class Run:
     """
 
     def __init__(self, config=None, init_seed=None, data_seed=None, checkpoint_dir=None, events=None,
-                 stream=None):
+                 stream=None, handle_stop=None):
+        """`handle_stop`: True — a stop only sets stop_requested (the program checkpoints and stops
+        itself); False — signals are left alone; None (the default) — as True once the program
+        reads stop_requested, else Python's own answer to the signal."""
         env = os.environ
         self.under_sweep = "SWEEP_RUN_DIR" in env
         path = config if isinstance(config, str) else env.get("SWEEP_CONFIG")
@@ -90,10 +96,12 @@ class Run:
         self.heartbeat_every = min(30.0, stall / 4) if stall > 0 else 30.0
         self.events = self.under_sweep if events is None else events
         self.stream = stream or sys.stdout
-        self.stop_requested = False
+        self._stop = False
+        self._handle_stop = handle_stop
+        self._trains_since_poll = None  # None: stop_requested never read
         self._last = time.time()
         self._total_steps = None  # as start() announced it: a step past it is no step of the run
-        if self.under_sweep:  # SIGTERM (preemption) and SIGINT: finish the step, checkpoint, stop
+        if self.under_sweep and handle_stop is not False:  # SIGTERM (preemption), SIGINT: checkpoint, stop
             for s in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(s, self._on_signal)
 
@@ -106,8 +114,26 @@ class Run:
             node = node[part]
         return node
 
+    @property
+    def stop_requested(self):
+        """True after a stop (SIGTERM, SIGINT): write a checkpoint, then run.preempted(step, tokens)."""
+        self._trains_since_poll = 0
+        return self._stop
+
+    @stop_requested.setter
+    def stop_requested(self, value):
+        self._stop = bool(value)
+
     def _on_signal(self, signum, frame):
-        self.stop_requested = True
+        polling = self._trains_since_poll is not None and self._trains_since_poll <= 2
+        if self._stop or self._handle_stop or polling:  # a repeat (sweep may send it twice) is the same request
+            self._stop = True
+            return
+        # nobody is listening for the flag: Python's own answer, so that the run stops all the same
+        signal.signal(signum, signal.SIG_DFL)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signum)
 
     def emit(self, event, **fields):
         """Prints one event (rank 0 only: the others' stdout goes to the log)."""
@@ -140,6 +166,8 @@ class Run:
     def train(self, step, tokens, loss, lr=None, grad_norm=None, tokens_per_s=None):
         if step < 1:
             raise ValueError("a train event counts the step just taken: step >= 1")
+        if self._trains_since_poll is not None:
+            self._trains_since_poll += 1
         self.emit("train", step=self._within(step), tokens=_whole("tokens", tokens), loss=_number(loss),
                   lr=None if lr is None else _number(lr), grad_norm=None if grad_norm is None else _number(grad_norm),
                   tokens_per_s=None if tokens_per_s is None else _number(tokens_per_s))

@@ -5,6 +5,7 @@ and seeds come from the SWEEP_* environment, and outside sweep it prints nothing
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,36 @@ class ClientTest(unittest.TestCase):
             run.preempted(7, 448)
         self.assertEqual(stop.exception.code, sweep_events.EXIT_PREEMPTED)
         self.assertEqual(json.loads(out.getvalue())["status"], "preempted")
+
+    def stopped_program(self, polls, signum):
+        """A program under sweep that trains until a stop: how it ends when it reads stop_requested or not."""
+        folder = tempfile.mkdtemp()
+        code = f"""
+import os, signal, sys, time
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from sweep_events import Run
+run = Run()
+run.start(0, total_steps=10 ** 6)
+for step in range(1, 10 ** 6):
+    run.train(step, step, 1.0)
+    if step == 3:
+        os.kill(os.getpid(), {int(signum)})
+    if {polls} and run.stop_requested:
+        run.preempted(step)
+    time.sleep(0.01)
+"""
+        env = dict(os.environ, SWEEP_RUN_DIR=folder, SWEEP_CHECKPOINT_DIR=folder)
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+    def test_a_stop_always_stops(self):
+        # read: the program checkpoints and exits 75
+        self.assertEqual(self.stopped_program(True, signal.SIGTERM).returncode, sweep_events.EXIT_PREEMPTED)
+        self.assertEqual(self.stopped_program(True, signal.SIGINT).returncode, sweep_events.EXIT_PREEMPTED)
+        # never read: Python's own answer — killed by SIGTERM, KeyboardInterrupt for SIGINT
+        self.assertEqual(self.stopped_program(False, signal.SIGTERM).returncode, -signal.SIGTERM)
+        interrupted = self.stopped_program(False, signal.SIGINT)
+        self.assertNotEqual(interrupted.returncode, 0)
+        self.assertIn("KeyboardInterrupt", interrupted.stderr)
 
     def test_silent_outside_sweep(self):
         with mock.patch.dict(os.environ, {}, clear=True):
