@@ -40,6 +40,7 @@ Exit check_twins(const CheckOptions& o, const SweepPlan& plan) {
   RunOptions ro;
   static_cast<SweepFileOptions&>(ro) = o;
   ro.stall_timeout = o.stall_timeout;
+  ro.retry_failed = o.retry_failed;
   const Exit ran = train_planned(ro, SweepPlan{check, plan.placement});
   if (ran != Exit::ok) {
     return ran;
@@ -101,6 +102,7 @@ CLI::App* setup_check(CLI::App& app, CheckOptions& o) {
   check->add_option("--devices", o.devices, "As for run");
   check->add_option("--seeds", o.seeds, "Seeds, each trained twice")->check(CLI::Range(2, 100))->capture_default_str();
   check->add_option("--stall-timeout", o.stall_timeout, "As for run")->check(at_least(0));
+  check->add_flag("--retry-failed", o.retry_failed, "As for run: train again the check's runs that failed");
   return check;
 }
 

@@ -70,6 +70,7 @@ Exit run_plan(const PlanOptions& o);
 struct CheckOptions : SweepFileOptions {
   int64_t seeds = 3;          // each trained twice
   double stall_timeout = -1;  // as run's
+  bool retry_failed = false;  // as run's
 };
 CLI::App* setup_check(CLI::App& app, CheckOptions& o);
 Exit run_check(const CheckOptions& o);

@@ -169,7 +169,9 @@ TopLevel read_top_level(const YAML::Node& root, SweepSpec& spec, size_t max_vari
   top.read("min_effect", spec.design.min_effect, 0, std::numeric_limits<double>::infinity(), true, true);
   top.read("better_by", spec.design.better_by, 0, std::numeric_limits<double>::infinity(), true, true);
   top.read("better_by_alpha", spec.design.better_by_alpha, 0, 0.5, true, false);
-  top.require("base", "the baseline RunConfig (data, model, train, eval)");
+  if (!root["trainer"].IsDefined() || root["trainer"].IsNull()) {  // a trainer's keys all have defaults, or say so
+    top.require("base", "the baseline RunConfig (data, model, train, eval)");
+  }
   const YAML::Node base = top.section("base");
   if (base.IsDefined() && !base.IsMap()) {
     diags.error(base.Mark(), "'base' must be a map: the baseline RunConfig, e.g. base: {data: {dataset: DIR}, "
@@ -631,7 +633,7 @@ void expand_runs(const YAML::Node& root, const SeedPlan& seeds, const VocabLooku
       return set->origin;
     }
     const YAML::Node base = root["base"];
-    const YAML::Node in_base = base.IsMap() ? base[section] : YAML::Node();
+    const YAML::Node in_base = base.IsDefined() && base.IsMap() ? base[section] : YAML::Node();
     if (in_base && in_base.IsMap() && in_base[key]) {  // (a section base does not have is no node)
       const YAML::Mark mark = in_base[key].Mark();
       return Origin{path, mark.line + 1, mark.column + 1};

@@ -206,6 +206,11 @@ void compare_seeds(const ReportInput& in, const Baseline& base, const VariantRun
                                "their code is not recorded: compared unpaired (Welch) — `sweep ingest RESULTS` "
                                "reads the runs' events again; runs of numerics 1 are retrained by `sweep run`");
   }
+  if (seeds_match && paired_base == paired_mine) {
+    s.no_op = true;
+    a.notes.push_back(v.name + ": no-op — its runs are the baseline's, seed for seed, to the last digit: a key the "
+                               "program ignores, or a change that never acts (its verdict says nothing of the change)");
+  }
   const std::vector<double> values = values_of(mine);
   const Comparison c = paired ? compare_paired(paired_base, paired_mine) : compare_welch(base.values, values);
   s.method = paired ? Method::paired : Method::welch;
@@ -426,7 +431,9 @@ void note_own_trainers(const ReportInput& in, Analysis& a) {
     a.notes.push_back("trained by a trainer of your own (" + join(std::vector<std::string>(trainers.begin(), trainers.end()), ", ") +
                       "): sweep did not verify its equivalences — accumulation against a bigger batch, data parallel "
                       "against accumulation, a resumed run against an uninterrupted one, seeds that pair — which it "
-                      "proves for its own core only; the verdicts hold if the trainer does what its keys say");
+                      "proves for its own core only; the verdicts hold if the trainer does what its keys say. Its "
+                      "wall time runs from its first event or line read to its last: the program's start-up before "
+                      "it (an interpreter, its imports) is not in it");
   }
 }
 

@@ -29,6 +29,7 @@ struct VariantStats {
                                  // -1 when it cannot be said
   Verdict verdict = Verdict::undecided;
   bool below_min_effect = false; // better or worse, and yet shown smaller than the smallest effect of interest
+  bool no_op = false;            // every seed's value is the baseline's to the last digit: the change never acted
   double p_equivalence = 0, p_equivalence_holm = 0;  // TOST within ±min_effect (fixed design); NaN: no test
   double p_better_by = 0, p_better_by_holm = 0;  // one-sided, improvement > better_by (fixed design); NaN: no test
   bool better_by = false;        // better, and shown better by more than the design's better_by margin

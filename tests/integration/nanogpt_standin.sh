@@ -13,14 +13,19 @@ standin=$SWEEP_TEST_DATA/trainers/nanogpt-standin
 cp "$standin"/{train.py,configurator.py,model.py} ex/nanoGPT/ && cp "$standin"/config/*.py ex/nanoGPT/config/
 cp "$standin/score.py" ex/
 sed -i 's/^seeds: \[1, 2, 3\]/seeds: [1, 2]/' ex/sweep.yaml
+# base: is optional when every key has a default; the stand-in ignores `compile`: a no-op, said so
+sed -i -e '/^base: {}/d' -e 's/^  no-weight-decay: {weight_decay: 0.0}/&\n  compile-on: {compile: "True"}/' ex/sweep.yaml
 "$SWEEP" run ex/sweep.yaml --results res --devices cpu:2x1 > run.txt 2>&1 || fail "the study: $(cat run.txt)"
 "$SWEEP" report nanogpt --results res --out rep --format json > rep.json || fail "its report"
 python3 - <<'PY' || fail "the report read from nanoGPT's lines: $(cat rep.json)"
 import json
 r = json.load(open("rep.json"))
 v = {x["name"]: x for x in r["variants"]}
-assert set(v) == {"baseline", "no-dropout", "no-clipping", "no-weight-decay"} and all(x["seeds"] == 2 for x in v.values()), v
+assert set(v) == {"baseline", "no-dropout", "no-clipping", "no-weight-decay", "compile-on"}, v
+assert all(x["seeds"] == 2 for x in v.values()), v
 assert v["no-dropout"]["verdict"] == "better" and v["no-clipping"]["verdict"] == "worse", v
+assert v["compile-on"].get("no_op") is True and not v["no-dropout"].get("no_op"), v
+assert any("compile-on: no-op" in n for n in r["notes"]), r["notes"]
 print("report: ok")
 PY
 run=$(awk '$1 == "baseline" && $2 == "1" {print $3}' <<< "$("$SWEEP" plan ex/sweep.yaml --results res)")
@@ -41,7 +46,7 @@ PY
 grep -q "^Overriding: max_iters = 300" "res/runs/$run/worker.log" || fail "nanoGPT's own lines are not in worker.log"
 
 # Ctrl-C between checkpoints, then the next `sweep run` resumes with --init_from=resume
-sed -e 's/^sweep: nanogpt/sweep: stopped/' -e 's/^seeds: \[1, 2\]/seeds: [1]/' -e '/^  no-/d' \
+sed -e 's/^sweep: nanogpt/sweep: stopped/' -e 's/^seeds: \[1, 2\]/seeds: [1]/' -e '/^  no-/d' -e '/^  compile-on/d' \
     -e 's/max_iters: {type: int, default: 300/max_iters: {type: int, default: 3000/' ex/sweep.yaml > ex/long.yaml
 "$SWEEP" run ex/long.yaml --results res > stop.txt 2>&1 &
 sched=$!

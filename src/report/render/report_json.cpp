@@ -72,7 +72,7 @@ nlohmann::ordered_json json_of(const ReportRun& r) {
 }
 
 nlohmann::ordered_json json_of(const VariantStats& v) {
-  return {{"name", v.name},
+  nlohmann::ordered_json j{{"name", v.name},
           {"baseline", v.is_baseline},
           {"runs", v.runs},
           {"finished", v.finished},
@@ -101,6 +101,10 @@ nlohmann::ordered_json json_of(const VariantStats& v) {
           {"tokens_per_s", number_or_null(v.tokens_per_s)},
           {"wall_seconds", number_or_null(v.wall_seconds)},
           {"starts", v.starts}};
+  if (v.no_op) {  // (only when it is: report.json files written before it read the same)
+    j["no_op"] = true;
+  }
+  return j;
 }
 
 nlohmann::ordered_json margin_json(const VariantStats& v) {

@@ -55,7 +55,8 @@ std::string verdict_name(const VariantStats& v) {
 }
 
 std::string verdict_text(const VariantStats& v, double better_by) {
-  return verdict_name(v) + (v.below_min_effect ? " (< δ)" : "") + (v.better_by ? " (by > " + format_number("%g", better_by) + ")" : "");
+  return verdict_name(v) + (v.below_min_effect ? " (< δ)" : "") + (v.no_op ? " (no-op)" : "") +
+         (v.better_by ? " (by > " + format_number("%g", better_by) + ")" : "");
 }
 
 // A row of the ranked table, in the order of headers(a).
