@@ -413,13 +413,16 @@ RunConfig parse_external_run(const YAML::Node& root, Diagnostics& diags) {
   t.read("dir", trainer.dir);
   t.read("stop_grace", trainer.stop_grace, 0, 86400);
   const YAML::Node command = t.section("command"), files = t.section("files"), output = t.section("output"),
-                   resume_args = t.section("resume_args");
+                   resume_args = t.section("resume_args"), env = t.section("env");
   t.finish();
   if (output.IsDefined()) {
     trainer.output = OutputRules::from_json(json_of(output));
   }
   for (const auto& a : resume_args) {
     trainer.resume_args.push_back(a.Scalar());
+  }
+  for (const auto& kv : env) {
+    trainer.env[kv.first.Scalar()] = kv.second.Scalar();
   }
   for (const auto& part : command) {
     trainer.command.push_back(part.Scalar());

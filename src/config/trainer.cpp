@@ -255,6 +255,9 @@ nlohmann::json OwnTrainer::to_json(bool identity) const {
   if (!resume_args.empty()) {
     j["resume_args"] = resume_args;
   }
+  if (!env.empty()) {
+    j["env"] = env;
+  }
   if (!identity) {
     j["name"] = name;
     j["dir"] = dir;
@@ -334,6 +337,36 @@ void read_trainer_keys(const YAML::Node& keys, const YAML::Node& node, const std
   }
 }
 
+// trainer.env: each probe run in the trainer's folder and its output kept (or taken from `recorded`).
+void read_trainer_env(const YAML::Node& env, OwnTrainer& t, const std::map<std::string, std::string>* recorded,
+                      Diagnostics& diags) {
+  if (!env.IsSequence() || env.size() == 0) {
+    diags.error(env.Mark(), "'trainer.env' lists commands whose output is part of every run id, e.g. env: "
+                            "[\"python3 -c 'import sys, torch; print(sys.executable, torch.__version__)'\"]");
+    return;
+  }
+  for (const auto& probe : env) {
+    const std::string command = probe.IsScalar() ? probe.Scalar() : "";
+    if (command.empty()) {
+      diags.error(probe.Mark(), "'trainer.env': each probe is one shell command, as a string");
+      continue;
+    }
+    if (recorded && recorded->count(command)) {
+      t.env[command] = recorded->at(command);
+      continue;
+    }
+    const Captured got = run_capture({"sh", "-c", "cd \"$0\" && exec sh -c \"$1\"", t.dir, command});
+    const std::vector<std::string> lines = split(trim(got.output), '\n');
+    if (got.code != 0) {
+      diags.error(probe.Mark(), "'trainer.env': `" + command + "` exited " + std::to_string(got.code) +
+                                    (lines.empty() ? "" : ": " + lines.back()) +
+                                    " — run sweep in the environment the trainer needs (activate it), or mend the probe");
+      continue;
+    }
+    t.env[command] = trim(got.output);
+  }
+}
+
 // trainer.command: each part's placeholders known, the program found (when `find`: not for a
 // record of a trainer, which may be elsewhere).
 void read_trainer_command(const YAML::Node& command, TrainerSpec& spec, bool find, Diagnostics& diags) {
@@ -410,7 +443,7 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
   const YAML::Node keys = r.section("keys");
   r.read("stall_timeout", spec.stall_timeout, 0, 999999);
   r.read("stop_grace", t.stop_grace, 0, 86400);
-  const YAML::Node output = r.section("output"), resume_args = r.section("resume_args");
+  const YAML::Node output = r.section("output"), resume_args = r.section("resume_args"), env = r.section("env");
   r.finish();
   if (t.name.empty()) {
     t.name = record && !record->name.empty() ? record->name : fs::path(file).stem().string();
@@ -431,6 +464,9 @@ TrainerSpec read_trainer(const YAML::Node& node, const std::string& file, Diagno
                                        "both — drop 'output' (it prints events) or the client from 'files'");
       }
     }
+  }
+  if (env.IsDefined()) {
+    read_trainer_env(env, t, record && !record->env.empty() ? &record->env : nullptr, diags);
   }
   if (resume_args.IsDefined()) {
     if (!resume_args.IsSequence() || resume_args.size() == 0) {

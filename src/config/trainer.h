@@ -39,6 +39,9 @@ struct OwnTrainer {
   std::optional<OutputRules> output;         // trainer.output: its own lines are read (it prints no events)
   std::vector<std::string> resume_args;      // trainer.resume_args: added to the command when a run resumes
   double stop_grace = 30;  // trainer.stop_grace: seconds from a stop signal to SIGKILL (not identity)
+  // trainer.env: each probe (its command, as written) -> what it printed when the sweep was planned
+  // (the interpreter's and PyTorch's versions, say): part of every run id
+  std::map<std::string, std::string> env;
   // The version of the trainer that trains a run: the first 12 hex digits of SHA-256 over the
   // command and the files' hashes. Shown where the built-in core shows its commit.
   std::string version() const;
@@ -59,6 +62,7 @@ struct TrainerRecord {
   std::string name;  // as it was named (by default the original sweep file's stem); "": as the file names it
   std::string dir;
   std::map<std::string, std::string> files;  // declared file -> SHA-256, as OwnTrainer::files
+  std::map<std::string, std::string> env;    // each trainer.env probe -> its output then (none: probed again)
 };
 
 struct TrainerSpec {

@@ -105,7 +105,10 @@ void save_trainer(const std::string& results, const SweepSpec& spec) {
   }
   const OwnTrainer& t = spec.trainer->trainer;
   const fs::path root = fs::absolute(results).lexically_normal();
-  const nlohmann::json j{{"name", t.name}, {"dir", fs::path(t.dir).lexically_relative(root).string()}, {"files", t.files}};
+  nlohmann::json j{{"name", t.name}, {"dir", fs::path(t.dir).lexically_relative(root).string()}, {"files", t.files}};
+  if (!t.env.empty()) {
+    j["env"] = t.env;
+  }
   write_file_atomic(saved_file(results, spec.name, ".trainer"), j.dump() + "\n");
   fs::remove(saved_file(results, spec.name, ".trainer-dir"));  // an older sweep's record of it
 }
@@ -119,6 +122,7 @@ std::optional<TrainerRecord> read_saved_trainer(const std::string& results, cons
       r.dir = (fs::absolute(results) / j.at("dir").get<std::string>()).lexically_normal().string();
       r.files = j.at("files").get<std::map<std::string, std::string>>();
       r.name = j.value("name", "");
+      r.env = j.value("env", std::map<std::string, std::string>{});
     } catch (const nlohmann::json::exception& e) {
       throw Error(file.string() + ": not a saved trainer record (" + first_line(e.what()) + ")");
     }

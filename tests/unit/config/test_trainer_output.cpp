@@ -2,6 +2,8 @@
 // file:line:col error naming the fix.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
 #include "config/trainer.h"
 #include "helpers.h"
 
@@ -85,6 +87,23 @@ TEST_CASE("trainer.output: a pattern that does not compile, an unknown group, a 
   CHECK(errors_of("  train: 'iter (?<step>\\d+): loss (?<loss>\\S+)'\n  result: '(?<loss>x)'\n", nullptr,
                   "files: [" SWEEP_TEST_DATA "/trainers/toy-trainer.sh]\nresume_args: --init_from=resume\n")
             .find("'trainer.resume_args' is a list") != std::string::npos);
+}
+
+TEST_CASE("trainer.env: each probe's output, run in the trainer's folder, is part of the trainer's version") {
+  TrainerSpec spec;
+  const std::string rules = "  train: 'iter (?<step>\\d+): loss (?<loss>\\S+)'\n  result: '(?<loss>x)'\n";
+  CHECK(errors_of(rules, &spec,
+                  "files: [" SWEEP_TEST_DATA "/trainers/toy-trainer.sh]\nenv: [\"echo one\", \"pwd -P\"]\n") == "");
+  // (the sweep file's folder: here the test's working directory)
+  const std::string here = std::filesystem::canonical(std::filesystem::current_path()).string();
+  CHECK(spec.trainer.env == std::map<std::string, std::string>{{"echo one", "one"}, {"pwd -P", here}});
+  const std::string version = spec.trainer.version();
+  spec.trainer.env["echo one"] = "two";  // another interpreter, another PyTorch: other run ids
+  CHECK(spec.trainer.version() != version);
+  CHECK(errors_of(rules, nullptr,
+                  "files: [" SWEEP_TEST_DATA "/trainers/toy-trainer.sh]\nenv: [\"echo no >&2; exit 3\"]\n")
+            .find("sweep.yaml:3:7: 'trainer.env': `echo no >&2; exit 3` exited 3: no — run sweep in the environment") !=
+        std::string::npos);
 }
 
 TEST_CASE("trainer.output: counts are arithmetic over numbers and the run's keys") {
