@@ -7,7 +7,7 @@ import pathlib
 import sys
 
 LIMIT = 120
-CEILING = 553  # lines over LIMIT in the files below on 2026-11-29; it only goes down
+CEILING = 552  # lines over LIMIT in the files below on 2026-11-29; it only goes down
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2])
 suffixes = {".h", ".cpp", ".cu", ".cuh"}

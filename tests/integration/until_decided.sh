@@ -36,7 +36,7 @@ grep -q "until decided: [0-9] undecided" run.txt || fail "no second round: $(cat
 ! grep -q "undecided (.*eval-often" run.txt || fail "eval-often got seeds after it was decided: $(cat run.txt)"
 "$SWEEP" report ud --results res --out rep > table.txt 2> err.txt || fail "report: $(cat err.txt)"
 cat table.txt
-grep -qE "^[0-9]+ +eval-often +2 .*equivalent +decided at look 1 \(2 seeds\)" table.txt ||
+grep -qE "^[0-9]+ +eval-often +2 .*equivalent \(no-op\) +decided at look 1 \(2 seeds\)" table.txt ||
   fail "eval-often: $(grep eval-often table.txt)"
 grep -q "Pocock-type alpha spending" table.txt || fail "the method is not named"
 python3 - <<'PY' || fail "the seeds do not follow the verdicts"
