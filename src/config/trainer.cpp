@@ -355,12 +355,27 @@ void read_trainer_env(const YAML::Node& env, OwnTrainer& t, const std::map<std::
       t.env[command] = recorded->at(command);
       continue;
     }
-    const Captured got = run_capture({"sh", "-c", "cd \"$0\" && exec sh -c \"$1\"", t.dir, command});
+    const std::vector<std::string> argv{"sh", "-c", "cd \"$0\" && exec sh -c \"$1\"", t.dir, command};
+    const Captured got = run_capture(argv);
     const std::vector<std::string> lines = split(trim(got.output), '\n');
     if (got.code != 0) {
       diags.error(probe.Mark(), "'trainer.env': `" + command + "` exited " + std::to_string(got.code) +
                                     (lines.empty() ? "" : ": " + lines.back()) +
                                     " — run sweep in the environment the trainer needs (activate it), or mend the probe");
+      continue;
+    }
+    if (trim(got.output).empty()) {
+      diags.error(probe.Mark(), "'trainer.env': `" + command + "` printed nothing — a probe prints what the "
+                                    "environment is (a version, a path)");
+      continue;
+    }
+    // the same environment must say the same twice: a probe that varies (a clock, a GPU's load) would
+    // give every `sweep run` new run ids and train the whole study again
+    if (const Captured again = run_capture(argv); trim(again.output) != trim(got.output)) {
+      diags.error(probe.Mark(), "'trainer.env': `" + command + "` printed something else when run again ('" +
+                                    trim(got.output).substr(0, 80) + "', then '" + trim(again.output).substr(0, 80) +
+                                    "') — a probe must print the same in the same environment, or every run "
+                                    "trains anew");
       continue;
     }
     t.env[command] = trim(got.output);

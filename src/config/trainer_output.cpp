@@ -44,11 +44,12 @@ class Arithmetic {
   std::optional<double> run(std::string& why) {
     const std::optional<double> v = sum();
     skip();
-    if (!v || m_at != m_text.size()) {
-      why = "'" + m_text + "' is not a number or arithmetic over numbers (+ - * / and parentheses)";
-      return std::nullopt;
+    if (m_divided_by_zero) {
+      why = "a division by zero";
+    } else if (!v || m_at != m_text.size()) {
+      why = "not a number or arithmetic over numbers (+ - * / and parentheses)";
     }
-    return v;
+    return why.empty() ? v : std::nullopt;
   }
 
  private:
@@ -85,6 +86,7 @@ class Arithmetic {
         v = r ? std::optional<double>(*v * *r) : std::nullopt;
       } else if (take('/')) {
         const auto r = factor();
+        m_divided_by_zero = m_divided_by_zero || (r && *r == 0);
         v = r && *r != 0 ? std::optional<double>(*v / *r) : std::nullopt;
       } else {
         break;
@@ -109,6 +111,7 @@ class Arithmetic {
   }
   const std::string& m_text;
   size_t m_at = 0;
+  bool m_divided_by_zero = false;
 };
 
 // The column of a pattern's `offset` in the sweep file: on the scalar's own line, after its quote.
@@ -134,7 +137,7 @@ LineRule read_rule(const std::string& name, const YAML::Node& node, Diagnostics&
     r.require("line", "the regular expression its lines match, e.g. line: 'iter (?<step>\\d+): loss (?<loss>\\S+)'");
     pattern.reset(r.section("line"));
     if (name == "train" || name == "eval") {
-      r.read("step_offset", rule.step_offset, -1000000, 1000000);
+      r.read("step_offset", rule.step_offset, 0, 1000000);
     }
     if (name == "eval") {
       r.read_choice("split", rule.split, {"val", "test"});
@@ -303,13 +306,13 @@ OutputRules read_trainer_output(const YAML::Node& node, const std::vector<std::s
     }
     const std::string text = count.IsScalar() ? count.Scalar() : "";
     std::vector<std::string> unknown;
-    const std::string filled = fill_placeholders(text, ones, &unknown);
+    fill_placeholders(text, ones, &unknown);
     std::string why;
     if (!unknown.empty()) {
       diags.error(count.Mark(), "'trainer.output." + name + "': unknown placeholder " + unknown.front() +
                                     " — a count may name the trainer's declared keys, e.g. {" +
                                     (keys.empty() ? std::string("batch_size") : keys.front()) + "}");
-    } else if (!evaluate_count(filled, {}, why)) {
+    } else if (!evaluate_count(text, ones, why)) {
       diags.error(count.Mark(), "'trainer.output." + name + "': " + why + ", e.g. \"{batch_size} * {block_size}\"");
     } else {
       (name == "tokens_per_step" ? o.tokens_per_step : name == "total_steps" ? o.total_steps : o.params) = text;
@@ -326,7 +329,11 @@ std::optional<double> evaluate_count(const std::string& text, const std::map<std
     why = "no value for " + unknown.front() + " in '" + text + "'";
     return std::nullopt;
   }
-  return Arithmetic(filled).run(why);
+  const std::optional<double> v = Arithmetic(filled).run(why);
+  if (!v) {
+    why = "'" + text + "'" + (filled != text ? " (here '" + filled + "')" : "") + ": " + why;
+  }
+  return v;
 }
 
 }  // namespace sweep

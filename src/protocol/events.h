@@ -54,6 +54,8 @@ constexpr const char* code = "code";          // the git commit the worker was b
 constexpr const char* numerics = "numerics";  // k_numerics_version of the worker
 // the run id of the config it trains (its repeat 0): what `sweep ingest` checks a run folder's events by
 constexpr const char* identity = "identity";
+// a trainer of your own: the program its host started, as found (a path: `python3` as PATH resolved it)
+constexpr const char* program = "program";
 
 // train and eval ("loss" and "grad_norm" may be the strings "nan", "inf", "-inf")
 constexpr const char* loss = "loss";

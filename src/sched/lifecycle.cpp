@@ -156,7 +156,11 @@ Outcome classify_end(const EndFacts& f) {
   if (f.own_failed_before_start && code > 0 && code < 128 && !f.stopping) {
     return {RunState::failed, Then::give_up,
             "exit " + std::to_string(code) + " before its first event — not retried: it would fail the same way; "
-            "`sweep run --retry-failed` runs it again once mended\n" + f.log_tail};
+            "`sweep run --retry-failed` runs it again once mended" +
+                std::string(f.steps > 0 ? " (it was resuming from its checkpoint: one cut by a stop fails so — "
+                                          "remove the run's checkpoint/ folder to start it afresh)"
+                                        : "") +
+                "\n" + f.log_tail};
   }
   const bool retry = code != static_cast<int>(Exit::bad_input) && f.crashes < f.retries && !f.stopping;
   return {RunState::failed, retry ? Then::retry : Then::give_up, reason};

@@ -269,9 +269,9 @@ OutputReader::Counts counts_of(const OwnTrainer& trainer, const std::map<std::st
     std::string why;
     const std::optional<double> v = evaluate_count(*count.first, placeholders, why);
     if (!v || !(*v >= 0) || *v != std::floor(*v) || *v > 9e18) {
-      throw Error("trainer " + trainer.name + ": trainer.output." + name + " '" + *count.first + "' is " +
-                      (v ? format_number("%g", *v) + " for this run, not a whole number ≥ 0" : why),
-                  Exit::bad_input);
+      const std::string said =
+          v ? "'" + *count.first + "' is " + format_number("%g", *v) + " for this run, not a whole number ≥ 0" : why;
+      throw Error("trainer " + trainer.name + ": trainer.output." + name + " " + said, Exit::bad_input);
     }
     *count.second = static_cast<int64_t>(*v);
   }
@@ -373,6 +373,7 @@ class HostedRun {
   }
 
   void spawn_ranks(const Launch& launch) {
+    m_program = launch.argv.front();
     for (int r = 0; r < launch.ranks; ++r) {
       SpawnOptions so;
       so.argv = launch.argv;
@@ -562,8 +563,13 @@ class HostedRun {
         return;
       }
     } else if (code == 0) {
+      if (const std::optional<nlohmann::json> checkpoint = m_reader->exited()) {
+        if (const std::optional<nlohmann::json> ev = accept_event(checkpoint->dump(), m_trainer, why)) {
+          record(*ev, "");
+        }
+      }
       made = m_reader->end();
-      if (made[field::status] != "done") {
+      if (made[field::status] == "failed") {
         m_trouble.unreadable = made[field::reason];
       }
     } else {
@@ -598,6 +604,7 @@ class HostedRun {
     }
     if (ev[field::event] == events::start) {
       ev[field::identity] = m_identity;  // what it trained, as sweep knows it: a folder's events are checked by it
+      ev[field::program] = m_program;    // which program ran it
     }
     if (ev[field::event] == events::heartbeat) {  // liveness only: one a second is plenty
       const double t = events::unix_time();
@@ -638,6 +645,7 @@ class HostedRun {
   const fs::path m_dir;
   bool m_to_stdout;
   const std::string m_identity;
+  std::string m_program;  // the command's program, found (a path)
   std::ofstream m_events_file;
   CappedLog m_log;
   std::vector<Rank> m_ranks;

@@ -13,7 +13,10 @@ namespace {
 namespace field = events::field;
 
 std::string quoted(const std::string& line) {
-  return "'" + (line.size() > 200 ? line.substr(0, 200) + "…" : line) + "'";
+  std::string text = "'";
+  text.append(line, 0, std::min<size_t>(line.size(), 200));
+  text += line.size() > 200 ? "…'" : "'";
+  return text;
 }
 
 // A number as a line writes it: 4.2874, 1e-3, 16,384, 10.65M, nan, inf; nullopt otherwise.
@@ -158,6 +161,11 @@ std::vector<nlohmann::json> OutputReader::take(const std::string& line) {
   if (m_last_lines.size() > 3) {
     m_last_lines.pop_front();
   }
+  if (m_pending_checkpoint) {  // the program prints again: the save its checkpoint line announced is done
+    m_checkpoint = (*m_pending_checkpoint)[field::step].get<int64_t>();
+    out.push_back(std::move(*m_pending_checkpoint));
+    m_pending_checkpoint.reset();
+  }
   bool read = false;
   for (const Rule& rule : m_compiled) {
     const auto groups = rule.pattern->match(line);
@@ -189,10 +197,11 @@ std::vector<nlohmann::json> OutputReader::take(const std::string& line) {
       }
       out.push_back(std::move(start));
     }
-    if (rule.name == "checkpoint") {
-      m_checkpoint = step;
-    }
     m_step = std::max(m_step, step);
+    if (rule.name == "checkpoint") {  // counted when the program prints again (a line may come before the save)
+      m_pending_checkpoint = std::move(*ev);
+      break;
+    }
     if (rule.name == "train") {  // its speed: the tokens since the train line before, when nothing came between
       const double now = events::unix_time();
       const int64_t tokens = (*ev)[field::tokens].get<int64_t>();
@@ -228,20 +237,34 @@ std::string OutputReader::quoted_lines() const {
   return text.empty() ? "none" : text;
 }
 
+std::optional<nlohmann::json> OutputReader::exited() {
+  if (!m_pending_checkpoint) {
+    return std::nullopt;
+  }
+  m_checkpoint = (*m_pending_checkpoint)[field::step].get<int64_t>();
+  std::optional<nlohmann::json> ev = std::move(m_pending_checkpoint);
+  m_pending_checkpoint.reset();
+  return ev;
+}
+
 nlohmann::json OutputReader::end() const {
   nlohmann::json ev{{field::event, events::end}, {field::step, m_step}};
   if (!m_read_any) {
     ev[field::status] = "failed";
     ev[field::reason] = "no line matched the train rule (trainer.output.train): the program's first lines: " +
                         quoted_lines();
-  } else if (!m_result || !std::isfinite(*m_result)) {
+  } else if (!m_result) {
     std::string last;
     for (const auto& l : m_last_lines) {
       last += (last.empty() ? "" : ", ") + quoted(l);
     }
     ev[field::status] = "failed";
     ev[field::reason] = "the program exited without a result: " + m_rules.result_source() +
-                        (m_result ? " is not finite" : " was never read") + "; its last lines: " + last;
+                        " was never read; its last lines: " + last;
+  } else if (!std::isfinite(*m_result)) {  // a run that blew up: diverged, never judged on its survivors
+    ev[field::status] = "diverged";
+    ev[field::reason] = "its result is not finite (" + m_rules.result_source() + ")";
+    ev[field::test_loss] = loss_value(*m_result);
   } else {
     ev[field::status] = "done";
     ev[field::test_loss] = *m_result;

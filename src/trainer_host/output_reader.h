@@ -32,7 +32,11 @@ class OutputReader {
   std::vector<nlohmann::json> take(const std::string& line);
   const std::string& failure() const { return m_failure; }
 
-  // The end event of a program that exited 0: done with its result, or failed saying what was missing.
+  // A program that exited 0: its last checkpoint line, not counted yet (a checkpoint counts once
+  // the program prints again — nanoGPT prints its line before the save — or exits normally).
+  std::optional<nlohmann::json> exited();
+  // The end event of a program that exited 0: done with its result, diverged (a result that is
+  // not finite), or failed saying what was missing.
   nlohmann::json end() const;
   bool started() const { return m_started; }
   int64_t step() const { return m_step; }
@@ -56,6 +60,7 @@ class OutputReader {
   int64_t m_step = 0;
   std::optional<int64_t> m_checkpoint;
   std::optional<double> m_result;
+  std::optional<nlohmann::json> m_pending_checkpoint;  // a checkpoint line read, its save not known done
   std::optional<std::pair<double, int64_t>> m_last_train;  // the time and tokens of the last train line
   int64_t m_unmatched = 0;
   bool m_read_any = false;                  // a train or eval line matched

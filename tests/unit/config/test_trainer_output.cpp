@@ -79,7 +79,7 @@ TEST_CASE("trainer.output: a pattern that does not compile, an unknown group, a 
             .find("unknown placeholder {max_iter}") != std::string::npos);
   CHECK(errors_of("  train: 'iter (?<step>\\d+): loss (?<loss>\\S+)'\n  result: '(?<loss>x)'\n"
                   "  params: \"{max_iters} +\"\n")
-            .find("is not a number or arithmetic") != std::string::npos);
+            .find("'{max_iters} +' (here '1 +'): not a number or arithmetic") != std::string::npos);
   // a program read by rules does not also print events
   CHECK(errors_of("  train: 'iter (?<step>\\d+): loss (?<loss>\\S+)'\n  result: '(?<loss>x)'\n", nullptr,
                   "files: [" SWEEP_TEST_DATA "/../../clients/python/sweep_events.py]\n")
@@ -100,6 +100,10 @@ TEST_CASE("trainer.env: each probe's output, run in the trainer's folder, is par
   const std::string version = spec.trainer.version();
   spec.trainer.env["echo one"] = "two";  // another interpreter, another PyTorch: other run ids
   CHECK(spec.trainer.version() != version);
+  CHECK(errors_of(rules, nullptr, "files: [" SWEEP_TEST_DATA "/trainers/toy-trainer.sh]\nenv: [\"date +%s%N\"]\n")
+            .find("printed something else when run again") != std::string::npos);
+  CHECK(errors_of(rules, nullptr, "files: [" SWEEP_TEST_DATA "/trainers/toy-trainer.sh]\nenv: [\"true\"]\n")
+            .find("printed nothing") != std::string::npos);
   CHECK(errors_of(rules, nullptr,
                   "files: [" SWEEP_TEST_DATA "/trainers/toy-trainer.sh]\nenv: [\"echo no >&2; exit 3\"]\n")
             .find("sweep.yaml:3:7: 'trainer.env': `echo no >&2; exit 3` exited 3: no — run sweep in the environment") !=
@@ -115,6 +119,7 @@ TEST_CASE("trainer.output: counts are arithmetic over numbers and the run's keys
   CHECK(evaluate_count("-1e-3", {}, why) == doctest::Approx(-0.001));
   CHECK_FALSE(evaluate_count("{a} + 1", {}, why));
   CHECK(why == "no value for {a} in '{a} + 1'");
-  CHECK_FALSE(evaluate_count("3 / 0", {}, why));
+  CHECK_FALSE(evaluate_count("{a} / 0", {{"a", "3"}}, why));
+  CHECK(why == "'{a} / 0' (here '3 / 0'): a division by zero");
   CHECK_FALSE(evaluate_count("two", {}, why));
 }

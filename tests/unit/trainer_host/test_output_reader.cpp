@@ -51,7 +51,7 @@ TEST_CASE("output reader: nanoGPT's lines make a start, evaluations, train point
   CHECK(evs[3].contains("tokens_per_s"));  // the time since the train line before
   CHECK(evs[5] == nlohmann::json{{"event", "checkpoint"}, {"step", 100}, {"tokens", 76800}});
   CHECK_FALSE(evs[6].contains("tokens_per_s"));  // an evaluation came between
-  CHECK(reader.checkpoint_step() == 100);
+  CHECK(reader.checkpoint_step() == 100);  // counted once the program printed again (its save done)
   CHECK(reader.failure().empty());
   const nlohmann::json end = reader.end();
   CHECK(end["status"] == "done");
@@ -78,6 +78,28 @@ TEST_CASE("output reader: a resumed program starts at its first line's step, the
   CHECK(first[0]["step"] == 41);
   CHECK(first[0]["tokens"] == 410);
   CHECK(first[1]["step"] == 42);
+}
+
+TEST_CASE("output reader: a checkpoint counts once the program prints again or exits, a non-finite result diverged") {
+  OutputReader stopped(nanogpt_rules(), {});
+  auto evs = read_all(stopped, {"iter 99: loss 3.0, time 1ms", "saving checkpoint to out"});
+  CHECK(evs.size() == 2);  // start, train: nanoGPT prints the line before its save
+  CHECK_FALSE(stopped.checkpoint_step());
+  evs = read_all(stopped, {"iter 100: loss 2.9, time 1ms"});
+  REQUIRE(evs.size() == 2);
+  CHECK(evs[0] == nlohmann::json{{"event", "checkpoint"}, {"step", 100}, {"tokens", 0}});
+  CHECK(stopped.checkpoint_step() == 100);
+  read_all(stopped, {"saving checkpoint to out"});
+  const auto last = stopped.exited();  // it exited 0: the save is done
+  REQUIRE(last);
+  CHECK((*last)["step"] == 101);
+  CHECK_FALSE(stopped.exited());
+
+  OutputReader blew_up(nanogpt_rules(), {});
+  read_all(blew_up, {"iter 0: loss 4.4, time 1ms", "test loss nan"});
+  const nlohmann::json end = blew_up.end();
+  CHECK(end["status"] == "diverged");
+  CHECK(end["test_loss"] == "nan");
 }
 
 TEST_CASE("output reader: a value that is no number, a step from 0 and lines that never match fail with the line") {
