@@ -22,6 +22,17 @@ inline bool is_loss_value(const nlohmann::json& v) {
   return v.is_number() || (v.is_string() && (v == "nan" || v == "inf" || v == "-inf"));
 }
 
+// A number written so: JSON has no NaN, so a non-finite one is the string "nan", "inf" or "-inf".
+inline nlohmann::json json_number(double value) {
+  if (std::isnan(value)) {
+    return "nan";
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? "inf" : "-inf";
+  }
+  return value;
+}
+
 inline bool is_whole(const nlohmann::json& v) { return v.is_number_integer() && v.get<int64_t>() >= 0; }
 
 inline bool is_finite_number(const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); }

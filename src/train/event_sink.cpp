@@ -11,16 +11,6 @@
 
 namespace sweep {
 
-nlohmann::json json_number(double value) {
-  if (std::isnan(value)) {
-    return "nan";
-  }
-  if (std::isinf(value)) {
-    return value > 0 ? "inf" : "-inf";
-  }
-  return value;
-}
-
 // Opens a file to append lines to. A last line left unfinished (its writer was killed, or the
 // disk was full) is ended first, so that it never swallows the first line appended now.
 static std::FILE* open_append(const std::string& path) {

@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "protocol/event_check.h"
+
 namespace sweep {
 
-nlohmann::json json_number(double value);
+using events::json_number;  // (protocol/event_check.h: the writers' one spelling of a non-finite number)
 
 class EventSink {
  public:

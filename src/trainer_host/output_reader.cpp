@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "protocol/event_check.h"
 #include "protocol/events.h"
 #include "util/text.h"
 
@@ -36,16 +37,6 @@ std::optional<double> number_of(const std::string& text) {
   }
   std::string why;
   return t.empty() ? std::nullopt : evaluate_count(t, {}, why);
-}
-
-nlohmann::json loss_value(double v) {
-  if (std::isnan(v)) {
-    return "nan";
-  }
-  if (std::isinf(v)) {
-    return v > 0 ? "inf" : "-inf";
-  }
-  return v;
 }
 
 }  // namespace
@@ -127,12 +118,12 @@ std::optional<nlohmann::json> OutputReader::event_of(const Rule& rule, const std
     if (!loss) {
       return std::nullopt;
     }
-    ev[field::loss] = loss_value(*loss);
+    ev[field::loss] = events::json_number(*loss);
   }
   if (rule.name == "train") {
     for (const char* optional : {field::lr, field::grad_norm}) {
       if (const auto v = number(optional)) {
-        ev[optional] = loss_value(*v);
+        ev[optional] = events::json_number(*v);
       }
     }
   }
@@ -264,7 +255,7 @@ nlohmann::json OutputReader::end() const {
   } else if (!std::isfinite(*m_result)) {  // a run that blew up: diverged, never judged on its survivors
     ev[field::status] = "diverged";
     ev[field::reason] = "its result is not finite (" + m_rules.result_source() + ")";
-    ev[field::test_loss] = loss_value(*m_result);
+    ev[field::test_loss] = events::json_number(*m_result);
   } else {
     ev[field::status] = "done";
     ev[field::test_loss] = *m_result;
