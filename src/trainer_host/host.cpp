@@ -431,6 +431,11 @@ class HostedRun {
         break;
       }
       if (m_kill_at && std::chrono::steady_clock::now() > *m_kill_at) {
+        if (m_stopping && !m_killed) {  // said once: the program did not stop within its grace
+          m_log.line("sweep: the program was still running " + format_number("%g", m_trainer.stop_grace) +
+                     " s after the stop (trainer.stop_grace): killed");
+        }
+        m_killed = true;
         signal_running(SIGKILL);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -553,8 +558,8 @@ class HostedRun {
         m_ranks.front().code = static_cast<int>(Exit::preempted);
       } else {  // interrupted: it resumes from an older checkpoint, or starts again
         const bool kept = at || !fs::is_empty(m_dir / "checkpoint");
-        const std::string where =
-            m_reader->started() ? "at step " + std::to_string(m_stopped_at) : std::string("before its first step");
+        const std::string where =  // the last step read: a program may train on a while after the signal
+            m_reader->started() ? "at step " + std::to_string(m_reader->step()) : std::string("before its first step");
         const std::string then = at     ? "it resumes from its checkpoint of step " + std::to_string(*at)
                                  : kept ? "it resumes from its last checkpoint"
                                         : "no checkpoint: it starts again from step 0";
@@ -657,6 +662,7 @@ class HostedRun {
   Trouble m_trouble;
   int m_first_failure = -1;
   bool m_stopping = false;
+  bool m_killed = false;  // SIGKILL sent
   std::optional<std::chrono::steady_clock::time_point> m_kill_at;
   int64_t m_events_bytes = 0;
   const int64_t m_events_cap = cap("SWEEP_TEST_EVENTS_CAP", k_max_events_bytes);

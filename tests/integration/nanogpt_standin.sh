@@ -75,6 +75,8 @@ SECONDS=0
 expect_rc 130 wait "$sched"
 [ "$SECONDS" -lt 20 ] || fail "the deaf program was not killed after its grace"
 grep -q "interrupted baseline seed 1 .* at step" deaf.txt || fail "the deaf run: $(cat deaf.txt)"
+grep -q "sweep: the program was still running 1 s after the stop (trainer.stop_grace): killed" "res/runs/$deaf/worker.log" ||
+  fail "the kill is not said: $(tail -3 "res/runs/$deaf/worker.log")"
 
 # lines that never match: failed, not retried, the first lines quoted
 sed -e 's/^sweep: nanogpt/sweep: unread/' -e "s/train: {line: '^iter /train: {line: '^epoch /" -e "s/eval: '^step /eval: '^Step /" ex/sweep.yaml > ex/unread.yaml
